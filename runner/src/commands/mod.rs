@@ -1,0 +1,5 @@
+//! One module per subcommand.
+
+pub mod keygen;
+pub mod synth;
+pub mod verify;

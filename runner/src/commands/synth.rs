@@ -1,0 +1,72 @@
+//! `runner synth`: a signed result from synthetic records.
+
+use crate::cli::SynthArgs;
+use crate::{keyfile, output, provenance, synth, Failure};
+use schemas::document::Run;
+use std::time::SystemTime;
+
+pub fn run(args: &SynthArgs) -> Result<(), Failure> {
+    let key = args
+        .key
+        .as_deref()
+        .map(keyfile::load_signing_key)
+        .transpose()
+        .map_err(Failure::Key)?;
+    let started = SystemTime::now();
+    let spec = synth::Spec {
+        seed: args.seed,
+        requests: args.requests,
+        prompt_tokens: args.prompt_tokens,
+        output_tokens: args.output_tokens,
+    };
+    let run = Run {
+        id: run_id().map_err(Failure::Input)?,
+        started_at: humantime::format_rfc3339_micros(started).to_string(),
+        finished_at: humantime::format_rfc3339_micros(SystemTime::now()).to_string(),
+        tool: provenance::tool(),
+        command_line: std::env::args().collect(),
+        spec: serde_json::json!({
+            "command": "synth",
+            "requests": args.requests,
+            "prompt_tokens": args.prompt_tokens,
+            "output_tokens": args.output_tokens,
+        }),
+        seed: schemas::numbers::JsonU64(args.seed),
+        complete: true,
+    };
+    let predicate = synth::predicate(&spec, run, provenance::host::detect());
+    let statement = schemas::seal::seal(predicate).map_err(|e| Failure::Input(e.into()))?;
+    let envelope = schemas::seal::envelope(&statement, key.as_ref());
+    let bytes = serde_json::to_vec(&envelope).expect("envelopes serialise");
+    output::write_atomically(&args.out, &bytes).map_err(Failure::Input)?;
+    let tokens: u64 = statement
+        .predicate
+        .benchmarks
+        .iter()
+        .map(|b| b.summary.output_tokens)
+        .sum();
+    let gap_bytes: usize = statement
+        .predicate
+        .benchmarks
+        .iter()
+        .flat_map(|b| &b.records)
+        .map(|r| r.token_gaps.len())
+        .sum();
+    tracing::info!(
+        out = %args.out.display(),
+        signed = key.is_some(),
+        bytes = bytes.len() + 1,
+        tokens,
+        token_timing_bytes_per_token = format!("{:.2}", gap_bytes as f64 / tokens.max(1) as f64),
+        document_bytes_per_token = format!("{:.2}", (bytes.len() + 1) as f64 / tokens.max(1) as f64),
+        "wrote synthetic result"
+    );
+    Ok(())
+}
+
+/// A random 128-bit run id, lowercase hex.
+pub fn run_id() -> anyhow::Result<String> {
+    let mut id = [0u8; 16];
+    getrandom::fill(&mut id).map_err(|e| anyhow::anyhow!("no randomness from the OS: {e}"))?;
+    Ok(hex::encode(id))
+}

@@ -1,0 +1,180 @@
+//! Synthetic records from a deterministic latency model, for exercising the document
+//! path (signing, verification, rendering, publishing) without a server. The engine
+//! is named `synthetic` in the result, so such a document never passes for a
+//! measurement.
+//!
+//! Model: TTFT = 25 ms + 0.04 ms × prompt tokens, × (1 + 0.3 × (queue depth − 1));
+//! ITL = 8 ms × (1 + 0.12 × (batch − 1)); ±10 % uniform jitter from a seeded
+//! SplitMix64, so the same seed gives the same document.
+
+use schemas::document::{
+    Benchmark, Engine, Model, Phase, Predicate, Profile, ProfileKind, RawRecord, Run, Workload,
+};
+use schemas::metrics::Summary;
+use schemas::numbers::{Finite, JsonU64};
+use schemas::token_times;
+
+pub struct Spec {
+    pub seed: u64,
+    pub requests: u32,
+    pub prompt_tokens: u32,
+    pub output_tokens: u32,
+}
+
+/// SplitMix64: tiny, seedable, and the same on every platform.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [1 − spread, 1 + spread).
+    fn jitter(&mut self, spread: f64) -> f64 {
+        let unit = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        1.0 - spread + 2.0 * spread * unit
+    }
+}
+
+/// The profiles of a small sweep: synchronous, two constant rates, throughput.
+fn profiles(requests: u32) -> Vec<(String, Profile, f64)> {
+    let profile = |kind, rate: Option<f64>, concurrency| Profile {
+        kind,
+        rate_per_s: rate.map(|r| Finite::new(r).expect("finite rate")),
+        concurrency,
+        max_requests: Some(u64::from(requests)),
+        max_seconds: None,
+        warmup_requests: 0,
+        cooldown_requests: 0,
+    };
+    vec![
+        (
+            "synchronous".into(),
+            profile(ProfileKind::Synchronous, None, Some(1)),
+            1.0,
+        ),
+        (
+            "constant@2.00 req/sec".into(),
+            profile(ProfileKind::Constant, Some(2.0), None),
+            2.0,
+        ),
+        (
+            "constant@6.00 req/sec".into(),
+            profile(ProfileKind::Constant, Some(6.0), None),
+            6.0,
+        ),
+        (
+            "throughput".into(),
+            profile(ProfileKind::Throughput, None, Some(32)),
+            32.0,
+        ),
+    ]
+}
+
+fn benchmark(
+    spec: &Spec,
+    rng: &mut Rng,
+    label: String,
+    profile: Profile,
+    load: f64,
+    started_at: &str,
+) -> Benchmark {
+    let batch = load.max(1.0);
+    let mut records = Vec::with_capacity(spec.requests as usize);
+    let mut clock_us = 0u64;
+    for i in 0..spec.requests {
+        let scheduled_us = match (profile.kind, profile.rate_per_s) {
+            (ProfileKind::Throughput, _) => 0,
+            (_, Some(rate)) => (f64::from(i) * 1e6 / rate.get()) as u64,
+            _ => clock_us,
+        };
+        let sent_us = scheduled_us + (40.0 * rng.jitter(0.5)) as u64;
+        let queue = if profile.kind == ProfileKind::Throughput {
+            1.0 + f64::from(i) / 32.0
+        } else {
+            1.0
+        };
+        let ttft = (25_000.0 + 40.0 * f64::from(spec.prompt_tokens))
+            * (1.0 + 0.3 * (queue - 1.0))
+            * rng.jitter(0.1);
+        let first = sent_us + ttft as u64;
+        let mut arrivals = vec![first];
+        for _ in 1..spec.output_tokens {
+            let itl = 8_000.0 * (1.0 + 0.12 * (batch - 1.0)) * rng.jitter(0.1);
+            arrivals.push(arrivals.last().unwrap() + itl as u64);
+        }
+        let end_us = arrivals.last().unwrap() + 150;
+        clock_us = end_us + 200;
+        records.push(RawRecord {
+            phase: Phase::Measured,
+            scheduled_us,
+            sent_us,
+            first_token_us: Some(first),
+            token_gaps: token_times::encode_arrivals(&arrivals),
+            end_us,
+            output_tokens_requested: Some(spec.output_tokens),
+            input_tokens_client: Some(spec.prompt_tokens),
+            input_tokens_server: Some(spec.prompt_tokens),
+            output_tokens_client: spec.output_tokens,
+            output_tokens_server: Some(spec.output_tokens),
+            finish_reason: Some("length".into()),
+            error: None,
+        });
+    }
+    Benchmark {
+        label,
+        profile,
+        workload: Workload::Synthetic {
+            prompt_tokens: spec.prompt_tokens,
+            prompt_tokens_stdev: None,
+            output_tokens: spec.output_tokens,
+            output_tokens_stdev: None,
+            tokenizer: "none (synthetic records)".into(),
+            prompts_sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"")),
+        },
+        slo: None,
+        started_at: started_at.to_string(),
+        records,
+        summary: empty_summary(),
+    }
+}
+
+/// Placeholder replaced by `schemas::seal::seal`, which computes the real summary.
+fn empty_summary() -> Summary {
+    schemas::metrics::summarize(&[], None).expect("an empty summary is always finite")
+}
+
+/// A whole predicate of synthetic benchmarks; `run` supplies id, times and argv.
+pub fn predicate(spec: &Spec, run: Run, host: schemas::document::Host) -> Predicate {
+    let mut rng = Rng(spec.seed);
+    let benchmarks = profiles(spec.requests)
+        .into_iter()
+        .map(|(label, profile, load)| {
+            benchmark(spec, &mut rng, label, profile, load, &run.started_at)
+        })
+        .collect();
+    Predicate {
+        run: Run {
+            seed: JsonU64(spec.seed),
+            ..run
+        },
+        host,
+        engine: Engine {
+            name: "synthetic".into(),
+            version: None,
+            endpoint: "synthetic://deterministic-model".into(),
+            api: "none".into(),
+            reported: Default::default(),
+        },
+        model: Model {
+            id: "synthetic".into(),
+            revision: None,
+            digest: None,
+        },
+        benchmarks,
+        validity: vec![],
+    }
+}

@@ -1,0 +1,364 @@
+//! The types of a result document: an in-toto Statement whose predicate is a run.
+//!
+//! Field names carry their unit (`_us`, `_ms`, `_mib`). Times inside a benchmark are
+//! integer microseconds from that benchmark's `started_at`, on the runner's monotonic
+//! clock. Every struct denies unknown fields: a document either matches this version of
+//! the contract exactly or is rejected, and a new meaning gets a new `predicateType`.
+
+use crate::metrics::Summary;
+use crate::numbers::{Finite, JsonU64};
+use crate::validity::Flag;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+#[cfg(feature = "json-schema")]
+use schemars::JsonSchema;
+
+/// in-toto Statement v1.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Statement {
+    /// Always `https://in-toto.io/Statement/v1`.
+    #[serde(rename = "_type")]
+    pub type_: String,
+    pub subject: Vec<Subject>,
+    /// This project's versioned predicate URI (see `PREDICATE_TYPE`).
+    #[serde(rename = "predicateType")]
+    pub predicate_type: String,
+    pub predicate: Predicate,
+}
+
+/// What the statement is about: the model's revision digest when known, else the
+/// sha256 of the raw records (see [`crate::verify::raw_records_sha256`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Subject {
+    pub name: String,
+    /// Algorithm name (`sha256`, `gitCommit`, …) to lowercase hex.
+    pub digest: BTreeMap<String, String>,
+}
+
+/// The predicate: one benchmark run and all it measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Predicate {
+    pub run: Run,
+    pub host: Host,
+    pub engine: Engine,
+    pub model: Model,
+    pub benchmarks: Vec<Benchmark>,
+    /// Findings that make numbers suspect or unusable. Empty when nothing was found.
+    pub validity: Vec<Flag>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    /// Random 128-bit id, lowercase hex.
+    pub id: String,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// RFC 3339, UTC.
+    pub finished_at: String,
+    pub tool: Tool,
+    /// argv as typed, the API key never among it.
+    pub command_line: Vec<String>,
+    /// The resolved benchmark spec the run executed (flags or spec file).
+    pub spec: Value,
+    pub seed: JsonU64,
+    /// False when the run was interrupted (Ctrl-C, finalised journal) before its plan ended.
+    pub complete: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+    /// Commit the tool was built from; null when built outside a git checkout.
+    pub git_commit: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    pub hostname: Option<String>,
+    /// e.g. `Debian GNU/Linux 12 (bookworm)`.
+    pub os: String,
+    pub kernel: Option<String>,
+    pub arch: String,
+    pub cpu: Cpu,
+    pub memory_mib: Option<u64>,
+    /// Null when no GPU inventory could be read; `gpus_null_reason` says why.
+    pub gpus: Option<GpuInventory>,
+    pub gpus_null_reason: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Cpu {
+    pub model: Option<String>,
+    /// Logical CPUs this process may run on.
+    pub logical_cores: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GpuInventory {
+    /// Where the inventory came from, e.g. `nvidia-smi`.
+    pub source: String,
+    pub driver_version: Option<String>,
+    pub cuda_version: Option<String>,
+    pub count: u32,
+    pub devices: Vec<Gpu>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Gpu {
+    pub index: u32,
+    pub name: String,
+    pub memory_mib: Option<u64>,
+    pub uuid: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Engine {
+    /// `vllm`, `sglang`, `tgi`, `lmdeploy`, `llama.cpp`, `simulator`, … or `unknown`.
+    pub name: String,
+    pub version: Option<String>,
+    /// Base URL the load was sent to (credentials stripped).
+    pub endpoint: String,
+    /// Which API the requests used, e.g. `openai-completions`.
+    pub api: String,
+    /// What the server said about itself, by path (`/v1/models`, `/version`, …).
+    pub reported: BTreeMap<String, Value>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    pub id: String,
+    /// e.g. a Hugging Face commit, when known.
+    pub revision: Option<String>,
+    /// Digest of the weights (algorithm → hex) when known; then it is also the subject.
+    pub digest: Option<BTreeMap<String, String>>,
+}
+
+/// One load profile over one workload, with every request it sent.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Benchmark {
+    /// Seed-004 style label: `synchronous`, `constant@2.50 req/sec`, `throughput`, …
+    pub label: String,
+    pub profile: Profile,
+    pub workload: Workload,
+    /// Goodput thresholds; null when none were given.
+    pub slo: Option<Slo>,
+    /// RFC 3339, UTC: the zero of every `_us` time in `records`.
+    pub started_at: String,
+    pub records: Vec<RawRecord>,
+    /// Derived from `records` by [`crate::metrics::summarize`]; verification recomputes it.
+    pub summary: Summary,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileKind {
+    /// One request at a time.
+    Synchronous,
+    /// A fixed number of requests in flight (closed loop).
+    Concurrent,
+    /// Sends at fixed intervals (open loop).
+    Constant,
+    /// Sends with exponential gaps (open loop).
+    Poisson,
+    /// Everything at once, bounded by the in-flight limit: the server's capacity.
+    Throughput,
+}
+
+impl ProfileKind {
+    /// Open-loop profiles schedule sends independently of responses.
+    pub fn is_open_loop(self) -> bool {
+        matches!(self, ProfileKind::Constant | ProfileKind::Poisson)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub kind: ProfileKind,
+    /// Target request rate (req/s) of open-loop profiles.
+    pub rate_per_s: Option<Finite>,
+    /// Requests in flight at most.
+    pub concurrency: Option<u32>,
+    pub max_requests: Option<u64>,
+    pub max_seconds: Option<Finite>,
+    /// Requests at the start excluded from the summary (`phase: warmup`).
+    pub warmup_requests: u64,
+    /// Requests at the end excluded from the summary (`phase: cooldown`).
+    pub cooldown_requests: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Workload {
+    /// Prompts of a target token count built from a seed.
+    Synthetic {
+        prompt_tokens: u32,
+        prompt_tokens_stdev: Option<Finite>,
+        output_tokens: u32,
+        output_tokens_stdev: Option<Finite>,
+        /// How prompt lengths were measured: `tokenizer.json`, `server /tokenize`, …
+        tokenizer: String,
+        /// sha256 over the prompts sent, in order.
+        prompts_sha256: String,
+    },
+    /// Prompts read from a file.
+    Dataset {
+        path: String,
+        format: String,
+        sha256: String,
+        prompts_sha256: String,
+    },
+}
+
+/// Which part of a benchmark a request belongs to; only `measured` requests count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Warmup,
+    #[default]
+    Measured,
+    Cooldown,
+}
+
+/// Everything one request did, as observed by the client. Times are µs from the
+/// benchmark's `started_at`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RawRecord {
+    pub phase: Phase,
+    /// When the profile meant to send it: latency counts from here (no coordinated omission).
+    pub scheduled_us: u64,
+    /// When the request actually left.
+    pub sent_us: u64,
+    /// First streamed token event; null when none came.
+    pub first_token_us: Option<u64>,
+    /// Gaps between consecutive token events after the first (see [`crate::token_times`]).
+    pub token_gaps: String,
+    /// When the stream ended or failed.
+    pub end_us: u64,
+    pub output_tokens_requested: Option<u32>,
+    /// Prompt length the client built or counted.
+    pub input_tokens_client: Option<u32>,
+    /// `usage.prompt_tokens`, when the server reported usage.
+    pub input_tokens_server: Option<u32>,
+    /// Token events the client counted (content-bearing stream events).
+    pub output_tokens_client: u32,
+    /// `usage.completion_tokens`, when the server reported usage.
+    pub output_tokens_server: Option<u32>,
+    pub finish_reason: Option<String>,
+    /// Null for a request that completed.
+    pub error: Option<RequestError>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RequestError {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+/// Why a request failed; one class per cause so that counts by class mean something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Could not connect or send.
+    Connect,
+    /// HTTP 429.
+    RateLimited,
+    /// HTTP 4xx other than 429.
+    HttpClient,
+    /// HTTP 5xx.
+    HttpServer,
+    /// Connection closed or reset mid-stream.
+    Reset,
+    /// No event within the stall timeout.
+    Stall,
+    /// Whole request over its timeout.
+    Timeout,
+    /// An event the client could not parse.
+    Malformed,
+    /// The server reported an error inside the stream.
+    Stream,
+    /// The run was interrupted while this request was in flight.
+    Cancelled,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::HttpClient => "http_client",
+            ErrorClass::HttpServer => "http_server",
+            ErrorClass::Reset => "reset",
+            ErrorClass::Stall => "stall",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Malformed => "malformed",
+            ErrorClass::Stream => "stream",
+            ErrorClass::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Goodput thresholds: a request counts as good when it completed and met every one given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Slo {
+    pub ttft_ms: Option<Finite>,
+    pub tpot_ms: Option<Finite>,
+    pub e2e_ms: Option<Finite>,
+}
+
+impl RawRecord {
+    pub fn completed(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// Output tokens for metrics: the server's usage when reported, else the client's count.
+    pub fn output_tokens(&self) -> u32 {
+        self.output_tokens_server
+            .unwrap_or(self.output_tokens_client)
+    }
+
+    /// Input tokens for metrics: the server's usage, else the client's count, else 0.
+    pub fn input_tokens(&self) -> u32 {
+        self.input_tokens_server
+            .or(self.input_tokens_client)
+            .unwrap_or(0)
+    }
+}

@@ -1,0 +1,37 @@
+//! The contract between the runner and the report module.
+//!
+//! A provebench result is a DSSE envelope ([`dsse`]) around an in-toto Statement
+//! ([`document::Statement`]) whose predicate holds the run's provenance and every
+//! request's raw record. Summaries are derived from those records by the pure
+//! functions of [`metrics`], the same code natively and in wasm, so that anyone can
+//! recompute them bit for bit. [`verify`] is the one verification path: signature,
+//! document checks, recomputation.
+//!
+//! Nothing here touches the clock, the file system or randomness: the crate builds
+//! for `wasm32-unknown-unknown` with no imports.
+
+pub mod document;
+pub mod dsse;
+pub mod keys;
+pub mod metrics;
+pub mod numbers;
+pub mod seal;
+pub mod token_times;
+pub mod validity;
+pub mod verify;
+
+#[cfg(feature = "json-schema")]
+pub mod json_schema;
+
+pub use document::{Benchmark, Predicate, RawRecord, Statement};
+pub use dsse::Envelope;
+pub use metrics::Summary;
+pub use verify::{verify_envelope, Verdict};
+
+/// `predicateType` of every document this version writes. The path's version
+/// changes whenever a reader of the old version could misread the new one.
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.1";
+/// in-toto Statement v1.
+pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
+/// DSSE payload type for in-toto statements.
+pub const PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";

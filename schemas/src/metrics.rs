@@ -1,0 +1,263 @@
+//! Metrics derived from raw records: defined once, here, and used by the runner, the
+//! wasm module and the verifier alike, so that a recomputation gives the same bits.
+//!
+//! Definitions (all over the benchmark's `measured` requests; durations in ms):
+//! * **TTFT**: first token − scheduled send (open loop: no coordinated omission);
+//!   **TTFT from send**: first token − actual send. Completed requests only.
+//! * **ITL**: every gap between consecutive token events after the first, pooled
+//!   across completed requests (so weighted by tokens, not by requests).
+//! * **TPOT** per request: (end − first token) / (output tokens − 1), for completed
+//!   requests with more than one output token.
+//! * **End-to-end latency**: end − scheduled send, completed requests.
+//! * **Window**: from the earliest scheduled send to the latest end among measured
+//!   requests, failed ones included.
+//! * **Request throughput**: completed requests / window. **Output token throughput**:
+//!   output tokens of completed requests / window; **total**: input + output tokens.
+//! * **vLLM 0.2.7's "Average latency per token"**: mean over completed requests of
+//!   e2e latency / (input + output tokens); **"per output token"**: mean of e2e latency
+//!   / output tokens.
+//! * **Goodput**: completed requests that meet every given SLO threshold (TPOT is met
+//!   by a one-token response), per second of window.
+//!
+//! Output tokens are the server's usage when reported, else the client's count; input
+//! tokens likewise. Statistics: mean is the sum in record order divided by n; `std` is
+//! the population standard deviation (numpy's default) by two passes; percentiles
+//! interpolate linearly between closest ranks (numpy's default `linear`): rank
+//! p/100 × (n − 1). A distribution with no samples is null, never NaN.
+
+use crate::document::{Phase, RawRecord, Slo};
+use crate::numbers::Finite;
+use crate::token_times::{self, TokenTimesError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[cfg(feature = "json-schema")]
+use schemars::JsonSchema;
+
+/// count, mean, median, p90, p95, p99, p99.9, min, max and population std of a sample.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Distribution {
+    pub count: u64,
+    pub mean: Finite,
+    pub median: Finite,
+    pub p90: Finite,
+    pub p95: Finite,
+    pub p99: Finite,
+    pub p99_9: Finite,
+    pub min: Finite,
+    pub max: Finite,
+    pub std: Finite,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RequestCounts {
+    /// Measured requests (warm-up and cool-down excluded).
+    pub measured: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Warm-up and cool-down requests, not in any metric.
+    pub excluded: u64,
+    /// Failed measured requests by error class.
+    pub errors_by_class: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Goodput {
+    pub good_requests: u64,
+    pub requests_per_s: Finite,
+}
+
+/// Everything derived from one benchmark's records. Null fields had no samples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    pub requests: RequestCounts,
+    pub window_us: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub request_throughput_per_s: Option<Finite>,
+    pub output_token_throughput_per_s: Option<Finite>,
+    pub total_token_throughput_per_s: Option<Finite>,
+    pub ttft_ms: Option<Distribution>,
+    pub ttft_from_send_ms: Option<Distribution>,
+    pub itl_ms: Option<Distribution>,
+    pub tpot_ms: Option<Distribution>,
+    pub e2e_ms: Option<Distribution>,
+    /// vLLM 0.2.7 "Average latency per token" (ms).
+    pub latency_per_token_ms: Option<Finite>,
+    /// vLLM 0.2.7 "Average latency per output token" (ms).
+    pub latency_per_output_token_ms: Option<Finite>,
+    pub goodput: Option<Goodput>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum MetricsError {
+    #[error("record {index}: {source}")]
+    TokenGaps {
+        index: usize,
+        source: TokenTimesError,
+    },
+    #[error("a metric came out as {0}, not a finite number")]
+    NotFinite(f64),
+}
+
+fn us_to_ms(us: u64) -> f64 {
+    us as f64 / 1000.0
+}
+
+fn finite(v: f64) -> Result<Finite, MetricsError> {
+    Finite::new(v).map_err(|e| MetricsError::NotFinite(e.0))
+}
+
+/// The statistics of a sample; `None` when it is empty.
+pub fn distribution(values: &[f64]) -> Result<Option<Distribution>, MetricsError> {
+    if values.is_empty() {
+        return Ok(None);
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let variance = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+    Ok(Some(Distribution {
+        count: sorted.len() as u64,
+        mean: finite(mean)?,
+        median: finite(percentile(&sorted, 50.0))?,
+        p90: finite(percentile(&sorted, 90.0))?,
+        p95: finite(percentile(&sorted, 95.0))?,
+        p99: finite(percentile(&sorted, 99.0))?,
+        p99_9: finite(percentile(&sorted, 99.9))?,
+        min: finite(sorted[0])?,
+        max: finite(sorted[sorted.len() - 1])?,
+        std: finite(variance.sqrt())?,
+    }))
+}
+
+/// Linear interpolation between closest ranks (numpy `linear`) over a sorted sample.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = p / 100.0 * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    let frac = rank - lo as f64;
+    sorted[lo] + (sorted[hi] - sorted[lo]) * frac
+}
+
+fn mean(values: &[f64]) -> Result<Option<Finite>, MetricsError> {
+    if values.is_empty() {
+        return Ok(None);
+    }
+    finite(values.iter().sum::<f64>() / values.len() as f64).map(Some)
+}
+
+fn per_second(count: u64, window_us: u64) -> Result<Option<Finite>, MetricsError> {
+    if window_us == 0 {
+        return Ok(None);
+    }
+    finite(count as f64 / (window_us as f64 / 1e6)).map(Some)
+}
+
+fn meets(slo: &Slo, ttft_ms: f64, tpot_ms: Option<f64>, e2e_ms: f64) -> bool {
+    let within = |limit: Option<Finite>, v: f64| limit.map_or(true, |l| v <= l.get());
+    within(slo.ttft_ms, ttft_ms)
+        && within(slo.tpot_ms, tpot_ms.unwrap_or(0.0))
+        && within(slo.e2e_ms, e2e_ms)
+}
+
+/// Derives a benchmark's summary from its records (see the module doc for definitions).
+pub fn summarize(records: &[RawRecord], slo: Option<&Slo>) -> Result<Summary, MetricsError> {
+    let mut counts = RequestCounts {
+        measured: 0,
+        completed: 0,
+        failed: 0,
+        excluded: 0,
+        errors_by_class: BTreeMap::new(),
+    };
+    let (mut window_start, mut window_end) = (u64::MAX, 0u64);
+    let (mut input_tokens, mut output_tokens) = (0u64, 0u64);
+    let (mut ttft, mut ttft_send, mut itl, mut tpot, mut e2e) =
+        (vec![], vec![], vec![], vec![], vec![]);
+    let (mut per_token, mut per_output_token) = (vec![], vec![]);
+    let mut good = 0u64;
+
+    for (index, r) in records.iter().enumerate() {
+        if r.phase != Phase::Measured {
+            counts.excluded += 1;
+            continue;
+        }
+        counts.measured += 1;
+        window_start = window_start.min(r.scheduled_us);
+        window_end = window_end.max(r.end_us);
+        if let Some(error) = &r.error {
+            counts.failed += 1;
+            *counts
+                .errors_by_class
+                .entry(error.class.as_str().to_string())
+                .or_default() += 1;
+            continue;
+        }
+        counts.completed += 1;
+        let (inp, out) = (r.input_tokens(), r.output_tokens());
+        input_tokens += u64::from(inp);
+        output_tokens += u64::from(out);
+        let e2e_ms = us_to_ms(r.end_us.saturating_sub(r.scheduled_us));
+        e2e.push(e2e_ms);
+        let all_tokens = u64::from(inp) + u64::from(out);
+        if all_tokens > 0 {
+            per_token.push(e2e_ms / all_tokens as f64);
+        }
+        if out > 0 {
+            per_output_token.push(e2e_ms / f64::from(out));
+        }
+        let gaps = token_times::decode(&r.token_gaps)
+            .map_err(|source| MetricsError::TokenGaps { index, source })?;
+        itl.extend(gaps.iter().map(|&g| us_to_ms(g)));
+        let Some(first) = r.first_token_us else {
+            continue;
+        };
+        let ttft_ms = us_to_ms(first.saturating_sub(r.scheduled_us));
+        ttft.push(ttft_ms);
+        ttft_send.push(us_to_ms(first.saturating_sub(r.sent_us)));
+        let tpot_ms =
+            (out > 1).then(|| us_to_ms(r.end_us.saturating_sub(first)) / f64::from(out - 1));
+        tpot.extend(tpot_ms);
+        if slo.is_some_and(|s| meets(s, ttft_ms, tpot_ms, e2e_ms)) {
+            good += 1;
+        }
+    }
+    let window_us = window_end.saturating_sub(if counts.measured == 0 {
+        0
+    } else {
+        window_start
+    });
+    let goodput = match slo {
+        Some(_) => per_second(good, window_us)?.map(|requests_per_s| Goodput {
+            good_requests: good,
+            requests_per_s,
+        }),
+        None => None,
+    };
+    Ok(Summary {
+        window_us,
+        input_tokens,
+        output_tokens,
+        request_throughput_per_s: per_second(counts.completed, window_us)?,
+        output_token_throughput_per_s: per_second(output_tokens, window_us)?,
+        total_token_throughput_per_s: per_second(input_tokens + output_tokens, window_us)?,
+        ttft_ms: distribution(&ttft)?,
+        ttft_from_send_ms: distribution(&ttft_send)?,
+        itl_ms: distribution(&itl)?,
+        tpot_ms: distribution(&tpot)?,
+        e2e_ms: distribution(&e2e)?,
+        latency_per_token_ms: mean(&per_token)?,
+        latency_per_output_token_ms: mean(&per_output_token)?,
+        goodput,
+        requests: counts,
+    })
+}

@@ -1,0 +1,49 @@
+//! Turning a measured predicate into a signed document: summaries and record-derived
+//! flags are computed here, the subject is set, and the exact statement bytes are
+//! wrapped in a DSSE envelope. The verifier recomputes all of it from the same code.
+
+use crate::document::{Predicate, Statement};
+use crate::dsse::Envelope;
+use crate::metrics::{self, MetricsError};
+use crate::verify::expected_subject;
+use crate::{validity, PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE};
+use ed25519_dalek::SigningKey;
+
+/// Recomputes every summary, adds the flags the records imply (keeping the caller's
+/// own), and wraps the predicate in a Statement with its subject.
+pub fn seal(mut predicate: Predicate) -> Result<Statement, MetricsError> {
+    for (i, b) in predicate.benchmarks.iter_mut().enumerate() {
+        b.summary = metrics::summarize(&b.records, b.slo.as_ref())?;
+        for flag in validity::derive(i as u32, b, &b.summary) {
+            if !predicate
+                .validity
+                .iter()
+                .any(|f| f.code == flag.code && f.benchmark == flag.benchmark)
+            {
+                predicate.validity.push(flag);
+            }
+        }
+    }
+    predicate.validity.sort_by_key(|f| (f.benchmark, f.code));
+    Ok(Statement {
+        type_: STATEMENT_TYPE.to_string(),
+        subject: vec![expected_subject(&predicate)],
+        predicate_type: PREDICATE_TYPE.to_string(),
+        predicate,
+    })
+}
+
+/// The exact payload bytes of a statement: compact JSON.
+pub fn payload(statement: &Statement) -> Vec<u8> {
+    serde_json::to_vec(statement).expect("a statement of finite numbers always serialises")
+}
+
+/// Signs a statement with `signer`, or wraps it unsigned when there is none.
+pub fn envelope(statement: &Statement, signer: Option<&SigningKey>) -> Envelope {
+    let keyid = signer.map(|k| crate::keys::keyid(&k.verifying_key()));
+    Envelope::new(
+        PAYLOAD_TYPE,
+        &payload(statement),
+        signer.zip(keyid.as_deref()),
+    )
+}

@@ -1,0 +1,284 @@
+//! The one verification path, used by `runner verify`, the wasm module and the site.
+//!
+//! In order: the envelope's form; a signature by a trusted key over the exact payload
+//! bytes; the key's validity for the run; the statement against this contract; the
+//! consistency of every raw record; a recomputation of every summary and of the
+//! record-derived validity flags, compared bit for bit with what the document says.
+
+use crate::document::{Predicate, RawRecord, Statement};
+use crate::dsse::Envelope;
+use crate::keys::TrustedKey;
+use crate::{metrics, token_times, validity, PREDICATE_TYPE, STATEMENT_TYPE};
+use serde::Serialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// What the signature says.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum SignatureVerdict {
+    /// Signed by this trusted key.
+    Verified { keyid: String, key_name: String },
+    /// The envelope carries no signature.
+    Unsigned,
+    /// Signatures present, none valid under a usable trusted key (or the envelope is malformed).
+    Invalid { reason: String },
+}
+
+/// The full outcome; `ok` only when signed by a trusted key and nothing disagrees.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    pub ok: bool,
+    pub signature: SignatureVerdict,
+    /// Problems with the statement itself: contract, subject, record consistency.
+    pub document_errors: Vec<String>,
+    /// Raw records the summaries were recomputed from.
+    pub records_checked: u64,
+    /// JSON paths of stored summary values that differ from the recomputation.
+    pub summary_mismatches: Vec<String>,
+    /// Record-derived validity flags the document leaves out (`benchmarks[i]: code`).
+    pub missing_flags: Vec<String>,
+}
+
+/// Whether a document that is not signed by a trusted key is still parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// `runner verify`: only verified payload bytes are ever parsed.
+    RequireSignature,
+    /// The site: unsigned and imported documents are shown, badged as such.
+    AllowUnsigned,
+}
+
+/// sha256 (hex) of the raw records: the compact JSON of `[[record, …] per benchmark]`.
+/// This is the subject digest when the model's digest is unknown.
+pub fn raw_records_sha256(p: &Predicate) -> String {
+    let all: Vec<&Vec<RawRecord>> = p.benchmarks.iter().map(|b| &b.records).collect();
+    let bytes = serde_json::to_vec(&all).expect("records always serialise");
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The subject a predicate must carry: the model digest when known, else the records'.
+pub fn expected_subject(p: &Predicate) -> crate::document::Subject {
+    match &p.model.digest {
+        Some(digest) => crate::document::Subject {
+            name: format!("model:{}", p.model.id),
+            digest: digest.clone(),
+        },
+        None => crate::document::Subject {
+            name: "raw-records".to_string(),
+            digest: [("sha256".to_string(), raw_records_sha256(p))].into(),
+        },
+    }
+}
+
+/// Verifies an envelope's bytes against trusted keys.
+/// Returns the verdict and, when it could be parsed under `policy`, the statement.
+pub fn verify_envelope(
+    bytes: &[u8],
+    trusted: &[TrustedKey],
+    policy: Policy,
+) -> (Verdict, Option<Statement>) {
+    let mut verdict = Verdict {
+        ok: false,
+        signature: SignatureVerdict::Unsigned,
+        document_errors: vec![],
+        records_checked: 0,
+        summary_mismatches: vec![],
+        missing_flags: vec![],
+    };
+    let invalid = |reason: String| SignatureVerdict::Invalid { reason };
+    let (envelope, payload) =
+        match Envelope::parse(bytes).and_then(|e| e.payload_bytes().map(|p| (e, p))) {
+            Ok(parsed) => parsed,
+            Err(e) => {
+                verdict.signature = invalid(e.to_string());
+                return (verdict, None);
+            }
+        };
+    let signer = envelope.signed_by(&payload, trusted);
+    verdict.signature = match (signer, envelope.signatures.is_empty()) {
+        (Some(k), _) => SignatureVerdict::Verified {
+            keyid: k.keyid.clone(),
+            key_name: k.name.clone(),
+        },
+        (None, true) => SignatureVerdict::Unsigned,
+        (None, false) => invalid(format!(
+            "no signature verifies under a trusted key (keyids in the envelope: {})",
+            envelope
+                .signatures
+                .iter()
+                .map(|s| s.keyid.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    };
+    if signer.is_none() && policy == Policy::RequireSignature {
+        return (verdict, None);
+    }
+    let statement: Statement = match serde_json::from_slice(&payload) {
+        Ok(s) => s,
+        Err(e) => {
+            verdict
+                .document_errors
+                .push(format!("the payload does not match the result schema: {e}"));
+            return (verdict, None);
+        }
+    };
+    if let Some(k) = signer {
+        match humantime::parse_rfc3339(&statement.predicate.run.started_at) {
+            Ok(started) => {
+                if let Err(reason) = k.usable_at(started) {
+                    verdict.signature = invalid(reason);
+                }
+            }
+            Err(_) => verdict
+                .document_errors
+                .push("run.started_at is not an RFC 3339 time".into()),
+        }
+    }
+    check_statement(&statement, &mut verdict);
+    verdict.ok = matches!(verdict.signature, SignatureVerdict::Verified { .. })
+        && verdict.document_errors.is_empty()
+        && verdict.summary_mismatches.is_empty()
+        && verdict.missing_flags.is_empty();
+    (verdict, Some(statement))
+}
+
+fn check_statement(s: &Statement, v: &mut Verdict) {
+    if s.type_ != STATEMENT_TYPE {
+        v.document_errors.push(format!(
+            "_type is {:?}, expected {STATEMENT_TYPE:?}",
+            s.type_
+        ));
+    }
+    if s.predicate_type != PREDICATE_TYPE {
+        v.document_errors.push(format!(
+            "predicateType is {:?}, expected {PREDICATE_TYPE:?}",
+            s.predicate_type
+        ));
+    }
+    let p = &s.predicate;
+    let subject = expected_subject(p);
+    if !s.subject.contains(&subject) {
+        v.document_errors.push(format!(
+            "subject does not name {} with digest {:?}",
+            subject.name, subject.digest
+        ));
+    }
+    for (field, value) in [
+        ("run.started_at", &p.run.started_at),
+        ("run.finished_at", &p.run.finished_at),
+    ] {
+        if humantime::parse_rfc3339(value).is_err() {
+            v.document_errors
+                .push(format!("{field} {value:?} is not an RFC 3339 UTC time"));
+        }
+    }
+    for (bi, b) in p.benchmarks.iter().enumerate() {
+        if humantime::parse_rfc3339(&b.started_at).is_err() {
+            v.document_errors.push(format!(
+                "benchmarks[{bi}].started_at {:?} is not an RFC 3339 UTC time",
+                b.started_at
+            ));
+        }
+        let mut consistent = true;
+        for (ri, r) in b.records.iter().enumerate() {
+            if let Err(e) = check_record(r) {
+                v.document_errors
+                    .push(format!("benchmarks[{bi}].records[{ri}]: {e}"));
+                consistent = false;
+            }
+        }
+        v.records_checked += b.records.len() as u64;
+        if !consistent {
+            continue;
+        }
+        let recomputed = match metrics::summarize(&b.records, b.slo.as_ref()) {
+            Ok(s) => s,
+            Err(e) => {
+                v.document_errors.push(format!("benchmarks[{bi}]: {e}"));
+                continue;
+            }
+        };
+        let stored = serde_json::to_value(&b.summary).expect("summary serialises");
+        let fresh = serde_json::to_value(&recomputed).expect("summary serialises");
+        diff_paths(
+            &format!("benchmarks[{bi}].summary"),
+            &stored,
+            &fresh,
+            &mut v.summary_mismatches,
+        );
+        for f in validity::derive(bi as u32, b, &recomputed) {
+            if !p
+                .validity
+                .iter()
+                .any(|g| g.code == f.code && g.benchmark == f.benchmark)
+            {
+                v.missing_flags
+                    .push(format!("benchmarks[{bi}]: {:?} ({})", f.code, f.message));
+            }
+        }
+    }
+}
+
+/// A record's times must be in order and its token count must match its token events.
+fn check_record(r: &RawRecord) -> Result<(), String> {
+    let gaps = token_times::decode(&r.token_gaps).map_err(|e| e.to_string())?;
+    let events = match r.first_token_us {
+        Some(first) => {
+            if first < r.sent_us {
+                return Err(format!(
+                    "first token at {first} µs precedes the send at {} µs",
+                    r.sent_us
+                ));
+            }
+            let last = gaps
+                .iter()
+                .try_fold(first, |t, &g| t.checked_add(g))
+                .ok_or("token gaps overflow")?;
+            if last > r.end_us {
+                return Err(format!(
+                    "last token at {last} µs is after the end at {} µs",
+                    r.end_us
+                ));
+            }
+            1 + gaps.len() as u64
+        }
+        None if !gaps.is_empty() => return Err("token gaps without a first token".into()),
+        None => 0,
+    };
+    if r.end_us < r.sent_us {
+        return Err(format!(
+            "end at {} µs precedes the send at {} µs",
+            r.end_us, r.sent_us
+        ));
+    }
+    if u64::from(r.output_tokens_client) != events {
+        return Err(format!(
+            "output_tokens_client is {} but {events} token events are recorded",
+            r.output_tokens_client
+        ));
+    }
+    Ok(())
+}
+
+/// Collects the paths where two JSON trees differ.
+fn diff_paths(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, va) in x {
+                match y.get(k) {
+                    Some(vb) => diff_paths(&format!("{path}.{k}"), va, vb, out),
+                    None => out.push(format!("{path}.{k}")),
+                }
+            }
+            out.extend(
+                y.keys()
+                    .filter(|k| !x.contains_key(*k))
+                    .map(|k| format!("{path}.{k}")),
+            );
+        }
+        _ if a != b => out.push(format!("{path} (stored {a}, recomputed {b})")),
+        _ => {}
+    }
+}
