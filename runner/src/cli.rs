@@ -36,6 +36,8 @@ pub enum Command {
     /// Exits 0 only when every file is signed by one of the given keys and nothing disagrees.
     /// The envelope's keyid is only a hint; only verified payload bytes are parsed.
     Verify(VerifyArgs),
+    /// Add a public key to a trusted-keys file (created if missing), as `runner verify --keys` and the site read it.
+    Trust(TrustArgs),
     /// Write a signed result from synthetic records (a deterministic latency model, no server).
     ///
     /// For exercising the document path end to end; the engine is named `synthetic` in the result.
@@ -81,4 +83,23 @@ pub struct SynthArgs {
     /// Seed of the latency model's jitter.
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+}
+
+#[derive(Args)]
+pub struct TrustArgs {
+    /// The public key (SPKI PEM, as written by `runner keygen`).
+    #[arg(value_name = "NAME.pub")]
+    pub public_key: PathBuf,
+    /// The trusted-keys file to create or extend.
+    #[arg(long = "keys", value_name = "keys.json")]
+    pub keys_file: PathBuf,
+    /// Who holds the key, shown beside results it verifies (default: the file's stem).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// RFC 3339 time before which runs are not accepted under this key.
+    #[arg(long, value_name = "TIME")]
+    pub valid_from: Option<String>,
+    /// RFC 3339 time after which runs are not accepted under this key.
+    #[arg(long, value_name = "TIME")]
+    pub valid_until: Option<String>,
 }

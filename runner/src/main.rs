@@ -46,6 +46,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Keygen { name } => commands::keygen::run(&name),
         cli::Command::Verify(args) => commands::verify::run(&args),
+        cli::Command::Trust(args) => commands::trust::run(&args),
         cli::Command::Synth(args) => commands::synth::run(&args),
     };
     match result {

@@ -2,4 +2,5 @@
 
 pub mod keygen;
 pub mod synth;
+pub mod trust;
 pub mod verify;

@@ -1,0 +1,129 @@
+//! Builders shared by the integration tests: a small predicate with known records.
+
+#![allow(dead_code)]
+
+use ed25519_dalek::SigningKey;
+use schemas::document::*;
+use schemas::keys::TrustedKey;
+use schemas::numbers::JsonU64;
+use schemas::token_times;
+
+pub fn record(scheduled: u64, sent: u64, arrivals: &[u64], end: u64, out_server: Option<u32>) -> RawRecord {
+    RawRecord {
+        phase: Phase::Measured,
+        scheduled_us: scheduled,
+        sent_us: sent,
+        first_token_us: arrivals.first().copied(),
+        token_gaps: token_times::encode_arrivals(arrivals),
+        end_us: end,
+        output_tokens_requested: Some(arrivals.len() as u32),
+        input_tokens_client: Some(10),
+        input_tokens_server: Some(10),
+        output_tokens_client: arrivals.len() as u32,
+        output_tokens_server: out_server,
+        finish_reason: Some("length".into()),
+        error: None,
+    }
+}
+
+pub fn failed(scheduled: u64, end: u64, class: ErrorClass) -> RawRecord {
+    RawRecord {
+        error: Some(RequestError { class, message: "connection reset by peer".into() }),
+        finish_reason: None,
+        output_tokens_server: None,
+        ..record(scheduled, scheduled, &[], end, None)
+    }
+}
+
+/// Three requests: two complete (4 and 2 tokens), one reset. See `metrics_known_answer.rs`.
+pub fn known_records() -> Vec<RawRecord> {
+    vec![
+        record(0, 100, &[10_100, 15_100, 20_100, 25_100], 25_200, Some(4)),
+        record(1_000, 1_000, &[21_000, 31_000], 31_000, Some(2)),
+        failed(2_000, 40_000, ErrorClass::Reset),
+    ]
+}
+
+pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
+    Benchmark {
+        label: "constant@2.00 req/sec".into(),
+        profile: Profile {
+            kind: ProfileKind::Constant,
+            rate_per_s: Some(schemas::numbers::Finite::new(2.0).unwrap()),
+            concurrency: None,
+            max_requests: Some(3),
+            max_seconds: None,
+            warmup_requests: 0,
+            cooldown_requests: 0,
+        },
+        workload: Workload::Synthetic {
+            prompt_tokens: 10,
+            prompt_tokens_stdev: None,
+            output_tokens: 4,
+            output_tokens_stdev: None,
+            tokenizer: "test".into(),
+            prompts_sha256: "00".repeat(32),
+        },
+        slo: None,
+        started_at: "2026-11-22T00:00:00.000000Z".into(),
+        summary: schemas::metrics::summarize(&[], None).unwrap(),
+        records,
+    }
+}
+
+pub fn predicate() -> Predicate {
+    Predicate {
+        run: Run {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            started_at: "2026-11-22T00:00:00.000000Z".into(),
+            finished_at: "2026-11-22T00:01:00.000000Z".into(),
+            tool: Tool { name: "test".into(), version: "0".into(), git_commit: None },
+            command_line: vec!["runner".into(), "test".into()],
+            spec: serde_json::json!({}),
+            seed: JsonU64(u64::MAX),
+            complete: true,
+        },
+        host: Host {
+            hostname: None,
+            os: "test".into(),
+            kernel: None,
+            arch: "x86_64".into(),
+            cpu: Cpu { model: None, logical_cores: 2 },
+            memory_mib: None,
+            gpus: None,
+            gpus_null_reason: Some("test host".into()),
+        },
+        engine: Engine {
+            name: "test".into(),
+            version: None,
+            endpoint: "http://127.0.0.1:1".into(),
+            api: "openai-completions".into(),
+            reported: Default::default(),
+        },
+        model: Model { id: "m".into(), revision: None, digest: None },
+        benchmarks: vec![benchmark(known_records())],
+        validity: vec![],
+    }
+}
+
+pub fn signing_key() -> SigningKey {
+    SigningKey::from_bytes(&[7; 32])
+}
+
+pub fn trusted() -> Vec<TrustedKey> {
+    let key = signing_key().verifying_key();
+    vec![TrustedKey {
+        name: "test".into(),
+        keyid: schemas::keys::keyid(&key),
+        key,
+        valid_from: None,
+        valid_until: None,
+        revoked: false,
+    }]
+}
+
+/// A sealed, signed envelope of [`predicate`], as bytes on disk.
+pub fn signed_bytes(p: Predicate) -> Vec<u8> {
+    let statement = schemas::seal::seal(p).unwrap();
+    serde_json::to_vec(&schemas::seal::envelope(&statement, Some(&signing_key()))).unwrap()
+}

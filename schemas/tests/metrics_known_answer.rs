@@ -1,0 +1,85 @@
+//! Metrics on records whose every value is worked out by hand (and with numpy's
+//! defaults: linear percentiles, population std).
+
+mod common;
+
+use schemas::document::Slo;
+use schemas::metrics::{distribution, summarize};
+use schemas::numbers::Finite;
+
+fn close(a: f64, b: f64) {
+    assert!((a - b).abs() < 1e-9, "{a} != {b}");
+}
+
+#[test]
+fn every_metric_of_the_known_records() {
+    let s = summarize(&common::known_records(), None).unwrap();
+    assert_eq!((s.requests.measured, s.requests.completed, s.requests.failed), (3, 2, 1));
+    assert_eq!(s.requests.errors_by_class.get("reset"), Some(&1));
+    // Window: earliest scheduled send (0) to latest end (40 ms), the failure included.
+    assert_eq!(s.window_us, 40_000);
+    close(s.request_throughput_per_s.unwrap().get(), 50.0);
+    close(s.output_token_throughput_per_s.unwrap().get(), 150.0);
+    close(s.total_token_throughput_per_s.unwrap().get(), 650.0);
+
+    let ttft = s.ttft_ms.unwrap();
+    assert_eq!(ttft.count, 2);
+    close(ttft.mean.get(), 15.05); // (10.1 + 20.0) / 2, from the scheduled send
+    let ttft_send = s.ttft_from_send_ms.unwrap();
+    close(ttft_send.mean.get(), 15.0); // (10.0 + 20.0) / 2, from the actual send
+
+    let itl = s.itl_ms.unwrap(); // pooled gaps 5, 5, 5, 10: weighted by tokens
+    assert_eq!(itl.count, 4);
+    close(itl.mean.get(), 6.25);
+    close(itl.median.get(), 5.0);
+    close(itl.p90.get(), 8.5); // rank 0.9 × 3 = 2.7 → 5 + 0.7 × 5
+    close(itl.std.get(), 4.6875f64.sqrt());
+
+    let tpot = s.tpot_ms.unwrap();
+    close(tpot.min.get(), 15.1 / 3.0);
+    close(tpot.max.get(), 10.0);
+    let e2e = s.e2e_ms.unwrap();
+    close(e2e.min.get(), 25.2);
+    close(e2e.max.get(), 30.0);
+    // vLLM 0.2.7: mean(latency / (in + out)) and mean(latency / out).
+    close(s.latency_per_token_ms.unwrap().get(), (25.2 / 14.0 + 30.0 / 12.0) / 2.0);
+    close(s.latency_per_output_token_ms.unwrap().get(), (25.2 / 4.0 + 30.0 / 2.0) / 2.0);
+    assert!(s.goodput.is_none());
+}
+
+#[test]
+fn goodput_counts_requests_within_every_threshold() {
+    let slo = Slo { ttft_ms: Some(Finite::new(15.0).unwrap()), tpot_ms: None, e2e_ms: None };
+    let s = summarize(&common::known_records(), Some(&slo)).unwrap();
+    let g = s.goodput.unwrap();
+    assert_eq!(g.good_requests, 1);
+    close(g.requests_per_s.get(), 25.0);
+}
+
+#[test]
+fn percentiles_match_numpy_linear() {
+    // numpy.percentile(range(1, 11), [50, 90, 95, 99, 99.9]) = 5.5, 9.1, 9.55, 9.91, 9.991
+    let values: Vec<f64> = (1..=10).map(f64::from).collect();
+    let d = distribution(&values).unwrap().unwrap();
+    close(d.median.get(), 5.5);
+    close(d.p90.get(), 9.1);
+    close(d.p95.get(), 9.55);
+    close(d.p99.get(), 9.91);
+    close(d.p99_9.get(), 9.991);
+    close(d.std.get(), 8.25f64.sqrt()); // numpy.std(range(1, 11))
+    assert!(distribution(&[]).unwrap().is_none());
+}
+
+#[test]
+fn excluded_phases_and_empty_benchmarks_give_nulls_not_nan() {
+    let mut records = common::known_records();
+    for r in &mut records {
+        r.phase = schemas::document::Phase::Warmup;
+    }
+    let s = summarize(&records, None).unwrap();
+    assert_eq!(s.requests.excluded, 3);
+    assert_eq!(s.window_us, 0);
+    assert!(s.request_throughput_per_s.is_none() && s.ttft_ms.is_none() && s.latency_per_token_ms.is_none());
+    let json = serde_json::to_string(&s).unwrap();
+    assert!(!json.contains("NaN") && !json.contains("inf"));
+}

@@ -1,0 +1,76 @@
+// The wasm module, loaded through its wasm-bindgen glue as the site loads it, gives the
+// same verdict as `runner verify` for documents the runner wrote, and imports nothing
+// beyond wasm-bindgen's own two intrinsics (no getrandom, no clock, no DOM).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createPrivateKey, createPublicKey } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const pkg = process.env.WASM_PKG ?? join(root, 'build', 'wasm');
+const runnerBin = process.env.RUNNER_BIN ?? join(root, 'target', 'debug', 'runner');
+const glue = await import(join(pkg, 'report_wasm.js'));
+const wasmBytes = readFileSync(join(pkg, 'report_wasm_bg.wasm'));
+glue.initSync({ module: wasmBytes });
+
+const dir = mkdtempSync(join(tmpdir(), 'provebench-node-'));
+const runner = (...args) => execFileSync(runnerBin, args, { cwd: dir, env: { ...process.env, RUST_LOG: 'warn' } }).toString();
+const keyid = runner('keygen', 'lab').trim();
+runner('synth', '--key', 'lab.key', '--out', 'signed.json', '--requests', '20', '--output-tokens', '32');
+runner('synth', '--no-sign', '--out', 'unsigned.json', '--requests', '5');
+const keysFile = JSON.stringify({ keys: [{ name: 'lab', keyid, public_key_pem: readFileSync(join(dir, 'lab.pub'), 'utf8'),
+  valid_from: null, valid_until: null, revoked: false }] });
+writeFileSync(join(dir, 'keys.json'), keysFile);
+
+const verifyInWasm = (file) => JSON.parse(glue.verifyDocument(readFileSync(join(dir, file), 'utf8'), keysFile));
+
+test('imports only wasm-bindgen intrinsics', () => {
+  const imports = WebAssembly.Module.imports(new WebAssembly.Module(wasmBytes)).map((i) => i.name);
+  for (const name of imports) {
+    assert.ok(name === '__wbindgen_init_externref_table' || name.startsWith('__wbg___wbindgen_throw_'), `unexpected import ${name}`);
+  }
+});
+
+test('a signed document verifies in wasm exactly as natively', () => {
+  const wasm = verifyInWasm('signed.json');
+  assert.equal(wasm.verdict.ok, true);
+  assert.deepEqual(wasm.verdict.signature, { status: 'verified', keyid, key_name: 'lab' });
+  assert.equal(wasm.verdict.records_checked, 80);
+  const native = JSON.parse(runner('verify', 'signed.json', '--keys', 'keys.json', '--json'));
+  assert.deepEqual(wasm.verdict, native.verdict);
+  assert.equal(wasm.statement.predicate.engine.name, 'synthetic');
+});
+
+test('an unsigned document is parsed, badged unsigned, and its summaries still recomputed', () => {
+  const wasm = verifyInWasm('unsigned.json');
+  assert.equal(wasm.verdict.ok, false);
+  assert.equal(wasm.verdict.signature.status, 'unsigned');
+  assert.deepEqual(wasm.verdict.summary_mismatches, []);
+  assert.equal(wasm.verdict.records_checked, 20);
+  const native = spawnSync(runnerBin, ['verify', 'unsigned.json', '--keys', 'keys.json'], { cwd: dir });
+  assert.equal(native.status, 1);
+});
+
+test('a one-byte change is caught in wasm', () => {
+  const text = readFileSync(join(dir, 'signed.json'), 'utf8');
+  const i = text.indexOf('"payload":"') + 200;
+  const flipped = text.slice(0, i) + (text[i] === 'A' ? 'B' : 'A') + text.slice(i + 1);
+  const out = JSON.parse(glue.verifyDocument(flipped, keysFile));
+  assert.equal(out.verdict.ok, false);
+});
+
+test('a bad trusted-keys file is an error, not a verdict', () => {
+  const out = JSON.parse(glue.verifyDocument(readFileSync(join(dir, 'signed.json'), 'utf8'), '{"keys": 1}'));
+  assert.match(out.error, /trusted-keys/);
+});
+
+test('Node reads the PKCS#8 v1 private key the runner wrote', () => {
+  const priv = createPrivateKey(readFileSync(join(dir, 'lab.key')));
+  const pub = createPublicKey(priv).export({ type: 'spki', format: 'pem' });
+  assert.equal(pub.trim(), readFileSync(join(dir, 'lab.pub'), 'utf8').trim());
+});

@@ -1,0 +1,29 @@
+"""Fixtures: a key pair and signed results written by the real runner binary."""
+
+import base64
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RUNNER = os.environ.get("RUNNER_BIN", str(ROOT / "target" / "debug" / "runner"))
+
+
+def run_runner(*args, cwd):
+    return subprocess.run([RUNNER, *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, "RUST_LOG": "warn"})
+
+
+@pytest.fixture(scope="session")
+def signed(tmp_path_factory):
+    """(directory, keyid, envelope dict, statement dict) of a signed synthetic result."""
+    d = tmp_path_factory.mktemp("signed")
+    keygen = run_runner("keygen", "lab", cwd=d)
+    assert keygen.returncode == 0, keygen.stderr
+    synth = run_runner("synth", "--key", "lab.key", "--out", "r.json", "--requests", "3", "--output-tokens", "16", cwd=d)
+    assert synth.returncode == 0, synth.stderr
+    envelope = json.loads((d / "r.json").read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    return d, keygen.stdout.strip(), envelope, statement
