@@ -8,8 +8,8 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 VENV ?= .venv
-RUNNER_DEBUG := target/debug/runner
-RUNNER_RELEASE := target/release/runner
+RUNNER_DEBUG := $(CURDIR)/target/debug/runner
+RUNNER_RELEASE := $(CURDIR)/target/release/runner
 DEMO ?= demo
 
 .PHONY: all demo test test-rust test-node test-python build build-release wasm deps lint clean

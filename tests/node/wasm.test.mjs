@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = process.env.WASM_PKG ?? join(root, 'build', 'wasm');
-const runnerBin = process.env.RUNNER_BIN ?? join(root, 'target', 'debug', 'runner');
+const runnerBin = resolve(process.env.RUNNER_BIN ?? join(root, 'target', 'debug', 'runner'));
 const glue = await import(join(pkg, 'report_wasm.js'));
 const wasmBytes = readFileSync(join(pkg, 'report_wasm_bg.wasm'));
 glue.initSync({ module: wasmBytes });

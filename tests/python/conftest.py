@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-RUNNER = os.environ.get("RUNNER_BIN", str(ROOT / "target" / "debug" / "runner"))
+RUNNER = str(pathlib.Path(os.environ.get("RUNNER_BIN", ROOT / "target" / "debug" / "runner")).resolve())
 
 
 def run_runner(*args, cwd):
