@@ -1,0 +1,337 @@
+//! Inference-server APIs: the request body each one takes and what each streamed event means.
+//!
+//! Four protocols, chosen with `--api`:
+//!
+//! | [`Api`] | path | stream |
+//! | --- | --- | --- |
+//! | `openai-completions` | `/v1/completions` | OpenAI chunks, `[DONE]` (vLLM, SGLang, llama.cpp, …) |
+//! | `openai-chat` | `/v1/chat/completions` | OpenAI chat chunks, `[DONE]` (the same, TGI ≥ 1.4) |
+//! | `tgi` | `/generate_stream` | TGI's native stream: one event per generated token, no `[DONE]` |
+//! | `sglang` | `/generate` | SGLang's native stream: cumulative text and counts, `[DONE]` |
+//!
+//! [`StreamState::on_data`] turns one SSE `data` payload (see [`crate::sse`]) into an [`Event`]:
+//! whether it carries a token (for timing), the finish reason, the server's token counts, the end
+//! marker, or an error the server reported inside the stream. A payload that is not what the API
+//! sends is an [`EventError`], which the caller records without aborting.
+//!
+//! This runs once per streamed token and is meant to cost well under a microsecond (see
+//! `bench_event_cost` in the tests): payloads are deserialized into small structs that skip
+//! unknown fields and read strings only as far as needed ("is it empty?", "how long is it?")
+//! without keeping them. Only rare values (a finish reason, an error message) are allocated,
+//! plus serde_json's scratch buffer when a string the structs read holds a JSON escape (`\n`).
+//!
+//! Known gap: some llama.cpp builds report a mid-stream failure as an `error: {…}` SSE *field*
+//! rather than a `data:` payload. The EventSource rules ignore unknown fields, so it never
+//! reaches [`StreamState::on_data`]; such a request ends without `[DONE]` or a finish reason.
+
+mod openai;
+mod sglang;
+mod tgi;
+
+#[cfg(test)]
+mod tests;
+
+use serde::de::{Deserializer, Visitor};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::fmt;
+use thiserror::Error;
+
+/// An inference server's streaming API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Api {
+    /// OpenAI-compatible text completions, `POST /v1/completions`.
+    OpenaiCompletions,
+    /// OpenAI-compatible chat completions, `POST /v1/chat/completions` (the prompt is one user message).
+    OpenaiChat,
+    /// Hugging Face TGI's native `POST /generate_stream`.
+    Tgi,
+    /// SGLang's native `POST /generate`.
+    Sglang,
+}
+
+impl Api {
+    /// The name used on the command line and in result documents.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::OpenaiCompletions => "openai-completions",
+            Api::OpenaiChat => "openai-chat",
+            Api::Tgi => "tgi",
+            Api::Sglang => "sglang",
+        }
+    }
+
+    /// The HTTP path requests are POSTed to.
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::OpenaiCompletions => "/v1/completions",
+            Api::OpenaiChat => "/v1/chat/completions",
+            Api::Tgi => "/generate_stream",
+            Api::Sglang => "/generate",
+        }
+    }
+
+    /// The JSON request body for `r`, with `r.extra` merged in last.
+    ///
+    /// `extra` is applied as a JSON Merge Patch (RFC 7396): objects merge key by key at any
+    /// depth (`{"parameters": {"top_k": 10}}` adds to TGI's parameters rather than replacing
+    /// them), `null` removes a field (for a server that rejects one provebench sends), anything
+    /// else replaces. A non-finite temperature is written as `null`.
+    pub fn request_body(self, r: &GenerationRequest) -> Vec<u8> {
+        let mut body = match self {
+            Api::OpenaiCompletions => openai::completions_body(r),
+            Api::OpenaiChat => openai::chat_body(r),
+            Api::Tgi => tgi::body(r),
+            Api::Sglang => sglang::body(r),
+        };
+        if let Some(extra) = r.extra {
+            merge_patch(&mut body, extra);
+        }
+        serde_json::to_vec(&Value::Object(body)).expect("a JSON value always serializes")
+    }
+
+    /// Fresh per-request parsing state.
+    pub fn new_stream(self) -> StreamState {
+        StreamState {
+            api: self,
+            sglang: sglang::Progress::default(),
+        }
+    }
+}
+
+/// What to ask the server for: one request's generation parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct GenerationRequest<'a> {
+    /// The model name the server expects (OpenAI APIs; the native APIs serve one model).
+    pub model: &'a str,
+    pub prompt: &'a str,
+    /// How many tokens to generate at most.
+    pub max_tokens: u32,
+    /// Ask the server to keep generating past end-of-sequence, for fixed-length benchmarks
+    /// (vLLM, SGLang and llama.cpp honour it; TGI's HTTP API has no such setting).
+    pub ignore_eos: bool,
+    /// 0 for greedy decoding.
+    pub temperature: f64,
+    /// User-supplied body fields, merged in last (see [`Api::request_body`]).
+    pub extra: Option<&'a Map<String, Value>>,
+}
+
+/// Per-request stream-parsing state.
+#[derive(Clone, Debug)]
+pub struct StreamState {
+    api: Api,
+    /// SGLang sends cumulative text and counts: what the previous event had.
+    sglang: sglang::Progress,
+}
+
+impl StreamState {
+    /// Interprets one SSE data payload.
+    pub fn on_data(&mut self, data: &[u8]) -> Result<Event, EventError> {
+        match self.api {
+            Api::OpenaiCompletions => openai::completions_event(data),
+            Api::OpenaiChat => openai::chat_event(data),
+            Api::Tgi => tgi::event(data),
+            Api::Sglang => sglang::event(data, &mut self.sglang),
+        }
+    }
+}
+
+/// What one stream event said.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Event {
+    /// Content-bearing token events in this payload: 1 if it carries newly generated output,
+    /// else 0 (see each API's rule in its module). A payload carrying several tokens at once
+    /// still counts 1: this counts timed events, the server's [`Usage`] counts tokens.
+    pub tokens: u32,
+    /// Why generation stopped, in the server's own words (`length`, `stop`, `eos_token`, …).
+    pub finish_reason: Option<String>,
+    /// Token counts reported by the server, when this payload carries them.
+    pub usage: Option<Usage>,
+    /// The `[DONE]` end marker.
+    pub done: bool,
+    /// An error the server reported inside the stream (after the HTTP status was sent).
+    pub server_error: Option<String>,
+}
+
+/// Token counts as the server reported them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: Option<u32>,
+    pub completion_tokens: Option<u32>,
+}
+
+/// A payload that is not what the API sends. Recorded by the caller; the stream goes on.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum EventError {
+    /// Not JSON at all (or truncated JSON).
+    #[error("event is not JSON: {0}")]
+    NotJson(String),
+    /// Valid JSON, but not shaped like this API's events.
+    #[error("unexpected event: {0}")]
+    Unexpected(String),
+}
+
+/// `data: [DONE]`, the OpenAI-style end marker (surrounding whitespace tolerated).
+fn is_done(data: &[u8]) -> bool {
+    data.trim_ascii() == b"[DONE]"
+}
+
+/// Parses a payload into `T`, sorting failures into syntax (not JSON) and shape (unexpected).
+fn parse<'a, T: Deserialize<'a>>(data: &'a [u8]) -> Result<T, EventError> {
+    serde_json::from_slice(data).map_err(|e| {
+        let what = format!("{e}; payload starts {}", preview(data));
+        match e.classify() {
+            serde_json::error::Category::Data => EventError::Unexpected(what),
+            _ => EventError::NotJson(what),
+        }
+    })
+}
+
+/// The first bytes of a payload, for error messages.
+fn preview(data: &[u8]) -> String {
+    const MAX: usize = 120;
+    let cut = data.len().min(MAX);
+    let mut s = String::from_utf8_lossy(&data[..cut]).into_owned();
+    if data.len() > MAX {
+        s.push('…');
+    }
+    format!("{s:?}")
+}
+
+/// The message of an in-stream error payload (`{"error": …}`). Rare, so it re-reads the payload
+/// as a generic value rather than slowing down the per-token structs:
+/// * vLLM / OpenAI: `{"error": {"message": …, "type": …, "code": …}}` (older vLLM nests one
+///   more `"error"` level);
+/// * SGLang: `{"error": {"message": …}}`;
+/// * TGI: `{"error": "…", "error_type": "…"}`.
+fn error_message(data: &[u8]) -> String {
+    let v: Value = serde_json::from_slice(data).unwrap_or(Value::Null);
+    let mut err = v.get("error").unwrap_or(&Value::Null);
+    if let Some(inner) = err.get("error").filter(|e| e.is_object()) {
+        err = inner;
+    }
+    let message = match err {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => match o.get("message") {
+            Some(Value::String(s)) => s.clone(),
+            _ => err.to_string(),
+        },
+        other => other.to_string(),
+    };
+    let kind = v
+        .get("error_type")
+        .or_else(|| err.get("type"))
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty());
+    match kind {
+        Some(kind) => format!("{kind}: {message}"),
+        None => message,
+    }
+}
+
+/// RFC 7396 JSON Merge Patch of `patch` into `target`.
+fn merge_patch(target: &mut Map<String, Value>, patch: &Map<String, Value>) {
+    for (key, value) in patch {
+        match value {
+            Value::Null => {
+                target.remove(key);
+            }
+            Value::Object(p) => {
+                let slot = target
+                    .entry(key.clone())
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if !slot.is_object() {
+                    *slot = Value::Object(Map::new());
+                }
+                if let Value::Object(t) = slot {
+                    merge_patch(t, p);
+                }
+            }
+            other => {
+                target.insert(key.clone(), other.clone());
+            }
+        }
+    }
+}
+
+/// A JSON string read only for whether it is non-empty; `null` reads as empty. Nothing is
+/// kept: a plain string is looked at in place in the payload, an escaped one in serde_json's
+/// scratch buffer (that buffer is the only allocation, once per payload that needs it).
+#[derive(Clone, Copy, Debug, Default)]
+struct NonEmpty(bool);
+
+/// A JSON string read only for its length in bytes (after unescaping); `null` reads as 0.
+#[derive(Clone, Copy, Debug, Default)]
+struct StrLen(usize);
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrVisitor).map(|n| NonEmpty(n > 0))
+    }
+}
+
+impl<'de> Deserialize<'de> for StrLen {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(StrVisitor).map(StrLen)
+    }
+}
+
+struct StrVisitor;
+
+impl Visitor<'_> for StrVisitor {
+    type Value = usize;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string or null")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<usize, E> {
+        Ok(s.len())
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<usize, E> {
+        Ok(0)
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<usize, E> {
+        Ok(0)
+    }
+}
+
+/// The first element of a JSON array (`null` and `[]` read as None); the rest are skipped
+/// without being stored, so no Vec is allocated per event.
+#[derive(Debug)]
+struct First<T>(Option<T>);
+
+impl<T> Default for First<T> {
+    fn default() -> Self {
+        First(None)
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = First<T>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an array or null")
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<First<T>, A::Error> {
+                let first = seq.next_element::<T>()?;
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(First(first))
+            }
+
+            fn visit_unit<E: serde::de::Error>(self) -> Result<First<T>, E> {
+                Ok(First(None))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}

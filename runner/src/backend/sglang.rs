@@ -1,0 +1,151 @@
+//! SGLang's native API: `POST /generate`.
+//!
+//! Request: `{"text": prompt, "sampling_params": {"max_new_tokens", "ignore_eos",
+//! "temperature"}, "stream": true}`.
+//!
+//! Events: `{"text", "output_ids", "meta_info": {"id", "prompt_tokens", "completion_tokens",
+//! "cached_tokens", "finish_reason", …}}`, then `[DONE]`. `text` and the counts are cumulative
+//! (the whole output so far), so whether an event carries a new token is a comparison with the
+//! previous event: it is a token event when `completion_tokens` grew or the text grew. Counts
+//! catch a token whose text SGLang holds back (an unfinished UTF-8 character); text catches a
+//! server that omits counts. With `--incremental-streaming-output` SGLang sends text deltas
+//! instead, and the growing count still tells tokens apart. One event may carry several tokens
+//! (`--stream-interval`): it counts once, and `meta_info` has the real count.
+//!
+//! `finish_reason` is `null` until the last event, then `{"type": "length", "length": n}`,
+//! `{"type": "stop", "matched": …}` or `{"type": "abort", "message": …}` (older versions: a
+//! plain string); the type is the finish reason, and an abort is also a server error. A failure
+//! inside the stream is `{"error": {"message": …}}`.
+
+use super::{error_message, parse, Event, EventError, GenerationRequest, StrLen, Usage};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::fmt;
+
+pub(super) fn body(r: &GenerationRequest) -> Map<String, Value> {
+    let mut body = Map::new();
+    body.insert("text".into(), json!(r.prompt));
+    body.insert(
+        "sampling_params".into(),
+        json!({
+            "max_new_tokens": r.max_tokens,
+            "ignore_eos": r.ignore_eos,
+            "temperature": r.temperature,
+        }),
+    );
+    body.insert("stream".into(), json!(true));
+    body
+}
+
+/// What the previous event of this request had.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Progress {
+    text_len: usize,
+    completion_tokens: u32,
+}
+
+#[derive(Deserialize)]
+struct Chunk {
+    text: Option<StrLen>,
+    meta_info: Option<Meta>,
+    error: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    prompt_tokens: Option<u32>,
+    completion_tokens: Option<u32>,
+    finish_reason: Option<Finish>,
+}
+
+/// `{"type": …, "message": …}` or, from older versions, a plain string.
+struct Finish {
+    kind: String,
+    message: Option<String>,
+}
+
+impl<'de> Deserialize<'de> for Finish {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Finish;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a finish reason object or string")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Finish, E> {
+                Ok(Finish {
+                    kind: s.to_owned(),
+                    message: None,
+                })
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Finish, A::Error> {
+                let (mut kind, mut message) = (None, None);
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match &*key {
+                        "type" => kind = map.next_value::<Option<String>>()?,
+                        "message" => message = map.next_value::<Option<String>>()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(Finish {
+                    kind: kind.unwrap_or_else(|| "unknown".to_owned()),
+                    message,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+pub(super) fn event(data: &[u8], prev: &mut Progress) -> Result<Event, EventError> {
+    if super::is_done(data) {
+        return Ok(Event {
+            done: true,
+            ..Event::default()
+        });
+    }
+    let chunk: Chunk = parse(data)?;
+    if chunk.text.is_none() && chunk.meta_info.is_none() && chunk.error.is_none() {
+        return Err(EventError::Unexpected(format!(
+            "no text, meta_info or error in {}",
+            super::preview(data)
+        )));
+    }
+    let mut grew = false;
+    if let Some(StrLen(len)) = chunk.text {
+        grew |= len > prev.text_len;
+        prev.text_len = len;
+    }
+    let mut event = Event::default();
+    if let Some(meta) = chunk.meta_info {
+        if let Some(n) = meta.completion_tokens {
+            grew |= n > prev.completion_tokens;
+            prev.completion_tokens = n;
+        }
+        event.usage = Some(Usage {
+            prompt_tokens: meta.prompt_tokens,
+            completion_tokens: meta.completion_tokens,
+        });
+        if let Some(finish) = meta.finish_reason {
+            if finish.kind == "abort" {
+                event.server_error = Some(
+                    finish
+                        .message
+                        .unwrap_or_else(|| "request aborted by the server".into()),
+                );
+            }
+            event.finish_reason = Some(finish.kind);
+        }
+    }
+    if chunk.error.is_some() {
+        event.server_error = Some(error_message(data));
+    }
+    event.tokens = u32::from(grew);
+    Ok(event)
+}

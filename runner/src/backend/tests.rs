@@ -1,0 +1,779 @@
+//! Backend protocols against real and hand-written streams, through the SSE parser as the load
+//! generator uses them.
+
+use super::*;
+use crate::sse::SseParser;
+use clap::ValueEnum;
+
+/// What a whole stream added up to.
+#[derive(Debug, Default)]
+struct Outcome {
+    tokens: u32,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+    done: bool,
+    server_errors: Vec<String>,
+    event_errors: Vec<EventError>,
+    /// Events seen after `[DONE]` (there should be none).
+    after_done: usize,
+}
+
+fn run(api: Api, stream: &[u8]) -> Outcome {
+    let mut parser = SseParser::new(1 << 20);
+    let mut state = api.new_stream();
+    let mut out = Outcome::default();
+    parser
+        .push(stream, |data| {
+            if out.done {
+                out.after_done += 1;
+            }
+            match state.on_data(data) {
+                Ok(e) => {
+                    out.tokens += e.tokens;
+                    if e.finish_reason.is_some() {
+                        out.finish_reason = e.finish_reason;
+                    }
+                    if e.usage.is_some() {
+                        out.usage = e.usage;
+                    }
+                    out.done |= e.done;
+                    out.server_errors.extend(e.server_error);
+                }
+                Err(e) => out.event_errors.push(e),
+            }
+        })
+        .unwrap();
+    assert!(parser.finish().is_clean(), "stream ended mid-event");
+    out
+}
+
+fn on(api: Api, payload: &str) -> Result<Event, EventError> {
+    api.new_stream().on_data(payload.as_bytes())
+}
+
+fn body(api: Api, r: &GenerationRequest) -> Value {
+    serde_json::from_slice(&api.request_body(r)).unwrap()
+}
+
+fn request<'a>(extra: Option<&'a Map<String, Value>>) -> GenerationRequest<'a> {
+    GenerationRequest {
+        model: "m",
+        prompt: "Hello \"world\"\n",
+        max_tokens: 128,
+        ignore_eos: true,
+        temperature: 0.0,
+        extra,
+    }
+}
+
+const ALL: [Api; 4] = [
+    Api::OpenaiCompletions,
+    Api::OpenaiChat,
+    Api::Tgi,
+    Api::Sglang,
+];
+
+#[test]
+fn names_and_paths() {
+    for api in ALL {
+        let clap_name = api.to_possible_value().unwrap().get_name().to_owned();
+        assert_eq!(api.as_str(), clap_name);
+        assert_eq!(Api::from_str(api.as_str(), false), Ok(api));
+    }
+    let names: Vec<_> = ALL.iter().map(|a| a.as_str()).collect();
+    assert_eq!(
+        names,
+        ["openai-completions", "openai-chat", "tgi", "sglang"]
+    );
+    let paths: Vec<_> = ALL.iter().map(|a| a.path()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/completions",
+            "/v1/chat/completions",
+            "/generate_stream",
+            "/generate"
+        ]
+    );
+}
+
+// ---- request bodies ----
+
+#[test]
+fn openai_completions_body() {
+    let b = body(Api::OpenaiCompletions, &request(None));
+    assert_eq!(
+        b,
+        serde_json::json!({
+            "model": "m", "prompt": "Hello \"world\"\n", "max_tokens": 128, "stream": true,
+            "stream_options": {"include_usage": true}, "temperature": 0.0, "ignore_eos": true,
+        })
+    );
+    // ignore_eos is an extension OpenAI itself rejects: only sent when asked for.
+    let b = body(
+        Api::OpenaiCompletions,
+        &GenerationRequest {
+            ignore_eos: false,
+            ..request(None)
+        },
+    );
+    assert!(b.get("ignore_eos").is_none());
+}
+
+#[test]
+fn openai_chat_body() {
+    let b = body(
+        Api::OpenaiChat,
+        &GenerationRequest {
+            temperature: 0.7,
+            ..request(None)
+        },
+    );
+    assert_eq!(
+        b,
+        serde_json::json!({
+            "model": "m", "messages": [{"role": "user", "content": "Hello \"world\"\n"}],
+            "max_tokens": 128, "max_completion_tokens": 128, "stream": true,
+            "stream_options": {"include_usage": true}, "temperature": 0.7, "ignore_eos": true,
+        })
+    );
+}
+
+#[test]
+fn tgi_body() {
+    let b = body(Api::Tgi, &request(None));
+    assert_eq!(
+        b,
+        serde_json::json!({
+            "inputs": "Hello \"world\"\n",
+            "parameters": {"max_new_tokens": 128, "details": true, "do_sample": false},
+        }),
+        "greedy: no temperature (TGI refuses 0), no ignore-EOS setting (TGI has none)"
+    );
+    let b = body(
+        Api::Tgi,
+        &GenerationRequest {
+            temperature: 1.0,
+            ..request(None)
+        },
+    );
+    assert_eq!(b["parameters"]["do_sample"], true);
+    assert_eq!(b["parameters"]["temperature"], 1.0);
+    let b = body(
+        Api::Tgi,
+        &GenerationRequest {
+            temperature: f64::NAN,
+            ..request(None)
+        },
+    );
+    assert_eq!(b["parameters"]["do_sample"], false);
+    assert!(b["parameters"].get("temperature").is_none());
+}
+
+#[test]
+fn sglang_body() {
+    let b = body(
+        Api::Sglang,
+        &GenerationRequest {
+            ignore_eos: false,
+            ..request(None)
+        },
+    );
+    assert_eq!(
+        b,
+        serde_json::json!({
+            "text": "Hello \"world\"\n",
+            "sampling_params": {"max_new_tokens": 128, "ignore_eos": false, "temperature": 0.0},
+            "stream": true,
+        })
+    );
+}
+
+#[test]
+fn extra_fields_merge_as_a_merge_patch() {
+    let extra: Map<String, Value> = serde_json::from_str(
+        r#"{"top_p": 0.9, "temperature": 0.5, "max_completion_tokens": null,
+            "stream_options": {"continuous_usage_stats": true},
+            "parameters": {"top_k": 10}, "sampling_params": {"top_p": 0.8}}"#,
+    )
+    .unwrap();
+    let b = body(Api::OpenaiChat, &request(Some(&extra)));
+    assert_eq!(b["top_p"], 0.9, "added");
+    assert_eq!(b["temperature"], 0.5, "replaced");
+    assert!(b.get("max_completion_tokens").is_none(), "null removes");
+    assert_eq!(
+        b["stream_options"],
+        serde_json::json!({"include_usage": true, "continuous_usage_stats": true})
+    );
+    // Nested parameter objects are extended, not replaced.
+    let b = body(Api::Tgi, &request(Some(&extra)));
+    assert_eq!(b["parameters"]["top_k"], 10);
+    assert_eq!(b["parameters"]["max_new_tokens"], 128);
+    let b = body(Api::Sglang, &request(Some(&extra)));
+    assert_eq!(b["sampling_params"]["top_p"], 0.8);
+    assert_eq!(b["sampling_params"]["max_new_tokens"], 128);
+    // An object patch over a non-object replaces it.
+    let extra: Map<String, Value> = serde_json::from_str(r#"{"prompt": {"a": 1}}"#).unwrap();
+    assert_eq!(
+        body(Api::OpenaiCompletions, &request(Some(&extra)))["prompt"],
+        serde_json::json!({"a": 1})
+    );
+}
+
+// ---- real llama.cpp transcripts ----
+
+const LLAMA_COMPLETIONS: &str =
+    include_str!("../../tests/fixtures/llama-server-sse/completions-stream.txt");
+const LLAMA_COMPLETIONS_USAGE: &str =
+    include_str!("../../tests/fixtures/llama-server-sse/completions-stream-include-usage.txt");
+const LLAMA_CHAT: &str = include_str!("../../tests/fixtures/llama-server-sse/chat-stream.txt");
+const LLAMA_CHAT_USAGE: &str =
+    include_str!("../../tests/fixtures/llama-server-sse/chat-stream-include-usage.txt");
+
+#[test]
+fn llama_cpp_transcripts() {
+    let cases = [
+        (Api::OpenaiCompletions, LLAMA_COMPLETIONS, 5),
+        (Api::OpenaiCompletions, LLAMA_COMPLETIONS_USAGE, 5),
+        (Api::OpenaiChat, LLAMA_CHAT, 5),
+        (Api::OpenaiChat, LLAMA_CHAT_USAGE, 6),
+    ];
+    for (api, stream, tokens) in cases {
+        let o = run(api, stream.as_bytes());
+        assert!(
+            o.event_errors.is_empty() && o.server_errors.is_empty(),
+            "{o:?}"
+        );
+        assert_eq!(o.tokens, tokens, "{api:?}");
+        let usage = o.usage.expect("llama.cpp reports usage");
+        assert_eq!(
+            usage.completion_tokens,
+            Some(o.tokens),
+            "client count = server count"
+        );
+        assert!(usage.prompt_tokens.is_some_and(|p| p > 0));
+        assert_eq!(o.finish_reason.as_deref(), Some("length"));
+        assert!(o.done);
+        assert_eq!(o.after_done, 0);
+    }
+}
+
+#[test]
+fn llama_cpp_transcripts_in_crlf_and_split_anywhere() {
+    // The same stream with CRLF line ends, fed in 7-byte pieces: same result.
+    let crlf = LLAMA_CHAT_USAGE.replace('\n', "\r\n");
+    let mut parser = SseParser::new(1 << 20);
+    let mut state = Api::OpenaiChat.new_stream();
+    let (mut tokens, mut done) = (0, false);
+    for piece in crlf.as_bytes().chunks(7) {
+        parser
+            .push(piece, |d| {
+                let e = state.on_data(d).unwrap();
+                tokens += e.tokens;
+                done |= e.done;
+            })
+            .unwrap();
+    }
+    assert!(parser.finish().is_clean());
+    assert_eq!((tokens, done), (6, true));
+}
+
+#[test]
+fn llama_cpp_events_one_by_one() {
+    let lines: Vec<&str> = LLAMA_COMPLETIONS_USAGE
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    let first = on(Api::OpenaiCompletions, lines[0]).unwrap();
+    assert_eq!(
+        first,
+        Event {
+            tokens: 1,
+            ..Event::default()
+        }
+    );
+    // The finish chunk: empty text, finish reason and usage; not a token.
+    let finish = on(Api::OpenaiCompletions, lines[5]).unwrap();
+    assert_eq!(
+        finish,
+        Event {
+            tokens: 0,
+            finish_reason: Some("length".into()),
+            usage: Some(Usage {
+                prompt_tokens: Some(4),
+                completion_tokens: Some(5)
+            }),
+            ..Event::default()
+        }
+    );
+    assert_eq!(
+        on(Api::OpenaiCompletions, lines[6]).unwrap(),
+        Event {
+            done: true,
+            ..Event::default()
+        }
+    );
+
+    let lines: Vec<&str> = LLAMA_CHAT
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
+    // The opening chunk (role, null content) is not a token.
+    assert_eq!(on(Api::OpenaiChat, lines[0]).unwrap().tokens, 0);
+    assert_eq!(on(Api::OpenaiChat, lines[1]).unwrap().tokens, 1);
+    // The finish chunk with an empty delta is not a token; the usage chunk has no choices.
+    let finish = on(Api::OpenaiChat, lines[6]).unwrap();
+    assert_eq!(
+        (finish.tokens, finish.finish_reason.as_deref()),
+        (0, Some("length"))
+    );
+    let usage = on(Api::OpenaiChat, lines[7]).unwrap();
+    assert_eq!(
+        usage.usage,
+        Some(Usage {
+            prompt_tokens: Some(35),
+            completion_tokens: Some(5)
+        })
+    );
+    assert_eq!(usage.tokens, 0);
+}
+
+// ---- vLLM (OpenAI server), hand-written from its format ----
+
+/// vLLM `/v1/completions` with `include_usage`: the last token and the finish reason come in
+/// one chunk, then a `"choices": []` chunk with usage, then `[DONE]`.
+const VLLM_COMPLETIONS: &str = concat!(
+    r#"data: {"id":"cmpl-8c5f","object":"text_completion","created":1732233600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"text":" The","logprobs":null,"finish_reason":null,"stop_reason":null}]}"#,
+    "\n\n",
+    r#"data: {"id":"cmpl-8c5f","object":"text_completion","created":1732233600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"text":" quick\n","logprobs":null,"finish_reason":null,"stop_reason":null}]}"#,
+    "\n\n",
+    r#"data: {"id":"cmpl-8c5f","object":"text_completion","created":1732233600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"text":"\u00e9","logprobs":null,"finish_reason":null,"stop_reason":null}]}"#,
+    "\n\n",
+    r#"data: {"id":"cmpl-8c5f","object":"text_completion","created":1732233600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"text":" fox","logprobs":null,"finish_reason":"length","stop_reason":null}]}"#,
+    "\n\n",
+    r#"data: {"id":"cmpl-8c5f","object":"text_completion","created":1732233600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[],"usage":{"prompt_tokens":12,"total_tokens":16,"completion_tokens":4,"prompt_tokens_details":null}}"#,
+    "\n\n",
+    "data: [DONE]\n\n",
+);
+
+/// vLLM `/v1/chat/completions` for a reasoning model: role chunk with `"content": ""`,
+/// reasoning deltas (older vLLM: `reasoning_content`, newer: `reasoning`), answer deltas, a
+/// finish chunk with empty content, the usage chunk.
+const VLLM_CHAT: &str = concat!(
+    r#"data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732233600,"model":"Qwen/QwQ-32B","choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}"#,
+    "\n\n",
+    r#"data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732233600,"model":"Qwen/QwQ-32B","choices":[{"index":0,"delta":{"reasoning_content":"Let"},"logprobs":null,"finish_reason":null}]}"#,
+    "\n\n",
+    r#"data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732233600,"model":"Qwen/QwQ-32B","choices":[{"index":0,"delta":{"reasoning":" me"},"logprobs":null,"finish_reason":null}]}"#,
+    "\n\n",
+    r#"data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732233600,"model":"Qwen/QwQ-32B","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}]}"#,
+    "\n\n",
+    r#"data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732233600,"model":"Qwen/QwQ-32B","choices":[{"index":0,"delta":{"content":""},"logprobs":null,"finish_reason":"stop","stop_reason":null}]}"#,
+    "\n\n",
+    r#"data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732233600,"model":"Qwen/QwQ-32B","choices":[],"usage":{"prompt_tokens":9,"total_tokens":13,"completion_tokens":4}}"#,
+    "\n\n",
+    "data: [DONE]\n\n",
+);
+
+#[test]
+fn vllm_completions_stream() {
+    let o = run(Api::OpenaiCompletions, VLLM_COMPLETIONS.as_bytes());
+    assert!(o.event_errors.is_empty(), "{:?}", o.event_errors);
+    assert_eq!(
+        o.tokens, 4,
+        "the chunk carrying both the last token and the finish reason is a token"
+    );
+    assert_eq!(
+        o.usage,
+        Some(Usage {
+            prompt_tokens: Some(12),
+            completion_tokens: Some(4)
+        })
+    );
+    assert_eq!(o.finish_reason.as_deref(), Some("length"));
+    assert!(o.done);
+}
+
+#[test]
+fn vllm_chat_stream_with_reasoning() {
+    let o = run(Api::OpenaiChat, VLLM_CHAT.as_bytes());
+    assert!(o.event_errors.is_empty(), "{:?}", o.event_errors);
+    assert_eq!(o.tokens, 3, "two reasoning deltas and one content delta");
+    assert_eq!(
+        o.usage.unwrap().completion_tokens,
+        Some(4),
+        "vLLM also counts the EOS token"
+    );
+    assert_eq!(o.finish_reason.as_deref(), Some("stop"));
+    assert!(o.done);
+}
+
+#[test]
+fn in_stream_errors() {
+    // vLLM (current): {"error": {...}}; older vLLM nested one more level.
+    let e = on(Api::OpenaiCompletions, r#"{"error":{"object":"error","message":"boom","type":"InternalServerError","param":null,"code":500}}"#).unwrap();
+    assert_eq!(e.server_error.as_deref(), Some("InternalServerError: boom"));
+    assert_eq!(e.tokens, 0);
+    let e = on(
+        Api::OpenaiChat,
+        r#"{"error":{"error":{"message":"nested","type":"BadRequestError","code":400}}}"#,
+    )
+    .unwrap();
+    assert_eq!(e.server_error.as_deref(), Some("BadRequestError: nested"));
+    let e = on(Api::OpenaiChat, r#"{"error":"plain"}"#).unwrap();
+    assert_eq!(e.server_error.as_deref(), Some("plain"));
+    let e = on(Api::OpenaiChat, r#"{"error":{"code":7}}"#).unwrap();
+    assert_eq!(e.server_error.as_deref(), Some(r#"{"code":7}"#));
+    // TGI
+    let e = on(Api::Tgi, r#"{"error":"Request failed during generation: Server error: CUDA out of memory","error_type":"generation"}"#).unwrap();
+    assert_eq!(
+        e.server_error.as_deref(),
+        Some("generation: Request failed during generation: Server error: CUDA out of memory")
+    );
+    // SGLang
+    let e = on(
+        Api::Sglang,
+        r#"{"error":{"message":"The input is too long"}}"#,
+    )
+    .unwrap();
+    assert_eq!(e.server_error.as_deref(), Some("The input is too long"));
+    // `"error": null` is no error.
+    let e = on(
+        Api::OpenaiCompletions,
+        r#"{"choices":[{"text":"x"}],"error":null}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        e,
+        Event {
+            tokens: 1,
+            ..Event::default()
+        }
+    );
+}
+
+// ---- TGI ----
+
+/// TGI 1.x `/generate_stream` stopping at EOS: one event per token, the EOS token itself
+/// special, the last event with `generated_text` and `details`.
+const TGI_EOS: &str = concat!(
+    r#"data:{"index":1,"token":{"id":415,"text":" The","logprob":-0.41,"special":false},"generated_text":null,"details":null}"#,
+    "\n\n",
+    r#"data:{"index":2,"token":{"id":2936,"text":" fox","logprob":-1.2,"special":false},"generated_text":null,"details":null}"#,
+    "\n\n",
+    // An unfinished UTF-8 character: empty text, still a generated token.
+    r#"data:{"index":3,"token":{"id":240,"text":"","logprob":-2.0,"special":false},"generated_text":null,"details":null}"#,
+    "\n\n",
+    r#"data:{"index":4,"token":{"id":2,"text":"</s>","logprob":-0.01,"special":true},"generated_text":" The fox","details":{"finish_reason":"eos_token","generated_tokens":4,"seed":null}}"#,
+    "\n\n",
+);
+
+/// TGI 2.x, stopping at the length limit: `details` also carries `input_length`.
+const TGI_LENGTH: &str = concat!(
+    r#"data:{"index":1,"token":{"id":415,"text":" The","logprob":-0.41,"special":false},"generated_text":null,"details":null,"top_tokens":null}"#,
+    "\n\n",
+    r#"data:{"index":2,"token":{"id":2936,"text":" fox","logprob":-1.2,"special":false},"generated_text":" The fox","details":{"finish_reason":"length","generated_tokens":2,"seed":null,"input_length":7},"top_tokens":null}"#,
+    "\n\n",
+);
+
+#[test]
+fn tgi_streams() {
+    let o = run(Api::Tgi, TGI_EOS.as_bytes());
+    assert!(o.event_errors.is_empty(), "{:?}", o.event_errors);
+    assert_eq!(
+        o.tokens, 4,
+        "the special EOS token counts, as in TGI's generated_tokens"
+    );
+    assert_eq!(
+        o.usage,
+        Some(Usage {
+            prompt_tokens: None,
+            completion_tokens: Some(4)
+        })
+    );
+    assert_eq!(o.finish_reason.as_deref(), Some("eos_token"));
+    assert!(!o.done, "TGI sends no [DONE]");
+
+    let o = run(Api::Tgi, TGI_LENGTH.as_bytes());
+    assert_eq!(o.tokens, 2);
+    assert_eq!(
+        o.usage,
+        Some(Usage {
+            prompt_tokens: Some(7),
+            completion_tokens: Some(2)
+        })
+    );
+    assert_eq!(o.finish_reason.as_deref(), Some("length"));
+}
+
+// ---- SGLang ----
+
+/// SGLang `/generate` with `stream: true`: cumulative text and counts, then `[DONE]`. The
+/// third token's text is held back (unfinished character), the fourth completes it.
+const SGLANG: &str = concat!(
+    r#"data: {"text":" The","output_ids":[415],"meta_info":{"id":"a1","finish_reason":null,"prompt_tokens":7,"completion_tokens":1,"cached_tokens":0}}"#,
+    "\n\n",
+    r#"data: {"text":" The fox","output_ids":[415,2936],"meta_info":{"id":"a1","finish_reason":null,"prompt_tokens":7,"completion_tokens":2,"cached_tokens":0}}"#,
+    "\n\n",
+    r#"data: {"text":" The fox","output_ids":[415,2936,240],"meta_info":{"id":"a1","finish_reason":null,"prompt_tokens":7,"completion_tokens":3,"cached_tokens":0}}"#,
+    "\n\n",
+    r#"data: {"text":" The fox \u00e9","output_ids":[415,2936,240,169],"meta_info":{"id":"a1","finish_reason":{"type":"length","length":4},"prompt_tokens":7,"completion_tokens":4,"cached_tokens":0,"e2e_latency":0.05}}"#,
+    "\n\n",
+    "data: [DONE]\n\n",
+);
+
+#[test]
+fn sglang_stream() {
+    let o = run(Api::Sglang, SGLANG.as_bytes());
+    assert!(o.event_errors.is_empty(), "{:?}", o.event_errors);
+    assert_eq!(o.tokens, 4);
+    assert_eq!(
+        o.usage,
+        Some(Usage {
+            prompt_tokens: Some(7),
+            completion_tokens: Some(4)
+        })
+    );
+    assert_eq!(o.finish_reason.as_deref(), Some("length"));
+    assert!(o.done);
+}
+
+#[test]
+fn sglang_counting_rules() {
+    let mut s = Api::Sglang.new_stream();
+    let mut ev = |p: &str| s.on_data(p.as_bytes()).unwrap();
+    // Text only (no counts): growth decides.
+    assert_eq!(ev(r#"{"text":"a"}"#).tokens, 1);
+    assert_eq!(
+        ev(r#"{"text":"a"}"#).tokens,
+        0,
+        "a repeated cumulative text is no new token"
+    );
+    assert_eq!(ev(r#"{"text":"ab"}"#).tokens, 1);
+    // Several tokens in one event (stream interval) still count as one event.
+    let e = ev(r#"{"text":"abcd","meta_info":{"completion_tokens":5}}"#);
+    assert_eq!((e.tokens, e.usage.unwrap().completion_tokens), (1, Some(5)));
+    // A final event repeating everything with the finish reason is not a token.
+    let e = ev(
+        r#"{"text":"abcd","meta_info":{"completion_tokens":5,"finish_reason":{"type":"stop","matched":2}}}"#,
+    );
+    assert_eq!((e.tokens, e.finish_reason.as_deref()), (0, Some("stop")));
+
+    // Incremental output mode (text deltas): the count tells tokens apart.
+    let mut s = Api::Sglang.new_stream();
+    let mut ev = |p: &str| s.on_data(p.as_bytes()).unwrap();
+    assert_eq!(
+        ev(r#"{"text":"hello","meta_info":{"completion_tokens":1}}"#).tokens,
+        1
+    );
+    assert_eq!(
+        ev(r#"{"text":" a","meta_info":{"completion_tokens":2}}"#).tokens,
+        1
+    );
+
+    // Abort: a finish reason and a server error. Old string finish reasons.
+    let e = on(Api::Sglang, r#"{"text":"","meta_info":{"completion_tokens":0,"finish_reason":{"type":"abort","message":"Client disconnected"}}}"#).unwrap();
+    assert_eq!(e.finish_reason.as_deref(), Some("abort"));
+    assert_eq!(e.server_error.as_deref(), Some("Client disconnected"));
+    let e = on(
+        Api::Sglang,
+        r#"{"text":"x","meta_info":{"finish_reason":"length"}}"#,
+    )
+    .unwrap();
+    assert_eq!((e.tokens, e.finish_reason.as_deref()), (1, Some("length")));
+}
+
+// ---- malformed payloads ----
+
+#[test]
+fn malformed_payloads_are_event_errors() {
+    for api in ALL {
+        for bad in [
+            "",
+            "not json",
+            "{\"choices\":[{\"text\":\"x\"}]",
+            "{\"text\": \"x",
+            "data: {}",
+            "[DONE",
+        ] {
+            match api.new_stream().on_data(bad.as_bytes()) {
+                Err(EventError::NotJson(_)) => {}
+                other => panic!("{api:?} {bad:?}: {other:?}"),
+            }
+        }
+        for odd in ["{}", "42", "\"x\"", "[]", "null", "{\"foo\":1}"] {
+            match api.new_stream().on_data(odd.as_bytes()) {
+                Err(EventError::Unexpected(_)) => {}
+                other => panic!("{api:?} {odd:?}: {other:?}"),
+            }
+        }
+    }
+    let wrong_types = [
+        (Api::OpenaiCompletions, r#"{"choices":5}"#),
+        (Api::OpenaiCompletions, r#"{"choices":[{"text":5}]}"#),
+        (
+            Api::OpenaiCompletions,
+            r#"{"choices":[],"usage":{"completion_tokens":-1}}"#,
+        ),
+        (Api::OpenaiChat, r#"{"choices":[{"delta":"x"}]}"#),
+        (
+            Api::OpenaiChat,
+            r#"{"choices":[{"delta":{"content":["x"]}}]}"#,
+        ),
+        (
+            Api::Tgi,
+            r#"{"token":{"text":"x"},"details":{"generated_tokens":"4"}}"#,
+        ),
+        (Api::Sglang, r#"{"text":3}"#),
+        (
+            Api::Sglang,
+            r#"{"text":"x","meta_info":{"finish_reason":7}}"#,
+        ),
+    ];
+    for (api, p) in wrong_types {
+        assert!(
+            matches!(on(api, p), Err(EventError::Unexpected(_))),
+            "{api:?} {p}: {:?}",
+            on(api, p)
+        );
+    }
+    // Messages name the payload.
+    let Err(EventError::NotJson(m)) = on(Api::Tgi, "<html>502 Bad Gateway</html>") else {
+        panic!()
+    };
+    assert!(m.contains("502 Bad Gateway"), "{m}");
+}
+
+#[test]
+fn string_edge_cases() {
+    let ev = |p: &str| on(Api::OpenaiCompletions, p).unwrap().tokens;
+    assert_eq!(
+        ev(r#"{"choices":[{"text":"\n"}]}"#),
+        1,
+        "an escaped newline is text"
+    );
+    assert_eq!(ev(r#"{"choices":[{"text":"\u0000"}]}"#), 1);
+    assert_eq!(ev(r#"{"choices":[{"text":""}]}"#), 0);
+    assert_eq!(ev(r#"{"choices":[{"text":null}]}"#), 0);
+    assert_eq!(ev(r#"{"choices":[{}]}"#), 0);
+    assert_eq!(ev(r#"{"choices":null,"usage":{"prompt_tokens":1}}"#), 0);
+    // n > 1 is never requested; only the first choice is read, the rest skipped.
+    assert_eq!(ev(r#"{"choices":[{"text":""},{"text":"x"}]}"#), 0);
+    assert_eq!(
+        ev(r#"{"choices":[{"text":"x"},{"text":""},{"text":"y"}]}"#),
+        1
+    );
+    // Whitespace around [DONE] is tolerated; an empty finish reason is none.
+    assert!(on(Api::OpenaiChat, " [DONE] ").unwrap().done);
+    let e = on(
+        Api::OpenaiChat,
+        r#"{"choices":[{"delta":{},"finish_reason":""}]}"#,
+    )
+    .unwrap();
+    assert_eq!(e.finish_reason, None);
+}
+
+// ---- micro-benchmark ----
+
+/// ns per streamed event for a realistic vLLM chunk: the SSE parser alone, the JSON alone, and
+/// both together, one event per network chunk (the usual case) and events split across chunks.
+/// `cargo test -p runner --release backend::tests::bench -- --ignored --nocapture`
+#[test]
+#[ignore]
+fn bench_event_cost() {
+    use std::hint::black_box;
+    use std::time::Instant;
+
+    let completion = br#"data: {"id":"cmpl-3a0c1e9f5b7d4c2a8e6f0b1d3c5a7e9f","object":"text_completion","created":1732233600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"text":" the","logprobs":null,"finish_reason":null,"stop_reason":null}]}
+
+"#;
+    let chat = br#"data: {"id":"chatcmpl-3a0c1e9f5b7d4c2a8e6f0b1d3c5a7e9f","object":"chat.completion.chunk","created":1732233600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"delta":{"content":" the"},"logprobs":null,"finish_reason":null}]}
+
+"#;
+    /// Best and median of 40 batches of 25,000 events: the best is the figure (a shared
+    /// machine only ever adds time), the median shows the noise.
+    fn time(label: &str, f: &mut dyn FnMut() -> u32) {
+        const BATCH: u32 = 25_000;
+        let mut per_event = Vec::new();
+        let mut tokens = 0u64;
+        for _ in 0..41 {
+            let t = Instant::now();
+            for _ in 0..BATCH {
+                tokens += u64::from(f());
+            }
+            per_event.push(t.elapsed().as_nanos() as f64 / f64::from(BATCH));
+        }
+        per_event.remove(0); // warm-up
+        per_event.sort_by(f64::total_cmp);
+        assert!(tokens >= 41 * u64::from(BATCH));
+        println!(
+            "{label:<56} {:6.0} ns/event (median {:.0})",
+            per_event[0],
+            per_event[per_event.len() / 2]
+        );
+    }
+
+    println!(
+        "payload {} bytes (completions), {} bytes (chat)",
+        completion.len(),
+        chat.len()
+    );
+    let mut p = SseParser::new(1 << 20);
+    time("SSE only, one event per chunk", &mut || {
+        let mut n = 0;
+        p.push(black_box(completion), |d| n += black_box(d).len() as u32)
+            .unwrap();
+        n
+    });
+    let payload = &completion[6..completion.len() - 2];
+    let mut s = Api::OpenaiCompletions.new_stream();
+    time("JSON only, openai-completions", &mut || {
+        s.on_data(black_box(payload)).unwrap().tokens
+    });
+    let mut s = Api::OpenaiCompletions.new_stream();
+    let mut p = SseParser::new(1 << 20);
+    time(
+        "SSE + JSON, openai-completions, one event per chunk",
+        &mut || {
+            let mut n = 0;
+            p.push(black_box(completion), |d| n += s.on_data(d).unwrap().tokens)
+                .unwrap();
+            n
+        },
+    );
+    let mut s = Api::OpenaiChat.new_stream();
+    let mut p = SseParser::new(1 << 20);
+    time("SSE + JSON, openai-chat, one event per chunk", &mut || {
+        let mut n = 0;
+        p.push(black_box(chat), |d| n += s.on_data(d).unwrap().tokens)
+            .unwrap();
+        n
+    });
+    // A token whose text has JSON escapes (serde_json unescapes it into a scratch buffer).
+    let escaped = br#"data: {"id":"cmpl-3a0c1e9f5b7d4c2a8e6f0b1d3c5a7e9f","object":"text_completion","created":1732233600,"model":"meta-llama/Llama-3.1-8B-Instruct","choices":[{"index":0,"text":"\n\u00e9","logprobs":null,"finish_reason":null,"stop_reason":null}]}
+
+"#;
+    let mut s = Api::OpenaiCompletions.new_stream();
+    let mut p = SseParser::new(1 << 20);
+    time("SSE + JSON, openai-completions, escaped text", &mut || {
+        let mut n = 0;
+        p.push(black_box(escaped), |d| n += s.on_data(d).unwrap().tokens)
+            .unwrap();
+        n
+    });
+    // Each event split in two chunks mid-JSON: the copying path.
+    let (a, b) = completion.split_at(100);
+    let mut s = Api::OpenaiCompletions.new_stream();
+    let mut p = SseParser::new(1 << 20);
+    time(
+        "SSE + JSON, openai-completions, split in 2 chunks",
+        &mut || {
+            let mut n = 0;
+            p.push(black_box(a), |d| n += s.on_data(d).unwrap().tokens)
+                .unwrap();
+            p.push(black_box(b), |d| n += s.on_data(d).unwrap().tokens)
+                .unwrap();
+            n
+        },
+    );
+}
