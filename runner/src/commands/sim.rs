@@ -1,0 +1,199 @@
+//! `runner sim`: the built-in simulator as a standalone server, for trying the load generator (or
+//! any OpenAI/TGI/SGLang client) without a GPU.
+
+use crate::sim::{Faults, Placement, SimConfig, SimServer};
+use crate::Failure;
+use anyhow::Context;
+use std::net::{IpAddr, SocketAddr};
+
+/// Serve a deterministic simulated LLM until Ctrl-C.
+///
+/// Endpoints: POST /v1/completions and /v1/chat/completions (OpenAI, as vLLM streams them),
+/// /generate_stream (TGI), /generate (SGLang when the body has "text", TGI when it has
+/// "inputs"); GET /v1/models, /health, /version, /metrics; POST /tokenize.
+///
+/// Each request waits FIFO for one of --max-batch slots, gets its first token
+/// --ttft-ms + --prefill-us-per-token × prompt tokens after admission, then one token every
+/// --itl-ms × (1 + --itl-growth × (running − 1)). Prompts count one token per
+/// whitespace-separated word; the output is always exactly max_tokens (default 16) words.
+///
+/// Faults pick requests deterministically from --seed and the request's arrival index; each
+/// request gets at most one, and the fractions should sum to at most 1.
+#[derive(clap::Args, Debug)]
+pub struct SimArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Address to listen on. The default only accepts local clients; 0.0.0.0 exposes the simulator to the network.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Model id to serve (reported by /v1/models and echoed in responses).
+    #[arg(long, default_value = "provebench-sim")]
+    pub model: String,
+    /// Time to first token after admission into the batch, in ms.
+    #[arg(long, default_value_t = 20.0, value_parser = non_negative)]
+    pub ttft_ms: f64,
+    /// Extra time to first token per prompt token, in µs (prefill cost).
+    #[arg(long, default_value_t = 20.0, value_parser = non_negative)]
+    pub prefill_us_per_token: f64,
+    /// Inter-token latency with one running request, in ms. 0 streams as fast as possible
+    /// (useful to measure the client's own CPU cost per token).
+    #[arg(long, default_value_t = 8.0, value_parser = non_negative)]
+    pub itl_ms: f64,
+    /// Relative ITL increase per additional running request (0.05: 32 running → 2.55 × ITL).
+    #[arg(long, default_value_t = 0.05, value_parser = non_negative)]
+    pub itl_growth: f64,
+    /// Requests generating at once; the rest queue FIFO, so saturation shows up as growing TTFT.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_batch: u32,
+    /// Seed for the generated text and for which requests get faults.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Fraction of requests answered HTTP 500 (JSON error body, no stream).
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub error_fraction: f64,
+    /// Fraction of requests answered HTTP 429 (rate limited).
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub rate_limit_fraction: f64,
+    /// Fraction of requests whose connection is aborted mid-stream (no last chunk, no [DONE]).
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub reset_fraction: f64,
+    /// Content events sent before the reset.
+    #[arg(long, default_value_t = 4, help_heading = "Faults")]
+    pub reset_after_tokens: u32,
+    /// Fraction of requests that stop sending for --stall-ms mid-stream, then carry on.
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub stall_fraction: f64,
+    /// Content events sent before the stall.
+    #[arg(long, default_value_t = 4, help_heading = "Faults")]
+    pub stall_after_tokens: u32,
+    /// Length of the stall, in ms.
+    #[arg(long, default_value_t = 2000, help_heading = "Faults")]
+    pub stall_ms: u64,
+    /// Fraction of requests that get one event whose data is not valid JSON (the stream then continues).
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub malformed_fraction: f64,
+    /// Content events sent before the malformed one.
+    #[arg(long, default_value_t = 4, help_heading = "Faults")]
+    pub malformed_after_tokens: u32,
+}
+
+impl SimArgs {
+    pub fn config(&self) -> SimConfig {
+        SimConfig {
+            model: self.model.clone(),
+            ttft_ms: self.ttft_ms,
+            prefill_us_per_token: self.prefill_us_per_token,
+            itl_ms: self.itl_ms,
+            itl_growth: self.itl_growth,
+            max_batch: self.max_batch,
+            seed: self.seed,
+            faults: Faults {
+                error_fraction: self.error_fraction,
+                rate_limit_fraction: self.rate_limit_fraction,
+                reset_fraction: self.reset_fraction,
+                reset_after_tokens: self.reset_after_tokens,
+                stall_fraction: self.stall_fraction,
+                stall_after_tokens: self.stall_after_tokens,
+                stall_ms: self.stall_ms,
+                malformed_fraction: self.malformed_fraction,
+                malformed_after_tokens: self.malformed_after_tokens,
+            },
+        }
+    }
+}
+
+pub fn run(args: &SimArgs) -> Result<(), Failure> {
+    let cfg = args.config();
+    let addr = SocketAddr::new(args.host, args.port);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+        .map_err(Failure::Input)?;
+    runtime
+        .block_on(async {
+            // No ground truth kept: a long-lived server would grow it without bound.
+            let server = SimServer::launch(addr, cfg, false, Placement::CallersRuntime)
+                .await
+                .with_context(|| format!("listening on {addr}"))?;
+            tracing::info!("listening on {}", server.base_url());
+            // The URL alone on stdout, for scripts and tests that started us with --port 0.
+            println!("{}", server.base_url());
+            use std::io::Write;
+            std::io::stdout().flush().context("writing the URL")?;
+            tokio::signal::ctrl_c()
+                .await
+                .context("waiting for Ctrl-C")?;
+            tracing::info!("shutting down");
+            server.shutdown().await;
+            anyhow::Ok(())
+        })
+        .map_err(Failure::Input)
+}
+
+/// A finite number ≥ 0 (times, growth factors).
+fn non_negative(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("must be a finite number ≥ 0, not {s}"))
+    }
+}
+
+/// A finite number in [0, 1].
+fn fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("must be a fraction in [0, 1], not {s}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SimArgs,
+    }
+
+    #[test]
+    fn flags_parse_and_validate() {
+        let cli = Cli::try_parse_from([
+            "sim",
+            "--port",
+            "0",
+            "--itl-ms",
+            "0",
+            "--stall-fraction",
+            "0.5",
+            "--stall-ms",
+            "100",
+        ])
+        .unwrap();
+        let cfg = cli.args.config();
+        assert_eq!(
+            (cfg.itl_ms, cfg.faults.stall_fraction, cfg.faults.stall_ms),
+            (0.0, 0.5, 100)
+        );
+        assert_eq!(cfg.model, "provebench-sim");
+        for bad in [
+            ["--error-fraction", "1.5"],
+            ["--ttft-ms", "NaN"],
+            ["--itl-ms", "-1"],
+            ["--max-batch", "0"],
+            ["--itl-growth", "inf"],
+        ] {
+            assert!(
+                Cli::try_parse_from(["sim", bad[0], bad[1]]).is_err(),
+                "{bad:?} accepted"
+            );
+        }
+    }
+}

@@ -1,0 +1,543 @@
+//! HTTP: the accept loop, one hyper HTTP/1.1 connection per task (keep-alive on), routing, and
+//! the streaming body.
+//!
+//! The streaming body is pulled by hyper: each poll sleeps until the next token is due, and the
+//! instant recorded as `token_written` is taken just before the frame is returned to hyper — so
+//! a client that reads slowly shows up as back-pressure in the truth, as it would on a real
+//! server. One SSE event per frame, as real servers flush them.
+
+use super::faults::Fault;
+use super::model::{Engine, Generation};
+use super::protocol::{self, Api, Events, GenRequest, Ident, Refusal, Route, Word};
+use bytes::{Bytes, BytesMut};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::collections::VecDeque;
+use std::fmt::Write as _;
+use std::io;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+pub(crate) type Body = UnsyncBoxBody<Bytes, io::Error>;
+
+/// How long a shutdown waits for open responses before cutting them off.
+const GRACE: Duration = Duration::from_secs(1);
+/// Largest request body read (prompts of a few hundred thousand words fit).
+const MAX_BODY: usize = 16 << 20;
+
+/// Accepts until `stop` changes (or its sender is dropped), then shuts connections down.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    engine: Arc<Engine>,
+    mut stop: watch::Receiver<bool>,
+) {
+    // Owned here so that aborting this task aborts every connection too.
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    // Small SSE frames must leave at once: Nagle plus delayed ACKs would hold
+                    // them for up to 40 ms.
+                    let _ = stream.set_nodelay(true);
+                    connections.spawn(connection(stream, engine.clone(), stop.clone()));
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!("simulator accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drained = async { while connections.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(GRACE, drained).await;
+    connections.shutdown().await;
+}
+
+async fn connection(stream: TcpStream, engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
+    let service = hyper::service::service_fn(move |req| handle(engine.clone(), req));
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        result = conn.as_mut() => {
+            if let Err(e) = result {
+                tracing::debug!("simulator connection ended: {e}");
+            }
+        }
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+/// Routes one request. An `Err` makes hyper drop the connection without a response: that is how
+/// a non-streaming request is reset.
+async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<Body>, io::Error> {
+    let received = Instant::now();
+    let route = match req.uri().path() {
+        "/v1/completions" => Some(Route::Completions),
+        "/v1/chat/completions" => Some(Route::Chat),
+        "/generate_stream" => Some(Route::GenerateStream),
+        "/generate" => Some(Route::Generate),
+        _ => None,
+    };
+    if let Some(route) = route {
+        if req.method() != Method::POST {
+            return Ok(not_allowed(&req));
+        }
+        return generate(engine, route, req, received).await;
+    }
+    let response = match (req.method(), req.uri().path()) {
+        (&Method::GET, "/health") => Response::new(empty()),
+        (&Method::GET, "/v1/models") => json_response(StatusCode::OK, models_body(&engine)),
+        (&Method::GET, "/version") => json_response(
+            StatusCode::OK,
+            Bytes::from(serde_json::json!({"version": env!("CARGO_PKG_VERSION"), "engine": "provebench-sim"}).to_string()),
+        ),
+        (&Method::GET, "/metrics") => {
+            let mut r = Response::new(full(Bytes::from(metrics_body(&engine))));
+            r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+            r
+        }
+        (&Method::POST, "/tokenize") => match read_body(req).await {
+            Ok(body) => match protocol::tokenize_input(&body) {
+                Ok(text) => json_response(StatusCode::OK, protocol::tokenize_body(&text)),
+                Err(refusal) => refused(refusal),
+            },
+            Err(response) => response,
+        },
+        (_, "/health" | "/v1/models" | "/version" | "/metrics" | "/tokenize") => not_allowed(&req),
+        (method, path) => json_response(
+            StatusCode::NOT_FOUND,
+            protocol::error_body(Api::Completions, 404, "not_found_error", &format!("no route for {method} {path}")),
+        ),
+    };
+    Ok(response)
+}
+
+/// A generation request on any API: parse, pick its fault, then stream or answer whole.
+async fn generate(
+    engine: Arc<Engine>,
+    route: Route,
+    req: Request<Incoming>,
+    received: Instant,
+) -> Result<Response<Body>, io::Error> {
+    let body = match read_body(req).await {
+        Ok(body) => body,
+        Err(response) => return Ok(response),
+    };
+    let parsed = match protocol::parse(route, &body) {
+        Ok(parsed) => parsed,
+        // TGI validates after opening the stream, and says what is wrong in an event.
+        Err(Refusal::Invalid(Api::Tgi, message)) if route == Route::GenerateStream => {
+            return Ok(sse_response(full(protocol::tgi_error_event(
+                "validation",
+                &message,
+            ))));
+        }
+        Err(Refusal::BadJson(message)) if route == Route::GenerateStream => {
+            return Ok(json_response(
+                StatusCode::BAD_REQUEST,
+                protocol::error_body(Api::Tgi, 400, "validation", &message),
+            ));
+        }
+        Err(refusal) => return Ok(refused(refusal)),
+    };
+    let cfg = &engine.cfg;
+    let index = engine.next_index.fetch_add(1, Relaxed);
+    let fault = super::faults::pick(&cfg.faults, cfg.seed, index);
+    let ident = Ident::new(parsed.api, cfg.seed, index, &engine.model_json);
+    let mut gen = Generation::new(
+        engine.clone(),
+        index,
+        received,
+        parsed.prompt_tokens,
+        parsed.max_tokens,
+        fault,
+    );
+    match fault {
+        Some(Fault::Error) => {
+            gen.finish(Instant::now());
+            let body = protocol::error_body(
+                parsed.api,
+                500,
+                if parsed.api == Api::Tgi {
+                    "generation"
+                } else {
+                    "server_error"
+                },
+                "simulated internal error",
+            );
+            return Ok(json_response(StatusCode::INTERNAL_SERVER_ERROR, body));
+        }
+        Some(Fault::RateLimit) => {
+            gen.finish(Instant::now());
+            let (kind, message) = if parsed.api == Api::Tgi {
+                ("overloaded", "Model is overloaded")
+            } else {
+                ("rate_limit_exceeded", "simulated rate limit")
+            };
+            let mut r = json_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                protocol::error_body(parsed.api, 429, kind, message),
+            );
+            r.headers_mut()
+                .insert("retry-after", HeaderValue::from_static("1"));
+            return Ok(r);
+        }
+        _ => {}
+    }
+    if parsed.stream {
+        Ok(sse_response(stream_body(gen, &parsed, ident)))
+    } else {
+        whole(gen, &parsed, &ident).await
+    }
+}
+
+/// A non-streaming answer: generate at the same pace, answer at the end.
+async fn whole(
+    mut gen: Generation,
+    req: &GenRequest,
+    ident: &Ident,
+) -> Result<Response<Body>, io::Error> {
+    gen.admit().await;
+    let seed = gen.engine().cfg.seed;
+    let n = req.max_tokens;
+    let mut fired = false;
+    loop {
+        let k = gen.emitted();
+        if let Some(fault) = gen
+            .fault
+            .filter(|f| !fired && f.after().is_some_and(|a| a.min(n) == k))
+        {
+            fired = true;
+            match fault {
+                Fault::Reset { .. } => {
+                    gen.finish(Instant::now());
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionReset,
+                        "simulated reset",
+                    ));
+                }
+                Fault::Stall { pause, .. } => {
+                    gen.stall(pause);
+                    if k == n {
+                        // A stall after the last token still delays the answer.
+                        gen.wait_due().await;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if k == n {
+            break;
+        }
+        gen.wait_due().await;
+        gen.wrote(Instant::now());
+    }
+    let body = match gen.fault {
+        Some(Fault::Malformed { .. }) => protocol::malformed_body(),
+        _ => protocol::whole_body(req, ident, seed),
+    };
+    gen.finish(Instant::now());
+    Ok(json_response(StatusCode::OK, body))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The streaming body.
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Not yet admitted into the batch.
+    Queued,
+    /// Writing content events.
+    Tokens,
+    /// The events after the last token are queued in `pending`.
+    Tail,
+    Done,
+}
+
+struct Stream {
+    gen: Generation,
+    events: Events,
+    seed: u64,
+    /// Reused output buffer: events are split off it, so allocations are amortised.
+    buf: BytesMut,
+    /// Frames ready to hand over; `true` marks content events (the ones counted as tokens).
+    pending: VecDeque<(Bytes, bool)>,
+    stage: Stage,
+    fault_fired: bool,
+    last_handed: Instant,
+}
+
+fn stream_body(gen: Generation, req: &GenRequest, ident: Ident) -> Body {
+    let state = Stream {
+        seed: gen.engine().cfg.seed,
+        events: Events::new(req, ident),
+        gen,
+        buf: BytesMut::with_capacity(16 << 10),
+        pending: VecDeque::with_capacity(4),
+        stage: Stage::Queued,
+        fault_fired: false,
+        last_handed: Instant::now(),
+    };
+    let frames = futures_util::stream::unfold(state, |mut state| async move {
+        let frame = state.next().await?;
+        Some((frame, state))
+    });
+    StreamBody::new(frames).boxed_unsync()
+}
+
+impl Stream {
+    /// The next frame, when it is due; `None` at the end.
+    async fn next(&mut self) -> Option<Result<Frame<Bytes>, io::Error>> {
+        loop {
+            if let Some((bytes, content)) = self.pending.pop_front() {
+                let now = Instant::now();
+                self.last_handed = now;
+                if content {
+                    self.gen.wrote(now);
+                }
+                if self.stage == Stage::Tail && self.pending.is_empty() {
+                    self.gen.finish(now);
+                    self.stage = Stage::Done;
+                }
+                return Some(Ok(Frame::data(bytes)));
+            }
+            match self.stage {
+                Stage::Done => return None,
+                Stage::Tail => {
+                    // Nothing after the last token (TGI): it ended when that token was handed over.
+                    self.gen.finish(self.last_handed);
+                    self.stage = Stage::Done;
+                }
+                Stage::Queued => {
+                    self.gen.admit().await;
+                    self.stage = Stage::Tokens;
+                }
+                Stage::Tokens => {
+                    let n = self.gen.max_tokens;
+                    let k = self.gen.emitted();
+                    let mut stalled = false;
+                    if let Some(fault) = self.due_fault(k, n) {
+                        match fault {
+                            Fault::Reset { .. } => {
+                                // The connection dies when the next event would have been due.
+                                // Returning Pending at least once lets hyper flush the events
+                                // already handed over: on a body error it drops its buffer.
+                                self.gen.wait_due().await;
+                                tokio::task::yield_now().await;
+                                self.gen.finish(Instant::now());
+                                self.stage = Stage::Done;
+                                // hyper aborts the connection: no last chunk, no [DONE].
+                                return Some(Err(io::Error::new(
+                                    io::ErrorKind::ConnectionReset,
+                                    "simulated reset",
+                                )));
+                            }
+                            Fault::Malformed { .. } => {
+                                self.pending.push_back((self.events.malformed(), false));
+                                continue;
+                            }
+                            Fault::Stall { pause, .. } => {
+                                self.gen.stall(pause);
+                                stalled = true;
+                            }
+                            Fault::Error | Fault::RateLimit => {}
+                        }
+                    }
+                    if k < n {
+                        // Format first, then wait: the bytes leave as close to the deadline as possible.
+                        let word = Word::new(self.seed, k);
+                        let event = self.events.token(k, &word, &mut self.buf);
+                        self.gen.wait_due().await;
+                        if k == 0 {
+                            if let Some(role) = self.events.role(&mut self.buf) {
+                                self.pending.push_back((role, false));
+                            }
+                        }
+                        self.pending.push_back((event, true));
+                    } else {
+                        if stalled {
+                            // A stall after the last token holds back the finish events.
+                            self.gen.wait_due().await;
+                        }
+                        self.pending.extend(
+                            self.events
+                                .tail(&mut self.buf)
+                                .into_iter()
+                                .map(|b| (b, false)),
+                        );
+                        self.stage = Stage::Tail;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The planned mid-stream fault, once, when `k` content events are out (a fault planned
+    /// after more tokens than the request has fires after the last one).
+    fn due_fault(&mut self, k: u32, n: u32) -> Option<Fault> {
+        let fault = self.gen.fault?;
+        if self.fault_fired || fault.after()?.min(n) != k {
+            return None;
+        }
+        self.fault_fired = true;
+        Some(fault)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small responses.
+
+fn full(bytes: Bytes) -> Body {
+    Full::new(bytes)
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+fn empty() -> Body {
+    full(Bytes::new())
+}
+
+fn json_response(status: StatusCode, body: Bytes) -> Response<Body> {
+    let mut r = Response::new(full(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    r
+}
+
+fn sse_response(body: Body) -> Response<Body> {
+    let mut r = Response::new(body);
+    let headers = r.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    // As TGI sends it: tells nginx-style proxies not to buffer the stream.
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}
+
+fn refused(refusal: Refusal) -> Response<Body> {
+    let (api, message) = match refusal {
+        Refusal::BadJson(m) => (Api::Completions, m),
+        Refusal::Invalid(api, m) => (api, m),
+    };
+    let kind = if api == Api::Tgi {
+        "validation"
+    } else {
+        "invalid_request_error"
+    };
+    json_response(
+        StatusCode::BAD_REQUEST,
+        protocol::error_body(api, 400, kind, &message),
+    )
+}
+
+fn not_allowed(req: &Request<Incoming>) -> Response<Body> {
+    let message = format!(
+        "method {} not allowed on {}",
+        req.method(),
+        req.uri().path()
+    );
+    json_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        protocol::error_body(Api::Completions, 405, "invalid_request_error", &message),
+    )
+}
+
+/// The whole request body, or the error response to send instead.
+async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<Body>> {
+    match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) => {
+            let (status, message) = if e.is::<http_body_util::LengthLimitError>() {
+                (
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("request body over {MAX_BODY} bytes"),
+                )
+            } else {
+                (
+                    StatusCode::BAD_REQUEST,
+                    format!("reading the request body: {e}"),
+                )
+            };
+            Err(json_response(
+                status,
+                protocol::error_body(
+                    Api::Completions,
+                    status.as_u16(),
+                    "invalid_request_error",
+                    &message,
+                ),
+            ))
+        }
+    }
+}
+
+fn models_body(engine: &Engine) -> Bytes {
+    let model = &engine.cfg.model;
+    Bytes::from(
+        serde_json::json!({"object": "list", "data": [{
+            "id": model, "object": "model", "created": 0, "owned_by": "provebench",
+            "root": model, "parent": null, "max_model_len": protocol::MAX_MODEL_LEN,
+        }]})
+        .to_string(),
+    )
+}
+
+/// Prometheus text format, named like vLLM's (`vllm:num_requests_running` …) under `provebench_sim:`.
+fn metrics_body(engine: &Engine) -> String {
+    let label = format!("{{model_name={}}}", engine.model_json);
+    let mut out = String::new();
+    for (name, kind, help, value) in [
+        (
+            "requests_running",
+            "gauge",
+            "Requests admitted into the batch and not finished.",
+            engine.running.load(Relaxed) as u64,
+        ),
+        (
+            "requests_waiting",
+            "gauge",
+            "Requests queued for a batch slot.",
+            engine.waiting.load(Relaxed) as u64,
+        ),
+        (
+            "requests_total",
+            "counter",
+            "Generation requests received (parsed and valid).",
+            engine.requests_total.load(Relaxed),
+        ),
+        (
+            "generation_tokens_total",
+            "counter",
+            "Content tokens handed to the connection.",
+            engine.generation_tokens_total.load(Relaxed),
+        ),
+        (
+            "prompt_tokens_total",
+            "counter",
+            "Prompt tokens of generation requests received.",
+            engine.prompt_tokens_total.load(Relaxed),
+        ),
+    ] {
+        let _ = write!(out, "# HELP provebench_sim:{name} {help}\n# TYPE provebench_sim:{name} {kind}\nprovebench_sim:{name}{label} {value}\n");
+    }
+    out
+}

@@ -1,0 +1,266 @@
+//! The built-in simulator: a deterministic LLM inference server that speaks the wire formats of
+//! vLLM's OpenAI API (`/v1/completions`, `/v1/chat/completions`), TGI (`/generate_stream`,
+//! `/generate`) and SGLang (`/generate` with `text`), so the load generator, the demo and the
+//! tests have something real-shaped to measure — with server-side ground truth to compare with.
+//!
+//! Files:
+//! * `mod.rs` (this one) — the public configuration, [`SimServer`] (start, truth, shutdown);
+//! * `model.rs` — the latency model: FIFO admission into `max_batch` slots, token deadlines, truth;
+//! * `faults.rs` — which requests misbehave (deterministically), and how;
+//! * `protocol.rs` — request parsing, the toy tokenizer, every response and event byte per API;
+//! * `http.rs` — hyper: accepting connections, routing, the streaming body;
+//! * `tests.rs` — the server against a plain HTTP client (shapes, timing, queueing, faults).
+//!
+//! Nothing here is random at run time: token texts come from the seed and the token's position,
+//! faults from the seed and the request's arrival index, and timing from the configuration.
+
+mod faults;
+mod http;
+mod model;
+mod protocol;
+#[cfg(test)]
+mod tests;
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// What the simulated server serves and how fast.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Served model id, reported by `/v1/models` and echoed in every response.
+    pub model: String,
+    /// Base time to first token, from admission into the batch.
+    pub ttft_ms: f64,
+    /// Added to the time to first token per prompt token (prefill cost).
+    pub prefill_us_per_token: f64,
+    /// Base inter-token latency; 0 writes tokens back to back, with no timer at all.
+    pub itl_ms: f64,
+    /// The ITL grows with the batch: `itl_ms * (1 + itl_growth * (running - 1))`.
+    pub itl_growth: f64,
+    /// At most this many requests generate at once; the rest wait in FIFO order.
+    pub max_batch: u32,
+    pub faults: Faults,
+    /// Seeds token texts and fault selection.
+    pub seed: u64,
+}
+
+/// Misbehaviour to inject. Each fraction in `[0, 1]` picks requests deterministically from
+/// `(seed, request index)`. A request gets at most one fault: the fractions take consecutive
+/// slices of `[0, 1)` in field order, so their sum should stay ≤ 1 (later ones are cut short).
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    /// HTTP 500 with a JSON error body, no stream.
+    pub error_fraction: f64,
+    /// HTTP 429 with a JSON error body, no stream.
+    pub rate_limit_fraction: f64,
+    /// Abort the connection after `reset_after_tokens` content events: no terminating chunk, no `[DONE]`.
+    pub reset_fraction: f64,
+    pub reset_after_tokens: u32,
+    /// After `stall_after_tokens` content events, send nothing for `stall_ms`, then carry on.
+    pub stall_fraction: f64,
+    pub stall_after_tokens: u32,
+    pub stall_ms: u64,
+    /// After `malformed_after_tokens` content events, send one event whose data is not valid JSON.
+    pub malformed_fraction: f64,
+    pub malformed_after_tokens: u32,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            model: "provebench-sim".into(),
+            ttft_ms: 20.0,
+            prefill_us_per_token: 20.0,
+            itl_ms: 8.0,
+            itl_growth: 0.05,
+            max_batch: 32,
+            faults: Faults::default(),
+            seed: 0,
+        }
+    }
+}
+
+impl SimConfig {
+    /// Refuses what would make the latency model meaningless (NaN, negative times, no slots).
+    fn validate(&self) -> std::io::Result<()> {
+        let bad = |what: &str| {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                what.to_string(),
+            ))
+        };
+        for (name, v) in [
+            ("ttft_ms", self.ttft_ms),
+            ("prefill_us_per_token", self.prefill_us_per_token),
+            ("itl_ms", self.itl_ms),
+            ("itl_growth", self.itl_growth),
+        ] {
+            // An hour per token is surely a typo, and keeps Duration arithmetic far from overflow.
+            if !v.is_finite() || !(0.0..=3.6e6).contains(&v) {
+                return bad(&format!(
+                    "{name} must be a finite number between 0 and 3.6e6, not {v}"
+                ));
+            }
+        }
+        if self.max_batch == 0 {
+            return bad("max_batch must be at least 1");
+        }
+        let f = &self.faults;
+        for (name, v) in [
+            ("error_fraction", f.error_fraction),
+            ("rate_limit_fraction", f.rate_limit_fraction),
+            ("reset_fraction", f.reset_fraction),
+            ("stall_fraction", f.stall_fraction),
+            ("malformed_fraction", f.malformed_fraction),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(&format!("{name} must be in [0, 1], not {v}"));
+            }
+        }
+        if self.model.is_empty() {
+            return bad("model must not be empty");
+        }
+        Ok(())
+    }
+}
+
+/// What the server did with one generation request, by its own clock.
+// The runner is a binary: outside tests, these are read only once a caller in another module
+// (load-generator tests, the demo) uses them.
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Clone, Debug)]
+pub struct RequestTruth {
+    /// Arrival order among generation requests (0-based); faults are picked from it.
+    pub index: u64,
+    /// When the handler started (headers parsed; before the body was read).
+    pub received: Instant,
+    /// When it got a batch slot (= `end` for requests refused or cancelled before admission).
+    pub admitted: Instant,
+    /// Just before each content event's bytes were handed to hyper. For non-streaming requests
+    /// (no events) the instant each token's deadline passed.
+    pub token_written: Vec<Instant>,
+    /// Just before the last bytes (or the reset) were handed to hyper.
+    pub end: Instant,
+    /// The simulator's own count (one token per whitespace-separated word).
+    pub prompt_tokens: u32,
+    /// `error`, `rate_limit`, `reset`, `stall`, `malformed`; `cancelled` when the client went
+    /// away before the response ended (and no fault was planned).
+    pub fault: Option<&'static str>,
+}
+
+/// A running simulator. Dropping it stops the server abruptly; [`SimServer::shutdown`] lets
+/// responses in flight finish for up to a second.
+///
+/// Started in-process ([`SimServer::start`], [`SimServer::bind`]) it runs on its own runtime
+/// threads, as a real server runs in its own process: otherwise a busy client sharing the
+/// caller's runtime would delay the server's reads and writes (tokio tasks are not preempted),
+/// and the truth would absorb the client's scheduling delays.
+pub struct SimServer {
+    pub addr: SocketAddr,
+    #[cfg_attr(not(test), allow(dead_code))]
+    engine: Arc<model::Engine>,
+    stop: watch::Sender<bool>,
+    task: Option<JoinHandle<()>>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// Where the server's tasks run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placement {
+    /// On two threads of its own (in-process use beside a client).
+    OwnRuntime,
+    /// On the caller's runtime (`runner sim`, where nothing else runs).
+    CallersRuntime,
+}
+
+#[cfg_attr(not(test), allow(dead_code))]
+impl SimServer {
+    /// Serves on 127.0.0.1 at a free port.
+    pub async fn start(cfg: SimConfig) -> std::io::Result<SimServer> {
+        Self::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), cfg).await
+    }
+
+    /// Serves on `addr`, keeping every request's ground truth (see [`SimServer::truth`]).
+    pub async fn bind(addr: SocketAddr, cfg: SimConfig) -> std::io::Result<SimServer> {
+        Self::launch(addr, cfg, true, Placement::OwnRuntime).await
+    }
+
+    /// `keep_truth: false` for long-lived servers (`runner sim`), whose truth would grow without bound.
+    pub(crate) async fn launch(
+        addr: SocketAddr,
+        cfg: SimConfig,
+        keep_truth: bool,
+        placement: Placement,
+    ) -> std::io::Result<SimServer> {
+        cfg.validate()?;
+        let runtime = match placement {
+            Placement::OwnRuntime => Some(
+                // One worker: every hop inside the server stays on one thread, so the
+                // truth it records is not bent by cross-thread wake-ups (which cost
+                // 50-150 µs each on an idle VM vCPU).
+                tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("provebench-sim")
+                    .enable_all()
+                    .build()?,
+            ),
+            Placement::CallersRuntime => None,
+        };
+        let handle = match &runtime {
+            Some(rt) => rt.handle().clone(),
+            None => tokio::runtime::Handle::current(),
+        };
+        // Bound inside the server's runtime: a tokio socket belongs to the I/O driver of the
+        // runtime it was created in. (tokio's bind also sets SO_REUSEADDR, so a restarted
+        // `runner sim` can take its port back at once.)
+        let listener = handle
+            .spawn(tokio::net::TcpListener::bind(addr))
+            .await
+            .map_err(std::io::Error::other)??;
+        let addr = listener.local_addr()?;
+        let engine = Arc::new(model::Engine::new(cfg, keep_truth));
+        let (stop, stopped) = watch::channel(false);
+        let task = handle.spawn(http::serve(listener, engine.clone(), stopped));
+        Ok(SimServer {
+            addr,
+            engine,
+            stop,
+            task: Some(task),
+            runtime,
+        })
+    }
+
+    /// `http://IP:PORT`, no trailing slash.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every generation request that has ended so far, in completion order.
+    pub fn truth(&self) -> Vec<RequestTruth> {
+        self.engine.truth()
+    }
+
+    /// Stops accepting, lets open responses finish for up to a second, then closes everything.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for SimServer {
+    fn drop(&mut self) {
+        // Aborting the accept task drops its JoinSet, which aborts every connection task.
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        // Dropping a runtime blocks, which is refused inside async code; this does not.
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}

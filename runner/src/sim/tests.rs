@@ -1,0 +1,753 @@
+//! The simulator against a plain HTTP client: wire shapes per API, timing against the truth,
+//! queueing, faults, the small endpoints, keep-alive. Every test is bounded by a timeout.
+
+// Timing tests hold `timing_test_lock` across awaits on purpose: each runs on its own
+// runtime, and the lock only keeps them from running beside each other.
+#![allow(clippy::await_holding_lock)]
+
+use super::*;
+use futures_util::StreamExt;
+use serde_json::{json, Value};
+use std::future::Future;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// No timer waits: shape tests run as fast as the machine allows.
+fn instant_cfg() -> SimConfig {
+    SimConfig {
+        ttft_ms: 0.0,
+        prefill_us_per_token: 0.0,
+        itl_ms: 0.0,
+        itl_growth: 0.0,
+        ..SimConfig::default()
+    }
+}
+
+async fn bounded<F: Future>(secs: u64, f: F) -> F::Output {
+    tokio::time::timeout(Duration::from_secs(secs), f)
+        .await
+        .expect("test timed out")
+}
+
+/// Posts `body`; the status and the whole response text.
+async fn post(server: &SimServer, path: &str, body: Value) -> (u16, String) {
+    let resp = reqwest::Client::new()
+        .post(format!("{}{path}", server.base_url()))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.text().await.unwrap())
+}
+
+async fn get(server: &SimServer, path: &str) -> (u16, String) {
+    let resp = reqwest::get(format!("{}{path}", server.base_url()))
+        .await
+        .unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.text().await.unwrap())
+}
+
+/// The data of each SSE event (`data:` with or without its space), in order.
+fn sse_data(text: &str) -> Vec<String> {
+    text.split("\n\n")
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            let data = e
+                .strip_prefix("data:")
+                .unwrap_or_else(|| panic!("not a data event: {e:?}"));
+            data.strip_prefix(' ').unwrap_or(data).to_string()
+        })
+        .collect()
+}
+
+fn parse_all(events: &[String]) -> Vec<Value> {
+    events
+        .iter()
+        .map(|e| serde_json::from_str(e).unwrap_or_else(|err| panic!("{err}: {e}")))
+        .collect()
+}
+
+fn assert_token_text(t: &str) {
+    assert!(t.starts_with(" tok") && t.len() > 4, "token text {t:?}");
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+const PROMPT: &str = "one two three four five";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completions_stream_shape() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        for include_usage in [true, false] {
+            let body = json!({"model": "provebench-sim", "prompt": PROMPT, "max_tokens": 7, "stream": true,
+                              "stream_options": {"include_usage": include_usage}, "ignore_eos": true, "temperature": 0});
+            let (status, text) = post(&server, "/v1/completions", body).await;
+            assert_eq!(status, 200);
+            assert!(text.starts_with("data: {"), "vLLM writes `data: ` with a space");
+            let events = sse_data(&text);
+            assert_eq!(events.last().unwrap(), "[DONE]");
+            let chunks = parse_all(&events[..events.len() - 1]);
+            assert_eq!(chunks.len(), 7 + 1 + include_usage as usize);
+            for c in &chunks[..7] {
+                assert_eq!(c["object"], "text_completion");
+                assert_eq!(c["model"], "provebench-sim");
+                assert!(c["choices"][0]["finish_reason"].is_null());
+                assert_token_text(c["choices"][0]["text"].as_str().unwrap());
+            }
+            assert_eq!(chunks[7]["choices"][0]["text"], "");
+            assert_eq!(chunks[7]["choices"][0]["finish_reason"], "length");
+            if include_usage {
+                assert_eq!(chunks[8]["choices"], json!([]));
+                assert_eq!(chunks[8]["usage"], json!({"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}));
+            }
+        }
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_stream_shape() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let body = json!({"model": "provebench-sim", "stream": true, "max_completion_tokens": 6, "stream_options": {"include_usage": true},
+                          "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": [{"type": "text", "text": "hello there"}]}]});
+        let (status, text) = post(&server, "/v1/chat/completions", body).await;
+        assert_eq!(status, 200);
+        let events = sse_data(&text);
+        assert_eq!(events.last().unwrap(), "[DONE]");
+        let chunks = parse_all(&events[..events.len() - 1]);
+        assert_eq!(chunks.len(), 1 + 6 + 1 + 1, "role, tokens, finish, usage");
+        assert_eq!(chunks[0]["choices"][0]["delta"], json!({"role": "assistant", "content": ""}));
+        for c in &chunks[1..7] {
+            assert_eq!(c["object"], "chat.completion.chunk");
+            assert_token_text(c["choices"][0]["delta"]["content"].as_str().unwrap());
+            assert!(c["choices"][0]["finish_reason"].is_null());
+        }
+        assert_eq!(chunks[7]["choices"][0]["delta"], json!({}));
+        assert_eq!(chunks[7]["choices"][0]["finish_reason"], "length");
+        assert_eq!(chunks[8]["usage"], json!({"prompt_tokens": 4, "completion_tokens": 6, "total_tokens": 10}));
+        assert!(chunks.iter().all(|c| c["id"] == chunks[0]["id"] && c["id"].as_str().unwrap().starts_with("chatcmpl-")));
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tgi_stream_shape() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        for details in [true, false] {
+            let body = json!({"inputs": PROMPT, "parameters": {"max_new_tokens": 5, "details": details, "do_sample": false}});
+            let (status, text) = post(&server, "/generate_stream", body).await;
+            assert_eq!(status, 200);
+            assert!(text.starts_with("data:{"), "TGI writes `data:` with no space");
+            let events = parse_all(&sse_data(&text));
+            assert_eq!(events.len(), 5, "one event per token, no [DONE]");
+            let mut joined = String::new();
+            for (k, e) in events.iter().enumerate() {
+                let token = &e["token"];
+                let t = token["text"].as_str().unwrap();
+                assert_token_text(t);
+                joined.push_str(t);
+                assert_eq!(token["special"], false);
+                assert_eq!(token["id"], json!(super::protocol::tokenize(t)[0]), "ids agree with /tokenize");
+                if k < 4 {
+                    assert!(e["generated_text"].is_null() && e["details"].is_null());
+                }
+            }
+            assert_eq!(events[4]["generated_text"], joined);
+            if details {
+                assert_eq!(events[4]["details"], json!({"finish_reason": "length", "generated_tokens": 5, "seed": null}));
+            } else {
+                assert!(events[4]["details"].is_null());
+            }
+        }
+        // TGI validates inside the stream.
+        let (status, text) = post(&server, "/generate_stream", json!({"inputs": "x", "parameters": {"max_new_tokens": 0}})).await;
+        assert_eq!(status, 200);
+        let events = parse_all(&sse_data(&text));
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0]["error_type"], "validation");
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sglang_stream_shape() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let body = json!({"text": PROMPT, "sampling_params": {"max_new_tokens": 4, "ignore_eos": true, "temperature": 0}, "stream": true});
+        let (status, text) = post(&server, "/generate", body).await;
+        assert_eq!(status, 200);
+        let events = sse_data(&text);
+        assert_eq!(events.last().unwrap(), "[DONE]");
+        let chunks = parse_all(&events[..events.len() - 1]);
+        assert_eq!(chunks.len(), 4);
+        let mut previous = String::new();
+        for (k, c) in chunks.iter().enumerate() {
+            let text = c["text"].as_str().unwrap();
+            assert!(text.starts_with(&previous) && text.len() > previous.len(), "cumulative text");
+            assert_token_text(&text[previous.len()..]);
+            previous = text.to_string();
+            let meta = &c["meta_info"];
+            assert_eq!(meta["prompt_tokens"], 5);
+            assert_eq!(meta["completion_tokens"], k + 1);
+            assert_eq!(c["index"], 0);
+            if k < 3 {
+                assert!(meta["finish_reason"].is_null());
+            }
+        }
+        assert_eq!(chunks[3]["meta_info"]["finish_reason"], json!({"type": "length", "length": 4}));
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_responses() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let (s, t) = post(
+            &server,
+            "/v1/completions",
+            json!({"prompt": PROMPT, "max_tokens": 3}),
+        )
+        .await;
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(s, 200);
+        assert_eq!(
+            v["choices"][0]["text"]
+                .as_str()
+                .unwrap()
+                .split_whitespace()
+                .count(),
+            3
+        );
+        assert_eq!(v["usage"]["completion_tokens"], 3);
+        assert_eq!(v["usage"]["prompt_tokens"], 5);
+
+        let (_, t) = post(
+            &server,
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .await;
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(v["object"], "chat.completion");
+        assert_eq!(v["choices"][0]["message"]["role"], "assistant");
+        assert_eq!(v["usage"]["completion_tokens"], 16, "default max tokens");
+
+        let (_, t) = post(
+            &server,
+            "/generate",
+            json!({"inputs": PROMPT, "parameters": {"max_new_tokens": 2}}),
+        )
+        .await;
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(
+            v["generated_text"]
+                .as_str()
+                .unwrap()
+                .split_whitespace()
+                .count(),
+            2
+        );
+
+        let (_, t) = post(
+            &server,
+            "/generate",
+            json!({"text": PROMPT, "sampling_params": {"max_new_tokens": 2}}),
+        )
+        .await;
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(v["meta_info"]["completion_tokens"], 2);
+        assert_eq!(v["meta_info"]["finish_reason"]["type"], "length");
+        assert_eq!(server.truth().len(), 4);
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// The timer check: with no batching effects the truth's TTFT and ITL sit on the configured values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timing_matches_configuration() {
+    let _timing = crate::clock::timing_test_lock();
+    bounded(20, async {
+        let cfg = SimConfig { ttft_ms: 10.0, prefill_us_per_token: 20.0, itl_ms: 5.0, itl_growth: 0.0, max_batch: 8, ..SimConfig::default() };
+        let server = SimServer::start(cfg).await.unwrap();
+        let client = reqwest::Client::new();
+        let url = format!("{}/v1/completions", server.base_url());
+        let prompt = vec!["w"; 50].join(" "); // 50 tokens × 20 µs = 1 ms of prefill
+        let send = |max_tokens: u32| {
+            let request = client.post(&url).json(&json!({"prompt": prompt, "max_tokens": max_tokens, "stream": true}));
+            async move { request.send().await.unwrap().error_for_status().unwrap().text().await.unwrap() }
+        };
+        // Warm up (connections, the timer thread, lazily initialised statics), then measure one
+        // request at a time: concurrent ones would share deadlines and queue for the two cores.
+        send(2).await;
+        let warmups = server.truth().len();
+        for _ in 0..5 {
+            send(20).await;
+        }
+        let truth = server.truth().split_off(warmups);
+        assert_eq!(truth.len(), 5);
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let ttft: Vec<f64> = truth.iter().map(|t| ms(t.token_written[0] - t.admitted)).collect();
+        let itl: Vec<f64> = truth.iter().flat_map(|t| t.token_written.windows(2).map(|w| ms(w[1] - w[0]))).collect();
+        assert_eq!(itl.len(), 5 * 19);
+        let (ttft_med, itl_med) = (median(ttft.clone()), median(itl.clone()));
+        let worst = itl.iter().map(|g| (g - 5.0).abs()).fold(0.0, f64::max);
+        eprintln!("sim timing: TTFT median {ttft_med:.4} ms (want 11), ITL median {itl_med:.4} ms (want 5), worst ITL error {worst:.3} ms");
+        assert!((ttft_med - 11.0).abs() < 0.2, "TTFT median {ttft_med} ms, all {ttft:?}");
+        assert!((itl_med - 5.0).abs() < 0.2, "ITL median {itl_med} ms");
+        assert!(truth.iter().all(|t| t.prompt_tokens == 50 && t.fault.is_none()));
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// Two requests running together each get `itl × (1 + growth)` between tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn itl_grows_with_the_batch() {
+    let _timing = crate::clock::timing_test_lock();
+    bounded(20, async {
+        let cfg = SimConfig {
+            ttft_ms: 2.0,
+            prefill_us_per_token: 0.0,
+            itl_ms: 2.0,
+            itl_growth: 1.0,
+            ..SimConfig::default()
+        };
+        let server = SimServer::start(cfg).await.unwrap();
+        let client = reqwest::Client::new();
+        let url = format!("{}/v1/completions", server.base_url());
+        let requests = (0..2).map(|_| {
+            let request = client
+                .post(&url)
+                .json(&json!({"prompt": "x", "max_tokens": 20, "stream": true}));
+            async move { request.send().await.unwrap().text().await.unwrap() }
+        });
+        futures_util::future::join_all(requests).await;
+        let truth = server.truth();
+        let gaps: Vec<f64> = truth
+            .iter()
+            .flat_map(|t| {
+                t.token_written
+                    .windows(2)
+                    .map(|w| (w[1] - w[0]).as_secs_f64() * 1e3)
+            })
+            .collect();
+        let med = median(gaps);
+        assert!(
+            (med - 4.0).abs() < 0.5,
+            "ITL median {med} ms with two running, want 4"
+        );
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_batch_queues_fifo() {
+    let _timing = crate::clock::timing_test_lock();
+    bounded(20, async {
+        let cfg = SimConfig {
+            ttft_ms: 5.0,
+            prefill_us_per_token: 0.0,
+            itl_ms: 1.0,
+            max_batch: 1,
+            ..SimConfig::default()
+        };
+        let server = SimServer::start(cfg).await.unwrap();
+        // One client, built first: building one per request takes longer than a request here.
+        let client = reqwest::Client::new();
+        let url = format!("{}/v1/completions", server.base_url());
+        // Sent about 1 ms apart, so that arrival order is unambiguous (two requests arriving within
+        // microseconds of each other may take their index and their queue place in either order).
+        let requests = (0..3u64).map(|i| {
+            let request = client
+                .post(&url)
+                .json(&json!({"prompt": PROMPT, "max_tokens": 5, "stream": true}));
+            async move {
+                tokio::time::sleep(Duration::from_millis(i)).await;
+                request.send().await.unwrap().text().await.unwrap()
+            }
+        });
+        futures_util::future::join_all(requests).await;
+        let mut truth = server.truth();
+        truth.sort_by_key(|t| t.admitted);
+        assert_eq!(truth.len(), 3);
+        for pair in truth.windows(2) {
+            assert!(
+                pair[1].admitted >= pair[0].end,
+                "admitted only after the previous one ended"
+            );
+        }
+        // Arrival order is admission order (FIFO).
+        assert!(truth.windows(2).all(|p| p[0].index < p[1].index));
+        let ttft: Vec<Duration> = truth
+            .iter()
+            .map(|t| t.token_written[0] - t.received)
+            .collect();
+        assert!(
+            ttft[0] < ttft[1] && ttft[1] < ttft[2],
+            "TTFT grows with the queue: {ttft:?}"
+        );
+        assert!(ttft[2] >= Duration::from_millis(2 * (5 + 4)), "{ttft:?}");
+        server.shutdown().await;
+    })
+    .await
+}
+
+fn faulty(f: Faults) -> SimConfig {
+    SimConfig {
+        ttft_ms: 1.0,
+        itl_ms: 1.0,
+        faults: f,
+        ..SimConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusal_faults() {
+    bounded(20, async {
+        let server = SimServer::start(faulty(Faults {
+            error_fraction: 1.0,
+            ..Faults::default()
+        }))
+        .await
+        .unwrap();
+        let (status, text) = post(
+            &server,
+            "/v1/completions",
+            json!({"prompt": "x", "stream": true}),
+        )
+        .await;
+        assert_eq!(status, 500);
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert!(v["error"]["message"].is_string());
+        let (status, text) = post(&server, "/generate_stream", json!({"inputs": "x"})).await;
+        assert_eq!(status, 500);
+        assert!(
+            serde_json::from_str::<Value>(&text).unwrap()["error"].is_string(),
+            "TGI's error shape"
+        );
+        assert!(server
+            .truth()
+            .iter()
+            .all(|t| t.fault == Some("error") && t.token_written.is_empty()));
+        server.shutdown().await;
+
+        let server = SimServer::start(faulty(Faults {
+            rate_limit_fraction: 1.0,
+            ..Faults::default()
+        }))
+        .await
+        .unwrap();
+        let (status, _) = post(
+            &server,
+            "/v1/chat/completions",
+            json!({"messages": [{"role": "user", "content": "x"}], "stream": true}),
+        )
+        .await;
+        assert_eq!(status, 429);
+        assert_eq!(server.truth()[0].fault, Some("rate_limit"));
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_fault_cuts_the_stream() {
+    bounded(20, async {
+        let server = SimServer::start(faulty(Faults {
+            reset_fraction: 1.0,
+            reset_after_tokens: 3,
+            ..Faults::default()
+        }))
+        .await
+        .unwrap();
+        let resp = reqwest::Client::new()
+            .post(format!("{}/v1/completions", server.base_url()))
+            .json(&json!({"prompt": "x", "max_tokens": 10, "stream": true}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        let mut stream = resp.bytes_stream();
+        let mut received = Vec::new();
+        let mut failed = false;
+        for _ in 0..1000 {
+            match stream.next().await {
+                Some(Ok(b)) => received.extend_from_slice(&b),
+                Some(Err(_)) => {
+                    failed = true;
+                    break;
+                }
+                None => break,
+            }
+        }
+        assert!(failed, "the body ends in an error, not a clean end");
+        let text = String::from_utf8(received).unwrap();
+        let events = sse_data(&text);
+        assert_eq!(events.len(), 3, "{events:?}");
+        assert!(!text.contains("[DONE]"));
+        let truth = server.truth();
+        assert_eq!(
+            (truth[0].fault, truth[0].token_written.len()),
+            (Some("reset"), 3)
+        );
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stall_fault_pauses_then_continues() {
+    let _timing = crate::clock::timing_test_lock();
+    bounded(20, async {
+        let f = Faults {
+            stall_fraction: 1.0,
+            stall_after_tokens: 2,
+            stall_ms: 60,
+            ..Faults::default()
+        };
+        let server = SimServer::start(faulty(f)).await.unwrap();
+        let (status, text) = post(
+            &server,
+            "/v1/completions",
+            json!({"prompt": "x", "max_tokens": 5, "stream": true}),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let events = sse_data(&text);
+        assert_eq!(events.len(), 5 + 1 + 1, "all tokens, finish, [DONE]");
+        let t = &server.truth()[0];
+        assert_eq!(t.fault, Some("stall"));
+        let gaps: Vec<Duration> = t.token_written.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps[1] >= Duration::from_millis(60), "{gaps:?}");
+        assert!(
+            gaps[0] < Duration::from_millis(30) && gaps[2] < Duration::from_millis(30),
+            "{gaps:?}"
+        );
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_fault_sends_one_bad_event() {
+    bounded(20, async {
+        let f = Faults {
+            malformed_fraction: 1.0,
+            malformed_after_tokens: 2,
+            ..Faults::default()
+        };
+        let server = SimServer::start(faulty(f)).await.unwrap();
+        for (path, body, done) in [
+            (
+                "/v1/completions",
+                json!({"prompt": "x", "max_tokens": 4, "stream": true}),
+                true,
+            ),
+            (
+                "/generate_stream",
+                json!({"inputs": "x", "parameters": {"max_new_tokens": 4}}),
+                false,
+            ),
+        ] {
+            let (status, text) = post(&server, path, body).await;
+            assert_eq!(status, 200);
+            let events = sse_data(&text);
+            let bad: Vec<usize> = events
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| *e != "[DONE]" && serde_json::from_str::<Value>(e).is_err())
+                .map(|(i, _)| i)
+                .collect();
+            assert_eq!(bad, vec![2], "{path}: {events:?}");
+            assert_eq!(events.len(), 4 + 1 + if done { 2 } else { 0 }, "{path}");
+        }
+        assert!(server
+            .truth()
+            .iter()
+            .all(|t| t.fault == Some("malformed") && t.token_written.len() == 4));
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_endpoints() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let (s, t) = post(&server, "/tokenize", json!({"content": "a b  c\nd"})).await;
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(
+            (
+                s,
+                v["count"].as_u64(),
+                v["tokens"].as_array().unwrap().len()
+            ),
+            (200, Some(4), 4)
+        );
+        assert_eq!(v["max_model_len"], 65536);
+        let (_, t2) = post(
+            &server,
+            "/tokenize",
+            json!({"model": "provebench-sim", "prompt": "a b  c\nd"}),
+        )
+        .await;
+        assert_eq!(t, t2, "llama.cpp's and vLLM's forms agree");
+
+        let (s, t) = get(&server, "/v1/models").await;
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(
+            (s, &v["data"][0]["id"], &v["data"][0]["owned_by"]),
+            (200, &json!("provebench-sim"), &json!("provebench"))
+        );
+        assert_eq!(get(&server, "/health").await.0, 200);
+        let (_, t) = get(&server, "/version").await;
+        assert_eq!(
+            serde_json::from_str::<Value>(&t).unwrap()["engine"],
+            "provebench-sim"
+        );
+
+        post(
+            &server,
+            "/v1/completions",
+            json!({"prompt": PROMPT, "max_tokens": 3, "stream": true}),
+        )
+        .await;
+        let (s, t) = get(&server, "/metrics").await;
+        assert_eq!(s, 200);
+        for line in [
+            "provebench_sim:requests_running{model_name=\"provebench-sim\"} 0",
+            "provebench_sim:requests_waiting{model_name=\"provebench-sim\"} 0",
+            "provebench_sim:requests_total{model_name=\"provebench-sim\"} 1",
+            "provebench_sim:generation_tokens_total{model_name=\"provebench-sim\"} 3",
+            "provebench_sim:prompt_tokens_total{model_name=\"provebench-sim\"} 5",
+        ] {
+            assert!(t.lines().any(|l| l == line), "missing {line:?} in\n{t}");
+        }
+
+        let (s, t) = get(&server, "/nope").await;
+        assert_eq!(s, 404);
+        serde_json::from_str::<Value>(&t).unwrap();
+        let resp = reqwest::Client::new()
+            .post(format!("{}/v1/completions", server.base_url()))
+            .body("{not json")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 400);
+        let v: Value = resp.json().await.unwrap();
+        assert_eq!(v["error"]["type"], "invalid_request_error");
+        let (s, _) = post(
+            &server,
+            "/v1/completions",
+            json!({"prompt": "x", "max_tokens": 0}),
+        )
+        .await;
+        assert_eq!(s, 400);
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// Several requests, streamed and not, on one raw connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keep_alive() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let mut conn = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+        let body = r#"{"prompt":"a b","max_tokens":3,"stream":true}"#;
+        let stream_req = format!("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len());
+        let mut buf = Vec::new();
+        for round in 0..3 {
+            conn.write_all(stream_req.as_bytes()).await.unwrap();
+            // A chunked response ends with the zero-length chunk.
+            read_until(&mut conn, &mut buf, |b| b.ends_with(b"0\r\n\r\n")).await;
+            let text = String::from_utf8_lossy(&buf).to_string();
+            assert!(text.starts_with("HTTP/1.1 200"), "round {round}: {text}");
+            assert_eq!(text.matches("\"text\":\" tok").count(), 3);
+            assert!(text.contains("data: [DONE]"));
+            buf.clear();
+            conn.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+            read_until(&mut conn, &mut buf, |b| b.ends_with(b"\r\n\r\n")).await;
+            assert!(buf.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&buf));
+            buf.clear();
+        }
+        assert_eq!(server.truth().len(), 3);
+        server.shutdown().await;
+    })
+    .await
+}
+
+async fn read_until(
+    conn: &mut tokio::net::TcpStream,
+    buf: &mut Vec<u8>,
+    done: impl Fn(&[u8]) -> bool,
+) {
+    let mut chunk = [0u8; 4096];
+    for _ in 0..10_000 {
+        if done(buf) {
+            return;
+        }
+        let n = conn.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "connection closed: {}", String::from_utf8_lossy(buf));
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    panic!("no end in sight: {}", String::from_utf8_lossy(buf));
+}
+
+/// A client that hangs up mid-stream frees its slot and is recorded as cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_hang_up_is_cancelled() {
+    bounded(20, async {
+        let server = SimServer::start(SimConfig {
+            ttft_ms: 1.0,
+            itl_ms: 2.0,
+            max_batch: 1,
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let resp = reqwest::Client::new()
+            .post(format!("{}/v1/completions", server.base_url()))
+            .json(&json!({"prompt": "x", "max_tokens": 1000, "stream": true}))
+            .send()
+            .await
+            .unwrap();
+        let mut stream = resp.bytes_stream();
+        stream.next().await.unwrap().unwrap();
+        drop(stream);
+        for _ in 0..400 {
+            if !server.truth().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let truth = server.truth();
+        assert_eq!(truth[0].fault, Some("cancelled"));
+        assert!(truth[0].token_written.len() < 1000);
+        // The single slot is free again.
+        let (s, _) = post(
+            &server,
+            "/v1/completions",
+            json!({"prompt": "x", "max_tokens": 2, "stream": true}),
+        )
+        .await;
+        assert_eq!(s, 200);
+        server.shutdown().await;
+    })
+    .await
+}
