@@ -13,7 +13,7 @@ A result is one JSON file: a DSSE envelope (Ed25519) around an in-toto Statement
 predicate holds the workload, the provenance (host, GPU, engine, model) and every request's \
 raw record. Anyone with the public key can check the signature and recompute every summary.",
     after_help = "Exit codes: 0 success; 1 verification failed; 2 usage error; 3 bad input or I/O \
-error; 4 key refused.\n\nLogs go to stderr; set RUST_LOG=debug for more.\n\n\
+error; 4 key refused; 130 interrupted (the result is still written).\n\nLogs go to stderr; set RUST_LOG=debug for more.\n\n\
 Typical first steps:\n  runner keygen lab            # writes lab.key (0600) and lab.pub\n  \
 runner synth --key lab.key --out synthetic.json\n  runner verify synthetic.json --key lab.pub"
 )]
@@ -31,6 +31,10 @@ pub enum Command {
         /// Path prefix of the two files; neither may exist.
         name: PathBuf,
     },
+    /// Benchmark a server and write one signed result (journaled as it goes).
+    Run(Box<RunArgs>),
+    /// Turn a journal left by an interrupted or killed run into a signed result (marked incomplete).
+    Finalize(FinalizeArgs),
     /// Check results: signature by a trusted key, the schema, and every summary recomputed from raw records.
     ///
     /// Exits 0 only when every file is signed by one of the given keys and nothing disagrees.
@@ -38,6 +42,7 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Add a public key to a trusted-keys file (created if missing), as `runner verify --keys` and the site read it.
     Trust(TrustArgs),
+    Sim(crate::commands::sim::SimArgs),
     /// Write a signed result from synthetic records (a deterministic latency model, no server).
     ///
     /// For exercising the document path end to end; the engine is named `synthetic` in the result.
@@ -102,4 +107,107 @@ pub struct TrustArgs {
     /// RFC 3339 time after which runs are not accepted under this key.
     #[arg(long, value_name = "TIME")]
     pub valid_until: Option<String>,
+}
+
+/// `runner run`: flags mirror the spec file's fields; a flag given overrides the file.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+runner run --target http://127.0.0.1:8000 --profile sweep --max-requests 100 --data prompt_tokens=512,output_tokens=128\n  \
+runner run --profile poisson --rate 2,4,8 --max-seconds 60 --key lab.key\n  \
+runner run --grid input=128,512 output=128,512 --max-requests 50\n  \
+runner run spec.toml --key lab.key\n\n\
+The API key, if the server needs one, comes from OPENAI_API_KEY (or PROVEBENCH_API_KEY) and never enters the result.")]
+pub struct RunArgs {
+    /// A TOML spec with the same fields as these flags (see the README).
+    #[arg(value_name = "SPEC.toml")]
+    pub spec: Option<PathBuf>,
+    /// Base URL of the server.
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Server API.
+    #[arg(long, value_enum)]
+    pub backend: Option<crate::backend::Api>,
+    /// Served model name (default: the first of /v1/models).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Load profile; `sweep` runs synchronous, throughput, then --sweep-rates rates between them.
+    #[arg(long, value_enum)]
+    pub profile: Option<crate::spec::ProfileName>,
+    /// Request rates (req/s) for constant and poisson, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub rate: Option<Vec<f64>>,
+    /// In-flight requests for concurrent, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub concurrency: Option<Vec<u32>>,
+    /// Rates a sweep places strictly between its synchronous and throughput rates.
+    #[arg(long)]
+    pub sweep_rates: Option<u32>,
+    /// Open-loop kind of a sweep's rates.
+    #[arg(long, value_enum)]
+    pub sweep_kind: Option<crate::spec::ProfileName>,
+    /// Synthetic workload: prompt_tokens=N,output_tokens=M[,prompt_tokens_stdev=S,output_tokens_stdev=S].
+    #[arg(long)]
+    pub data: Option<String>,
+    /// Input × output grid, one benchmark per cell: `--grid input=128,512 output=128,512`.
+    #[arg(long, num_args = 2, value_names = ["input=LIST", "output=LIST"])]
+    pub grid: Option<Vec<String>>,
+    /// Requests per benchmark.
+    #[arg(long)]
+    pub max_requests: Option<u64>,
+    /// Seconds per benchmark (no new request starts after).
+    #[arg(long)]
+    pub max_seconds: Option<f64>,
+    /// Requests at the start of each benchmark left out of its summary.
+    #[arg(long)]
+    pub warmup_requests: Option<u64>,
+    /// Requests at the end of each benchmark left out of its summary.
+    #[arg(long)]
+    pub cooldown_requests: Option<u64>,
+    /// Cap on requests in flight (throughput, and open loops).
+    #[arg(long)]
+    pub max_concurrency: Option<u32>,
+    /// Seconds before a request fails as `timeout`.
+    #[arg(long)]
+    pub request_timeout: Option<f64>,
+    /// Seconds without a stream event before a request fails as `stall`.
+    #[arg(long)]
+    pub stall_timeout: Option<f64>,
+    /// Seed of prompts and Poisson schedules.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Let the server stop at EOS (default: ask it to ignore EOS for exact output lengths).
+    #[arg(long)]
+    pub allow_eos: bool,
+    /// Goodput threshold on TTFT (ms).
+    #[arg(long)]
+    pub slo_ttft_ms: Option<f64>,
+    /// Goodput threshold on TPOT (ms).
+    #[arg(long)]
+    pub slo_tpot_ms: Option<f64>,
+    /// Goodput threshold on end-to-end latency (ms).
+    #[arg(long)]
+    pub slo_e2e_ms: Option<f64>,
+    /// Result file (default: provebench-<UTC time>.json); the journal goes beside it.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Signing key (PKCS#8 PEM, private to its owner).
+    #[arg(long, value_name = "FILE", required_unless_present = "no_sign")]
+    pub key: Option<PathBuf>,
+    /// Write an unsigned result.
+    #[arg(long, conflicts_with = "key")]
+    pub no_sign: bool,
+}
+
+/// `runner finalize JOURNAL`: a signed result from a journal a run left behind.
+#[derive(Args, Debug)]
+pub struct FinalizeArgs {
+    /// The `.journal.jsonl` file.
+    pub journal: PathBuf,
+    /// Result file (default: the journal's name without `.journal.jsonl`).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", required_unless_present = "no_sign")]
+    pub key: Option<PathBuf>,
+    #[arg(long, conflicts_with = "key")]
+    pub no_sign: bool,
 }

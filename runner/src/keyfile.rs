@@ -134,7 +134,7 @@ mod tests {
         );
         let key = load_signing_key(&pair.private).unwrap();
         assert_eq!(keys::keyid(&key.verifying_key()), pair.keyid);
-        let trusted = load_trusted(&[pair.public.clone()], &[]).unwrap();
+        let trusted = load_trusted(std::slice::from_ref(&pair.public), &[]).unwrap();
         assert_eq!(trusted[0].keyid, pair.keyid);
         assert_eq!(trusted[0].name, "k");
     }

@@ -3,12 +3,27 @@
 //! The data path: spec → load → records → summary → signed document. Each
 //! subcommand lives in its own module under `commands`.
 
+mod backend;
 mod cli;
+mod client;
+mod clock;
 mod commands;
+mod console;
+mod journal;
 mod keyfile;
 mod output;
+mod probe;
 mod provenance;
+mod rng;
+mod scheduler;
+mod sim;
+mod spec;
+mod sse;
 mod synth;
+mod workload;
+
+#[cfg(test)]
+mod e2e_tests;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -22,6 +37,8 @@ pub enum Failure {
     Input(anyhow::Error),
     /// A key was refused: wrong permissions, unreadable, wrong type (exit 4).
     Key(anyhow::Error),
+    /// Ctrl-C: what was measured is written, marked incomplete (exit 130).
+    Interrupted,
 }
 
 impl Failure {
@@ -30,6 +47,7 @@ impl Failure {
             Failure::Verification => 1,
             Failure::Input(_) => 3,
             Failure::Key(_) => 4,
+            Failure::Interrupted => 130,
         }
     }
 }
@@ -40,20 +58,24 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
     let cli = cli::Cli::parse();
     let result = match cli.command {
         cli::Command::Keygen { name } => commands::keygen::run(&name),
         cli::Command::Verify(args) => commands::verify::run(&args),
+        cli::Command::Run(args) => commands::run::run(&args),
+        cli::Command::Finalize(args) => commands::finalize::run(&args),
         cli::Command::Trust(args) => commands::trust::run(&args),
+        cli::Command::Sim(args) => commands::sim::run(&args),
         cli::Command::Synth(args) => commands::synth::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             match &failure {
-                Failure::Verification => {}
+                Failure::Verification | Failure::Interrupted => {}
                 Failure::Input(e) | Failure::Key(e) => eprintln!("error: {e:#}"),
             }
             ExitCode::from(failure.code())

@@ -5,11 +5,20 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn runner(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_runner")).current_dir(dir).args(args).env("RUST_LOG", "warn").output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(dir)
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap()
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// A directory with a key pair `lab` and a small signed result `r.json`.
@@ -17,7 +26,20 @@ fn signed_fixture() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let keygen = runner(dir.path(), &["keygen", "lab"]);
     assert!(keygen.status.success(), "{}", text(&keygen));
-    let synth = runner(dir.path(), &["synth", "--key", "lab.key", "--out", "r.json", "--requests", "1", "--output-tokens", "3"]);
+    let synth = runner(
+        dir.path(),
+        &[
+            "synth",
+            "--key",
+            "lab.key",
+            "--out",
+            "r.json",
+            "--requests",
+            "1",
+            "--output-tokens",
+            "3",
+        ],
+    );
     assert!(synth.status.success(), "{}", text(&synth));
     dir
 }
@@ -29,17 +51,29 @@ fn keygen_prints_the_keyid_and_writes_a_private_key() {
     assert!(out.status.success());
     let keyid = String::from_utf8(out.stdout).unwrap();
     assert_eq!(keyid.trim().len(), 64);
-    let mode = std::fs::metadata(dir.path().join("lab.key")).unwrap().permissions().mode() & 0o777;
+    let mode = std::fs::metadata(dir.path().join("lab.key"))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(mode, 0o600);
-    assert!(std::fs::read_to_string(dir.path().join("lab.pub")).unwrap().starts_with("-----BEGIN PUBLIC KEY-----"));
+    assert!(std::fs::read_to_string(dir.path().join("lab.pub"))
+        .unwrap()
+        .starts_with("-----BEGIN PUBLIC KEY-----"));
     // Never overwrites.
-    assert_eq!(runner(dir.path(), &["keygen", "lab"]).status.code(), Some(4));
+    assert_eq!(
+        runner(dir.path(), &["keygen", "lab"]).status.code(),
+        Some(4)
+    );
 }
 
 #[test]
 fn a_signed_result_verifies_and_names_its_signer() {
     let dir = signed_fixture();
-    let keyid = runner(dir.path(), &["verify", "r.json", "--key", "lab.pub", "--json"]);
+    let keyid = runner(
+        dir.path(),
+        &["verify", "r.json", "--key", "lab.pub", "--json"],
+    );
     assert!(keyid.status.success(), "{}", text(&keyid));
     let line: serde_json::Value = serde_json::from_slice(&keyid.stdout).unwrap();
     assert_eq!(line["verdict"]["signature"]["status"], "verified");
@@ -51,7 +85,12 @@ fn a_signed_result_verifies_and_names_its_signer() {
 #[test]
 fn verify_fails_for_unsigned_unknown_key_and_missing_keys() {
     let dir = signed_fixture();
-    assert!(runner(dir.path(), &["synth", "--no-sign", "--out", "u.json", "--requests", "1"]).status.success());
+    assert!(runner(
+        dir.path(),
+        &["synth", "--no-sign", "--out", "u.json", "--requests", "1"]
+    )
+    .status
+    .success());
     let unsigned = runner(dir.path(), &["verify", "u.json", "--key", "lab.pub"]);
     assert_eq!(unsigned.status.code(), Some(1));
     assert!(text(&unsigned).contains("UNSIGNED"));
@@ -71,8 +110,23 @@ fn verify_fails_for_unsigned_unknown_key_and_missing_keys() {
 #[test]
 fn a_key_others_can_read_is_refused() {
     let dir = signed_fixture();
-    std::fs::set_permissions(dir.path().join("lab.key"), std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = runner(dir.path(), &["synth", "--key", "lab.key", "--out", "x.json", "--requests", "1"]);
+    std::fs::set_permissions(
+        dir.path().join("lab.key"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let out = runner(
+        dir.path(),
+        &[
+            "synth",
+            "--key",
+            "lab.key",
+            "--out",
+            "x.json",
+            "--requests",
+            "1",
+        ],
+    );
     assert_eq!(out.status.code(), Some(4));
     assert!(text(&out).contains("0644"), "{}", text(&out));
     assert!(!dir.path().join("x.json").exists());
@@ -88,25 +142,62 @@ fn flipping_any_single_byte_makes_verify_fail() {
         bytes[i] ^= 0x01;
         std::fs::write(&tampered, &bytes).unwrap();
         let out = runner(dir.path(), &["verify", "t.json", "--key", "lab.pub"]);
-        assert_eq!(out.status.code(), Some(1), "byte {i} flipped still verified: {}", text(&out));
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "byte {i} flipped still verified: {}",
+            text(&out)
+        );
     }
 }
 
 #[test]
 fn trust_builds_a_keys_file_that_verify_honours() {
     let dir = signed_fixture();
-    let added = runner(dir.path(), &["trust", "lab.pub", "--keys", "keys.json", "--name", "Lab A"]);
+    let added = runner(
+        dir.path(),
+        &["trust", "lab.pub", "--keys", "keys.json", "--name", "Lab A"],
+    );
     assert!(added.status.success(), "{}", text(&added));
-    assert_eq!(runner(dir.path(), &["trust", "lab.pub", "--keys", "keys.json"]).status.code(), Some(3));
+    assert_eq!(
+        runner(dir.path(), &["trust", "lab.pub", "--keys", "keys.json"])
+            .status
+            .code(),
+        Some(3)
+    );
     let ok = runner(dir.path(), &["verify", "r.json", "--keys", "keys.json"]);
-    assert!(ok.status.success() && text(&ok).contains("(Lab A)"), "{}", text(&ok));
+    assert!(
+        ok.status.success() && text(&ok).contains("(Lab A)"),
+        "{}",
+        text(&ok)
+    );
 
     // A key that expired before the run vouches for nothing.
-    let expired = runner(dir.path(), &["trust", "lab.pub", "--keys", "old.json", "--valid-until", "2000-01-01T00:00:00Z"]);
+    let expired = runner(
+        dir.path(),
+        &[
+            "trust",
+            "lab.pub",
+            "--keys",
+            "old.json",
+            "--valid-until",
+            "2000-01-01T00:00:00Z",
+        ],
+    );
     assert!(expired.status.success(), "{}", text(&expired));
     let refused = runner(dir.path(), &["verify", "r.json", "--keys", "old.json"]);
     assert_eq!(refused.status.code(), Some(1));
     assert!(text(&refused).contains("expired"), "{}", text(&refused));
-    let bad_time = runner(dir.path(), &["trust", "lab.pub", "--keys", "x.json", "--valid-from", "yesterday"]);
+    let bad_time = runner(
+        dir.path(),
+        &[
+            "trust",
+            "lab.pub",
+            "--keys",
+            "x.json",
+            "--valid-from",
+            "yesterday",
+        ],
+    );
     assert_eq!(bad_time.status.code(), Some(3));
 }

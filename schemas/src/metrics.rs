@@ -164,7 +164,7 @@ fn per_second(count: u64, window_us: u64) -> Result<Option<Finite>, MetricsError
 }
 
 fn meets(slo: &Slo, ttft_ms: f64, tpot_ms: Option<f64>, e2e_ms: f64) -> bool {
-    let within = |limit: Option<Finite>, v: f64| limit.map_or(true, |l| v <= l.get());
+    let within = |limit: Option<Finite>, v: f64| limit.is_none_or(|l| v <= l.get());
     within(slo.ttft_ms, ttft_ms)
         && within(slo.tpot_ms, tpot_ms.unwrap_or(0.0))
         && within(slo.e2e_ms, e2e_ms)

@@ -6,7 +6,7 @@
 //! benchmark cannot be published as a row of 0.00. The runner adds the flags only it
 //! can see (a client-bound run, an interrupted one).
 
-use crate::document::{Benchmark, Phase, Workload};
+use crate::document::{Benchmark, Phase};
 use crate::metrics::Summary;
 use serde::{Deserialize, Serialize};
 
@@ -25,7 +25,7 @@ pub enum FlagCode {
     Saturated,
     /// Completed requests returned fewer output tokens than requested (early EOS).
     EarlyEos,
-    /// Prompts the server counted differ from the synthetic target.
+    /// Prompts the server counted differ from what the client built (and expected it to count).
     PromptLengthOff,
     /// The server's usage and the client's token count disagree.
     UsageMismatch,
@@ -68,7 +68,8 @@ pub const ERROR_RATE_LIMIT: f64 = 0.05;
 pub const SATURATION_RATIO: f64 = 0.9;
 /// Samples under which p99 is flagged as resting on too few.
 pub const MIN_SAMPLES_P99: u64 = 100;
-/// Relative prompt-length departure from a fixed synthetic target that is flagged.
+/// Relative difference between the server's and the client's prompt length that is flagged
+/// (at least one token).
 pub const PROMPT_LENGTH_TOLERANCE: f64 = 0.01;
 
 /// The flags a benchmark's records imply, in a fixed order.
@@ -149,26 +150,19 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary) -> Vec<Flag> {
             format!("{disagree} completed requests: server usage and client token count disagree"),
         );
     }
-    if let Workload::Synthetic {
-        prompt_tokens,
-        prompt_tokens_stdev: None,
-        ..
-    } = &b.workload
-    {
-        let target = f64::from(*prompt_tokens);
-        let off = measured()
-            .filter_map(|r| r.input_tokens_server)
-            .filter(|&n| {
-                (f64::from(n) - target).abs() > (PROMPT_LENGTH_TOLERANCE * target).max(1.0)
-            })
-            .count();
-        if off > 0 {
-            flag(
-                FlagCode::PromptLengthOff,
-                Severity::Warning,
-                format!("{off} prompts differ from the {prompt_tokens}-token target"),
-            );
-        }
+    let off = measured()
+        .filter_map(|r| Some((r.input_tokens_client?, r.input_tokens_server?)))
+        .filter(|&(client, server)| {
+            f64::from(client.abs_diff(server))
+                > (PROMPT_LENGTH_TOLERANCE * f64::from(client)).max(1.0)
+        })
+        .count();
+    if off > 0 {
+        flag(
+            FlagCode::PromptLengthOff,
+            Severity::Warning,
+            format!("{off} prompts: the server counted a length other than the client built"),
+        );
     }
     let samples = s.e2e_ms.as_ref().map_or(0, |d| d.count);
     if samples > 0 && samples < MIN_SAMPLES_P99 {

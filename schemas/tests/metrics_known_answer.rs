@@ -14,7 +14,10 @@ fn close(a: f64, b: f64) {
 #[test]
 fn every_metric_of_the_known_records() {
     let s = summarize(&common::known_records(), None).unwrap();
-    assert_eq!((s.requests.measured, s.requests.completed, s.requests.failed), (3, 2, 1));
+    assert_eq!(
+        (s.requests.measured, s.requests.completed, s.requests.failed),
+        (3, 2, 1)
+    );
     assert_eq!(s.requests.errors_by_class.get("reset"), Some(&1));
     // Window: earliest scheduled send (0) to latest end (40 ms), the failure included.
     assert_eq!(s.window_us, 40_000);
@@ -42,14 +45,24 @@ fn every_metric_of_the_known_records() {
     close(e2e.min.get(), 25.2);
     close(e2e.max.get(), 30.0);
     // vLLM 0.2.7: mean(latency / (in + out)) and mean(latency / out).
-    close(s.latency_per_token_ms.unwrap().get(), (25.2 / 14.0 + 30.0 / 12.0) / 2.0);
-    close(s.latency_per_output_token_ms.unwrap().get(), (25.2 / 4.0 + 30.0 / 2.0) / 2.0);
+    close(
+        s.latency_per_token_ms.unwrap().get(),
+        (25.2 / 14.0 + 30.0 / 12.0) / 2.0,
+    );
+    close(
+        s.latency_per_output_token_ms.unwrap().get(),
+        (25.2 / 4.0 + 30.0 / 2.0) / 2.0,
+    );
     assert!(s.goodput.is_none());
 }
 
 #[test]
 fn goodput_counts_requests_within_every_threshold() {
-    let slo = Slo { ttft_ms: Some(Finite::new(15.0).unwrap()), tpot_ms: None, e2e_ms: None };
+    let slo = Slo {
+        ttft_ms: Some(Finite::new(15.0).unwrap()),
+        tpot_ms: None,
+        e2e_ms: None,
+    };
     let s = summarize(&common::known_records(), Some(&slo)).unwrap();
     let g = s.goodput.unwrap();
     assert_eq!(g.good_requests, 1);
@@ -79,7 +92,11 @@ fn excluded_phases_and_empty_benchmarks_give_nulls_not_nan() {
     let s = summarize(&records, None).unwrap();
     assert_eq!(s.requests.excluded, 3);
     assert_eq!(s.window_us, 0);
-    assert!(s.request_throughput_per_s.is_none() && s.ttft_ms.is_none() && s.latency_per_token_ms.is_none());
+    assert!(
+        s.request_throughput_per_s.is_none()
+            && s.ttft_ms.is_none()
+            && s.latency_per_token_ms.is_none()
+    );
     let json = serde_json::to_string(&s).unwrap();
     assert!(!json.contains("NaN") && !json.contains("inf"));
 }

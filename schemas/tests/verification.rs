@@ -2,18 +2,29 @@
 
 mod common;
 
-use schemas::verify::{verify_envelope, Policy, SignatureVerdict};
 use schemas::validity::FlagCode;
+use schemas::verify::{verify_envelope, Policy, SignatureVerdict};
 
 #[test]
 fn a_sealed_signed_document_verifies() {
     let bytes = common::signed_bytes(common::predicate());
     let (v, statement) = verify_envelope(&bytes, &common::trusted(), Policy::RequireSignature);
     assert!(v.ok, "{v:?}");
-    assert!(matches!(v.signature, SignatureVerdict::Verified { ref key_name, .. } if key_name == "test"));
+    assert!(
+        matches!(v.signature, SignatureVerdict::Verified { ref key_name, .. } if key_name == "test")
+    );
     assert_eq!(v.records_checked, 3);
-    let flags: Vec<FlagCode> = statement.unwrap().predicate.validity.iter().map(|f| f.code).collect();
-    assert!(flags.contains(&FlagCode::ErrorRateHigh) && flags.contains(&FlagCode::TooFewSamples), "{flags:?}");
+    let flags: Vec<FlagCode> = statement
+        .unwrap()
+        .predicate
+        .validity
+        .iter()
+        .map(|f| f.code)
+        .collect();
+    assert!(
+        flags.contains(&FlagCode::ErrorRateHigh) && flags.contains(&FlagCode::TooFewSamples),
+        "{flags:?}"
+    );
 }
 
 #[test]
@@ -44,17 +55,26 @@ fn an_unknown_or_revoked_key_does_not_verify() {
     }];
     let (v, statement) = verify_envelope(&bytes, &stranger, Policy::RequireSignature);
     assert!(!v.ok && matches!(v.signature, SignatureVerdict::Invalid { .. }));
-    assert!(statement.is_none(), "unverified payload bytes must not be parsed");
+    assert!(
+        statement.is_none(),
+        "unverified payload bytes must not be parsed"
+    );
 
     let mut revoked = common::trusted();
     revoked[0].revoked = true;
     let (v, _) = verify_envelope(&bytes, &revoked, Policy::RequireSignature);
-    assert!(!v.ok && matches!(v.signature, SignatureVerdict::Invalid { ref reason } if reason.contains("revoked")));
+    assert!(
+        !v.ok
+            && matches!(v.signature, SignatureVerdict::Invalid { ref reason } if reason.contains("revoked"))
+    );
 
     let mut expired = common::trusted();
     expired[0].valid_until = Some(humantime::parse_rfc3339("2026-01-01T00:00:00Z").unwrap());
     let (v, _) = verify_envelope(&bytes, &expired, Policy::RequireSignature);
-    assert!(!v.ok, "a key that expired before the run must not vouch for it");
+    assert!(
+        !v.ok,
+        "a key that expired before the run must not vouch for it"
+    );
 }
 
 #[test]
@@ -64,19 +84,37 @@ fn a_signed_but_wrong_summary_is_caught_and_named() {
     let ttft = s.ttft_ms.as_mut().unwrap();
     ttft.p99 = schemas::numbers::Finite::new(ttft.p99.get() * 0.5).unwrap();
     let env = schemas::seal::envelope(&statement, Some(&common::signing_key()));
-    let (v, _) = verify_envelope(&serde_json::to_vec(&env).unwrap(), &common::trusted(), Policy::RequireSignature);
+    let (v, _) = verify_envelope(
+        &serde_json::to_vec(&env).unwrap(),
+        &common::trusted(),
+        Policy::RequireSignature,
+    );
     assert!(!v.ok);
-    assert!(matches!(v.signature, SignatureVerdict::Verified { .. }), "the signature itself is fine");
+    assert!(
+        matches!(v.signature, SignatureVerdict::Verified { .. }),
+        "the signature itself is fine"
+    );
     assert_eq!(v.summary_mismatches.len(), 1, "{:?}", v.summary_mismatches);
-    assert!(v.summary_mismatches[0].starts_with("benchmarks[0].summary.ttft_ms.p99"), "{:?}", v.summary_mismatches);
+    assert!(
+        v.summary_mismatches[0].starts_with("benchmarks[0].summary.ttft_ms.p99"),
+        "{:?}",
+        v.summary_mismatches
+    );
 }
 
 #[test]
 fn a_hidden_failure_flag_is_caught() {
     let mut statement = schemas::seal::seal(common::predicate()).unwrap();
-    statement.predicate.validity.retain(|f| f.code != FlagCode::ErrorRateHigh);
+    statement
+        .predicate
+        .validity
+        .retain(|f| f.code != FlagCode::ErrorRateHigh);
     let env = schemas::seal::envelope(&statement, Some(&common::signing_key()));
-    let (v, _) = verify_envelope(&serde_json::to_vec(&env).unwrap(), &common::trusted(), Policy::RequireSignature);
+    let (v, _) = verify_envelope(
+        &serde_json::to_vec(&env).unwrap(),
+        &common::trusted(),
+        Policy::RequireSignature,
+    );
     assert!(!v.ok);
     assert_eq!(v.missing_flags.len(), 1, "{:?}", v.missing_flags);
 }
@@ -86,11 +124,23 @@ fn inconsistent_records_and_a_wrong_subject_are_document_errors() {
     let mut statement = schemas::seal::seal(common::predicate()).unwrap();
     statement.predicate.benchmarks[0].records[0].output_tokens_client = 9;
     let env = schemas::seal::envelope(&statement, Some(&common::signing_key()));
-    let (v, _) = verify_envelope(&serde_json::to_vec(&env).unwrap(), &common::trusted(), Policy::RequireSignature);
+    let (v, _) = verify_envelope(
+        &serde_json::to_vec(&env).unwrap(),
+        &common::trusted(),
+        Policy::RequireSignature,
+    );
     assert!(!v.ok);
     // The record changed, so the subject digest no longer matches, and the record itself is inconsistent.
-    assert!(v.document_errors.iter().any(|e| e.contains("subject")), "{:?}", v.document_errors);
-    assert!(v.document_errors.iter().any(|e| e.contains("records[0]")), "{:?}", v.document_errors);
+    assert!(
+        v.document_errors.iter().any(|e| e.contains("subject")),
+        "{:?}",
+        v.document_errors
+    );
+    assert!(
+        v.document_errors.iter().any(|e| e.contains("records[0]")),
+        "{:?}",
+        v.document_errors
+    );
 }
 
 #[test]
@@ -108,7 +158,13 @@ fn unsigned_documents_are_parsed_only_when_allowed() {
 fn recomputation_is_bit_identical_after_a_json_round_trip() {
     let mut p = common::predicate();
     // Awkward floats: thirds, tiny and huge gaps.
-    p.benchmarks[0].records.push(common::record(5, 7, &[1_000_003, 1_333_336, 1_666_669, 9_999_999_999], 10_000_000_000, None));
+    p.benchmarks[0].records.push(common::record(
+        5,
+        7,
+        &[1_000_003, 1_333_336, 1_666_669, 9_999_999_999],
+        10_000_000_000,
+        None,
+    ));
     let bytes = common::signed_bytes(p);
     let (v, _) = verify_envelope(&bytes, &common::trusted(), Policy::RequireSignature);
     assert!(v.ok, "{v:?}");

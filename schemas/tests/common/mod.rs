@@ -8,7 +8,13 @@ use schemas::keys::TrustedKey;
 use schemas::numbers::JsonU64;
 use schemas::token_times;
 
-pub fn record(scheduled: u64, sent: u64, arrivals: &[u64], end: u64, out_server: Option<u32>) -> RawRecord {
+pub fn record(
+    scheduled: u64,
+    sent: u64,
+    arrivals: &[u64],
+    end: u64,
+    out_server: Option<u32>,
+) -> RawRecord {
     RawRecord {
         phase: Phase::Measured,
         scheduled_us: scheduled,
@@ -28,7 +34,10 @@ pub fn record(scheduled: u64, sent: u64, arrivals: &[u64], end: u64, out_server:
 
 pub fn failed(scheduled: u64, end: u64, class: ErrorClass) -> RawRecord {
     RawRecord {
-        error: Some(RequestError { class, message: "connection reset by peer".into() }),
+        error: Some(RequestError {
+            class,
+            message: "connection reset by peer".into(),
+        }),
         finish_reason: None,
         output_tokens_server: None,
         ..record(scheduled, scheduled, &[], end, None)
@@ -77,7 +86,11 @@ pub fn predicate() -> Predicate {
             id: "0123456789abcdef0123456789abcdef".into(),
             started_at: "2026-11-22T00:00:00.000000Z".into(),
             finished_at: "2026-11-22T00:01:00.000000Z".into(),
-            tool: Tool { name: "test".into(), version: "0".into(), git_commit: None },
+            tool: Tool {
+                name: "test".into(),
+                version: "0".into(),
+                git_commit: None,
+            },
             command_line: vec!["runner".into(), "test".into()],
             spec: serde_json::json!({}),
             seed: JsonU64(u64::MAX),
@@ -88,7 +101,10 @@ pub fn predicate() -> Predicate {
             os: "test".into(),
             kernel: None,
             arch: "x86_64".into(),
-            cpu: Cpu { model: None, logical_cores: 2 },
+            cpu: Cpu {
+                model: None,
+                logical_cores: 2,
+            },
             memory_mib: None,
             gpus: None,
             gpus_null_reason: Some("test host".into()),
@@ -100,7 +116,11 @@ pub fn predicate() -> Predicate {
             api: "openai-completions".into(),
             reported: Default::default(),
         },
-        model: Model { id: "m".into(), revision: None, digest: None },
+        model: Model {
+            id: "m".into(),
+            revision: None,
+            digest: None,
+        },
         benchmarks: vec![benchmark(known_records())],
         validity: vec![],
     }

@@ -1,0 +1,323 @@
+//! One request, start to finish: send it, read its stream, timestamp every token event
+//! as its bytes arrive, and turn whatever happened into a [`RawRecord`]. Failures are
+//! recorded with a class, never raised: a run survives any single request.
+
+use crate::backend::{Api, GenerationRequest};
+use crate::clock::us_since;
+use crate::sse::SseParser;
+use schemas::document::{ErrorClass, Phase, RawRecord, RequestError};
+use schemas::token_times;
+use std::time::{Duration, Instant};
+
+/// Longest SSE event accepted; real token events are a few hundred bytes.
+const MAX_EVENT_BYTES: usize = 1 << 20;
+
+/// What the server is and how to talk to it.
+pub struct Endpoint {
+    pub http: reqwest::Client,
+    pub url: String,
+    pub api: Api,
+    pub model: String,
+    pub api_key: Option<String>,
+    pub ignore_eos: bool,
+    pub temperature: f64,
+    pub request_timeout: Duration,
+    pub stall_timeout: Duration,
+}
+
+/// One request to make.
+pub struct Job<'a> {
+    pub prompt: &'a str,
+    pub prompt_tokens: Option<u32>,
+    pub output_tokens: u32,
+    pub scheduled: Instant,
+    pub phase: Phase,
+}
+
+/// Builds an HTTP client with a keep-alive pool sized for `max_in_flight` connections.
+pub fn http_client(max_in_flight: usize) -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(max_in_flight)
+        // Under the 5 s keep-alive of uvicorn (vLLM, SGLang) and llama.cpp's httplib: a
+        // connection the server may already have closed is never reused.
+        .pool_idle_timeout(Duration::from_secs(4))
+        .tcp_nodelay(true)
+        .no_proxy()
+        .build()?)
+}
+
+impl Endpoint {
+    /// Opens `count` keep-alive connections before a benchmark, so that it measures
+    /// serving, not TCP handshakes (which the server never sees): `count` one-token
+    /// requests at once, each holding its own connection while it is in flight.
+    pub async fn warm_connections(&self, count: usize) {
+        let now = Instant::now();
+        let probes = (0..count).map(|_| async move {
+            let job = Job {
+                prompt: "the",
+                prompt_tokens: None,
+                output_tokens: 1,
+                scheduled: now,
+                phase: Phase::Warmup,
+            };
+            self.execute(&job, now).await
+        });
+        let failed = futures_util::future::join_all(probes)
+            .await
+            .iter()
+            .filter(|r| r.error.is_some())
+            .count();
+        if failed > 0 {
+            tracing::warn!(failed, count, "warm-up requests failed");
+        }
+    }
+}
+
+struct Progress {
+    arrivals: Vec<u64>,
+    finish_reason: Option<String>,
+    input_tokens_server: Option<u32>,
+    output_tokens_server: Option<u32>,
+    done: bool,
+    /// When the response logically ended (`[DONE]`, or the end of the body).
+    end: Option<Instant>,
+}
+
+impl Endpoint {
+    /// Runs `job`; every time is µs from `origin`.
+    pub async fn execute(&self, job: &Job<'_>, origin: Instant) -> RawRecord {
+        let body = self.api.request_body(&GenerationRequest {
+            model: &self.model,
+            prompt: job.prompt,
+            max_tokens: job.output_tokens,
+            ignore_eos: self.ignore_eos,
+            temperature: self.temperature,
+            extra: None,
+        });
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let mut p = Progress {
+            arrivals: Vec::with_capacity(job.output_tokens as usize),
+            finish_reason: None,
+            input_tokens_server: None,
+            output_tokens_server: None,
+            done: false,
+            end: None,
+        };
+        let mut sent = Instant::now();
+        let deadline = sent + self.request_timeout;
+        let outcome = self
+            .stream(request, &mut sent, deadline, origin, &mut p)
+            .await;
+        let end = p.end.unwrap_or_else(Instant::now);
+        let error = outcome.err().or_else(|| {
+            (!p.done && p.finish_reason.is_none()).then(|| RequestError {
+                class: ErrorClass::Reset,
+                message: "the stream ended before the response finished".into(),
+            })
+        });
+        RawRecord {
+            phase: job.phase,
+            scheduled_us: us_since(origin, job.scheduled),
+            sent_us: us_since(origin, sent),
+            first_token_us: p.arrivals.first().copied(),
+            token_gaps: token_times::encode_arrivals(&p.arrivals),
+            end_us: us_since(origin, end),
+            output_tokens_requested: Some(job.output_tokens),
+            input_tokens_client: job.prompt_tokens,
+            input_tokens_server: p.input_tokens_server,
+            output_tokens_client: p.arrivals.len() as u32,
+            output_tokens_server: p.output_tokens_server,
+            finish_reason: p.finish_reason,
+            error,
+        }
+    }
+
+    /// Sends `request` and reads its stream into `p`; `sent` is restamped if the send is
+    /// retried (see [`send_retrying`]).
+    async fn stream(
+        &self,
+        request: reqwest::RequestBuilder,
+        sent: &mut Instant,
+        deadline: Instant,
+        origin: Instant,
+        p: &mut Progress,
+    ) -> Result<(), RequestError> {
+        let fail = |class, message: String| RequestError { class, message };
+        let response = within(deadline, self.stall_timeout, send_retrying(request, sent))
+            .await?
+            .map_err(|e| {
+                let class = if e.is_connect() {
+                    ErrorClass::Connect
+                } else if e.is_timeout() {
+                    ErrorClass::Timeout
+                } else {
+                    ErrorClass::Reset
+                };
+                fail(class, error_chain(&e))
+            })?;
+        let status = response.status();
+        if !status.is_success() {
+            let class = match status.as_u16() {
+                429 => ErrorClass::RateLimited,
+                400..=499 => ErrorClass::HttpClient,
+                _ => ErrorClass::HttpServer,
+            };
+            let text = within(deadline, self.stall_timeout, response.text())
+                .await
+                .ok()
+                .and_then(|r| r.ok())
+                .unwrap_or_default();
+            return Err(fail(
+                class,
+                format!("HTTP {status}: {}", truncate(&text, 300)),
+            ));
+        }
+        let mut response = response;
+        let mut parser = SseParser::new(MAX_EVENT_BYTES);
+        let mut state = self.api.new_stream();
+        let mut event_error: Option<RequestError> = None;
+        loop {
+            let chunk = within(deadline, self.stall_timeout, response.chunk())
+                .await?
+                .map_err(|e| fail(ErrorClass::Reset, error_chain(&e)))?;
+            let Some(chunk) = chunk else {
+                let leftover = parser.finish();
+                if leftover.undispatched_data && !p.done && p.finish_reason.is_none() {
+                    let message = format!(
+                        "the stream ended inside an event ({} bytes unfinished)",
+                        leftover.bytes
+                    );
+                    return Err(fail(ErrorClass::Reset, message));
+                }
+                break;
+            };
+            let at = us_since(origin, Instant::now());
+            parser
+                .push(&chunk, |data| {
+                    if event_error.is_some() {
+                        return;
+                    }
+                    match state.on_data(data) {
+                        Ok(ev) => {
+                            for _ in 0..ev.tokens {
+                                p.arrivals.push(at);
+                            }
+                            if ev.finish_reason.is_some() {
+                                p.finish_reason = ev.finish_reason;
+                            }
+                            if let Some(u) = ev.usage {
+                                p.input_tokens_server = u.prompt_tokens.or(p.input_tokens_server);
+                                p.output_tokens_server =
+                                    u.completion_tokens.or(p.output_tokens_server);
+                            }
+                            p.done |= ev.done;
+                            if let Some(message) = ev.server_error {
+                                event_error =
+                                    Some(fail(ErrorClass::Stream, truncate(&message, 300)));
+                            }
+                        }
+                        Err(e) => {
+                            event_error =
+                                Some(fail(ErrorClass::Malformed, truncate(&format!("{e}"), 300)))
+                        }
+                    }
+                })
+                .map_err(|e| fail(ErrorClass::Malformed, e.to_string()))?;
+            if let Some(e) = event_error.take() {
+                return Err(e);
+            }
+            if p.done {
+                p.end = Some(Instant::now());
+                // Read the body to its end so the connection goes back to the pool.
+                while let Ok(Ok(Some(_))) =
+                    tokio::time::timeout(Duration::from_secs(1), response.chunk()).await
+                {
+                }
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sends a request, once more if the server closed the pooled connection it went out on
+/// before answering anything (hyper's "incomplete message"): servers close idle
+/// keep-alive connections on their own schedule, and such a request never reached
+/// them, so the retry neither duplicates work nor hides a server failure (a second
+/// failure is returned). `sent` is the time of the attempt that counts.
+pub async fn send_retrying(
+    request: reqwest::RequestBuilder,
+    sent: &mut Instant,
+) -> reqwest::Result<reqwest::Response> {
+    let retry = request.try_clone();
+    match request.send().await {
+        Err(e) if closed_before_answer(&e) && retry.is_some() => {
+            tracing::debug!(
+                "the server closed a pooled connection before answering; sending again"
+            );
+            *sent = Instant::now();
+            retry.expect("checked").send().await
+        }
+        other => other,
+    }
+}
+
+fn closed_before_answer(e: &reqwest::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h) = s.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message();
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// Awaits `fut` unless the request's deadline passes (`timeout`) or no progress comes
+/// within `stall` (`stall`).
+async fn within<F: std::future::Future>(
+    deadline: Instant,
+    stall: Duration,
+    fut: F,
+) -> Result<F::Output, RequestError> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let (limit, class) = if left < stall {
+        (left, ErrorClass::Timeout)
+    } else {
+        (stall, ErrorClass::Stall)
+    };
+    tokio::time::timeout(limit, fut)
+        .await
+        .map_err(|_| RequestError {
+            class,
+            message: match class {
+                ErrorClass::Stall => format!("no data for {:.1} s", stall.as_secs_f64()),
+                _ => "the request exceeded its timeout".into(),
+            },
+        })
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}

@@ -1,0 +1,559 @@
+//! `runner run`: spec → load → records → summary → signed document.
+//!
+//! Resolves the spec (file, then flags), asks the server about itself, builds prompts,
+//! runs every benchmark of the plan (a sweep measures its synchronous and throughput
+//! rates before choosing the rates between), journals each record as it completes, and
+//! writes one signed result. Ctrl-C stops scheduling, cancels what is in flight, and
+//! still writes what was measured, marked incomplete.
+
+use crate::cli::RunArgs;
+use crate::client::{self, Endpoint};
+use crate::console::{self, Progress};
+use crate::journal::{self, Journal, Line};
+use crate::scheduler::{self, Plan};
+use crate::spec::{self, DataSpec, ProfileName, RunSpec};
+use crate::workload::{self, TokenCounter};
+use crate::{keyfile, output, probe, provenance, Failure};
+use anyhow::{anyhow, Context};
+use schemas::document::{Benchmark, Engine, Model, Profile, ProfileKind, Run, Slo, Workload};
+use schemas::numbers::{Finite, JsonU64};
+use schemas::validity::{Flag, FlagCode, Severity};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::watch;
+
+/// Open-loop pacing error (p99 of actual − scheduled send) above which a run is client-bound.
+const PACING_P99_LIMIT_US: u64 = 1_000;
+/// Share of all cores the runner may use before its numbers are suspect.
+const CPU_SHARE_LIMIT: f64 = 0.9;
+
+/// The spec a run executes: the file's, with every flag given on top.
+pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
+    let mut s = match &args.spec {
+        Some(path) => RunSpec::from_toml_file(path)?,
+        None => RunSpec::default(),
+    };
+    macro_rules! set {
+        ($($field:ident <- $value:expr),* $(,)?) => { $( if let Some(v) = $value { s.$field = v; } )* };
+    }
+    set!(target <- args.target.clone(), backend <- args.backend, profile <- args.profile,
+        rate <- args.rate.clone(), concurrency <- args.concurrency.clone(), sweep_rates <- args.sweep_rates,
+        sweep_kind <- args.sweep_kind, warmup_requests <- args.warmup_requests,
+        cooldown_requests <- args.cooldown_requests, max_concurrency <- args.max_concurrency,
+        request_timeout_s <- args.request_timeout, stall_timeout_s <- args.stall_timeout, seed <- args.seed);
+    if args.model.is_some() {
+        s.model = args.model.clone();
+    }
+    if let Some(d) = &args.data {
+        s.data = spec::parse_data(d)?;
+    }
+    if let Some(g) = &args.grid {
+        s.grid = Some(spec::parse_grid(g)?);
+    }
+    s.max_requests = args.max_requests.or(s.max_requests);
+    s.max_seconds = args.max_seconds.or(s.max_seconds);
+    if args.allow_eos {
+        s.ignore_eos = false;
+    }
+    s.slo_ttft_ms = args.slo_ttft_ms.or(s.slo_ttft_ms);
+    s.slo_tpot_ms = args.slo_tpot_ms.or(s.slo_tpot_ms);
+    s.slo_e2e_ms = args.slo_e2e_ms.or(s.slo_e2e_ms);
+    Ok(s)
+}
+
+pub fn run(args: &RunArgs) -> Result<(), Failure> {
+    let spec = resolve_spec(args).map_err(Failure::Input)?;
+    spec.validate().map_err(Failure::Input)?;
+    let key = args
+        .key
+        .as_deref()
+        .map(keyfile::load_signing_key)
+        .transpose()
+        .map_err(Failure::Key)?;
+    let out = args.out.clone().unwrap_or_else(default_out);
+    // One thread drives every request: at about a microsecond of CPU a token it carries
+    // tens of thousands of tokens a second, and it keeps the path from socket to
+    // timestamp free of cross-thread wake-ups (50-150 µs each on an idle VM).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Input(e.into()))?;
+    runtime.block_on(execute(spec, key, out))
+}
+
+fn default_out() -> PathBuf {
+    let t = humantime::format_rfc3339_seconds(SystemTime::now())
+        .to_string()
+        .replace(':', "");
+    PathBuf::from(format!("provebench-{t}.json"))
+}
+
+/// Everything one benchmark needs besides its plan.
+struct Context_ {
+    endpoint: Arc<Endpoint>,
+    counter: TokenCounter,
+    /// Tokens the server adds to every prompt (BOS, chat template).
+    overhead: u32,
+    journal: Arc<Journal>,
+    spec: RunSpec,
+    cancel: watch::Receiver<bool>,
+}
+
+pub async fn execute(
+    spec: RunSpec,
+    key: Option<ed25519_dalek::SigningKey>,
+    out: PathBuf,
+) -> Result<(), Failure> {
+    let input = Failure::Input;
+    let api_key = std::env::var("OPENAI_API_KEY")
+        .or_else(|_| std::env::var("PROVEBENCH_API_KEY"))
+        .ok();
+    let base = spec.target.trim_end_matches('/').to_string();
+    let http = client::http_client(spec.max_concurrency as usize).map_err(input)?;
+    let reported = probe::self_report(&http, &base, api_key.as_deref()).await;
+    let model = spec
+        .model
+        .clone()
+        .or_else(|| probe::default_model(&reported))
+        .ok_or_else(|| {
+            input(anyhow!(
+                "{base} lists no model at /v1/models; name one with --model"
+            ))
+        })?;
+    let (engine_name, engine_version) = probe::engine_identity(&reported);
+    tracing::info!(target = %base, engine = %engine_name, version = ?engine_version, %model, "server");
+    let counter = TokenCounter::detect(&http, &base, &model).await;
+    let journal = Arc::new(Journal::create(&journal::path_for(&out)).map_err(input)?);
+    let started = SystemTime::now();
+    let mut run = Run {
+        id: crate::commands::synth::run_id().map_err(input)?,
+        started_at: rfc3339(started),
+        finished_at: rfc3339(started),
+        tool: provenance::tool(),
+        command_line: std::env::args().collect(),
+        spec: serde_json::to_value(&spec).expect("specs serialise"),
+        seed: JsonU64(spec.seed),
+        complete: true,
+    };
+    let engine = Engine {
+        name: engine_name,
+        version: engine_version,
+        endpoint: probe::public_endpoint(&base),
+        api: spec.backend.as_str().to_string(),
+        reported: reported.clone(),
+    };
+    let model_block = Model {
+        id: model.clone(),
+        revision: probe::model_revision(&reported),
+        digest: None,
+    };
+    let host = provenance::host::detect();
+    journal.write(&Line::Header {
+        run: run.clone(),
+        host: host.clone(),
+        engine: engine.clone(),
+        model: model_block.clone(),
+    });
+
+    let (cancel_tx, cancel) = watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            tracing::warn!(
+                "interrupted: cancelling requests in flight and writing what was measured"
+            );
+            let _ = cancel_tx.send(true);
+        }
+    });
+    let endpoint = Arc::new(Endpoint {
+        http,
+        url: format!("{base}{}", spec.backend.path()),
+        api: spec.backend,
+        model,
+        api_key,
+        ignore_eos: spec.ignore_eos,
+        temperature: spec.temperature,
+        request_timeout: Duration::from_secs_f64(spec.request_timeout_s),
+        stall_timeout: Duration::from_secs_f64(spec.stall_timeout_s),
+    });
+    let overhead = if matches!(counter, TokenCounter::Words) {
+        0
+    } else {
+        counter.server_overhead(&endpoint).await
+    };
+    tracing::info!(
+        tokens = overhead,
+        "the server adds this many tokens to every prompt it counts"
+    );
+    let ctx = Context_ {
+        endpoint,
+        counter,
+        overhead,
+        journal: journal.clone(),
+        spec: spec.clone(),
+        cancel: cancel.clone(),
+    };
+    let mut benchmarks = Vec::new();
+    let mut flags = Vec::new();
+    let cells: Vec<DataSpec> = match &spec.grid {
+        Some(g) => g
+            .input
+            .iter()
+            .flat_map(|&i| {
+                let base = &spec.data;
+                g.output.iter().map(move |&o| DataSpec {
+                    prompt_tokens: i,
+                    output_tokens: o,
+                    ..base.clone()
+                })
+            })
+            .collect(),
+        None => vec![spec.data.clone()],
+    };
+    for data in &cells {
+        run_cell(&ctx, data, &mut benchmarks, &mut flags)
+            .await
+            .map_err(input)?;
+        if *cancel.borrow() {
+            break;
+        }
+    }
+    let interrupted = *cancel.borrow();
+    run.finished_at = rfc3339(SystemTime::now());
+    run.complete = !interrupted;
+    if interrupted {
+        flags.push(Flag {
+            code: FlagCode::Incomplete,
+            severity: Severity::Warning,
+            benchmark: None,
+            message: "the run was interrupted; benchmarks hold what was measured until then".into(),
+        });
+    }
+    for f in &flags {
+        journal.write(&Line::Flag { flag: f.clone() });
+    }
+    let predicate = schemas::Predicate {
+        run: run.clone(),
+        host,
+        engine,
+        model: model_block,
+        benchmarks,
+        validity: flags,
+    };
+    let statement = schemas::seal::seal(predicate).map_err(|e| input(e.into()))?;
+    let envelope = schemas::seal::envelope(&statement, key.as_ref());
+    output::write_atomically(
+        &out,
+        &serde_json::to_vec(&envelope).expect("envelopes serialise"),
+    )
+    .map_err(input)?;
+    if !interrupted {
+        journal.write(&Line::End {
+            finished_at: run.finished_at.clone(),
+        });
+    }
+    println!(
+        "{}",
+        console::sweep_table(
+            &statement.predicate.benchmarks,
+            &statement.predicate.validity
+        )
+    );
+    tracing::info!(out = %out.display(), journal = %journal.path().display(), signed = key.is_some(), "wrote result");
+    if interrupted {
+        return Err(Failure::Interrupted);
+    }
+    Ok(())
+}
+
+fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_micros(t).to_string()
+}
+
+/// The benchmarks of one workload cell: the profile, or the sweep's sequence.
+async fn run_cell(
+    ctx: &Context_,
+    data: &DataSpec,
+    benchmarks: &mut Vec<Benchmark>,
+    flags: &mut Vec<Flag>,
+) -> anyhow::Result<()> {
+    let s = &ctx.spec;
+    let closed = |kind, concurrency: u32| (kind, None, concurrency);
+    let steps: Vec<(ProfileKind, Option<f64>, u32)> = match s.profile {
+        ProfileName::Synchronous => vec![closed(ProfileKind::Synchronous, 1)],
+        ProfileName::Concurrent => s
+            .concurrency
+            .iter()
+            .map(|&c| closed(ProfileKind::Concurrent, c))
+            .collect(),
+        ProfileName::Throughput => vec![closed(ProfileKind::Throughput, s.max_concurrency)],
+        ProfileName::Constant => s
+            .rate
+            .iter()
+            .map(|&r| (ProfileKind::Constant, Some(r), 0))
+            .collect(),
+        ProfileName::Poisson => s
+            .rate
+            .iter()
+            .map(|&r| (ProfileKind::Poisson, Some(r), 0))
+            .collect(),
+        ProfileName::Sweep => {
+            let sync = run_benchmark(
+                ctx,
+                data,
+                ProfileKind::Synchronous,
+                None,
+                1,
+                benchmarks,
+                flags,
+            )
+            .await?;
+            if *ctx.cancel.borrow() {
+                return Ok(());
+            }
+            let max = run_benchmark(
+                ctx,
+                data,
+                ProfileKind::Throughput,
+                None,
+                s.max_concurrency,
+                benchmarks,
+                flags,
+            )
+            .await?;
+            let kind = if s.sweep_kind == ProfileName::Poisson {
+                ProfileKind::Poisson
+            } else {
+                ProfileKind::Constant
+            };
+            match (sync, max) {
+                (Some(lo), Some(hi)) if hi > lo => (1..=s.sweep_rates)
+                    .map(|i| {
+                        (
+                            kind,
+                            Some(lo + (hi - lo) * f64::from(i) / f64::from(s.sweep_rates + 1)),
+                            0,
+                        )
+                    })
+                    .collect(),
+                _ => {
+                    flags.push(Flag {
+                        code: FlagCode::Saturated,
+                        severity: Severity::Warning,
+                        benchmark: None,
+                        message: format!("sweep: throughput ({max:?} req/s) is not above synchronous ({sync:?} req/s); no rates between"),
+                    });
+                    vec![]
+                }
+            }
+        }
+    };
+    for (kind, rate, concurrency) in steps {
+        if *ctx.cancel.borrow() {
+            break;
+        }
+        run_benchmark(ctx, data, kind, rate, concurrency, benchmarks, flags).await?;
+    }
+    Ok(())
+}
+
+fn label(kind: ProfileKind, rate: Option<f64>, concurrency: u32) -> String {
+    match kind {
+        ProfileKind::Synchronous => "synchronous".into(),
+        ProfileKind::Throughput => "throughput".into(),
+        ProfileKind::Concurrent => format!("concurrent@{concurrency}"),
+        ProfileKind::Constant => format!("constant@{:.2} req/sec", rate.unwrap_or(0.0)),
+        ProfileKind::Poisson => format!("poisson@{:.2} req/sec", rate.unwrap_or(0.0)),
+    }
+}
+
+/// Runs one benchmark, appends it, and returns its achieved request rate.
+async fn run_benchmark(
+    ctx: &Context_,
+    data: &DataSpec,
+    kind: ProfileKind,
+    rate: Option<f64>,
+    concurrency: u32,
+    benchmarks: &mut Vec<Benchmark>,
+    flags: &mut Vec<Flag>,
+) -> anyhow::Result<Option<f64>> {
+    let s = &ctx.spec;
+    let index = benchmarks.len() as u32;
+    let label = label(kind, rate, concurrency);
+    let n = s.prompt_budget(rate);
+    let seed = s
+        .seed
+        .wrapping_add(u64::from(index).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let prompts = workload::synthetic(&ctx.counter, data, n, seed, ctx.overhead)
+        .await
+        .context("building prompts")?;
+    let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
+    let profile = Profile {
+        kind,
+        rate_per_s: rate.map(finite).transpose()?,
+        concurrency: (!kind.is_open_loop()).then_some(concurrency),
+        max_requests: s.max_requests,
+        max_seconds: s.max_seconds.map(finite).transpose()?,
+        warmup_requests: s.warmup_requests,
+        cooldown_requests: s.cooldown_requests,
+    };
+    let workload = Workload::Synthetic {
+        prompt_tokens: data.prompt_tokens,
+        prompt_tokens_stdev: data.prompt_tokens_stdev.map(finite).transpose()?,
+        output_tokens: data.output_tokens,
+        output_tokens_stdev: data.output_tokens_stdev.map(finite).transpose()?,
+        tokenizer: prompts.tokenizer.clone(),
+        prompts_sha256: prompts.sha256.clone(),
+    };
+    let slo = (s.slo_ttft_ms.is_some() || s.slo_tpot_ms.is_some() || s.slo_e2e_ms.is_some())
+        .then(|| -> anyhow::Result<Slo> {
+            Ok(Slo {
+                ttft_ms: s.slo_ttft_ms.map(finite).transpose()?,
+                tpot_ms: s.slo_tpot_ms.map(finite).transpose()?,
+                e2e_ms: s.slo_e2e_ms.map(finite).transpose()?,
+            })
+        })
+        .transpose()?;
+    let started_at = rfc3339(SystemTime::now());
+    ctx.journal.write(&Line::Benchmark {
+        index,
+        label: label.clone(),
+        profile: profile.clone(),
+        workload: workload.clone(),
+        slo: slo.clone(),
+        started_at: started_at.clone(),
+        warmup: s.warmup_requests,
+        cooldown: s.cooldown_requests,
+    });
+    let progress = Arc::new(Progress::new(&label, n.min(prompts.prompts.len() as u64)));
+    let (journal, bar) = (ctx.journal.clone(), progress.clone());
+    let sink: scheduler::Sink = Arc::new(move |r| {
+        journal.write(&Line::Record {
+            benchmark: index,
+            record: r.clone(),
+        });
+        bar.record(r);
+    });
+    let plan = Plan {
+        kind,
+        rate,
+        concurrency,
+        max_requests: n,
+        max_seconds: s.max_seconds,
+        max_in_flight: s.max_concurrency,
+        seed,
+    };
+    let in_flight = if kind.is_open_loop() || kind == ProfileKind::Throughput {
+        s.max_concurrency
+    } else {
+        concurrency.max(1)
+    };
+    ctx.endpoint
+        .warm_connections(n.min(u64::from(in_flight)) as usize)
+        .await;
+    let cpu_before = cpu_time();
+    let origin = Instant::now();
+    let mut records = scheduler::run(
+        ctx.endpoint.clone(),
+        Arc::new(prompts.prompts),
+        &plan,
+        origin,
+        sink,
+        ctx.cancel.clone(),
+    )
+    .await;
+    let (wall, cpu) = (origin.elapsed(), cpu_time().saturating_sub(cpu_before));
+    progress.finish();
+    scheduler::assign_phases(&mut records, s.warmup_requests, s.cooldown_requests);
+    let tokens: u64 = records
+        .iter()
+        .map(|r| u64::from(r.output_tokens_client))
+        .sum();
+    let lags = pacing_lags(&records);
+    tracing::info!(
+        benchmark = %label,
+        requests = records.len(),
+        tokens,
+        cpu_us_per_token = format!("{:.3}", cpu.as_secs_f64() * 1e6 / tokens.max(1) as f64),
+        cpu_share = format!("{:.3}", cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9)),
+        pacing_p50_us = ?(kind.is_open_loop().then(|| percentile(&lags, 50))),
+        pacing_p99_us = ?(kind.is_open_loop().then(|| percentile(&lags, 99))),
+        "benchmark done"
+    );
+    client_bound_flags(index, kind, &lags, wall, cpu, flags);
+    let achieved = schemas::metrics::summarize(&records, None)?
+        .request_throughput_per_s
+        .map(Finite::get);
+    benchmarks.push(Benchmark {
+        label,
+        profile,
+        workload,
+        slo,
+        started_at,
+        records,
+        summary: schemas::metrics::summarize(&[], None)?,
+    });
+    Ok(achieved)
+}
+
+/// Actual minus scheduled send (µs) of every request, sorted.
+fn pacing_lags(records: &[schemas::RawRecord]) -> Vec<u64> {
+    let mut lags: Vec<u64> = records
+        .iter()
+        .map(|r| r.sent_us.saturating_sub(r.scheduled_us))
+        .collect();
+    lags.sort_unstable();
+    lags
+}
+
+/// Nearest-rank percentile of a sorted sample (0 when empty).
+fn percentile(sorted: &[u64], p: usize) -> u64 {
+    sorted
+        .get(sorted.len().saturating_sub(1) * p / 100)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Flags a benchmark whose numbers the client itself may have bent.
+fn client_bound_flags(
+    index: u32,
+    kind: ProfileKind,
+    lags: &[u64],
+    wall: Duration,
+    cpu: Duration,
+    flags: &mut Vec<Flag>,
+) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let share = cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9) / cores;
+    let mut flag = |message| {
+        flags.push(Flag {
+            code: FlagCode::ClientBound,
+            severity: Severity::Warning,
+            benchmark: Some(index),
+            message,
+        })
+    };
+    if share > CPU_SHARE_LIMIT {
+        flag(format!(
+            "the runner used {:.0}% of all {cores} cores",
+            share * 100.0
+        ));
+    }
+    let p99 = percentile(lags, 99);
+    if kind.is_open_loop() && p99 > PACING_P99_LIMIT_US {
+        flag(format!(
+            "sends left {p99} µs or more after their scheduled time (p99)"
+        ));
+    }
+}
+
+/// CPU time (user + system) this process has used.
+pub fn cpu_time() -> Duration {
+    // SAFETY: getrusage writes into the struct we own.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}

@@ -1,0 +1,302 @@
+//! Load profiles: when each request is sent.
+//!
+//! * closed loop — `synchronous` (one in flight), `concurrent` (N in flight) and
+//!   `throughput` (the in-flight cap, all at once): a request is scheduled when a
+//!   worker takes it;
+//! * open loop — `constant` and `poisson`: send times are fixed in advance from the
+//!   rate (and the seed), kept by the high-resolution [`Timer`], and latency counts
+//!   from the scheduled time even when the client or the server falls behind, so
+//!   there is no coordinated omission. A cap on requests in flight protects the client;
+//!   a request waiting for it is late, and its latency shows that.
+
+use crate::client::{Endpoint, Job};
+use crate::clock::Timer;
+use crate::rng::Rng;
+use crate::workload::Prompt;
+use schemas::document::{ErrorClass, Phase, ProfileKind, RawRecord, RequestError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+/// One benchmark's schedule.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub kind: ProfileKind,
+    pub rate: Option<f64>,
+    /// In-flight requests of a closed loop.
+    pub concurrency: u32,
+    pub max_requests: u64,
+    pub max_seconds: Option<f64>,
+    /// Cap on requests in flight for open loops.
+    pub max_in_flight: u32,
+    pub seed: u64,
+}
+
+/// Called with each record as it completes (journal, progress).
+pub type Sink = Arc<dyn Fn(&RawRecord) + Send + Sync>;
+
+/// Runs a plan; records come back sorted by scheduled time. Times are µs from `origin`.
+pub async fn run(
+    endpoint: Arc<Endpoint>,
+    prompts: Arc<Vec<Prompt>>,
+    plan: &Plan,
+    origin: Instant,
+    sink: Sink,
+    cancel: watch::Receiver<bool>,
+) -> Vec<RawRecord> {
+    let n = plan.max_requests.min(prompts.len() as u64);
+    let stop_at = plan
+        .max_seconds
+        .map(|s| origin + Duration::from_secs_f64(s));
+    let mut records = if plan.kind.is_open_loop() {
+        open_loop(endpoint, prompts, plan, n, origin, stop_at, sink, cancel).await
+    } else {
+        closed_loop(
+            endpoint,
+            prompts,
+            plan.concurrency.max(1),
+            n,
+            origin,
+            stop_at,
+            sink,
+            cancel,
+        )
+        .await
+    };
+    records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
+    records
+}
+
+/// Send offsets (µs after the origin) of an open-loop plan.
+pub fn open_loop_offsets(plan: &Plan, n: u64) -> Vec<u64> {
+    let rate = plan.rate.expect("open-loop plans have a rate");
+    let mut rng = Rng::new(plan.seed);
+    let mut t = 0.0f64;
+    (0..n)
+        .map(|i| {
+            let at = match plan.kind {
+                ProfileKind::Poisson => {
+                    let now = t;
+                    t += rng.exponential(rate);
+                    now
+                }
+                _ => i as f64 / rate,
+            };
+            (at * 1e6).round() as u64
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn open_loop(
+    endpoint: Arc<Endpoint>,
+    prompts: Arc<Vec<Prompt>>,
+    plan: &Plan,
+    n: u64,
+    origin: Instant,
+    stop_at: Option<Instant>,
+    sink: Sink,
+    mut cancel: watch::Receiver<bool>,
+) -> Vec<RawRecord> {
+    let cap = Arc::new(Semaphore::new(plan.max_in_flight.max(1) as usize));
+    let mut tasks = JoinSet::new();
+    for (i, offset) in open_loop_offsets(plan, n).into_iter().enumerate() {
+        let at = origin + Duration::from_micros(offset);
+        if stop_at.is_some_and(|s| at > s) || *cancel.borrow() {
+            break;
+        }
+        tokio::select! {
+            _ = Timer::global().sleep_until(at) => {}
+            _ = cancel.changed() => break,
+        }
+        let permit = tokio::select! {
+            p = cap.clone().acquire_owned() => p.expect("semaphore never closed"),
+            _ = cancel.changed() => break,
+        };
+        let (endpoint, prompts, sink, cancel) = (
+            endpoint.clone(),
+            prompts.clone(),
+            sink.clone(),
+            cancel.clone(),
+        );
+        tasks.spawn(async move {
+            let record = one(&endpoint, &prompts[i], at, origin, cancel).await;
+            drop(permit);
+            sink(&record);
+            record
+        });
+    }
+    collect(tasks).await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn closed_loop(
+    endpoint: Arc<Endpoint>,
+    prompts: Arc<Vec<Prompt>>,
+    workers: u32,
+    n: u64,
+    origin: Instant,
+    stop_at: Option<Instant>,
+    sink: Sink,
+    cancel: watch::Receiver<bool>,
+) -> Vec<RawRecord> {
+    let next = Arc::new(AtomicU64::new(0));
+    let mut tasks = JoinSet::new();
+    for _ in 0..workers.min(n.max(1) as u32) {
+        let (endpoint, prompts, sink, cancel, next) = (
+            endpoint.clone(),
+            prompts.clone(),
+            sink.clone(),
+            cancel.clone(),
+            next.clone(),
+        );
+        tasks.spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let now = Instant::now();
+                if i >= n || stop_at.is_some_and(|s| now >= s) || *cancel.borrow() {
+                    break;
+                }
+                let record =
+                    one(&endpoint, &prompts[i as usize], now, origin, cancel.clone()).await;
+                sink(&record);
+                mine.push(record);
+            }
+            mine
+        });
+    }
+    let mut records = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        records.extend(done.expect("a request task panicked"));
+    }
+    records
+}
+
+/// One request, or a `cancelled` record if the run is interrupted while it is in flight.
+async fn one(
+    endpoint: &Endpoint,
+    prompt: &Prompt,
+    scheduled: Instant,
+    origin: Instant,
+    mut cancel: watch::Receiver<bool>,
+) -> RawRecord {
+    let job = Job {
+        prompt: &prompt.text,
+        prompt_tokens: prompt.tokens,
+        output_tokens: prompt.output_tokens,
+        scheduled,
+        phase: Phase::Measured,
+    };
+    tokio::select! {
+        record = endpoint.execute(&job, origin) => record,
+        _ = cancel.wait_for(|c| *c) => cancelled(&job, origin),
+    }
+}
+
+fn cancelled(job: &Job<'_>, origin: Instant) -> RawRecord {
+    let at = crate::clock::us_since(origin, job.scheduled);
+    RawRecord {
+        phase: job.phase,
+        scheduled_us: at,
+        sent_us: at,
+        first_token_us: None,
+        token_gaps: String::new(),
+        end_us: crate::clock::us_since(origin, Instant::now()),
+        output_tokens_requested: Some(job.output_tokens),
+        input_tokens_client: job.prompt_tokens,
+        input_tokens_server: None,
+        output_tokens_client: 0,
+        output_tokens_server: None,
+        finish_reason: None,
+        error: Some(RequestError {
+            class: ErrorClass::Cancelled,
+            message: "the run was interrupted".into(),
+        }),
+    }
+}
+
+async fn collect(mut tasks: JoinSet<RawRecord>) -> Vec<RawRecord> {
+    let mut records = Vec::with_capacity(tasks.len());
+    while let Some(done) = tasks.join_next().await {
+        records.push(done.expect("a request task panicked"));
+    }
+    records
+}
+
+/// Marks the first `warmup` and last `cooldown` records (by schedule) as excluded.
+pub fn assign_phases(records: &mut [RawRecord], warmup: u64, cooldown: u64) {
+    let n = records.len();
+    for (i, r) in records.iter_mut().enumerate() {
+        r.phase = if (i as u64) < warmup {
+            Phase::Warmup
+        } else if n - i <= cooldown as usize {
+            Phase::Cooldown
+        } else {
+            Phase::Measured
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(kind: ProfileKind, rate: f64) -> Plan {
+        Plan {
+            kind,
+            rate: Some(rate),
+            concurrency: 1,
+            max_requests: 0,
+            max_seconds: None,
+            max_in_flight: 8,
+            seed: 3,
+        }
+    }
+
+    #[test]
+    fn constant_offsets_are_exact_and_poisson_ones_average_the_rate() {
+        assert_eq!(
+            open_loop_offsets(&plan(ProfileKind::Constant, 4.0), 4),
+            vec![0, 250_000, 500_000, 750_000]
+        );
+        let offs = open_loop_offsets(&plan(ProfileKind::Poisson, 100.0), 20_001);
+        let mean_gap_us = *offs.last().unwrap() as f64 / 20_000.0;
+        assert!((mean_gap_us - 10_000.0).abs() < 250.0, "{mean_gap_us}");
+        assert!(offs.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(
+            offs,
+            open_loop_offsets(&plan(ProfileKind::Poisson, 100.0), 20_001),
+            "seeded"
+        );
+    }
+
+    #[test]
+    fn phases_mark_the_ends() {
+        let r = cancelled(
+            &Job {
+                prompt: "",
+                prompt_tokens: None,
+                output_tokens: 1,
+                scheduled: Instant::now(),
+                phase: Phase::Measured,
+            },
+            Instant::now(),
+        );
+        let mut records = vec![r; 5];
+        assign_phases(&mut records, 1, 2);
+        let phases: Vec<Phase> = records.iter().map(|r| r.phase).collect();
+        assert_eq!(
+            phases,
+            [
+                Phase::Warmup,
+                Phase::Measured,
+                Phase::Measured,
+                Phase::Cooldown,
+                Phase::Cooldown
+            ]
+        );
+    }
+}

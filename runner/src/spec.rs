@@ -1,0 +1,391 @@
+//! The benchmark spec: what `runner run` does, from flags or a TOML file (the same
+//! fields either way), validated before any request is sent and stored in the result.
+
+use crate::backend::Api;
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Load profile as the user names it; `sweep` expands into several benchmarks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileName {
+    Synchronous,
+    Concurrent,
+    Constant,
+    Poisson,
+    Throughput,
+    Sweep,
+}
+
+/// Everything a run needs; every field has a default so a spec file names only what differs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunSpec {
+    /// Base URL of the server, e.g. `http://127.0.0.1:8000`.
+    pub target: String,
+    #[serde(with = "api_name")]
+    pub backend: Api,
+    /// Served model name; `None`: the first of `/v1/models`.
+    pub model: Option<String>,
+    pub profile: ProfileName,
+    /// Rates (req/s) for `constant` and `poisson`.
+    pub rate: Vec<f64>,
+    /// In-flight requests for `concurrent`.
+    pub concurrency: Vec<u32>,
+    /// Rates between synchronous and throughput in a `sweep`.
+    pub sweep_rates: u32,
+    /// Open-loop kind a `sweep` uses for its rates.
+    pub sweep_kind: ProfileName,
+    pub data: DataSpec,
+    /// `input × output` token grid: one benchmark (or sweep) per cell.
+    pub grid: Option<Grid>,
+    pub max_requests: Option<u64>,
+    pub max_seconds: Option<f64>,
+    pub warmup_requests: u64,
+    pub cooldown_requests: u64,
+    /// Cap on requests in flight for open-loop and throughput profiles.
+    pub max_concurrency: u32,
+    pub request_timeout_s: f64,
+    /// A stream with no event for this long fails as `stall`.
+    pub stall_timeout_s: f64,
+    pub seed: u64,
+    /// Ask the server to ignore EOS so every response has the requested length.
+    pub ignore_eos: bool,
+    pub temperature: f64,
+    /// Goodput thresholds (ms).
+    pub slo_ttft_ms: Option<f64>,
+    pub slo_tpot_ms: Option<f64>,
+    pub slo_e2e_ms: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DataSpec {
+    pub prompt_tokens: u32,
+    pub prompt_tokens_stdev: Option<f64>,
+    pub output_tokens: u32,
+    pub output_tokens_stdev: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grid {
+    pub input: Vec<u32>,
+    pub output: Vec<u32>,
+}
+
+impl Default for DataSpec {
+    fn default() -> Self {
+        DataSpec {
+            prompt_tokens: 512,
+            prompt_tokens_stdev: None,
+            output_tokens: 128,
+            output_tokens_stdev: None,
+        }
+    }
+}
+
+impl Default for RunSpec {
+    fn default() -> Self {
+        RunSpec {
+            target: "http://127.0.0.1:8000".into(),
+            backend: Api::OpenaiCompletions,
+            model: None,
+            profile: ProfileName::Synchronous,
+            rate: vec![],
+            concurrency: vec![],
+            sweep_rates: 8,
+            sweep_kind: ProfileName::Constant,
+            data: DataSpec::default(),
+            grid: None,
+            max_requests: None,
+            max_seconds: None,
+            warmup_requests: 0,
+            cooldown_requests: 0,
+            max_concurrency: 256,
+            request_timeout_s: 600.0,
+            stall_timeout_s: 60.0,
+            seed: 42,
+            ignore_eos: true,
+            temperature: 0.0,
+            slo_ttft_ms: None,
+            slo_tpot_ms: None,
+            slo_e2e_ms: None,
+        }
+    }
+}
+
+mod api_name {
+    use crate::backend::Api;
+    use clap::ValueEnum;
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(api: &Api, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(api.as_str())
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Api, D::Error> {
+        let name = String::deserialize(d)?;
+        Api::from_str(&name, false).map_err(|_| {
+            let known: Vec<&str> = Api::value_variants().iter().map(|a| a.as_str()).collect();
+            de::Error::custom(format!(
+                "unknown backend {name:?}; expected one of {}",
+                known.join(", ")
+            ))
+        })
+    }
+}
+
+impl RunSpec {
+    /// Reads a TOML spec; errors name the file, the line and the field.
+    pub fn from_toml_file(path: &Path) -> Result<RunSpec> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), describe_toml_error(&text, &e)))
+    }
+
+    /// Checks the spec makes sense before any request is sent.
+    pub fn validate(&self) -> Result<()> {
+        let positive = |name: &str, v: f64| -> Result<()> {
+            if !(v.is_finite() && v > 0.0) {
+                bail!("{name} must be a positive number, got {v}");
+            }
+            Ok(())
+        };
+        url_is_http(&self.target)?;
+        match self.profile {
+            ProfileName::Constant | ProfileName::Poisson if self.rate.is_empty() => {
+                bail!(
+                    "--profile {} needs --rate R (one or more req/s)",
+                    self.profile.as_str()
+                )
+            }
+            ProfileName::Concurrent if self.concurrency.is_empty() => {
+                bail!("--profile concurrent needs --concurrency N")
+            }
+            ProfileName::Sweep
+                if !matches!(
+                    self.sweep_kind,
+                    ProfileName::Constant | ProfileName::Poisson
+                ) =>
+            {
+                bail!("--sweep-kind must be constant or poisson")
+            }
+            _ => {}
+        }
+        for &r in &self.rate {
+            positive("--rate", r)?;
+        }
+        if self.concurrency.contains(&0) || self.max_concurrency == 0 {
+            bail!("concurrency must be at least 1");
+        }
+        if self.max_requests.is_none() && self.max_seconds.is_none() {
+            bail!("give --max-requests N or --max-seconds S: a benchmark must be bounded");
+        }
+        if let Some(s) = self.max_seconds {
+            positive("--max-seconds", s)?;
+        }
+        positive("--request-timeout", self.request_timeout_s)?;
+        positive("--stall-timeout", self.stall_timeout_s)?;
+        if self.data.output_tokens == 0 {
+            bail!("output_tokens must be at least 1");
+        }
+        for v in [self.slo_ttft_ms, self.slo_tpot_ms, self.slo_e2e_ms]
+            .into_iter()
+            .flatten()
+        {
+            positive("an SLO threshold", v)?;
+        }
+        for v in [self.data.prompt_tokens_stdev, self.data.output_tokens_stdev]
+            .into_iter()
+            .flatten()
+        {
+            if !(v.is_finite() && v >= 0.0) {
+                bail!("a token stdev must be a non-negative number, got {v}");
+            }
+        }
+        if let Some(g) = &self.grid {
+            if g.input.is_empty() || g.output.is_empty() || g.output.contains(&0) {
+                bail!("--grid needs input=… and output=… lists of positive token counts");
+            }
+        }
+        if !(self.temperature.is_finite() && self.temperature >= 0.0) {
+            bail!("temperature must be a non-negative number");
+        }
+        Ok(())
+    }
+
+    /// Requests per benchmark when only a time limit bounds it: enough prompts for the run.
+    pub fn prompt_budget(&self, rate: Option<f64>) -> u64 {
+        match (self.max_requests, self.max_seconds) {
+            (Some(n), _) => n,
+            (None, Some(s)) => {
+                let per_s = rate.unwrap_or(f64::from(self.max_concurrency) * 2.0);
+                ((per_s * s * 1.2).ceil() as u64).clamp(16, 1_000_000)
+            }
+            (None, None) => 0,
+        }
+    }
+}
+
+impl ProfileName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProfileName::Synchronous => "synchronous",
+            ProfileName::Concurrent => "concurrent",
+            ProfileName::Constant => "constant",
+            ProfileName::Poisson => "poisson",
+            ProfileName::Throughput => "throughput",
+            ProfileName::Sweep => "sweep",
+        }
+    }
+}
+
+fn url_is_http(target: &str) -> Result<()> {
+    let url =
+        reqwest::Url::parse(target).with_context(|| format!("--target {target:?} is not a URL"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
+        bail!("--target {target:?} must be an http:// or https:// URL with a host");
+    }
+    Ok(())
+}
+
+/// `line L, column C: message`, from a toml error's byte span.
+fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim().to_string();
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message,
+    }
+}
+
+/// Parses `--grid input=128,512 output=128,512`.
+pub fn parse_grid(parts: &[String]) -> Result<Grid> {
+    let mut grid = Grid {
+        input: vec![],
+        output: vec![],
+    };
+    for part in parts {
+        let (key, values) = part
+            .split_once('=')
+            .with_context(|| format!("--grid: {part:?} is not key=list"))?;
+        let list = values
+            .split(',')
+            .map(|v| {
+                v.trim()
+                    .parse::<u32>()
+                    .with_context(|| format!("--grid {key}: {v:?} is not a token count"))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        match key {
+            "input" => grid.input = list,
+            "output" => grid.output = list,
+            _ => bail!("--grid: unknown key {key:?}; expected input=… and output=…"),
+        }
+    }
+    Ok(grid)
+}
+
+/// Parses `--data prompt_tokens=512,output_tokens=128[,prompt_tokens_stdev=…,output_tokens_stdev=…]`.
+pub fn parse_data(text: &str) -> Result<DataSpec> {
+    let mut data = DataSpec::default();
+    for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
+        let (key, value) = pair
+            .split_once('=')
+            .with_context(|| format!("--data: {pair:?} is not key=value"))?;
+        let (key, value) = (key.trim(), value.trim());
+        let int = || {
+            value
+                .parse::<u32>()
+                .with_context(|| format!("--data {key}: {value:?} is not a token count"))
+        };
+        let float = || {
+            value
+                .parse::<f64>()
+                .with_context(|| format!("--data {key}: {value:?} is not a number"))
+        };
+        match key {
+            "prompt_tokens" => data.prompt_tokens = int()?,
+            "output_tokens" => data.output_tokens = int()?,
+            "prompt_tokens_stdev" => data.prompt_tokens_stdev = Some(float()?),
+            "output_tokens_stdev" => data.output_tokens_stdev = Some(float()?),
+            _ => bail!("--data: unknown key {key:?}; expected prompt_tokens, output_tokens, prompt_tokens_stdev, output_tokens_stdev"),
+        }
+    }
+    Ok(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toml_errors_name_line_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("spec.toml");
+        std::fs::write(
+            &path,
+            "target = \"http://127.0.0.1:1\"\nprofile = \"sweep\"\nmax_requestz = 3\n",
+        )
+        .unwrap();
+        let err = RunSpec::from_toml_file(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("spec.toml") && err.contains("line 3") && err.contains("max_requestz"),
+            "{err}"
+        );
+        std::fs::write(&path, "backend = \"nope\"\n").unwrap();
+        let err = RunSpec::from_toml_file(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("line 1") && err.contains("openai-completions"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_spec_file_and_defaults_round_trip() {
+        let spec = RunSpec {
+            max_requests: Some(10),
+            grid: Some(parse_grid(&["input=1,2".into(), "output=3".into()]).unwrap()),
+            ..Default::default()
+        };
+        let text = toml::to_string(&spec).unwrap();
+        assert_eq!(toml::from_str::<RunSpec>(&text).unwrap(), spec);
+        spec.validate().unwrap();
+    }
+
+    #[test]
+    fn validation_catches_unbounded_and_nonsense() {
+        assert!(RunSpec::default()
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--max-requests"));
+        let spec = RunSpec {
+            max_requests: Some(1),
+            profile: ProfileName::Poisson,
+            ..Default::default()
+        };
+        assert!(spec.validate().unwrap_err().to_string().contains("--rate"));
+        let spec = RunSpec {
+            max_requests: Some(1),
+            rate: vec![f64::NAN],
+            profile: ProfileName::Constant,
+            ..Default::default()
+        };
+        assert!(spec.validate().is_err());
+        assert!(parse_data("prompt_tokens=12,output_tokens=x").is_err());
+        assert!(parse_grid(&["inputs=1".into()]).is_err());
+        assert_eq!(
+            parse_data("prompt_tokens=12,output_tokens=3")
+                .unwrap()
+                .prompt_tokens,
+            12
+        );
+    }
+}

@@ -1,0 +1,279 @@
+//! Prompts: synthetic ones of an exact token count, built from seeded random words and
+//! measured with the server's own tokenizer (`POST /tokenize`, as llama.cpp, vLLM and
+//! the simulator offer), then re-checked; the same seed gives the same prompts.
+//!
+//! When the server has no tokenizer endpoint, prompt lengths are approximate (one
+//! token per word) and the workload says so; the server's usage then shows the truth
+//! and `prompt_length_off` flags a miss.
+
+use crate::rng::Rng;
+use crate::spec::DataSpec;
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+
+/// Common English words that nearly every BPE vocabulary holds as one token with a
+/// leading space, so a prompt converges on its target in a step or two.
+const WORDS: &[&str] = &[
+    "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+    "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
+    "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
+    "been", "if", "more", "when", "will", "would", "who", "so", "no", "she", "other", "its", "may",
+    "these", "what", "them", "than", "some", "him", "time", "into", "only", "do", "could", "new",
+    "about", "two", "first", "then", "any", "like", "now", "my", "such", "our", "over", "man",
+    "me", "even", "most", "made", "also", "did", "many", "out", "after", "should", "way", "where",
+    "must", "well", "just", "great", "down", "through", "work", "years", "life", "before", "same",
+    "good", "day", "three", "both", "each", "how", "under", "world", "last", "long", "state",
+    "still", "own", "here", "house", "old", "place", "water", "while", "back", "part", "high",
+    "small", "large", "home", "light", "left", "right", "hand", "night", "end", "book", "city",
+    "game", "road", "tree", "river", "stone", "music", "paper", "field", "power", "school",
+    "group",
+];
+
+/// A prompt and the output length asked for it.
+#[derive(Clone, Debug)]
+pub struct Prompt {
+    pub text: String,
+    /// Token count as measured when built (None when approximate).
+    pub tokens: Option<u32>,
+    pub output_tokens: u32,
+}
+
+pub struct PromptSet {
+    pub prompts: Vec<Prompt>,
+    /// sha256 over every prompt's length-prefixed bytes, in order.
+    pub sha256: String,
+    /// How lengths were measured.
+    pub tokenizer: String,
+}
+
+/// Counts tokens of a text.
+pub enum TokenCounter {
+    /// `POST {base}/tokenize`; the body carries both llama.cpp's and vLLM's field names.
+    Server {
+        http: reqwest::Client,
+        url: String,
+        model: String,
+    },
+    /// No tokenizer: one token per word.
+    Words,
+}
+
+impl TokenCounter {
+    pub fn describe(&self) -> String {
+        match self {
+            TokenCounter::Server { url, .. } => format!("server {url}"),
+            TokenCounter::Words => "approximate: one token per word (no tokenizer endpoint)".into(),
+        }
+    }
+
+    /// Uses the server's `/tokenize` when it answers sensibly for a probe text, else words.
+    pub async fn detect(http: &reqwest::Client, base: &str, model: &str) -> TokenCounter {
+        let server = TokenCounter::Server {
+            http: http.clone(),
+            url: format!("{base}/tokenize"),
+            model: model.to_string(),
+        };
+        match server.count(" the the the").await {
+            Ok(n) if (1..=8).contains(&n) => server,
+            Ok(n) => {
+                tracing::warn!(
+                    tokens = n,
+                    "/tokenize gave an implausible count; prompt lengths will be approximate"
+                );
+                TokenCounter::Words
+            }
+            Err(e) => {
+                tracing::warn!("no usable /tokenize ({e:#}); prompt lengths will be approximate");
+                TokenCounter::Words
+            }
+        }
+    }
+
+    /// What the server adds to a prompt it counts (BOS, chat template): one tiny request
+    /// with a known prompt, its `usage.prompt_tokens` minus the tokenizer's count.
+    pub async fn server_overhead(&self, endpoint: &crate::client::Endpoint) -> u32 {
+        let text = "the the the the";
+        let Ok(counted) = self.count(text).await else {
+            return 0;
+        };
+        let now = std::time::Instant::now();
+        let job = crate::client::Job {
+            prompt: text,
+            prompt_tokens: None,
+            output_tokens: 1,
+            scheduled: now,
+            phase: schemas::document::Phase::Warmup,
+        };
+        let record = endpoint.execute(&job, now).await;
+        match (record.error, record.input_tokens_server) {
+            (None, Some(server)) => server.saturating_sub(counted),
+            (Some(e), _) => {
+                tracing::warn!(
+                    "probe request failed ({}: {}); assuming the server adds no prompt tokens",
+                    e.class.as_str(),
+                    e.message
+                );
+                0
+            }
+            (None, None) => 0,
+        }
+    }
+
+    pub async fn count(&self, text: &str) -> Result<u32> {
+        match self {
+            TokenCounter::Words => Ok(text.split_whitespace().count() as u32),
+            TokenCounter::Server { http, url, model } => {
+                let body = serde_json::json!({
+                    "content": text, "prompt": text, "model": model,
+                    "add_special": false, "add_special_tokens": false,
+                });
+                let mut sent = std::time::Instant::now();
+                let resp = crate::client::send_retrying(http.post(url).json(&body), &mut sent)
+                    .await
+                    .with_context(|| format!("POST {url}"))?;
+                let status = resp.status();
+                let value: serde_json::Value = resp
+                    .json()
+                    .await
+                    .with_context(|| format!("POST {url}: not JSON"))?;
+                if !status.is_success() {
+                    bail!("POST {url}: HTTP {status}: {value}");
+                }
+                let tokens = value
+                    .get("tokens")
+                    .and_then(|t| t.as_array())
+                    .map(|a| a.len() as u32);
+                let count = value
+                    .get("count")
+                    .and_then(|c| c.as_u64())
+                    .map(|c| c as u32);
+                tokens
+                    .or(count)
+                    .with_context(|| format!("POST {url}: no tokens in {value}"))
+            }
+        }
+    }
+}
+
+fn random_words(rng: &mut Rng, n: usize, out: &mut Vec<&'static str>) {
+    out.extend((0..n).map(|_| WORDS[rng.below(WORDS.len())]));
+}
+
+fn sample_length(rng: &mut Rng, mean: u32, stdev: Option<f64>) -> u32 {
+    match stdev {
+        Some(s) if s > 0.0 => rng.normal(f64::from(mean), s).round().max(1.0) as u32,
+        _ => mean,
+    }
+}
+
+/// Builds one prompt of exactly `target` tokens (or as close as the tokenizer allows).
+async fn build_prompt(counter: &TokenCounter, rng: &mut Rng, target: u32) -> Result<(String, u32)> {
+    let mut words = Vec::with_capacity(target as usize + 8);
+    random_words(rng, target as usize, &mut words);
+    let mut best: Option<(String, u32)> = None;
+    for _ in 0..12 {
+        let text = words.join(" ");
+        let n = counter.count(&text).await?;
+        if best
+            .as_ref()
+            .is_none_or(|(_, b)| n.abs_diff(target) < b.abs_diff(target))
+        {
+            best = Some((text, n));
+        }
+        match n.cmp(&target) {
+            std::cmp::Ordering::Equal => break,
+            std::cmp::Ordering::Greater => {
+                let cut = ((n - target) as usize)
+                    .min(words.len().saturating_sub(1))
+                    .max(1);
+                words.truncate(words.len() - cut);
+            }
+            std::cmp::Ordering::Less => random_words(rng, (target - n) as usize, &mut words),
+        }
+    }
+    Ok(best.expect("at least one attempt"))
+}
+
+/// `n` synthetic prompts for `data`, reproducible from `seed`. `overhead` is what the
+/// server adds to every prompt it counts (a BOS token, a chat template), measured once
+/// per run, so that each prompt's expected server count can be checked against usage.
+pub async fn synthetic(
+    counter: &TokenCounter,
+    data: &DataSpec,
+    n: u64,
+    seed: u64,
+    overhead: u32,
+) -> Result<PromptSet> {
+    let mut rng = Rng::new(seed);
+    let mut prompts = Vec::with_capacity(n as usize);
+    let mut missed = 0u64;
+    for _ in 0..n {
+        let target = sample_length(&mut rng, data.prompt_tokens, data.prompt_tokens_stdev);
+        let output_tokens = sample_length(&mut rng, data.output_tokens, data.output_tokens_stdev);
+        let (text, tokens) = build_prompt(counter, &mut rng, target).await?;
+        if tokens != target {
+            missed += 1;
+        }
+        let exact = !matches!(counter, TokenCounter::Words);
+        prompts.push(Prompt {
+            text,
+            tokens: exact.then_some(tokens + overhead),
+            output_tokens,
+        });
+    }
+    if missed > 0 {
+        tracing::warn!(
+            missed,
+            "prompts could not be built to their exact token target"
+        );
+    }
+    let sha256 = prompts_sha256(&prompts);
+    Ok(PromptSet {
+        prompts,
+        sha256,
+        tokenizer: counter.describe(),
+    })
+}
+
+pub fn prompts_sha256(prompts: &[Prompt]) -> String {
+    let mut h = Sha256::new();
+    for p in prompts {
+        h.update((p.text.len() as u64).to_le_bytes());
+        h.update(p.text.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn word_prompts_hit_their_target_and_are_reproducible() {
+        let data = DataSpec {
+            prompt_tokens: 50,
+            prompt_tokens_stdev: None,
+            output_tokens: 7,
+            output_tokens_stdev: None,
+        };
+        let a = synthetic(&TokenCounter::Words, &data, 5, 9, 0)
+            .await
+            .unwrap();
+        let b = synthetic(&TokenCounter::Words, &data, 5, 9, 0)
+            .await
+            .unwrap();
+        assert_eq!(a.sha256, b.sha256);
+        assert!(a
+            .prompts
+            .iter()
+            .all(|p| p.text.split_whitespace().count() == 50 && p.output_tokens == 7));
+        assert_ne!(
+            a.prompts[0].text, a.prompts[1].text,
+            "prompts must differ (no prefix-cache hits)"
+        );
+        let c = synthetic(&TokenCounter::Words, &data, 5, 10, 0)
+            .await
+            .unwrap();
+        assert_ne!(a.sha256, c.sha256);
+    }
+}

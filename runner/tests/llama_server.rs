@@ -1,0 +1,230 @@
+//! The real engine: llama.cpp's `llama-server` with SmolLM2-135M on the CPU, installed by
+//! `scripts/install-llama-server.sh` (which `make test` runs). Short synchronous,
+//! concurrent and sweep runs through both OpenAI backends; every response must have the
+//! requested length by the client's count and by the server's usage.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// LLAMA_SERVER_BIN and LLAMA_MODEL from the environment or `build/llama-server.env`.
+fn engine() -> Option<(PathBuf, PathBuf)> {
+    let from_env = || {
+        Some((
+            std::env::var_os("LLAMA_SERVER_BIN")?.into(),
+            std::env::var_os("LLAMA_MODEL")?.into(),
+        ))
+    };
+    let from_file = || {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/llama-server.env"),
+        )
+        .ok()?;
+        let get = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+                .map(PathBuf::from)
+        };
+        Some((get("LLAMA_SERVER_BIN")?, get("LLAMA_MODEL")?))
+    };
+    from_env().or_else(from_file)
+}
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start() -> Option<Server> {
+    let Some((bin, model)) = engine() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "llama-server is not installed: run scripts/install-llama-server.sh (make test does)"
+        );
+        eprintln!("SKIPPED: llama-server not installed; run scripts/install-llama-server.sh");
+        return None;
+    };
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let lib_dir = bin.parent().unwrap().to_path_buf();
+    let child = Command::new(&bin)
+        .args(["-m"])
+        .arg(&model)
+        .args([
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "-t",
+            "1",
+            "-np",
+            "4",
+            "-c",
+            "4096",
+        ])
+        .args(["--metrics", "--no-webui", "-a", "smollm2-135m"])
+        .env("LD_LIBRARY_PATH", lib_dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting llama-server");
+    let server = Server {
+        child,
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while Instant::now() < deadline {
+        let ok = Command::new("curl")
+            .args(["-sf", &format!("{}/health", server.url)])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if ok {
+            return Some(server);
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    panic!("llama-server did not become healthy within 120 s");
+}
+
+fn statement(path: &Path) -> serde_json::Value {
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    use base64::Engine;
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(envelope["payload"].as_str().unwrap())
+        .unwrap();
+    serde_json::from_slice(&payload).unwrap()
+}
+
+fn run(server: &Server, dir: &Path, name: &str, args: &[&str]) -> serde_json::Value {
+    let out = dir.join(name);
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["run", "--target", &server.url, "--no-sign", "--out"])
+        .arg(&out)
+        .args([
+            "--data",
+            "prompt_tokens=24,output_tokens=12",
+            "--request-timeout",
+            "120",
+        ])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "runner run {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    statement(&out)
+}
+
+fn labels(st: &serde_json::Value) -> Vec<String> {
+    let list = st["predicate"]["benchmarks"].as_array().unwrap();
+    list.iter()
+        .map(|b| b["label"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn check(st: &serde_json::Value, benchmarks: usize) {
+    let p = &st["predicate"];
+    assert_eq!(p["engine"]["name"], "llama.cpp", "{}", p["engine"]);
+    assert_eq!(p["model"]["id"], "smollm2-135m");
+    let list = p["benchmarks"].as_array().unwrap();
+    assert_eq!(
+        list.len(),
+        benchmarks,
+        "{:?}",
+        list.iter().map(|b| &b["label"]).collect::<Vec<_>>()
+    );
+    for b in list {
+        assert!(b["summary"]["requests"]["completed"].as_u64().unwrap() > 0);
+        for r in b["records"].as_array().unwrap() {
+            assert!(r["error"].is_null(), "{}: {}", b["label"], r["error"]);
+            assert_eq!(r["output_tokens_client"], 12, "client count");
+            assert_eq!(r["output_tokens_server"], 12, "server usage");
+            // Prompts are built with the server's own /tokenize, plus what it adds (BOS, chat template).
+            assert_eq!(
+                r["input_tokens_server"], r["input_tokens_client"],
+                "prompt length"
+            );
+        }
+    }
+}
+
+#[test]
+fn synchronous_concurrent_and_sweep_runs_through_both_openai_backends() {
+    let Some(server) = start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for backend in ["openai-completions", "openai-chat"] {
+        let sync = run(
+            &server,
+            dir.path(),
+            &format!("{backend}-sync.json"),
+            &["--backend", backend, "--max-requests", "3"],
+        );
+        check(&sync, 1);
+        let conc = run(
+            &server,
+            dir.path(),
+            &format!("{backend}-conc.json"),
+            &[
+                "--backend",
+                backend,
+                "--profile",
+                "concurrent",
+                "--concurrency",
+                "2",
+                "--max-requests",
+                "4",
+            ],
+        );
+        check(&conc, 1);
+        let sweep = run(
+            &server,
+            dir.path(),
+            &format!("{backend}-sweep.json"),
+            &[
+                "--backend",
+                backend,
+                "--profile",
+                "sweep",
+                "--sweep-rates",
+                "2",
+                "--max-requests",
+                "4",
+            ],
+        );
+        // synchronous, throughput, then two rates between — unless one CPU thread serving 4
+        // slots is no faster than one at a time, which the result must then say.
+        let names = labels(&sweep);
+        assert_eq!(names[..2], ["synchronous", "throughput"]);
+        if names.len() == 2 {
+            let flags = sweep["predicate"]["validity"].as_array().unwrap();
+            assert!(
+                flags
+                    .iter()
+                    .any(|f| f["code"] == "saturated" && f["benchmark"].is_null()),
+                "{flags:?}"
+            );
+        } else {
+            assert!(
+                names[2..].iter().all(|n| n.starts_with("constant@")),
+                "{names:?}"
+            );
+        }
+        assert!(names.len() == 2 || names.len() == 4, "{names:?}");
+        check(&sweep, names.len());
+    }
+}
