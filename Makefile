@@ -31,7 +31,7 @@ deps:
 llama-server: deps
 	scripts/install-llama-server.sh
 
-demo: build-release wasm
+demo: deps build-release wasm
 	scripts/demo.sh $(RUNNER_RELEASE) $(DEMO)
 
 test: deps llama-server build wasm test-rust test-node test-python

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond the Rust toolchain, on a fresh Debian machine, idempotently:
-#   apt:  openssl, nodejs (when missing), python3-venv (when venv is missing)
+#   apt:  openssl, curl, nodejs (when missing), python3-venv (when venv is missing)
 #   pip:  a project venv in .venv with the independent verifiers (securesystemslib, cryptography,
 #         jsonschema) and pytest, at pinned versions
 # The wasm toolchain is scripts/build-wasm.sh's business.
@@ -12,6 +12,7 @@ say() { printf 'install-deps: %s\n' "$*" >&2; }
 
 apt_pkgs=()
 command -v openssl >/dev/null 2>&1 || apt_pkgs+=(openssl)
+command -v curl >/dev/null 2>&1 || apt_pkgs+=(curl)
 command -v node >/dev/null 2>&1 || apt_pkgs+=(nodejs)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || apt_pkgs+=(python3-venv)
 if [ ${#apt_pkgs[@]} -gt 0 ]; then

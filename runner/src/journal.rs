@@ -66,11 +66,19 @@ impl Journal {
             .write(true)
             .create_new(true)
             .open(path)
-            .with_context(|| {
-                format!(
-                    "creating journal {} (an old one must be finalized or removed first)",
-                    path.display()
-                )
+            .map_err(|e| {
+                // Finalizing does not remove a journal, so only moving it away lets a run
+                // with the same --out start; other errors (no such directory) get no hint.
+                let hint = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    format!(
+                        " (it may hold an unfinished run: `runner finalize {0}` writes its \
+                         result; then move {0} away, or choose another --out)",
+                        path.display()
+                    )
+                } else {
+                    String::new()
+                };
+                anyhow::Error::new(e).context(format!("creating journal {}{hint}", path.display()))
             })?;
         Ok(Journal {
             path: path.to_path_buf(),

@@ -105,6 +105,23 @@ pub async fn execute(
     key: Option<ed25519_dalek::SigningKey>,
     out: PathBuf,
 ) -> Result<(), Failure> {
+    // First, before asking the server anything: a journal left by an earlier run is never overwritten.
+    let path = journal::path_for(&out);
+    let journal = Arc::new(Journal::create(&path).map_err(Failure::Input)?);
+    let result = measure(spec, key, out, journal).await;
+    if result.is_err() && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
+        // Nothing was journaled (the server could not be used): leave no obstacle to a rerun.
+        let _ = std::fs::remove_file(&path);
+    }
+    result
+}
+
+async fn measure(
+    spec: RunSpec,
+    key: Option<ed25519_dalek::SigningKey>,
+    out: PathBuf,
+    journal: Arc<Journal>,
+) -> Result<(), Failure> {
     let input = Failure::Input;
     let api_key = std::env::var("OPENAI_API_KEY")
         .or_else(|_| std::env::var("PROVEBENCH_API_KEY"))
@@ -124,7 +141,6 @@ pub async fn execute(
     let (engine_name, engine_version) = probe::engine_identity(&reported);
     tracing::info!(target = %base, engine = %engine_name, version = ?engine_version, %model, "server");
     let counter = TokenCounter::detect(&http, &base, &model).await;
-    let journal = Arc::new(Journal::create(&journal::path_for(&out)).map_err(input)?);
     let started = SystemTime::now();
     let mut run = Run {
         id: crate::commands::synth::run_id().map_err(input)?,
@@ -158,12 +174,19 @@ pub async fn execute(
 
     let (cancel_tx, cancel) = watch::channel(false);
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            tracing::warn!(
-                "interrupted: cancelling requests in flight and writing what was measured"
-            );
-            let _ = cancel_tx.send(true);
+        match tokio::signal::ctrl_c().await {
+            Ok(()) => {
+                tracing::warn!(
+                    "interrupted: cancelling requests in flight and writing what was measured"
+                );
+                let _ = cancel_tx.send(true);
+            }
+            Err(e) => tracing::warn!(
+                "Ctrl-C cannot be caught ({e}); an interrupt will lose the requests in flight"
+            ),
         }
+        // The sender lives as long as the run: a dropped sender would read as "cancel".
+        std::future::pending::<()>().await;
     });
     let endpoint = Arc::new(Endpoint {
         http,

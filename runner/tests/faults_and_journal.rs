@@ -1,0 +1,490 @@
+//! Failures and interruptions, through the real binary: `runner sim` as a child serving
+//! faults, `runner run` against it, then the written result decoded and verified.
+//!
+//! * Every simulated fault lands in its error class (HTTP 500 → `http_server`, 429 →
+//!   `rate_limited`, reset → `reset`, stall → `stall`, malformed → `malformed`), the
+//!   summary counts it, a benchmark where nothing succeeded is flagged `all_failed`, and
+//!   the run still exits and writes a result that `runner verify` accepts.
+//! * A run killed with SIGKILL loses no completed record: `runner finalize` turns its
+//!   journal into a signed result marked incomplete, and a new run refuses to start
+//!   over that journal.
+//! * Ctrl-C (SIGINT) stops a run with exit 130, writing what was measured, marked
+//!   incomplete, with the requests in flight recorded as `cancelled`.
+//!
+//! Every wait is bounded: a child that outlives its limit is killed and the test fails,
+//! and every child is killed when its guard drops, so a failed assertion leaves nothing
+//! running. Servers listen on 127.0.0.1 only.
+
+use base64::Engine as _;
+use serde_json::Value;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Longest any single child may take. Runs here take well under 5 s; the margin is for
+/// a loaded 2-core machine building something else at the same time.
+const LIMIT: Duration = Duration::from_secs(60);
+/// How often bounded waits look again.
+const POLL: Duration = Duration::from_millis(10);
+
+// ---------------------------------------------------------------------------------------
+// Children, bounded and reaped.
+
+/// A child killed and reaped when dropped, so a failing test leaves no process behind.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `runner ARGS` in `dir`, quiet logs, no API key from the caller's environment.
+/// `args` is split on whitespace: every argument here is a relative path, a number or a
+/// URL, so none contains a space.
+fn runner(dir: &Path, args: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.current_dir(dir)
+        .args(args.split_whitespace())
+        .env("RUST_LOG", "warn")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("PROVEBENCH_API_KEY")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Waits for `child` at most `limit`; past it, kills the child and fails the test.
+fn wait_bounded(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {limit:?}: killed");
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Starts `runner ARGS` with stdout and stderr going to files in `dir` (a pipe nobody
+/// reads could fill up and block the child); `name` names the files.
+fn spawn(dir: &Path, name: &str, args: &str) -> Guard {
+    let out = File::create(dir.join(format!("{name}.stdout"))).unwrap();
+    let err = File::create(dir.join(format!("{name}.stderr"))).unwrap();
+    Guard(
+        runner(dir, args)
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("starting runner"),
+    )
+}
+
+/// What a child spawned as `name` wrote, stdout then stderr, for failure messages.
+fn output_of(dir: &Path, name: &str) -> String {
+    let read = |ext| std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).unwrap_or_default();
+    format!("{}{}", read("stdout"), read("stderr"))
+}
+
+/// Runs `runner ARGS` to its end within [`LIMIT`]; its exit status and output.
+fn run_to_end(dir: &Path, name: &str, args: &str) -> (ExitStatus, String) {
+    let mut child = spawn(dir, name, args);
+    let status = wait_bounded(&mut child.0, LIMIT, &format!("runner {args}"));
+    (status, output_of(dir, name))
+}
+
+/// `runner sim` on 127.0.0.1 and a free port; stopped when dropped.
+struct Sim {
+    _child: Guard,
+    url: String,
+}
+
+fn start_sim(dir: &Path, flags: &str) -> Sim {
+    let mut child = runner(dir, &format!("sim --host 127.0.0.1 --port 0 {flags}"))
+        .stdout(Stdio::piped())
+        .stderr(File::create(dir.join("sim.stderr")).unwrap())
+        .spawn()
+        .expect("starting runner sim");
+    let stdout = child.stdout.take().unwrap();
+    let child = Guard(child);
+    // The URL is alone on the first line. read_line blocks, so it runs on a thread and
+    // the wait for it is bounded; if the sim never prints, the guard kills it, which
+    // ends the thread's read with EOF.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(LIMIT).unwrap_or_else(|_| {
+        panic!(
+            "runner sim printed no URL within {LIMIT:?}: {}",
+            std::fs::read_to_string(dir.join("sim.stderr")).unwrap_or_default()
+        )
+    });
+    let url = line.trim().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "sim printed {line:?}");
+    Sim { _child: child, url }
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading results and journals.
+
+/// The in-toto statement inside a result's DSSE envelope.
+fn statement(path: &Path) -> Value {
+    let envelope: Value = serde_json::from_slice(&std::fs::read(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(envelope["payload"].as_str().expect("payload"))
+        .expect("payload is base64");
+    serde_json::from_slice(&payload).expect("payload is JSON")
+}
+
+/// The records of the statement's only benchmark.
+fn records(stmt: &Value) -> &Vec<Value> {
+    let benchmarks = stmt["predicate"]["benchmarks"].as_array().unwrap();
+    assert_eq!(benchmarks.len(), 1, "one benchmark expected");
+    benchmarks[0]["records"].as_array().unwrap()
+}
+
+/// A record's error class, `None` when it completed.
+fn class(record: &Value) -> Option<&str> {
+    record["error"]["class"].as_str()
+}
+
+fn validity_codes(stmt: &Value) -> Vec<&str> {
+    stmt["predicate"]["validity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect()
+}
+
+/// Complete record lines in a journal. A line still being written is not JSON yet and
+/// is not counted, so this never overcounts while the run is going.
+fn journal_records(path: &Path) -> usize {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return 0;
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "record")
+        .count()
+}
+
+/// Polls until the journal holds at least `n` records; their count then.
+fn wait_for_records(child: &mut Child, journal: &Path, n: usize) -> usize {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let have = journal_records(journal);
+        if have >= n {
+            return have;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run exited ({status}) before journaling {n} records");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {have} records journaled within {LIMIT:?}"
+        );
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Writes key pair `name` in `dir`.
+fn keygen(dir: &Path, name: &str) {
+    let (status, out) = run_to_end(dir, "keygen", &format!("keygen {name}"));
+    assert!(status.success(), "keygen: {out}");
+}
+
+/// `runner verify FILE --key PUB` must accept the file: signature, schema, and every
+/// summary and record-derived flag recomputed from the raw records.
+fn assert_verifies(dir: &Path, file: &str, public_key: &str) {
+    let (status, out) = run_to_end(dir, "verify", &format!("verify {file} --key {public_key}"));
+    assert!(status.success(), "verify {file}: {out}");
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Faults land in their class, and the run still ends with a result.
+
+/// Runs a small concurrent benchmark against a simulator with `fault` flags and checks
+/// that exactly the failed records carry `expected`, the summary agrees, and the result
+/// verifies. Returns the statement for checks particular to the fault.
+fn fault_case(fault: &str, expected: &str) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    keygen(d, "lab");
+    let sim = start_sim(d, &format!("--ttft-ms 2 --itl-ms 1 {fault}"));
+    // A stall timeout of 0.2 s: well above the simulator's normal gaps (1-2 ms), well
+    // below the stall it injects (1 s), so a stall can only be recognised by the client.
+    let (status, out) = run_to_end(
+        d,
+        "run",
+        &format!(
+            "run --target {} --key lab.key --out x.json --profile concurrent --concurrency 4 \
+             --max-requests 20 --data prompt_tokens=8,output_tokens=8 --stall-timeout 0.2",
+            sim.url
+        ),
+    );
+    // Failed requests are data, not a failed run: the result is written and the exit is 0.
+    assert!(status.success(), "runner run with {fault:?}: {out}");
+    let stmt = statement(&d.join("x.json"));
+    let recs = records(&stmt);
+    assert_eq!(recs.len(), 20, "every request is recorded");
+
+    let failed: Vec<&Value> = recs.iter().filter(|r| class(r).is_some()).collect();
+    for r in &failed {
+        assert_eq!(class(r), Some(expected), "{fault:?}: {r}");
+        assert!(
+            !r["error"]["message"].as_str().unwrap().is_empty(),
+            "an error says what happened: {r}"
+        );
+    }
+    for r in recs.iter().filter(|r| class(r).is_none()) {
+        // The requests the simulator left alone complete in full.
+        assert_eq!(r["output_tokens_client"], 8, "{r}");
+    }
+    let requests = &stmt["predicate"]["benchmarks"][0]["summary"]["requests"];
+    assert_eq!(requests["failed"], failed.len(), "{requests}");
+    let mut by_class = serde_json::Map::new();
+    if !failed.is_empty() {
+        by_class.insert(expected.into(), failed.len().into());
+    }
+    assert_eq!(
+        requests["errors_by_class"],
+        Value::Object(by_class),
+        "{requests}"
+    );
+    let codes = validity_codes(&stmt);
+    if failed.len() == recs.len() {
+        assert!(codes.contains(&"all_failed"), "{codes:?}");
+    } else {
+        assert!(!codes.contains(&"all_failed"), "{codes:?}");
+    }
+    assert_eq!(stmt["predicate"]["run"]["complete"], true);
+    assert_verifies(d, "x.json", "lab.pub");
+    stmt
+}
+
+/// Fails the test unless every request failed (fraction 1.0) and the benchmark says so.
+fn assert_all_failed(stmt: &Value) {
+    let recs = records(stmt);
+    assert!(recs.iter().all(|r| class(r).is_some()));
+    let flag = stmt["predicate"]["validity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "all_failed")
+        .expect("all_failed flag");
+    assert_eq!(flag["severity"], "error");
+    assert_eq!(flag["benchmark"], 0);
+}
+
+/// Fails the test unless some requests failed and some completed (fraction 0.5).
+fn assert_mixed(stmt: &Value) {
+    let failed = records(stmt).iter().filter(|r| class(r).is_some()).count();
+    assert!(
+        (1..20).contains(&failed),
+        "{failed} of 20 failed; fraction 0.5 (seeded) should give some of each"
+    );
+}
+
+/// Fails the test unless every error message names the HTTP status the server sent.
+fn assert_messages_name(stmt: &Value, status: &str) {
+    for r in records(stmt) {
+        let message = r["error"]["message"].as_str().unwrap();
+        assert!(message.contains(status), "{message}");
+    }
+}
+
+#[test]
+fn http_500_is_http_server() {
+    let stmt = fault_case("--error-fraction 1.0", "http_server");
+    assert_all_failed(&stmt);
+    assert_messages_name(&stmt, "HTTP 500");
+}
+
+#[test]
+fn http_429_is_rate_limited() {
+    let stmt = fault_case("--rate-limit-fraction 1.0", "rate_limited");
+    assert_all_failed(&stmt);
+    assert_messages_name(&stmt, "HTTP 429");
+}
+
+#[test]
+fn a_connection_reset_mid_stream_is_reset() {
+    let stmt = fault_case("--reset-fraction 0.5 --reset-after-tokens 3", "reset");
+    assert_mixed(&stmt);
+    // The tokens that arrived before the reset are kept in the record.
+    for r in records(&stmt).iter().filter(|r| class(r).is_some()) {
+        assert_eq!(r["output_tokens_client"], 3, "{r}");
+    }
+}
+
+#[test]
+fn a_stream_that_stops_is_a_stall_and_is_abandoned_at_the_stall_timeout() {
+    let stmt = fault_case(
+        "--stall-fraction 0.5 --stall-after-tokens 2 --stall-ms 1000",
+        "stall",
+    );
+    assert_mixed(&stmt);
+    for r in records(&stmt).iter().filter(|r| class(r).is_some()) {
+        // Given up after the 0.2 s stall timeout, not after the server resumed at 1 s.
+        let held_us = r["end_us"].as_u64().unwrap() - r["sent_us"].as_u64().unwrap();
+        assert!(held_us < 900_000, "held {held_us} µs: {r}");
+        assert_eq!(r["output_tokens_client"], 2, "{r}");
+    }
+}
+
+#[test]
+fn an_event_that_is_not_json_is_malformed() {
+    let stmt = fault_case(
+        "--malformed-fraction 1.0 --malformed-after-tokens 2",
+        "malformed",
+    );
+    assert_all_failed(&stmt);
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. The journal survives SIGKILL.
+
+/// The simulator slowed to ~0.2 s a request (20 ms TTFT, 20 ms a token, 10 tokens), so a
+/// run is still going when it is killed or interrupted.
+const SLOW: &str = "--ttft-ms 20 --itl-ms 20";
+
+#[test]
+fn a_journal_left_by_sigkill_finalizes_into_a_signed_incomplete_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    keygen(d, "lab");
+    let sim = start_sim(d, SLOW);
+    let journal = d.join("r.json.journal.jsonl");
+    let run_args = |max_requests: u32| {
+        format!(
+            "run --target {} --key lab.key --out r.json --profile synchronous \
+             --max-requests {max_requests} --data prompt_tokens=8,output_tokens=10",
+            sim.url
+        )
+    };
+    let mut run = spawn(d, "run", &run_args(200));
+    let seen = wait_for_records(&mut run.0, &journal, 3);
+    run.0.kill().unwrap(); // SIGKILL: no handler runs, nothing is flushed or finished.
+    let status = wait_bounded(&mut run.0, LIMIT, "the killed run");
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "{status}");
+    assert!(!d.join("r.json").exists(), "a killed run writes no result");
+    // Records may have landed between the count and the kill; all of them must survive.
+    let journaled = journal_records(&journal);
+    assert!(journaled >= seen);
+
+    let (status, out) = run_to_end(d, "finalize", "finalize r.json.journal.jsonl --key lab.key");
+    assert!(status.success(), "finalize: {out}");
+    assert_verifies(d, "r.json", "lab.pub");
+    let stmt = statement(&d.join("r.json"));
+    assert_eq!(stmt["predicate"]["run"]["complete"], false);
+    assert!(validity_codes(&stmt).contains(&"incomplete"));
+    let recs = records(&stmt);
+    assert_eq!(recs.len(), journaled, "every journaled record is kept");
+    for r in recs {
+        assert_eq!(
+            class(r),
+            None,
+            "only completed requests were journaled: {r}"
+        );
+        assert_eq!(r["output_tokens_client"], 10, "{r}");
+    }
+
+    // A kill can leave the last line half-written; finalize drops it and keeps the rest.
+    let mut torn = std::fs::read(&journal).unwrap();
+    let last_line = torn[..torn.len() - 1]
+        .rsplit(|&b| b == b'\n')
+        .next()
+        .unwrap()
+        .to_vec();
+    torn.extend_from_slice(&last_line[..last_line.len() / 2]);
+    std::fs::write(d.join("torn.jsonl"), torn).unwrap();
+    let (status, out) = run_to_end(
+        d,
+        "finalize-torn",
+        "finalize torn.jsonl --out torn.json --key lab.key",
+    );
+    assert!(status.success(), "finalize with a torn last line: {out}");
+    assert_verifies(d, "torn.json", "lab.pub");
+    assert_eq!(records(&statement(&d.join("torn.json"))).len(), journaled);
+
+    // The journal may hold a killed run's records, so a new run with the same --out
+    // refuses to start (exit 3, naming the journal and the way out) and leaves the
+    // result alone. Finalizing does not remove the journal: the refusal still holds.
+    let finalized = std::fs::read(d.join("r.json")).unwrap();
+    // (Three requests, so that a run that wrongly starts still ends soon.)
+    let (status, out) = run_to_end(d, "rerun", &run_args(3));
+    assert_eq!(status.code(), Some(3), "{out}");
+    assert!(
+        out.contains("r.json.journal.jsonl") && out.contains("another --out"),
+        "{out}"
+    );
+    assert_eq!(std::fs::read(d.join("r.json")).unwrap(), finalized);
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Ctrl-C.
+
+#[test]
+fn ctrl_c_writes_what_was_measured_and_cancels_what_was_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    keygen(d, "lab");
+    let sim = start_sim(d, SLOW);
+    let journal = d.join("c.json.journal.jsonl");
+    // Three in flight at every moment, so the interrupt always catches some mid-request.
+    let mut run = spawn(
+        d,
+        "run",
+        &format!(
+            "run --target {} --key lab.key --out c.json --profile concurrent --concurrency 3 \
+             --max-requests 200 --data prompt_tokens=8,output_tokens=10",
+            sim.url
+        ),
+    );
+    // Records in the journal mean the benchmark (and the signal handler) is running.
+    wait_for_records(&mut run.0, &journal, 3);
+    let pid = run.0.id() as libc::pid_t;
+    // SAFETY: kill(2) with the pid of our own child, which has not been reaped yet (so
+    // the pid cannot have been reused).
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    let status = wait_bounded(&mut run.0, LIMIT, "the interrupted run");
+    assert_eq!(status.code(), Some(130), "{}", output_of(d, "run"));
+
+    assert_verifies(d, "c.json", "lab.pub");
+    let stmt = statement(&d.join("c.json"));
+    assert_eq!(stmt["predicate"]["run"]["complete"], false);
+    assert!(validity_codes(&stmt).contains(&"incomplete"));
+    let recs = records(&stmt);
+    let cancelled = recs
+        .iter()
+        .filter(|r| class(r) == Some("cancelled"))
+        .count();
+    assert!(
+        (1..=3).contains(&cancelled),
+        "{cancelled} cancelled of 3 in flight"
+    );
+    for r in recs.iter().filter(|r| class(r) != Some("cancelled")) {
+        assert_eq!(class(r), None, "{r}");
+        assert_eq!(r["output_tokens_client"], 10, "{r}");
+    }
+    let requests = &stmt["predicate"]["benchmarks"][0]["summary"]["requests"];
+    assert_eq!(
+        requests["errors_by_class"],
+        serde_json::json!({ "cancelled": cancelled })
+    );
+    // The result and the journal agree: every record, cancelled ones included, was journaled.
+    assert_eq!(journal_records(&journal), recs.len());
+}
