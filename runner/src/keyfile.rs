@@ -84,6 +84,13 @@ pub fn load_signing_key(path: &Path) -> Result<SigningKey> {
         .map_err(|e| anyhow::anyhow!("{}: not an Ed25519 PKCS#8 PEM key: {e}", path.display()))
 }
 
+/// The signing key a `--key` flag names, if any (a refused key is exit 4).
+pub fn load_optional(path: Option<&Path>) -> Result<Option<SigningKey>, crate::Failure> {
+    path.map(load_signing_key)
+        .transpose()
+        .map_err(crate::Failure::Key)
+}
+
 /// Trusted keys from SPKI PEM files (each named after its file) and trusted-keys files.
 pub fn load_trusted(pems: &[PathBuf], key_files: &[PathBuf]) -> Result<Vec<TrustedKey>> {
     let mut trusted = Vec::new();

@@ -1,6 +1,9 @@
 //! Writing results: whole files or nothing, never a half-written document.
 
+use crate::Failure;
 use anyhow::{Context, Result};
+use ed25519_dalek::SigningKey;
+use schemas::{Predicate, Statement};
 use std::io::Write;
 use std::path::Path;
 
@@ -30,4 +33,19 @@ fn tempfile_in(dir: &Path, target: &Path) -> Result<(std::path::PathBuf, std::fs
     let file =
         std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
     Ok((tmp, file))
+}
+
+/// Seals `predicate` (summaries and record-derived flags computed from its records),
+/// signs it with `key` (unsigned without one) and writes the envelope to `out`.
+/// Returns the statement and the size of the file written.
+pub fn write_result(
+    predicate: Predicate,
+    key: Option<&SigningKey>,
+    out: &Path,
+) -> Result<(Statement, usize), Failure> {
+    let statement = schemas::seal::seal(predicate).map_err(|e| Failure::Input(e.into()))?;
+    let bytes =
+        serde_json::to_vec(&schemas::seal::envelope(&statement, key)).expect("envelopes serialise");
+    write_atomically(out, &bytes).map_err(Failure::Input)?;
+    Ok((statement, bytes.len() + 1))
 }

@@ -8,12 +8,7 @@ use schemas::validity::{Flag, FlagCode, Severity};
 use std::path::PathBuf;
 
 pub fn run(args: &FinalizeArgs) -> Result<(), Failure> {
-    let key = args
-        .key
-        .as_deref()
-        .map(keyfile::load_signing_key)
-        .transpose()
-        .map_err(Failure::Key)?;
+    let key = keyfile::load_optional(args.key.as_deref())?;
     let (mut predicate, complete) = journal::read(&args.journal).map_err(Failure::Input)?;
     if !complete
         && !predicate
@@ -38,13 +33,7 @@ pub fn run(args: &FinalizeArgs) -> Result<(), Failure> {
                 .map_or_else(|| format!("{name}.json"), String::from),
         )
     });
-    let statement = schemas::seal::seal(predicate).map_err(|e| Failure::Input(e.into()))?;
-    let envelope = schemas::seal::envelope(&statement, key.as_ref());
-    output::write_atomically(
-        &out,
-        &serde_json::to_vec(&envelope).expect("envelopes serialise"),
-    )
-    .map_err(Failure::Input)?;
+    output::write_result(predicate, key.as_ref(), &out)?;
     tracing::info!(out = %out.display(), records, complete, "finalized journal");
     Ok(())
 }

@@ -65,12 +65,7 @@ pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
 pub fn run(args: &RunArgs) -> Result<(), Failure> {
     let spec = resolve_spec(args).map_err(Failure::Input)?;
     spec.validate().map_err(Failure::Input)?;
-    let key = args
-        .key
-        .as_deref()
-        .map(keyfile::load_signing_key)
-        .transpose()
-        .map_err(Failure::Key)?;
+    let key = keyfile::load_optional(args.key.as_deref())?;
     let out = args.out.clone().unwrap_or_else(default_out);
     // One thread drives every request: at about a microsecond of CPU a token it carries
     // tens of thousands of tokens a second, and it keeps the path from socket to
@@ -263,13 +258,7 @@ async fn measure(
         benchmarks,
         validity: flags,
     };
-    let statement = schemas::seal::seal(predicate).map_err(|e| input(e.into()))?;
-    let envelope = schemas::seal::envelope(&statement, key.as_ref());
-    output::write_atomically(
-        &out,
-        &serde_json::to_vec(&envelope).expect("envelopes serialise"),
-    )
-    .map_err(input)?;
+    let (statement, _) = output::write_result(predicate, key.as_ref(), &out)?;
     if !interrupted {
         journal.write(&Line::End {
             finished_at: run.finished_at.clone(),

@@ -6,12 +6,7 @@ use schemas::document::Run;
 use std::time::SystemTime;
 
 pub fn run(args: &SynthArgs) -> Result<(), Failure> {
-    let key = args
-        .key
-        .as_deref()
-        .map(keyfile::load_signing_key)
-        .transpose()
-        .map_err(Failure::Key)?;
+    let key = keyfile::load_optional(args.key.as_deref())?;
     let started = SystemTime::now();
     let spec = synth::Spec {
         seed: args.seed,
@@ -35,10 +30,7 @@ pub fn run(args: &SynthArgs) -> Result<(), Failure> {
         complete: true,
     };
     let predicate = synth::predicate(&spec, run, provenance::host::detect());
-    let statement = schemas::seal::seal(predicate).map_err(|e| Failure::Input(e.into()))?;
-    let envelope = schemas::seal::envelope(&statement, key.as_ref());
-    let bytes = serde_json::to_vec(&envelope).expect("envelopes serialise");
-    output::write_atomically(&args.out, &bytes).map_err(Failure::Input)?;
+    let (statement, written) = output::write_result(predicate, key.as_ref(), &args.out)?;
     let tokens: u64 = statement
         .predicate
         .benchmarks
@@ -55,10 +47,10 @@ pub fn run(args: &SynthArgs) -> Result<(), Failure> {
     tracing::info!(
         out = %args.out.display(),
         signed = key.is_some(),
-        bytes = bytes.len() + 1,
+        bytes = written,
         tokens,
         token_timing_bytes_per_token = format!("{:.2}", gap_bytes as f64 / tokens.max(1) as f64),
-        document_bytes_per_token = format!("{:.2}", (bytes.len() + 1) as f64 / tokens.max(1) as f64),
+        document_bytes_per_token = format!("{:.2}", written as f64 / tokens.max(1) as f64),
         "wrote synthetic result"
     );
     Ok(())
