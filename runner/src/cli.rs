@@ -70,12 +70,8 @@ pub struct SynthArgs {
     /// Where to write the result.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
-    /// Signing key (PKCS#8 PEM, readable by its owner only).
-    #[arg(long, value_name = "FILE", required_unless_present = "no_sign")]
-    pub key: Option<PathBuf>,
-    /// Write an unsigned envelope (no key).
-    #[arg(long, conflicts_with = "key")]
-    pub no_sign: bool,
+    #[command(flatten)]
+    pub sign: SignArgs,
     /// Requests in each of the four benchmarks.
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub requests: u32,
@@ -190,12 +186,8 @@ pub struct RunArgs {
     /// Result file (default: provebench-<UTC time>.json); the journal goes beside it.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
-    /// Signing key (PKCS#8 PEM, private to its owner).
-    #[arg(long, value_name = "FILE", required_unless_present = "no_sign")]
-    pub key: Option<PathBuf>,
-    /// Write an unsigned result.
-    #[arg(long, conflicts_with = "key")]
-    pub no_sign: bool,
+    #[command(flatten)]
+    pub sign: SignArgs,
 }
 
 /// `runner finalize JOURNAL`: a signed result from a journal a run left behind.
@@ -206,8 +198,17 @@ pub struct FinalizeArgs {
     /// Result file (default: the journal's name without `.journal.jsonl`).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub sign: SignArgs,
+}
+
+/// How a result is signed: `--key FILE`, or explicitly `--no-sign`.
+#[derive(Args, Debug)]
+pub struct SignArgs {
+    /// Signing key (PKCS#8 PEM, readable by its owner only; `runner keygen` writes one).
     #[arg(long, value_name = "FILE", required_unless_present = "no_sign")]
     pub key: Option<PathBuf>,
+    /// Write an unsigned result (it will verify as UNSIGNED).
     #[arg(long, conflicts_with = "key")]
     pub no_sign: bool,
 }

@@ -8,7 +8,7 @@ use schemas::validity::{Flag, FlagCode, Severity};
 use std::path::PathBuf;
 
 pub fn run(args: &FinalizeArgs) -> Result<(), Failure> {
-    let key = keyfile::load_optional(args.key.as_deref())?;
+    let key = keyfile::load_optional(args.sign.key.as_deref())?;
     let (mut predicate, complete) = journal::read(&args.journal).map_err(Failure::Input)?;
     if !complete
         && !predicate

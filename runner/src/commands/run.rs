@@ -65,7 +65,7 @@ pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
 pub fn run(args: &RunArgs) -> Result<(), Failure> {
     let spec = resolve_spec(args).map_err(Failure::Input)?;
     spec.validate().map_err(Failure::Input)?;
-    let key = keyfile::load_optional(args.key.as_deref())?;
+    let key = keyfile::load_optional(args.sign.key.as_deref())?;
     let out = args.out.clone().unwrap_or_else(default_out);
     // One thread drives every request: at about a microsecond of CPU a token it carries
     // tens of thousands of tokens a second, and it keeps the path from socket to

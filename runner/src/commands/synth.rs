@@ -6,7 +6,7 @@ use schemas::document::Run;
 use std::time::SystemTime;
 
 pub fn run(args: &SynthArgs) -> Result<(), Failure> {
-    let key = keyfile::load_optional(args.key.as_deref())?;
+    let key = keyfile::load_optional(args.sign.key.as_deref())?;
     let started = SystemTime::now();
     let spec = synth::Spec {
         seed: args.seed,
