@@ -345,3 +345,56 @@ async fn latency_legs() {
         eprintln!("sent {sent:?}\nrecv {received:?}\nwrit {written:?}\nfirst {first:?}\n");
     }
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_grid_runs_one_benchmark_per_cell_with_exact_lengths() {
+    let _timing = crate::clock::timing_test_lock();
+    let cfg = SimConfig {
+        ttft_ms: 2.0,
+        itl_ms: 1.0,
+        ..fixed_sim()
+    };
+    let sim = SimServer::start(cfg).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let grid = crate::spec::parse_grid(&["input=16,32".into(), "output=4,8".into()]).unwrap();
+    let spec = RunSpec {
+        grid: Some(grid),
+        max_requests: Some(3),
+        ..RunSpec::default()
+    };
+    let st = run_against(&sim, spec, dir.path(), "grid.json").await;
+    let cells: Vec<(String, u32, u32)> = st
+        .predicate
+        .benchmarks
+        .iter()
+        .map(|b| match &b.workload {
+            schemas::document::Workload::Synthetic {
+                prompt_tokens,
+                output_tokens,
+                ..
+            } => (b.label.clone(), *prompt_tokens, *output_tokens),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let expected = [(16, 4), (16, 8), (32, 4), (32, 8)];
+    assert_eq!(cells.len(), 4);
+    for ((label, i, o), (ei, eo)) in cells.iter().zip(expected) {
+        assert_eq!((*i, *o), (ei, eo));
+        assert_eq!(label, &format!("synchronous in={ei} out={eo}"));
+    }
+    for b in &st.predicate.benchmarks {
+        let (i, o) = match &b.workload {
+            schemas::document::Workload::Synthetic {
+                prompt_tokens,
+                output_tokens,
+                ..
+            } => (*prompt_tokens, *output_tokens),
+            _ => unreachable!(),
+        };
+        assert!(b
+            .records
+            .iter()
+            .all(|r| r.input_tokens_server == Some(i) && r.output_tokens_server == Some(o)));
+    }
+    sim.shutdown().await;
+}

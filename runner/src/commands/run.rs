@@ -391,7 +391,16 @@ async fn run_benchmark(
 ) -> anyhow::Result<Option<f64>> {
     let s = &ctx.spec;
     let index = benchmarks.len() as u32;
-    let label = label(kind, rate, concurrency);
+    let label = match &s.grid {
+        // A grid's cells differ by workload, not profile: the label names the cell.
+        Some(_) => format!(
+            "{} in={} out={}",
+            label(kind, rate, concurrency),
+            data.prompt_tokens,
+            data.output_tokens
+        ),
+        None => label(kind, rate, concurrency),
+    };
     let n = s.prompt_budget(rate);
     let seed = s
         .seed
