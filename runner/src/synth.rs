@@ -5,8 +5,9 @@
 //!
 //! Model: TTFT = 25 ms + 0.04 ms × prompt tokens, × (1 + 0.3 × (queue depth − 1));
 //! ITL = 8 ms × (1 + 0.12 × (batch − 1)); ±10 % uniform jitter from a seeded
-//! SplitMix64, so the same seed gives the same document.
+//! SplitMix64 (`crate::rng`), so the same seed gives the same document.
 
+use crate::rng::Rng;
 use schemas::document::{
     Benchmark, Engine, Model, Phase, Predicate, Profile, ProfileKind, RawRecord, Run, Workload,
 };
@@ -21,22 +22,9 @@ pub struct Spec {
     pub output_tokens: u32,
 }
 
-/// SplitMix64: tiny, seedable, and the same on every platform.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [1 − spread, 1 + spread).
-    fn jitter(&mut self, spread: f64) -> f64 {
-        let unit = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        1.0 - spread + 2.0 * spread * unit
-    }
+/// Uniform in [1 − spread, 1 + spread).
+fn jitter(rng: &mut Rng, spread: f64) -> f64 {
+    1.0 - spread + 2.0 * spread * rng.unit()
 }
 
 /// The profiles of a small sweep: synchronous, two constant rates, throughput.
@@ -91,7 +79,7 @@ fn benchmark(
             (_, Some(rate)) => (f64::from(i) * 1e6 / rate.get()) as u64,
             _ => clock_us,
         };
-        let sent_us = scheduled_us + (40.0 * rng.jitter(0.5)) as u64;
+        let sent_us = scheduled_us + (40.0 * jitter(rng, 0.5)) as u64;
         let queue = if profile.kind == ProfileKind::Throughput {
             1.0 + f64::from(i) / 32.0
         } else {
@@ -99,11 +87,11 @@ fn benchmark(
         };
         let ttft = (25_000.0 + 40.0 * f64::from(spec.prompt_tokens))
             * (1.0 + 0.3 * (queue - 1.0))
-            * rng.jitter(0.1);
+            * jitter(rng, 0.1);
         let first = sent_us + ttft as u64;
         let mut arrivals = vec![first];
         for _ in 1..spec.output_tokens {
-            let itl = 8_000.0 * (1.0 + 0.12 * (batch - 1.0)) * rng.jitter(0.1);
+            let itl = 8_000.0 * (1.0 + 0.12 * (batch - 1.0)) * jitter(rng, 0.1);
             arrivals.push(arrivals.last().unwrap() + itl as u64);
         }
         let end_us = arrivals.last().unwrap() + 150;
@@ -149,7 +137,7 @@ fn empty_summary() -> Summary {
 
 /// A whole predicate of synthetic benchmarks; `run` supplies id, times and argv.
 pub fn predicate(spec: &Spec, run: Run, host: schemas::document::Host) -> Predicate {
-    let mut rng = Rng(spec.seed);
+    let mut rng = Rng::new(spec.seed);
     let benchmarks = profiles(spec.requests)
         .into_iter()
         .map(|(label, profile, load)| {
