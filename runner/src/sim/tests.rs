@@ -294,15 +294,16 @@ async fn timing_matches_configuration() {
         // request at a time: concurrent ones would share deadlines and queue for the two cores.
         send(2).await;
         let warmups = server.truth().len();
-        for _ in 0..5 {
+        // 15 requests: a median of 5 was at the mercy of one or two late vCPU wake-ups.
+        for _ in 0..15 {
             send(20).await;
         }
         let truth = server.truth().split_off(warmups);
-        assert_eq!(truth.len(), 5);
+        assert_eq!(truth.len(), 15);
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let ttft: Vec<f64> = truth.iter().map(|t| ms(t.token_written[0] - t.admitted)).collect();
         let itl: Vec<f64> = truth.iter().flat_map(|t| t.token_written.windows(2).map(|w| ms(w[1] - w[0]))).collect();
-        assert_eq!(itl.len(), 5 * 19);
+        assert_eq!(itl.len(), 15 * 19);
         let (ttft_med, itl_med) = (median(ttft.clone()), median(itl.clone()));
         let worst = itl.iter().map(|g| (g - 5.0).abs()).fold(0.0, f64::max);
         eprintln!("sim timing: TTFT median {ttft_med:.4} ms (want 11), ITL median {itl_med:.4} ms (want 5), worst ITL error {worst:.3} ms");
