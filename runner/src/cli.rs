@@ -111,6 +111,7 @@ pub struct TrustArgs {
 runner run --target http://127.0.0.1:8000 --profile sweep --max-requests 100 --data prompt_tokens=512,output_tokens=128\n  \
 runner run --profile poisson --rate 2,4,8 --max-seconds 60 --key lab.key\n  \
 runner run --grid input=128,512 output=128,512 --max-requests 50\n  \
+runner run --data sharegpt.json --profile poisson --rate 4 --max-requests 500 --tokenizer tokenizer.json\n  \
 runner run spec.toml --key lab.key\n\n\
 The API key, if the server needs one, comes from OPENAI_API_KEY (or PROVEBENCH_API_KEY) and never enters the result.")]
 pub struct RunArgs {
@@ -141,9 +142,19 @@ pub struct RunArgs {
     /// Open-loop kind of a sweep's rates.
     #[arg(long, value_enum)]
     pub sweep_kind: Option<crate::spec::ProfileName>,
-    /// Synthetic workload: prompt_tokens=N,output_tokens=M[,prompt_tokens_stdev=S,output_tokens_stdev=S].
-    #[arg(long)]
+    /// Workload: synthetic `prompt_tokens=N,output_tokens=M[,prompt_tokens_stdev=S,output_tokens_stdev=S]`,
+    /// or a prompt file (JSONL with a `prompt` field a line, or a ShareGPT JSON array).
+    #[arg(long, value_name = "SPEC|FILE")]
     pub data: Option<String>,
+    /// Format of a --data file (default: detected; a file starting with `[` is ShareGPT).
+    #[arg(long, value_enum)]
+    pub data_format: Option<crate::dataset::DatasetFormat>,
+    /// One output length for every prompt of a --data file, overriding the file's.
+    #[arg(long, value_name = "N")]
+    pub data_output_tokens: Option<u32>,
+    /// A HF tokenizer.json that measures prompt lengths (default: the server's /tokenize).
+    #[arg(long, value_name = "FILE")]
+    pub tokenizer: Option<PathBuf>,
     /// Input × output grid, one benchmark per cell: `--grid input=128,512 output=128,512`.
     #[arg(long, num_args = 2, value_names = ["input=LIST", "output=LIST"])]
     pub grid: Option<Vec<String>>,

@@ -398,3 +398,107 @@ async fn a_grid_runs_one_benchmark_per_cell_with_exact_lengths() {
     }
     sim.shutdown().await;
 }
+
+/// A word-level `tokenizer.json` (one token a whitespace-separated word), which counts
+/// exactly as the simulator does.
+const WORD_TOKENIZER_JSON: &str = r#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+ "normalizer":null,"pre_tokenizer":{"type":"WhitespaceSplit"},"post_processor":null,"decoder":null,
+ "model":{"type":"WordLevel","vocab":{"[UNK]":0,"the":1},"unk_token":"[UNK]"}}"#;
+
+#[tokio::test(flavor = "current_thread")]
+async fn dataset_files_drive_requests_with_their_own_lengths() {
+    let _timing = crate::clock::timing_test_lock();
+    let cfg = SimConfig {
+        ttft_ms: 2.0,
+        itl_ms: 1.0,
+        ..fixed_sim()
+    };
+    let sim = SimServer::start(cfg).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("prompts.jsonl");
+    std::fs::write(
+        &jsonl,
+        "{\"prompt\": \"one two three\", \"output_tokens\": 3}\n{\"prompt\": \"four five six seven eight\", \"output_tokens\": 6}\n",
+    )
+    .unwrap();
+    let sharegpt = dir.path().join("sharegpt.json");
+    std::fs::write(
+        &sharegpt,
+        r#"[{"conversations": [{"from": "human", "value": "a b c d"}, {"from": "gpt", "value": "w x y z v"}]},
+            {"conversations": [{"from": "human", "value": "only a question"}]}]"#,
+    )
+    .unwrap();
+    let tokenizer = dir.path().join("tokenizer.json");
+    std::fs::write(&tokenizer, WORD_TOKENIZER_JSON).unwrap();
+
+    let dataset = |path: &Path, output_tokens| crate::spec::DatasetSpec {
+        path: path.display().to_string(),
+        format: None,
+        output_tokens,
+    };
+    let runs = [
+        // (file, fixed output, tokenizer, expected (prompt, output) pairs, format)
+        (&jsonl, None, None, vec![(3, 3), (5, 6)], "jsonl"),
+        (
+            &jsonl,
+            Some(2),
+            Some(&tokenizer),
+            vec![(3, 2), (5, 2)],
+            "jsonl",
+        ),
+        (&sharegpt, None, Some(&tokenizer), vec![(4, 5)], "sharegpt"),
+    ];
+    for (i, (file, fixed, tok, expected, format)) in runs.into_iter().enumerate() {
+        let spec = RunSpec {
+            dataset: Some(dataset(file, fixed)),
+            tokenizer: tok.map(|t| t.display().to_string()),
+            max_requests: Some(6),
+            ..RunSpec::default()
+        };
+        let st = run_against(&sim, spec, dir.path(), &format!("d{i}.json")).await;
+        let b = &st.predicate.benchmarks[0];
+        match &b.workload {
+            schemas::document::Workload::Dataset {
+                format: f,
+                rows,
+                output_tokens,
+                tokenizer,
+                sha256,
+                ..
+            } => {
+                assert_eq!(f, format);
+                assert_eq!(*rows, expected.len() as u64);
+                assert_eq!(*output_tokens, fixed);
+                assert_eq!(sha256.len(), 64);
+                assert!(
+                    tokenizer.contains(if tok.is_some() {
+                        "tokenizer.json"
+                    } else {
+                        "/tokenize"
+                    }),
+                    "{tokenizer}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(b.records.len(), 6);
+        for r in &b.records {
+            let pair = (
+                r.input_tokens_server.unwrap(),
+                r.output_tokens_server.unwrap(),
+            );
+            assert!(expected.contains(&pair), "{pair:?} not in {expected:?}");
+            assert_eq!(Some(pair.1), r.output_tokens_requested);
+            assert_eq!(r.input_tokens_client, Some(pair.0));
+        }
+        // Lengths agree everywhere, so nothing beyond the small-sample note is flagged.
+        let codes: Vec<_> = st.predicate.validity.iter().map(|f| f.code).collect();
+        assert_eq!(
+            codes,
+            [schemas::validity::FlagCode::TooFewSamples],
+            "{:?}",
+            st.predicate.validity
+        );
+    }
+    sim.shutdown().await;
+}

@@ -9,6 +9,7 @@ mod client;
 mod clock;
 mod commands;
 mod console;
+mod dataset;
 mod journal;
 mod keyfile;
 mod output;

@@ -38,6 +38,10 @@ pub struct RunSpec {
     /// Open-loop kind a `sweep` uses for its rates.
     pub sweep_kind: ProfileName,
     pub data: DataSpec,
+    /// Prompts from a file instead of synthetic ones.
+    pub dataset: Option<DatasetSpec>,
+    /// A HF `tokenizer.json` that measures prompts (default: the server's `/tokenize`).
+    pub tokenizer: Option<String>,
     /// `input × output` token grid: one benchmark (or sweep) per cell.
     pub grid: Option<Grid>,
     pub max_requests: Option<u64>,
@@ -66,6 +70,19 @@ pub struct DataSpec {
     pub prompt_tokens_stdev: Option<f64>,
     pub output_tokens: u32,
     pub output_tokens_stdev: Option<f64>,
+}
+
+/// A prompt file: `--data FILE [--data-format F] [--data-output-tokens N]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    pub path: String,
+    /// `jsonl` or `sharegpt`; absent: detected from the file.
+    #[serde(default)]
+    pub format: Option<crate::dataset::DatasetFormat>,
+    /// One output length for every row, overriding the file's.
+    #[serde(default)]
+    pub output_tokens: Option<u32>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -98,6 +115,8 @@ impl Default for RunSpec {
             sweep_rates: 8,
             sweep_kind: ProfileName::Constant,
             data: DataSpec::default(),
+            dataset: None,
+            tokenizer: None,
             grid: None,
             max_requests: None,
             max_seconds: None,
@@ -203,6 +222,16 @@ impl RunSpec {
         {
             if !(v.is_finite() && v >= 0.0) {
                 bail!("a token stdev must be a non-negative number, got {v}");
+            }
+        }
+        if let Some(d) = &self.dataset {
+            if self.grid.is_some() {
+                bail!(
+                    "--grid and a dataset file exclude each other: a grid makes synthetic prompts"
+                );
+            }
+            if d.output_tokens == Some(0) {
+                bail!("--data-output-tokens must be at least 1");
             }
         }
         if let Some(g) = &self.grid {

@@ -54,6 +54,11 @@ pub enum TokenCounter {
         url: String,
         model: String,
     },
+    /// The model's HF `tokenizer.json`, read locally (`--tokenizer FILE`).
+    HfTokenizer {
+        tokenizer: Box<tokenizers::Tokenizer>,
+        path: String,
+    },
     /// No tokenizer: one token per word.
     Words,
 }
@@ -62,8 +67,19 @@ impl TokenCounter {
     pub fn describe(&self) -> String {
         match self {
             TokenCounter::Server { url, .. } => format!("server {url}"),
+            TokenCounter::HfTokenizer { path, .. } => format!("tokenizer.json {path}"),
             TokenCounter::Words => "approximate: one token per word (no tokenizer endpoint)".into(),
         }
+    }
+
+    /// Loads a HF `tokenizer.json`; the error names the file.
+    pub fn from_tokenizer_json(path: &std::path::Path) -> Result<TokenCounter> {
+        let tokenizer = tokenizers::Tokenizer::from_file(path)
+            .map_err(|e| anyhow::anyhow!("{}: not a usable tokenizer.json: {e}", path.display()))?;
+        Ok(TokenCounter::HfTokenizer {
+            tokenizer: Box::new(tokenizer),
+            path: path.display().to_string(),
+        })
     }
 
     /// Uses the server's `/tokenize` when it answers sensibly for a probe text, else words.
@@ -122,6 +138,10 @@ impl TokenCounter {
     pub async fn count(&self, text: &str) -> Result<u32> {
         match self {
             TokenCounter::Words => Ok(text.split_whitespace().count() as u32),
+            TokenCounter::HfTokenizer { tokenizer, path } => tokenizer
+                .encode(text, false)
+                .map(|e| e.len() as u32)
+                .map_err(|e| anyhow::anyhow!("{path}: cannot encode a prompt: {e}")),
             TokenCounter::Server { http, url, model } => {
                 let body = serde_json::json!({
                     "content": text, "prompt": text, "model": model,
@@ -226,6 +246,52 @@ pub async fn synthetic(
             missed,
             "prompts could not be built to their exact token target"
         );
+    }
+    let sha256 = prompts_sha256(&prompts);
+    Ok(PromptSet {
+        prompts,
+        sha256,
+        tokenizer: counter.describe(),
+    })
+}
+
+/// `n` prompts sampled from a dataset: a seeded shuffle of its rows, repeated when the
+/// file has fewer rows than requests. Output lengths: `fixed` when the spec sets one, else
+/// the row's own, else the token count of its recorded reply (ShareGPT, as vLLM does).
+pub async fn from_dataset(
+    counter: &TokenCounter,
+    dataset: &crate::dataset::Dataset,
+    fixed: Option<u32>,
+    n: u64,
+    seed: u64,
+    overhead: u32,
+) -> Result<PromptSet> {
+    let mut rng = Rng::new(seed);
+    let mut order: Vec<usize> = (0..dataset.rows.len()).collect();
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i + 1));
+    }
+    let exact = !matches!(counter, TokenCounter::Words);
+    let mut prompts = Vec::with_capacity(n as usize);
+    for i in 0..n as usize {
+        let row = &dataset.rows[order[i % order.len()]];
+        let output_tokens = match (fixed, row.output_tokens, &row.reply) {
+            (Some(t), _, _) | (None, Some(t), _) => t,
+            (None, None, Some(reply)) => counter.count(reply).await?.max(1),
+            (None, None, None) => bail!(
+                "a dataset row gives no output length: add \"output_tokens\" to the file or set one for all rows (--data-output-tokens N)"
+            ),
+        };
+        let tokens = if exact {
+            Some(counter.count(&row.prompt).await? + overhead)
+        } else {
+            None
+        };
+        prompts.push(Prompt {
+            text: row.prompt.clone(),
+            tokens,
+            output_tokens,
+        });
     }
     let sha256 = prompts_sha256(&prompts);
     Ok(PromptSet {

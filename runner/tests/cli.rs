@@ -201,3 +201,40 @@ fn trust_builds_a_keys_file_that_verify_honours() {
     );
     assert_eq!(bad_time.status.code(), Some(3));
 }
+
+#[test]
+fn a_bad_dataset_names_file_line_and_field_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("prompts.jsonl"),
+        "{\"prompt\": \"fine\"}\n{\"prompt\": \"\", \"output_tokens\": 4}\n",
+    )
+    .unwrap();
+    // Port 9 (discard) on loopback: nothing answers, and nothing must be asked.
+    let out = runner(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            "http://127.0.0.1:9",
+            "--data",
+            "prompts.jsonl",
+            "--max-requests",
+            "1",
+            "--no-sign",
+            "--out",
+            "r.json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let err = text(&out);
+    assert!(
+        err.contains("prompts.jsonl: line 2: field \"prompt\" must be a non-empty string"),
+        "{err}"
+    );
+    assert!(!dir.path().join("r.json").exists());
+    assert!(
+        !dir.path().join("r.journal.jsonl").exists(),
+        "an empty journal is left behind"
+    );
+}

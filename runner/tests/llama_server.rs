@@ -228,3 +228,53 @@ fn synchronous_concurrent_and_sweep_runs_through_both_openai_backends() {
         check(&sweep, names.len());
     }
 }
+
+#[test]
+fn a_sharegpt_file_sets_each_requests_output_length_from_its_reply() {
+    let Some(server) = start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("sharegpt.json");
+    std::fs::write(
+        &file,
+        r#"[{"conversations": [{"from": "human", "value": "Name three rivers in Europe."},
+                               {"from": "gpt", "value": "The Danube, the Rhine and the Seine."}]},
+            {"conversations": [{"from": "human", "value": "What is the boiling point of water at sea level?"},
+                               {"from": "gpt", "value": "It boils at one hundred degrees Celsius, or 212 Fahrenheit."}]}]"#,
+    )
+    .unwrap();
+    let out = dir.path().join("sharegpt-result.json");
+    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["run", "--target", &server.url, "--no-sign", "--out"])
+        .arg(&out)
+        .arg("--data")
+        .arg(&file)
+        .args(["--max-requests", "4", "--request-timeout", "120"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let st = statement(&out);
+    let b = &st["predicate"]["benchmarks"][0];
+    assert_eq!(b["workload"]["kind"], "dataset");
+    assert_eq!(b["workload"]["format"], "sharegpt");
+    let mut lengths = std::collections::BTreeSet::new();
+    for r in b["records"].as_array().unwrap() {
+        assert!(r["error"].is_null(), "{}", r["error"]);
+        // The reply's length by the server's tokenizer, asked for with EOS ignored, and served.
+        let asked = r["output_tokens_requested"].as_u64().unwrap();
+        assert!(asked > 3, "{asked}");
+        assert_eq!(r["output_tokens_server"], asked);
+        assert_eq!(r["output_tokens_client"], asked);
+        assert_eq!(r["input_tokens_server"], r["input_tokens_client"]);
+        lengths.insert(asked);
+    }
+    assert_eq!(
+        lengths.len(),
+        2,
+        "two conversations, two reply lengths: {lengths:?}"
+    );
+}

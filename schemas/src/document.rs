@@ -231,11 +231,21 @@ pub enum Workload {
         /// sha256 over the prompts sent, in order.
         prompts_sha256: String,
     },
-    /// Prompts read from a file.
+    /// Prompts read from a file (JSONL or ShareGPT), sampled with the run's seed.
     Dataset {
+        /// The file as named on the command line or in the spec.
         path: String,
+        /// `jsonl` or `sharegpt`.
         format: String,
+        /// sha256 of the file's bytes.
         sha256: String,
+        /// Usable rows in the file (before sampling).
+        rows: u64,
+        /// Output length every request asked for when the spec fixed one.
+        output_tokens: Option<u32>,
+        /// How prompt lengths were measured.
+        tokenizer: String,
+        /// sha256 over the prompts sent, in order.
         prompts_sha256: String,
     },
 }

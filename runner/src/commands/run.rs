@@ -46,7 +46,26 @@ pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
         s.model = args.model.clone();
     }
     if let Some(d) = &args.data {
-        s.data = spec::parse_data(d)?;
+        // A value of key=value pairs is a synthetic workload; anything else names a file.
+        if d.contains('=') && !std::path::Path::new(d).exists() {
+            s.data = spec::parse_data(d)?;
+            s.dataset = None;
+        } else {
+            s.dataset = Some(spec::DatasetSpec {
+                path: d.clone(),
+                format: None,
+                output_tokens: None,
+            });
+        }
+    }
+    if let Some(d) = &mut s.dataset {
+        d.format = args.data_format.or(d.format);
+        d.output_tokens = args.data_output_tokens.or(d.output_tokens);
+    } else if args.data_format.is_some() || args.data_output_tokens.is_some() {
+        anyhow::bail!("--data-format and --data-output-tokens need --data FILE");
+    }
+    if let Some(t) = &args.tokenizer {
+        s.tokenizer = Some(t.display().to_string());
     }
     if let Some(g) = &args.grid {
         s.grid = Some(spec::parse_grid(g)?);
@@ -88,6 +107,8 @@ fn default_out() -> PathBuf {
 struct Context_ {
     endpoint: Arc<Endpoint>,
     counter: TokenCounter,
+    /// The prompt file, when the workload is one.
+    dataset: Option<crate::dataset::Dataset>,
     /// Tokens the server adds to every prompt (BOS, chat template).
     overhead: u32,
     journal: Arc<Journal>,
@@ -118,6 +139,22 @@ async fn measure(
     journal: Arc<Journal>,
 ) -> Result<(), Failure> {
     let input = Failure::Input;
+    // Local inputs first: a bad dataset or tokenizer file fails before the server is asked.
+    let dataset = match &spec.dataset {
+        Some(d) => {
+            let loaded =
+                crate::dataset::load(std::path::Path::new(&d.path), d.format).map_err(input)?;
+            tracing::info!(path = %d.path, format = loaded.format.as_str(), rows = loaded.rows.len(), skipped = loaded.skipped, "dataset");
+            Some(loaded)
+        }
+        None => None,
+    };
+    let local_tokenizer = match &spec.tokenizer {
+        Some(path) => {
+            Some(TokenCounter::from_tokenizer_json(std::path::Path::new(path)).map_err(input)?)
+        }
+        None => None,
+    };
     let api_key = std::env::var("OPENAI_API_KEY")
         .or_else(|_| std::env::var("PROVEBENCH_API_KEY"))
         .ok();
@@ -135,7 +172,10 @@ async fn measure(
         })?;
     let (engine_name, engine_version) = probe::engine_identity(&reported);
     tracing::info!(target = %base, engine = %engine_name, version = ?engine_version, %model, "server");
-    let counter = TokenCounter::detect(&http, &base, &model).await;
+    let counter = match local_tokenizer {
+        Some(t) => t,
+        None => TokenCounter::detect(&http, &base, &model).await,
+    };
     let started = SystemTime::now();
     let mut run = Run {
         id: crate::commands::synth::run_id().map_err(input)?,
@@ -206,6 +246,7 @@ async fn measure(
     let ctx = Context_ {
         endpoint,
         counter,
+        dataset,
         overhead,
         journal: journal.clone(),
         spec: spec.clone(),
@@ -405,9 +446,14 @@ async fn run_benchmark(
     let seed = s
         .seed
         .wrapping_add(u64::from(index).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    let prompts = workload::synthetic(&ctx.counter, data, n, seed, ctx.overhead)
-        .await
-        .context("building prompts")?;
+    let prompts = match &ctx.dataset {
+        Some(d) => {
+            let fixed = s.dataset.as_ref().and_then(|d| d.output_tokens);
+            workload::from_dataset(&ctx.counter, d, fixed, n, seed, ctx.overhead).await
+        }
+        None => workload::synthetic(&ctx.counter, data, n, seed, ctx.overhead).await,
+    }
+    .context("building prompts")?;
     let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
     let profile = Profile {
         kind,
@@ -418,13 +464,24 @@ async fn run_benchmark(
         warmup_requests: s.warmup_requests,
         cooldown_requests: s.cooldown_requests,
     };
-    let workload = Workload::Synthetic {
-        prompt_tokens: data.prompt_tokens,
-        prompt_tokens_stdev: data.prompt_tokens_stdev.map(finite).transpose()?,
-        output_tokens: data.output_tokens,
-        output_tokens_stdev: data.output_tokens_stdev.map(finite).transpose()?,
-        tokenizer: prompts.tokenizer.clone(),
-        prompts_sha256: prompts.sha256.clone(),
+    let workload = match (&ctx.dataset, &s.dataset) {
+        (Some(d), Some(spec)) => Workload::Dataset {
+            path: spec.path.clone(),
+            format: d.format.as_str().to_string(),
+            sha256: d.sha256.clone(),
+            rows: d.rows.len() as u64,
+            output_tokens: spec.output_tokens,
+            tokenizer: prompts.tokenizer.clone(),
+            prompts_sha256: prompts.sha256.clone(),
+        },
+        _ => Workload::Synthetic {
+            prompt_tokens: data.prompt_tokens,
+            prompt_tokens_stdev: data.prompt_tokens_stdev.map(finite).transpose()?,
+            output_tokens: data.output_tokens,
+            output_tokens_stdev: data.output_tokens_stdev.map(finite).transpose()?,
+            tokenizer: prompts.tokenizer.clone(),
+            prompts_sha256: prompts.sha256.clone(),
+        },
     };
     let slo = (s.slo_ttft_ms.is_some() || s.slo_tpot_ms.is_some() || s.slo_e2e_ms.is_some())
         .then(|| -> anyhow::Result<Slo> {

@@ -1,0 +1,264 @@
+//! Prompt files: JSONL (one object a line, GuideLLM-style) and ShareGPT (a JSON array
+//! of conversations, as `vllm bench serve --dataset-name sharegpt` reads it).
+//!
+//! Reading is strict about structure and precise about where it failed: an error names
+//! the file and the line (JSONL) or JSON path (ShareGPT) and what was expected, before
+//! any request is sent.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum DatasetFormat {
+    /// One JSON object a line: `prompt` (or `text`), optionally `output_tokens` (or
+    /// `max_tokens`, `output_len`).
+    Jsonl,
+    /// A JSON array of `{"conversations": [{"from": "human", "value": …}, {"from": "gpt", …}]}`:
+    /// the first human turn is the prompt, the reply's token count its output length.
+    Sharegpt,
+}
+
+impl DatasetFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DatasetFormat::Jsonl => "jsonl",
+            DatasetFormat::Sharegpt => "sharegpt",
+        }
+    }
+}
+
+/// One usable row of a dataset.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub prompt: String,
+    /// Output length the file asks for.
+    pub output_tokens: Option<u32>,
+    /// The recorded reply (ShareGPT), whose token count is the output length when the
+    /// file gives none.
+    pub reply: Option<String>,
+}
+
+/// A file's rows, its format and the sha256 of its bytes.
+#[derive(Debug)]
+pub struct Dataset {
+    pub rows: Vec<Row>,
+    pub format: DatasetFormat,
+    pub sha256: String,
+    /// Rows left out because they cannot make a request (ShareGPT: no reply turn).
+    pub skipped: u64,
+}
+
+const PROMPT_KEYS: &[&str] = &["prompt", "text"];
+const OUTPUT_KEYS: &[&str] = &["output_tokens", "max_tokens", "output_len"];
+
+/// Reads `path`; `format` None detects it (a file starting with `[` is ShareGPT).
+pub fn load(path: &Path, format: Option<DatasetFormat>) -> Result<Dataset> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        let line = bytes[..e.valid_up_to()]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        anyhow::anyhow!("{}: line {line}: not UTF-8", path.display())
+    })?;
+    let format = format.unwrap_or_else(|| {
+        if text.trim_start().starts_with('[') {
+            DatasetFormat::Sharegpt
+        } else {
+            DatasetFormat::Jsonl
+        }
+    });
+    let (rows, skipped) = match format {
+        DatasetFormat::Jsonl => (parse_jsonl(text).map_err(|e| at(path, e))?, 0),
+        DatasetFormat::Sharegpt => parse_sharegpt(text).map_err(|e| at(path, e))?,
+    };
+    if rows.is_empty() {
+        bail!("{}: no usable rows", path.display());
+    }
+    Ok(Dataset {
+        rows,
+        format,
+        sha256: hex::encode(Sha256::digest(&bytes)),
+        skipped,
+    })
+}
+
+fn at(path: &Path, e: anyhow::Error) -> anyhow::Error {
+    anyhow::anyhow!("{}: {e:#}", path.display())
+}
+
+fn parse_jsonl(text: &str) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value =
+            serde_json::from_str(line).with_context(|| format!("line {n}: not JSON"))?;
+        let Value::Object(obj) = &value else {
+            bail!("line {n}: expected a JSON object with a \"prompt\" field");
+        };
+        let prompt = PROMPT_KEYS
+            .iter()
+            .find_map(|k| obj.get(*k).map(|v| (k, v)))
+            .with_context(|| format!("line {n}: no \"prompt\" (or \"text\") field"))?;
+        let prompt = match prompt.1 {
+            Value::String(s) if !s.is_empty() => s.clone(),
+            other => bail!(
+                "line {n}: field \"{}\" must be a non-empty string, got {other}",
+                prompt.0
+            ),
+        };
+        let output_tokens = match OUTPUT_KEYS.iter().find_map(|k| obj.get(*k).map(|v| (k, v))) {
+            None => None,
+            Some((key, v)) => Some(
+                v.as_u64()
+                    .filter(|&t| (1..=u64::from(u32::MAX)).contains(&t))
+                    .with_context(|| {
+                        format!("line {n}: field \"{key}\" must be a positive token count, got {v}")
+                    })? as u32,
+            ),
+        };
+        rows.push(Row {
+            prompt,
+            output_tokens,
+            reply: None,
+        });
+    }
+    Ok(rows)
+}
+
+#[derive(Deserialize)]
+struct Turn {
+    from: String,
+    value: String,
+}
+
+fn parse_sharegpt(text: &str) -> Result<(Vec<Row>, u64)> {
+    let entries: Vec<Value> = serde_json::from_str(text).map_err(|e| {
+        anyhow::anyhow!(
+            "line {}, column {}: expected a JSON array of conversations: {e}",
+            e.line(),
+            e.column()
+        )
+    })?;
+    let mut rows = Vec::new();
+    let mut skipped = 0;
+    for (i, entry) in entries.iter().enumerate() {
+        let turns = entry
+            .get("conversations")
+            .or_else(|| entry.get("conversation"))
+            .with_context(|| format!("[{i}]: no \"conversations\" array"))?;
+        let turns: Vec<Turn> = serde_json::from_value(turns.clone()).map_err(|e| {
+            anyhow::anyhow!("[{i}].conversations: expected [{{\"from\": …, \"value\": …}}, …]: {e}")
+        })?;
+        let asks = |t: &Turn| matches!(t.from.as_str(), "human" | "user");
+        let answers =
+            |t: &Turn| matches!(t.from.as_str(), "gpt" | "assistant" | "chatgpt" | "bard");
+        let Some(q) = turns.iter().position(asks) else {
+            skipped += 1;
+            continue;
+        };
+        match turns.get(q + 1).filter(|t| answers(t)) {
+            Some(reply) if !turns[q].value.is_empty() => rows.push(Row {
+                prompt: turns[q].value.clone(),
+                output_tokens: None,
+                reply: Some(reply.value.clone()),
+            }),
+            _ => skipped += 1,
+        }
+    }
+    Ok((rows, skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), text).unwrap();
+        f
+    }
+
+    #[test]
+    fn jsonl_rows_with_and_without_output_lengths() {
+        let f = write(
+            "{\"prompt\": \"hello there\", \"output_tokens\": 12}\n\n{\"text\": \"second\"}\n",
+        );
+        let d = load(f.path(), None).unwrap();
+        assert_eq!(d.format, DatasetFormat::Jsonl);
+        assert_eq!(d.rows.len(), 2);
+        assert_eq!(d.rows[0].output_tokens, Some(12));
+        assert_eq!(d.rows[1].prompt, "second");
+        assert_eq!(d.rows[1].output_tokens, None);
+        assert_eq!(d.sha256.len(), 64);
+    }
+
+    #[test]
+    fn jsonl_errors_name_file_line_and_field() {
+        for (text, want) in [
+            (
+                "{\"prompt\": \"a\"}\n{\"prompt\": 3}\n",
+                "line 2: field \"prompt\" must be a non-empty string",
+            ),
+            ("{\"prompt\": \"a\"}\nnot json\n", "line 2: not JSON"),
+            ("{\"question\": \"a\"}\n", "line 1: no \"prompt\""),
+            (
+                "{\"prompt\": \"a\", \"max_tokens\": -1}\n",
+                "line 1: field \"max_tokens\" must be a positive token count",
+            ),
+            ("[1, 2]\n", "[0]: no \"conversations\""),
+        ] {
+            let f = write(text);
+            let e = format!("{:#}", load(f.path(), None).unwrap_err());
+            assert!(e.contains(&f.path().display().to_string()), "{e}");
+            assert!(e.contains(want), "{e} lacks {want}");
+        }
+    }
+
+    #[test]
+    fn sharegpt_takes_first_question_and_its_reply() {
+        let f = write(
+            r#"[
+              {"id": "a", "conversations": [{"from": "system", "value": "be brief"},
+                {"from": "human", "value": "q1"}, {"from": "gpt", "value": "r1"},
+                {"from": "human", "value": "q2"}, {"from": "gpt", "value": "r2"}]},
+              {"id": "b", "conversations": [{"from": "human", "value": "lonely"}]},
+              {"id": "c", "conversations": [{"from": "user", "value": "q3"}, {"from": "assistant", "value": "r3"}]}
+            ]"#,
+        );
+        let d = load(f.path(), None).unwrap();
+        assert_eq!(d.format, DatasetFormat::Sharegpt);
+        assert_eq!(d.skipped, 1);
+        assert_eq!(
+            d.rows
+                .iter()
+                .map(|r| (r.prompt.as_str(), r.reply.as_deref()))
+                .collect::<Vec<_>>(),
+            [("q1", Some("r1")), ("q3", Some("r3"))]
+        );
+    }
+
+    #[test]
+    fn sharegpt_bad_turn_names_its_path() {
+        let f = write(r#"[{"conversations": [{"from": "human"}]}]"#);
+        let e = format!(
+            "{:#}",
+            load(f.path(), Some(DatasetFormat::Sharegpt)).unwrap_err()
+        );
+        assert!(e.contains("[0].conversations"), "{e}");
+    }
+
+    #[test]
+    fn empty_file_is_an_error() {
+        let f = write("\n\n");
+        assert!(format!("{:#}", load(f.path(), None).unwrap_err()).contains("no usable rows"));
+    }
+}
