@@ -14,12 +14,15 @@ requests=${1:-400}
 cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
 runner=$root/target/release/runner
 tmp=$(mktemp -d)
-pin() { if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then taskset -c "$1" "${@:2}"; else "${@:2}"; fi; }
+# Command prefixes that pin to a CPU. Arrays, not a shell function: a backgrounded function
+# runs in a subshell, and killing that subshell's pid would leave the simulator running.
+on_cpu0=(); on_cpu1=()
+if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then on_cpu0=(taskset -c 0); on_cpu1=(taskset -c 1); fi
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 serve() { # serve PORT SIM-FLAGS...
   local p=$1; shift
-  RUST_LOG=warn pin 1 "$runner" sim --host 127.0.0.1 --port "$p" "$@" >/dev/null &
+  RUST_LOG=warn "${on_cpu1[@]}" "$runner" sim --host 127.0.0.1 --port "$p" "$@" >/dev/null &
   sim_pid=$!
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$p/health" >/dev/null 2>&1 && return; sleep 0.1; done
   echo "the simulator did not start" >&2; exit 1
@@ -29,12 +32,12 @@ trap 'kill ${sim_pid:-} 2>/dev/null || true; rm -rf "$tmp"' EXIT
 p=$(port)
 serve "$p" --ttft-ms 0 --itl-ms 0 --max-batch 64
 echo "== CPU per streamed token: 16 streams x 256 tokens, $requests requests, simulator at full speed"
-pin 0 "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests "$requests" \
+"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests "$requests" \
   --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/cpu.json" 2>&1 >/dev/null | grep "benchmark done"
 kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
 
 p=$(port)
 serve "$p" --ttft-ms 2 --itl-ms 1 --max-batch 256
 echo "== pacing: Poisson 1000 req/s, 5000 requests of 4 tokens"
-pin 0 "$runner" run --target "http://127.0.0.1:$p" --profile poisson --rate 1000 --max-requests 5000 \
+"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile poisson --rate 1000 --max-requests 5000 \
   --data prompt_tokens=16,output_tokens=4 --no-sign --out "$tmp/pacing.json" 2>&1 >/dev/null | grep "benchmark done"

@@ -183,10 +183,29 @@ impl Endpoint {
         let mut parser = SseParser::new(MAX_EVENT_BYTES);
         let mut state = self.api.new_stream();
         let mut event_error: Option<RequestError> = None;
+        // One timer for the whole stream, re-armed only when it fires: a fresh timeout
+        // around every chunk would register and cancel a timer entry per token, which
+        // cost more CPU than parsing the token's JSON.
+        let mut last_data = Instant::now();
+        let watchdog =
+            tokio::time::sleep_until(watchdog_due(last_data, self.stall_timeout, deadline).into());
+        tokio::pin!(watchdog);
         loop {
-            let chunk = within(deadline, self.stall_timeout, response.chunk())
-                .await?
-                .map_err(|e| fail(ErrorClass::Reset, error_chain(&e)))?;
+            let chunk = tokio::select! {
+                biased;
+                chunk = response.chunk() => chunk,
+                () = &mut watchdog => {
+                    let now = Instant::now();
+                    let due = watchdog_due(last_data, self.stall_timeout, deadline);
+                    if now < due {
+                        watchdog.as_mut().reset(due.into());
+                        continue;
+                    }
+                    return Err(expired(now >= deadline, self.stall_timeout));
+                }
+            }
+            .map_err(|e| fail(ErrorClass::Reset, error_chain(&e)))?;
+            last_data = Instant::now();
             let Some(chunk) = chunk else {
                 let leftover = parser.finish();
                 if leftover.undispatched_data && !p.done && p.finish_reason.is_none() {
@@ -198,7 +217,7 @@ impl Endpoint {
                 }
                 break;
             };
-            let at = us_since(origin, Instant::now());
+            let at = us_since(origin, last_data);
             parser
                 .push(&chunk, |data| {
                     if event_error.is_some() {
@@ -295,13 +314,26 @@ async fn within<F: std::future::Future>(
     };
     tokio::time::timeout(limit, fut)
         .await
-        .map_err(|_| RequestError {
-            class,
-            message: match class {
-                ErrorClass::Stall => format!("no data for {:.1} s", stall.as_secs_f64()),
-                _ => "the request exceeded its timeout".into(),
-            },
-        })
+        .map_err(|_| expired(class == ErrorClass::Timeout, stall))
+}
+
+/// When a stream that last had data at `last_data` fails: a stall, or the request's deadline.
+fn watchdog_due(last_data: Instant, stall: Duration, deadline: Instant) -> Instant {
+    (last_data + stall).min(deadline)
+}
+
+fn expired(past_deadline: bool, stall: Duration) -> RequestError {
+    if past_deadline {
+        RequestError {
+            class: ErrorClass::Timeout,
+            message: "the request exceeded its timeout".into(),
+        }
+    } else {
+        RequestError {
+            class: ErrorClass::Stall,
+            message: format!("no data for {:.1} s", stall.as_secs_f64()),
+        }
+    }
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
