@@ -1,0 +1,103 @@
+//! Chart 2: latency against achieved request throughput, the load–latency curve.
+//!
+//! Three panels (TTFT, ITL, end-to-end), each with p50 (thick line, the group's marker)
+//! and p99 (thin line, hollow circles) per group, x = achieved requests per second. Every
+//! benchmark with completed requests is a point, closed-loop ones included.
+
+use super::{
+    finite_points, Chart, ChartGroup, LegendEntry, Line, Marker, Panel, Series, Style, GRAY,
+};
+use schemas::metrics::{Distribution, Summary};
+
+type Pick = fn(&Summary) -> Option<&Distribution>;
+
+const METRICS: [(&str, Pick); 3] = [
+    ("Time to first token", |s| s.ttft_ms.as_ref()),
+    ("Inter-token latency", |s| s.itl_ms.as_ref()),
+    ("End-to-end latency", |s| s.e2e_ms.as_ref()),
+];
+
+/// (achieved req/s, p50, p99) of a group for one metric, by throughput.
+fn points(g: &ChartGroup, pick: Pick) -> Vec<(f64, f64, f64)> {
+    let mut out: Vec<(f64, f64, f64)> = g
+        .members
+        .iter()
+        .map(|&i| &g.doc.predicate.benchmarks[i].summary)
+        .filter(|s| s.requests.completed > 0)
+        .filter_map(|s| {
+            let d = pick(s)?;
+            Some((
+                s.request_throughput_per_s?.get(),
+                d.median.get(),
+                d.p99.get(),
+            ))
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.total_cmp(&b.0));
+    out
+}
+
+pub fn chart(groups: &[ChartGroup]) -> Option<Chart> {
+    let mut panels = Vec::new();
+    let mut any = false;
+    for (title, pick) in METRICS {
+        let mut series = Vec::new();
+        for g in groups {
+            let p = points(g, pick);
+            any |= !p.is_empty();
+            series.push(Series {
+                style: Style {
+                    line: Line::Thick,
+                    ..g.style
+                },
+                points: finite_points(p.iter().map(|p| (p.0, p.1))),
+            });
+            series.push(Series {
+                style: Style {
+                    line: Line::Thin,
+                    marker: Marker::Ring,
+                    ..g.style
+                },
+                points: finite_points(p.iter().map(|p| (p.0, p.2))),
+            });
+        }
+        panels.push(Panel {
+            title: title.into(),
+            x_desc: "Achieved request throughput (req/s)".into(),
+            y_desc: "Latency (ms)".into(),
+            series,
+        });
+    }
+    if !any {
+        return None;
+    }
+    let mut legend: Vec<LegendEntry> = groups
+        .iter()
+        .map(|g| LegendEntry {
+            style: g.style,
+            label: g.label.clone(),
+        })
+        .collect();
+    legend.push(LegendEntry {
+        style: Style {
+            color: GRAY,
+            line: Line::Thick,
+            marker: Marker::None,
+        },
+        label: "p50".into(),
+    });
+    legend.push(LegendEntry {
+        style: Style {
+            color: GRAY,
+            line: Line::Thin,
+            marker: Marker::Ring,
+        },
+        label: "p99".into(),
+    });
+    Some(Chart {
+        title: "Latency vs achieved throughput".into(),
+        note: None,
+        panels,
+        legend,
+    })
+}

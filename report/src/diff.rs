@@ -1,0 +1,527 @@
+//! The comparison of two results, A (before) and B (after).
+//!
+//! Benchmarks are matched by key: workload cell (input × output, or data set) plus
+//! profile (kind, and target rate to two decimals or concurrency). A sweep's rates
+//! depend on what its synchronous and throughput runs measured, so two runs of the same
+//! sweep rarely share them: open-loop benchmarks left unmatched are then paired in rate
+//! order within their cell and kind, when both sides have the same number, and the pair
+//! says so. What still has no partner is listed under "Only in A" / "Only in B".
+//!
+//! For each pair and metric: A, B, the absolute change and the relative change, judged by
+//! the metric's direction (throughput: higher is better; latencies and failures: lower is
+//! better). The markdown marker reads `▲ +3.1% better` / `▼ -5.0% worse` / `= 0.0% same`
+//! (the arrow is the direction of the value, the word the judgement); the HTML wraps it in
+//! a `better` / `worse` / `same` class (see `html`). A benchmark with no completed request
+//! has no latencies or throughput to compare; only its failure share is compared.
+//! Overlaid charts draw A and B in two colours.
+
+use crate::charts::{self, grid::GridDoc, ChartFile, ChartGroup, Line, Style, MARKERS};
+use crate::escape::md_escape;
+use crate::format::{self, MISSING};
+use crate::input::Loaded;
+use crate::markdown::{doc_line, run_flags};
+use crate::view::{self, Cell};
+use crate::{RenderError, Report};
+use schemas::document::{Benchmark, Predicate, ProfileKind};
+use schemas::metrics::Summary;
+
+/// What identifies a benchmark across two runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Key {
+    cell: Cell,
+    kind: ProfileKind,
+    /// Target rate with two decimals, or concurrency, or nothing.
+    param: String,
+}
+
+fn key(b: &Benchmark) -> Key {
+    let p = &b.profile;
+    let param = match p.kind {
+        ProfileKind::Constant | ProfileKind::Poisson => {
+            format::fixed_opt(p.rate_per_s.map(|r| r.get()), 2)
+        }
+        ProfileKind::Concurrent => p.concurrency.map(|c| c.to_string()).unwrap_or_default(),
+        ProfileKind::Synchronous | ProfileKind::Throughput => String::new(),
+    };
+    Key {
+        cell: Cell::of(b),
+        kind: p.kind,
+        param,
+    }
+}
+
+/// A pair of benchmark indices (A, B), either side possibly absent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Pair {
+    pub a: Option<usize>,
+    pub b: Option<usize>,
+    /// Paired by position in the sweep, not by equal rate.
+    pub by_step: bool,
+}
+
+/// Matches the benchmarks of A and B (see the module doc). Matched and A-only pairs come
+/// in A's cell order and sweep order, then B-only ones in B's.
+pub(crate) fn match_benchmarks(a: &Predicate, b: &Predicate) -> Vec<Pair> {
+    let ka: Vec<Key> = a.benchmarks.iter().map(key).collect();
+    let kb: Vec<Key> = b.benchmarks.iter().map(key).collect();
+    let mut partner: Vec<Option<(usize, bool)>> = vec![None; ka.len()];
+    let mut used = vec![false; kb.len()];
+    for (i, k) in ka.iter().enumerate() {
+        if let Some(j) = (0..kb.len()).find(|&j| !used[j] && kb[j] == *k) {
+            used[j] = true;
+            partner[i] = Some((j, false));
+        }
+    }
+    // Unmatched open-loop benchmarks, paired in rate order by (cell, kind).
+    let rate = |bm: &Benchmark| bm.profile.rate_per_s.map_or(f64::INFINITY, |r| r.get());
+    let mut classes: Vec<(Cell, ProfileKind)> = Vec::new();
+    for (i, k) in ka.iter().enumerate() {
+        if partner[i].is_none()
+            && k.kind.is_open_loop()
+            && !classes.contains(&(k.cell.clone(), k.kind))
+        {
+            classes.push((k.cell.clone(), k.kind));
+        }
+    }
+    for (cell, kind) in classes {
+        let of = |keys: &[Key], free: &dyn Fn(usize) -> bool| -> Vec<usize> {
+            (0..keys.len())
+                .filter(|&i| free(i) && keys[i].cell == cell && keys[i].kind == kind)
+                .collect()
+        };
+        let mut ua = of(&ka, &|i| partner[i].is_none());
+        let mut ub = of(&kb, &|j| !used[j]);
+        if ua.len() != ub.len() {
+            continue;
+        }
+        ua.sort_by(|x, y| rate(&a.benchmarks[*x]).total_cmp(&rate(&a.benchmarks[*y])));
+        ub.sort_by(|x, y| rate(&b.benchmarks[*x]).total_cmp(&rate(&b.benchmarks[*y])));
+        for (i, j) in ua.into_iter().zip(ub) {
+            partner[i] = Some((j, true));
+            used[j] = true;
+        }
+    }
+    let mut pairs = Vec::new();
+    for g in view::groups(a) {
+        for i in view::sweep_order(&a.benchmarks, &g.members) {
+            pairs.push(Pair {
+                a: Some(i),
+                b: partner[i].map(|p| p.0),
+                by_step: partner[i].is_some_and(|p| p.1),
+            });
+        }
+    }
+    for g in view::groups(b) {
+        for j in view::sweep_order(&b.benchmarks, &g.members) {
+            if !used[j] {
+                pairs.push(Pair {
+                    a: None,
+                    b: Some(j),
+                    by_step: false,
+                });
+            }
+        }
+    }
+    pairs
+}
+
+/// A compared metric: its name with unit, its direction, and how to read it.
+struct Metric {
+    name: &'static str,
+    higher_is_better: bool,
+    /// Whether the metric exists for a benchmark with no completed request.
+    without_completions: bool,
+    get: fn(&Summary) -> Option<f64>,
+}
+
+macro_rules! dist {
+    ($field:ident, $stat:ident) => {
+        |s: &Summary| s.$field.as_ref().map(|d| d.$stat.get())
+    };
+}
+
+const METRICS: [Metric; 17] = [
+    Metric {
+        name: "Request throughput (req/s)",
+        higher_is_better: true,
+        without_completions: false,
+        get: |s| s.request_throughput_per_s.map(|v| v.get()),
+    },
+    Metric {
+        name: "Output token throughput (tok/s)",
+        higher_is_better: true,
+        without_completions: false,
+        get: |s| s.output_token_throughput_per_s.map(|v| v.get()),
+    },
+    Metric {
+        name: "TTFT mean (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(ttft_ms, mean),
+    },
+    Metric {
+        name: "TTFT p50 (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(ttft_ms, median),
+    },
+    Metric {
+        name: "TTFT p99 (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(ttft_ms, p99),
+    },
+    Metric {
+        name: "ITL mean (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(itl_ms, mean),
+    },
+    Metric {
+        name: "ITL p50 (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(itl_ms, median),
+    },
+    Metric {
+        name: "ITL p99 (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(itl_ms, p99),
+    },
+    Metric {
+        name: "TPOT mean (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(tpot_ms, mean),
+    },
+    Metric {
+        name: "TPOT p99 (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(tpot_ms, p99),
+    },
+    Metric {
+        name: "E2E mean (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(e2e_ms, mean),
+    },
+    Metric {
+        name: "E2E p50 (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(e2e_ms, median),
+    },
+    Metric {
+        name: "E2E p99 (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: dist!(e2e_ms, p99),
+    },
+    Metric {
+        name: "Latency per token, vLLM 0.2.7 (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: |s| s.latency_per_token_ms.map(|v| v.get()),
+    },
+    Metric {
+        name: "Latency per output token, vLLM 0.2.7 (ms)",
+        higher_is_better: false,
+        without_completions: false,
+        get: |s| s.latency_per_output_token_ms.map(|v| v.get()),
+    },
+    Metric {
+        name: "Goodput (req/s)",
+        higher_is_better: true,
+        without_completions: false,
+        get: |s| s.goodput.as_ref().map(|g| g.requests_per_s.get()),
+    },
+    Metric {
+        name: "Failed requests (%)",
+        higher_is_better: false,
+        without_completions: true,
+        get: |s| {
+            let r = &s.requests;
+            (r.measured > 0).then(|| r.failed as f64 / r.measured as f64 * 100.0)
+        },
+    },
+];
+
+/// How B compares with A on one metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Better,
+    Worse,
+    Same,
+}
+
+/// Absolute change, relative change (None when A is 0) and verdict. Relative changes
+/// under 0.05 % (which print as 0.0 %) count as the same.
+pub fn judge(a: f64, b: f64, higher_is_better: bool) -> (f64, Option<f64>, Verdict) {
+    let d = b - a;
+    let rel = (a != 0.0).then(|| d / a.abs());
+    let verdict = if d == 0.0 || rel.is_some_and(|r| r.abs() < 0.0005) {
+        Verdict::Same
+    } else if (d > 0.0) == higher_is_better {
+        Verdict::Better
+    } else {
+        Verdict::Worse
+    };
+    (d, rel, verdict)
+}
+
+/// `▲ +3.1% better`, `▼ -5.0% worse`, `= 0.0% same` (`from 0` when A was zero).
+pub fn marker(d: f64, rel: Option<f64>, v: Verdict) -> String {
+    let rel = rel.map_or_else(|| "from 0".to_string(), format::percent);
+    match v {
+        Verdict::Same => format!(
+            "= {} same",
+            if rel == "from 0" { "0.0%".into() } else { rel }
+        ),
+        Verdict::Better | Verdict::Worse => format!(
+            "{} {rel} {}",
+            if d > 0.0 { "▲" } else { "▼" },
+            if v == Verdict::Better {
+                "better"
+            } else {
+                "worse"
+            }
+        ),
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    better: usize,
+    worse: usize,
+    same: usize,
+}
+
+fn value(m: &Metric, b: &Benchmark) -> Option<f64> {
+    let s = &b.summary;
+    if s.requests.completed == 0 && !m.without_completions {
+        return None;
+    }
+    (m.get)(s).filter(|v| v.is_finite())
+}
+
+fn metrics_table(a: &Benchmark, b: &Benchmark, tally: &mut Tally) -> String {
+    let mut out = String::from(
+        "| Metric | A | B | Change | Verdict |\n| :--- | ---: | ---: | ---: | :---: |\n",
+    );
+    for m in &METRICS {
+        let (va, vb) = (value(m, a), value(m, b));
+        if va.is_none() && vb.is_none() {
+            continue;
+        }
+        let (change, verdict) = match (va, vb) {
+            (Some(x), Some(y)) => {
+                let (d, rel, v) = judge(x, y, m.higher_is_better);
+                match v {
+                    Verdict::Better => tally.better += 1,
+                    Verdict::Worse => tally.worse += 1,
+                    Verdict::Same => tally.same += 1,
+                }
+                (format::signed(d, 2), marker(d, rel, v))
+            }
+            _ => (MISSING.to_string(), MISSING.to_string()),
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {change} | {verdict} |\n",
+            m.name,
+            format::fixed_opt(va, 2),
+            format::fixed_opt(vb, 2)
+        ));
+    }
+    out
+}
+
+/// `FAILED (n of n requests failed)` for a benchmark with no completed request.
+fn failed_note(side: &str, b: &Benchmark) -> Option<String> {
+    let r = &b.summary.requests;
+    (r.completed == 0).then(|| {
+        format!(
+            "{side}: FAILED ({} of {} requests failed).\n",
+            r.failed, r.measured
+        )
+    })
+}
+
+fn pair_section(a: &Loaded, b: &Loaded, pair: &Pair, tally: &mut Tally) -> String {
+    let (pa, pb) = (&a.statement.predicate, &b.statement.predicate);
+    let (Some(i), Some(j)) = (pair.a, pair.b) else {
+        unreachable!("pair_section is called on matched pairs only")
+    };
+    let (ba, bb) = (&pa.benchmarks[i], &pb.benchmarks[j]);
+    let (la, lb) = (view::short_label(ba), view::short_label(bb));
+    let title = if la == lb {
+        md_escape(la)
+    } else {
+        format!("{} ↔ {}", md_escape(la), md_escape(lb))
+    };
+    let mut out = format!("### {} · {title}\n\n", md_escape(&Cell::of(ba).short()));
+    if pair.by_step {
+        out.push_str("Matched by position in the sweep: the two runs' target rates differ.\n\n");
+    }
+    let notes: String = [failed_note("A", ba), failed_note("B", bb)]
+        .into_iter()
+        .flatten()
+        .collect();
+    if !notes.is_empty() {
+        out.push_str(&notes);
+        out.push('\n');
+    }
+    out.push_str(&metrics_table(ba, bb, tally));
+    let flags: String = view::flags_for(&pa.validity, i)
+        .map(|f| view::flag_item(f, Some("A")))
+        .chain(view::flags_for(&pb.validity, j).map(|f| view::flag_item(f, Some("B"))))
+        .collect();
+    if !flags.is_empty() {
+        out.push('\n');
+        out.push_str(&flags);
+    }
+    out
+}
+
+fn one_sided(p: &Predicate, i: usize) -> String {
+    let b = &p.benchmarks[i];
+    let r = &b.summary.requests;
+    let what = if r.completed == 0 {
+        format!("FAILED ({} of {} requests failed)", r.failed, r.measured)
+    } else {
+        format!(
+            "{}, TTFT mean {}, E2E mean {}",
+            format::with_unit(b.summary.request_throughput_per_s.map(|v| v.get()), "req/s"),
+            format::with_unit(b.summary.ttft_ms.as_ref().map(|d| d.mean.get()), "ms"),
+            format::with_unit(b.summary.e2e_ms.as_ref().map(|d| d.mean.get()), "ms"),
+        )
+    };
+    format!(
+        "- {} · {}: {what}\n",
+        md_escape(&Cell::of(b).short()),
+        md_escape(view::short_label(b))
+    )
+}
+
+/// The diff's markdown.
+pub(crate) fn markdown(a: &Loaded, b: &Loaded, charts: &[ChartFile]) -> String {
+    let (pa, pb) = (&a.statement.predicate, &b.statement.predicate);
+    let pairs = match_benchmarks(pa, pb);
+    let mut tally = Tally::default();
+    let sections: Vec<String> = pairs
+        .iter()
+        .filter(|p| p.a.is_some() && p.b.is_some())
+        .map(|p| pair_section(a, b, p, &mut tally))
+        .collect();
+    let only_a: String = pairs
+        .iter()
+        .filter(|p| p.b.is_none())
+        .filter_map(|p| p.a.map(|i| one_sided(pa, i)))
+        .collect();
+    let only_b: String = pairs
+        .iter()
+        .filter(|p| p.a.is_none())
+        .filter_map(|p| p.b.map(|j| one_sided(pb, j)))
+        .collect();
+    let by_step = pairs.iter().filter(|p| p.by_step).count();
+    let mut out = String::from("# provebench diff\n\n");
+    out.push_str(&doc_line("A", a));
+    out.push_str(&doc_line("B", b));
+    let flags = format!(
+        "{}{}",
+        run_flags("A", &a.statement),
+        run_flags("B", &b.statement)
+    );
+    if !flags.is_empty() {
+        out.push_str("\nFlags of the whole run:\n\n");
+        out.push_str(&flags);
+    }
+    out.push_str(&format!(
+        "\n{} benchmarks matched{}, {} only in A, {} only in B. B against A: {} metrics better, {} worse, {} the same.\n",
+        sections.len(),
+        if by_step > 0 { format!(" ({by_step} by sweep position)") } else { String::new() },
+        only_a.lines().count(),
+        only_b.lines().count(),
+        tally.better,
+        tally.worse,
+        tally.same
+    ));
+    if !sections.is_empty() {
+        out.push_str("\n## Matched benchmarks\n\n");
+        out.push_str(&sections.join("\n"));
+    }
+    if !only_a.is_empty() {
+        out.push_str("\n## Only in A\n\n");
+        out.push_str(&only_a);
+    }
+    if !only_b.is_empty() {
+        out.push_str("\n## Only in B\n\n");
+        out.push_str(&only_b);
+    }
+    if !charts.is_empty() {
+        out.push('\n');
+        out.push_str(&crate::markdown::charts_section(charts));
+    }
+    out
+}
+
+/// Overlaid charts: A in the first colour, B in the second; cells told apart by marker.
+fn charts(a: &Loaded, b: &Loaded) -> Result<Vec<ChartFile>, RenderError> {
+    fn side<'d>(name: &str, doc: &'d Loaded, color: usize) -> Vec<ChartGroup<'d>> {
+        let mut k = 0;
+        let mut next = || {
+            k += 1;
+            Style {
+                color,
+                line: Line::Thick,
+                marker: MARKERS[(k - 1) % MARKERS.len()],
+            }
+        };
+        charts::sweep_groups(&doc.statement, name, &mut next)
+    }
+    let mut groups: Vec<ChartGroup> = side("A", a, 0);
+    groups.extend(side("B", b, 1));
+    let mut out = Vec::new();
+    if let Some(c) = charts::throughput::chart(&groups) {
+        out.push(charts::file("throughput.svg", c)?);
+    }
+    if let Some(c) = charts::latency::chart(&groups) {
+        out.push(charts::file("latency.svg", c)?);
+    }
+    let grid_docs = [
+        GridDoc {
+            label: "A".into(),
+            doc: &a.statement,
+            marker: charts::Marker::Circle,
+            line: Line::Thick,
+        },
+        GridDoc {
+            label: "B".into(),
+            doc: &b.statement,
+            marker: charts::Marker::Triangle,
+            line: Line::Thin,
+        },
+    ];
+    if let Some(c) = charts::grid::chart(&grid_docs) {
+        out.push(charts::file("grid.svg", c)?);
+    }
+    Ok(out)
+}
+
+/// The diff report: `diff.md`, `diff.html`, then the overlaid charts.
+pub(crate) fn report(a: &Loaded, b: &Loaded) -> Result<Report, RenderError> {
+    let charts = charts(a, b)?;
+    let md = markdown(a, b, &charts);
+    let title = format!(
+        "provebench diff: {} vs {}",
+        a.statement.predicate.model.id, b.statement.predicate.model.id
+    );
+    let html = crate::html::page(&title, &md);
+    let mut files = vec![
+        ("diff.md".to_string(), md.into_bytes()),
+        ("diff.html".to_string(), html.into_bytes()),
+    ];
+    files.extend(charts.into_iter().map(|c| (c.name, c.svg.into_bytes())));
+    Ok(Report { files })
+}

@@ -1,0 +1,144 @@
+//! Markdown → HTML with comrak, and the page around it.
+//!
+//! comrak runs with its default, safe rendering options (raw HTML is dropped, not passed
+//! through; `javascript:` and other dangerous link targets are emptied) plus the GFM table
+//! extension the seed formats need. Document strings reach the markdown through
+//! [`crate::md_escape`] already, so a model named `<script>` arrives as text twice over.
+//!
+//! One addition to comrak's default output: a table cell holding only a diff marker
+//! (`▲ +3.1% better`, `▼ +5.0% worse`, `= 0.0% same`) has its text wrapped in
+//! `<span class="better">` (`worse`, `same`), so that a site can colour it. The class is
+//! chosen from the rendered text, never copied from it.
+
+use crate::escape::html_escape;
+use comrak::nodes::NodeValue;
+use comrak::{create_formatter, parse_document, Arena, Options};
+use std::fmt::Write as _;
+
+/// The classes a diff marker can get, by the word that ends it.
+const MARKER_CLASSES: [(&str, &str); 3] = [
+    (" better", "better"),
+    (" worse", "worse"),
+    (" same", "same"),
+];
+
+/// The class of a diff marker text (`▲ +3.1% better` → `better`); `None` for other text.
+pub(crate) fn marker_class(text: &str) -> Option<&'static str> {
+    if !(text.starts_with("▲ ") || text.starts_with("▼ ") || text.starts_with("= ")) {
+        return None;
+    }
+    MARKER_CLASSES
+        .iter()
+        .find(|(suffix, _)| text.ends_with(suffix))
+        .map(|(_, class)| *class)
+}
+
+create_formatter!(ReportFormatter, {
+    NodeValue::Text(ref literal) => |context, node, entering| {
+        if entering {
+            let in_cell = node.parent().is_some_and(|p| {
+                matches!(p.data().value, NodeValue::TableCell)
+                    && p.first_child().is_some_and(|c| c.same_node(node))
+                    && p.last_child().is_some_and(|c| c.same_node(node))
+            });
+            match marker_class(literal).filter(|_| in_cell) {
+                Some(class) => {
+                    context.write_str("<span class=\"")?;
+                    context.write_str(class)?;
+                    context.write_str("\">")?;
+                    context.escape(literal)?;
+                    context.write_str("</span>")?;
+                }
+                None => context.escape(literal)?,
+            }
+        }
+    },
+});
+
+/// comrak's default options plus GFM tables.
+fn options() -> Options<'static> {
+    let mut o = Options::default();
+    o.extension.table = true;
+    o
+}
+
+/// Renders report markdown as an HTML fragment.
+pub fn markdown_to_html(md: &str) -> String {
+    let arena = Arena::new();
+    let options = options();
+    let root = parse_document(&arena, md, &options);
+    let mut out = String::new();
+    ReportFormatter::format_document(root, &options, &mut out)
+        .expect("formatting into a String cannot fail");
+    out
+}
+
+/// Colours of the diff classes and a readable table style; the site may override both.
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .6em}\
+th{background:#f4f4f4}img{max-width:100%}.better{color:#1a7f37}.worse{color:#cf222e}.same{color:#666}";
+
+/// A complete HTML page: `title` (plain text) and the rendered `md`.
+pub fn page(title: &str, md: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main class=\"provebench-report\">\n{}</main>\n</body>\n</html>\n",
+        html_escape(title),
+        markdown_to_html(md)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::md_escape;
+
+    #[test]
+    fn raw_html_and_javascript_links_do_not_survive() {
+        let hostile = "<script>alert(1)</script><img src=x onerror=alert(1)> [x](javascript:alert(1)) `c` a|b\nsecond";
+        let md = format!(
+            "# {}\n\n| a | b |\n| --- | --- |\n| {} | x |\n",
+            md_escape(hostile),
+            md_escape(hostile)
+        );
+        let html = markdown_to_html(&md);
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("href"), "{html}");
+        assert!(!html.contains("<code>"), "{html}");
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+        // One table of one data row: the `|` in the name did not split the cell.
+        assert_eq!(html.matches("<tr>").count(), 2, "{html}");
+        assert_eq!(html.matches("<td>").count(), 2, "{html}");
+        // Unescaped, comrak still drops raw HTML and empties javascript: links.
+        let raw = markdown_to_html("<script>alert(1)</script>\n\n[x](javascript:alert(1))\n");
+        assert!(!raw.contains("<script"), "{raw}");
+        assert!(!raw.contains("javascript:"), "{raw}");
+    }
+
+    #[test]
+    fn diff_markers_get_a_class() {
+        let html = markdown_to_html(
+            "| m | c |\n| --- | --- |\n| ttft | ▲ +3.1% worse |\n| tput | ▲ +2.0% better |\n| x | = 0.0% same |\n| ▲ +1% better label | y |\n",
+        );
+        assert!(
+            html.contains("<span class=\"worse\">▲ +3.1% worse</span>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<span class=\"better\">▲ +2.0% better</span>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<span class=\"same\">= 0.0% same</span>"),
+            "{html}"
+        );
+        assert_eq!(marker_class("plain"), None);
+    }
+
+    #[test]
+    fn page_escapes_title() {
+        let p = page("<b>x</b>", "text");
+        assert!(p.contains("<title>&lt;b&gt;x&lt;/b&gt;</title>"));
+        assert!(p.starts_with("<!DOCTYPE html>"));
+    }
+}

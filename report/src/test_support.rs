@@ -1,0 +1,351 @@
+//! Builders of statements for the tests: exact summaries (to reproduce seed numbers) and
+//! deterministic raw records summarised by `schemas::metrics::summarize` (for charts,
+//! checks and diffs), without the runner.
+
+use schemas::document::{
+    Benchmark, Cpu, Engine, ErrorClass, Gpu, GpuInventory, Host, Model, Phase, Predicate, Profile,
+    ProfileKind, RawRecord, RequestError, Run, Statement, Workload,
+};
+use schemas::metrics::{Distribution, RequestCounts, Summary};
+use schemas::numbers::{Finite, JsonU64};
+use schemas::token_times;
+use schemas::validity::Flag;
+use std::collections::BTreeMap;
+
+pub fn fin(v: f64) -> Finite {
+    Finite::new(v).expect("finite")
+}
+
+/// A distribution whose every statistic is `v`.
+pub fn dist(v: f64) -> Distribution {
+    Distribution {
+        count: 100,
+        mean: fin(v),
+        median: fin(v),
+        p90: fin(v),
+        p95: fin(v),
+        p99: fin(v),
+        p99_9: fin(v),
+        min: fin(v),
+        max: fin(v),
+        std: fin(0.0),
+    }
+}
+
+/// The numbers a seed table shows, for a summary built directly.
+#[derive(Clone, Debug, Default)]
+pub struct Exact {
+    pub rps: Option<f64>,
+    pub otps: Option<f64>,
+    pub per_token_ms: Option<f64>,
+    pub per_output_token_ms: Option<f64>,
+    pub e2e_ms: Option<f64>,
+    pub ttft_ms: Option<f64>,
+    pub itl_ms: Option<f64>,
+    /// (measured, failed); completed is the difference. Default (100, 0).
+    pub requests: Option<(u64, u64)>,
+}
+
+pub fn summary(e: &Exact) -> Summary {
+    let (measured, failed) = e.requests.unwrap_or((100, 0));
+    let mut errors_by_class = BTreeMap::new();
+    if failed > 0 {
+        errors_by_class.insert("http_server".to_string(), failed);
+    }
+    Summary {
+        requests: RequestCounts {
+            measured,
+            completed: measured - failed,
+            failed,
+            excluded: 0,
+            errors_by_class,
+        },
+        window_us: 10_000_000,
+        input_tokens: 0,
+        output_tokens: 0,
+        request_throughput_per_s: e.rps.map(fin),
+        output_token_throughput_per_s: e.otps.map(fin),
+        total_token_throughput_per_s: None,
+        ttft_ms: e.ttft_ms.map(dist),
+        ttft_from_send_ms: None,
+        itl_ms: e.itl_ms.map(dist),
+        tpot_ms: None,
+        e2e_ms: e.e2e_ms.map(dist),
+        latency_per_token_ms: e.per_token_ms.map(fin),
+        latency_per_output_token_ms: e.per_output_token_ms.map(fin),
+        goodput: None,
+    }
+}
+
+pub fn profile(kind: ProfileKind, rate: Option<f64>, concurrency: Option<u32>) -> Profile {
+    Profile {
+        kind,
+        rate_per_s: rate.map(fin),
+        concurrency,
+        max_requests: None,
+        max_seconds: None,
+        warmup_requests: 0,
+        cooldown_requests: 0,
+    }
+}
+
+/// The profile a seed-004 label names: `synchronous`, `throughput`,
+/// `asynchronous@1.27 req/sec` (constant), `poisson@…`, `concurrent@N`.
+pub fn profile_of_label(label: &str) -> Profile {
+    let rate = || {
+        label
+            .split('@')
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .map(|r| r.parse::<f64>().expect("a rate"))
+    };
+    match label.split('@').next().unwrap_or("") {
+        "synchronous" => profile(ProfileKind::Synchronous, None, Some(1)),
+        "throughput" => profile(ProfileKind::Throughput, None, Some(256)),
+        "poisson" => profile(ProfileKind::Poisson, rate(), None),
+        "concurrent" => profile(
+            ProfileKind::Concurrent,
+            None,
+            Some(label.split('@').nth(1).unwrap().parse().unwrap()),
+        ),
+        _ => profile(ProfileKind::Constant, rate(), None),
+    }
+}
+
+pub fn synthetic(input: u32, output: u32) -> Workload {
+    Workload::Synthetic {
+        prompt_tokens: input,
+        prompt_tokens_stdev: None,
+        output_tokens: output,
+        output_tokens_stdev: None,
+        tokenizer: "test".into(),
+        prompts_sha256: "00".repeat(32),
+    }
+}
+
+pub fn bench(label: &str, profile: Profile, workload: Workload, summary: Summary) -> Benchmark {
+    Benchmark {
+        label: label.to_string(),
+        profile,
+        workload,
+        slo: None,
+        started_at: "2026-11-22T00:00:00Z".into(),
+        records: vec![],
+        summary,
+    }
+}
+
+pub fn host(gpus: Option<(u32, &str)>) -> Host {
+    Host {
+        hostname: Some("test-host".into()),
+        os: "Debian GNU/Linux 12 (bookworm)".into(),
+        kernel: None,
+        arch: "x86_64".into(),
+        cpu: Cpu {
+            model: Some("Test CPU".into()),
+            logical_cores: 2,
+        },
+        memory_mib: None,
+        gpus: gpus.map(|(count, name)| GpuInventory {
+            source: "test".into(),
+            driver_version: None,
+            cuda_version: None,
+            count,
+            devices: (0..count)
+                .map(|index| Gpu {
+                    index,
+                    name: name.to_string(),
+                    memory_mib: None,
+                    uuid: None,
+                })
+                .collect(),
+        }),
+        gpus_null_reason: None,
+    }
+}
+
+pub struct Doc<'a> {
+    pub model: &'a str,
+    pub revision: Option<&'a str>,
+    pub engine: &'a str,
+    pub version: Option<&'a str>,
+    pub gpus: Option<(u32, &'a str)>,
+}
+
+pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Predicate {
+    Predicate {
+        run: Run {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            started_at: "2026-11-22T00:00:00Z".into(),
+            finished_at: "2026-11-22T01:00:00Z".into(),
+            tool: schemas::document::Tool {
+                name: "provebench".into(),
+                version: "0.1.0".into(),
+                git_commit: None,
+            },
+            command_line: vec!["runner".into(), "run".into()],
+            spec: serde_json::json!({}),
+            seed: JsonU64(42),
+            complete: true,
+        },
+        host: host(d.gpus),
+        engine: Engine {
+            name: d.engine.into(),
+            version: d.version.map(String::from),
+            endpoint: "http://127.0.0.1:8000".into(),
+            api: "openai-completions".into(),
+            reported: BTreeMap::new(),
+        },
+        model: Model {
+            id: d.model.into(),
+            revision: d.revision.map(String::from),
+            digest: None,
+        },
+        benchmarks,
+        validity,
+    }
+}
+
+/// A statement as is: summaries and flags exactly as given, no subject checks.
+pub fn statement(p: Predicate) -> Statement {
+    Statement {
+        type_: schemas::STATEMENT_TYPE.into(),
+        subject: vec![],
+        predicate_type: schemas::PREDICATE_TYPE.into(),
+        predicate: p,
+    }
+}
+
+/// Summaries and record-derived flags recomputed, subject set: what the runner writes.
+pub fn sealed(p: Predicate) -> Statement {
+    schemas::seal::seal(p).expect("seal")
+}
+
+/// An unsigned envelope's JSON bytes.
+pub fn envelope_bytes(s: &Statement) -> Vec<u8> {
+    serde_json::to_vec(&schemas::seal::envelope(s, None)).expect("serialise")
+}
+
+/// How deterministic records are made.
+#[derive(Clone, Debug)]
+pub struct Load {
+    pub requests: u32,
+    pub input: u32,
+    pub output: u32,
+    /// Gap between scheduled sends (µs); 0 sends everything at once.
+    pub gap_us: u64,
+    pub ttft_us: u64,
+    /// Extra TTFT per request already sent (queueing), µs.
+    pub ttft_growth_us: u64,
+    pub itl_us: u64,
+    /// Every n-th request fails with a timeout.
+    pub fail_every: Option<u32>,
+}
+
+/// Records from a simple deterministic model (±5 % variation from a counter).
+pub fn records(l: &Load) -> Vec<RawRecord> {
+    (0..l.requests)
+        .map(|i| {
+            let scheduled_us = u64::from(i) * l.gap_us;
+            let sent_us = scheduled_us + 40;
+            let wobble = |base: u64, k: u32| base + base * u64::from((i * 7 + k * 3) % 11) / 200;
+            if l.fail_every.is_some_and(|n| i % n == n - 1) {
+                return RawRecord {
+                    phase: Phase::Measured,
+                    scheduled_us,
+                    sent_us,
+                    first_token_us: None,
+                    token_gaps: String::new(),
+                    end_us: sent_us + 30_000,
+                    output_tokens_requested: Some(l.output),
+                    input_tokens_client: Some(l.input),
+                    input_tokens_server: None,
+                    output_tokens_client: 0,
+                    output_tokens_server: None,
+                    finish_reason: None,
+                    error: Some(RequestError {
+                        class: ErrorClass::Timeout,
+                        message: "request timed out".into(),
+                    }),
+                };
+            }
+            let first = sent_us + wobble(l.ttft_us + u64::from(i) * l.ttft_growth_us, 0);
+            let mut arrivals = vec![first];
+            for k in 1..l.output {
+                arrivals.push(arrivals[arrivals.len() - 1] + wobble(l.itl_us, k));
+            }
+            RawRecord {
+                phase: Phase::Measured,
+                scheduled_us,
+                sent_us,
+                first_token_us: Some(first),
+                token_gaps: token_times::encode_arrivals(&arrivals),
+                end_us: arrivals[arrivals.len() - 1] + 100,
+                output_tokens_requested: Some(l.output),
+                input_tokens_client: Some(l.input),
+                input_tokens_server: Some(l.input),
+                output_tokens_client: l.output,
+                output_tokens_server: Some(l.output),
+                finish_reason: Some("length".into()),
+                error: None,
+            }
+        })
+        .collect()
+}
+
+/// A benchmark with records from `load` and its summary computed from them.
+pub fn measured(label: &str, profile: Profile, load: &Load) -> Benchmark {
+    let records = records(load);
+    let summary = schemas::metrics::summarize(&records, None).expect("summarize");
+    Benchmark {
+        label: label.to_string(),
+        profile,
+        workload: synthetic(load.input, load.output),
+        slo: None,
+        started_at: "2026-11-22T00:00:00Z".into(),
+        records,
+        summary,
+    }
+}
+
+/// A small sweep over one cell: synchronous, three constant rates, throughput; the
+/// constant rate 6 saturates and every 4th of its requests fails.
+pub fn sweep(input: u32, output: u32, speed: f64) -> Vec<Benchmark> {
+    let load = |gap_us: u64, growth: u64, fail_every| Load {
+        requests: 24,
+        input,
+        output,
+        gap_us,
+        ttft_us: (40_000.0 / speed) as u64,
+        ttft_growth_us: growth,
+        itl_us: (8_000.0 / speed) as u64,
+        fail_every,
+    };
+    vec![
+        measured(
+            "synchronous",
+            profile(ProfileKind::Synchronous, None, Some(1)),
+            &load(300_000, 0, None),
+        ),
+        measured(
+            "throughput",
+            profile(ProfileKind::Throughput, None, Some(32)),
+            &load(0, 3_000, None),
+        ),
+        measured(
+            "constant@2.00 req/sec",
+            profile(ProfileKind::Constant, Some(2.0), None),
+            &load(500_000, 0, None),
+        ),
+        measured(
+            "constant@6.00 req/sec",
+            profile(ProfileKind::Constant, Some(6.0), None),
+            &load(166_667, 2_000, Some(4)),
+        ),
+        measured(
+            "constant@4.00 req/sec",
+            profile(ProfileKind::Constant, Some(4.0), None),
+            &load(250_000, 500, None),
+        ),
+    ]
+}
