@@ -53,6 +53,28 @@ pub struct Predicate {
     pub benchmarks: Vec<Benchmark>,
     /// Findings that make numbers suspect or unusable. Empty when nothing was found.
     pub validity: Vec<Flag>,
+    /// Present when the document was converted from another tool's output (`runner
+    /// import`), absent in documents the runner measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported: Option<Imported>,
+}
+
+/// Where an imported document came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Imported {
+    /// `seed-markdown-grid`, `seed-markdown-sweep`, `guidellm-json`, `vllm-bench-json`, …
+    pub format: String,
+    /// The source file's name (no directories).
+    pub source: String,
+    /// sha256 of the source file's bytes; also the statement's subject.
+    pub source_sha256: String,
+    /// Where in the source this document's data stood, e.g. `lines 7-24`.
+    pub location: Option<String>,
+    /// True when the source had aggregates only: benchmarks carry no raw records and their
+    /// summaries are the source's numbers, which no one can recompute.
+    pub aggregates_only: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -172,8 +194,25 @@ pub struct Benchmark {
     /// RFC 3339, UTC: the zero of every `_us` time in `records`.
     pub started_at: String,
     pub records: Vec<RawRecord>,
-    /// Derived from `records` by [`crate::metrics::summarize`]; verification recomputes it.
+    /// Derived from `records` by [`crate::metrics::summarize`]; verification recomputes it
+    /// (except in imported aggregates-only documents, where it is the source's numbers).
     pub summary: Summary,
+}
+
+impl Benchmark {
+    /// A benchmark with no numbers: nothing completed (or, imported from aggregates, the
+    /// source reported no request throughput: seed 004's rows of 0.00).
+    pub fn failed(&self) -> bool {
+        let no_rate = self
+            .summary
+            .request_throughput_per_s
+            .is_none_or(|r| r.get() <= 0.0);
+        if self.records.is_empty() && self.summary.requests.measured == 0 {
+            no_rate
+        } else {
+            self.summary.requests.completed == 0
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

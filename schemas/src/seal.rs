@@ -11,8 +11,17 @@ use ed25519_dalek::SigningKey;
 
 /// Recomputes every summary, adds the flags the records imply (keeping the caller's
 /// own), and wraps the predicate in a Statement with its subject.
+/// In an imported aggregates-only document, benchmarks without records keep the
+/// source's summaries (there is nothing to compute them from).
 pub fn seal(mut predicate: Predicate) -> Result<Statement, MetricsError> {
+    let aggregates_only = predicate
+        .imported
+        .as_ref()
+        .is_some_and(|i| i.aggregates_only);
     for (i, b) in predicate.benchmarks.iter_mut().enumerate() {
+        if aggregates_only && b.records.is_empty() {
+            continue;
+        }
         b.summary = metrics::summarize(&b.records, b.slo.as_ref())?;
         for flag in validity::derive(i as u32, b, &b.summary) {
             if !predicate

@@ -37,6 +37,8 @@ pub enum FlagCode {
     Incomplete,
     /// A value departs wildly from its neighbours (imported data).
     Suspect,
+    /// The source listed rows out of rate order; they are shown sorted (imported data).
+    SourceOrder,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -38,6 +38,9 @@ pub struct Verdict {
     pub summary_mismatches: Vec<String>,
     /// Record-derived validity flags the document leaves out (`benchmarks[i]: code`).
     pub missing_flags: Vec<String>,
+    /// Benchmarks of an imported aggregates-only document: their summaries are the
+    /// source's numbers, with no records to recompute them from.
+    pub aggregates_only: u64,
 }
 
 /// Whether a document that is not signed by a trusted key is still parsed.
@@ -57,8 +60,15 @@ pub fn raw_records_sha256(p: &Predicate) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// The subject a predicate must carry: the model digest when known, else the records'.
+/// The subject a predicate must carry: an imported document's source file; else the
+/// model digest when known; else the records'.
 pub fn expected_subject(p: &Predicate) -> crate::document::Subject {
+    if let Some(i) = &p.imported {
+        return crate::document::Subject {
+            name: format!("source:{}", i.source),
+            digest: [("sha256".to_string(), i.source_sha256.clone())].into(),
+        };
+    }
     match &p.model.digest {
         Some(digest) => crate::document::Subject {
             name: format!("model:{}", p.model.id),
@@ -85,6 +95,7 @@ pub fn verify_envelope(
         records_checked: 0,
         summary_mismatches: vec![],
         missing_flags: vec![],
+        aggregates_only: 0,
     };
     let invalid = |reason: String| SignatureVerdict::Invalid { reason };
     let (envelope, payload) =
@@ -191,6 +202,11 @@ fn check_statement(s: &Statement, v: &mut Verdict) {
         }
         v.records_checked += b.records.len() as u64;
         if !consistent {
+            continue;
+        }
+        if b.records.is_empty() && p.imported.as_ref().is_some_and(|i| i.aggregates_only) {
+            // The source's numbers: nothing to recompute them from, and the report says so.
+            v.aggregates_only += 1;
             continue;
         }
         let recomputed = match metrics::summarize(&b.records, b.slo.as_ref()) {

@@ -100,3 +100,46 @@ fn excluded_phases_and_empty_benchmarks_give_nulls_not_nan() {
     let json = serde_json::to_string(&s).unwrap();
     assert!(!json.contains("NaN") && !json.contains("inf"));
 }
+
+/// Selecting order statistics gives exactly what sorting the whole sample gives, for
+/// small and large samples, with ties, for every statistic.
+#[test]
+fn selected_percentiles_equal_those_of_a_full_sort() {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    for n in [1usize, 2, 3, 7, 10, 101, 1000, 12_345] {
+        let values: Vec<f64> = (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Whole microseconds as milliseconds, as records give them: many ties.
+                (x % 5000) as f64 / 1000.0
+            })
+            .collect();
+        let d = schemas::metrics::distribution(&values).unwrap().unwrap();
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        let p = |q| schemas::metrics::percentile(&sorted, q);
+        assert_eq!(
+            [
+                d.median.get(),
+                d.p90.get(),
+                d.p95.get(),
+                d.p99.get(),
+                d.p99_9.get(),
+                d.min.get(),
+                d.max.get()
+            ],
+            [
+                p(50.0),
+                p(90.0),
+                p(95.0),
+                p(99.0),
+                p(99.9),
+                sorted[0],
+                sorted[n - 1]
+            ],
+            "n = {n}"
+        );
+    }
+}

@@ -123,6 +123,7 @@ pub fn predicate() -> Predicate {
         },
         benchmarks: vec![benchmark(known_records())],
         validity: vec![],
+        imported: None,
     }
 }
 
