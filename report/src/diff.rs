@@ -23,7 +23,7 @@ use crate::markdown::{doc_line, run_flags};
 use crate::view::{self, Cell};
 use crate::{RenderError, Report};
 use schemas::document::{Benchmark, Predicate, ProfileKind};
-use schemas::metrics::Summary;
+use schemas::metrics::{Latency, Summary};
 
 /// What identifies a benchmark across two runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,7 +136,13 @@ struct Metric {
 
 macro_rules! dist {
     ($field:ident, $stat:ident) => {
-        |s: &Summary| s.$field.as_ref().map(|d| d.$stat.get())
+        |s: &Summary| {
+            s.$field.as_ref().map(|d| d.$stat.get()).or_else(|| {
+                // Imported aggregates: what the source published.
+                let p = s.published.as_ref()?.$field.as_ref()?;
+                p.$stat.map(|v| v.get())
+            })
+        }
     };
 }
 
@@ -300,7 +306,7 @@ struct Tally {
 
 fn value(m: &Metric, b: &Benchmark) -> Option<f64> {
     let s = &b.summary;
-    if s.requests.completed == 0 && !m.without_completions {
+    if b.failed() && !m.without_completions {
         return None;
     }
     (m.get)(s).filter(|v| v.is_finite())
@@ -339,13 +345,7 @@ fn metrics_table(a: &Benchmark, b: &Benchmark, tally: &mut Tally) -> String {
 
 /// `FAILED (n of n requests failed)` for a benchmark with no completed request.
 fn failed_note(side: &str, b: &Benchmark) -> Option<String> {
-    let r = &b.summary.requests;
-    (r.completed == 0).then(|| {
-        format!(
-            "{side}: FAILED ({} of {} requests failed).\n",
-            r.failed, r.measured
-        )
-    })
+    crate::view::failure(b).map(|what| format!("{side}: {what}.\n"))
 }
 
 fn pair_section(a: &Loaded, b: &Loaded, pair: &Pair, tally: &mut Tally) -> String {
@@ -386,15 +386,14 @@ fn pair_section(a: &Loaded, b: &Loaded, pair: &Pair, tally: &mut Tally) -> Strin
 
 fn one_sided(p: &Predicate, i: usize) -> String {
     let b = &p.benchmarks[i];
-    let r = &b.summary.requests;
-    let what = if r.completed == 0 {
-        format!("FAILED ({} of {} requests failed)", r.failed, r.measured)
+    let what = if let Some(what) = crate::view::failure(b) {
+        what
     } else {
         format!(
             "{}, TTFT mean {}, E2E mean {}",
             format::with_unit(b.summary.request_throughput_per_s.map(|v| v.get()), "req/s"),
-            format::with_unit(b.summary.ttft_ms.as_ref().map(|d| d.mean.get()), "ms"),
-            format::with_unit(b.summary.e2e_ms.as_ref().map(|d| d.mean.get()), "ms"),
+            format::with_unit(b.summary.mean_ms(Latency::Ttft), "ms"),
+            format::with_unit(b.summary.mean_ms(Latency::E2e), "ms"),
         )
     };
     format!(

@@ -60,7 +60,12 @@ fn findings(v: &Verdict) -> Vec<String> {
             examples(&v.missing_flags)
         ));
     }
-    if out.is_empty() {
+    if v.aggregates_only > 0 {
+        out.push(format!(
+            "Aggregates only: {} benchmarks hold the source's published numbers, with no raw records to recompute them from.",
+            v.aggregates_only
+        ));
+    } else if out.is_empty() {
         out.push(format!(
             "Summaries and flags recomputed from {} raw records: all match.",
             v.records_checked
@@ -72,14 +77,33 @@ fn findings(v: &Verdict) -> Vec<String> {
 /// Parses `bytes` as an envelope, else as a bare statement. `input` names the input in
 /// errors (`input 2`, `A`).
 pub fn load(bytes: &[u8], input: &str) -> Result<Loaded, RenderError> {
+    load_trusting(bytes, input, &[])
+}
+
+/// [`load`], verifying the signature against `trusted` keys (the site's published keys
+/// file): the report then names the key that signed, or says the signature is invalid.
+pub fn load_trusting(
+    bytes: &[u8],
+    input: &str,
+    trusted: &[schemas::keys::TrustedKey],
+) -> Result<Loaded, RenderError> {
     let error = |reason: String| RenderError::Input {
         input: input.to_string(),
         reason,
     };
-    let (verdict, statement) = verify::verify_envelope(bytes, &[], Policy::AllowUnsigned);
+    let (verdict, statement) = verify::verify_envelope(bytes, trusted, Policy::AllowUnsigned);
     if let Some(statement) = statement {
         let provenance = match (&verdict.signature, Envelope::parse(bytes)) {
             (SignatureVerdict::Unsigned, _) => "Unsigned envelope.".to_string(),
+            (SignatureVerdict::Verified { keyid, key_name }, _) => format!(
+                "Signature verified: signed by trusted key {} ({}).",
+                crate::md_escape(key_name),
+                crate::md_escape(keyid)
+            ),
+            (SignatureVerdict::Invalid { reason }, _) if !trusted.is_empty() => format!(
+                "✖ SIGNATURE INVALID: {}.",
+                crate::md_escape(reason)
+            ),
             (_, Ok(env)) if !env.signatures.is_empty() => format!(
                 "Envelope signed by key {} (the signature is not checked here: no trusted keys were given).",
                 env.signatures

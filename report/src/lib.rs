@@ -15,6 +15,7 @@
 //! them as `schemas::verify` does (without trusted keys, so it never vouches for a
 //! signature) and prints what it found beside the document.
 
+pub mod abi;
 pub mod charts;
 pub mod diff;
 pub mod escape;
@@ -80,10 +81,18 @@ pub enum RenderError {
 /// Renders `docs` (each a DSSE envelope or a bare statement, JSON) into one report:
 /// `report.md`, `report.html` and the charts that have data.
 pub fn render(docs: &[&[u8]]) -> Result<Report, RenderError> {
+    render_trusting(docs, &[])
+}
+
+/// [`render`], with signatures verified against `trusted` keys.
+pub fn render_trusting(
+    docs: &[&[u8]],
+    trusted: &[schemas::keys::TrustedKey],
+) -> Result<Report, RenderError> {
     let loaded = docs
         .iter()
         .enumerate()
-        .map(|(n, bytes)| input::load(bytes, &format!("input {}", n + 1)))
+        .map(|(n, bytes)| input::load_trusting(bytes, &format!("input {}", n + 1), trusted))
         .collect::<Result<Vec<_>, _>>()?;
     render_loaded(&loaded)
 }
@@ -127,8 +136,17 @@ pub fn render_loaded(docs: &[Loaded]) -> Result<Report, RenderError> {
 /// Compares two documents (bytes as for [`render`]): A is the baseline, B the candidate.
 /// Returns `diff.md`, `diff.html` and the overlaid charts that have data.
 pub fn diff(a: &[u8], b: &[u8]) -> Result<Report, RenderError> {
-    let a = input::load(a, "A")?;
-    let b = input::load(b, "B")?;
+    diff_trusting(a, b, &[])
+}
+
+/// [`diff`], with signatures verified against `trusted` keys.
+pub fn diff_trusting(
+    a: &[u8],
+    b: &[u8],
+    trusted: &[schemas::keys::TrustedKey],
+) -> Result<Report, RenderError> {
+    let a = input::load_trusting(a, "A", trusted)?;
+    let b = input::load_trusting(b, "B", trusted)?;
     diff::report(&a, &b)
 }
 

@@ -24,19 +24,36 @@ pub(crate) fn doc_line(name: &str, d: &Loaded) -> String {
         Some(v) => format!("{} {}", view::engine_display(&p.engine.name), v),
         None => view::engine_display(&p.engine.name),
     };
-    let hardware = match view::gpus(&p.host) {
-        Some((n, name)) => format!("{n} × {name}"),
-        None => view::hardware_name(&p.host),
+    let hardware = match (view::gpus(&p.host), &p.host.gpus) {
+        // An imported source that names the GPU but not how many.
+        (Some((_, name)), Some(inv)) if inv.count == 0 => name,
+        (Some((n, name)), _) => format!("{n} × {name}"),
+        (None, _) => view::hardware_name(&p.host),
     };
     let interrupted = if p.run.complete { "" } else { ", interrupted" };
+    let when = match &p.imported {
+        Some(i) => format!(
+            "imported from {} ({}{}; source sha256 {})",
+            md_escape(&i.source),
+            md_escape(&i.format),
+            i.location
+                .as_ref()
+                .map(|l| format!(", {}", md_escape(l)))
+                .unwrap_or_default(),
+            md_escape(&i.source_sha256),
+        ),
+        None => format!(
+            "run {}, {} to {}{interrupted}",
+            md_escape(&p.run.id),
+            md_escape(&p.run.started_at),
+            md_escape(&p.run.finished_at),
+        ),
+    };
     let mut line = format!(
-        "- **{name}**: **{}**{revision} on **{}**, {}; run {}, {} to {}{interrupted}.",
+        "- **{name}**: **{}**{revision} on **{}**, {}; {when}.",
         md_escape(&p.model.id),
         md_escape(&engine),
         md_escape(&hardware),
-        md_escape(&p.run.id),
-        md_escape(&p.run.started_at),
-        md_escape(&p.run.finished_at),
     );
     for c in &d.checks {
         line.push(' ');

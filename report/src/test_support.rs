@@ -74,6 +74,7 @@ pub fn summary(e: &Exact) -> Summary {
         latency_per_token_ms: e.per_token_ms.map(fin),
         latency_per_output_token_ms: e.per_output_token_ms.map(fin),
         goodput: None,
+        published: None,
     }
 }
 
@@ -203,6 +204,7 @@ pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Pr
         },
         benchmarks,
         validity,
+        imported: None,
     }
 }
 

@@ -5,11 +5,11 @@ use crate::{diff_statements, render, render_statements, sweep_bullet, sweep_tabl
 use schemas::document::{Benchmark, ProfileKind, Statement};
 use schemas::validity::{Flag, FlagCode, Severity};
 
-const SEED_000: &str = include_str!("../tests/seeds/000_277317b0dcaa0d06.txt");
-const SEED_001: &str = include_str!("../tests/seeds/001_e8960ffa2ce0f9cc.txt");
-const SEED_002: &str = include_str!("../tests/seeds/002_66e0282fd3791331.txt");
-const SEED_003: &str = include_str!("../tests/seeds/003_44f3a8b9f2336bbb.txt");
-const SEED_004: &str = include_str!("../tests/seeds/004_4d3f484aa116390c.txt");
+const SEED_000: &str = include_str!("../../tests/seeds/000_277317b0dcaa0d06.txt");
+const SEED_001: &str = include_str!("../../tests/seeds/001_e8960ffa2ce0f9cc.txt");
+const SEED_002: &str = include_str!("../../tests/seeds/002_66e0282fd3791331.txt");
+const SEED_003: &str = include_str!("../../tests/seeds/003_44f3a8b9f2336bbb.txt");
+const SEED_004: &str = include_str!("../../tests/seeds/004_4d3f484aa116390c.txt");
 
 fn cells(line: &str) -> Vec<String> {
     line.trim()

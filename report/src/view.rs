@@ -315,3 +315,22 @@ pub(crate) fn model_title(p: &Predicate) -> String {
         None => md_escape(&p.model.id),
     }
 }
+
+/// Why a benchmark has no numbers, or None when it has them: `FAILED (3 of 3 requests
+/// failed)`, or for imported aggregates (seed 004's rows of 0.00) `FAILED (the source
+/// reports no completed requests)`.
+pub(crate) fn failure(b: &schemas::document::Benchmark) -> Option<String> {
+    if !b.failed() {
+        return None;
+    }
+    let r = &b.summary.requests;
+    Some(
+        if b.records.is_empty() && r.measured == 0 && b.summary.request_throughput_per_s.is_some() {
+            "FAILED (the source reports no completed requests)".to_string()
+        } else if r.measured == 0 {
+            "no measured requests".to_string()
+        } else {
+            format!("FAILED ({} of {} requests failed)", r.failed, r.measured)
+        },
+    )
+}

@@ -30,7 +30,7 @@ pub fn chart(docs: &[GridDoc]) -> Option<Chart> {
                 .into_iter()
                 .filter_map(|(cell, i)| {
                     let s = &p.benchmarks[i].summary;
-                    (s.requests.completed > 0)
+                    (!p.benchmarks[i].failed())
                         .then_some(())
                         .and(s.output_token_throughput_per_s)
                         .map(|v| (cell, v.get()))

@@ -22,8 +22,9 @@ fn points(g: &ChartGroup, pick: Pick) -> Vec<(f64, f64, f64)> {
     let mut out: Vec<(f64, f64, f64)> = g
         .members
         .iter()
-        .map(|&i| &g.doc.predicate.benchmarks[i].summary)
-        .filter(|s| s.requests.completed > 0)
+        .map(|&i| &g.doc.predicate.benchmarks[i])
+        .filter(|b| !b.failed())
+        .map(|b| &b.summary)
         .filter_map(|s| {
             let d = pick(s)?;
             Some((

@@ -18,7 +18,7 @@ fn points(g: &ChartGroup) -> Vec<Point> {
         .members
         .iter()
         .map(|&i| &g.doc.predicate.benchmarks[i])
-        .filter(|b| b.profile.kind.is_open_loop() && b.summary.requests.completed > 0)
+        .filter(|b| b.profile.kind.is_open_loop() && !b.failed())
         .filter_map(|b| {
             let s = &b.summary;
             Some((

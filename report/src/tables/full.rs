@@ -19,7 +19,7 @@ use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::view;
 use schemas::document::{Benchmark, Statement};
-use schemas::metrics::Distribution;
+use schemas::metrics::{Distribution, PublishedStats};
 
 /// The counts line of a benchmark.
 pub fn counts_line(b: &Benchmark) -> String {
@@ -46,9 +46,20 @@ pub fn counts_line(b: &Benchmark) -> String {
     s
 }
 
-fn dist_row(name: &str, d: &Option<Distribution>) -> String {
-    match d {
-        Some(d) => format!(
+fn dist_row(name: &str, d: &Option<Distribution>, published: Option<&PublishedStats>) -> String {
+    let opt = |v: Option<schemas::numbers::Finite>| {
+        v.map_or(MISSING.to_string(), |v| format::fixed(v.get(), 2))
+    };
+    match (d, published) {
+        // Imported aggregates: what the source published; samples unknown.
+        (None, Some(p)) => format!(
+            "| {name} | {} | {} | {} | {} | {MISSING} |\n",
+            opt(p.mean),
+            opt(p.median),
+            opt(p.p90),
+            opt(p.p99)
+        ),
+        (Some(d), _) => format!(
             "| {name} | {} | {} | {} | {} | {} |\n",
             format::fixed(d.mean.get(), 2),
             format::fixed(d.median.get(), 2),
@@ -56,7 +67,9 @@ fn dist_row(name: &str, d: &Option<Distribution>) -> String {
             format::fixed(d.p99.get(), 2),
             d.count
         ),
-        None => format!("| {name} | {MISSING} | {MISSING} | {MISSING} | {MISSING} | 0 |\n"),
+        (None, None) => {
+            format!("| {name} | {MISSING} | {MISSING} | {MISSING} | {MISSING} | 0 |\n")
+        }
     }
 }
 
@@ -66,10 +79,27 @@ pub fn latency_table(b: &Benchmark) -> String {
     let mut out = String::from(
         "| Latency (ms) | mean | p50 | p90 | p99 | samples |\n| :--- | ---: | ---: | ---: | ---: | ---: |\n",
     );
-    out.push_str(&dist_row("TTFT", &s.ttft_ms));
-    out.push_str(&dist_row("ITL", &s.itl_ms));
-    out.push_str(&dist_row("TPOT", &s.tpot_ms));
-    out.push_str(&dist_row("E2E", &s.e2e_ms));
+    let p = s.published.as_ref();
+    out.push_str(&dist_row(
+        "TTFT",
+        &s.ttft_ms,
+        p.and_then(|p| p.ttft_ms.as_ref()),
+    ));
+    out.push_str(&dist_row(
+        "ITL",
+        &s.itl_ms,
+        p.and_then(|p| p.itl_ms.as_ref()),
+    ));
+    out.push_str(&dist_row(
+        "TPOT",
+        &s.tpot_ms,
+        p.and_then(|p| p.tpot_ms.as_ref()),
+    ));
+    out.push_str(&dist_row(
+        "E2E",
+        &s.e2e_ms,
+        p.and_then(|p| p.e2e_ms.as_ref()),
+    ));
     out
 }
 
@@ -79,7 +109,7 @@ pub fn benchmark_section(st: &Statement, index: usize) -> String {
     let b = &p.benchmarks[index];
     let s = &b.summary;
     let mut out = format!("### {}\n\n{}\n", md_escape(&b.label), counts_line(b));
-    if s.requests.completed > 0 {
+    if !b.failed() {
         out.push_str(&format!(
             "Throughput: {}, {} output, {} total.",
             format::with_unit(s.request_throughput_per_s.map(|v| v.get()), "req/s"),

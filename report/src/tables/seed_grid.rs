@@ -88,14 +88,9 @@ pub fn centered_table(headers: &[&str], rows: &[Vec<String>]) -> String {
 /// The row of one benchmark: its cell and four numbers (or FAILED when nothing completed).
 fn row(input: u32, output: u32, b: &Benchmark) -> Vec<String> {
     let s = &b.summary;
-    let r = &s.requests;
     let mut cells = vec![input.to_string(), output.to_string()];
-    if r.completed == 0 {
-        cells.push(if r.measured == 0 {
-            "no measured requests".to_string()
-        } else {
-            format!("FAILED ({} of {} requests failed)", r.failed, r.measured)
-        });
+    if let Some(what) = crate::view::failure(b) {
+        cells.push(what);
         cells.extend([MISSING, MISSING, MISSING].map(String::from));
         return cells;
     }

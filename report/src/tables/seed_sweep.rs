@@ -21,7 +21,7 @@ use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::view::{self, Cell};
 use schemas::document::{Benchmark, Predicate};
-use schemas::metrics::Distribution;
+use schemas::metrics::Latency;
 use schemas::validity::Flag;
 
 const HEADER: &str = "| Benchmark | Requests per Second | Request Latency | Time to First Token | Inter Token Latency | Output Token Throughput |\n\
@@ -35,28 +35,18 @@ pub fn sweep_table(benchmarks: &[Benchmark], flags: &[Flag]) -> String {
     table_of(benchmarks, &indices, flags, true, false)
 }
 
-fn mean(d: &Option<Distribution>) -> Option<f64> {
-    d.as_ref().map(|d| d.mean.get())
-}
-
 /// One table row, `label` already escaped.
 pub(crate) fn row(label: &str, b: &Benchmark) -> String {
     let s = &b.summary;
-    let r = &s.requests;
-    if r.completed == 0 {
-        let what = if r.measured == 0 {
-            "no measured requests".to_string()
-        } else {
-            format!("FAILED ({} of {} requests failed)", r.failed, r.measured)
-        };
+    if let Some(what) = crate::view::failure(b) {
         return format!("| {label} | {what} | {MISSING} | {MISSING} | {MISSING} | {MISSING} |\n");
     }
     format!(
         "| {label} | {} | {} | {} | {} | {} |\n",
         format::with_unit(s.request_throughput_per_s.map(|v| v.get()), "req/sec"),
-        format::with_unit(mean(&s.e2e_ms).map(|ms| ms / 1000.0), "sec"),
-        format::with_unit(mean(&s.ttft_ms), "ms"),
-        format::with_unit(mean(&s.itl_ms), "ms"),
+        format::with_unit(s.mean_ms(Latency::E2e).map(|ms| ms / 1000.0), "sec"),
+        format::with_unit(s.mean_ms(Latency::Ttft), "ms"),
+        format::with_unit(s.mean_ms(Latency::Itl), "ms"),
         format::with_unit(
             s.output_token_throughput_per_s.map(|v| v.get()),
             "tokens/sec"

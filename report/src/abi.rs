@@ -1,0 +1,156 @@
+//! The request and reply bytes of report-wasm's plain C ABI, for hosts with no
+//! JavaScript (the runner's wasmtime host): both sides call this one module, so the
+//! framing is written once.
+//!
+//! A frame is a sequence of parts, each a little-endian `u32` length and that many bytes.
+//! * request: part 0 is a trusted-keys file (JSON; empty for none), then the documents
+//!   (`render`: one or more; `diff`: exactly A and B);
+//! * reply: one status byte, `0` then a frame of alternating file names and file bytes,
+//!   or `1` then a UTF-8 error message.
+
+use crate::{RenderError, Report};
+
+/// What a host asks the module to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Render,
+    Diff,
+}
+
+/// Length-prefixed parts in one buffer.
+pub fn encode_parts<P: AsRef<[u8]>>(parts: &[P]) -> Vec<u8> {
+    let size = parts.iter().map(|p| 4 + p.as_ref().len()).sum();
+    let mut out = Vec::with_capacity(size);
+    for p in parts {
+        let p = p.as_ref();
+        let len = u32::try_from(p.len()).expect("a part fits in 4 GiB");
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(p);
+    }
+    out
+}
+
+/// The parts of a frame; an error says where it stops making sense.
+pub fn decode_parts(mut bytes: &[u8]) -> Result<Vec<&[u8]>, String> {
+    let mut parts = Vec::new();
+    while !bytes.is_empty() {
+        let Some((len, rest)) = bytes.split_first_chunk::<4>() else {
+            return Err(format!(
+                "frame: {} stray bytes after part {}",
+                bytes.len(),
+                parts.len()
+            ));
+        };
+        let len = u32::from_le_bytes(*len) as usize;
+        if rest.len() < len {
+            return Err(format!(
+                "frame: part {} claims {len} bytes, {} left",
+                parts.len(),
+                rest.len()
+            ));
+        }
+        let (part, rest) = rest.split_at(len);
+        parts.push(part);
+        bytes = rest;
+    }
+    Ok(parts)
+}
+
+/// Runs a request frame and returns the reply bytes (never fails: errors are replies).
+pub fn handle(op: Op, request: &[u8]) -> Vec<u8> {
+    match run(op, request) {
+        Ok(report) => encode_reply(&report),
+        Err(message) => {
+            let mut out = vec![1];
+            out.extend_from_slice(message.as_bytes());
+            out
+        }
+    }
+}
+
+fn run(op: Op, request: &[u8]) -> Result<Report, String> {
+    let parts = decode_parts(request)?;
+    let (keys, docs) = parts.split_first().ok_or("empty request")?;
+    let trusted = if keys.is_empty() {
+        vec![]
+    } else {
+        schemas::keys::parse_trusted_keys(keys).map_err(|e| format!("trusted keys: {e}"))?
+    };
+    let result: Result<Report, RenderError> = match (op, docs) {
+        (Op::Render, docs) => crate::render_trusting(docs, &trusted),
+        (Op::Diff, [a, b]) => crate::diff_trusting(a, b, &trusted),
+        (Op::Diff, docs) => return Err(format!("diff needs 2 documents, got {}", docs.len())),
+    };
+    result.map_err(|e| e.to_string())
+}
+
+/// `0` and the report's files as a frame.
+pub fn encode_reply(report: &Report) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(report.files.len() * 2);
+    for (name, bytes) in &report.files {
+        parts.push(name.as_bytes());
+        parts.push(bytes);
+    }
+    let mut out = vec![0];
+    out.extend(encode_parts(&parts));
+    out
+}
+
+/// The report a reply carries, or the module's error message.
+pub fn decode_reply(reply: &[u8]) -> Result<Report, String> {
+    match reply.split_first() {
+        Some((0, frame)) => {
+            let parts = decode_parts(frame)?;
+            if parts.len() % 2 != 0 {
+                return Err("reply: a file name without its bytes".into());
+            }
+            let files = parts
+                .chunks(2)
+                .map(|pair| {
+                    let name = std::str::from_utf8(pair[0])
+                        .map_err(|_| "reply: a file name is not UTF-8".to_string())?;
+                    Ok((name.to_string(), pair[1].to_vec()))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok(Report { files })
+        }
+        Some((1, message)) => Err(String::from_utf8_lossy(message).into_owned()),
+        Some((status, _)) => Err(format!("reply: unknown status byte {status}")),
+        None => Err("reply: empty".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_round_trip_including_empty_ones() {
+        let parts: [&[u8]; 3] = [b"", b"abc", &[0, 1, 2, 255]];
+        let frame = encode_parts(&parts);
+        assert_eq!(decode_parts(&frame).unwrap(), parts);
+        assert!(decode_parts(&frame[..frame.len() - 1])
+            .unwrap_err()
+            .contains("claims 4 bytes"));
+        assert!(decode_parts(&[1, 0]).unwrap_err().contains("stray"));
+    }
+
+    #[test]
+    fn a_reply_carries_the_report_or_the_error() {
+        let report = Report {
+            files: vec![("a.md".into(), b"# x".to_vec()), ("b.svg".into(), vec![])],
+        };
+        assert_eq!(decode_reply(&encode_reply(&report)).unwrap(), report);
+        let err = handle(Op::Diff, &encode_parts(&[b"" as &[u8], b"{}"]));
+        assert_eq!(
+            decode_reply(&err).unwrap_err(),
+            "diff needs 2 documents, got 1"
+        );
+        let err = handle(Op::Render, &encode_parts(&[b"" as &[u8], b"nope"]));
+        assert!(decode_reply(&err)
+            .unwrap_err()
+            .starts_with("input 1: not a provebench result"));
+        let err = handle(Op::Render, &encode_parts(&[b"[1]" as &[u8]]));
+        assert!(decode_reply(&err).unwrap_err().starts_with("trusted keys:"));
+    }
+}
