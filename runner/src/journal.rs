@@ -203,6 +203,7 @@ pub fn read(path: &Path) -> Result<(Predicate, bool)> {
             model,
             benchmarks,
             validity: flags,
+            imported: None,
         },
         complete,
     ))

@@ -21,6 +21,7 @@ mod sim;
 mod spec;
 mod sse;
 mod synth;
+mod wasm_host;
 mod workload;
 
 #[cfg(test)]
@@ -71,6 +72,13 @@ fn main() -> ExitCode {
         cli::Command::Trust(args) => commands::trust::run(&args),
         cli::Command::Sim(args) => commands::sim::run(&args),
         cli::Command::Synth(args) => commands::synth::run(&args),
+        cli::Command::Publish(args) => commands::publish::run(&args),
+        cli::Command::Serve(args) => commands::serve::run(&args),
+        #[cfg(feature = "polars")]
+        cli::Command::Export(args) => commands::export::run(&args),
+        cli::Command::Report(args) => commands::report::render_files(&args.files, &args.render),
+        cli::Command::Diff(args) => commands::report::diff(&args),
+        cli::Command::Import(args) => commands::import::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,8 +7,8 @@ use schemas::{Predicate, Statement};
 use std::io::Write;
 use std::path::Path;
 
-/// Writes `bytes` (plus a final newline) to `path` through a temporary file in the same
-/// directory and a rename, so a reader never sees a partial file.
+/// Writes exactly `bytes` to `path` through a temporary file in the same directory and a
+/// rename, so a reader never sees a partial file.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
@@ -18,7 +18,6 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let mut tmp = tempfile_in(dir, path)?;
     tmp.1
         .write_all(bytes)
-        .and_then(|_| tmp.1.write_all(b"\n"))
         .and_then(|_| tmp.1.sync_all())
         .with_context(|| format!("writing {}", tmp.0.display()))?;
     std::fs::rename(&tmp.0, path)
@@ -44,8 +43,9 @@ pub fn write_result(
     out: &Path,
 ) -> Result<(Statement, usize), Failure> {
     let statement = schemas::seal::seal(predicate).map_err(|e| Failure::Input(e.into()))?;
-    let bytes =
+    let mut bytes =
         serde_json::to_vec(&schemas::seal::envelope(&statement, key)).expect("envelopes serialise");
+    bytes.push(b'\n');
     write_atomically(out, &bytes).map_err(Failure::Input)?;
-    Ok((statement, bytes.len() + 1))
+    Ok((statement, bytes.len()))
 }

@@ -164,5 +164,6 @@ pub fn predicate(spec: &Spec, run: Run, host: schemas::document::Host) -> Predic
         },
         benchmarks,
         validity: vec![],
+        imported: None,
     }
 }

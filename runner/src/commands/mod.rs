@@ -1,8 +1,14 @@
 //! One module per subcommand.
 
+#[cfg(feature = "polars")]
+pub mod export;
 pub mod finalize;
+pub mod import;
 pub mod keygen;
+pub mod publish;
+pub mod report;
 pub mod run;
+pub mod serve;
 pub mod sim;
 pub mod synth;
 pub mod trust;

@@ -8,7 +8,7 @@
 
 use crate::cli::RunArgs;
 use crate::client::{self, Endpoint};
-use crate::console::{self, Progress};
+use crate::console::Progress;
 use crate::journal::{self, Journal, Line};
 use crate::scheduler::{self, Plan};
 use crate::spec::{self, DataSpec, ProfileName, RunSpec};
@@ -298,6 +298,7 @@ async fn measure(
         model: model_block,
         benchmarks,
         validity: flags,
+        imported: None,
     };
     let (statement, _) = output::write_result(predicate, key.as_ref(), &out)?;
     if !interrupted {
@@ -305,9 +306,12 @@ async fn measure(
             finished_at: run.finished_at.clone(),
         });
     }
+    if spec.grid.is_some() {
+        println!("{}", report::grid_markdown(&[&statement]));
+    }
     println!(
         "{}",
-        console::sweep_table(
+        report::sweep_table(
             &statement.predicate.benchmarks,
             &statement.predicate.validity
         )

@@ -53,7 +53,8 @@ pub fn run(args: &TrustArgs) -> Result<(), Failure> {
         valid_until: args.valid_until.clone(),
         revoked: false,
     });
-    let json = serde_json::to_vec_pretty(&file).expect("keys files serialise");
+    let mut json = serde_json::to_vec_pretty(&file).expect("keys files serialise");
+    json.push(b'\n');
     output::write_atomically(&args.keys_file, &json).map_err(input)?;
     println!("{}", key.keyid);
     Ok(())

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# report-wasm's size and speed (issue 4's targets; a committed benchmark, not a test):
+#   * the module's size, raw and gzipped (target: <= 1.5 MB gzipped);
+#   * rendering a 10,000-request result (4 benchmarks x 2,500 requests of 128 tokens: every
+#     table and chart) in wasmtime (`runner report`, release build; its log gives compile_ms and
+#     render_ms) and in Node through the wasm-bindgen glue (target: <= 100 ms each).
+# Usage: scripts/bench-report.sh [RUNS]   (needs build/wasm from scripts/build-wasm.sh)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=${1:-5}
+wasm=$root/build/wasm/report_wasm_bg.wasm
+[ -f "$wasm" ] || { echo "no $wasm: run scripts/build-wasm.sh first" >&2; exit 1; }
+cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+runner=$root/target/release/runner
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+echo "== module: $(stat -c %s "$wasm") bytes, $(gzip -9 -c "$wasm" | wc -c) gzipped"
+RUST_LOG=warn "$runner" synth --no-sign --out "$tmp/10k.json" --requests 2500 --output-tokens 128
+echo "== input: $(stat -c %s "$tmp/10k.json") bytes, 10,000 requests"
+for i in $(seq 1 "$runs"); do
+  RUST_LOG=info "$runner" report "$tmp/10k.json" --module "$wasm" --out "$tmp/out" 2>&1 >/dev/null \
+    | grep -o 'compile_ms=[0-9]* render_ms=[0-9]*' | sed 's/^/wasmtime: /'
+done
+node "$root/scripts/bench-report.mjs" "$tmp/10k.json" "$runs"

@@ -1,0 +1,615 @@
+// provebench site, the page. Everything shown about a result is computed in this browser by
+// report-wasm (in worker.js, so the page stays responsive): badges, verification, tables,
+// charts, diffs. This file only builds the DOM.
+//
+// Every string that comes from a document is untrusted. It reaches the DOM as text
+// (textContent, text nodes, attribute values set with setAttribute), never as markup. The
+// one piece of markup used is report-wasm's own HTML (comrak in safe mode): it is parsed
+// into an inert document and copied, element by element, through an allowlist; chart
+// <img> sources become blob: URLs of the SVG bytes the module returned. No inline script,
+// style or handler anywhere (the Content-Security-Policy forbids them), and no request
+// leaves the site: index.json, keys.json, results/*, the module and these files.
+
+const view = document.getElementById('view');
+const statusLine = document.getElementById('status');
+const moduleLine = document.getElementById('module-sha');
+
+// ---------------------------------------------------------------- worker calls
+
+const worker = new Worker(new URL('worker.js', import.meta.url), { type: 'module' });
+const pending = new Map();
+let nextId = 1;
+worker.addEventListener('message', (event) => {
+  const { id, ok, value, error } = event.data;
+  const p = pending.get(id);
+  if (!p) return;
+  pending.delete(id);
+  if (ok) p.resolve(value);
+  else p.reject(new Error(error));
+});
+worker.addEventListener('error', (event) => {
+  const message = `the report module failed to start: ${event.message || 'worker error'}`;
+  for (const p of pending.values()) p.reject(new Error(message));
+  pending.clear();
+  say(message, true);
+});
+function call(op, args = {}, transfer = []) {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve, reject });
+    worker.postMessage({ id, op, ...args }, transfer);
+  });
+}
+
+// ---------------------------------------------------------------- DOM helpers
+
+// h('a', {href, class, text, onclick}, ...children): children that are not nodes become text.
+function h(tag, props = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (v == null || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('on') && typeof v === 'function') e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c == null || c === false) continue;
+    e.append(c instanceof Node ? c : String(c));
+  }
+  return e;
+}
+
+function say(text, error = false) {
+  statusLine.textContent = text;
+  statusLine.classList.toggle('error', error);
+}
+
+const enc = encodeURIComponent;
+const shellQuote = (s) => (/^[A-Za-z0-9._\/@%+=:,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
+const plainDate = (s) => (typeof s === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(s) ? `${s.slice(0, 10)} ${s.slice(11, 16)} UTC` : s ?? '—');
+const engineText = (m) => (m.engine == null ? '—' : m.engineVersion ? `${m.engine} ${m.engineVersion}` : m.engine);
+
+function badge(m) {
+  const b = m?.badge ?? { kind: 'pending', text: 'verifying…', reason: 'report-wasm is checking this file' };
+  return h('span', { class: `badge badge-${b.kind}`, title: b.reason, 'data-badge': b.kind }, b.text);
+}
+
+// ---------------------------------------------------------------- report HTML, made safe
+
+const KEEP = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'p', 'ul', 'ol', 'li', 'strong', 'em', 'code', 'pre',
+  'table', 'thead', 'tbody', 'tr', 'th', 'td', 'img', 'span', 'br', 'hr', 'blockquote', 'del']);
+const DROP = new Set(['script', 'style', 'template', 'iframe', 'frame', 'frameset', 'object', 'embed', 'svg', 'math',
+  'link', 'meta', 'base', 'form', 'input', 'button', 'textarea', 'select', 'noscript', 'audio', 'video', 'source']);
+const ALIGN = new Set(['left', 'center', 'right']);
+const MARKER = new Set(['better', 'worse', 'same']);
+
+function copySafe(node, chart) {
+  if (node.nodeType === Node.TEXT_NODE) return document.createTextNode(node.data);
+  if (node.nodeType !== Node.ELEMENT_NODE) return null;
+  const tag = node.localName;
+  if (DROP.has(tag)) return null;
+  const children = () => Array.from(node.childNodes, (c) => copySafe(c, chart)).filter(Boolean);
+  if (!KEEP.has(tag)) {
+    const f = document.createDocumentFragment();
+    f.append(...children());
+    return f;
+  }
+  const e = document.createElement(tag);
+  if ((tag === 'th' || tag === 'td') && ALIGN.has(node.getAttribute('align'))) e.setAttribute('align', node.getAttribute('align'));
+  if (tag === 'span' && MARKER.has(node.getAttribute('class'))) e.className = node.getAttribute('class');
+  if (tag === 'ol' && /^\d{1,6}$/.test(node.getAttribute('start') ?? '')) e.setAttribute('start', node.getAttribute('start'));
+  if (tag === 'img') {
+    const url = chart(node.getAttribute('src'));
+    const alt = node.getAttribute('alt') ?? '';
+    if (!url) return document.createTextNode(alt);
+    e.setAttribute('alt', alt);
+    e.setAttribute('src', url);
+    e.dataset.chart = node.getAttribute('src');
+    return e;
+  }
+  e.append(...children());
+  return e;
+}
+
+// Inserts the <main> of report-wasm's page `htmlName` into `container`; charts from `files`.
+function insertReport(container, files, htmlName, ctx) {
+  const byName = new Map(files.map((f) => [f.name, f.bytes]));
+  const page = new TextDecoder().decode(byName.get(htmlName) ?? new ArrayBuffer(0));
+  // Only the page's <main> (its <head> holds a <style> the policy would refuse). Document
+  // text inside it is escaped, so the last </main> is the page's own.
+  const open = '<main class="provebench-report">';
+  const start = page.indexOf(open);
+  const end = page.lastIndexOf('</main>');
+  if (start < 0 || end < start) throw new Error(`report-wasm's ${htmlName} has no report in it`);
+  // DOMParser's document is inert: nothing in it loads or runs.
+  const main = new DOMParser().parseFromString(page.slice(start + open.length, end), 'text/html').body;
+  const urls = new Map();
+  const chart = (src) => {
+    if (typeof src !== 'string' || !src.endsWith('.svg') || !byName.has(src)) return null;
+    if (!urls.has(src)) urls.set(src, ctx.blobUrl(byName.get(src), 'image/svg+xml'));
+    return urls.get(src);
+  };
+  const f = document.createDocumentFragment();
+  for (const c of main.childNodes) {
+    const copy = copySafe(c, chart);
+    if (copy) f.append(copy);
+  }
+  container.replaceChildren(f);
+}
+
+// ---------------------------------------------------------------- site state
+
+let site = null; // {results: [{name, sha256, size}], byName: Map, moduleSha256, keysError}
+const metas = new Map(); // name -> {promise, resolve}
+const metaQueue = [];
+let metaBusy = false;
+
+// A result's facts (badge, model, …), computed once per page load; one request at a time so
+// that a result page or a diff never waits behind a whole index.
+function metaOf(name, urgent = false) {
+  let entry = metas.get(name);
+  if (!entry) {
+    let resolve;
+    const promise = new Promise((r) => { resolve = r; });
+    entry = { promise, resolve };
+    metas.set(name, entry);
+    metaQueue.push(name);
+  }
+  if (urgent) {
+    const i = metaQueue.indexOf(name);
+    if (i > 0) metaQueue.unshift(...metaQueue.splice(i, 1));
+  }
+  pumpMetas();
+  return entry.promise;
+}
+
+async function pumpMetas() {
+  if (metaBusy) return;
+  metaBusy = true;
+  while (metaQueue.length) {
+    const name = metaQueue.shift();
+    const entry = metas.get(name);
+    try {
+      entry.resolve(await call('meta', { name }));
+    } catch (e) {
+      entry.resolve({ failed: true, badge: { kind: 'invalid', text: 'INVALID', reason: e.message } });
+    }
+  }
+  metaBusy = false;
+}
+
+// ---------------------------------------------------------------- views
+
+let current = { token: 0, cleanup: [] };
+
+function newView() {
+  for (const f of current.cleanup) f();
+  const ctx = {
+    token: current.token + 1,
+    cleanup: [],
+    alive() { return current === ctx; },
+    blobUrl(bytes, type) {
+      const url = URL.createObjectURL(new Blob([bytes], { type }));
+      ctx.cleanup.push(() => URL.revokeObjectURL(url));
+      return url;
+    },
+  };
+  current = ctx;
+  return ctx;
+}
+
+function route() {
+  const ctx = newView();
+  const hash = location.hash.replace(/^#\/?/, '');
+  const parts = hash.split('/');
+  let args;
+  try {
+    args = parts.slice(1).map(decodeURIComponent);
+  } catch {
+    return notFound(ctx, 'This link is malformed.');
+  }
+  document.body.dataset.view = parts[0] || 'index';
+  delete document.body.dataset.indexReady;
+  if (hash === '' ) return showIndex(ctx);
+  if (parts[0] === 'result' && args.length === 1) return showResult(ctx, args[0]);
+  if (parts[0] === 'diff' && args.length === 0) return showDiff(ctx, null, null);
+  if (parts[0] === 'diff' && args.length === 2) return showDiff(ctx, args[0], args[1]);
+  return notFound(ctx, 'There is no such page.');
+}
+
+function notFound(ctx, text) {
+  view.replaceChildren(h('h1', { text: 'Not found' }), h('p', { text }), h('p', {}, h('a', { href: '#/', text: 'All results' })));
+}
+
+// ---- index
+
+const indexState = { filter: '', status: 'all', sort: 'date', dir: -1, picked: [] };
+const COLUMNS = [
+  ['name', 'Result'], ['model', 'Model'], ['engine', 'Engine'], ['gpu', 'GPU'], ['date', 'Date'],
+  ['kinds', 'Profiles'], ['status', 'Status'],
+];
+const STATUS_ORDER = { invalid: 0, unsigned: 1, imported: 2, verified: 3, pending: 4 };
+
+function sortValue(row, key) {
+  const m = row.meta ?? {};
+  switch (key) {
+    case 'name': return row.name;
+    case 'model': return m.model ?? '';
+    case 'engine': return m.engine == null ? '' : engineText(m);
+    case 'gpu': return m.gpu ?? '';
+    case 'date': return m.date ?? '';
+    case 'kinds': return (m.kinds ?? []).join(', ');
+    case 'status': return `${STATUS_ORDER[m.badge?.kind ?? 'pending']}${m.badge?.text ?? ''}`;
+    default: return '';
+  }
+}
+
+function showIndex(ctx) {
+  const rows = site.results.map((r) => ({ name: r.name, meta: null }));
+  const filter = h('input', { type: 'search', id: 'filter', placeholder: 'Filter: model, engine, GPU, file…', 'aria-label': 'Filter results', value: indexState.filter });
+  const statusSelect = h('select', { id: 'status-filter', 'aria-label': 'Status' },
+    [['all', 'any status'], ['verified', 'verified'], ['unsigned', 'unsigned'], ['imported', 'imported'], ['invalid', 'INVALID']]
+      .map(([v, t]) => h('option', { value: v, selected: indexState.status === v }, t)));
+  const count = h('span', { class: 'count', id: 'count' });
+  const diffButton = h('button', { type: 'button', id: 'diff-selected', disabled: true }, 'Diff the two selected');
+  const tbody = h('tbody');
+  const headers = COLUMNS.map(([key, label]) => {
+    const b = h('button', { type: 'button', class: 'sort', 'data-sort': key }, label);
+    b.addEventListener('click', () => {
+      indexState.dir = indexState.sort === key ? -indexState.dir : 1;
+      indexState.sort = key;
+      apply();
+    });
+    return h('th', { scope: 'col', 'data-col': key }, b);
+  });
+  indexState.picked = indexState.picked.filter((n) => site.byName.has(n));
+
+  const updatePicked = () => {
+    diffButton.disabled = indexState.picked.length !== 2;
+    diffButton.textContent = indexState.picked.length === 2
+      ? `Diff: ${indexState.picked[1]} against ${indexState.picked[0]}` : `Diff the two selected (${indexState.picked.length}/2)`;
+  };
+  diffButton.addEventListener('click', () => {
+    if (indexState.picked.length === 2) location.hash = `#/diff/${enc(indexState.picked[0])}/${enc(indexState.picked[1])}`;
+  });
+
+  for (const row of rows) {
+    const pick = h('input', { type: 'checkbox', 'aria-label': `select ${row.name} for a diff`, checked: indexState.picked.includes(row.name) });
+    pick.addEventListener('change', () => {
+      indexState.picked = indexState.picked.filter((n) => n !== row.name);
+      if (pick.checked) indexState.picked.push(row.name);
+      while (indexState.picked.length > 2) {
+        const dropped = indexState.picked.shift();
+        const other = rows.find((r) => r.name === dropped);
+        if (other) other.pick.checked = false;
+      }
+      updatePicked();
+    });
+    row.pick = pick;
+    row.cells = {
+      model: h('td', { class: 'model' }, '…'),
+      engine: h('td', { class: 'engine' }),
+      gpu: h('td', { class: 'gpu' }),
+      date: h('td', { class: 'date' }),
+      kinds: h('td', { class: 'kinds' }),
+      status: h('td', { class: 'status' }, badge(null)),
+    };
+    row.tr = h('tr', { 'data-file': row.name },
+      h('td', { class: 'pick' }, pick),
+      h('td', { class: 'file' }, h('a', { href: `#/result/${enc(row.name)}` }, row.name)),
+      Object.values(row.cells));
+    metaOf(row.name).then((m) => {
+      if (!ctx.alive()) return;
+      row.meta = m;
+      const c = row.cells;
+      c.model.textContent = m.model == null ? '—' : m.modelRevision ? `${m.model} (${m.modelRevision})` : m.model;
+      c.engine.textContent = engineText(m);
+      c.gpu.textContent = m.gpu ?? '—';
+      c.date.textContent = plainDate(m.date);
+      c.kinds.textContent = (m.kinds ?? []).join(', ') || '—';
+      const reason = m.badge?.kind === 'invalid' ? h('span', { class: 'reason' }, m.badge.reason) : null;
+      c.status.replaceChildren(...[badge(m), reason].filter(Boolean));
+      row.tr.dataset.badge = m.badge?.kind ?? 'invalid';
+      apply();
+      if (rows.every((r) => r.meta)) {
+        document.body.dataset.indexReady = 'true';
+        say('');
+      }
+    });
+  }
+
+  function apply() {
+    indexState.filter = filter.value;
+    indexState.status = statusSelect.value;
+    const terms = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+    const sorted = [...rows].sort((a, b) => {
+      const x = sortValue(a, indexState.sort);
+      const y = sortValue(b, indexState.sort);
+      return (x < y ? -1 : x > y ? 1 : a.name < b.name ? -1 : 1) * (x === y ? 1 : indexState.dir);
+    });
+    let shown = 0;
+    for (const row of sorted) {
+      const m = row.meta ?? {};
+      const hay = [row.name, m.model, m.modelRevision, m.engine, m.engineVersion, m.gpu, m.date, ...(m.kinds ?? []), m.badge?.text, m.badge?.reason]
+        .filter((s) => s != null).join(' ').toLowerCase();
+      const visible = terms.every((t) => hay.includes(t)) && (indexState.status === 'all' || m.badge?.kind === indexState.status);
+      row.tr.hidden = !visible;
+      if (visible) shown++;
+      tbody.append(row.tr);
+    }
+    for (const th of headers) {
+      const key = th.dataset.col;
+      th.setAttribute('aria-sort', key === indexState.sort ? (indexState.dir > 0 ? 'ascending' : 'descending') : 'none');
+    }
+    count.textContent = `${shown} of ${rows.length} results`;
+  }
+  filter.addEventListener('input', apply);
+  statusSelect.addEventListener('change', apply);
+
+  document.body.dataset.indexReady = rows.length === 0 ? 'true' : 'false';
+  if (rows.length) say('Verifying results in this browser…');
+  view.replaceChildren(
+    h('h1', { text: 'Results' }),
+    h('p', { class: 'lede' }, 'Every badge, table and chart here is computed in your browser by report-wasm from the published files, against this site\u2019s own trusted keys (', h('a', { href: 'keys.json', download: 'keys.json' }, 'keys.json'), ').'),
+    h('div', { class: 'controls' }, filter, statusSelect, count, diffButton),
+    rows.length
+      ? h('div', { class: 'table-wrap' }, h('table', { class: 'index', id: 'index' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, h('span', { class: 'sr' }, 'Select')), headers)), tbody))
+      : h('p', { text: 'This site has no results.' }),
+  );
+  apply();
+  updatePicked();
+}
+
+// ---- one result
+
+function facts(list) {
+  return h('dl', { class: 'facts' }, list.filter(Boolean).map(([k, v, attrs = {}]) => [h('dt', {}, k), h('dd', attrs, v)]));
+}
+
+function verification(m) {
+  if (m.failed) return h('p', { class: 'verification bad' }, m.badge.reason);
+  const n = m.recordsChecked.toLocaleString('en');
+  if (m.problemCount === 0 && m.parsed && m.aggregatesOnlyBenchmarks > 0) {
+    // Imported aggregates: the source's numbers, with no records to recompute them from.
+    const some = m.recordsChecked > 0 ? ` The rest: recomputed from ${n} raw records: matches.` : '';
+    return h('p', { class: 'verification aggregates', id: 'verification' },
+      `${m.aggregatesOnlyBenchmarks} benchmarks carry the source's aggregates only: nothing to recompute them from.${some}`);
+  }
+  if (m.problemCount === 0 && m.parsed) {
+    return h('p', { class: 'verification good', id: 'verification' }, `Recomputed from ${n} raw records: matches.`);
+  }
+  return h('div', { class: 'verification bad', id: 'verification' },
+    h('p', {}, m.parsed ? `Recomputed from ${n} raw records: MISMATCH (${m.problemCount} findings).` : 'Not a readable provebench result.'),
+    h('ul', {}, m.problems.map((p) => h('li', {}, p))));
+}
+
+function importedFacts(m) {
+  if (!m.imported) return null;
+  const i = m.imported;
+  return ['Imported', [
+    `from ${i.format ?? 'another tool'}`,
+    i.source ? ` file ${i.source}` : '',
+    i.location ? ` (${i.location})` : '',
+    i.sourceSha256 ? `; source sha256 ${i.sourceSha256}` : '',
+    i.aggregatesOnly ? '; aggregates only: the raw records were not available, so nothing was recomputed' : '',
+  ].join('')];
+}
+
+function moduleFact() {
+  if (site.moduleSha256) return ['Report module sha256', site.moduleSha256, { class: 'hash', id: 'module-sha256' }];
+  return ['Report module sha256', `${site.publishedModuleSha256 ?? '?'} (as published; this page can hash it only in a secure context)`, { class: 'hash', id: 'module-sha256' }];
+}
+
+function downloadsFor(ctx, name, mdBytes, mdName, cmd) {
+  return h('section', { class: 'downloads', 'aria-label': 'Downloads' },
+    h('h2', { text: 'Downloads' }),
+    h('ul', {},
+      mdBytes ? h('li', {}, h('a', { id: 'download-md', href: ctx.blobUrl(mdBytes, 'text/markdown'), download: mdName }, `${mdName} (markdown)`)) : null,
+      name ? h('li', {}, h('a', { id: 'download-json', href: `results/${enc(name)}`, download: name }, `${name} (the result file as published, byte for byte)`)) : null,
+      h('li', {}, h('a', { href: 'keys.json', download: 'keys.json' }, 'keys.json (this site\u2019s trusted keys)'))),
+    cmd ? h('p', {}, 'Check it yourself: ', h('code', { id: 'verify-command' }, cmd)) : null);
+}
+
+function showResult(ctx, name) {
+  const entry = site.byName.get(name);
+  if (!entry) return notFound(ctx, 'This site has no result by that name.');
+  const started = performance.now();
+  const title = h('h1', { id: 'result-title' }, name);
+  const subtitle = h('p', { class: 'subtitle', id: 'result-subtitle' });
+  const heading = h('section', { class: 'heading', id: 'heading' }, h('p', { class: 'muted' }, 'Verifying…'));
+  const downloads = h('div', { id: 'downloads' });
+  const report = h('section', { class: 'report', id: 'report', 'aria-busy': 'true', 'data-file': name }, h('p', { class: 'muted' }, 'Rendering in this browser…'));
+  view.replaceChildren(h('p', { class: 'crumbs' }, h('a', { href: '#/', text: '← All results' })), title, subtitle, heading, downloads, report);
+  say(`Rendering ${name}…`);
+
+  // Render first (it is what a reader waits for), then the verdict for the heading.
+  (async () => {
+    try {
+      const r = await call('render', { name });
+      if (!ctx.alive()) return;
+      if (r.error) {
+        report.replaceChildren(h('p', { class: 'error' }, `report-wasm could not render this file: ${r.error}`));
+        say('');
+      } else {
+        insertReport(report, r.files, 'report.html', ctx);
+        const ms = performance.now() - started;
+        performance.mark('provebench:first-render', { detail: { name, ms } });
+        report.dataset.renderMs = ms.toFixed(0);
+        const md = r.files.find((f) => f.name === 'report.md');
+        const stem = name.replace(/\.json$/i, '');
+        downloads.replaceChildren(downloadsFor(ctx, name, md?.bytes, `${stem}.report.md`, `runner verify ${shellQuote(name)} --keys keys.json`));
+        say(`Rendered in ${ms.toFixed(0)} ms.`);
+      }
+    } catch (e) {
+      if (!ctx.alive()) return;
+      report.replaceChildren(h('p', { class: 'error' }, e.message));
+      say(e.message, true);
+    }
+    report.setAttribute('aria-busy', 'false');
+    report.dataset.ready = 'true';
+  })();
+
+  metaOf(name, true).then((m) => {
+    if (!ctx.alive()) return;
+    if (m.model != null) {
+      title.textContent = m.model;
+      subtitle.textContent = `${engineText(m)} · ${m.gpu} · ${name}`;
+    }
+    heading.replaceChildren(
+      h('p', { class: 'badges' }, badge(m), ' ', h('span', { class: 'reason' }, m.badge.reason)),
+      verification(m),
+      facts([
+        ['Model', m.model == null ? '—' : m.modelRevision ? `${m.model} (revision ${m.modelRevision})` : m.model, { id: 'fact-model' }],
+        ['GPU', m.gpu ?? '—', { id: 'fact-gpu' }],
+        ['Engine', engineText(m), { id: 'fact-engine' }],
+        ['Runner', m.runner == null ? '—' : m.runnerCommit ? `${m.runner} (commit ${m.runnerCommit})` : m.runner, { id: 'fact-runner' }],
+        ['Run', m.runId == null ? '—' : `${m.runId}, ${plainDate(m.date)} to ${plainDate(m.finished)}${m.complete ? '' : ' (interrupted)'}`],
+        ['Profiles', (m.kinds ?? []).join(', ') || '—'],
+        importedFacts(m),
+        moduleFact(),
+        ['File', `${name}: ${entry.size.toLocaleString('en')} bytes, sha256 ${entry.sha256}`, { class: 'hash' }],
+      ]));
+    heading.dataset.ready = 'true';
+  });
+}
+
+// ---- diff
+
+function showDiff(ctx, a, b) {
+  for (const n of [a, b]) if (n != null && !site.byName.has(n)) return notFound(ctx, 'This site has no result by that name.');
+  const sides = { a: { name: a, file: null }, b: { name: b, file: null } };
+  const output = h('section', { class: 'report', id: 'diff-output' });
+  const share = h('p', { class: 'share', id: 'share' });
+  const compare = h('button', { type: 'button', id: 'compare' }, 'Compare');
+
+  const side = (key, label) => {
+    const s = sides[key];
+    const select = h('select', { id: `pick-${key}`, 'aria-label': `${label}: a published result` },
+      h('option', { value: '' }, '— a published result —'),
+      site.results.map((r) => h('option', { value: r.name, selected: r.name === s.name }, r.name)));
+    const input = h('input', { type: 'file', id: `file-${key}`, accept: '.json,application/json', 'aria-label': `${label}: a local file` });
+    const chosen = h('p', { class: 'chosen muted' });
+    const show = () => {
+      chosen.textContent = s.file ? `local file: ${s.file.name} (${s.file.size.toLocaleString('en')} bytes; it stays in this browser)` : s.name ? `published: ${s.name}` : 'nothing chosen';
+    };
+    select.addEventListener('change', () => { s.name = select.value || null; s.file = null; input.value = ''; show(); });
+    const takeFile = (file) => { if (!file) return; s.file = file; s.name = null; select.value = ''; show(); };
+    input.addEventListener('change', () => takeFile(input.files[0]));
+    const zone = h('div', { class: 'side', 'data-side': key }, h('h2', { text: label }), select,
+      h('label', { class: 'local' }, 'or a local file: ', input), h('p', { class: 'drop' }, 'or drop a file here'), chosen);
+    zone.addEventListener('dragover', (e) => { e.preventDefault(); zone.classList.add('over'); });
+    zone.addEventListener('dragleave', () => zone.classList.remove('over'));
+    zone.addEventListener('drop', (e) => { e.preventDefault(); zone.classList.remove('over'); takeFile(e.dataTransfer?.files?.[0]); });
+    show();
+    return zone;
+  };
+
+  compare.addEventListener('click', () => {
+    const [sa, sb] = [sides.a, sides.b];
+    if (!(sa.name || sa.file) || !(sb.name || sb.file)) {
+      output.replaceChildren(h('p', { class: 'error' }, 'Choose a baseline (A) and a candidate (B).'));
+      return;
+    }
+    if (sa.name && sb.name) {
+      const hash = `#/diff/${enc(sa.name)}/${enc(sb.name)}`;
+      if (location.hash !== hash) { location.hash = hash; return; }
+    }
+    runDiff(ctx, sa, sb, output, share);
+  });
+
+  view.replaceChildren(
+    h('h1', { text: 'Diff' }),
+    h('p', { class: 'lede' }, 'B (the candidate) against A (the baseline), benchmark by benchmark. Local files are read by this page only; they are never uploaded.'),
+    h('div', { class: 'sides' }, side('a', 'A: baseline'), side('b', 'B: candidate')),
+    h('p', {}, compare), share, output);
+  if (a && b) runDiff(ctx, sides.a, sides.b, output, share);
+}
+
+async function sourceOf(s) {
+  if (s.name) return { arg: { name: s.name }, transfer: [] };
+  const bytes = await s.file.arrayBuffer();
+  return { arg: { bytes }, transfer: [bytes] };
+}
+
+async function metaOfSide(s) {
+  if (s.name) return metaOf(s.name, true);
+  const bytes = await s.file.arrayBuffer();
+  return call('meta', { bytes }, [bytes]).catch((e) => ({ failed: true, badge: { kind: 'invalid', text: 'INVALID', reason: e.message } }));
+}
+
+async function runDiff(ctx, sa, sb, output, share) {
+  const local = !(sa.name && sb.name);
+  share.replaceChildren(local
+    ? 'This diff includes a local file, so it has no shareable link.'
+    : h('span', {}, 'Shareable link: ', h('a', { href: `#/diff/${enc(sa.name)}/${enc(sb.name)}`, id: 'share-link' }, location.href)));
+  output.dataset.ready = 'false';
+  output.replaceChildren(h('p', { class: 'muted' }, 'Comparing in this browser…'));
+  const label = (s) => s.name ?? `${s.file.name} (local)`;
+  try {
+    const [a, b] = [await sourceOf(sa), await sourceOf(sb)];
+    const r = await call('diff', { a: a.arg, b: b.arg }, [...a.transfer, ...b.transfer]);
+    if (!ctx.alive()) return;
+    if (r.error) {
+      output.replaceChildren(h('p', { class: 'error' }, `report-wasm could not compare these files: ${r.error}`));
+    } else {
+      const who = h('ul', { class: 'who' },
+        [['A', sa], ['B', sb]].map(([k, s]) => {
+          const li = h('li', { 'data-side': k }, `${k}: `, h('strong', {}, label(s)), ' ', badge(null));
+          metaOfSide(s).then((m) => { if (ctx.alive()) li.replaceChildren(`${k}: `, h('strong', {}, label(s)), ' ', badge(m), ' ', h('span', { class: 'reason' }, m.badge.reason)); });
+          return li;
+        }));
+      const body = h('div', { id: 'diff-report' });
+      insertReport(body, r.files, 'diff.html', ctx);
+      const md = r.files.find((f) => f.name === 'diff.md');
+      output.replaceChildren(who, downloadsFor(ctx, null, md?.bytes, 'diff.md', null), body);
+    }
+  } catch (e) {
+    if (ctx.alive()) output.replaceChildren(h('p', { class: 'error' }, e.message));
+  }
+  if (ctx.alive()) output.dataset.ready = 'true';
+}
+
+// ---------------------------------------------------------------- start
+
+function checkIndex(json) {
+  const list = Array.isArray(json?.results) ? json.results : [];
+  const results = [];
+  const byName = new Map();
+  for (const r of list) {
+    if (typeof r?.name !== 'string' || byName.has(r.name)) continue;
+    const entry = { name: r.name, sha256: typeof r.sha256 === 'string' ? r.sha256 : '?', size: Number(r.size) || 0 };
+    results.push(entry);
+    byName.set(r.name, entry);
+  }
+  return { results, byName, publishedModuleSha256: typeof json?.module?.sha256 === 'string' ? json.module.sha256 : null };
+}
+
+async function boot() {
+  // A file dropped outside a drop zone must not make the browser open it.
+  window.addEventListener('dragover', (e) => e.preventDefault());
+  window.addEventListener('drop', (e) => e.preventDefault());
+  say('Loading the report module…');
+  try {
+    const [index, info] = await Promise.all([
+      fetch('index.json', { cache: 'no-cache', redirect: 'error' }).then((r) => {
+        if (!r.ok) throw new Error(`index.json: HTTP ${r.status}`);
+        return r.json();
+      }),
+      call('init'),
+    ]);
+    site = { ...checkIndex(index), moduleSha256: info.moduleSha256, keysError: info.keysError };
+  } catch (e) {
+    view.replaceChildren(h('h1', { text: 'This site could not load' }), h('p', { class: 'error' }, e.message));
+    say(e.message, true);
+    return;
+  }
+  moduleLine.textContent = site.moduleSha256
+    ? `report-wasm module sha256 ${site.moduleSha256}`
+    : `report-wasm module sha256 ${site.publishedModuleSha256 ?? '?'} (as published)`;
+  say(site.keysError ? `Warning: ${site.keysError}; no signature can verify.` : '', !!site.keysError);
+  window.addEventListener('hashchange', route);
+  route();
+}
+
+boot();

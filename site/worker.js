@@ -1,0 +1,199 @@
+// provebench site, the worker: report-wasm runs here, off the page's thread, so the page
+// stays responsive while a result of many thousands of requests is verified and rendered.
+//
+// It fetches only the site's own files: wasm/report_wasm_bg.wasm, keys.json (the only keys
+// trusted: a result cannot bring its own) and results/NAME for names the page found in
+// index.json. Local files arrive as bytes from the page and go nowhere.
+//
+// Messages: {id, op, ...} in; {id, ok: true, value} or {id, ok: false, error} out.
+//   init                         -> {moduleSha256, predicateType, keysError}
+//   meta   {name} | {bytes}      -> the facts an index row and a result heading show
+//   render {name} | {bytes}      -> {error} or {files: [{name, bytes}]} (report.md, report.html, charts)
+//   diff   {a, b} (each {name} | {bytes}) -> as render (diff.md, diff.html, charts)
+
+import init, { verifyDocument, renderReport, diffReport, Documents, predicateType } from './wasm/report_wasm.js';
+
+let keysText = '{"keys":[]}';
+let keysError = null;
+let setup = null;
+const cache = new Map(); // name -> Uint8Array, the few most recent
+const CACHE_ENTRIES = 6;
+
+const hex = (buf) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, '0')).join('');
+
+async function fetchOwn(path, what) {
+  const res = await fetch(path, { cache: 'no-cache', credentials: 'same-origin', redirect: 'error' });
+  if (!res.ok) throw new Error(`${what}: HTTP ${res.status}`);
+  return res;
+}
+
+async function start() {
+  const [wasmRes, keysRes] = await Promise.all([
+    fetchOwn('wasm/report_wasm_bg.wasm', 'the report module'),
+    fetchOwn('keys.json', 'the keys file').catch((e) => e),
+  ]);
+  const wasm = await wasmRes.arrayBuffer();
+  // sha256 of the very bytes instantiated (WebCrypto exists in secure contexts only:
+  // https, or http on localhost).
+  const moduleSha256 = globalThis.crypto?.subtle ? hex(await crypto.subtle.digest('SHA-256', wasm)) : null;
+  await init({ module_or_path: wasm });
+  if (keysRes instanceof Error) {
+    keysError = keysRes.message;
+  } else {
+    keysText = await keysRes.text();
+    try {
+      const parsed = JSON.parse(keysText);
+      if (!parsed || !Array.isArray(parsed.keys)) throw new Error('no "keys" list');
+    } catch (e) {
+      keysError = `the keys file is not a trusted-keys file: ${e.message}`;
+      keysText = '{"keys":[]}';
+    }
+  }
+  return { moduleSha256, predicateType: predicateType(), keysError };
+}
+
+async function bytesOf(src) {
+  if (src.bytes) return new Uint8Array(src.bytes);
+  const name = String(src.name);
+  if (cache.has(name)) {
+    const b = cache.get(name);
+    cache.delete(name);
+    cache.set(name, b);
+    return b;
+  }
+  const res = await fetchOwn(`results/${encodeURIComponent(name)}`, name);
+  const b = new Uint8Array(await res.arrayBuffer());
+  cache.set(name, b);
+  while (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value);
+  return b;
+}
+
+const str = (v) => (typeof v === 'string' ? v : v == null ? null : String(v));
+const list = (v, n = 20) => (Array.isArray(v) ? v.slice(0, n).map(String) : []);
+
+function hardware(host) {
+  const inv = host?.gpus;
+  const names = [];
+  for (const d of Array.isArray(inv?.devices) ? inv.devices : []) {
+    const n = str(d?.name);
+    if (n && !names.includes(n)) names.push(n);
+  }
+  const count = Math.max(Number(inv?.count) || 0, Array.isArray(inv?.devices) ? inv.devices.length : 0);
+  if (count > 0 && names.length) return { gpu: `${count} × ${names.join(' + ')}`, hasGpu: true };
+  return { gpu: `no GPU (CPU ${str(host?.cpu?.model) ?? str(host?.arch) ?? 'unknown'})`, hasGpu: false };
+}
+
+// The facts a row shows, from report-wasm's verdict and statement. Every string here is
+// still untrusted document text: the page puts it in the DOM as text only.
+function meta(bytes) {
+  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+  const out = JSON.parse(verifyDocument(text, keysText));
+  if (out.error) throw new Error(`the site's keys file: ${out.error}`);
+  const v = out.verdict ?? {};
+  const s = out.statement;
+  const p = s?.predicate;
+  const sig = v.signature ?? { status: 'invalid', reason: 'no verdict' };
+  const problems = [
+    ...list(v.document_errors),
+    ...list(v.summary_mismatches).map((m) => `stored summary differs from the recomputation: ${m}`),
+    ...list(v.missing_flags).map((f) => `validity flag missing: ${f}`),
+  ];
+  const imp = p?.imported && typeof p.imported === 'object' ? p.imported : null;
+  const imported = imp
+    ? { format: str(imp.format), source: str(imp.source), sourceSha256: str(imp.source_sha256), location: str(imp.location), aggregatesOnly: imp.aggregates_only === true }
+    : null;
+  let badge;
+  if (sig.status === 'invalid') badge = { kind: 'invalid', text: 'INVALID', reason: str(sig.reason) ?? 'invalid signature' };
+  else if (!s) badge = { kind: 'invalid', text: 'INVALID', reason: problems[0] ?? 'not a provebench result' };
+  else if (problems.length) {
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
+    badge = { kind: 'invalid', text: 'INVALID', reason: problems[0] + more };
+  } else if (imported) {
+    const by = sig.status === 'verified' ? `; signed by ${str(sig.key_name)}` : '; unsigned';
+    badge = { kind: 'imported', text: 'imported', reason: `imported from ${imported.format ?? 'another tool'}${by}` };
+  } else if (sig.status === 'verified') {
+    badge = { kind: 'verified', text: `verified: ${str(sig.key_name)}`, reason: `signed by trusted key ${str(sig.key_name)} (${str(sig.keyid)})` };
+  } else badge = { kind: 'unsigned', text: 'unsigned', reason: 'the envelope carries no signature' };
+  const kinds = [];
+  for (const b of Array.isArray(p?.benchmarks) ? p.benchmarks : []) {
+    const k = str(b?.profile?.kind);
+    if (k && !kinds.includes(k)) kinds.push(k);
+  }
+  const hw = hardware(p?.host);
+  return {
+    parsed: !!s,
+    badge,
+    signature: { status: str(sig.status), keyid: str(sig.keyid), keyName: str(sig.key_name), reason: str(sig.reason) },
+    ok: v.ok === true,
+    recordsChecked: Number(v.records_checked) || 0,
+    aggregatesOnlyBenchmarks: Number(v.aggregates_only) || 0,
+    problems: problems.slice(0, 20),
+    problemCount: (v.document_errors?.length ?? 0) + (v.summary_mismatches?.length ?? 0) + (v.missing_flags?.length ?? 0),
+    model: str(p?.model?.id),
+    modelRevision: str(p?.model?.revision),
+    engine: str(p?.engine?.name),
+    engineVersion: str(p?.engine?.version),
+    gpu: p ? hw.gpu : null,
+    date: str(p?.run?.started_at),
+    finished: str(p?.run?.finished_at),
+    complete: p?.run?.complete !== false,
+    runId: str(p?.run?.id),
+    runner: p ? `${str(p.run?.tool?.name) ?? '?'} ${str(p.run?.tool?.version) ?? '?'}` : null,
+    runnerCommit: str(p?.run?.tool?.git_commit),
+    kinds,
+    benchmarks: Array.isArray(p?.benchmarks) ? p.benchmarks.length : 0,
+    flags: Array.isArray(p?.validity) ? p.validity.length : 0,
+    imported,
+  };
+}
+
+function files(rendered) {
+  try {
+    const error = rendered.error();
+    if (error !== undefined) return { error: String(error) };
+    const out = [];
+    for (let i = 0; i < rendered.count(); i++) out.push({ name: rendered.name(i), bytes: rendered.bytes(i).buffer });
+    return { files: out };
+  } finally {
+    rendered.free();
+  }
+}
+
+async function handle(msg) {
+  if (msg.op === 'init') return (setup ??= start());
+  await (setup ??= start());
+  switch (msg.op) {
+    case 'meta':
+      return meta(await bytesOf(msg));
+    case 'render': {
+      const docs = new Documents();
+      try {
+        docs.push(await bytesOf(msg));
+        return files(renderReport(docs, keysText));
+      } finally {
+        docs.free();
+      }
+    }
+    case 'diff': {
+      const [a, b] = [await bytesOf(msg.a), await bytesOf(msg.b)];
+      return files(diffReport(a, b, keysText));
+    }
+    default:
+      throw new Error(`unknown request ${msg.op}`);
+  }
+}
+
+// One request at a time, in order: the page decides what goes first.
+let queue = Promise.resolve();
+self.onmessage = (event) => {
+  const msg = event.data;
+  queue = queue.then(async () => {
+    try {
+      const value = await handle(msg);
+      const transfer = (value?.files ?? []).map((f) => f.bytes);
+      self.postMessage({ id: msg.id, ok: true, value }, transfer);
+    } catch (e) {
+      self.postMessage({ id: msg.id, ok: false, error: String(e?.message ?? e) });
+    }
+  });
+};

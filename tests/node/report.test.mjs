@@ -1,0 +1,120 @@
+// One module, three hosts, the same bytes: for simulator results (a sweep, a grid, a
+// benchmark whose every request failed), a signed synthetic result and a diff, the files
+// rendered by report-wasm through its wasm-bindgen glue in Node equal, byte for byte,
+// those `runner report`/`runner diff` write from the same .wasm in wasmtime, and those the
+// natively linked crate writes (`--native`).
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const pkg = process.env.WASM_PKG ?? join(root, 'build', 'wasm');
+const runnerBin = resolve(process.env.RUNNER_BIN ?? join(root, 'target', 'debug', 'runner'));
+const glue = await import(join(pkg, 'report_wasm.js'));
+const wasmBytes = readFileSync(join(pkg, 'report_wasm_bg.wasm'));
+glue.initSync({ module: wasmBytes });
+const moduleSha = createHash('sha256').update(wasmBytes).digest('hex');
+
+const dir = mkdtempSync(join(tmpdir(), 'provebench-report-'));
+const env = { ...process.env, RUST_LOG: 'warn', PROVEBENCH_WASM: join(pkg, 'report_wasm_bg.wasm') };
+delete env.OPENAI_API_KEY;
+const runner = (...args) => execFileSync(runnerBin, args, { cwd: dir, env, timeout: 120_000 }).toString();
+
+// A simulator on 127.0.0.1 (port chosen by the kernel), killed when the tests end.
+async function startSim(...flags) {
+  const child = spawn(runnerBin, ['sim', '--host', '127.0.0.1', '--port', '0', ...flags], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout });
+  const url = await new Promise((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error('the simulator did not start in 30 s')), 30_000);
+    lines.once('line', (l) => { clearTimeout(timer); ok(l.trim()); });
+    child.once('exit', (code) => fail(new Error(`the simulator exited with ${code}`)));
+  });
+  return { url, stop: () => child.kill() };
+}
+
+const keyid = runner('keygen', 'lab').trim();
+writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys: [{ name: 'lab', keyid,
+  public_key_pem: readFileSync(join(dir, 'lab.pub'), 'utf8'), valid_from: null, valid_until: null, revoked: false }] }));
+runner('synth', '--key', 'lab.key', '--out', 'synthetic.json', '--requests', '40', '--output-tokens', '32');
+
+const fast = await startSim('--ttft-ms', '2', '--itl-ms', '1');
+const failing = await startSim('--error-fraction', '1');
+after(() => { fast.stop(); failing.stop(); });
+const run = (url, out, ...args) => runner('run', '--target', url, '--no-sign', '--out', out, ...args);
+run(fast.url, 'sweep.json', '--profile', 'sweep', '--sweep-rates', '2', '--max-requests', '12', '--data', 'prompt_tokens=16,output_tokens=8');
+run(fast.url, 'grid.json', '--grid', 'input=16,32', 'output=4,8', '--max-requests', '3');
+run(failing.url, 'failed.json', '--max-requests', '4', '--data', 'prompt_tokens=16,output_tokens=8');
+
+const files = (d) => Object.fromEntries(readdirSync(join(dir, d)).sort().map((n) => [n, readFileSync(join(dir, d, n))]));
+
+function inNode(kind, inputs) {
+  const bytes = inputs.map((f) => readFileSync(join(dir, f)));
+  const keys = readFileSync(join(dir, 'keys.json'), 'utf8');
+  let r;
+  if (kind === 'report') {
+    const docs = new glue.Documents();
+    for (const b of bytes) docs.push(b);
+    r = glue.renderReport(docs, keys);
+  } else {
+    r = glue.diffReport(bytes[0], bytes[1], keys);
+  }
+  assert.equal(r.error(), undefined);
+  const out = {};
+  for (let i = 0; i < r.count(); i++) out[r.name(i)] = Buffer.from(r.bytes(i));
+  return out;
+}
+
+function sameEverywhere(kind, inputs, name) {
+  runner(kind, ...inputs, '--keys', 'keys.json', '--out', `${name}-wasmtime`);
+  runner(kind, ...inputs, '--keys', 'keys.json', '--out', `${name}-native`, '--native');
+  const wasmtime = files(`${name}-wasmtime`);
+  const native = files(`${name}-native`);
+  const node = inNode(kind, inputs);
+  assert.equal(wasmtime['module.sha256'].toString(), `${moduleSha}  report_wasm_bg.wasm\n`);
+  delete wasmtime['module.sha256'];
+  delete native['module.sha256'];
+  assert.deepEqual(Object.keys(node).sort(), Object.keys(wasmtime));
+  for (const [file, bytes] of Object.entries(wasmtime)) {
+    assert.ok(bytes.equals(node[file]), `${name}/${file}: wasmtime and Node differ`);
+    assert.ok(bytes.equals(native[file]), `${name}/${file}: wasmtime and native differ`);
+  }
+  return node;
+}
+
+test('a sweep renders the same in Node, wasmtime and natively', () => {
+  const out = sameEverywhere('report', ['sweep.json'], 'sweep');
+  const md = out['report.md'].toString();
+  assert.match(md, /\| Benchmark \| Requests per Second \| Request Latency \| Time to First Token \| Inter Token Latency \| Output Token Throughput \|/);
+  assert.match(md, /\| synchronous \| [0-9.]+ req\/sec \|/);
+  assert.ok(out['throughput.svg'].toString().startsWith('<svg'));
+});
+
+test('a grid renders the seed grid table, the same everywhere', () => {
+  const md = sameEverywhere('report', ['grid.json'], 'grid')['report.md'].toString();
+  assert.match(md, /\| Input Length \| Output Length \| Throughput \(requests\/s\) \|/);
+  for (const [i, o] of [[16, 4], [16, 8], [32, 4], [32, 8]]) assert.match(md, new RegExp(`\\|\\s+${i}\\s+\\|\\s+${o}\\s+\\|`));
+});
+
+test('a benchmark where every request failed says FAILED, not 0.00', () => {
+  const md = sameEverywhere('report', ['failed.json'], 'failed')['report.md'].toString();
+  assert.match(md, /FAILED/);
+  assert.doesNotMatch(md, /\| 0\.00 req\/sec/);
+});
+
+test('a signed result names its key; several results make one report', () => {
+  const md = sameEverywhere('report', ['synthetic.json', 'sweep.json'], 'both')['report.md'].toString();
+  assert.ok(md.includes(keyid), 'the signing keyid is named');
+  assert.match(md, /Signature verified/);
+});
+
+test('a diff is the same everywhere', () => {
+  const md = sameEverywhere('diff', ['sweep.json', 'grid.json'], 'diff')['diff.md'].toString();
+  assert.match(md, /# provebench diff/);
+});
