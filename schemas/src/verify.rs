@@ -56,8 +56,22 @@ pub enum Policy {
 /// This is the subject digest when the model's digest is unknown.
 pub fn raw_records_sha256(p: &Predicate) -> String {
     let all: Vec<&Vec<RawRecord>> = p.benchmarks.iter().map(|b| &b.records).collect();
-    let bytes = serde_json::to_vec(&all).expect("records always serialise");
-    hex::encode(Sha256::digest(bytes))
+    // Streamed into the hash: a 10,000-request document's records are megabytes of JSON.
+    let mut hasher = HashWriter(Sha256::new());
+    serde_json::to_writer(&mut hasher, &all).expect("records always serialise");
+    hex::encode(hasher.0.finalize())
+}
+
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The subject a predicate must carry: an imported document's source file; else the
