@@ -71,10 +71,13 @@ pub enum Command {
     Serve(ServeArgs),
     /// Export results' raw records or summaries as one Parquet or CSV table (for polars, pandas, DuckDB, …).
     ///
+    /// `--what records`: one row per request record of every benchmark of every file, with
+    /// per-request TTFT, end-to-end, TPOT and inter-token latencies.
+    ///
+    /// `--what summaries`: one row per benchmark of every file, with its stored summary's numbers
+    /// (as `verify` recomputes them), sorted by model, engine, GPU and benchmark index.
+    ///
     /// Reads signed envelopes or bare statements; signatures are not checked (use `verify`).
-    /// `--what records`: one row per request record of every benchmark of every file.
-    /// `--what summaries`: one row per benchmark of every file, with the stored summary's numbers,
-    /// sorted by model, engine, GPU and benchmark index.
     #[cfg(feature = "polars")]
     Export(ExportArgs),
 }
