@@ -21,3 +21,5 @@ for i in $(seq 1 "$runs"); do
     | grep -o 'compile_ms=[0-9]* render_ms=[0-9]*' | sed 's/^/wasmtime: /'
 done
 node "$root/scripts/bench-report.mjs" "$tmp/10k.json" "$runs"
+echo "== natively, split: reading and verifying the document vs rendering its tables and charts"
+cargo run -q --release -p report --example render_timing --manifest-path "$root/Cargo.toml" -- "$tmp/10k.json" "$runs"
