@@ -41,3 +41,10 @@ serve "$p" --ttft-ms 2 --itl-ms 1 --max-batch 256
 echo "== pacing: Poisson 1000 req/s, 5000 requests of 4 tokens"
 "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile poisson --rate 1000 --max-requests 5000 \
   --data prompt_tokens=16,output_tokens=4 --no-sign --out "$tmp/pacing.json" 2>&1 >/dev/null | grep "benchmark done"
+kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+
+p=$(port)
+serve "$p" --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64
+echo "== CPU per streamed token with tokens spaced 1 ms apart (each its own read and wake-up): 16 streams x 256 tokens"
+"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests 160 \
+  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/spaced.json" 2>&1 >/dev/null | grep "benchmark done"
