@@ -17,22 +17,8 @@ use crate::{ImportError, Imported};
 use schemas::document::ProfileKind;
 use schemas::metrics::{Published, PublishedStats};
 
-const GRID_HEADER: [&str; 6] = [
-    "Input Length",
-    "Output Length",
-    "Throughput (requests/s)",
-    "Throughput (output token/s)",
-    "Average latency per token (ms)",
-    "Average latency per output token (ms)",
-];
-const SWEEP_HEADER: [&str; 6] = [
-    "Benchmark",
-    "Requests per Second",
-    "Request Latency",
-    "Time to First Token",
-    "Inter Token Latency",
-    "Output Token Throughput",
-];
+// The column headings the report crate writes are the ones read here: one definition.
+use report::tables::{seed_grid::HEADERS as GRID_HEADER, seed_sweep::COLUMNS as SWEEP_HEADER};
 
 fn cells(line: &str) -> Vec<String> {
     let t = line.trim();

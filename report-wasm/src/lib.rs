@@ -102,10 +102,7 @@ fn rendered(result: Result<report::Report, String>) -> Rendered {
 }
 
 fn trusted_keys(json: &str) -> Result<Vec<TrustedKey>, String> {
-    if json.trim().is_empty() {
-        return Ok(vec![]);
-    }
-    keys::parse_trusted_keys(json.as_bytes()).map_err(|e| format!("trusted keys: {e}"))
+    report::abi::trusted_keys(json.trim().as_bytes())
 }
 
 /// The report over `docs` (markdown, HTML, charts); signatures checked against the

@@ -71,17 +71,22 @@ pub fn handle(op: Op, request: &[u8]) -> Vec<u8> {
 fn run(op: Op, request: &[u8]) -> Result<Report, String> {
     let parts = decode_parts(request)?;
     let (keys, docs) = parts.split_first().ok_or("empty request")?;
-    let trusted = if keys.is_empty() {
-        vec![]
-    } else {
-        schemas::keys::parse_trusted_keys(keys).map_err(|e| format!("trusted keys: {e}"))?
-    };
+    let trusted = trusted_keys(keys)?;
     let result: Result<Report, RenderError> = match (op, docs) {
         (Op::Render, docs) => crate::render_trusting(docs, &trusted),
         (Op::Diff, [a, b]) => crate::diff_trusting(a, b, &trusted),
         (Op::Diff, docs) => return Err(format!("diff needs 2 documents, got {}", docs.len())),
     };
     result.map_err(|e| e.to_string())
+}
+
+/// A trusted-keys file's keys; empty bytes mean no keys (the request's part 0, and what
+/// the wasm-bindgen exports take).
+pub fn trusted_keys(json: &[u8]) -> Result<Vec<schemas::keys::TrustedKey>, String> {
+    if json.is_empty() {
+        return Ok(vec![]);
+    }
+    schemas::keys::parse_trusted_keys(json).map_err(|e| format!("trusted keys: {e}"))
 }
 
 /// `0` and the report's files as a frame.

@@ -105,20 +105,8 @@ impl ReportModule {
         })
     }
 
-    /// Renders `docs` (bytes of result files), checking signatures against the
-    /// trusted-keys file `keys` (empty: none).
-    pub fn render(&mut self, keys: &[u8], docs: &[Vec<u8>]) -> Result<report::Report> {
-        let mut parts: Vec<&[u8]> = vec![keys];
-        parts.extend(docs.iter().map(Vec::as_slice));
-        self.call(Op::Render, &abi::encode_parts(&parts))
-    }
-
-    /// The diff of `b` against `a`.
-    pub fn diff(&mut self, keys: &[u8], a: &[u8], b: &[u8]) -> Result<report::Report> {
-        self.call(Op::Diff, &abi::encode_parts(&[keys, a, b]))
-    }
-
-    fn call(&mut self, op: Op, request: &[u8]) -> Result<report::Report> {
+    /// Runs a [`report::abi`] request frame in the module and decodes its reply.
+    pub fn call(&mut self, op: Op, request: &[u8]) -> Result<report::Report> {
         let store = &mut self.store;
         let err = |e: wasmtime::Error| anyhow!("{e:?}");
         let alloc = self

@@ -24,8 +24,15 @@ use schemas::document::{Benchmark, Predicate};
 use schemas::metrics::Latency;
 use schemas::validity::Flag;
 
-const HEADER: &str = "| Benchmark | Requests per Second | Request Latency | Time to First Token | Inter Token Latency | Output Token Throughput |\n\
-                      | :---: | :---: | :---: | :---: | :---: | :---: |\n";
+/// The sweep table's column headings, as in seed 004 (the importer reads them too).
+pub const COLUMNS: [&str; 6] = [
+    "Benchmark",
+    "Requests per Second",
+    "Request Latency",
+    "Time to First Token",
+    "Inter Token Latency",
+    "Output Token Throughput",
+];
 
 /// The sweep table of `benchmarks` in rate order, followed (after a blank line) by the
 /// flags that concern them and the run-level flags, one list item each. A flag's
@@ -73,7 +80,11 @@ pub(crate) fn table_of(
             &b.label
         })
     };
-    let mut out = String::from(HEADER);
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        COLUMNS.join(" | "),
+        " :---: |".repeat(COLUMNS.len())
+    );
     for &i in &order {
         out.push_str(&row(&label(i), &benchmarks[i]));
     }

@@ -6,52 +6,33 @@
 use crate::cli::{DiffArgs, RenderArgs};
 use crate::wasm_host::{self, ReportModule};
 use crate::{output, Failure};
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
+use report::abi::{self, Op};
 use std::path::{Path, PathBuf};
 
 pub fn diff(args: &DiffArgs) -> Result<(), Failure> {
-    let docs = read_all(&args.files).map_err(Failure::Input)?;
-    render(&args.render, |module, keys| match module {
-        Some(m) => m.diff(keys, &docs[0], &docs[1]),
-        None => {
-            let trusted = trusted(keys)?;
-            report::diff_trusting(&docs[0], &docs[1], &trusted).map_err(Into::into)
-        }
-    })
-}
-
-fn trusted(keys: &[u8]) -> Result<Vec<schemas::keys::TrustedKey>> {
-    if keys.is_empty() {
-        return Ok(vec![]);
-    }
-    schemas::keys::parse_trusted_keys(keys).context("trusted keys")
+    render(&args.render, Op::Diff, &args.files)
 }
 
 pub fn render_files(files: &[PathBuf], args: &RenderArgs) -> Result<(), Failure> {
-    let docs = read_all(files).map_err(Failure::Input)?;
-    render(args, |module, keys| match module {
-        Some(m) => m.render(keys, &docs),
-        None => {
-            let refs: Vec<&[u8]> = docs.iter().map(Vec::as_slice).collect();
-            let trusted = trusted(keys)?;
-            report::render_trusting(&refs, &trusted).map_err(Into::into)
-        }
-    })
+    render(args, Op::Render, files)
 }
 
-/// Loads the module (unless `--native`), runs `make`, writes its files into `--out`.
-fn render(
-    args: &RenderArgs,
-    make: impl FnOnce(Option<&mut ReportModule>, &[u8]) -> Result<report::Report>,
-) -> Result<(), Failure> {
+/// Frames the keys and `files` into one request, runs it in the module (or, with
+/// `--native`, through the same `report::abi::handle` linked in), writes the files.
+fn render(args: &RenderArgs, op: Op, files: &[PathBuf]) -> Result<(), Failure> {
     let keys = match &args.keys {
         Some(path) => std::fs::read(path)
             .with_context(|| format!("reading {}", path.display()))
             .map_err(Failure::Key)?,
         None => vec![],
     };
+    let mut parts = vec![keys];
+    parts.extend(read_all(files).map_err(Failure::Input)?);
+    let request = abi::encode_parts(&parts);
     let (report, module_line) = if args.native {
-        let r = make(None, &keys).map_err(Failure::Input)?;
+        let r = abi::decode_reply(&abi::handle(op, &request))
+            .map_err(|e| Failure::Input(anyhow!(e)))?;
         (
             r,
             "native (linked into the runner; no wasm module)\n".to_string(),
@@ -61,7 +42,7 @@ fn render(
         let started = std::time::Instant::now();
         let mut module = ReportModule::load(&path).map_err(Failure::Input)?;
         let loaded = started.elapsed();
-        let r = make(Some(&mut module), &keys).map_err(Failure::Input)?;
+        let r = module.call(op, &request).map_err(Failure::Input)?;
         tracing::info!(
             module = %path.display(),
             sha256 = %module.sha256,
