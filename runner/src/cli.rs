@@ -258,6 +258,11 @@ pub struct RunArgs {
     /// Seconds without a stream event before a request fails as `stall`.
     #[arg(long)]
     pub stall_timeout: Option<f64>,
+    /// HTTP client of the token streams: `auto` reads `http://` streams with provebench's lean
+    /// HTTP/1.1 reader (one socket read per token, no extra task) and `https://` with reqwest;
+    /// `reqwest` uses reqwest (hyper) for all.
+    #[arg(long, value_enum)]
+    pub http_client: Option<crate::client::HttpClient>,
     /// Seed of prompts and Poisson schedules.
     #[arg(long)]
     pub seed: Option<u64>,

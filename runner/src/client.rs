@@ -16,6 +16,8 @@ const MAX_EVENT_BYTES: usize = 1 << 20;
 pub struct Endpoint {
     pub http: reqwest::Client,
     pub url: String,
+    /// The lean HTTP/1.1 client streams go through (`http://` targets); `None`: reqwest.
+    pub lean: Option<Lean>,
     pub api: Api,
     pub model: String,
     pub api_key: Option<String>,
@@ -23,6 +25,33 @@ pub struct Endpoint {
     pub temperature: f64,
     pub request_timeout: Duration,
     pub stall_timeout: Duration,
+}
+
+/// The lean client's pool and the request path it posts to.
+pub struct Lean {
+    pub pool: crate::http1::Pool,
+    pub path: String,
+}
+
+impl Lean {
+    /// The lean client for `url` when `choice` and the scheme allow it.
+    pub fn for_url(url: &str, choice: HttpClient) -> Option<Lean> {
+        if choice == HttpClient::Reqwest {
+            return None;
+        }
+        crate::http1::Pool::for_url(url).map(|(pool, path)| Lean { pool, path })
+    }
+}
+
+/// Which HTTP client carries the token streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpClient {
+    /// The lean HTTP/1.1 reader for `http://` targets, reqwest for `https://`.
+    #[default]
+    Auto,
+    /// reqwest (hyper) for every stream.
+    Reqwest,
 }
 
 /// One request to make.
@@ -94,14 +123,6 @@ impl Endpoint {
             temperature: self.temperature,
             extra: None,
         });
-        let mut request = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .body(body);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
         let mut p = Progress {
             arrivals: Vec::with_capacity(job.output_tokens as usize),
             finish_reason: None,
@@ -113,7 +134,7 @@ impl Endpoint {
         let mut sent = Instant::now();
         let deadline = sent + self.request_timeout;
         let outcome = self
-            .stream(request, &mut sent, deadline, origin, &mut p)
+            .stream(body, &mut sent, deadline, origin, &mut p)
             .await;
         let end = p.end.unwrap_or_else(Instant::now);
         let error = outcome.err().or_else(|| {
@@ -139,47 +160,35 @@ impl Endpoint {
         }
     }
 
-    /// Sends `request` and reads its stream into `p`; `sent` is restamped if the send is
-    /// retried (see [`send_retrying`]).
+    /// Sends the request and reads its stream into `p`; `sent` is restamped if the send
+    /// is retried (see [`send_retrying`]).
     async fn stream(
         &self,
-        request: reqwest::RequestBuilder,
+        body: Vec<u8>,
         sent: &mut Instant,
         deadline: Instant,
         origin: Instant,
         p: &mut Progress,
     ) -> Result<(), RequestError> {
         let fail = |class, message: String| RequestError { class, message };
-        let response = within(deadline, self.stall_timeout, send_retrying(request, sent))
-            .await?
-            .map_err(|e| {
-                let class = if e.is_connect() {
-                    ErrorClass::Connect
-                } else if e.is_timeout() {
-                    ErrorClass::Timeout
-                } else {
-                    ErrorClass::Reset
-                };
-                fail(class, error_chain(&e))
-            })?;
-        let status = response.status();
-        if !status.is_success() {
-            let class = match status.as_u16() {
+        let mut response = within(deadline, self.stall_timeout, self.open(body, sent)).await??;
+        if !(200..300).contains(&response.status()) {
+            let status = response.status();
+            let class = match status {
                 429 => ErrorClass::RateLimited,
                 400..=499 => ErrorClass::HttpClient,
                 _ => ErrorClass::HttpServer,
             };
             let text = within(deadline, self.stall_timeout, response.text())
                 .await
-                .ok()
-                .and_then(|r| r.ok())
                 .unwrap_or_default();
+            let status = reqwest::StatusCode::from_u16(status)
+                .map_or_else(|_| status.to_string(), |s| s.to_string());
             return Err(fail(
                 class,
                 format!("HTTP {status}: {}", truncate(&text, 300)),
             ));
         }
-        let mut response = response;
         let mut parser = SseParser::new(MAX_EVENT_BYTES);
         let mut state = self.api.new_stream();
         let mut event_error: Option<RequestError> = None;
@@ -204,9 +213,8 @@ impl Endpoint {
                     return Err(expired(now >= deadline, self.stall_timeout));
                 }
             }
-            .map_err(|e| fail(ErrorClass::Reset, error_chain(&e)))?;
-            last_data = Instant::now();
-            let Some(chunk) = chunk else {
+            .map_err(|message| fail(ErrorClass::Reset, message))?;
+            let Some((arrived, chunk)) = chunk else {
                 let leftover = parser.finish();
                 if leftover.undispatched_data && !p.done && p.finish_reason.is_none() {
                     let message = format!(
@@ -217,9 +225,10 @@ impl Endpoint {
                 }
                 break;
             };
+            last_data = arrived;
             let at = us_since(origin, last_data);
             parser
-                .push(&chunk, |data| {
+                .push(chunk, |data| {
                     if event_error.is_some() {
                         return;
                     }
@@ -263,6 +272,94 @@ impl Endpoint {
             }
         }
         Ok(())
+    }
+}
+
+/// A response being read, from either client.
+enum Streaming<'a> {
+    Lean(crate::http1::Response<'a>),
+    Reqwest {
+        response: reqwest::Response,
+        /// The last chunk, kept so that [`Streaming::chunk`] can lend it.
+        held: bytes::Bytes,
+    },
+}
+
+impl Streaming<'_> {
+    fn status(&self) -> u16 {
+        match self {
+            Streaming::Lean(r) => r.status,
+            Streaming::Reqwest { response, .. } => response.status().as_u16(),
+        }
+    }
+
+    /// The next piece of the body and when it arrived; `None` at the end.
+    async fn chunk(&mut self) -> Result<Option<(Instant, &[u8])>, String> {
+        match self {
+            Streaming::Lean(r) => r.chunk().await.map_err(|e| e.to_string()),
+            Streaming::Reqwest { response, held } => match response.chunk().await {
+                Ok(Some(bytes)) => {
+                    *held = bytes;
+                    Ok(Some((Instant::now(), &held[..])))
+                }
+                Ok(None) => Ok(None),
+                Err(e) => Err(error_chain(&e)),
+            },
+        }
+    }
+
+    /// The body as text (an error response's message); empty if it cannot be read.
+    async fn text(self) -> String {
+        match self {
+            Streaming::Lean(r) => r.text(64 << 10).await.unwrap_or_default(),
+            Streaming::Reqwest { response, .. } => response.text().await.unwrap_or_default(),
+        }
+    }
+}
+
+impl Endpoint {
+    /// Sends the request body and reads the response head.
+    async fn open(&self, body: Vec<u8>, sent: &mut Instant) -> Result<Streaming<'_>, RequestError> {
+        let fail = |class, message: String| RequestError { class, message };
+        if let Some(lean) = &self.lean {
+            let post = crate::http1::Post {
+                path: &lean.path,
+                body: &body,
+                bearer: self.api_key.as_deref(),
+            };
+            return lean.pool.send(&post, sent).await.map(Streaming::Lean).map_err(|e| {
+                use crate::http1::Http1Error;
+                let class = match e {
+                    Http1Error::Connect { .. } => ErrorClass::Connect,
+                    Http1Error::BadResponse(_) => ErrorClass::Malformed,
+                    Http1Error::Io(_) | Http1Error::ClosedBeforeAnswer => ErrorClass::Reset,
+                };
+                fail(class, e.to_string())
+            });
+        }
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        *sent = Instant::now();
+        let response = send_retrying(request, sent).await.map_err(|e| {
+            let class = if e.is_connect() {
+                ErrorClass::Connect
+            } else if e.is_timeout() {
+                ErrorClass::Timeout
+            } else {
+                ErrorClass::Reset
+            };
+            fail(class, error_chain(&e))
+        })?;
+        Ok(Streaming::Reqwest {
+            response,
+            held: bytes::Bytes::new(),
+        })
     }
 }
 

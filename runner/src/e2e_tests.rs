@@ -303,6 +303,10 @@ async fn latency_legs() {
     let http = crate::client::http_client(4).unwrap();
     let ep = crate::client::Endpoint {
         http,
+        lean: crate::client::Lean::for_url(
+            &format!("{}/v1/completions", sim.base_url()),
+            crate::client::HttpClient::Auto,
+        ),
         url: format!("{}/v1/completions", sim.base_url()),
         api: crate::backend::Api::OpenaiCompletions,
         model: "m".into(),

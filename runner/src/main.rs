@@ -10,6 +10,7 @@ mod clock;
 mod commands;
 mod console;
 mod dataset;
+mod http1;
 mod journal;
 mod keyfile;
 mod output;

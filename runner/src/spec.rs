@@ -53,6 +53,8 @@ pub struct RunSpec {
     pub request_timeout_s: f64,
     /// A stream with no event for this long fails as `stall`.
     pub stall_timeout_s: f64,
+    /// Which HTTP client carries the token streams.
+    pub http_client: crate::client::HttpClient,
     pub seed: u64,
     /// Ask the server to ignore EOS so every response has the requested length.
     pub ignore_eos: bool,
@@ -125,6 +127,7 @@ impl Default for RunSpec {
             max_concurrency: 256,
             request_timeout_s: 600.0,
             stall_timeout_s: 60.0,
+            http_client: crate::client::HttpClient::Auto,
             seed: 42,
             ignore_eos: true,
             temperature: 0.0,

@@ -41,7 +41,8 @@ pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
         rate <- args.rate.clone(), concurrency <- args.concurrency.clone(), sweep_rates <- args.sweep_rates,
         sweep_kind <- args.sweep_kind, warmup_requests <- args.warmup_requests,
         cooldown_requests <- args.cooldown_requests, max_concurrency <- args.max_concurrency,
-        request_timeout_s <- args.request_timeout, stall_timeout_s <- args.stall_timeout, seed <- args.seed);
+        request_timeout_s <- args.request_timeout, stall_timeout_s <- args.stall_timeout, http_client <- args.http_client,
+        seed <- args.seed);
     if args.model.is_some() {
         s.model = args.model.clone();
     }
@@ -223,9 +224,11 @@ async fn measure(
         // The sender lives as long as the run: a dropped sender would read as "cancel".
         std::future::pending::<()>().await;
     });
+    let url = format!("{base}{}", spec.backend.path());
     let endpoint = Arc::new(Endpoint {
         http,
-        url: format!("{base}{}", spec.backend.path()),
+        lean: client::Lean::for_url(&url, spec.http_client),
+        url,
         api: spec.backend,
         model,
         api_key,

@@ -1,0 +1,464 @@
+//! A lean HTTP/1.1 client for `http://` targets: the token stream's hot path.
+//!
+//! Why not reqwest here: hyper drives each connection from its own task and hands body chunks
+//! to the request's task through a channel, so every streamed token costs two task polls, a
+//! channel hop and a wake-up between them; `perf` put that at about a fifth of the runner's CPU
+//! per token. Here the request's own task reads its socket: one poll per read, chunked framing
+//! decoded in place in one buffer per connection, and a token's arrival time taken when the
+//! read that completed it returned. reqwest still serves `https://` (TLS, HTTP/2) and everything
+//! off the hot path (probes, `/tokenize`); `--http-client reqwest` routes streams through it too.
+//!
+//! Scope: what an OpenAI/TGI/SGLang streaming endpoint answers — a response head, then a body
+//! framed by `Transfer-Encoding: chunked`, `Content-Length`, or the end of the connection.
+//! Keep-alive connections are pooled; one closed by the server while idle is detected when a
+//! request on it gets no byte back, and that request is sent once more on a fresh connection.
+
+use std::io;
+use std::ops::Range;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// Longest response head accepted.
+const MAX_HEAD_BYTES: usize = 64 << 10;
+/// Read buffer per connection; grows only for a head or chunk-size line longer than this.
+const BUFFER_BYTES: usize = 16 << 10;
+/// Idle connections older than this are not reused: under the 5 s keep-alive of uvicorn
+/// (vLLM, SGLang) and llama.cpp's httplib, so a connection the server may already have
+/// closed is never picked.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(4);
+
+/// Why a request got no (complete) response.
+#[derive(Debug, Error)]
+pub enum Http1Error {
+    #[error("connecting to {authority}: {source}")]
+    Connect { authority: String, source: io::Error },
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    #[error("the server closed the connection before answering")]
+    ClosedBeforeAnswer,
+    #[error("malformed HTTP response: {0}")]
+    BadResponse(String),
+}
+
+/// Where requests go: one host, a pool of keep-alive connections to it.
+pub struct Pool {
+    host: String,
+    port: u16,
+    /// The `Host` header: the URL's host, and its port when the URL names one.
+    authority: String,
+    idle: Mutex<Vec<(Conn, Instant)>>,
+}
+
+/// A request: `POST path` with a JSON body.
+pub struct Post<'a> {
+    pub path: &'a str,
+    pub body: &'a [u8],
+    pub bearer: Option<&'a str>,
+}
+
+impl Pool {
+    /// A pool for the server of `url` (`http://host[:port]/…`); `None` for other schemes.
+    pub fn for_url(url: &str) -> Option<(Pool, String)> {
+        let parsed = reqwest::Url::parse(url).ok()?;
+        if parsed.scheme() != "http" {
+            return None;
+        }
+        let mut authority = parsed.host_str()?.to_string();
+        // An IPv6 literal is bracketed in a URL and in `Host`, not in an address.
+        let host = authority.trim_start_matches('[').trim_end_matches(']').to_string();
+        let port = parsed.port_or_known_default()?;
+        if let Some(p) = parsed.port() {
+            authority.push_str(&format!(":{p}"));
+        }
+        let mut path = parsed.path().to_string();
+        if let Some(q) = parsed.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+        let pool = Pool {
+            host,
+            port,
+            authority,
+            idle: Mutex::new(Vec::new()),
+        };
+        Some((pool, path))
+    }
+
+    /// Sends `post` and reads the response head. `sent` is stamped when the request is
+    /// written, and again if it has to be sent a second time (see the module doc).
+    pub async fn send(
+        &self,
+        post: &Post<'_>,
+        sent: &mut Instant,
+    ) -> Result<Response<'_>, Http1Error> {
+        let request = self.encode(post);
+        if let Some(conn) = self.take_idle() {
+            *sent = Instant::now();
+            match conn.exchange(&request).await {
+                Ok((conn, head)) => return Ok(self.response(conn, head)),
+                // The server had closed this idle connection: the request never reached it.
+                Err(Http1Error::ClosedBeforeAnswer) => {
+                    tracing::debug!("a pooled connection was closed by the server; sending again")
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let stream = TcpStream::connect((self.host.as_str(), self.port))
+            .await
+            .map_err(|source| Http1Error::Connect {
+                authority: self.authority.clone(),
+                source,
+            })?;
+        stream.set_nodelay(true)?;
+        let conn = Conn {
+            stream,
+            buf: vec![0; BUFFER_BYTES],
+            start: 0,
+            end: 0,
+            read_at: Instant::now(),
+        };
+        *sent = Instant::now();
+        let (conn, head) = conn.exchange(&request).await?;
+        Ok(self.response(conn, head))
+    }
+
+    fn encode(&self, post: &Post<'_>) -> Vec<u8> {
+        let mut head = format!(
+            "POST {} HTTP/1.1\r\nHost: {}\r\nAccept: */*\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+            post.path,
+            self.authority,
+            post.body.len()
+        );
+        if let Some(key) = post.bearer {
+            head.push_str(&format!("Authorization: Bearer {key}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(post.body);
+        bytes
+    }
+
+    fn take_idle(&self) -> Option<Conn> {
+        let mut idle = self.idle.lock().expect("pool lock");
+        let now = Instant::now();
+        idle.retain(|(_, since)| now.duration_since(*since) < IDLE_TIMEOUT);
+        idle.pop().map(|(conn, _)| conn)
+    }
+
+    fn response(&self, conn: Conn, head: Head) -> Response<'_> {
+        Response {
+            pool: self,
+            conn: Some(conn),
+            status: head.status,
+            framing: head.framing,
+            reusable: head.keep_alive,
+        }
+    }
+}
+
+/// A response whose head has been read; its body is read with [`Response::chunk`].
+/// Dropped after its body ended, it gives its connection back to the pool.
+pub struct Response<'p> {
+    pool: &'p Pool,
+    conn: Option<Conn>,
+    pub status: u16,
+    framing: Framing,
+    reusable: bool,
+}
+
+impl Response<'_> {
+    /// The next piece of the body (`None` at its end), and when the read that completed it
+    /// returned: the piece's arrival time.
+    pub async fn chunk(&mut self) -> io::Result<Option<(Instant, &[u8])>> {
+        let conn = self.conn.as_mut().expect("a response owns its connection");
+        let range = next_body_range(conn, &mut self.framing, &mut self.reusable).await?;
+        let conn = self.conn.as_ref().expect("owned");
+        Ok(range.map(|r| (conn.read_at, &conn.buf[r])))
+    }
+
+    /// The body as text, at most `limit` bytes of it (for error messages).
+    pub async fn text(mut self, limit: usize) -> io::Result<String> {
+        let mut text = Vec::new();
+        while let Some((_, piece)) = self.chunk().await? {
+            let room = limit.saturating_sub(text.len());
+            text.extend_from_slice(&piece[..piece.len().min(room)]);
+        }
+        Ok(String::from_utf8_lossy(&text).into_owned())
+    }
+}
+
+impl Drop for Response<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            if self.reusable && matches!(self.framing, Framing::Done) && conn.start == conn.end {
+                let mut idle = self.pool.idle.lock().expect("pool lock");
+                idle.push((conn, Instant::now()));
+            }
+        }
+    }
+}
+
+/// One connection and its read buffer: `buf[start..end]` is received but not yet consumed.
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    read_at: Instant,
+}
+
+impl Conn {
+    /// Reads more bytes after `end`; `Ok(0)` at the end of the stream.
+    async fn fill(&mut self) -> io::Result<usize> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else {
+                let len = self.buf.len();
+                self.buf.resize(len * 2, 0);
+            }
+        }
+        let n = self.stream.read(&mut self.buf[self.end..]).await?;
+        self.read_at = Instant::now();
+        self.end += n;
+        Ok(n)
+    }
+
+    /// Writes the request and reads the response head (skipping `1xx` heads).
+    async fn exchange(mut self, request: &[u8]) -> Result<(Conn, Head), Http1Error> {
+        let closed = |e: io::Error| match e.kind() {
+            io::ErrorKind::BrokenPipe
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted => Http1Error::ClosedBeforeAnswer,
+            _ => Http1Error::Io(e),
+        };
+        self.start = 0;
+        self.end = 0;
+        self.stream.write_all(request).await.map_err(closed)?;
+        let mut answered = false;
+        loop {
+            let mut headers = [httparse::EMPTY_HEADER; 64];
+            let mut parsed = httparse::Response::new(&mut headers);
+            match parsed.parse(&self.buf[self.start..self.end]) {
+                Ok(httparse::Status::Complete(used)) => {
+                    let head = Head::from_parsed(&parsed)?;
+                    self.start += used;
+                    if (100..200).contains(&head.status) && head.status != 101 {
+                        continue;
+                    }
+                    return Ok((self, head));
+                }
+                Ok(httparse::Status::Partial) => {}
+                Err(e) => return Err(Http1Error::BadResponse(e.to_string())),
+            }
+            if self.end - self.start > MAX_HEAD_BYTES {
+                return Err(Http1Error::BadResponse(format!(
+                    "response head longer than {MAX_HEAD_BYTES} bytes"
+                )));
+            }
+            match self.fill().await {
+                Ok(0) if !answered => return Err(Http1Error::ClosedBeforeAnswer),
+                Ok(0) => {
+                    return Err(Http1Error::Io(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the connection closed inside the response head",
+                    )))
+                }
+                Ok(_) => answered = true,
+                Err(e) if !answered => return Err(closed(e)),
+                Err(e) => return Err(Http1Error::Io(e)),
+            }
+        }
+    }
+}
+
+/// What a response head says about the body and the connection.
+struct Head {
+    status: u16,
+    framing: Framing,
+    keep_alive: bool,
+}
+
+impl Head {
+    fn from_parsed(parsed: &httparse::Response<'_, '_>) -> Result<Head, Http1Error> {
+        let status = parsed.code.unwrap_or(0);
+        let mut keep_alive = parsed.version == Some(1);
+        let mut chunked = false;
+        let mut length: Option<u64> = None;
+        for h in parsed.headers.iter() {
+            let value = std::str::from_utf8(h.value).unwrap_or("").trim();
+            if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                // Chunked must be the last coding; anything else has no length but the close.
+                chunked = value
+                    .rsplit(',')
+                    .next()
+                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("chunked"));
+                if !chunked {
+                    keep_alive = false;
+                }
+            } else if h.name.eq_ignore_ascii_case("content-length") {
+                let n = value.parse().map_err(|_| {
+                    Http1Error::BadResponse(format!("Content-Length {value:?} is not a number"))
+                })?;
+                length = Some(n);
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                for token in value.split(',') {
+                    let token = token.trim();
+                    if token.eq_ignore_ascii_case("close") {
+                        keep_alive = false;
+                    } else if token.eq_ignore_ascii_case("keep-alive") {
+                        keep_alive = true;
+                    }
+                }
+            }
+        }
+        let framing = if status == 204 || status == 304 || (100..200).contains(&status) {
+            Framing::Done
+        } else if chunked {
+            Framing::Chunked(ChunkState::Size)
+        } else if let Some(n) = length {
+            Framing::Length(n)
+        } else {
+            keep_alive = false;
+            Framing::UntilClose
+        };
+        Ok(Head {
+            status,
+            framing,
+            keep_alive,
+        })
+    }
+}
+
+/// How the body's end is known, and where its reading stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    Chunked(ChunkState),
+    /// Bytes of the body still to come.
+    Length(u64),
+    UntilClose,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChunkState {
+    /// Expecting a chunk-size line.
+    Size,
+    /// Inside a chunk, this many data bytes left.
+    Data(u64),
+    /// Expecting the CRLF after a chunk's data.
+    DataEnd,
+    /// After the last (zero-size) chunk: trailer lines until an empty one.
+    Trailers,
+}
+
+/// Decodes the body framing in place: the range of `conn.buf` holding the next body bytes,
+/// reading the socket only when the buffer holds no complete piece.
+async fn next_body_range(
+    conn: &mut Conn,
+    framing: &mut Framing,
+    reusable: &mut bool,
+) -> io::Result<Option<Range<usize>>> {
+    let truncated = || {
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the connection closed inside the response body",
+        )
+    };
+    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
+    loop {
+        let available = conn.end - conn.start;
+        match *framing {
+            Framing::Done => return Ok(None),
+            Framing::Length(0) => {
+                *framing = Framing::Done;
+                return Ok(None);
+            }
+            Framing::Length(left) if available > 0 => {
+                let take = available.min(usize::try_from(left).unwrap_or(usize::MAX));
+                *framing = Framing::Length(left - take as u64);
+                return Ok(Some(conn.take(take)));
+            }
+            Framing::UntilClose if available > 0 => return Ok(Some(conn.take(available))),
+            Framing::Chunked(ChunkState::Data(left)) if available > 0 => {
+                let take = available.min(usize::try_from(left).unwrap_or(usize::MAX));
+                let left = left - take as u64;
+                *framing = Framing::Chunked(if left == 0 {
+                    ChunkState::DataEnd
+                } else {
+                    ChunkState::Data(left)
+                });
+                return Ok(Some(conn.take(take)));
+            }
+            Framing::Chunked(ChunkState::Size) if available > 0 => {
+                match httparse::parse_chunk_size(&conn.buf[conn.start..conn.end]) {
+                    Ok(httparse::Status::Complete((used, size))) => {
+                        conn.start += used;
+                        *framing = Framing::Chunked(if size == 0 {
+                            ChunkState::Trailers
+                        } else {
+                            ChunkState::Data(size)
+                        });
+                        continue;
+                    }
+                    Ok(httparse::Status::Partial) if available > 4096 => {
+                        return Err(invalid("chunk-size line longer than 4096 bytes"))
+                    }
+                    Ok(httparse::Status::Partial) => {}
+                    Err(_) => return Err(invalid("invalid chunk-size line")),
+                }
+            }
+            Framing::Chunked(ChunkState::DataEnd) if available >= 2 => {
+                if &conn.buf[conn.start..conn.start + 2] != b"\r\n" {
+                    return Err(invalid("chunk data not followed by CRLF"));
+                }
+                conn.start += 2;
+                *framing = Framing::Chunked(ChunkState::Size);
+                continue;
+            }
+            Framing::Chunked(ChunkState::Trailers) if available > 0 => {
+                let pending = &conn.buf[conn.start..conn.end];
+                if let Some(i) = pending.windows(2).position(|w| w == b"\r\n") {
+                    conn.start += i + 2;
+                    if i == 0 {
+                        *framing = Framing::Done;
+                        return Ok(None);
+                    }
+                    continue;
+                }
+                if available > MAX_HEAD_BYTES {
+                    return Err(invalid("trailer line too long"));
+                }
+            }
+            _ => {}
+        }
+        if conn.fill().await? == 0 {
+            if *framing == Framing::UntilClose {
+                *framing = Framing::Done;
+                *reusable = false;
+                return Ok(None);
+            }
+            return Err(truncated());
+        }
+    }
+}
+
+impl Conn {
+    /// Consumes `n` buffered bytes, returning where they are.
+    fn take(&mut self, n: usize) -> Range<usize> {
+        let range = self.start..self.start + n;
+        self.start += n;
+        range
+    }
+}
+
+#[cfg(test)]
+mod tests;
