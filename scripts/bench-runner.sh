@@ -5,7 +5,10 @@
 #      as it can (--itl-ms 0). cpu_us_per_token = the runner process's user+system CPU time over
 #      the benchmark / tokens received. Target: <= 2 us.
 #   2. Pacing at 1,000 req/s Poisson: pacing_p50_us / pacing_p99_us = actual minus scheduled send.
-#      Target: p99 <= 100 us.
+#      Target: p99 <= 100 us. steal_share = CPU time the hypervisor took from this machine during
+#      the benchmark (/proc/stat); on a VM, read the pacing figures beside it.
+#   3. CPU per token with tokens spaced 1 ms apart, as a server spaces them (each its own read).
+#   4. Case 1 again through reqwest (--http-client reqwest): what the lean HTTP/1.1 reader saves.
 # With taskset available, the simulator runs on CPU 1 and the runner on CPU 0, so that neither
 # measurement includes the other's work. Usage: scripts/bench-runner.sh [REQUESTS]
 set -euo pipefail
@@ -48,3 +51,10 @@ serve "$p" --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64
 echo "== CPU per streamed token with tokens spaced 1 ms apart (each its own read and wake-up): 16 streams x 256 tokens"
 "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests 160 \
   --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/spaced.json" 2>&1 >/dev/null | grep "benchmark done"
+kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+
+p=$(port)
+serve "$p" --ttft-ms 0 --itl-ms 0 --max-batch 64
+echo "== case 1 through reqwest (--http-client reqwest)"
+"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests "$requests" \
+  --data prompt_tokens=16,output_tokens=256 --http-client reqwest --no-sign --out "$tmp/cpu-reqwest.json" 2>&1 >/dev/null | grep "benchmark done"

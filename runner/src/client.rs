@@ -44,7 +44,17 @@ impl Lean {
 }
 
 /// Which HTTP client carries the token streams.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum HttpClient {
     /// The lean HTTP/1.1 reader for `http://` targets, reqwest for `https://`.
@@ -133,9 +143,7 @@ impl Endpoint {
         };
         let mut sent = Instant::now();
         let deadline = sent + self.request_timeout;
-        let outcome = self
-            .stream(body, &mut sent, deadline, origin, &mut p)
-            .await;
+        let outcome = self.stream(body, &mut sent, deadline, origin, &mut p).await;
         let end = p.end.unwrap_or_else(Instant::now);
         let error = outcome.err().or_else(|| {
             (!p.done && p.finish_reason.is_none()).then(|| RequestError {
@@ -327,15 +335,20 @@ impl Endpoint {
                 body: &body,
                 bearer: self.api_key.as_deref(),
             };
-            return lean.pool.send(&post, sent).await.map(Streaming::Lean).map_err(|e| {
-                use crate::http1::Http1Error;
-                let class = match e {
-                    Http1Error::Connect { .. } => ErrorClass::Connect,
-                    Http1Error::BadResponse(_) => ErrorClass::Malformed,
-                    Http1Error::Io(_) | Http1Error::ClosedBeforeAnswer => ErrorClass::Reset,
-                };
-                fail(class, e.to_string())
-            });
+            return lean
+                .pool
+                .send(&post, sent)
+                .await
+                .map(Streaming::Lean)
+                .map_err(|e| {
+                    use crate::http1::Http1Error;
+                    let class = match e {
+                        Http1Error::Connect { .. } => ErrorClass::Connect,
+                        Http1Error::BadResponse(_) => ErrorClass::Malformed,
+                        Http1Error::Io(_) | Http1Error::ClosedBeforeAnswer => ErrorClass::Reset,
+                    };
+                    fail(class, e.to_string())
+                });
         }
         let mut request = self
             .http

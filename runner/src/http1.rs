@@ -34,7 +34,10 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(4);
 #[derive(Debug, Error)]
 pub enum Http1Error {
     #[error("connecting to {authority}: {source}")]
-    Connect { authority: String, source: io::Error },
+    Connect {
+        authority: String,
+        source: io::Error,
+    },
     #[error("{0}")]
     Io(#[from] io::Error),
     #[error("the server closed the connection before answering")]
@@ -68,7 +71,10 @@ impl Pool {
         }
         let mut authority = parsed.host_str()?.to_string();
         // An IPv6 literal is bracketed in a URL and in `Host`, not in an address.
-        let host = authority.trim_start_matches('[').trim_end_matches(']').to_string();
+        let host = authority
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
         let port = parsed.port_or_known_default()?;
         if let Some(p) = parsed.port() {
             authority.push_str(&format!(":{p}"));

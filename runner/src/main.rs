@@ -6,6 +6,7 @@
 mod backend;
 mod cli;
 mod client;
+mod client_cost;
 mod clock;
 mod commands;
 mod console;

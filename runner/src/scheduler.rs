@@ -4,13 +4,12 @@
 //!   `throughput` (the in-flight cap, all at once): a request is scheduled when a
 //!   worker takes it;
 //! * open loop — `constant` and `poisson`: send times are fixed in advance from the
-//!   rate (and the seed), kept by the high-resolution [`Timer`], and latency counts
+//!   rate (and the seed), kept by [`crate::clock::pace_until`], and latency counts
 //!   from the scheduled time even when the client or the server falls behind, so
 //!   there is no coordinated omission. A cap on requests in flight protects the client;
 //!   a request waiting for it is late, and its latency shows that.
 
 use crate::client::{Endpoint, Job};
-use crate::clock::Timer;
 use crate::rng::Rng;
 use crate::workload::Prompt;
 use schemas::document::{ErrorClass, Phase, ProfileKind, RawRecord, RequestError};
@@ -108,7 +107,7 @@ async fn open_loop(
             break;
         }
         tokio::select! {
-            _ = Timer::global().sleep_until(at) => {}
+            _ = crate::clock::pace_until(at) => {}
             _ = cancel.changed() => break,
         }
         let permit = tokio::select! {

@@ -23,11 +23,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
 
-/// Open-loop pacing error (p99 of actual − scheduled send) above which a run is client-bound.
-const PACING_P99_LIMIT_US: u64 = 1_000;
-/// Share of all cores the runner may use before its numbers are suspect.
-const CPU_SHARE_LIMIT: f64 = 0.9;
-
 /// The spec a run executes: the file's, with every flag given on top.
 pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
     let mut s = match &args.spec {
@@ -536,7 +531,7 @@ async fn run_benchmark(
     ctx.endpoint
         .warm_connections(n.min(u64::from(in_flight)) as usize)
         .await;
-    let cpu_before = cpu_time();
+    let usage_before = crate::client_cost::Usage::now();
     let origin = Instant::now();
     let mut records = scheduler::run(
         ctx.endpoint.clone(),
@@ -547,25 +542,11 @@ async fn run_benchmark(
         ctx.cancel.clone(),
     )
     .await;
-    let (wall, cpu) = (origin.elapsed(), cpu_time().saturating_sub(cpu_before));
+    let cost = crate::client_cost::Cost::since(&usage_before, origin.elapsed(), kind, &records);
     progress.finish();
     scheduler::assign_phases(&mut records, s.warmup_requests, s.cooldown_requests);
-    let tokens: u64 = records
-        .iter()
-        .map(|r| u64::from(r.output_tokens_client))
-        .sum();
-    let lags = pacing_lags(&records);
-    tracing::info!(
-        benchmark = %label,
-        requests = records.len(),
-        tokens,
-        cpu_us_per_token = format!("{:.3}", cpu.as_secs_f64() * 1e6 / tokens.max(1) as f64),
-        cpu_share = format!("{:.3}", cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9)),
-        pacing_p50_us = ?(kind.is_open_loop().then(|| percentile(&lags, 50))),
-        pacing_p99_us = ?(kind.is_open_loop().then(|| percentile(&lags, 99))),
-        "benchmark done"
-    );
-    client_bound_flags(index, kind, &lags, wall, cpu, flags);
+    cost.log(&label);
+    flags.extend(cost.flags(index));
     let achieved = schemas::metrics::summarize(&records, None)?
         .request_throughput_per_s
         .map(Finite::get);
@@ -579,66 +560,4 @@ async fn run_benchmark(
         summary: schemas::metrics::summarize(&[], None)?,
     });
     Ok(achieved)
-}
-
-/// Actual minus scheduled send (µs) of every request, sorted.
-fn pacing_lags(records: &[schemas::RawRecord]) -> Vec<u64> {
-    let mut lags: Vec<u64> = records
-        .iter()
-        .map(|r| r.sent_us.saturating_sub(r.scheduled_us))
-        .collect();
-    lags.sort_unstable();
-    lags
-}
-
-/// Nearest-rank percentile of a sorted sample (0 when empty).
-fn percentile(sorted: &[u64], p: usize) -> u64 {
-    sorted
-        .get(sorted.len().saturating_sub(1) * p / 100)
-        .copied()
-        .unwrap_or(0)
-}
-
-/// Flags a benchmark whose numbers the client itself may have bent.
-fn client_bound_flags(
-    index: u32,
-    kind: ProfileKind,
-    lags: &[u64],
-    wall: Duration,
-    cpu: Duration,
-    flags: &mut Vec<Flag>,
-) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-    let share = cpu.as_secs_f64() / wall.as_secs_f64().max(1e-9) / cores;
-    let mut flag = |message| {
-        flags.push(Flag {
-            code: FlagCode::ClientBound,
-            severity: Severity::Warning,
-            benchmark: Some(index),
-            message,
-        })
-    };
-    if share > CPU_SHARE_LIMIT {
-        flag(format!(
-            "the runner used {:.0}% of all {cores} cores",
-            share * 100.0
-        ));
-    }
-    let p99 = percentile(lags, 99);
-    if kind.is_open_loop() && p99 > PACING_P99_LIMIT_US {
-        flag(format!(
-            "sends left {p99} µs or more after their scheduled time (p99)"
-        ));
-    }
-}
-
-/// CPU time (user + system) this process has used.
-pub fn cpu_time() -> Duration {
-    // SAFETY: getrusage writes into the struct we own.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let tv = |t: libc::timeval| {
-        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
-    };
-    tv(usage.ru_utime) + tv(usage.ru_stime)
 }

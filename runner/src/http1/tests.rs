@@ -87,7 +87,10 @@ const POST: Post<'static> = Post {
 
 async fn body_of(pool: &Pool) -> Result<(u16, Vec<u8>), String> {
     let mut sent = Instant::now();
-    let mut response = pool.send(&POST, &mut sent).await.map_err(|e| e.to_string())?;
+    let mut response = pool
+        .send(&POST, &mut sent)
+        .await
+        .map_err(|e| e.to_string())?;
     let status = response.status;
     let mut body = Vec::new();
     while let Some((_, piece)) = response.chunk().await.map_err(|e| e.to_string())? {
@@ -141,9 +144,17 @@ async fn keep_alive_connections_are_reused_and_close_is_honoured() {
     body_of(&pool).await.unwrap();
     assert_eq!(body_of(&pool).await.unwrap().1, b"hello");
     assert_eq!(body_of(&pool).await.unwrap().1, b"hi");
-    assert_eq!(accepted.load(Ordering::SeqCst), 1, "three requests, one connection");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        1,
+        "three requests, one connection"
+    );
     assert_eq!(body_of(&pool).await.unwrap().1, b"hello");
-    assert_eq!(accepted.load(Ordering::SeqCst), 2, "after Connection: close, a new one");
+    assert_eq!(
+        accepted.load(Ordering::SeqCst),
+        2,
+        "after Connection: close, a new one"
+    );
 }
 
 #[tokio::test]
@@ -168,13 +179,18 @@ async fn bodies_until_close_and_informational_heads() {
     let (url, _) = scripted(vec![vec![until_close]]).await;
     let (pool, _) = Pool::for_url(&url).unwrap();
     assert_eq!(body_of(&pool).await.unwrap(), (200, b"all of it".to_vec()));
-    assert!(pool.idle.lock().unwrap().is_empty(), "an until-close connection is not reused");
+    assert!(
+        pool.idle.lock().unwrap().is_empty(),
+        "an until-close connection is not reused"
+    );
 }
 
 #[tokio::test]
 async fn truncated_and_malformed_bodies_are_errors() {
     let truncated = Answer {
-        pieces: vec![b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n14\r\ndata: {\"te".to_vec()],
+        pieces: vec![
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n14\r\ndata: {\"te".to_vec(),
+        ],
         close: true,
     };
     let bad_size = answer(&[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"]);
@@ -214,7 +230,10 @@ async fn the_request_names_host_length_and_key() {
     assert_eq!(response.status, 204);
     assert!(response.chunk().await.unwrap().is_none());
     let request = server.await.unwrap();
-    assert!(request.starts_with("POST /generate?x=1 HTTP/1.1\r\n"), "{request}");
+    assert!(
+        request.starts_with("POST /generate?x=1 HTTP/1.1\r\n"),
+        "{request}"
+    );
     assert!(request.contains(&format!("Host: localhost:{port}\r\n")));
     assert!(request.contains("Content-Length: 7\r\n"));
     assert!(request.contains("Authorization: Bearer sk-test\r\n"));
