@@ -212,7 +212,7 @@ mod tests {
             1.0,
             None,
         );
-        assert!(late.flags(2)[0].message.contains("2970 µs"));
+        assert!(late.flags(2)[0].message.contains("2940 µs"));
         let stolen = cost(ProfileKind::Concurrent, vec![0; 10], 1.0, Some(2.0));
         assert!(cost(ProfileKind::Concurrent, vec![0; 10], 1.0, Some(0.04))
             .flags(3)
