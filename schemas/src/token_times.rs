@@ -42,14 +42,28 @@ pub fn encode_arrivals(arrivals_us: &[u64]) -> String {
 /// Decodes what [`encode`] wrote. Rejects anything [`encode`] could not have written,
 /// so that one document has exactly one spelling.
 pub fn decode(text: &str) -> Result<Vec<u64>, TokenTimesError> {
-    let bytes = STANDARD
-        .decode(text)
+    let mut gaps = Vec::new();
+    decode_into(text, &mut Vec::new(), &mut gaps)?;
+    Ok(gaps)
+}
+
+/// [`decode`], appending the gaps to `out` and using `scratch` for the bytes, so that
+/// decoding a document's records allocates nothing per record. On an error, `out` may
+/// hold some of the record's gaps: the caller truncates it.
+pub fn decode_into(
+    text: &str,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u64>,
+) -> Result<(), TokenTimesError> {
+    scratch.clear();
+    STANDARD
+        .decode_vec(text, scratch)
         .map_err(|e| TokenTimesError::Base64(e.to_string()))?;
-    let mut gaps = Vec::with_capacity(bytes.len() / 2);
+    out.reserve(scratch.len() / 2);
     let mut value: u64 = 0;
     let mut shift = 0u32;
     let mut len = 0usize;
-    for &b in &bytes {
+    for &b in scratch.iter() {
         let low = u64::from(b & 0x7f);
         if shift >= 64 || (shift == 63 && low > 1) {
             return Err(TokenTimesError::Overflow);
@@ -61,7 +75,7 @@ pub fn decode(text: &str) -> Result<Vec<u64>, TokenTimesError> {
             if len > 1 && b == 0 {
                 return Err(TokenTimesError::NonCanonical);
             }
-            gaps.push(value);
+            out.push(value);
             value = 0;
             shift = 0;
             len = 0;
@@ -70,7 +84,7 @@ pub fn decode(text: &str) -> Result<Vec<u64>, TokenTimesError> {
     if len != 0 {
         return Err(TokenTimesError::Truncated);
     }
-    Ok(gaps)
+    Ok(())
 }
 
 fn push_varint(out: &mut Vec<u8>, mut v: u64) {
