@@ -23,7 +23,10 @@ glue.initSync({ module: wasmBytes });
 const moduleSha = createHash('sha256').update(wasmBytes).digest('hex');
 
 const dir = mkdtempSync(join(tmpdir(), 'provebench-report-'));
-const env = { ...process.env, RUST_LOG: 'warn', PROVEBENCH_WASM: join(pkg, 'report_wasm_bg.wasm') };
+// A cache of compiled modules of its own: the first `runner report` compiles the module and
+// caches the machine code, every later one loads it, and both must give the same bytes.
+const env = { ...process.env, RUST_LOG: 'warn', PROVEBENCH_WASM: join(pkg, 'report_wasm_bg.wasm'), XDG_CACHE_HOME: join(dir, 'cache') };
+delete env.PROVEBENCH_NO_CACHE;
 delete env.OPENAI_API_KEY;
 const runner = (...args) => execFileSync(runnerBin, args, { cwd: dir, env, timeout: 120_000 }).toString();
 
@@ -117,4 +120,9 @@ test('a signed result names its key; several results make one report', () => {
 test('a diff is the same everywhere', () => {
   const md = sameEverywhere('diff', ['sweep.json', 'grid.json'], 'diff')['diff.md'].toString();
   assert.match(md, /# provebench diff/);
+});
+
+test('wasmtime compiles the module once and loads it from the cache after', () => {
+  const cached = readdirSync(join(dir, 'cache', 'provebench'));
+  assert.deepEqual(cached, [`report-${moduleSha}.cwasm`]);
 });
