@@ -11,12 +11,14 @@
 //   render {name} | {bytes}      -> {error} or {files: [{name, bytes}]} (report.md, report.html, charts)
 //   diff   {a, b} (each {name} | {bytes}) -> as render (diff.md, diff.html, charts)
 
-import init, { verifyDocument, renderReport, diffReport, Documents, predicateType } from './wasm/report_wasm.js';
+import init, { loadDocument, renderDocument, diffDocuments, predicateType } from './wasm/report_wasm.js';
 
 let keysText = '{"keys":[]}';
 let keysError = null;
 let setup = null;
-const cache = new Map(); // name -> Uint8Array, the few most recent
+// name -> Document, parsed and verified once (most of the work for a large result), the few
+// most recent: the index row, the report and any diff of a result share one verification.
+const cache = new Map();
 const CACHE_ENTRIES = 6;
 
 const hex = (buf) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, '0')).join('');
@@ -52,20 +54,37 @@ async function start() {
   return { moduleSha256, predicateType: predicateType(), keysError };
 }
 
-async function bytesOf(src) {
-  if (src.bytes) return new Uint8Array(src.bytes);
+// The loaded document `src` names: {doc, owned}; an owned one (a local file) is the
+// caller's to free, a published one stays in the cache.
+async function documentOf(src) {
+  if (src.bytes) return { doc: loadDocument(new Uint8Array(src.bytes), keysText), owned: true };
   const name = String(src.name);
-  if (cache.has(name)) {
-    const b = cache.get(name);
+  let doc = cache.get(name);
+  if (doc) {
     cache.delete(name);
-    cache.set(name, b);
-    return b;
+    cache.set(name, doc);
+    return { doc, owned: false };
   }
   const res = await fetchOwn(`results/${encodeURIComponent(name)}`, name);
-  const b = new Uint8Array(await res.arrayBuffer());
-  cache.set(name, b);
-  while (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value);
-  return b;
+  doc = loadDocument(new Uint8Array(await res.arrayBuffer()), keysText);
+  cache.set(name, doc);
+  while (cache.size > CACHE_ENTRIES) {
+    const [oldest, old] = cache.entries().next().value;
+    cache.delete(oldest);
+    old.free();
+  }
+  return { doc, owned: false };
+}
+
+// Runs `use` on the documents `srcs` name, freeing the owned ones after.
+async function withDocuments(srcs, use) {
+  const held = [];
+  try {
+    for (const src of srcs) held.push(await documentOf(src));
+    return use(...held.map((h) => h.doc));
+  } finally {
+    for (const h of held) if (h.owned) h.doc.free();
+  }
 }
 
 const str = (v) => (typeof v === 'string' ? v : v == null ? null : String(v));
@@ -85,9 +104,8 @@ function hardware(host) {
 
 // The facts a row shows, from report-wasm's verdict and statement. Every string here is
 // still untrusted document text: the page puts it in the DOM as text only.
-function meta(bytes) {
-  const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
-  const out = JSON.parse(verifyDocument(text, keysText));
+function meta(doc) {
+  const out = JSON.parse(doc.meta());
   if (out.error) throw new Error(`the site's keys file: ${out.error}`);
   const v = out.verdict ?? {};
   const s = out.statement;
@@ -164,20 +182,11 @@ async function handle(msg) {
   await (setup ??= start());
   switch (msg.op) {
     case 'meta':
-      return meta(await bytesOf(msg));
-    case 'render': {
-      const docs = new Documents();
-      try {
-        docs.push(await bytesOf(msg));
-        return files(renderReport(docs, keysText));
-      } finally {
-        docs.free();
-      }
-    }
-    case 'diff': {
-      const [a, b] = [await bytesOf(msg.a), await bytesOf(msg.b)];
-      return files(diffReport(a, b, keysText));
-    }
+      return withDocuments([msg], meta);
+    case 'render':
+      return withDocuments([msg], (doc) => files(renderDocument(doc)));
+    case 'diff':
+      return withDocuments([msg.a, msg.b], (a, b) => files(diffDocuments(a, b)));
     default:
       throw new Error(`unknown request ${msg.op}`);
   }

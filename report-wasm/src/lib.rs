@@ -2,8 +2,10 @@
 //!
 //! Two faces over the same calls into `report` and `schemas`:
 //! * wasm-bindgen exports for the browser and Node (`verifyDocument`, `Documents`,
-//!   `renderReport`, `diffReport`, `Rendered`), built so that the render path calls no
-//!   JavaScript: the module imports only wasm-bindgen's two intrinsics;
+//!   `renderReport`, `diffReport`, `Rendered`; and `loadDocument`, `Document`,
+//!   `renderDocument`, `diffDocuments` to verify a document once and render it often),
+//!   built so that the render path calls no JavaScript: the module imports only
+//!   wasm-bindgen's two intrinsics;
 //! * a plain C ABI for hosts without JavaScript (the runner's wasmtime host):
 //!   `pb_alloc`/`pb_free` and `pb_render`/`pb_diff` over [`report::abi`] frames.
 
@@ -32,6 +34,111 @@ pub fn verify_document(envelope_json: &str, trusted_keys_json: &str) -> String {
     let (verdict, statement) =
         verify::verify_envelope(envelope_json.as_bytes(), &trusted, Policy::AllowUnsigned);
     serde_json::to_string(&VerifyOutput { verdict, statement }).expect("verdicts serialise")
+}
+
+/// One result document, parsed and verified once (against the trusted keys it was loaded
+/// with), then described, rendered and diffed as often as a page needs: verification is
+/// most of the cost of a large result (see `scripts/bench-report.sh`).
+#[wasm_bindgen]
+pub struct Document {
+    loaded: Result<report::Loaded, Unloadable>,
+}
+
+/// Why a document could not be loaded, and what verification said about it.
+struct Unloadable {
+    message: String,
+    /// `None` when the trusted-keys file was the problem.
+    verdict: Option<verify::Verdict>,
+}
+
+/// Parses and verifies `bytes` (an envelope or a bare statement) against the
+/// trusted-keys file `keys_json` (empty: none).
+#[wasm_bindgen(js_name = loadDocument)]
+pub fn load_document(bytes: &[u8], keys_json: &str) -> Document {
+    let loaded = match trusted_keys(keys_json) {
+        Err(message) => Err(Unloadable {
+            message,
+            verdict: None,
+        }),
+        Ok(trusted) => report::input::load_trusting(bytes, "the document", &trusted).map_err(|e| {
+            // Rare (not a result at all): verify once more for the verdict to show.
+            let (verdict, _) = verify::verify_envelope(bytes, &trusted, Policy::AllowUnsigned);
+            Unloadable {
+                message: e.to_string(),
+                verdict: Some(verdict),
+            }
+        }),
+    };
+    Document { loaded }
+}
+
+#[wasm_bindgen]
+impl Document {
+    /// Why the document could not be loaded, if it could not.
+    pub fn error(&self) -> Option<String> {
+        self.loaded.as_ref().err().map(|u| u.message.clone())
+    }
+
+    /// What [`verify_document`] returns — `{verdict, statement}`, or `{"error": …}` for an
+    /// unusable trusted-keys file — with every benchmark's raw records left out: a page
+    /// listing results needs their facts, not megabytes of records.
+    pub fn meta(&mut self) -> String {
+        match &mut self.loaded {
+            Ok(loaded) => {
+                // Lent out of the statement while it is written, then put back.
+                let records: Vec<_> = loaded
+                    .statement
+                    .predicate
+                    .benchmarks
+                    .iter_mut()
+                    .map(|b| std::mem::take(&mut b.records))
+                    .collect();
+                let json = serde_json::to_string(&serde_json::json!({
+                    "verdict": loaded.verdict,
+                    "statement": loaded.statement,
+                }));
+                for (b, r) in loaded
+                    .statement
+                    .predicate
+                    .benchmarks
+                    .iter_mut()
+                    .zip(records)
+                {
+                    b.records = r;
+                }
+                json.expect("verdicts and statements serialise")
+            }
+            Err(Unloadable {
+                message,
+                verdict: None,
+            }) => serde_json::json!({ "error": message }).to_string(),
+            Err(Unloadable {
+                verdict: Some(verdict),
+                ..
+            }) => serde_json::json!({ "verdict": verdict, "statement": null }).to_string(),
+        }
+    }
+}
+
+/// The report over one loaded document (what [`render_report`] gives for its bytes).
+#[wasm_bindgen(js_name = renderDocument)]
+pub fn render_document(doc: &Document) -> Rendered {
+    rendered(match &doc.loaded {
+        Ok(loaded) => {
+            report::render_loaded(std::slice::from_ref(loaded)).map_err(|e| e.to_string())
+        }
+        Err(u) => Err(u.message.clone()),
+    })
+}
+
+/// The diff of B against A, both loaded (what [`diff_report`] gives for their bytes).
+#[wasm_bindgen(js_name = diffDocuments)]
+pub fn diff_documents(a: &Document, b: &Document) -> Rendered {
+    rendered(match (&a.loaded, &b.loaded) {
+        (Ok(a), Ok(b)) => report::diff_loaded(a, b).map_err(|e| e.to_string()),
+        (Err(u), _) => Err(format!("A: {}", u.message)),
+        (_, Err(u)) => Err(format!("B: {}", u.message)),
+    })
 }
 
 /// The version of the contract this module implements.

@@ -20,6 +20,8 @@ pub struct Loaded {
     pub statement: Statement,
     /// Provenance and check results, already markdown-escaped, one sentence each.
     pub checks: Vec<String>,
+    /// What verification found (`None` for statements handed over already parsed).
+    pub verdict: Option<Verdict>,
 }
 
 /// How many example paths a finding lists.
@@ -125,7 +127,11 @@ pub fn load_trusting(
         };
         let mut checks = vec![provenance];
         checks.extend(findings(&verdict));
-        return Ok(Loaded { statement, checks });
+        return Ok(Loaded {
+            statement,
+            checks,
+            verdict: Some(verdict),
+        });
     }
     if !verdict.document_errors.is_empty() {
         // An envelope whose payload is not a statement of this contract.
@@ -143,7 +149,11 @@ pub fn load_trusting(
             let (verdict, _) = verify::verify_envelope(&bytes, &[], Policy::AllowUnsigned);
             let mut checks = vec!["Bare statement, no envelope.".to_string()];
             checks.extend(findings(&verdict));
-            Ok(Loaded { statement, checks })
+            Ok(Loaded {
+                statement,
+                checks,
+                verdict: Some(verdict),
+            })
         }
         Err(e) => Err(error(format!(
             "not a provebench result: as a DSSE envelope: {envelope_error}; as a bare statement: {e}"

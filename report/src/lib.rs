@@ -105,6 +105,7 @@ pub fn render_statements(docs: &[Statement]) -> Result<Report, RenderError> {
         .map(|s| Loaded {
             statement: s.clone(),
             checks: vec![],
+            verdict: None,
         })
         .collect();
     render_loaded(&loaded)
@@ -150,11 +151,17 @@ pub fn diff_trusting(
     diff::report(&a, &b)
 }
 
+/// [`diff`] over documents already loaded (and verified).
+pub fn diff_loaded(a: &Loaded, b: &Loaded) -> Result<Report, RenderError> {
+    diff::report(a, b)
+}
+
 /// [`diff`] over statements already parsed.
 pub fn diff_statements(a: &Statement, b: &Statement) -> Result<Report, RenderError> {
     let wrap = |s: &Statement| Loaded {
         statement: s.clone(),
         checks: vec![],
+        verdict: None,
     };
     diff::report(&wrap(a), &wrap(b))
 }

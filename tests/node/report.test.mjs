@@ -71,6 +71,18 @@ function inNode(kind, inputs) {
   assert.equal(r.error(), undefined);
   const out = {};
   for (let i = 0; i < r.count(); i++) out[r.name(i)] = Buffer.from(r.bytes(i));
+  // The site's path: each document loaded (parsed and verified) once, then rendered or
+  // diffed from what was loaded. Same bytes.
+  if (kind === 'diff' || inputs.length === 1) {
+    const loaded = bytes.map((b) => glue.loadDocument(b, keys));
+    const again = kind === 'report' ? glue.renderDocument(loaded[0]) : glue.diffDocuments(loaded[0], loaded[1]);
+    assert.equal(again.error(), undefined);
+    assert.equal(again.count(), r.count());
+    for (let i = 0; i < again.count(); i++) {
+      assert.ok(Buffer.from(again.bytes(i)).equals(out[again.name(i)]), `${again.name(i)}: loaded once and rendered differs`);
+    }
+    for (const d of loaded) d.free();
+  }
   return out;
 }
 

@@ -64,6 +64,25 @@ test('a one-byte change is caught in wasm', () => {
   assert.equal(out.verdict.ok, false);
 });
 
+test("a loaded document's meta is verifyDocument's answer without the raw records", () => {
+  for (const file of ['signed.json', 'unsigned.json']) {
+    const full = verifyInWasm(file);
+    const doc = glue.loadDocument(readFileSync(join(dir, file)), keysFile);
+    assert.equal(doc.error(), undefined);
+    const meta = JSON.parse(doc.meta());
+    assert.ok(full.statement.predicate.benchmarks.some((b) => b.records.length > 0));
+    for (const b of full.statement.predicate.benchmarks) b.records = [];
+    assert.deepEqual(meta, full);
+    // Asked twice, the same: the records were only lent out.
+    assert.deepEqual(JSON.parse(doc.meta()), meta);
+    doc.free();
+  }
+  const junk = glue.loadDocument(Buffer.from('{"not": "a result"}'), keysFile);
+  assert.match(junk.error(), /not a provebench result/);
+  assert.equal(JSON.parse(junk.meta()).verdict.ok, false);
+  assert.match(glue.loadDocument(Buffer.from('{}'), 'not json').error(), /keys/);
+});
+
 test('a bad trusted-keys file is an error, not a verdict', () => {
   const out = JSON.parse(glue.verifyDocument(readFileSync(join(dir, 'signed.json'), 'utf8'), '{"keys": 1}'));
   assert.match(out.error, /trusted-keys/);
