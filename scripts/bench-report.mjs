@@ -1,11 +1,15 @@
 // Times report-wasm in Node through its wasm-bindgen glue, as the site runs it:
-//   node scripts/bench-report.mjs RESULT.json [RUNS]
-// Prints compile time, then every render's milliseconds and the median.
+//   node scripts/bench-report.mjs RESULT.json [RUNS] [KEYS.json]
+// Prints compile time, then per path every run's milliseconds and the median of the later
+// half (V8 compiles hot wasm functions again while the first runs go):
+//   bytes -> report   renderReport: parse, verify (signature, every summary recomputed), render;
+//   load              loadDocument: parse and verify only;
+//   render loaded     renderDocument: tables, HTML and charts from a loaded document.
 import { readFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const [file, runsArg] = process.argv.slice(2);
+const [file, runsArg, keysFile] = process.argv.slice(2);
 const runs = Number(runsArg ?? 5);
 const pkg = process.env.WASM_PKG ?? join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), 'build', 'wasm');
 const glue = await import(join(pkg, 'report_wasm.js'));
@@ -14,17 +18,36 @@ let t = performance.now();
 glue.initSync({ module: new WebAssembly.Module(bytes) });
 console.log(`node: compile+instantiate ${(performance.now() - t).toFixed(1)} ms`);
 const doc = readFileSync(file);
-const times = [];
-for (let i = 0; i < runs; i++) {
-  t = performance.now();
+const keys = keysFile ? readFileSync(keysFile, 'utf8') : '';
+
+function timed(label, once) {
+  const times = [];
+  for (let i = 0; i < runs; i++) {
+    t = performance.now();
+    once();
+    times.push(performance.now() - t);
+  }
+  const later = times.slice(Math.floor(runs / 2)).sort((a, b) => a - b);
+  console.log(`node: ${label} ms ${times.map((x) => x.toFixed(1)).join(' ')}; median of the later half ${later[Math.floor(later.length / 2)].toFixed(1)}`);
+}
+
+function check(r) {
+  if (r.error()) throw new Error(r.error());
+  const n = r.count();
+  r.free();
+  return n;
+}
+
+timed('bytes -> report', () => {
   const docs = new glue.Documents();
   docs.push(doc);
-  const r = glue.renderReport(docs, '');
-  if (r.error()) throw new Error(r.error());
-  let size = 0;
-  for (let j = 0; j < r.count(); j++) size += r.bytes(j).length;
-  times.push(performance.now() - t);
-  if (i === 0) console.log(`node: ${r.count()} files, ${size} bytes`);
-}
-const sorted = [...times].sort((a, b) => a - b);
-console.log(`node: render ms ${times.map((x) => x.toFixed(1)).join(' ')}; median ${sorted[Math.floor(runs / 2)].toFixed(1)}`);
+  check(glue.renderReport(docs, keys));
+  docs.free();
+});
+let loaded = null;
+timed('load', () => {
+  loaded?.free();
+  loaded = glue.loadDocument(doc, keys);
+  if (loaded.error()) throw new Error(loaded.error());
+});
+timed('render loaded', () => check(glue.renderDocument(loaded)));
