@@ -7,7 +7,9 @@
 #   2. Pacing at 1,000 req/s Poisson: pacing_p50_us / pacing_p99_us = actual minus scheduled send.
 #      Target: p99 <= 100 us. steal_share = CPU time the hypervisor took from this machine during
 #      the benchmark (/proc/stat); on a VM, read the pacing figures beside it.
-#   3. CPU per token with tokens spaced 1 ms apart, as a server spaces them (each its own read).
+#   3. CPU per token with tokens spaced 1 ms apart: each request on its own rhythm (every token
+#      its own read and wake-up: the client's worst case), then with the simulator's decode steps
+#      (all running requests' tokens leave together, as a continuous-batching engine's do).
 #   4. Case 1 again through reqwest (--http-client reqwest): what the lean HTTP/1.1 reader saves.
 # With taskset available, the simulator runs on CPU 1 and the runner on CPU 0, so that neither
 # measurement includes the other's work. Usage: scripts/bench-runner.sh [REQUESTS]
@@ -51,6 +53,13 @@ serve "$p" --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64
 echo "== CPU per streamed token with tokens spaced 1 ms apart (each its own read and wake-up): 16 streams x 256 tokens"
 "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests 160 \
   --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/spaced.json" 2>&1 >/dev/null | grep "benchmark done"
+kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+
+p=$(port)
+serve "$p" --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64 --decode-steps
+echo "== the same with decode steps (16 streams' tokens leave together each 1 ms, as an engine's batch does)"
+"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests 160 \
+  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/stepped.json" 2>&1 >/dev/null | grep "benchmark done"
 kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
 
 p=$(port)

@@ -46,6 +46,11 @@ pub struct SimArgs {
     /// Requests generating at once; the rest queue FIFO, so saturation shows up as growing TTFT.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_batch: u32,
+    /// Emit tokens at decode steps (multiples of --itl-ms since start), all running requests'
+    /// tokens together, as a continuous-batching engine does. Default: each request keeps its
+    /// own rhythm (every token arrives on its own: the client's worst case).
+    #[arg(long)]
+    pub decode_steps: bool,
     /// Seed for the generated text and for which requests get faults.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -87,6 +92,7 @@ impl SimArgs {
             itl_ms: self.itl_ms,
             itl_growth: self.itl_growth,
             max_batch: self.max_batch,
+            decode_steps: self.decode_steps,
             seed: self.seed,
             faults: Faults {
                 error_fraction: self.error_fraction,

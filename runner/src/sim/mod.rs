@@ -42,6 +42,10 @@ pub struct SimConfig {
     pub itl_growth: f64,
     /// At most this many requests generate at once; the rest wait in FIFO order.
     pub max_batch: u32,
+    /// Tokens leave at decode steps, as a continuous-batching engine's do: every deadline is
+    /// moved up to the next multiple of `itl_ms` since the server started, so the tokens of all
+    /// running requests go out together. Off: each request keeps its own rhythm.
+    pub decode_steps: bool,
     pub faults: Faults,
     /// Seeds token texts and fault selection.
     pub seed: u64,
@@ -77,6 +81,7 @@ impl Default for SimConfig {
             itl_ms: 8.0,
             itl_growth: 0.05,
             max_batch: 32,
+            decode_steps: false,
             faults: Faults::default(),
             seed: 0,
         }

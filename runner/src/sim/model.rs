@@ -5,6 +5,8 @@
 //! next one at the previous *deadline* plus the current ITL, which grows with the number of
 //! running requests. Deadlines chain from deadlines, never from "now", so a late wake-up does not
 //! push every later token back; a server that fell behind catches up by writing back to back.
+//! With decode steps on, every deadline moves up to the next step boundary, so the running
+//! requests' tokens leave together, as a continuous-batching engine's do.
 
 use super::faults::Fault;
 use super::{RequestTruth, SimConfig};
@@ -32,6 +34,8 @@ pub(crate) struct Engine {
     ttft: Duration,
     prefill_s_per_token: f64,
     itl_s: f64,
+    /// Decode steps count from here (see [`SimConfig::decode_steps`]).
+    started: Instant,
 }
 
 impl Engine {
@@ -49,6 +53,7 @@ impl Engine {
             ttft: Duration::from_secs_f64(cfg.ttft_ms / 1e3),
             prefill_s_per_token: cfg.prefill_us_per_token / 1e6,
             itl_s: cfg.itl_ms / 1e3,
+            started: Instant::now(),
             cfg,
         }
     }
@@ -59,6 +64,15 @@ impl Engine {
             Some(t) => t.lock().expect("truth lock").clone(),
             None => Vec::new(),
         }
+    }
+
+    /// `due`, moved up to the next decode step when the server runs in steps.
+    fn at_step(&self, due: Instant) -> Instant {
+        if !self.cfg.decode_steps || self.itl_s <= 0.0 {
+            return due;
+        }
+        let since = due.saturating_duration_since(self.started).as_secs_f64();
+        self.started + Duration::from_secs_f64((since / self.itl_s).ceil() * self.itl_s)
     }
 
     /// The ITL for the next token given `running` requests in the batch.
@@ -152,7 +166,7 @@ impl Generation {
         self.admitted = Some(now);
         let prefill =
             Duration::from_secs_f64(engine.prefill_s_per_token * self.prompt_tokens as f64);
-        self.deadline = now + engine.ttft + prefill;
+        self.deadline = engine.at_step(now + engine.ttft + prefill);
     }
 
     /// Sleeps until the next token is due (at once when the server is behind, or with ITL 0).
@@ -168,7 +182,9 @@ impl Generation {
         }
         self.engine.generation_tokens_total.fetch_add(1, Relaxed);
         let running = self.engine.running.load(Relaxed);
-        self.deadline += self.engine.itl(running);
+        self.deadline = self
+            .engine
+            .at_step(self.deadline + self.engine.itl(running));
     }
 
     /// Holds the next event back by `pause` on top of its ITL. With ITL 0 the deadline chain

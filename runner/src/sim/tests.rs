@@ -356,6 +356,68 @@ async fn itl_grows_with_the_batch() {
     .await
 }
 
+/// With decode steps, requests that arrive apart still get their tokens out together; without,
+/// each keeps its own rhythm (the control, so that the check can fail).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decode_steps_send_every_running_requests_tokens_together() {
+    let _timing = crate::clock::timing_test_lock();
+    bounded(20, async {
+        let mut offsets = vec![];
+        for decode_steps in [true, false] {
+            let cfg = SimConfig {
+                ttft_ms: 2.0,
+                prefill_us_per_token: 0.0,
+                itl_ms: 4.0,
+                itl_growth: 0.0,
+                decode_steps,
+                ..SimConfig::default()
+            };
+            let server = SimServer::start(cfg).await.unwrap();
+            let client = reqwest::Client::new();
+            let url = format!("{}/v1/completions", server.base_url());
+            let send = |delay_ms: u64| {
+                let request = client
+                    .post(&url)
+                    .json(&json!({"prompt": "x", "max_tokens": 12, "stream": true}));
+                async move {
+                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                    request.send().await.unwrap().text().await.unwrap()
+                }
+            };
+            // The second request arrives half a step after the first.
+            futures_util::future::join(send(0), send(2)).await;
+            let truth = server.truth();
+            assert_eq!(truth.len(), 2);
+            // For each token of one request, how far the nearest token of the other is.
+            let nearest: Vec<f64> = truth[1]
+                .token_written
+                .iter()
+                .map(|&b| {
+                    truth[0]
+                        .token_written
+                        .iter()
+                        .map(|&a| (if a > b { a - b } else { b - a }).as_secs_f64() * 1e3)
+                        .fold(f64::INFINITY, f64::min)
+                })
+                .collect();
+            offsets.push(median(nearest));
+            server.shutdown().await;
+        }
+        eprintln!(
+            "median offset between the two requests' tokens: {offsets:?} ms (steps, no steps)"
+        );
+        assert!(
+            offsets[0] < 0.5,
+            "with decode steps the tokens should coincide: {offsets:?}"
+        );
+        assert!(
+            offsets[1] > 1.0,
+            "without them each request keeps its rhythm: {offsets:?}"
+        );
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_batch_queues_fifo() {
     let _timing = crate::clock::timing_test_lock();
