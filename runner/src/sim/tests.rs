@@ -383,7 +383,8 @@ async fn token_offsets(decode_steps: bool, delay_ms: u64) -> (f64, f64) {
     tokio::time::sleep(Duration::from_millis(delay_ms)).await;
     let second = request(10).await.unwrap();
     let (a, b) = futures_util::future::join(first.text(), second.text()).await;
-    (a.unwrap(), b.unwrap());
+    a.unwrap();
+    b.unwrap();
     let mut truth = server.truth();
     truth.sort_by_key(|t| t.index);
     server.shutdown().await;
