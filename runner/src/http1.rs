@@ -180,7 +180,7 @@ impl Response<'_> {
     /// returned: the piece's arrival time.
     pub async fn chunk(&mut self) -> io::Result<Option<(Instant, &[u8])>> {
         let conn = self.conn.as_mut().expect("a response owns its connection");
-        let range = next_body_range(conn, &mut self.framing, &mut self.reusable).await?;
+        let range = next_body_range(conn, &mut self.framing).await?;
         let conn = self.conn.as_ref().expect("owned");
         Ok(range.map(|r| (conn.read_at, &conn.buf[r])))
     }
@@ -217,6 +217,13 @@ struct Conn {
 }
 
 impl Conn {
+    /// Consumes `n` buffered bytes, returning where they are.
+    fn take(&mut self, n: usize) -> Range<usize> {
+        let range = self.start..self.start + n;
+        self.start += n;
+        range
+    }
+
     /// Reads more bytes after `end`; `Ok(0)` at the end of the stream.
     async fn fill(&mut self) -> io::Result<usize> {
         if self.start == self.end {
@@ -371,7 +378,6 @@ enum ChunkState {
 async fn next_body_range(
     conn: &mut Conn,
     framing: &mut Framing,
-    reusable: &mut bool,
 ) -> io::Result<Option<Range<usize>>> {
     let truncated = || {
         io::Error::new(
@@ -448,21 +454,12 @@ async fn next_body_range(
         }
         if conn.fill().await? == 0 {
             if *framing == Framing::UntilClose {
+                // Never reused: the head made such a response not keep-alive.
                 *framing = Framing::Done;
-                *reusable = false;
                 return Ok(None);
             }
             return Err(truncated());
         }
-    }
-}
-
-impl Conn {
-    /// Consumes `n` buffered bytes, returning where they are.
-    fn take(&mut self, n: usize) -> Range<usize> {
-        let range = self.start..self.start + n;
-        self.start += n;
-        range
     }
 }
 
