@@ -161,7 +161,7 @@ pub fn cpu_time() -> Duration {
 }
 
 /// Time the hypervisor has stolen from all of this machine's CPUs (`/proc/stat`, Linux).
-fn steal_time() -> Option<Duration> {
+pub(crate) fn steal_time() -> Option<Duration> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let ticks = steal_ticks(&stat)?;
     // SAFETY: sysconf has no preconditions.

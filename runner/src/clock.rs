@@ -173,6 +173,60 @@ pub fn timing_test_lock() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Runs a test that checks timings, under [`timing_test_lock`].
+///
+/// On a virtual machine the hypervisor can take the CPUs away for tens of milliseconds
+/// (CI once saw 57 % of all CPU time stolen during a benchmark); then client and server
+/// are both late and no timing claim can be checked. So an attempt that fails while
+/// steal (`/proc/stat`) reached [`STOLEN_SHARE_RETRY`] is run again, up to [`ATTEMPTS`] times.
+/// A failure on an unstolen machine fails the test at once; if every attempt was stolen
+/// the check is inconclusive, says so on stderr and passes — the runner flags such runs
+/// `client_bound` in the product too.
+#[cfg(test)]
+#[allow(clippy::await_holding_lock)] // on purpose: see timing_test_lock
+pub async fn timing_test<F, Fut>(mut attempt: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    use futures_util::FutureExt;
+    const ATTEMPTS: u32 = 4;
+    let _timing = timing_test_lock();
+    for n in 1..=ATTEMPTS {
+        let (before, start) = (crate::client_cost::steal_time(), Instant::now());
+        let outcome = std::panic::AssertUnwindSafe(attempt()).catch_unwind().await;
+        let stolen = crate::client_cost::steal_time()
+            .zip(before)
+            .map_or(Duration::ZERO, |(after, before)| {
+                after.saturating_sub(before)
+            });
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let share = stolen.as_secs_f64() / start.elapsed().as_secs_f64().max(1e-3) / cores;
+        let quiet = stolen < STOLEN_RETRY || share < STOLEN_SHARE_RETRY;
+        match outcome {
+            Ok(()) => return,
+            Err(panic) if quiet => std::panic::resume_unwind(panic),
+            Err(_) if n < ATTEMPTS => eprintln!(
+                "timing attempt {n} failed while the hypervisor stole {stolen:?} \
+                 ({:.1} % of the CPUs); again",
+                share * 100.0
+            ),
+            Err(_) => eprintln!(
+                "INCONCLUSIVE: all {ATTEMPTS} attempts failed while the hypervisor stole CPU time \
+                 ({:.1} % in the last); timings not checked on this machine now",
+                share * 100.0
+            ),
+        }
+    }
+}
+
+/// Steal during one failed timing attempt that makes it worth another: at least two of
+/// `/proc/stat`'s 10 ms ticks and 2 % of the CPUs' time (this VM idles at 0–0.4 %).
+#[cfg(test)]
+const STOLEN_RETRY: Duration = Duration::from_millis(20);
+#[cfg(test)]
+const STOLEN_SHARE_RETRY: f64 = 0.02;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +252,18 @@ mod tests {
             );
         }
         timer.sleep_until(start).await; // a past deadline returns at once
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    #[should_panic(expected = "a real failure")]
+    async fn a_timing_test_that_fails_on_a_quiet_machine_fails_at_once() {
+        // No attempt lasts long enough for 20 ms of steal, so the first failure stands.
+        let mut attempts = 0;
+        timing_test(|| {
+            attempts += 1;
+            assert_eq!(attempts, 1, "a quiet failure was retried");
+            async { panic!("a real failure") }
+        })
+        .await;
     }
 }

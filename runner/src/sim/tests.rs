@@ -1,8 +1,9 @@
 //! The simulator against a plain HTTP client: wire shapes per API, timing against the truth,
 //! queueing, faults, the small endpoints, keep-alive. Every test is bounded by a timeout.
 
-// Timing tests hold `timing_test_lock` across awaits on purpose: each runs on its own
-// runtime, and the lock only keeps them from running beside each other.
+// Timing tests hold `timing_test_lock` (directly or in `clock::timing_test`) across awaits
+// on purpose: each runs on its own runtime, and the lock only keeps them from running
+// beside each other.
 #![allow(clippy::await_holding_lock)]
 
 use super::*;
@@ -279,7 +280,7 @@ async fn whole_responses() {
 /// The timer check: with no batching effects the truth's TTFT and ITL sit on the configured values.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timing_matches_configuration() {
-    let _timing = crate::clock::timing_test_lock();
+    crate::clock::timing_test(|| async {
     bounded(20, async {
         let cfg = SimConfig { ttft_ms: 10.0, prefill_us_per_token: 20.0, itl_ms: 5.0, itl_growth: 0.0, max_batch: 8, ..SimConfig::default() };
         let server = SimServer::start(cfg).await.unwrap();
@@ -313,47 +314,51 @@ async fn timing_matches_configuration() {
         server.shutdown().await;
     })
     .await
+    })
+    .await;
 }
 
 /// Two requests running together each get `itl × (1 + growth)` between tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn itl_grows_with_the_batch() {
-    let _timing = crate::clock::timing_test_lock();
-    bounded(20, async {
-        let cfg = SimConfig {
-            ttft_ms: 2.0,
-            prefill_us_per_token: 0.0,
-            itl_ms: 2.0,
-            itl_growth: 1.0,
-            ..SimConfig::default()
-        };
-        let server = SimServer::start(cfg).await.unwrap();
-        let client = reqwest::Client::new();
-        let url = format!("{}/v1/completions", server.base_url());
-        let requests = (0..2).map(|_| {
-            let request = client
-                .post(&url)
-                .json(&json!({"prompt": "x", "max_tokens": 20, "stream": true}));
-            async move { request.send().await.unwrap().text().await.unwrap() }
-        });
-        futures_util::future::join_all(requests).await;
-        let truth = server.truth();
-        let gaps: Vec<f64> = truth
-            .iter()
-            .flat_map(|t| {
-                t.token_written
-                    .windows(2)
-                    .map(|w| (w[1] - w[0]).as_secs_f64() * 1e3)
-            })
-            .collect();
-        let med = median(gaps);
-        assert!(
-            (med - 4.0).abs() < 0.5,
-            "ITL median {med} ms with two running, want 4"
-        );
-        server.shutdown().await;
+    crate::clock::timing_test(|| async {
+        bounded(20, async {
+            let cfg = SimConfig {
+                ttft_ms: 2.0,
+                prefill_us_per_token: 0.0,
+                itl_ms: 2.0,
+                itl_growth: 1.0,
+                ..SimConfig::default()
+            };
+            let server = SimServer::start(cfg).await.unwrap();
+            let client = reqwest::Client::new();
+            let url = format!("{}/v1/completions", server.base_url());
+            let requests = (0..2).map(|_| {
+                let request = client
+                    .post(&url)
+                    .json(&json!({"prompt": "x", "max_tokens": 20, "stream": true}));
+                async move { request.send().await.unwrap().text().await.unwrap() }
+            });
+            futures_util::future::join_all(requests).await;
+            let truth = server.truth();
+            let gaps: Vec<f64> = truth
+                .iter()
+                .flat_map(|t| {
+                    t.token_written
+                        .windows(2)
+                        .map(|w| (w[1] - w[0]).as_secs_f64() * 1e3)
+                })
+                .collect();
+            let med = median(gaps);
+            assert!(
+                (med - 4.0).abs() < 0.5,
+                "ITL median {med} ms with two running, want 4"
+            );
+            server.shutdown().await;
+        })
+        .await
     })
-    .await
+    .await;
 }
 
 /// Two requests, the second sent `delay_ms` after the first's response began. Returns the
@@ -410,7 +415,7 @@ async fn token_offsets(decode_steps: bool, delay_ms: u64) -> (f64, f64) {
 /// each keeps its own rhythm (the control, so that the check can fail).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decode_steps_send_every_running_requests_tokens_together() {
-    let _timing = crate::clock::timing_test_lock();
+    crate::clock::timing_test(|| async {
     bounded(30, async {
         // A pair admitted a whole number of ITLs apart proves nothing: try other delays until
         // the second request is admitted well off the first one's rhythm.
@@ -434,58 +439,62 @@ async fn decode_steps_send_every_running_requests_tokens_together() {
         }
     })
     .await
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_batch_queues_fifo() {
-    let _timing = crate::clock::timing_test_lock();
-    bounded(20, async {
-        let cfg = SimConfig {
-            ttft_ms: 5.0,
-            prefill_us_per_token: 0.0,
-            itl_ms: 1.0,
-            max_batch: 1,
-            ..SimConfig::default()
-        };
-        let server = SimServer::start(cfg).await.unwrap();
-        // One client, built first: building one per request takes longer than a request here.
-        let client = reqwest::Client::new();
-        let url = format!("{}/v1/completions", server.base_url());
-        // Sent about 1 ms apart, so that arrival order is unambiguous (two requests arriving within
-        // microseconds of each other may take their index and their queue place in either order).
-        let requests = (0..3u64).map(|i| {
-            let request = client
-                .post(&url)
-                .json(&json!({"prompt": PROMPT, "max_tokens": 5, "stream": true}));
-            async move {
-                tokio::time::sleep(Duration::from_millis(i)).await;
-                request.send().await.unwrap().text().await.unwrap()
+    crate::clock::timing_test(|| async {
+        bounded(20, async {
+            let cfg = SimConfig {
+                ttft_ms: 5.0,
+                prefill_us_per_token: 0.0,
+                itl_ms: 1.0,
+                max_batch: 1,
+                ..SimConfig::default()
+            };
+            let server = SimServer::start(cfg).await.unwrap();
+            // One client, built first: building one per request takes longer than a request here.
+            let client = reqwest::Client::new();
+            let url = format!("{}/v1/completions", server.base_url());
+            // Sent about 1 ms apart, so that arrival order is unambiguous (two requests arriving within
+            // microseconds of each other may take their index and their queue place in either order).
+            let requests = (0..3u64).map(|i| {
+                let request = client
+                    .post(&url)
+                    .json(&json!({"prompt": PROMPT, "max_tokens": 5, "stream": true}));
+                async move {
+                    tokio::time::sleep(Duration::from_millis(i)).await;
+                    request.send().await.unwrap().text().await.unwrap()
+                }
+            });
+            futures_util::future::join_all(requests).await;
+            let mut truth = server.truth();
+            truth.sort_by_key(|t| t.admitted);
+            assert_eq!(truth.len(), 3);
+            for pair in truth.windows(2) {
+                assert!(
+                    pair[1].admitted >= pair[0].end,
+                    "admitted only after the previous one ended"
+                );
             }
-        });
-        futures_util::future::join_all(requests).await;
-        let mut truth = server.truth();
-        truth.sort_by_key(|t| t.admitted);
-        assert_eq!(truth.len(), 3);
-        for pair in truth.windows(2) {
+            // Arrival order is admission order (FIFO).
+            assert!(truth.windows(2).all(|p| p[0].index < p[1].index));
+            let ttft: Vec<Duration> = truth
+                .iter()
+                .map(|t| t.token_written[0] - t.received)
+                .collect();
             assert!(
-                pair[1].admitted >= pair[0].end,
-                "admitted only after the previous one ended"
+                ttft[0] < ttft[1] && ttft[1] < ttft[2],
+                "TTFT grows with the queue: {ttft:?}"
             );
-        }
-        // Arrival order is admission order (FIFO).
-        assert!(truth.windows(2).all(|p| p[0].index < p[1].index));
-        let ttft: Vec<Duration> = truth
-            .iter()
-            .map(|t| t.token_written[0] - t.received)
-            .collect();
-        assert!(
-            ttft[0] < ttft[1] && ttft[1] < ttft[2],
-            "TTFT grows with the queue: {ttft:?}"
-        );
-        assert!(ttft[2] >= Duration::from_millis(2 * (5 + 4)), "{ttft:?}");
-        server.shutdown().await;
+            assert!(ttft[2] >= Duration::from_millis(2 * (5 + 4)), "{ttft:?}");
+            server.shutdown().await;
+        })
+        .await
     })
-    .await
+    .await;
 }
 
 fn faulty(f: Faults) -> SimConfig {
@@ -593,35 +602,37 @@ async fn reset_fault_cuts_the_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stall_fault_pauses_then_continues() {
-    let _timing = crate::clock::timing_test_lock();
-    bounded(20, async {
-        let f = Faults {
-            stall_fraction: 1.0,
-            stall_after_tokens: 2,
-            stall_ms: 60,
-            ..Faults::default()
-        };
-        let server = SimServer::start(faulty(f)).await.unwrap();
-        let (status, text) = post(
-            &server,
-            "/v1/completions",
-            json!({"prompt": "x", "max_tokens": 5, "stream": true}),
-        )
-        .await;
-        assert_eq!(status, 200);
-        let events = sse_data(&text);
-        assert_eq!(events.len(), 5 + 1 + 1, "all tokens, finish, [DONE]");
-        let t = &server.truth()[0];
-        assert_eq!(t.fault, Some("stall"));
-        let gaps: Vec<Duration> = t.token_written.windows(2).map(|w| w[1] - w[0]).collect();
-        assert!(gaps[1] >= Duration::from_millis(60), "{gaps:?}");
-        assert!(
-            gaps[0] < Duration::from_millis(30) && gaps[2] < Duration::from_millis(30),
-            "{gaps:?}"
-        );
-        server.shutdown().await;
+    crate::clock::timing_test(|| async {
+        bounded(20, async {
+            let f = Faults {
+                stall_fraction: 1.0,
+                stall_after_tokens: 2,
+                stall_ms: 60,
+                ..Faults::default()
+            };
+            let server = SimServer::start(faulty(f)).await.unwrap();
+            let (status, text) = post(
+                &server,
+                "/v1/completions",
+                json!({"prompt": "x", "max_tokens": 5, "stream": true}),
+            )
+            .await;
+            assert_eq!(status, 200);
+            let events = sse_data(&text);
+            assert_eq!(events.len(), 5 + 1 + 1, "all tokens, finish, [DONE]");
+            let t = &server.truth()[0];
+            assert_eq!(t.fault, Some("stall"));
+            let gaps: Vec<Duration> = t.token_written.windows(2).map(|w| w[1] - w[0]).collect();
+            assert!(gaps[1] >= Duration::from_millis(60), "{gaps:?}");
+            assert!(
+                gaps[0] < Duration::from_millis(30) && gaps[2] < Duration::from_millis(30),
+                "{gaps:?}"
+            );
+            server.shutdown().await;
+        })
+        .await
     })
-    .await
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
