@@ -16,6 +16,10 @@ debian_pkgs=(rustc-web cargo-web rust-web-src lld-22)
 say() { printf 'build-wasm: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 
+# wasm SIMD (simd128: every current browser, Node and wasmtime have it): sha2's SHA-256 and
+# SHA-512 have simd128 backends, and hashing is half of loading a large signed result.
+export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="${CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS:-} -C target-feature=+simd128"
+
 wb_version=$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' "$root/Cargo.lock")
 [ -n "$wb_version" ] || die "wasm-bindgen is not in $root/Cargo.lock; run 'cargo generate-lockfile' first"
 

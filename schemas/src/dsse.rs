@@ -96,9 +96,10 @@ impl Envelope {
                 crate::PAYLOAD_TYPE,
             ));
         }
-        STANDARD
-            .decode(&self.payload)
-            .map_err(|e| EnvelopeError::Payload(e.to_string()))
+        // base64-simd: a 10,000-request payload is ~9 MB of base64, a tenth of loading it.
+        base64_simd::STANDARD
+            .decode_to_vec(&self.payload)
+            .map_err(|_| EnvelopeError::Payload(crate::token_times::base64_error(&self.payload)))
     }
 
     /// The first trusted key that produced one of the signatures, if any.
