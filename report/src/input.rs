@@ -11,7 +11,6 @@
 
 use crate::RenderError;
 use schemas::document::Statement;
-use schemas::dsse::Envelope;
 use schemas::verify::{self, Policy, SignatureVerdict, Verdict};
 
 /// A document and what the renderer found out about it, as markdown lines.
@@ -95,13 +94,6 @@ pub fn load_trusting(
     };
     let (verdict, statement) = verify::verify_envelope(bytes, trusted, Policy::AllowUnsigned);
     if let Some(statement) = statement {
-        // The envelope is parsed again only when its keyids must be listed: a second parse
-        // of a 10,000-request document costs as much as the rest of its verification.
-        let keyids = || {
-            Envelope::parse(bytes)
-                .ok()
-                .filter(|e| !e.signatures.is_empty())
-        };
         let provenance = match &verdict.signature {
             SignatureVerdict::Unsigned => "Unsigned envelope.".to_string(),
             SignatureVerdict::Verified { keyid, key_name } => format!(
@@ -113,17 +105,16 @@ pub fn load_trusting(
                 "✖ SIGNATURE INVALID: {}.",
                 crate::md_escape(reason)
             ),
-            _ => match keyids() {
-                Some(env) => format!(
-                    "Envelope signed by key {} (the signature is not checked here: no trusted keys were given).",
-                    env.signatures
-                        .iter()
-                        .map(|s| crate::md_escape(&s.keyid))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                None => "Envelope.".to_string(),
-            },
+            _ if verdict.keyids.is_empty() => "Envelope.".to_string(),
+            _ => format!(
+                "Envelope signed by key {} (the signature is not checked here: no trusted keys were given).",
+                verdict
+                    .keyids
+                    .iter()
+                    .map(|k| crate::md_escape(k))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
         let mut checks = vec![provenance];
         checks.extend(findings(&verdict));

@@ -112,6 +112,11 @@ impl Envelope {
         payload: &[u8],
         trusted: &'k [TrustedKey],
     ) -> Option<&'k TrustedKey> {
+        // The PAE copies the whole payload (megabytes): only when a signature names a key.
+        let named = |s: &Signature| trusted.iter().any(|k| k.keyid == s.keyid);
+        if !self.signatures.iter().any(named) {
+            return None;
+        }
         let message = pae(&self.payload_type, payload);
         self.signatures.iter().find_map(|s| {
             let bytes = STANDARD.decode(&s.sig).ok()?;

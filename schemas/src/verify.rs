@@ -30,6 +30,8 @@ pub enum SignatureVerdict {
 pub struct Verdict {
     pub ok: bool,
     pub signature: SignatureVerdict,
+    /// The keyids the envelope's signatures name, verified or not.
+    pub keyids: Vec<String>,
     /// Problems with the statement itself: contract, subject, record consistency.
     pub document_errors: Vec<String>,
     /// Raw records the summaries were recomputed from.
@@ -109,6 +111,7 @@ pub fn verify_envelope(
     let mut verdict = Verdict {
         ok: false,
         signature: SignatureVerdict::Unsigned,
+        keyids: vec![],
         document_errors: vec![],
         records_checked: 0,
         summary_mismatches: vec![],
@@ -125,6 +128,11 @@ pub fn verify_envelope(
             }
         };
     let signer = envelope.signed_by(&payload, trusted);
+    verdict.keyids = envelope
+        .signatures
+        .iter()
+        .map(|s| s.keyid.clone())
+        .collect();
     verdict.signature = match (signer, envelope.signatures.is_empty()) {
         (Some(k), _) => SignatureVerdict::Verified {
             keyid: k.keyid.clone(),
