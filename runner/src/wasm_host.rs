@@ -234,4 +234,3 @@ fn huge_pages(base: *mut u8) {
         }
     }
 }
-

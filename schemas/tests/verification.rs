@@ -144,6 +144,44 @@ fn inconsistent_records_and_a_wrong_subject_are_document_errors() {
 }
 
 #[test]
+fn raw_records_are_digested_with_sha512_and_sha256_subjects_still_verify() {
+    use schemas::verify::{raw_records_digest, RecordsDigest, RAW_RECORDS};
+    let sealed = schemas::seal::seal(common::predicate()).unwrap();
+    let sha512 = raw_records_digest(&sealed.predicate, RecordsDigest::Sha512);
+    assert_eq!(sealed.subject.len(), 1);
+    assert_eq!(sealed.subject[0].name, RAW_RECORDS);
+    assert_eq!(
+        sealed.subject[0].digest,
+        [("sha512".to_string(), sha512.clone())].into()
+    );
+    assert_eq!(sha512.len(), 128);
+    let verify = |statement: &schemas::document::Statement| {
+        let env = schemas::seal::envelope(statement, Some(&common::signing_key()));
+        let bytes = serde_json::to_vec(&env).unwrap();
+        verify_envelope(&bytes, &common::trusted(), Policy::RequireSignature).0
+    };
+    // A result written before sha512: its sha256 subject is checked as sha256.
+    let mut older = sealed.clone();
+    older.subject[0].digest = [(
+        "sha256".to_string(),
+        raw_records_digest(&sealed.predicate, RecordsDigest::Sha256),
+    )]
+    .into();
+    let v = verify(&older);
+    assert!(v.ok, "{v:?}");
+    // Either digest wrong is a document error.
+    for algorithm in ["sha256", "sha512"] {
+        let mut wrong = sealed.clone();
+        wrong.subject[0].digest = [(algorithm.to_string(), "00".repeat(32))].into();
+        let v = verify(&wrong);
+        assert!(
+            !v.ok && v.document_errors.iter().any(|e| e.contains("subject")),
+            "{algorithm}: {v:?}"
+        );
+    }
+}
+
+#[test]
 fn unsigned_documents_are_parsed_only_when_allowed() {
     let statement = schemas::seal::seal(common::predicate()).unwrap();
     let bytes = serde_json::to_vec(&schemas::seal::envelope(&statement, None)).unwrap();
