@@ -184,18 +184,29 @@ pub fn timing_test_lock() -> std::sync::MutexGuard<'static, ()> {
 /// `client_bound` in the product too.
 #[cfg(test)]
 #[allow(clippy::await_holding_lock)] // on purpose: see timing_test_lock
-pub async fn timing_test<F, Fut>(mut attempt: F)
+pub async fn timing_test<F, Fut>(attempt: F)
 where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let _timing = timing_test_lock();
+    retry_when_stolen(crate::client_cost::steal_time, attempt).await
+}
+
+/// [`timing_test`]'s loop, with the steal counter passed in (tests give it a fake one).
+#[cfg(test)]
+async fn retry_when_stolen<S, F, Fut>(steal_time: S, mut attempt: F)
+where
+    S: Fn() -> Option<Duration>,
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
     use futures_util::FutureExt;
     const ATTEMPTS: u32 = 4;
-    let _timing = timing_test_lock();
     for n in 1..=ATTEMPTS {
-        let (before, start) = (crate::client_cost::steal_time(), Instant::now());
+        let (before, start) = (steal_time(), Instant::now());
         let outcome = std::panic::AssertUnwindSafe(attempt()).catch_unwind().await;
-        let stolen = crate::client_cost::steal_time()
+        let stolen = steal_time()
             .zip(before)
             .map_or(Duration::ZERO, |(after, before)| {
                 after.saturating_sub(before)
@@ -257,13 +268,42 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     #[should_panic(expected = "a real failure")]
     async fn a_timing_test_that_fails_on_a_quiet_machine_fails_at_once() {
-        // No attempt lasts long enough for 20 ms of steal, so the first failure stands.
         let mut attempts = 0;
-        timing_test(|| {
+        retry_when_stolen(
+            || Some(Duration::from_secs(7)), // nothing stolen between two readings
+            || {
+                attempts += 1;
+                assert_eq!(attempts, 1, "a quiet failure was retried");
+                async { panic!("a real failure") }
+            },
+        )
+        .await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_timing_test_that_fails_while_stolen_is_retried_then_inconclusive() {
+        // Every reading of the counter a second later: each attempt had 1 s stolen.
+        let counter = std::sync::atomic::AtomicU64::new(0);
+        let steal = || {
+            Some(Duration::from_secs(
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            ))
+        };
+        let mut attempts = 0;
+        retry_when_stolen(steal, || {
             attempts += 1;
-            assert_eq!(attempts, 1, "a quiet failure was retried");
-            async { panic!("a real failure") }
+            async { panic!("late because stolen") }
         })
         .await;
+        assert_eq!(attempts, 4);
+        // And one that passes on its second try stops there.
+        let mut attempts = 0;
+        retry_when_stolen(steal, || {
+            attempts += 1;
+            let fail = attempts == 1;
+            async move { assert!(!fail, "late because stolen") }
+        })
+        .await;
+        assert_eq!(attempts, 2);
     }
 }
