@@ -191,12 +191,7 @@ pub fn verify_envelope(
         (None, true) => SignatureVerdict::Unsigned,
         (None, false) => invalid(format!(
             "no signature verifies under a trusted key (keyids in the envelope: {})",
-            envelope
-                .signatures
-                .iter()
-                .map(|s| s.keyid.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+            verdict.keyids.join(", ")
         )),
     };
     if signer.is_none() && policy == Policy::RequireSignature {
