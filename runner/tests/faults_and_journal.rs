@@ -149,10 +149,10 @@ fn statement(path: &Path) -> Value {
 }
 
 /// The records of the statement's only benchmark.
-fn records(stmt: &Value) -> &Vec<Value> {
+fn records(stmt: &Value) -> Vec<Value> {
     let benchmarks = stmt["predicate"]["benchmarks"].as_array().unwrap();
     assert_eq!(benchmarks.len(), 1, "one benchmark expected");
-    benchmarks[0]["records"].as_array().unwrap()
+    schemas::record_columns::rows_of_json(&benchmarks[0]["records"]).expect("records")
 }
 
 /// A record's error class, `None` when it completed.
@@ -393,7 +393,7 @@ fn a_journal_left_by_sigkill_finalizes_into_a_signed_incomplete_result() {
     assert!(validity_codes(&stmt).contains(&"incomplete"));
     let recs = records(&stmt);
     assert_eq!(recs.len(), journaled, "every journaled record is kept");
-    for r in recs {
+    for r in &recs {
         assert_eq!(
             class(r),
             None,

@@ -150,7 +150,7 @@ fn check(st: &serde_json::Value, benchmarks: usize) {
     );
     for b in list {
         assert!(b["summary"]["requests"]["completed"].as_u64().unwrap() > 0);
-        for r in b["records"].as_array().unwrap() {
+        for r in &schemas::record_columns::rows_of_json(&b["records"]).unwrap() {
             assert!(r["error"].is_null(), "{}: {}", b["label"], r["error"]);
             assert_eq!(r["output_tokens_client"], 12, "client count");
             assert_eq!(r["output_tokens_server"], 12, "server usage");
@@ -262,7 +262,7 @@ fn a_sharegpt_file_sets_each_requests_output_length_from_its_reply() {
     assert_eq!(b["workload"]["kind"], "dataset");
     assert_eq!(b["workload"]["format"], "sharegpt");
     let mut lengths = std::collections::BTreeSet::new();
-    for r in b["records"].as_array().unwrap() {
+    for r in &schemas::record_columns::rows_of_json(&b["records"]).unwrap() {
         assert!(r["error"].is_null(), "{}", r["error"]);
         // The reply's length by the server's tokenizer, asked for with EOS ignored, and served.
         let asked = r["output_tokens_requested"].as_u64().unwrap();

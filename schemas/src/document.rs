@@ -193,6 +193,12 @@ pub struct Benchmark {
     pub slo: Option<Slo>,
     /// RFC 3339, UTC: the zero of every `_us` time in `records`.
     pub started_at: String,
+    /// Every request, one array per field: entry `i` of each array is request `i`.
+    #[serde(with = "crate::record_columns")]
+    #[cfg_attr(
+        feature = "json-schema",
+        schemars(with = "crate::record_columns::RecordColumns")
+    )]
     pub records: Vec<RawRecord>,
     /// Derived from `records` by [`crate::metrics::summarize`]; verification recomputes it
     /// (except in imported aggregates-only documents, where it is the source's numbers).

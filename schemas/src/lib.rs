@@ -15,6 +15,7 @@ pub mod dsse;
 pub mod keys;
 pub mod metrics;
 pub mod numbers;
+pub mod record_columns;
 pub mod seal;
 pub mod token_times;
 pub mod validity;
@@ -30,7 +31,10 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.1";
+/// v0.2: records are written as columns ([`record_columns`]).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.2";
+/// The first version (records as an array of objects): still read and verified.
+pub const PREDICATE_TYPE_V0_1: &str = "https://provebench.dev/result/v0.1";
 /// in-toto Statement v1.
 pub const STATEMENT_TYPE: &str = "https://in-toto.io/Statement/v1";
 /// DSSE payload type for in-toto statements.

@@ -8,7 +8,8 @@
 use crate::document::{Predicate, RawRecord, Statement};
 use crate::dsse::Envelope;
 use crate::keys::TrustedKey;
-use crate::{metrics, validity, PREDICATE_TYPE, STATEMENT_TYPE};
+use crate::record_columns::{Columns, Layout};
+use crate::{metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, STATEMENT_TYPE};
 use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256, Sha512};
@@ -76,21 +77,31 @@ impl RecordsDigest {
     }
 }
 
-/// The digest (hex) of the raw records: the compact JSON of `[[record, …] per benchmark]`.
+/// The digest (hex) of the raw records: the compact JSON of `[records per benchmark]`,
+/// each benchmark's records in `layout` (columns since `result/v0.2`, rows before).
 /// This is the subject digest when the model's digest is unknown.
-pub fn raw_records_digest(p: &Predicate, algorithm: RecordsDigest) -> String {
+pub fn raw_records_digest(p: &Predicate, algorithm: RecordsDigest, layout: Layout) -> String {
     match algorithm {
-        RecordsDigest::Sha512 => hash_records::<Sha512>(p),
-        RecordsDigest::Sha256 => hash_records::<Sha256>(p),
+        RecordsDigest::Sha512 => hash_records::<Sha512>(p, layout),
+        RecordsDigest::Sha256 => hash_records::<Sha256>(p, layout),
     }
 }
 
-fn hash_records<D: Digest>(p: &Predicate) -> String {
-    let all: Vec<&Vec<RawRecord>> = p.benchmarks.iter().map(|b| &b.records).collect();
+fn hash_records<D: Digest>(p: &Predicate, layout: Layout) -> String {
     // Streamed into the hash: a 10,000-request document's records are megabytes of JSON.
     // Buffered: serde_json writes a few bytes at a time, and each hash update has a cost.
     let mut hasher = std::io::BufWriter::with_capacity(64 << 10, HashWriter(D::new()));
-    serde_json::to_writer(&mut hasher, &all).expect("records always serialise");
+    let written = match layout {
+        Layout::Columns => {
+            let all: Vec<Columns> = p.benchmarks.iter().map(|b| Columns(&b.records)).collect();
+            serde_json::to_writer(&mut hasher, &all)
+        }
+        Layout::Rows => {
+            let all: Vec<&Vec<RawRecord>> = p.benchmarks.iter().map(|b| &b.records).collect();
+            serde_json::to_writer(&mut hasher, &all)
+        }
+    };
+    written.expect("records always serialise");
     let Ok(hasher) = hasher.into_inner() else {
         unreachable!("writing into a hash cannot fail")
     };
@@ -112,10 +123,14 @@ impl<D: Digest> std::io::Write for HashWriter<D> {
 /// The subject a predicate must carry, as the runner writes it: an imported document's
 /// source file; else the model digest when known; else the raw records' sha512.
 pub fn expected_subject(p: &Predicate) -> crate::document::Subject {
-    expected_subject_with(p, RecordsDigest::Sha512)
+    expected_subject_with(p, RecordsDigest::Sha512, Layout::Columns)
 }
 
-fn expected_subject_with(p: &Predicate, records: RecordsDigest) -> crate::document::Subject {
+fn expected_subject_with(
+    p: &Predicate,
+    records: RecordsDigest,
+    layout: Layout,
+) -> crate::document::Subject {
     if let Some(i) = &p.imported {
         return crate::document::Subject {
             name: format!("source:{}", i.source),
@@ -129,7 +144,11 @@ fn expected_subject_with(p: &Predicate, records: RecordsDigest) -> crate::docume
         },
         None => crate::document::Subject {
             name: RAW_RECORDS.to_string(),
-            digest: [(records.name().to_string(), raw_records_digest(p, records))].into(),
+            digest: [(
+                records.name().to_string(),
+                raw_records_digest(p, records, layout),
+            )]
+            .into(),
         },
     }
 }
@@ -148,7 +167,11 @@ fn subject_to_check(s: &Statement) -> crate::document::Subject {
     } else {
         RecordsDigest::Sha512
     };
-    expected_subject_with(&s.predicate, records)
+    expected_subject_with(
+        &s.predicate,
+        records,
+        Layout::of_predicate_type(&s.predicate_type),
+    )
 }
 
 /// Verifies an envelope's bytes against trusted keys.
@@ -237,9 +260,9 @@ fn check_statement(s: &Statement, v: &mut Verdict) {
             s.type_
         ));
     }
-    if s.predicate_type != PREDICATE_TYPE {
+    if s.predicate_type != PREDICATE_TYPE && s.predicate_type != PREDICATE_TYPE_V0_1 {
         v.document_errors.push(format!(
-            "predicateType is {:?}, expected {PREDICATE_TYPE:?}",
+            "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_1:?})",
             s.predicate_type
         ));
     }

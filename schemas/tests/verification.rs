@@ -145,9 +145,10 @@ fn inconsistent_records_and_a_wrong_subject_are_document_errors() {
 
 #[test]
 fn raw_records_are_digested_with_sha512_and_sha256_subjects_still_verify() {
+    use schemas::record_columns::Layout;
     use schemas::verify::{raw_records_digest, RecordsDigest, RAW_RECORDS};
     let sealed = schemas::seal::seal(common::predicate()).unwrap();
-    let sha512 = raw_records_digest(&sealed.predicate, RecordsDigest::Sha512);
+    let sha512 = raw_records_digest(&sealed.predicate, RecordsDigest::Sha512, Layout::Columns);
     assert_eq!(sealed.subject.len(), 1);
     assert_eq!(sealed.subject[0].name, RAW_RECORDS);
     assert_eq!(
@@ -164,7 +165,7 @@ fn raw_records_are_digested_with_sha512_and_sha256_subjects_still_verify() {
     let mut older = sealed.clone();
     older.subject[0].digest = [(
         "sha256".to_string(),
-        raw_records_digest(&sealed.predicate, RecordsDigest::Sha256),
+        raw_records_digest(&sealed.predicate, RecordsDigest::Sha256, Layout::Columns),
     )]
     .into();
     let v = verify(&older);
@@ -179,6 +180,53 @@ fn raw_records_are_digested_with_sha512_and_sha256_subjects_still_verify() {
             "{algorithm}: {v:?}"
         );
     }
+}
+
+/// `result/v0.1` documents wrote each record as an object and digested them so; they still
+/// verify, and a v0.2 document is written (and digested) as columns.
+#[test]
+fn result_v0_1_documents_with_records_as_rows_still_verify() {
+    use schemas::record_columns::Layout;
+    use schemas::verify::{raw_records_digest, RecordsDigest};
+    let sealed = schemas::seal::seal(common::predicate()).unwrap();
+    let v02 = serde_json::to_value(&sealed).unwrap();
+    assert_eq!(v02["predicateType"], schemas::PREDICATE_TYPE);
+    assert!(v02["predicate"]["benchmarks"][0]["records"]["token_gaps"].is_array());
+
+    let mut v01 = v02.clone();
+    v01["predicateType"] = schemas::PREDICATE_TYPE_V0_1.into();
+    let records = &sealed.predicate.benchmarks[0].records;
+    v01["predicate"]["benchmarks"][0]["records"] = serde_json::to_value(records).unwrap();
+    assert!(v01["predicate"]["benchmarks"][0]["records"][0]["token_gaps"].is_string());
+    let rows_digest = raw_records_digest(&sealed.predicate, RecordsDigest::Sha512, Layout::Rows);
+    assert_ne!(
+        rows_digest,
+        raw_records_digest(&sealed.predicate, RecordsDigest::Sha512, Layout::Columns)
+    );
+    v01["subject"][0]["digest"] = serde_json::json!({ "sha512": rows_digest });
+    let sign = |statement: &serde_json::Value| {
+        let key = common::signing_key();
+        let keyid = schemas::keys::keyid(&key.verifying_key());
+        let payload = serde_json::to_vec(statement).unwrap();
+        let env = schemas::Envelope::new(schemas::PAYLOAD_TYPE, &payload, Some((&key, &keyid)));
+        serde_json::to_vec(&env).unwrap()
+    };
+    let (v, s) = verify_envelope(&sign(&v01), &common::trusted(), Policy::RequireSignature);
+    assert!(v.ok, "{v:?}");
+    assert_eq!(s.unwrap().predicate, sealed.predicate);
+
+    // The digest follows the version: rows digested as columns (or the reverse) disagree.
+    let mut mislabelled = v01.clone();
+    mislabelled["predicateType"] = schemas::PREDICATE_TYPE.into();
+    let (v, _) = verify_envelope(
+        &sign(&mislabelled),
+        &common::trusted(),
+        Policy::RequireSignature,
+    );
+    assert!(
+        !v.ok && v.document_errors.iter().any(|e| e.contains("subject")),
+        "{v:?}"
+    );
 }
 
 #[test]

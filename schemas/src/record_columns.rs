@@ -1,0 +1,358 @@
+//! How a benchmark's raw records are written: one JSON array per field (columns, as
+//! `vllm bench serve --save-detailed` writes its per-request numbers), not one object per
+//! record.
+//!
+//! Why: in the row layout every request repeats thirteen field names, a third of a
+//! 10,000-request result's bytes, and every byte is base64-decoded, hashed twice (the
+//! Ed25519 signature and the `raw-records` subject digest) and parsed each time a result
+//! is verified or rendered. In memory the records stay rows (`Vec<RawRecord>`); only the
+//! JSON changes. `pandas.DataFrame(benchmark["records"])` reads either layout.
+//!
+//! Readers accept both layouts: documents of `result/v0.1` wrote rows. Which layout a
+//! document's `raw-records` digest was computed over follows from its `predicateType`
+//! ([`Layout::of_predicate_type`]).
+
+use crate::document::{Phase, RawRecord, RequestError};
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeSeq, SerializeStruct};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+#[cfg(feature = "json-schema")]
+use schemars::JsonSchema;
+
+/// The JSON layout of a benchmark's records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// One array per field: what this version writes.
+    Columns,
+    /// One object per record: `result/v0.1`.
+    Rows,
+}
+
+impl Layout {
+    /// The layout a document of this `predicateType` was written in.
+    pub fn of_predicate_type(predicate_type: &str) -> Layout {
+        if predicate_type == crate::PREDICATE_TYPE_V0_1 {
+            Layout::Rows
+        } else {
+            Layout::Columns
+        }
+    }
+}
+
+/// A benchmark's records: every array has one entry per request, in the order requests
+/// were scheduled; entry `i` of each array belongs to request `i`. Times are µs from the
+/// benchmark's `started_at`.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RecordColumns {
+    /// `measured`, `warmup` or `cooldown`: only `measured` requests count.
+    pub phase: Vec<Phase>,
+    /// When the profile meant to send it (µs): latency counts from here.
+    pub scheduled_us: Vec<u64>,
+    /// When the request actually left (µs).
+    pub sent_us: Vec<u64>,
+    /// First streamed token event (µs); null when none came.
+    pub first_token_us: Vec<Option<u64>>,
+    /// Gaps between consecutive token events after the first (see `token_times`).
+    pub token_gaps: Vec<String>,
+    /// When the stream ended or failed (µs).
+    pub end_us: Vec<u64>,
+    pub output_tokens_requested: Vec<Option<u32>>,
+    /// Prompt length the client built or counted.
+    pub input_tokens_client: Vec<Option<u32>>,
+    /// `usage.prompt_tokens`, when the server reported usage.
+    pub input_tokens_server: Vec<Option<u32>>,
+    /// Token events the client counted (content-bearing stream events).
+    pub output_tokens_client: Vec<u32>,
+    /// `usage.completion_tokens`, when the server reported usage.
+    pub output_tokens_server: Vec<Option<u32>>,
+    pub finish_reason: Vec<Option<String>>,
+    /// Null for a request that completed.
+    pub error: Vec<Option<RequestError>>,
+}
+
+impl RecordColumns {
+    /// Zips the columns into records; every column must be as long as `phase`.
+    fn into_rows(self) -> Result<Vec<RawRecord>, String> {
+        let n = self.phase.len();
+        let lengths = [
+            ("scheduled_us", self.scheduled_us.len()),
+            ("sent_us", self.sent_us.len()),
+            ("first_token_us", self.first_token_us.len()),
+            ("token_gaps", self.token_gaps.len()),
+            ("end_us", self.end_us.len()),
+            (
+                "output_tokens_requested",
+                self.output_tokens_requested.len(),
+            ),
+            ("input_tokens_client", self.input_tokens_client.len()),
+            ("input_tokens_server", self.input_tokens_server.len()),
+            ("output_tokens_client", self.output_tokens_client.len()),
+            ("output_tokens_server", self.output_tokens_server.len()),
+            ("finish_reason", self.finish_reason.len()),
+            ("error", self.error.len()),
+        ];
+        if let Some((field, len)) = lengths.iter().find(|(_, len)| *len != n) {
+            return Err(format!(
+                "records.{field} has {len} entries but records.phase has {n}: every column needs one entry per request"
+            ));
+        }
+        let mut scheduled = self.scheduled_us.into_iter();
+        let mut sent = self.sent_us.into_iter();
+        let mut first = self.first_token_us.into_iter();
+        let mut gaps = self.token_gaps.into_iter();
+        let mut end = self.end_us.into_iter();
+        let mut requested = self.output_tokens_requested.into_iter();
+        let mut in_client = self.input_tokens_client.into_iter();
+        let mut in_server = self.input_tokens_server.into_iter();
+        let mut out_client = self.output_tokens_client.into_iter();
+        let mut out_server = self.output_tokens_server.into_iter();
+        let mut finish = self.finish_reason.into_iter();
+        let mut error = self.error.into_iter();
+        // Every iterator has `n` items (checked above).
+        let mut next = || -> Option<RawRecord> {
+            Some(RawRecord {
+                phase: Phase::Measured,
+                scheduled_us: scheduled.next()?,
+                sent_us: sent.next()?,
+                first_token_us: first.next()?,
+                token_gaps: gaps.next()?,
+                end_us: end.next()?,
+                output_tokens_requested: requested.next()?,
+                input_tokens_client: in_client.next()?,
+                input_tokens_server: in_server.next()?,
+                output_tokens_client: out_client.next()?,
+                output_tokens_server: out_server.next()?,
+                finish_reason: finish.next()?,
+                error: error.next()?,
+            })
+        };
+        let mut rows = Vec::with_capacity(n);
+        for phase in self.phase {
+            let mut record = next().expect("columns have equal lengths");
+            record.phase = phase;
+            rows.push(record);
+        }
+        Ok(rows)
+    }
+}
+
+/// `records` as columns, for `#[serde(with = "record_columns")]`.
+pub fn serialize<S: Serializer>(records: &[RawRecord], s: S) -> Result<S::Ok, S::Error> {
+    Columns(records).serialize(s)
+}
+
+/// Reads `records` in either layout.
+pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RawRecord>, D::Error> {
+    d.deserialize_any(EitherLayout)
+}
+
+/// Borrows records to write them as columns without copying a field.
+pub struct Columns<'a>(pub &'a [RawRecord]);
+
+/// One column: the field `F` picks out of every record.
+struct Column<'a, F>(&'a [RawRecord], F);
+
+fn column<T: Serialize, F: Fn(&RawRecord) -> &T>(records: &[RawRecord], field: F) -> Column<'_, F> {
+    Column(records, field)
+}
+
+impl<T: Serialize, F: Fn(&RawRecord) -> &T> Serialize for Column<'_, F> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for r in self.0 {
+            seq.serialize_element((self.1)(r))?;
+        }
+        seq.end()
+    }
+}
+
+impl Serialize for Columns<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut st = s.serialize_struct("RecordColumns", 13)?;
+        st.serialize_field("phase", &column(r, |r| &r.phase))?;
+        st.serialize_field("scheduled_us", &column(r, |r| &r.scheduled_us))?;
+        st.serialize_field("sent_us", &column(r, |r| &r.sent_us))?;
+        st.serialize_field("first_token_us", &column(r, |r| &r.first_token_us))?;
+        st.serialize_field("token_gaps", &column(r, |r| &r.token_gaps))?;
+        st.serialize_field("end_us", &column(r, |r| &r.end_us))?;
+        st.serialize_field(
+            "output_tokens_requested",
+            &column(r, |r| &r.output_tokens_requested),
+        )?;
+        st.serialize_field(
+            "input_tokens_client",
+            &column(r, |r| &r.input_tokens_client),
+        )?;
+        st.serialize_field(
+            "input_tokens_server",
+            &column(r, |r| &r.input_tokens_server),
+        )?;
+        st.serialize_field(
+            "output_tokens_client",
+            &column(r, |r| &r.output_tokens_client),
+        )?;
+        st.serialize_field(
+            "output_tokens_server",
+            &column(r, |r| &r.output_tokens_server),
+        )?;
+        st.serialize_field("finish_reason", &column(r, |r| &r.finish_reason))?;
+        st.serialize_field("error", &column(r, |r| &r.error))?;
+        st.end()
+    }
+}
+
+/// A benchmark's `records` JSON as one object per record, for code that reads documents
+/// as untyped JSON (either layout; `None` when it is neither).
+pub fn rows_of_json(records: &serde_json::Value) -> Option<Vec<serde_json::Value>> {
+    if let Some(rows) = records.as_array() {
+        return Some(rows.clone());
+    }
+    let columns = records.as_object()?;
+    let n = columns.get("phase")?.as_array()?.len();
+    (0..n)
+        .map(|i| {
+            columns
+                .iter()
+                .map(|(field, column)| Some((field.clone(), column.as_array()?.get(i)?.clone())))
+                .collect()
+        })
+        .collect()
+}
+
+/// An object of columns, or (a `result/v0.1` document) an array of record objects.
+struct EitherLayout;
+
+impl<'de> Visitor<'de> for EitherLayout {
+    type Value = Vec<RawRecord>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object of record columns (or, in result/v0.1, an array of records)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        let columns = RecordColumns::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        columns.into_rows().map_err(de::Error::custom)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut rows = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(record) = seq.next_element()? {
+            rows.push(record);
+        }
+        Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(i: u64, error: bool) -> RawRecord {
+        RawRecord {
+            phase: if i == 0 {
+                Phase::Warmup
+            } else {
+                Phase::Measured
+            },
+            scheduled_us: i * 1_000,
+            sent_us: i * 1_000 + 3,
+            first_token_us: (!error).then_some(i * 1_000 + 900),
+            token_gaps: if error { String::new() } else { "0A==".into() },
+            end_us: i * 1_000 + 950,
+            output_tokens_requested: Some(2),
+            input_tokens_client: Some(7),
+            input_tokens_server: None,
+            output_tokens_client: if error { 0 } else { 2 },
+            output_tokens_server: (!error).then_some(2),
+            finish_reason: (!error).then(|| "length".into()),
+            error: error.then(|| RequestError {
+                class: crate::document::ErrorClass::Reset,
+                message: "reset".into(),
+            }),
+        }
+    }
+
+    #[derive(Serialize, Deserialize, PartialEq, Debug)]
+    struct Holder {
+        #[serde(with = "super")]
+        records: Vec<RawRecord>,
+    }
+
+    #[test]
+    fn columns_round_trip_and_name_each_field_once() {
+        let h = Holder {
+            records: vec![record(0, false), record(1, true), record(2, false)],
+        };
+        let json = serde_json::to_string(&h).unwrap();
+        assert_eq!(json.matches("\"sent_us\"").count(), 1, "{json}");
+        assert!(json.contains(r#""sent_us":[3,1003,2003]"#), "{json}");
+        assert!(
+            json.contains(r#""phase":["warmup","measured","measured"]"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Holder>(&json).unwrap(), h);
+        let empty = Holder { records: vec![] };
+        let json = serde_json::to_string(&empty).unwrap();
+        assert_eq!(serde_json::from_str::<Holder>(&json).unwrap(), empty);
+    }
+
+    #[test]
+    fn the_row_layout_of_v0_1_still_reads() {
+        let records = vec![record(1, false), record(2, true)];
+        let rows = serde_json::json!({ "records": records }).to_string();
+        assert!(rows.starts_with(r#"{"records":[{"#), "{rows}");
+        assert_eq!(
+            serde_json::from_str::<Holder>(&rows).unwrap().records,
+            records
+        );
+    }
+
+    #[test]
+    fn columns_of_different_lengths_are_an_error_that_names_them() {
+        let h = Holder {
+            records: vec![record(1, false), record(2, false)],
+        };
+        let mut v = serde_json::to_value(&h).unwrap();
+        v["records"]["end_us"].as_array_mut().unwrap().pop();
+        let err = serde_json::from_value::<Holder>(v).unwrap_err().to_string();
+        assert!(
+            err.contains("records.end_us has 1 entries but records.phase has 2"),
+            "{err}"
+        );
+        let mut v = serde_json::to_value(&h).unwrap();
+        v["records"]["latency"] = serde_json::json!([1, 2]);
+        let err = serde_json::from_value::<Holder>(v).unwrap_err().to_string();
+        assert!(err.contains("unknown field `latency`"), "{err}");
+    }
+
+    #[test]
+    fn json_columns_read_back_as_rows() {
+        let records = vec![record(1, false), record(2, true)];
+        let columns = serde_json::to_value(Columns(&records)).unwrap();
+        let rows = serde_json::to_value(&records).unwrap();
+        assert_eq!(
+            rows_of_json(&columns).unwrap(),
+            rows.as_array().unwrap().clone()
+        );
+        assert_eq!(
+            rows_of_json(&rows).unwrap(),
+            rows.as_array().unwrap().clone()
+        );
+        assert_eq!(rows_of_json(&serde_json::json!({"phase": 1})), None);
+    }
+
+    #[test]
+    fn a_missing_column_is_an_error() {
+        let h = Holder {
+            records: vec![record(1, false)],
+        };
+        let mut v = serde_json::to_value(&h).unwrap();
+        v["records"].as_object_mut().unwrap().remove("token_gaps");
+        let err = serde_json::from_value::<Holder>(v).unwrap_err().to_string();
+        assert!(err.contains("missing field `token_gaps`"), "{err}");
+    }
+}
