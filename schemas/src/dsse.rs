@@ -105,8 +105,8 @@ impl Envelope {
     /// The first trusted key that produced one of the signatures, if any.
     ///
     /// A signature only counts for a key whose keyid it names (as securesystemslib
-    /// requires), and its bytes must verify under `verify_strict`: the keyid alone
-    /// proves nothing.
+    /// requires), and its bytes must verify under `verify_strict`'s rules
+    /// ([`crate::ed25519`]): the keyid alone proves nothing.
     pub fn signed_by<'k>(
         &self,
         payload: &[u8],
@@ -121,9 +121,9 @@ impl Envelope {
         self.signatures.iter().find_map(|s| {
             let bytes = STANDARD.decode(&s.sig).ok()?;
             let sig = Ed25519Signature::from_slice(&bytes).ok()?;
-            trusted
-                .iter()
-                .find(|k| k.keyid == s.keyid && k.key.verify_strict(&message, &sig).is_ok())
+            trusted.iter().find(|k| {
+                k.keyid == s.keyid && crate::ed25519::verify_strict(&k.key, &message, &sig)
+            })
         })
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod document;
 pub mod dsse;
+pub mod ed25519;
 pub mod keys;
 pub mod metrics;
 pub mod numbers;
