@@ -21,8 +21,17 @@ runner=$root/target/release/runner
 tmp=$(mktemp -d)
 # Command prefixes that pin to a CPU. Arrays, not a shell function: a backgrounded function
 # runs in a subshell, and killing that subshell's pid would leave the simulator running.
+# The runner and the simulator each pinned to a CPU of their own: by default the two
+# highest-numbered, since CPU 0 usually takes most of a host's interrupts and housekeeping (on a
+# 2-vCPU machine that is CPUs 0 and 1, as before). A precaution, not a cure: on a lent 16-vCPU
+# H100 host, pacing p99 at 1,000 req/s ranged 37-216 us over 11 runs wherever pinned (0/1, 4/5,
+# 8/9, 14/15), p50 10-16 us, with steal under 2 %. BENCH_CPUS="RUNNER SIM" picks others.
 on_cpu0=(); on_cpu1=()
-if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then on_cpu0=(taskset -c 0); on_cpu1=(taskset -c 1); fi
+if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
+  read -r runner_cpu sim_cpu <<<"${BENCH_CPUS:-$(( $(nproc) - 2 )) $(( $(nproc) - 1 ))}"
+  on_cpu0=(taskset -c "$runner_cpu"); on_cpu1=(taskset -c "$sim_cpu")
+  echo "== runner on CPU $runner_cpu, simulator on CPU $sim_cpu (BENCH_CPUS to change)"
+fi
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 serve() { # serve PORT SIM-FLAGS...

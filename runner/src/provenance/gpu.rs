@@ -98,6 +98,28 @@ mod tests {
         assert_eq!(inv.devices[1].memory_mib, Some(81559));
     }
 
+    /// What `nvidia-smi` (driver 580) printed on a real 1 × H100 host lent to this project
+    /// (runner/tests/fixtures/nvidia-smi-580-h100/, captured with the two calls `detect` makes).
+    #[test]
+    fn parses_what_a_real_h100_host_printed() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/nvidia-smi-580-h100"
+        );
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap();
+        let inv = parse(&read("query.csv"), &read("banner.txt")).unwrap();
+        assert_eq!(inv.count, 1);
+        assert_eq!(inv.driver_version.as_deref(), Some("580.159.04"));
+        assert_eq!(inv.cuda_version.as_deref(), Some("13.0"));
+        let gpu = &inv.devices[0];
+        assert_eq!((gpu.index, gpu.name.as_str()), (0, "NVIDIA H100 80GB HBM3"));
+        assert_eq!(gpu.memory_mib, Some(81559));
+        assert_eq!(
+            gpu.uuid.as_deref(),
+            Some("GPU-d3fe6ac3-bbfa-eb50-d7fd-cccd77135eda")
+        );
+    }
+
     #[test]
     fn unsupported_fields_become_null_and_garbage_is_an_error() {
         let inv = parse("0, NVIDIA A100-SXM4-40GB, [N/A], [N/A], 535.104.05\n", "").unwrap();
