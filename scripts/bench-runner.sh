@@ -24,8 +24,8 @@ tmp=$(mktemp -d)
 # The runner and the simulator each pinned to a CPU of their own: by default the two
 # highest-numbered, since CPU 0 usually takes most of a host's interrupts and housekeeping (on a
 # 2-vCPU machine that is CPUs 0 and 1, as before). A precaution, not a cure: on a lent 16-vCPU
-# H100 host, pacing p99 at 1,000 req/s ranged 37-216 us over 11 runs wherever pinned (0/1, 4/5,
-# 8/9, 14/15), p50 10-16 us, with steal under 2 %. BENCH_CPUS="RUNNER SIM" picks others.
+# H100 host, pacing p99 at 1,000 req/s ranged 37-293 us over 17 runs wherever pinned (0/1, 4/5,
+# 8/9, 14/15), p50 10-21 us, with steal under 2 %. BENCH_CPUS="RUNNER SIM" picks others.
 on_cpu0=(); on_cpu1=()
 if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
   read -r runner_cpu sim_cpu <<<"${BENCH_CPUS:-$(( $(nproc) - 2 )) $(( $(nproc) - 1 ))}"
