@@ -99,6 +99,7 @@ impl RecordColumns {
                 "records.{field} has {len} entries but records.phase has {n}: every column needs one entry per request"
             ));
         }
+        let mut phase = self.phase.into_iter();
         let mut scheduled = self.scheduled_us.into_iter();
         let mut sent = self.sent_us.into_iter();
         let mut first = self.first_token_us.into_iter();
@@ -111,10 +112,11 @@ impl RecordColumns {
         let mut out_server = self.output_tokens_server.into_iter();
         let mut finish = self.finish_reason.into_iter();
         let mut error = self.error.into_iter();
-        // Every iterator has `n` items (checked above).
-        let mut next = || -> Option<RawRecord> {
+        // Every column has `n` entries (checked above), so this yields exactly `n` records.
+        let mut rows = Vec::with_capacity(n);
+        rows.extend(std::iter::from_fn(|| {
             Some(RawRecord {
-                phase: Phase::Measured,
+                phase: phase.next()?,
                 scheduled_us: scheduled.next()?,
                 sent_us: sent.next()?,
                 first_token_us: first.next()?,
@@ -128,13 +130,7 @@ impl RecordColumns {
                 finish_reason: finish.next()?,
                 error: error.next()?,
             })
-        };
-        let mut rows = Vec::with_capacity(n);
-        for phase in self.phase {
-            let mut record = next().expect("columns have equal lengths");
-            record.phase = phase;
-            rows.push(record);
-        }
+        }));
         Ok(rows)
     }
 }
