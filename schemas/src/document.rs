@@ -31,7 +31,7 @@ pub struct Statement {
 }
 
 /// What the statement is about: the model's revision digest when known, else the
-/// sha512 of the raw records (see [`crate::verify::raw_records_digest`]).
+/// BLAKE3 of the raw records (see [`crate::verify::raw_records_digest`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]

@@ -144,40 +144,54 @@ fn inconsistent_records_and_a_wrong_subject_are_document_errors() {
 }
 
 #[test]
-fn raw_records_are_digested_with_sha512_and_sha256_subjects_still_verify() {
+fn raw_records_are_digested_with_blake3_and_sha512_or_sha256_subjects_still_verify() {
     use schemas::record_columns::Layout;
     use schemas::verify::{raw_records_digest, RecordsDigest, RAW_RECORDS};
     let sealed = schemas::seal::seal(common::predicate()).unwrap();
-    let sha512 = raw_records_digest(&sealed.predicate, RecordsDigest::Sha512, Layout::Columns);
+    let digest = |a| raw_records_digest(&sealed.predicate, a, Layout::Columns);
+    let blake3 = digest(RecordsDigest::Blake3);
     assert_eq!(sealed.subject.len(), 1);
     assert_eq!(sealed.subject[0].name, RAW_RECORDS);
     assert_eq!(
         sealed.subject[0].digest,
-        [("sha512".to_string(), sha512.clone())].into()
+        [("blake3".to_string(), blake3.clone())].into()
     );
-    assert_eq!(sha512.len(), 128);
-    let verify = |statement: &schemas::document::Statement| {
-        let env = schemas::seal::envelope(statement, Some(&common::signing_key()));
+    assert_eq!(blake3.len(), 64);
+    let verify = |digest: &[(&str, String)]| {
+        let mut statement = sealed.clone();
+        statement.subject[0].digest = digest
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        let env = schemas::seal::envelope(&statement, Some(&common::signing_key()));
         let bytes = serde_json::to_vec(&env).unwrap();
         verify_envelope(&bytes, &common::trusted(), Policy::RequireSignature).0
     };
-    // A result written before sha512: its sha256 subject is checked as sha256.
-    let mut older = sealed.clone();
-    older.subject[0].digest = [(
-        "sha256".to_string(),
-        raw_records_digest(&sealed.predicate, RecordsDigest::Sha256, Layout::Columns),
-    )]
-    .into();
-    let v = verify(&older);
-    assert!(v.ok, "{v:?}");
-    // Either digest wrong is a document error.
-    for algorithm in ["sha256", "sha512"] {
-        let mut wrong = sealed.clone();
-        wrong.subject[0].digest = [(algorithm.to_string(), "00".repeat(32))].into();
+    let sha512 = digest(RecordsDigest::Sha512);
+    let sha256 = digest(RecordsDigest::Sha256);
+    assert_eq!((sha512.len(), sha256.len()), (128, 64));
+    // Results written before BLAKE3: their sha512 or sha256 subject is checked as such;
+    // an algorithm this verifier does not know is ignored beside one it knows.
+    for older in [
+        vec![("sha512", sha512.clone())],
+        vec![("sha256", sha256.clone())],
+        vec![("sha256", sha256.clone()), ("md5", "00".into())],
+    ] {
+        let v = verify(&older);
+        assert!(v.ok, "{older:?}: {v:?}");
+    }
+    // A wrong digest under any algorithm is a document error, and so is a subject with
+    // no algorithm this verifier accepts.
+    for wrong in [
+        vec![("blake3", "00".repeat(32))],
+        vec![("sha512", "00".repeat(64))],
+        vec![("sha256", "00".repeat(32))],
+        vec![("md5", "00".repeat(16))],
+    ] {
         let v = verify(&wrong);
         assert!(
             !v.ok && v.document_errors.iter().any(|e| e.contains("subject")),
-            "{algorithm}: {v:?}"
+            "{wrong:?}: {v:?}"
         );
     }
 }

@@ -8,6 +8,7 @@ import hashlib
 import json
 import subprocess
 
+import blake3
 import jsonschema
 import pytest
 from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
@@ -119,3 +120,14 @@ def test_trusted_keys_file_schema(signed):
     from conftest import run_runner
     out = run_runner("verify", "r.json", "--keys", "keys.json", cwd=d)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_the_raw_records_subject_is_the_blake3_of_their_compact_json(signed):
+    """Anyone can recompute the subject from the README's definition, with no provebench code:
+    BLAKE3 (hex) of the compact JSON `[records per benchmark]`, each as written."""
+    _, _, _, statement = signed
+    records = [b["records"] for b in statement["predicate"]["benchmarks"]]
+    compact = json.dumps(records, separators=(",", ":"), ensure_ascii=False).encode()
+    [subject] = statement["subject"]
+    assert subject["name"] == "raw-records"
+    assert subject["digest"] == {"blake3": blake3.blake3(compact).hexdigest()}
