@@ -24,8 +24,9 @@ async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str) -> 
     execute(spec, None, out.clone())
         .await
         .unwrap_or_else(|e| panic!("run failed: {e:?}"));
-    let envelope = schemas::Envelope::parse(&std::fs::read(&out).unwrap()).unwrap();
-    serde_json::from_slice(&envelope.payload_bytes().unwrap()).unwrap()
+    let bytes = std::fs::read(&out).unwrap();
+    let envelope = schemas::dsse::EnvelopeView::parse(&bytes).unwrap();
+    serde_json::from_slice(envelope.decode().unwrap().payload()).unwrap()
 }
 
 fn within(what: &str, measured: f64, truth: f64) {

@@ -103,9 +103,9 @@ fn varint(bytes: &[u8]) -> Result<(u64, usize), TokenTimesError> {
 
 /// Why `text` is not standard base64, in the words of the `base64` crate (which names the
 /// symbol and its offset; base64-simd, used on the fast path, only says that it is not).
-pub(crate) fn base64_error(text: &str) -> String {
+pub(crate) fn base64_error(text: impl AsRef<[u8]>) -> String {
     STANDARD
-        .decode(text)
+        .decode(text.as_ref())
         .err()
         .map_or_else(|| "invalid base64".to_string(), |e| e.to_string())
 }

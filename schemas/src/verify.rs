@@ -6,7 +6,7 @@
 //! record-derived validity flags, compared bit for bit with what the document says.
 
 use crate::document::{Predicate, RawRecord, Statement};
-use crate::dsse::Envelope;
+use crate::dsse::EnvelopeView;
 use crate::keys::TrustedKey;
 use crate::record_columns::{Columns, Layout};
 use crate::{metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, STATEMENT_TYPE};
@@ -264,15 +264,15 @@ pub fn verify_envelope(
         aggregates_only: 0,
     };
     let invalid = |reason: String| SignatureVerdict::Invalid { reason };
-    let (envelope, payload) =
-        match Envelope::parse(bytes).and_then(|e| e.payload_bytes().map(|p| (e, p))) {
+    let (envelope, decoded) =
+        match EnvelopeView::parse(bytes).and_then(|e| e.decode().map(|p| (e, p))) {
             Ok(parsed) => parsed,
             Err(e) => {
                 verdict.signature = invalid(e.to_string());
                 return (verdict, None);
             }
         };
-    let signer = envelope.signed_by(&payload, trusted);
+    let signer = envelope.signed_by(&decoded, trusted);
     verdict.keyids = envelope
         .signatures
         .iter()
@@ -295,7 +295,7 @@ pub fn verify_envelope(
     // Freed as soon as they are done with, so that what the checks below allocate reuses
     // their memory: in wasm, fresh pages are page faults (~15,000 for a 10k-request result).
     drop(envelope);
-    let statement: Statement = match serde_json::from_slice(&payload) {
+    let statement: Statement = match serde_json::from_slice(decoded.payload()) {
         Ok(s) => s,
         Err(e) => {
             verdict
@@ -304,7 +304,7 @@ pub fn verify_envelope(
             return (verdict, None);
         }
     };
-    drop(payload);
+    drop(decoded);
     if let Some(k) = signer {
         match humantime::parse_rfc3339(&statement.predicate.run.started_at) {
             Ok(started) => {
