@@ -213,25 +213,25 @@ fn distribution_us(segments: &[&[u64]]) -> Result<Option<Distribution>, MetricsE
     };
     // As `moments`: the sum in sample order, then the squared deviations in sample order.
     let mut counts = vec![0u32; SMALL as usize];
-    let mut large = Vec::new();
-    let mut sum = 0.0f64;
-    for &v in segments.iter().flat_map(|s| s.iter()) {
-        if v < SMALL {
-            counts[v as usize] += 1;
-            sum += table[v as usize];
-        } else {
-            large.push(v);
-            sum += us_to_ms(v);
-        }
+    let (mut sum, mut past) = (0.0, 0);
+    for segment in segments {
+        let (s, p) = sum_and_count(segment, sum, &table, &mut counts);
+        (sum, past) = (s, past + p);
+    }
+    let mut large: Vec<u64> = Vec::with_capacity(past);
+    if past > 0 {
+        let beyond = segments
+            .iter()
+            .flat_map(|s| s.iter())
+            .filter(|&&v| v >= SMALL);
+        large.extend(beyond);
     }
     let n = len as f64;
     let mean = sum / n;
-    let variance = segments
-        .iter()
-        .flat_map(|s| s.iter())
-        .map(|&v| (ms(v) - mean) * (ms(v) - mean))
-        .sum::<f64>()
-        / n;
+    let squares = segments.iter().fold(0.0, |sum, segment| {
+        sum_squared_deviations(segment, sum, mean, &table)
+    });
+    let variance = squares / n;
     large.sort_unstable();
     // Walk the counts once, in value order, picking out each wanted rank.
     let mut stats = Vec::new();
@@ -247,6 +247,45 @@ fn distribution_us(segments: &[&[u64]]) -> Result<Option<Distribution>, MetricsE
         stats.push((r, ms(large[r - seen])));
     }
     assemble(len, mean, variance, |rank| value_at(&stats, rank)).map(Some)
+}
+
+/// The mean's pass over one record's gaps: adds each (as ms) to `sum`, in order, and
+/// counts it by value; returns the sum and how many were past the table (`counts`).
+///
+/// Kept out of line, like [`sum_squared_deviations`], and free of calls: inlined into
+/// `summarize_decoded`, or with a call on its cold path, wasmtime's register allocator
+/// kept the running sum on the stack, and the sum's chain of additions, which sets this
+/// loop's pace, went through memory.
+#[inline(never)]
+fn sum_and_count(gaps: &[u64], mut sum: f64, table: &[f64], counts: &mut [u32]) -> (f64, usize) {
+    let mut past = 0;
+    for &v in gaps {
+        match (table.get(v as usize), counts.get_mut(v as usize)) {
+            (Some(&ms), Some(count)) => {
+                *count += 1;
+                sum += ms;
+            }
+            _ => {
+                past += 1;
+                sum += us_to_ms(v);
+            }
+        }
+    }
+    (sum, past)
+}
+
+/// The variance's pass over one record's gaps: adds each squared deviation from `mean`.
+#[inline(never)]
+fn sum_squared_deviations(gaps: &[u64], mut sum: f64, mean: f64, table: &[f64]) -> f64 {
+    for &v in gaps {
+        let d = table
+            .get(v as usize)
+            .copied()
+            .unwrap_or_else(|| us_to_ms(v))
+            - mean;
+        sum += d * d;
+    }
+    sum
 }
 
 /// Mean (the sum in the given order over n) and population variance (two passes).
