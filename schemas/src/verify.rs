@@ -95,10 +95,27 @@ impl RecordsDigest {
 /// each benchmark's records in `layout` (columns since `result/v0.2`, rows before).
 /// This is the subject digest when the model's digest is unknown.
 pub fn raw_records_digest(p: &Predicate, algorithm: RecordsDigest, layout: Layout) -> String {
+    hash_with(algorithm, |out| match layout {
+        Layout::Columns => {
+            let all: Vec<Columns> = p.benchmarks.iter().map(|b| Columns(&b.records)).collect();
+            serde_json::to_writer(out, &all)
+        }
+        Layout::Rows => {
+            let all: Vec<&Vec<RawRecord>> = p.benchmarks.iter().map(|b| &b.records).collect();
+            serde_json::to_writer(out, &all)
+        }
+    })
+}
+
+/// The digest (hex) of what `write` writes.
+fn hash_with<E: std::fmt::Debug>(
+    algorithm: RecordsDigest,
+    write: impl FnOnce(&mut dyn std::io::Write) -> Result<(), E>,
+) -> String {
     match algorithm {
-        RecordsDigest::Blake3 => hash_records(p, layout, blake3::Hasher::new()),
-        RecordsDigest::Sha512 => hash_records(p, layout, Sha512::new()),
-        RecordsDigest::Sha256 => hash_records(p, layout, Sha256::new()),
+        RecordsDigest::Blake3 => hash_into(blake3::Hasher::new(), write),
+        RecordsDigest::Sha512 => hash_into(Sha512::new(), write),
+        RecordsDigest::Sha256 => hash_into(Sha256::new(), write),
     }
 }
 
@@ -131,22 +148,15 @@ macro_rules! sha2_hasher {
 }
 sha2_hasher!(Sha512, Sha256);
 
-fn hash_records<H: Hasher>(p: &Predicate, layout: Layout, hasher: H) -> String {
+fn hash_into<H: Hasher, E: std::fmt::Debug>(
+    hasher: H,
+    write: impl FnOnce(&mut dyn std::io::Write) -> Result<(), E>,
+) -> String {
     // Streamed into the hash: a 10,000-request document's records are megabytes of JSON.
     // Buffered: serde_json writes a few bytes at a time, each hash update has a cost, and
     // BLAKE3 only hashes four chunks at once (SIMD) when it is given 4 KiB or more.
     let mut hasher = std::io::BufWriter::with_capacity(64 << 10, HashWriter(hasher));
-    let written = match layout {
-        Layout::Columns => {
-            let all: Vec<Columns> = p.benchmarks.iter().map(|b| Columns(&b.records)).collect();
-            serde_json::to_writer(&mut hasher, &all)
-        }
-        Layout::Rows => {
-            let all: Vec<&Vec<RawRecord>> = p.benchmarks.iter().map(|b| &b.records).collect();
-            serde_json::to_writer(&mut hasher, &all)
-        }
-    };
-    written.expect("records always serialise");
+    write(&mut hasher).expect("writing into a hash cannot fail");
     let Ok(hasher) = hasher.into_inner() else {
         unreachable!("writing into a hash cannot fail")
     };
@@ -207,11 +217,80 @@ fn records_subject(
     }
 }
 
+/// Each benchmark's records exactly as the payload spells them (the rest is skipped).
+#[derive(serde::Deserialize)]
+struct RecordsAsWritten<'a> {
+    #[serde(borrow)]
+    predicate: BenchmarksAsWritten<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct BenchmarksAsWritten<'a> {
+    #[serde(borrow)]
+    benchmarks: Vec<BenchmarkAsWritten<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct BenchmarkAsWritten<'a> {
+    #[serde(borrow)]
+    records: &'a serde_json::value::RawValue,
+}
+
+/// The `raw-records` subject's digest, and the algorithm to check it with: the first of
+/// [`RecordsDigest::ALL`] it names (one matching digest is enough, as in-toto's DigestSet
+/// says).
+fn records_digest_named(s: &Statement) -> Result<(RecordsDigest, &str), String> {
+    let Some(named) = s.subject.iter().find(|x| x.name == RAW_RECORDS) else {
+        return Err(format!("subject does not name {RAW_RECORDS}"));
+    };
+    let found = RecordsDigest::ALL
+        .into_iter()
+        .find_map(|a| Some((a, named.digest.get(a.name())?.as_str())));
+    found.ok_or_else(|| {
+        format!(
+            "subject {RAW_RECORDS} has no digest this verifier accepts (it names {:?}; accepted: blake3, sha512, sha256)",
+            named.digest.keys().collect::<Vec<_>>()
+        )
+    })
+}
+
+/// The digest (hex) of `[records per benchmark]` exactly as `payload` (a statement's
+/// bytes) spells each benchmark's records; `None` if `payload` is not a statement.
+///
+/// The runner writes compact JSON, so for its documents this is [`raw_records_digest`]
+/// computed without serialising megabytes of records again.
+pub fn digest_as_written(payload: &[u8], algorithm: RecordsDigest) -> Option<String> {
+    let written = serde_json::from_slice::<RecordsAsWritten>(payload).ok()?;
+    Some(hash_with(algorithm, |out| {
+        out.write_all(b"[")?;
+        for (i, b) in written.predicate.benchmarks.iter().enumerate() {
+            if i > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(b.records.get().as_bytes())?;
+        }
+        out.write_all(b"]")
+    }))
+}
+
+/// Whether the `raw-records` subject is the digest of the records as `payload` spells
+/// them ([`digest_as_written`]). Bytes that hash to the subject parse to these records
+/// and to nothing else, so a match is as good as one over the definition's serialisation;
+/// anything else (other spacing, a wrong digest) falls back to that.
+fn subject_matches_as_written(s: &Statement, payload: &[u8]) -> bool {
+    if subject_without_records(&s.predicate).is_some() {
+        return false;
+    }
+    let Ok((algorithm, expected)) = records_digest_named(s) else {
+        return false;
+    };
+    digest_as_written(payload, algorithm).is_some_and(|digest| digest == expected)
+}
+
 /// Checks that a statement carries the subject its predicate implies. A `raw-records`
-/// subject is checked with the first algorithm of [`RecordsDigest::ALL`] it names (one
-/// matching digest is enough, as in-toto's DigestSet says), over the layout its
-/// `predicateType` writes records in.
-fn check_subject(s: &Statement) -> Result<(), String> {
+/// subject is checked over the records in the layout its `predicateType` writes them in,
+/// unless it already matched the records as written (`matched_as_written`).
+fn check_subject(s: &Statement, matched_as_written: bool) -> Result<(), String> {
     let p = &s.predicate;
     if let Some(expected) = subject_without_records(p) {
         return match s.subject.contains(&expected) {
@@ -222,25 +301,16 @@ fn check_subject(s: &Statement) -> Result<(), String> {
             )),
         };
     }
-    let Some(named) = s.subject.iter().find(|x| x.name == RAW_RECORDS) else {
-        return Err(format!("subject does not name {RAW_RECORDS}"));
-    };
-    let Some(algorithm) = RecordsDigest::ALL
-        .into_iter()
-        .find(|a| named.digest.contains_key(a.name()))
-    else {
-        return Err(format!(
-            "subject {RAW_RECORDS} has no digest this verifier accepts (it names {:?}; accepted: blake3, sha512, sha256)",
-            named.digest.keys().collect::<Vec<_>>()
-        ));
-    };
+    let (algorithm, expected) = records_digest_named(s)?;
+    if matched_as_written {
+        return Ok(());
+    }
     let layout = Layout::of_predicate_type(&s.predicate_type);
     let recomputed = raw_records_digest(p, algorithm, layout);
-    if named.digest[algorithm.name()] != recomputed {
+    if expected != recomputed {
         return Err(format!(
-            "subject {RAW_RECORDS} does not match the records: its {} is {}, the records' is {recomputed}",
+            "subject {RAW_RECORDS} does not match the records: its {} is {expected}, the records' is {recomputed}",
             algorithm.name(),
-            named.digest[algorithm.name()]
         ));
     }
     Ok(())
@@ -304,6 +374,8 @@ pub fn verify_envelope(
             return (verdict, None);
         }
     };
+    // While the payload is at hand (it is freed before the checks below allocate).
+    let matched_as_written = subject_matches_as_written(&statement, decoded.payload());
     drop(decoded);
     if let Some(k) = signer {
         match humantime::parse_rfc3339(&statement.predicate.run.started_at) {
@@ -317,7 +389,7 @@ pub fn verify_envelope(
                 .push("run.started_at is not an RFC 3339 time".into()),
         }
     }
-    check_statement(&statement, &mut verdict);
+    check_statement(&statement, matched_as_written, &mut verdict);
     verdict.ok = matches!(verdict.signature, SignatureVerdict::Verified { .. })
         && verdict.document_errors.is_empty()
         && verdict.summary_mismatches.is_empty()
@@ -325,7 +397,7 @@ pub fn verify_envelope(
     (verdict, Some(statement))
 }
 
-fn check_statement(s: &Statement, v: &mut Verdict) {
+fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
     if s.type_ != STATEMENT_TYPE {
         v.document_errors.push(format!(
             "_type is {:?}, expected {STATEMENT_TYPE:?}",
@@ -339,7 +411,7 @@ fn check_statement(s: &Statement, v: &mut Verdict) {
         ));
     }
     let p = &s.predicate;
-    if let Err(e) = check_subject(s) {
+    if let Err(e) = check_subject(s, matched_as_written) {
         v.document_errors.push(e);
     }
     for (field, value) in [

@@ -269,3 +269,53 @@ fn recomputation_is_bit_identical_after_a_json_round_trip() {
     let (v, _) = verify_envelope(&bytes, &common::trusted(), Policy::RequireSignature);
     assert!(v.ok, "{v:?}");
 }
+
+/// The `raw-records` subject is checked over the records' bytes as the payload spells them
+/// when that matches (the runner's compact JSON is the definition's serialisation), and
+/// over that serialisation otherwise: a payload with other spacing still verifies.
+#[test]
+fn records_are_digested_as_written_and_other_spellings_fall_back_to_the_definition() {
+    use schemas::record_columns::Layout;
+    use schemas::verify::{digest_as_written, raw_records_digest, RecordsDigest};
+    let sealed = schemas::seal::seal(common::predicate()).unwrap();
+    let compact = serde_json::to_vec(&sealed).unwrap();
+    let pretty = serde_json::to_vec_pretty(&sealed).unwrap();
+    for algorithm in RecordsDigest::ALL {
+        let defined = raw_records_digest(&sealed.predicate, algorithm, Layout::Columns);
+        assert_eq!(
+            digest_as_written(&compact, algorithm),
+            Some(defined.clone())
+        );
+        let spaced = digest_as_written(&pretty, algorithm).unwrap();
+        assert_ne!(spaced, defined, "{algorithm:?}");
+    }
+    assert_eq!(digest_as_written(b"{}", RecordsDigest::Blake3), None);
+
+    let sign = |payload: &[u8]| {
+        let key = common::signing_key();
+        let keyid = schemas::keys::keyid(&key.verifying_key());
+        let env = schemas::Envelope::new(schemas::PAYLOAD_TYPE, payload, Some((&key, &keyid)));
+        serde_json::to_vec(&env).unwrap()
+    };
+    for payload in [&compact, &pretty] {
+        let (v, _) = verify_envelope(&sign(payload), &common::trusted(), Policy::RequireSignature);
+        assert!(v.ok, "{v:?}");
+    }
+    // A wrong digest fails either way.
+    let mut wrong = sealed.clone();
+    wrong.subject[0].digest = [("blake3".to_string(), "00".repeat(32))].into();
+    for payload in [
+        serde_json::to_vec(&wrong).unwrap(),
+        serde_json::to_vec_pretty(&wrong).unwrap(),
+    ] {
+        let (v, _) = verify_envelope(
+            &sign(&payload),
+            &common::trusted(),
+            Policy::RequireSignature,
+        );
+        assert!(
+            !v.ok && v.document_errors.iter().any(|e| e.contains("subject")),
+            "{v:?}"
+        );
+    }
+}
