@@ -30,8 +30,8 @@ pub struct Statement {
     pub predicate: Predicate,
 }
 
-/// What the statement is about: the model's revision digest when known, else the
-/// BLAKE3 of the raw records (see [`crate::verify::raw_records_digest`]).
+/// What the statement is about: an imported document's source file, the model's digest
+/// when known, else the raw records (`raw-records`: the BLAKE3 of their compact JSON).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]

@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod numbers;
 pub mod record_columns;
 pub mod seal;
+pub mod subject;
 pub mod token_times;
 pub mod validity;
 pub mod verify;

@@ -5,7 +5,7 @@
 use crate::document::{Predicate, Statement};
 use crate::dsse::Envelope;
 use crate::metrics::{self, MetricsError};
-use crate::verify::expected_subject;
+use crate::subject::expected_subject;
 use crate::{validity, PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE};
 use ed25519_dalek::SigningKey;
 

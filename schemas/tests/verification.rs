@@ -146,7 +146,7 @@ fn inconsistent_records_and_a_wrong_subject_are_document_errors() {
 #[test]
 fn raw_records_are_digested_with_blake3_and_sha512_or_sha256_subjects_still_verify() {
     use schemas::record_columns::Layout;
-    use schemas::verify::{raw_records_digest, RecordsDigest, RAW_RECORDS};
+    use schemas::subject::{raw_records_digest, RecordsDigest, RAW_RECORDS};
     let sealed = schemas::seal::seal(common::predicate()).unwrap();
     let digest = |a| raw_records_digest(&sealed.predicate, a, Layout::Columns);
     let blake3 = digest(RecordsDigest::Blake3);
@@ -201,7 +201,7 @@ fn raw_records_are_digested_with_blake3_and_sha512_or_sha256_subjects_still_veri
 #[test]
 fn result_v0_1_documents_with_records_as_rows_still_verify() {
     use schemas::record_columns::Layout;
-    use schemas::verify::{raw_records_digest, RecordsDigest};
+    use schemas::subject::{raw_records_digest, RecordsDigest};
     let sealed = schemas::seal::seal(common::predicate()).unwrap();
     let v02 = serde_json::to_value(&sealed).unwrap();
     assert_eq!(v02["predicateType"], schemas::PREDICATE_TYPE);
@@ -276,7 +276,7 @@ fn recomputation_is_bit_identical_after_a_json_round_trip() {
 #[test]
 fn records_are_digested_as_written_and_other_spellings_fall_back_to_the_definition() {
     use schemas::record_columns::Layout;
-    use schemas::verify::{digest_as_written, raw_records_digest, RecordsDigest};
+    use schemas::subject::{digest_as_written, raw_records_digest, RecordsDigest};
     let sealed = schemas::seal::seal(common::predicate()).unwrap();
     let compact = serde_json::to_vec(&sealed).unwrap();
     let pretty = serde_json::to_vec_pretty(&sealed).unwrap();
