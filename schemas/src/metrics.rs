@@ -204,13 +204,7 @@ fn distribution_us(segments: &[&[u64]]) -> Result<Option<Distribution>, MetricsE
         return Ok(None);
     }
     let table: Vec<f64> = (0..SMALL).map(us_to_ms).collect();
-    let ms = |v: u64| {
-        if v < SMALL {
-            table[v as usize]
-        } else {
-            us_to_ms(v)
-        }
-    };
+    let ms = |v: u64| gap_ms(&table, v);
     // As `moments`: the sum in sample order, then the squared deviations in sample order.
     let mut counts = vec![0u32; SMALL as usize];
     let (mut sum, mut past) = (0.0, 0);
@@ -274,15 +268,20 @@ fn sum_and_count(gaps: &[u64], mut sum: f64, table: &[f64], counts: &mut [u32]) 
     (sum, past)
 }
 
+/// A gap in ms: from `table` (gaps under its length, in µs), else converted.
+#[inline]
+fn gap_ms(table: &[f64], v: u64) -> f64 {
+    table
+        .get(v as usize)
+        .copied()
+        .unwrap_or_else(|| us_to_ms(v))
+}
+
 /// The variance's pass over one record's gaps: adds each squared deviation from `mean`.
 #[inline(never)]
 fn sum_squared_deviations(gaps: &[u64], mut sum: f64, mean: f64, table: &[f64]) -> f64 {
     for &v in gaps {
-        let d = table
-            .get(v as usize)
-            .copied()
-            .unwrap_or_else(|| us_to_ms(v))
-            - mean;
+        let d = gap_ms(table, v) - mean;
         sum += d * d;
     }
     sum
