@@ -144,6 +144,20 @@ pub fn trusted() -> Vec<TrustedKey> {
 }
 
 /// A sealed, signed envelope of [`predicate`], as bytes on disk.
+/// An envelope around exactly `payload`, signed by [`signing_key`]: for statements the
+/// typed `seal` would not write (an old layout, other spacing).
+pub fn signed_payload(payload: &[u8]) -> Vec<u8> {
+    let key = signing_key();
+    let keyid = schemas::keys::keyid(&key.verifying_key());
+    let env = schemas::Envelope::new(schemas::PAYLOAD_TYPE, payload, Some((&key, &keyid)));
+    serde_json::to_vec(&env).unwrap()
+}
+
+/// Whether verification failed on the statement's subject.
+pub fn fails_on_subject(v: &schemas::Verdict) -> bool {
+    !v.ok && v.document_errors.iter().any(|e| e.contains("subject"))
+}
+
 pub fn signed_bytes(p: Predicate) -> Vec<u8> {
     let statement = schemas::seal::seal(p).unwrap();
     serde_json::to_vec(&schemas::seal::envelope(&statement, Some(&signing_key()))).unwrap()
