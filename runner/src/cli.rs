@@ -202,13 +202,13 @@ pub struct RunArgs {
     pub target: Option<String>,
     /// Server API.
     #[arg(long, value_enum)]
-    pub backend: Option<crate::backend::Api>,
+    pub backend: Option<loadgen::backend::Api>,
     /// Served model name (default: the first of /v1/models).
     #[arg(long)]
     pub model: Option<String>,
     /// Load profile; `sweep` runs synchronous, throughput, then --sweep-rates rates between them.
     #[arg(long, value_enum)]
-    pub profile: Option<crate::spec::ProfileName>,
+    pub profile: Option<loadgen::spec::ProfileName>,
     /// Request rates (req/s) for constant and poisson, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub rate: Option<Vec<f64>>,
@@ -220,14 +220,14 @@ pub struct RunArgs {
     pub sweep_rates: Option<u32>,
     /// Open-loop kind of a sweep's rates.
     #[arg(long, value_enum)]
-    pub sweep_kind: Option<crate::spec::ProfileName>,
+    pub sweep_kind: Option<loadgen::spec::ProfileName>,
     /// Workload: synthetic `prompt_tokens=N,output_tokens=M[,prompt_tokens_stdev=S,output_tokens_stdev=S]`,
     /// or a prompt file (JSONL with a `prompt` field a line, or a ShareGPT JSON array).
     #[arg(long, value_name = "SPEC|FILE")]
     pub data: Option<String>,
     /// Format of a --data file (default: detected; a file starting with `[` is ShareGPT).
     #[arg(long, value_enum)]
-    pub data_format: Option<crate::dataset::DatasetFormat>,
+    pub data_format: Option<loadgen::dataset::DatasetFormat>,
     /// One output length for every prompt of a --data file, overriding the file's.
     #[arg(long, value_name = "N")]
     pub data_output_tokens: Option<u32>,
@@ -262,7 +262,7 @@ pub struct RunArgs {
     /// HTTP/1.1 reader (one socket read per token, no extra task) and `https://` with reqwest;
     /// `reqwest` uses reqwest (hyper) for all.
     #[arg(long, value_enum)]
-    pub http_client: Option<crate::client::HttpClient>,
+    pub http_client: Option<loadgen::client::HttpClient>,
     /// Seed of prompts and Poisson schedules.
     #[arg(long)]
     pub seed: Option<u64>,
@@ -279,6 +279,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub slo_e2e_ms: Option<f64>,
     /// Result file (default: provebench-<UTC time>.json); the journal goes beside it.
+    // The help text is for the terminal, not rustdoc.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -320,13 +322,13 @@ pub struct ExportArgs {
     pub files: Vec<PathBuf>,
     /// Table format (default: from --out's extension, `.parquet`/`.pq` or `.csv`).
     #[arg(long, value_enum)]
-    pub format: Option<crate::commands::export::Format>,
+    pub format: Option<export::Format>,
     /// The file to write (replaced if it exists).
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
     /// What a row is: one request record, or one benchmark's summary.
     #[arg(long, value_enum, default_value = "records")]
-    pub what: crate::commands::export::What,
+    pub what: export::What,
 }
 
 /// `runner publish RESULTS… --out DIR [--keys keys.json]`.

@@ -1,33 +1,15 @@
-//! `runner`: provebench's command line.
-//!
-//! The data path: spec → load → records → summary → signed document. Each
-//! subcommand lives in its own module under `commands`.
+//! `runner`: provebench's command line. It composes the libraries along the data path —
+//! spec → load (`loadgen`, against a server or `sim`) → records → summary and signed
+//! document (`schemas`) → render (report-wasm in wasmtime) → site — and owns the console,
+//! the keys and the files. Each subcommand lives in its own module under `commands`.
 
-mod backend;
 mod cli;
-mod client;
-mod client_cost;
-mod clock;
 mod commands;
 mod console;
-mod dataset;
-mod http1;
-mod journal;
 mod keyfile;
 mod output;
-mod probe;
-mod provenance;
-mod rng;
-mod scheduler;
-mod sim;
-mod spec;
-mod sse;
-mod synth;
+mod tool;
 mod wasm_host;
-mod workload;
-
-#[cfg(test)]
-mod e2e_tests;
 
 use clap::Parser;
 use std::process::ExitCode;

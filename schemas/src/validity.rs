@@ -1,7 +1,7 @@
 //! Validity flags: machine-readable findings that make a benchmark's numbers suspect
 //! or unusable, shown beside them by every renderer.
 //!
-//! The flags [`derive`] finds from records alone are part of the contract: the
+//! The flags [`derive()`] finds from records alone are part of the contract: the
 //! verifier recomputes them and rejects a document that leaves one out, so a failed
 //! benchmark cannot be published as a row of 0.00. The runner adds the flags only it
 //! can see (a client-bound run, an interrupted one).

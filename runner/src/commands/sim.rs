@@ -1,9 +1,9 @@
 //! `runner sim`: the built-in simulator as a standalone server, for trying the load generator (or
 //! any OpenAI/TGI/SGLang client) without a GPU.
 
-use crate::sim::{Faults, Placement, SimConfig, SimServer};
 use crate::Failure;
 use anyhow::Context;
+use sim::{Faults, Placement, SimConfig, SimServer};
 use std::net::{IpAddr, SocketAddr};
 
 /// Serve a deterministic simulated LLM until Ctrl-C.
@@ -61,6 +61,8 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
     pub rate_limit_fraction: f64,
     /// Fraction of requests whose connection is aborted mid-stream (no last chunk, no [DONE]).
+    // The help text is for the terminal, not rustdoc.
+    #[allow(rustdoc::broken_intra_doc_links)]
     #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
     pub reset_fraction: f64,
     /// Content events sent before the reset.

@@ -1,7 +1,8 @@
 //! `runner synth`: a signed result from synthetic records.
 
 use crate::cli::SynthArgs;
-use crate::{keyfile, output, provenance, synth, Failure};
+use crate::{keyfile, output, Failure};
+use loadgen::synth;
 use schemas::document::Run;
 use std::time::SystemTime;
 
@@ -18,7 +19,7 @@ pub fn run(args: &SynthArgs) -> Result<(), Failure> {
         id: run_id().map_err(Failure::Input)?,
         started_at: humantime::format_rfc3339_micros(started).to_string(),
         finished_at: humantime::format_rfc3339_micros(SystemTime::now()).to_string(),
-        tool: provenance::tool(),
+        tool: crate::tool::tool(),
         command_line: std::env::args().collect(),
         spec: serde_json::json!({
             "command": "synth",
@@ -29,7 +30,8 @@ pub fn run(args: &SynthArgs) -> Result<(), Failure> {
         seed: schemas::numbers::JsonU64(args.seed),
         complete: true,
     };
-    let predicate = synth::predicate(&spec, run, provenance::host::detect());
+    let predicate =
+        synth::predicate(&spec, run, host::machine::detect()).map_err(Failure::Input)?;
     let (statement, written) = output::write_result(predicate, key.as_ref(), &args.out)?;
     let tokens: u64 = statement
         .predicate

@@ -1,7 +1,4 @@
-//! Provenance: what the result says about where it was measured.
-
-pub mod gpu;
-pub mod host;
+//! The tool block of every result this binary writes: its name, version and git commit.
 
 /// The tool block of every result this binary writes.
 pub fn tool() -> schemas::document::Tool {

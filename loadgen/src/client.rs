@@ -3,8 +3,8 @@
 //! recorded with a class, never raised: a run survives any single request.
 
 use crate::backend::{Api, GenerationRequest};
-use crate::clock::us_since;
 use crate::sse::SseParser;
+use clock::us_since;
 use schemas::document::{ErrorClass, Phase, RawRecord, RequestError};
 use schemas::token_times;
 use std::time::{Duration, Instant};
@@ -44,17 +44,8 @@ impl Lean {
 }
 
 /// Which HTTP client carries the token streams.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum HttpClient {
     /// The lean HTTP/1.1 reader for `http://` targets, reqwest for `https://`.

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Load profile as the user names it; `sweep` expands into several benchmarks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum ProfileName {
     Synchronous,
@@ -140,7 +141,6 @@ impl Default for RunSpec {
 
 mod api_name {
     use crate::backend::Api;
-    use clap::ValueEnum;
     use serde::{de, Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(api: &Api, s: S) -> Result<S::Ok, S::Error> {
@@ -148,8 +148,8 @@ mod api_name {
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Api, D::Error> {
         let name = String::deserialize(d)?;
-        Api::from_str(&name, false).map_err(|_| {
-            let known: Vec<&str> = Api::value_variants().iter().map(|a| a.as_str()).collect();
+        Api::from_name(&name).ok_or_else(|| {
+            let known: Vec<&str> = Api::ALL.iter().map(|a| a.as_str()).collect();
             de::Error::custom(format!(
                 "unknown backend {name:?}; expected one of {}",
                 known.join(", ")

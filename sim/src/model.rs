@@ -10,7 +10,7 @@
 
 use super::faults::Fault;
 use super::{RequestTruth, SimConfig};
-use crate::clock::Timer;
+use clock::Timer;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -1,10 +1,12 @@
-//! The built-in simulator: a deterministic LLM inference server that speaks the wire formats of
+//! `sim`: the built-in simulator, a deterministic LLM inference server that speaks the wire formats of
 //! vLLM's OpenAI API (`/v1/completions`, `/v1/chat/completions`), TGI (`/generate_stream`,
 //! `/generate`) and SGLang (`/generate` with `text`), so the load generator, the demo and the
 //! tests have something real-shaped to measure — with server-side ground truth to compare with.
+//! It stands where a real engine stands on the data path, across the socket from `loadgen`;
+//! `runner sim` serves it and every crate's tests use it as a dev-dependency.
 //!
 //! Files:
-//! * `mod.rs` (this one) — the public configuration, [`SimServer`] (start, truth, shutdown);
+//! * `lib.rs` (this one) — the public configuration, [`SimServer`] (start, truth, shutdown);
 //! * `model.rs` — the latency model: FIFO admission into `max_batch` slots, token deadlines, truth;
 //! * `faults.rs` — which requests misbehave (deterministically), and how;
 //! * `protocol.rs` — request parsing, the toy tokenizer, every response and event byte per API;
@@ -174,14 +176,13 @@ pub struct SimServer {
 
 /// Where the server's tasks run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Placement {
+pub enum Placement {
     /// On two threads of its own (in-process use beside a client).
     OwnRuntime,
     /// On the caller's runtime (`runner sim`, where nothing else runs).
     CallersRuntime,
 }
 
-#[cfg_attr(not(test), allow(dead_code))]
 impl SimServer {
     /// Serves on 127.0.0.1 at a free port.
     pub async fn start(cfg: SimConfig) -> std::io::Result<SimServer> {
@@ -194,7 +195,7 @@ impl SimServer {
     }
 
     /// `keep_truth: false` for long-lived servers (`runner sim`), whose truth would grow without bound.
-    pub(crate) async fn launch(
+    pub async fn launch(
         addr: SocketAddr,
         cfg: SimConfig,
         keep_truth: bool,

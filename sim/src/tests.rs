@@ -280,7 +280,7 @@ async fn whole_responses() {
 /// The timer check: with no batching effects the truth's TTFT and ITL sit on the configured values.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timing_matches_configuration() {
-    crate::clock::timing_test(|| async {
+    clock::testing::timing_test(|| async {
     bounded(20, async {
         let cfg = SimConfig { ttft_ms: 10.0, prefill_us_per_token: 20.0, itl_ms: 5.0, itl_growth: 0.0, max_batch: 8, ..SimConfig::default() };
         let server = SimServer::start(cfg).await.unwrap();
@@ -321,7 +321,7 @@ async fn timing_matches_configuration() {
 /// Two requests running together each get `itl × (1 + growth)` between tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn itl_grows_with_the_batch() {
-    crate::clock::timing_test(|| async {
+    clock::testing::timing_test(|| async {
         bounded(20, async {
             let cfg = SimConfig {
                 ttft_ms: 2.0,
@@ -415,7 +415,7 @@ async fn token_offsets(decode_steps: bool, delay_ms: u64) -> (f64, f64) {
 /// each keeps its own rhythm (the control, so that the check can fail).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decode_steps_send_every_running_requests_tokens_together() {
-    crate::clock::timing_test(|| async {
+    clock::testing::timing_test(|| async {
     bounded(30, async {
         // A pair admitted a whole number of ITLs apart proves nothing: try other delays until
         // the second request is admitted well off the first one's rhythm.
@@ -445,7 +445,7 @@ async fn decode_steps_send_every_running_requests_tokens_together() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_batch_queues_fifo() {
-    crate::clock::timing_test(|| async {
+    clock::testing::timing_test(|| async {
         bounded(20, async {
             let cfg = SimConfig {
                 ttft_ms: 5.0,
@@ -602,7 +602,7 @@ async fn reset_fault_cuts_the_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stall_fault_pauses_then_continues() {
-    crate::clock::timing_test(|| async {
+    clock::testing::timing_test(|| async {
         bounded(20, async {
             let f = Faults {
                 stall_fraction: 1.0,

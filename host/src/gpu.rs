@@ -99,7 +99,7 @@ mod tests {
     }
 
     /// What `nvidia-smi` (driver 580) printed on a real 1 × H100 host lent to this project
-    /// (runner/tests/fixtures/nvidia-smi-580-h100/, captured with the two calls `detect` makes).
+    /// (host/tests/fixtures/nvidia-smi-580-h100/, captured with the two calls `detect` makes).
     #[test]
     fn parses_what_a_real_h100_host_printed() {
         let dir = concat!(

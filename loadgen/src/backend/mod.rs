@@ -38,7 +38,8 @@ use std::fmt;
 use thiserror::Error;
 
 /// An inference server's streaming API.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Api {
     /// OpenAI-compatible text completions, `POST /v1/completions`.
     OpenaiCompletions,
@@ -51,6 +52,19 @@ pub enum Api {
 }
 
 impl Api {
+    /// Every API, in the order `--help` lists them.
+    pub const ALL: [Api; 4] = [
+        Api::OpenaiCompletions,
+        Api::OpenaiChat,
+        Api::Tgi,
+        Api::Sglang,
+    ];
+
+    /// The API of a name as [`Api::as_str`] spells it.
+    pub fn from_name(name: &str) -> Option<Api> {
+        Api::ALL.into_iter().find(|a| a.as_str() == name)
+    }
+
     /// The name used on the command line and in result documents.
     pub fn as_str(self) -> &'static str {
         match self {

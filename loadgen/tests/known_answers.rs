@@ -1,32 +1,74 @@
-//! End-to-end tests inside the crate: `runner run`'s engine against the in-process
-//! simulator, checked against what the simulator knows it did (known answers).
+//! Known answers: the load generator against the in-process simulator, each measurement
+//! checked against what the simulator knows it did. The result goes the runner's road:
+//! prepare, connect, measure into a journal, assemble, seal.
 
-// Timing tests hold `timing_test_lock` (directly or in `clock::timing_test`) across awaits
-// on purpose: each runs on its own runtime, and the lock only keeps them from running
+// Timing tests hold `timing_test_lock` (directly or in `clock::testing::timing_test`) across
+// awaits on purpose: each runs on its own runtime, and the lock only keeps them from running
 // beside each other.
 #![allow(clippy::await_holding_lock)]
 
-use crate::commands::run::execute;
-use crate::sim::{SimConfig, SimServer};
-use crate::spec::{ProfileName, RunSpec};
-use schemas::document::Statement;
+use loadgen::journal::{Journal, Line};
+use loadgen::measure::{Observer, Prepared, Quiet};
+use loadgen::spec::{ProfileName, RunSpec};
+use schemas::document::{Engine, Model, Run, Statement};
 use schemas::metrics::Summary;
+use sim::{SimConfig, SimServer};
 use std::path::Path;
+use std::sync::Arc;
 
-/// Runs `spec` against the simulator, returns the (unsigned) statement written.
+/// Runs `spec` against the simulator, returns the sealed statement.
 async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str) -> Statement {
-    let out = dir.join(name);
     let spec = RunSpec {
         target: sim.base_url(),
         ..spec
     };
     spec.validate().unwrap();
-    execute(spec, None, out.clone())
+    let journal = Arc::new(Journal::create(&dir.join(format!("{name}.journal.jsonl"))).unwrap());
+    journal.write(Line::Header {
+        run: Run {
+            id: name.into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: "2026-01-01T00:00:00Z".into(),
+            tool: schemas::document::Tool {
+                name: "loadgen-tests".into(),
+                version: "0".into(),
+                git_commit: None,
+            },
+            command_line: vec![],
+            spec: serde_json::to_value(&spec).unwrap(),
+            seed: schemas::numbers::JsonU64(spec.seed),
+            complete: true,
+        },
+        host: host::machine::detect(),
+        engine: Engine {
+            name: "provebench-sim".into(),
+            version: None,
+            endpoint: sim.base_url(),
+            api: spec.backend.as_str().into(),
+            reported: Default::default(),
+        },
+        model: Model {
+            id: SimConfig::default().model,
+            revision: None,
+            digest: None,
+        },
+    });
+    let measurement = Prepared::new(spec)
+        .unwrap()
+        .connect(SimConfig::default().model)
+        .await;
+    let (_cancel, cancelled) = tokio::sync::watch::channel(false);
+    let quiet: Arc<dyn Observer> = Arc::new(Quiet);
+    let finished = measurement
+        .run(&journal, &quiet, &cancelled)
         .await
         .unwrap_or_else(|e| panic!("run failed: {e:?}"));
-    let bytes = std::fs::read(&out).unwrap();
-    let envelope = schemas::dsse::EnvelopeView::parse(&bytes).unwrap();
-    serde_json::from_slice(envelope.decode().unwrap().payload()).unwrap()
+    assert!(finished);
+    journal.write(Line::End {
+        finished_at: "2026-01-01T00:00:01Z".into(),
+    });
+    let journal = Arc::into_inner(journal).expect("the run let go of the journal");
+    schemas::seal::seal(journal.finish().unwrap().predicate).unwrap()
 }
 
 fn within(what: &str, measured: f64, truth: f64) {
@@ -76,7 +118,7 @@ fn ms(d: std::time::Duration) -> f64 {
 
 #[tokio::test(flavor = "current_thread")]
 async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_servers_truth() {
-    crate::clock::timing_test(|| async {
+    clock::testing::timing_test(|| async {
         let sim = SimServer::start(fixed_sim()).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let (tokens, n) = (16u32, 12usize);
@@ -97,7 +139,7 @@ async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_s
                 // queues the last behind the first eleven, which is client time the server
                 // never sees (see the closing note of issue 3 for the figures).
                 max_concurrency: 4,
-                data: crate::spec::DataSpec {
+                data: loadgen::spec::DataSpec {
                     prompt_tokens: 32,
                     output_tokens: tokens,
                     ..Default::default()
@@ -214,7 +256,7 @@ async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_s
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_request_rate_of_an_open_loop_matches_the_servers_own_timeline() {
-    crate::clock::timing_test(|| async {
+    clock::testing::timing_test(|| async {
         let sim = SimServer::start(fixed_sim()).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let spec = RunSpec {
@@ -224,7 +266,7 @@ async fn the_request_rate_of_an_open_loop_matches_the_servers_own_timeline() {
             ..RunSpec::default()
         };
         let spec = RunSpec {
-            data: crate::spec::DataSpec {
+            data: loadgen::spec::DataSpec {
                 prompt_tokens: 8,
                 output_tokens: 4,
                 ..Default::default()
@@ -251,7 +293,7 @@ async fn the_request_rate_of_an_open_loop_matches_the_servers_own_timeline() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_sweep_runs_synchronous_throughput_then_rates_between() {
-    crate::clock::timing_test(|| async {
+    clock::testing::timing_test(|| async {
         let cfg = SimConfig {
             ttft_ms: 5.0,
             itl_ms: 1.0,
@@ -264,7 +306,7 @@ async fn a_sweep_runs_synchronous_throughput_then_rates_between() {
             profile: ProfileName::Sweep,
             sweep_rates: 3,
             max_requests: Some(12),
-            data: crate::spec::DataSpec {
+            data: loadgen::spec::DataSpec {
                 prompt_tokens: 8,
                 output_tokens: 8,
                 ..Default::default()
@@ -307,15 +349,15 @@ async fn a_sweep_runs_synchronous_throughput_then_rates_between() {
 #[ignore]
 async fn latency_legs() {
     let sim = SimServer::start(fixed_sim()).await.unwrap();
-    let http = crate::client::http_client(4).unwrap();
-    let ep = crate::client::Endpoint {
+    let http = loadgen::client::http_client(4).unwrap();
+    let ep = loadgen::client::Endpoint {
         http,
-        lean: crate::client::Lean::for_url(
+        lean: loadgen::client::Lean::for_url(
             &format!("{}/v1/completions", sim.base_url()),
-            crate::client::HttpClient::Auto,
+            loadgen::client::HttpClient::Auto,
         ),
         url: format!("{}/v1/completions", sim.base_url()),
-        api: crate::backend::Api::OpenaiCompletions,
+        api: loadgen::backend::Api::OpenaiCompletions,
         model: "m".into(),
         api_key: None,
         ignore_eos: true,
@@ -330,7 +372,7 @@ async fn latency_legs() {
     for _ in 0..6 {
         let origin = std::time::Instant::now();
         let jobs: Vec<_> = (0..parallel)
-            .map(|_| crate::client::Job {
+            .map(|_| loadgen::client::Job {
                 prompt: "a b c",
                 prompt_tokens: None,
                 output_tokens: 4,
@@ -359,7 +401,7 @@ async fn latency_legs() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_grid_runs_one_benchmark_per_cell_with_exact_lengths() {
-    let _timing = crate::clock::timing_test_lock();
+    let _timing = clock::testing::timing_test_lock();
     let cfg = SimConfig {
         ttft_ms: 2.0,
         itl_ms: 1.0,
@@ -367,7 +409,7 @@ async fn a_grid_runs_one_benchmark_per_cell_with_exact_lengths() {
     };
     let sim = SimServer::start(cfg).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let grid = crate::spec::parse_grid(&["input=16,32".into(), "output=4,8".into()]).unwrap();
+    let grid = loadgen::spec::parse_grid(&["input=16,32".into(), "output=4,8".into()]).unwrap();
     let spec = RunSpec {
         grid: Some(grid),
         max_requests: Some(3),
@@ -418,7 +460,7 @@ const WORD_TOKENIZER_JSON: &str = r#"{"version":"1.0","truncation":null,"padding
 
 #[tokio::test(flavor = "current_thread")]
 async fn dataset_files_drive_requests_with_their_own_lengths() {
-    let _timing = crate::clock::timing_test_lock();
+    let _timing = clock::testing::timing_test_lock();
     let cfg = SimConfig {
         ttft_ms: 2.0,
         itl_ms: 1.0,
@@ -442,7 +484,7 @@ async fn dataset_files_drive_requests_with_their_own_lengths() {
     let tokenizer = dir.path().join("tokenizer.json");
     std::fs::write(&tokenizer, WORD_TOKENIZER_JSON).unwrap();
 
-    let dataset = |path: &Path, output_tokens| crate::spec::DatasetSpec {
+    let dataset = |path: &Path, output_tokens| loadgen::spec::DatasetSpec {
         path: path.display().to_string(),
         format: None,
         output_tokens,

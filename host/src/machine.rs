@@ -1,6 +1,6 @@
-//! The host: OS, kernel, CPU, memory (from /etc/os-release and /proc) and GPUs.
+//! The machine: OS, kernel, CPU, memory (from /etc/os-release and /proc) and GPUs.
 
-use super::gpu;
+use crate::gpu;
 use schemas::document::{Cpu, Host};
 
 pub fn detect() -> Host {

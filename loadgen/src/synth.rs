@@ -1,17 +1,17 @@
 //! Synthetic records from a deterministic latency model, for exercising the document
 //! path (signing, verification, rendering, publishing) without a server. The engine
 //! is named `synthetic` in the result, so such a document never passes for a
-//! measurement.
+//! measurement. Its lines go through the journal's [`Assembly`], as a measured run's do.
 //!
 //! Model: TTFT = 25 ms + 0.04 ms × prompt tokens, × (1 + 0.3 × (queue depth − 1));
 //! ITL = 8 ms × (1 + 0.12 × (batch − 1)); ±10 % uniform jitter from a seeded
 //! SplitMix64 (`crate::rng`), so the same seed gives the same document.
 
+use crate::journal::{Assembly, Line};
 use crate::rng::Rng;
 use schemas::document::{
-    Benchmark, Engine, Model, Phase, Predicate, Profile, ProfileKind, RawRecord, Run, Workload,
+    Engine, Model, Phase, Predicate, Profile, ProfileKind, RawRecord, Run, Workload,
 };
-use schemas::metrics::Summary;
 use schemas::numbers::{Finite, JsonU64};
 use schemas::token_times;
 
@@ -62,14 +62,16 @@ fn profiles(requests: u32) -> Vec<(String, Profile, f64)> {
     ]
 }
 
+/// One benchmark's lines: its announcement, then its records.
 fn benchmark(
     spec: &Spec,
     rng: &mut Rng,
+    index: u32,
     label: String,
     profile: Profile,
     load: f64,
     started_at: &str,
-) -> Benchmark {
+) -> Vec<Line> {
     let batch = load.max(1.0);
     let mut records = Vec::with_capacity(spec.requests as usize);
     let mut clock_us = 0u64;
@@ -112,7 +114,8 @@ fn benchmark(
             error: None,
         });
     }
-    Benchmark {
+    let announce = Line::Benchmark {
+        index,
         label,
         profile,
         workload: Workload::Synthetic {
@@ -125,26 +128,28 @@ fn benchmark(
         },
         slo: None,
         started_at: started_at.to_string(),
-        records,
-        summary: empty_summary(),
-    }
-}
-
-/// Placeholder replaced by `schemas::seal::seal`, which computes the real summary.
-fn empty_summary() -> Summary {
-    schemas::metrics::summarize(&[], None).expect("an empty summary is always finite")
+        warmup: 0,
+        cooldown: 0,
+    };
+    std::iter::once(announce)
+        .chain(records.into_iter().map(|record| Line::Record {
+            benchmark: index,
+            record,
+        }))
+        .collect()
 }
 
 /// A whole predicate of synthetic benchmarks; `run` supplies id, times and argv.
-pub fn predicate(spec: &Spec, run: Run, host: schemas::document::Host) -> Predicate {
+pub fn predicate(
+    spec: &Spec,
+    run: Run,
+    host: schemas::document::Host,
+) -> anyhow::Result<Predicate> {
     let mut rng = Rng::new(spec.seed);
-    let benchmarks = profiles(spec.requests)
-        .into_iter()
-        .map(|(label, profile, load)| {
-            benchmark(spec, &mut rng, label, profile, load, &run.started_at)
-        })
-        .collect();
-    Predicate {
+    let mut assembly = Assembly::default();
+    let finished_at = run.finished_at.clone();
+    let started_at = run.started_at.clone();
+    assembly.push(Line::Header {
         run: Run {
             seed: JsonU64(spec.seed),
             ..run
@@ -162,8 +167,20 @@ pub fn predicate(spec: &Spec, run: Run, host: schemas::document::Host) -> Predic
             revision: None,
             digest: None,
         },
-        benchmarks,
-        validity: vec![],
-        imported: None,
+    })?;
+    for (index, (label, profile, load)) in profiles(spec.requests).into_iter().enumerate() {
+        for line in benchmark(
+            spec,
+            &mut rng,
+            index as u32,
+            label,
+            profile,
+            load,
+            &started_at,
+        ) {
+            assembly.push(line)?;
+        }
     }
+    assembly.push(Line::End { finished_at })?;
+    Ok(assembly.finish()?.predicate)
 }

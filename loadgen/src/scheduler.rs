@@ -4,7 +4,7 @@
 //!   `throughput` (the in-flight cap, all at once): a request is scheduled when a
 //!   worker takes it;
 //! * open loop — `constant` and `poisson`: send times are fixed in advance from the
-//!   rate (and the seed), kept by [`crate::clock::pace_until`], and latency counts
+//!   rate (and the seed), kept by [`clock::pace_until`], and latency counts
 //!   from the scheduled time even when the client or the server falls behind, so
 //!   there is no coordinated omission. A cap on requests in flight protects the client;
 //!   a request waiting for it is late, and its latency shows that.
@@ -107,7 +107,7 @@ async fn open_loop(
             break;
         }
         tokio::select! {
-            _ = crate::clock::pace_until(at) => {}
+            _ = clock::pace_until(at) => {}
             _ = cancel.changed() => break,
         }
         let permit = tokio::select! {
@@ -196,14 +196,14 @@ async fn one(
 }
 
 fn cancelled(job: &Job<'_>, origin: Instant) -> RawRecord {
-    let at = crate::clock::us_since(origin, job.scheduled);
+    let at = clock::us_since(origin, job.scheduled);
     RawRecord {
         phase: job.phase,
         scheduled_us: at,
         sent_us: at,
         first_token_us: None,
         token_gaps: String::new(),
-        end_us: crate::clock::us_since(origin, Instant::now()),
+        end_us: clock::us_since(origin, Instant::now()),
         output_tokens_requested: Some(job.output_tokens),
         input_tokens_client: job.prompt_tokens,
         input_tokens_server: None,

@@ -1,0 +1,330 @@
+//! The export against synthetic results: round trips through both formats, summaries as
+//! stored, aggregates that agree, errors that name the file.
+
+use super::*;
+use loadgen::synth;
+use polars::prelude::DataFrame;
+use polars::prelude::{col, lit, CsvReadOptions, DataType, ParquetReader, SerReader};
+use schemas::document::{Cpu, Gpu, GpuInventory, Host, Run};
+
+fn host(gpus: Option<GpuInventory>) -> Host {
+    Host {
+        hostname: None,
+        os: "test".into(),
+        kernel: None,
+        arch: "x86_64".into(),
+        cpu: Cpu {
+            model: None,
+            logical_cores: 1,
+        },
+        memory_mib: None,
+        gpus_null_reason: gpus.is_none().then(|| "no nvidia-smi".into()),
+        gpus,
+    }
+}
+
+fn h100s(n: u32) -> GpuInventory {
+    GpuInventory {
+        source: "nvidia-smi".into(),
+        driver_version: None,
+        cuda_version: None,
+        count: n,
+        devices: (0..n)
+            .map(|index| Gpu {
+                index,
+                name: "NVIDIA H100 80GB HBM3".into(),
+                memory_mib: Some(81_559),
+                uuid: None,
+            })
+            .collect(),
+    }
+}
+
+/// A predicate made by `runner synth`'s code, for a given host.
+fn synthetic(seed: u64, requests: u32, gpus: Option<GpuInventory>) -> schemas::Predicate {
+    let spec = synth::Spec {
+        seed,
+        requests,
+        prompt_tokens: 128,
+        output_tokens: 16,
+    };
+    let run = Run {
+        id: format!("{seed:032x}"),
+        started_at: "2025-01-01T00:00:00.000000Z".into(),
+        finished_at: "2025-01-01T00:01:00.000000Z".into(),
+        tool: schemas::document::Tool {
+            name: "provebench-runner".into(),
+            version: "0".into(),
+            git_commit: None,
+        },
+        command_line: vec!["runner".into(), "synth".into()],
+        spec: serde_json::json!({ "command": "synth" }),
+        seed: schemas::numbers::JsonU64(seed),
+        complete: true,
+    };
+    synth::predicate(&spec, run, host(gpus)).unwrap()
+}
+
+/// Two results in `dir`: `a.json`, an unsigned envelope from a host without a GPU
+/// inventory (5 requests a benchmark), and `b.json`, a bare statement from a host
+/// with two H100s (7 requests a benchmark).
+fn two_results(dir: &Path) -> (Vec<PathBuf>, Vec<Statement>) {
+    let a = dir.join("a.json");
+    let sa = schemas::seal::seal(synthetic(1, 5, None)).unwrap();
+    let envelope = schemas::seal::envelope(&sa, None);
+    std::fs::write(&a, serde_json::to_vec(&envelope).unwrap()).unwrap();
+    let b = dir.join("b.json");
+    let sb = schemas::seal::seal(synthetic(2, 7, Some(h100s(2)))).unwrap();
+    std::fs::write(&b, serde_json::to_vec(&sb).unwrap()).unwrap();
+    (vec![a, b], vec![sa, sb])
+}
+
+fn export(files: &[PathBuf], out: &Path, format: Option<Format>, what: What) {
+    let format = format.unwrap_or_else(|| Format::from_path(out).unwrap());
+    std::fs::write(out, crate::export(files, what, format).unwrap().bytes).unwrap();
+}
+
+fn read(path: &Path, format: Format) -> DataFrame {
+    match format {
+        Format::Parquet => ParquetReader::new(std::fs::File::open(path).unwrap())
+            .finish()
+            .unwrap(),
+        Format::Csv => CsvReadOptions::default()
+            .with_has_header(true)
+            .try_into_reader_with_file_path(Some(path.to_path_buf()))
+            .unwrap()
+            .finish()
+            .unwrap(),
+    }
+}
+
+fn f64_at(df: &DataFrame, name: &str, row: usize) -> Option<f64> {
+    df.column(name)
+        .unwrap()
+        .cast(&DataType::Float64)
+        .unwrap()
+        .f64()
+        .unwrap()
+        .get(row)
+}
+
+fn u64_at(df: &DataFrame, name: &str, row: usize) -> Option<u64> {
+    df.column(name)
+        .unwrap()
+        .cast(&DataType::UInt64)
+        .unwrap()
+        .u64()
+        .unwrap()
+        .get(row)
+}
+
+fn str_at(df: &DataFrame, name: &str, row: usize) -> Option<String> {
+    df.column(name)
+        .unwrap()
+        .str()
+        .unwrap()
+        .get(row)
+        .map(str::to_string)
+}
+
+#[test]
+fn export_records_round_trip_through_csv_and_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, statements) = two_results(dir.path());
+    let all: Vec<(usize, usize, &schemas::RawRecord)> = statements
+        .iter()
+        .enumerate()
+        .flat_map(|(fi, s)| {
+            s.predicate
+                .benchmarks
+                .iter()
+                .enumerate()
+                .flat_map(move |(bi, b)| b.records.iter().map(move |r| (fi, bi, r)))
+        })
+        .collect();
+    assert_eq!(all.len(), 4 * 5 + 4 * 7);
+    for format in [Format::Csv, Format::Parquet] {
+        let out = dir.path().join(match format {
+            Format::Csv => "records.csv",
+            Format::Parquet => "records.parquet",
+        });
+        // No --format: it follows the extension.
+        export(&files, &out, None, What::Records);
+        let df = read(&out, format);
+        assert_eq!(df.height(), all.len(), "{format:?}");
+        for (row, (fi, bi, r)) in all.iter().enumerate() {
+            assert_eq!(
+                str_at(&df, "file", row).unwrap(),
+                files[*fi].display().to_string()
+            );
+            assert_eq!(u64_at(&df, "benchmark_index", row), Some(*bi as u64));
+            assert_eq!(u64_at(&df, "scheduled_us", row), Some(r.scheduled_us));
+            let ttft = (r.first_token_us.unwrap() - r.scheduled_us) as f64 / 1000.0;
+            assert_eq!(
+                f64_at(&df, "ttft_ms", row),
+                Some(ttft),
+                "{format:?} row {row}"
+            );
+            let e2e = (r.end_us - r.scheduled_us) as f64 / 1000.0;
+            assert_eq!(f64_at(&df, "e2e_ms", row), Some(e2e));
+            assert_eq!(u64_at(&df, "output_tokens_server", row), Some(16));
+            assert_eq!(str_at(&df, "error_class", row), None);
+        }
+        // The host without an inventory has no GPU; the other says what it had.
+        assert_eq!(str_at(&df, "gpu", 0), None);
+        assert_eq!(
+            str_at(&df, "gpu", all.len() - 1).as_deref(),
+            Some("2x NVIDIA H100 80GB HBM3")
+        );
+        assert_eq!(str_at(&df, "engine", 0).as_deref(), Some("synthetic"));
+        assert_eq!(str_at(&df, "profile", 0).as_deref(), Some("synchronous"));
+        assert_eq!(str_at(&df, "phase", 0).as_deref(), Some("measured"));
+        assert_eq!(str_at(&df, "finish_reason", 0).as_deref(), Some("length"));
+        assert_eq!(f64_at(&df, "rate_per_s", 5), Some(2.0), "a's constant@2");
+        // Inter-token latencies: 15 gaps a record, ~8 ms each in the synthetic model.
+        let itl = f64_at(&df, "itl_mean_ms", 0).unwrap();
+        assert!((7.0..9.0).contains(&itl), "{itl}");
+    }
+}
+
+#[test]
+fn export_summaries_equal_the_stored_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, statements) = two_results(dir.path());
+    for format in [Format::Csv, Format::Parquet] {
+        // An extension that names no format, so --format decides.
+        let out = dir.path().join("summaries.table");
+        export(&files, &out, Some(format), What::Summaries);
+        let df = read(&out, format);
+        assert_eq!(df.height(), 8, "{format:?}");
+        // Same model and engine: the GPU decides (the H100 host first, null last),
+        // then the benchmark index.
+        let expected_order: Vec<(usize, usize)> = (0..4)
+            .map(|b| (1, b))
+            .chain((0..4).map(|b| (0, b)))
+            .collect();
+        for (row, &(fi, bi)) in expected_order.iter().enumerate() {
+            assert_eq!(
+                str_at(&df, "file", row).unwrap(),
+                files[fi].display().to_string()
+            );
+            assert_eq!(u64_at(&df, "benchmark_index", row), Some(bi as u64));
+            let b = &statements[fi].predicate.benchmarks[bi];
+            let s = &b.summary;
+            assert_eq!(str_at(&df, "benchmark_label", row).unwrap(), b.label);
+            assert_eq!(u64_at(&df, "completed", row), Some(s.requests.completed));
+            assert_eq!(u64_at(&df, "failed", row), Some(s.requests.failed));
+            assert_eq!(
+                f64_at(&df, "request_throughput_per_s", row),
+                s.request_throughput_per_s.map(Finite::get)
+            );
+            assert_eq!(
+                f64_at(&df, "output_token_throughput_per_s", row),
+                s.output_token_throughput_per_s.map(Finite::get)
+            );
+            let dists = [&s.ttft_ms, &s.itl_ms, &s.tpot_ms, &s.e2e_ms];
+            for (name, d) in DISTRIBUTIONS.iter().zip(dists) {
+                let d = d.as_ref().unwrap();
+                for ((which, _), v) in STATS.iter().zip([d.mean, d.median, d.p90, d.p99]) {
+                    let column = format!("{name}_{which}");
+                    assert_eq!(
+                        f64_at(&df, &column, row),
+                        Some(v.get()),
+                        "{format:?} row {row} {column}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn polars_aggregates_of_records_agree_with_the_summaries() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, statements) = two_results(dir.path());
+    let docs: Vec<Doc> = files.iter().map(|f| load_file(f).unwrap()).collect();
+    let records = records_frame(&docs).unwrap();
+    let by_benchmark = records
+        .lazy()
+        .filter(col("phase").eq(lit("measured")))
+        .group_by([col("file"), col("benchmark_index")])
+        .agg([
+            col("error_class")
+                .is_null()
+                .sum()
+                .cast(DataType::UInt64)
+                .alias("completed"),
+            col("e2e_ms").max().alias("e2e_max"),
+        ])
+        .sort(["file", "benchmark_index"], Default::default())
+        .collect()
+        .unwrap();
+    assert_eq!(by_benchmark.height(), 8);
+    for row in 0..8 {
+        let (fi, bi) = (row / 4, row % 4);
+        let s = &statements[fi].predicate.benchmarks[bi].summary;
+        assert_eq!(
+            u64_at(&by_benchmark, "completed", row),
+            Some(s.requests.completed)
+        );
+        let e2e = s.e2e_ms.as_ref().unwrap();
+        assert_eq!(f64_at(&by_benchmark, "e2e_max", row), Some(e2e.max.get()));
+    }
+}
+
+#[test]
+fn export_names_the_file_that_is_not_a_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut files, _) = two_results(dir.path());
+    let bad = dir.path().join("r.json");
+    std::fs::write(&bad, br#"{"hello": "world"}"#).unwrap();
+    files.push(bad.clone());
+    let err = match crate::export(&files, What::Records, Format::Csv) {
+        Err(e) => format!("{e:#}"),
+        Ok(_) => panic!("exported a file that is not a result"),
+    };
+    let prefix = format!("{}: not a provebench result: ", bad.display());
+    assert!(err.starts_with(&prefix), "{err}");
+}
+
+#[test]
+fn export_format_follows_the_extension() {
+    assert_eq!(
+        Format::from_path(Path::new("x.parquet")).unwrap(),
+        Format::Parquet
+    );
+    assert_eq!(
+        Format::from_path(Path::new("x.PQ")).unwrap(),
+        Format::Parquet
+    );
+    assert_eq!(
+        Format::from_path(Path::new("dir/x.csv")).unwrap(),
+        Format::Csv
+    );
+    let err = Format::from_path(Path::new("x.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--format"), "{err}");
+}
+
+#[test]
+fn export_gpu_label_groups_devices_by_name() {
+    assert_eq!(gpu_label(None), None);
+    assert_eq!(gpu_label(Some(&h100s(0))), None);
+    assert_eq!(
+        gpu_label(Some(&h100s(8))).as_deref(),
+        Some("8x NVIDIA H100 80GB HBM3")
+    );
+    let mut mixed = h100s(1);
+    mixed.devices.push(Gpu {
+        index: 1,
+        name: "NVIDIA A100".into(),
+        memory_mib: None,
+        uuid: None,
+    });
+    mixed.count = 2;
+    assert_eq!(
+        gpu_label(Some(&mixed)).as_deref(),
+        Some("1x NVIDIA H100 80GB HBM3 + 1x NVIDIA A100")
+    );
+}

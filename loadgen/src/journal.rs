@@ -1,0 +1,281 @@
+//! The journal: the one road from measurement to result. Every line of a run — its header,
+//! each benchmark, each record the moment its request completes, each flag, the end — is
+//! written to disk beside the result, one JSON line each, and folded into an [`Assembly`].
+//! A finished run takes its predicate from that fold; `runner finalize` replays a journal
+//! left by a killed run through the same fold; synthetic results feed it lines too. So a
+//! result is assembled one way whatever produced it, and a runner killed with SIGKILL loses
+//! nothing that completed.
+
+use anyhow::{anyhow, bail, Context, Result};
+use schemas::document::{
+    Benchmark, Engine, Host, Model, Predicate, Profile, RawRecord, Run, Slo, Workload,
+};
+use schemas::validity::{Flag, FlagCode, Severity};
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// One journal line. (Size differences between variants do not matter: each is built,
+/// written and dropped at once.)
+#[allow(clippy::large_enum_variant)]
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Line {
+    Header {
+        run: Run,
+        host: Host,
+        engine: Engine,
+        model: Model,
+    },
+    Benchmark {
+        index: u32,
+        label: String,
+        profile: Profile,
+        workload: Workload,
+        slo: Option<Slo>,
+        started_at: String,
+        warmup: u64,
+        cooldown: u64,
+    },
+    Record {
+        benchmark: u32,
+        record: RawRecord,
+    },
+    Flag {
+        flag: Flag,
+    },
+    End {
+        finished_at: String,
+    },
+}
+
+/// A journal file being written, and the fold of every line written to it.
+pub struct Journal {
+    path: PathBuf,
+    inner: Mutex<(File, Assembly)>,
+}
+
+/// `result.json` → `result.json.journal.jsonl`.
+pub fn path_for(out: &Path) -> PathBuf {
+    let mut s = out.as_os_str().to_owned();
+    s.push(".journal.jsonl");
+    PathBuf::from(s)
+}
+
+impl Journal {
+    /// Creates the journal; an existing one is never overwritten (it may hold a killed run).
+    pub fn create(path: &Path) -> Result<Journal> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| {
+                // Finalizing does not remove a journal, so only moving it away lets a run
+                // with the same --out start; other errors (no such directory) get no hint.
+                let hint = if e.kind() == std::io::ErrorKind::AlreadyExists {
+                    format!(
+                        " (it may hold an unfinished run: `runner finalize {0}` writes its \
+                         result; then move {0} away, or choose another --out)",
+                        path.display()
+                    )
+                } else {
+                    String::new()
+                };
+                anyhow::Error::new(e).context(format!("creating journal {}{hint}", path.display()))
+            })?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            inner: Mutex::new((file, Assembly::default())),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one line with a single write, so a kill leaves at most a torn last line, and
+    /// folds it into the assembly. A line the fold refuses (a record for a benchmark never
+    /// announced) is a bug in the writer, logged and left out of the result.
+    pub fn write(&self, line: Line) {
+        let mut bytes = serde_json::to_vec(&line).expect("journal lines serialise");
+        bytes.push(b'\n');
+        let mut guard = self.inner.lock().expect("journal lock");
+        let (file, assembly) = &mut *guard;
+        if let Err(e) = file.write_all(&bytes) {
+            tracing::error!("writing journal {}: {e}", self.path.display());
+        }
+        if let Err(e) = assembly.push(line) {
+            tracing::error!("journal {}: {e}", self.path.display());
+        }
+    }
+
+    /// The predicate of everything written so far (see [`Assembly::finish`]).
+    pub fn finish(self) -> Result<Assembled> {
+        let (_, assembly) = self.inner.into_inner().expect("journal lock");
+        assembly
+            .finish()
+            .with_context(|| format!("journal {}", self.path.display()))
+    }
+}
+
+/// Rebuilds the predicate from a journal file, as [`Journal::finish`] would have.
+/// A torn final line (the process died mid-write) is dropped; a bad line elsewhere is an error.
+pub fn read(path: &Path) -> Result<Assembled> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let lines: Vec<String> = BufReader::new(file)
+        .lines()
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("reading {}", path.display()))?;
+    let mut assembly = Assembly::default();
+    for (i, text) in lines.iter().enumerate() {
+        if text.trim().is_empty() {
+            continue;
+        }
+        let line: Line = match serde_json::from_str(text) {
+            Ok(l) => l,
+            Err(_) if i + 1 == lines.len() => {
+                tracing::warn!("{}: dropping a torn last line", path.display());
+                break;
+            }
+            Err(e) => bail!("{}:{}: not a journal line: {e}", path.display(), i + 1),
+        };
+        assembly
+            .push(line)
+            .map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))?;
+    }
+    assembly
+        .finish()
+        .map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+/// A benchmark as its lines announce it, before its records are sealed into a summary.
+struct Pending {
+    label: String,
+    profile: Profile,
+    workload: Workload,
+    slo: Option<Slo>,
+    started_at: String,
+    warmup: u64,
+    cooldown: u64,
+    records: Vec<RawRecord>,
+}
+
+/// The fold of journal lines into a predicate: the one place a result is assembled.
+#[derive(Default)]
+pub struct Assembly {
+    header: Option<(Run, Host, Engine, Model)>,
+    benchmarks: Vec<Pending>,
+    flags: Vec<Flag>,
+    finished_at: Option<String>,
+}
+
+/// What a journal assembles into: the predicate (ready for `schemas::seal`, which checks
+/// the summaries again and derives the record-level flags), and whether the run reached
+/// its end line.
+pub struct Assembled {
+    pub predicate: Predicate,
+    pub complete: bool,
+}
+
+impl Assembly {
+    /// Takes one line, in the order written.
+    pub fn push(&mut self, line: Line) -> Result<()> {
+        match line {
+            Line::Header {
+                run,
+                host,
+                engine,
+                model,
+            } => self.header = Some((run, host, engine, model)),
+            Line::Benchmark {
+                index,
+                label,
+                profile,
+                workload,
+                slo,
+                started_at,
+                warmup,
+                cooldown,
+            } => {
+                if index as usize != self.benchmarks.len() {
+                    bail!("benchmark {index} out of order");
+                }
+                self.benchmarks.push(Pending {
+                    label,
+                    profile,
+                    workload,
+                    slo,
+                    started_at,
+                    warmup,
+                    cooldown,
+                    records: vec![],
+                });
+            }
+            Line::Record { benchmark, record } => match self.benchmarks.get_mut(benchmark as usize)
+            {
+                Some(b) => b.records.push(record),
+                None => bail!("record for unknown benchmark {benchmark}"),
+            },
+            Line::Flag { flag } => self.flags.push(flag),
+            Line::End { finished_at } => self.finished_at = Some(finished_at),
+        }
+        Ok(())
+    }
+
+    /// The predicate: records in the order they were scheduled, phases assigned (warm-up,
+    /// measured, cool-down), summaries computed from the records. A run that never wrote
+    /// its end line is incomplete, and says so in an `incomplete` flag.
+    pub fn finish(self) -> Result<Assembled> {
+        let Some((mut run, host, engine, model)) = self.header else {
+            bail!("no header line: not a provebench journal");
+        };
+        let complete = self.finished_at.is_some() && run.complete;
+        run.complete = complete;
+        run.finished_at = self.finished_at.unwrap_or_else(|| {
+            humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
+        });
+        let mut validity = self.flags;
+        if !complete && !validity.iter().any(|f| f.code == FlagCode::Incomplete) {
+            validity.push(Flag {
+                code: FlagCode::Incomplete,
+                severity: Severity::Warning,
+                benchmark: None,
+                message: "the run did not finish (interrupted or killed); benchmarks hold what \
+                          completed before it stopped"
+                    .into(),
+            });
+        }
+        let benchmarks = self
+            .benchmarks
+            .into_iter()
+            .map(|mut b| {
+                b.records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
+                crate::scheduler::assign_phases(&mut b.records, b.warmup, b.cooldown);
+                let summary = schemas::metrics::summarize(&b.records, b.slo.as_ref())?;
+                Ok(Benchmark {
+                    label: b.label,
+                    profile: b.profile,
+                    workload: b.workload,
+                    slo: b.slo,
+                    started_at: b.started_at,
+                    records: b.records,
+                    summary,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Assembled {
+            predicate: Predicate {
+                run,
+                host,
+                engine,
+                model,
+                benchmarks,
+                validity,
+                imported: None,
+            },
+            complete,
+        })
+    }
+}

@@ -1,0 +1,37 @@
+//! `loadgen`: provebench's measuring instrument. A spec in, every request's raw record out.
+//!
+//! The data path through this crate, one module a step:
+//!
+//! * [`spec`] — what to run (profiles, rates, grid, workload), from flags or TOML;
+//! * [`dataset`] and [`workload`] — the prompts: synthetic ones of an exact token count, or a
+//!   JSONL / ShareGPT file, measured with the server's tokenizer;
+//! * [`scheduler`] — when each request is sent (closed and open loops), paced by `clock`;
+//! * [`client`] — one request: [`http1`] reads the stream, [`sse`] splits it into events,
+//!   [`backend`] reads each event per API, and the outcome becomes a
+//!   [`RawRecord`](schemas::RawRecord) with every token's arrival time;
+//! * [`journal`] — every line of a run on disk as it happens, and the one fold that
+//!   assembles a result from them (live, after a crash, or from [`synth`]'s records);
+//! * [`client_cost`] — what a benchmark cost the client, and whether that bent it;
+//! * [`measure`] — the composition: [`measure::Prepared`] → [`measure::Measurement::run`].
+//!
+//! Nothing here prints or parses a command line: the `runner` binary owns the console, the
+//! result's provenance (the `host` crate) and signing. `examples/measure.rs` drives a
+//! benchmark against the simulator in a few lines.
+
+pub mod backend;
+pub mod client;
+pub mod client_cost;
+pub mod dataset;
+pub mod http1;
+pub mod journal;
+pub mod measure;
+pub mod rng;
+pub mod scheduler;
+pub mod spec;
+pub mod sse;
+pub mod synth;
+pub mod workload;
+
+pub use journal::{Assembled, Journal};
+pub use measure::{Measurement, Observer, Prepared};
+pub use spec::RunSpec;

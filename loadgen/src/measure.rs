@@ -1,0 +1,429 @@
+//! Measuring a spec against one server: every benchmark it asks for (a profile, a sweep's
+//! sequence, one per grid cell), each announced in the journal, each request's record
+//! journaled as it completes, and what each benchmark cost the client flagged.
+//!
+//! Two steps, so that the caller can ask the server about itself in between (the runner
+//! records its self-report as provenance): [`Prepared::new`] reads the local inputs — a bad
+//! dataset or tokenizer file fails before the server is asked anything — and
+//! [`Prepared::connect`] learns how the server counts tokens. [`Measurement::run`] then
+//! writes benchmarks into a [`Journal`]; the journal assembles the result.
+
+use crate::client::{self, Endpoint};
+use crate::client_cost::{Cost, Usage};
+use crate::dataset::Dataset;
+use crate::journal::{Journal, Line};
+use crate::scheduler::{self, Plan};
+use crate::spec::{DataSpec, ProfileName, RunSpec};
+use crate::workload::{self, TokenCounter};
+use anyhow::{anyhow, Context};
+use schemas::document::{Profile, ProfileKind, RawRecord, Slo, Workload};
+use schemas::numbers::Finite;
+use schemas::validity::{Flag, FlagCode, Severity};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+use tokio::sync::watch;
+
+/// What a person or a program watching the run is told. Every method defaults to nothing.
+pub trait Observer: Send + Sync {
+    /// A benchmark starts with at most `requests` requests.
+    fn benchmark_started(&self, _label: &str, _requests: u64) {}
+    /// A request completed (or failed) with this record.
+    fn record(&self, _record: &RawRecord) {}
+    /// The benchmark's requests are all done.
+    fn benchmark_finished(&self, _label: &str) {}
+}
+
+/// An observer that watches nothing.
+pub struct Quiet;
+impl Observer for Quiet {}
+
+/// A spec whose local inputs are read, and the HTTP client it will use.
+pub struct Prepared {
+    spec: RunSpec,
+    dataset: Option<Dataset>,
+    tokenizer: Option<TokenCounter>,
+    http: reqwest::Client,
+    base: String,
+    api_key: Option<String>,
+}
+
+impl Prepared {
+    /// Reads the dataset and tokenizer files the spec names; the API key comes from
+    /// `OPENAI_API_KEY` (or `PROVEBENCH_API_KEY`) and never enters the result.
+    pub fn new(spec: RunSpec) -> anyhow::Result<Prepared> {
+        let dataset = match &spec.dataset {
+            Some(d) => {
+                let loaded = crate::dataset::load(Path::new(&d.path), d.format)?;
+                tracing::info!(path = %d.path, format = loaded.format.as_str(), rows = loaded.rows.len(), skipped = loaded.skipped, "dataset");
+                Some(loaded)
+            }
+            None => None,
+        };
+        let tokenizer = match &spec.tokenizer {
+            Some(path) => Some(TokenCounter::from_tokenizer_json(Path::new(path))?),
+            None => None,
+        };
+        let api_key = std::env::var("OPENAI_API_KEY")
+            .or_else(|_| std::env::var("PROVEBENCH_API_KEY"))
+            .ok();
+        Ok(Prepared {
+            base: spec.target.trim_end_matches('/').to_string(),
+            http: client::http_client(spec.max_concurrency as usize)?,
+            spec,
+            dataset,
+            tokenizer,
+            api_key,
+        })
+    }
+
+    /// The server's base URL (no trailing slash).
+    pub fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    /// The client every request and probe goes through (keep-alive pool sized for the spec).
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    pub fn api_key(&self) -> Option<&str> {
+        self.api_key.as_deref()
+    }
+
+    /// Learns how the server counts `model`'s tokens (a local tokenizer, its `/tokenize`, or
+    /// words) and what it adds to every prompt, and opens nothing yet.
+    pub async fn connect(self, model: String) -> Measurement {
+        let counter = match self.tokenizer {
+            Some(t) => t,
+            None => TokenCounter::detect(&self.http, &self.base, &model).await,
+        };
+        let spec = self.spec;
+        let url = format!("{}{}", self.base, spec.backend.path());
+        let endpoint = Arc::new(Endpoint {
+            http: self.http,
+            lean: client::Lean::for_url(&url, spec.http_client),
+            url,
+            api: spec.backend,
+            model,
+            api_key: self.api_key,
+            ignore_eos: spec.ignore_eos,
+            temperature: spec.temperature,
+            request_timeout: Duration::from_secs_f64(spec.request_timeout_s),
+            stall_timeout: Duration::from_secs_f64(spec.stall_timeout_s),
+        });
+        let overhead = if matches!(counter, TokenCounter::Words) {
+            0
+        } else {
+            counter.server_overhead(&endpoint).await
+        };
+        tracing::info!(
+            tokens = overhead,
+            "the server adds this many tokens to every prompt it counts"
+        );
+        Measurement {
+            endpoint,
+            counter,
+            dataset: self.dataset,
+            overhead,
+            spec,
+        }
+    }
+}
+
+/// Everything a benchmark needs besides its plan.
+pub struct Measurement {
+    endpoint: Arc<Endpoint>,
+    counter: TokenCounter,
+    /// The prompt file, when the workload is one.
+    dataset: Option<Dataset>,
+    /// Tokens the server adds to every prompt (BOS, chat template).
+    overhead: u32,
+    spec: RunSpec,
+}
+
+/// One run's moving parts: where lines go, who watches, when to stop.
+struct Sinks<'a> {
+    journal: &'a Arc<Journal>,
+    observer: &'a Arc<dyn Observer>,
+    cancel: &'a watch::Receiver<bool>,
+    /// Benchmarks announced so far (the next one's index).
+    count: u32,
+}
+
+impl Measurement {
+    /// The model requests name.
+    pub fn model(&self) -> &str {
+        &self.endpoint.model
+    }
+
+    /// Runs every benchmark of the spec, writing each into `journal`. Stops scheduling when
+    /// `cancel` turns true (requests in flight are recorded as cancelled). Returns whether
+    /// it ran to the end.
+    pub async fn run(
+        &self,
+        journal: &Arc<Journal>,
+        observer: &Arc<dyn Observer>,
+        cancel: &watch::Receiver<bool>,
+    ) -> anyhow::Result<bool> {
+        let spec = &self.spec;
+        let cells: Vec<DataSpec> = match &spec.grid {
+            Some(g) => g
+                .input
+                .iter()
+                .flat_map(|&i| {
+                    g.output.iter().map(move |&o| DataSpec {
+                        prompt_tokens: i,
+                        output_tokens: o,
+                        ..spec.data.clone()
+                    })
+                })
+                .collect(),
+            None => vec![spec.data.clone()],
+        };
+        let mut sinks = Sinks {
+            journal,
+            observer,
+            cancel,
+            count: 0,
+        };
+        for data in &cells {
+            self.run_cell(data, &mut sinks).await?;
+            if *cancel.borrow() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The benchmarks of one workload cell: the profile, or the sweep's sequence.
+    async fn run_cell(&self, data: &DataSpec, sinks: &mut Sinks<'_>) -> anyhow::Result<()> {
+        let s = &self.spec;
+        let closed = |kind, concurrency: u32| (kind, None, concurrency);
+        let steps: Vec<(ProfileKind, Option<f64>, u32)> = match s.profile {
+            ProfileName::Synchronous => vec![closed(ProfileKind::Synchronous, 1)],
+            ProfileName::Concurrent => s
+                .concurrency
+                .iter()
+                .map(|&c| closed(ProfileKind::Concurrent, c))
+                .collect(),
+            ProfileName::Throughput => vec![closed(ProfileKind::Throughput, s.max_concurrency)],
+            ProfileName::Constant => s
+                .rate
+                .iter()
+                .map(|&r| (ProfileKind::Constant, Some(r), 0))
+                .collect(),
+            ProfileName::Poisson => s
+                .rate
+                .iter()
+                .map(|&r| (ProfileKind::Poisson, Some(r), 0))
+                .collect(),
+            ProfileName::Sweep => {
+                let sync = self
+                    .run_benchmark(data, ProfileKind::Synchronous, None, 1, sinks)
+                    .await?;
+                if *sinks.cancel.borrow() {
+                    return Ok(());
+                }
+                let max = self
+                    .run_benchmark(
+                        data,
+                        ProfileKind::Throughput,
+                        None,
+                        s.max_concurrency,
+                        sinks,
+                    )
+                    .await?;
+                let kind = if s.sweep_kind == ProfileName::Poisson {
+                    ProfileKind::Poisson
+                } else {
+                    ProfileKind::Constant
+                };
+                match (sync, max) {
+                    (Some(lo), Some(hi)) if hi > lo => (1..=s.sweep_rates)
+                        .map(|i| {
+                            let between = f64::from(i) / f64::from(s.sweep_rates + 1);
+                            (kind, Some(lo + (hi - lo) * between), 0)
+                        })
+                        .collect(),
+                    _ => {
+                        sinks.journal.write(Line::Flag {
+                            flag: Flag {
+                                code: FlagCode::Saturated,
+                                severity: Severity::Warning,
+                                benchmark: None,
+                                message: format!("sweep: throughput ({max:?} req/s) is not above synchronous ({sync:?} req/s); no rates between"),
+                            },
+                        });
+                        vec![]
+                    }
+                }
+            }
+        };
+        for (kind, rate, concurrency) in steps {
+            if *sinks.cancel.borrow() {
+                break;
+            }
+            self.run_benchmark(data, kind, rate, concurrency, sinks)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Runs one benchmark into the journal and returns its achieved request rate.
+    async fn run_benchmark(
+        &self,
+        data: &DataSpec,
+        kind: ProfileKind,
+        rate: Option<f64>,
+        concurrency: u32,
+        sinks: &mut Sinks<'_>,
+    ) -> anyhow::Result<Option<f64>> {
+        let s = &self.spec;
+        let index = sinks.count;
+        let label = match &s.grid {
+            // A grid's cells differ by workload, not profile: the label names the cell.
+            Some(_) => format!(
+                "{} in={} out={}",
+                label(kind, rate, concurrency),
+                data.prompt_tokens,
+                data.output_tokens
+            ),
+            None => label(kind, rate, concurrency),
+        };
+        let n = s.prompt_budget(rate);
+        let seed = s
+            .seed
+            .wrapping_add(u64::from(index).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let prompts = match &self.dataset {
+            Some(d) => {
+                let fixed = s.dataset.as_ref().and_then(|d| d.output_tokens);
+                workload::from_dataset(&self.counter, d, fixed, n, seed, self.overhead).await
+            }
+            None => workload::synthetic(&self.counter, data, n, seed, self.overhead).await,
+        }
+        .context("building prompts")?;
+        let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
+        let profile = Profile {
+            kind,
+            rate_per_s: rate.map(finite).transpose()?,
+            concurrency: (!kind.is_open_loop()).then_some(concurrency),
+            max_requests: s.max_requests,
+            max_seconds: s.max_seconds.map(finite).transpose()?,
+            warmup_requests: s.warmup_requests,
+            cooldown_requests: s.cooldown_requests,
+        };
+        let workload = match (&self.dataset, &s.dataset) {
+            (Some(d), Some(spec)) => Workload::Dataset {
+                path: spec.path.clone(),
+                format: d.format.as_str().to_string(),
+                sha256: d.sha256.clone(),
+                rows: d.rows.len() as u64,
+                output_tokens: spec.output_tokens,
+                tokenizer: prompts.tokenizer.clone(),
+                prompts_sha256: prompts.sha256.clone(),
+            },
+            _ => Workload::Synthetic {
+                prompt_tokens: data.prompt_tokens,
+                prompt_tokens_stdev: data.prompt_tokens_stdev.map(finite).transpose()?,
+                output_tokens: data.output_tokens,
+                output_tokens_stdev: data.output_tokens_stdev.map(finite).transpose()?,
+                tokenizer: prompts.tokenizer.clone(),
+                prompts_sha256: prompts.sha256.clone(),
+            },
+        };
+        let slo = (s.slo_ttft_ms.is_some() || s.slo_tpot_ms.is_some() || s.slo_e2e_ms.is_some())
+            .then(|| -> anyhow::Result<Slo> {
+                Ok(Slo {
+                    ttft_ms: s.slo_ttft_ms.map(finite).transpose()?,
+                    tpot_ms: s.slo_tpot_ms.map(finite).transpose()?,
+                    e2e_ms: s.slo_e2e_ms.map(finite).transpose()?,
+                })
+            })
+            .transpose()?;
+        sinks.journal.write(Line::Benchmark {
+            index,
+            label: label.clone(),
+            profile,
+            workload,
+            slo,
+            started_at: humantime::format_rfc3339_micros(SystemTime::now()).to_string(),
+            warmup: s.warmup_requests,
+            cooldown: s.cooldown_requests,
+        });
+        sinks.count += 1;
+        sinks
+            .observer
+            .benchmark_started(&label, n.min(prompts.prompts.len() as u64));
+        let (journal, observer) = (sinks.journal.clone(), sinks.observer.clone());
+        let sink: scheduler::Sink = Arc::new(move |r| {
+            journal.write(Line::Record {
+                benchmark: index,
+                record: r.clone(),
+            });
+            observer.record(r);
+        });
+        let plan = Plan {
+            kind,
+            rate,
+            concurrency,
+            max_requests: n,
+            max_seconds: s.max_seconds,
+            max_in_flight: s.max_concurrency,
+            seed,
+        };
+        let in_flight = if kind.is_open_loop() || kind == ProfileKind::Throughput {
+            s.max_concurrency
+        } else {
+            concurrency.max(1)
+        };
+        self.endpoint
+            .warm_connections(n.min(u64::from(in_flight)) as usize)
+            .await;
+        let usage_before = Usage::now();
+        let origin = Instant::now();
+        let records = scheduler::run(
+            self.endpoint.clone(),
+            Arc::new(prompts.prompts),
+            &plan,
+            origin,
+            sink,
+            sinks.cancel.clone(),
+        )
+        .await;
+        let cost = Cost::since(&usage_before, origin.elapsed(), kind, &records);
+        sinks.observer.benchmark_finished(&label);
+        cost.log(&label);
+        for flag in cost.flags(index) {
+            sinks.journal.write(Line::Flag { flag });
+        }
+        Ok(achieved_rate(
+            records,
+            s.warmup_requests,
+            s.cooldown_requests,
+        )?)
+    }
+}
+
+/// Requests per second over the measured phase, as the summary will state it.
+fn achieved_rate(
+    mut records: Vec<RawRecord>,
+    warmup: u64,
+    cooldown: u64,
+) -> Result<Option<f64>, schemas::metrics::MetricsError> {
+    scheduler::assign_phases(&mut records, warmup, cooldown);
+    Ok(schemas::metrics::summarize(&records, None)?
+        .request_throughput_per_s
+        .map(Finite::get))
+}
+
+/// A benchmark's label, as the seed-004 sweep tables name rows.
+fn label(kind: ProfileKind, rate: Option<f64>, concurrency: u32) -> String {
+    match kind {
+        ProfileKind::Synchronous => "synchronous".into(),
+        ProfileKind::Throughput => "throughput".into(),
+        ProfileKind::Concurrent => format!("concurrent@{concurrency}"),
+        ProfileKind::Constant => format!("constant@{:.2} req/sec", rate.unwrap_or(0.0)),
+        ProfileKind::Poisson => format!("poisson@{:.2} req/sec", rate.unwrap_or(0.0)),
+    }
+}
