@@ -21,50 +21,34 @@
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createInterface } from 'node:readline';
 import { chromium } from 'playwright-core';
+import { children, loadWasm, runnerBin, runnerIn, wasmPath } from '../support.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const root = resolve(here, '..', '..');
-const pkg = resolve(process.env.WASM_PKG ?? join(root, 'build', 'wasm'));
-const runnerBin = resolve(process.env.RUNNER_BIN ?? join(root, 'target', 'debug', 'runner'));
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const artifacts = join(here, 'artifacts');
 mkdirSync(artifacts, { recursive: true });
 
 const WAIT = 60_000; // every wait in a page is bounded by this
 const dir = mkdtempSync(join(tmpdir(), 'provebench-site-'));
-const env = { ...process.env, RUST_LOG: 'warn', PROVEBENCH_WASM: join(pkg, 'report_wasm_bg.wasm') };
+const env = { ...process.env, RUST_LOG: 'warn', PROVEBENCH_WASM: wasmPath };
 delete env.OPENAI_API_KEY;
-const runner = (...args) => execFileSync(runnerBin, args, { cwd: dir, env, timeout: 180_000 }).toString();
-const moduleSha = createHash('sha256').update(readFileSync(join(pkg, 'report_wasm_bg.wasm'))).digest('hex');
+const runner = runnerIn(dir, env, 180_000);
+const { glue, sha256: moduleSha } = await loadWasm();
 
 // ------------------------------------------------------------------ children
 
-const children = [];
-after(() => { for (const c of children) c.kill(); });
-
-// Starts a long-running command and resolves with the first line it prints (its URL).
-async function start(cmd, args, what, pattern = /^(http:\/\/\S+?)\/?$/, stderr = 'inherit') {
-  const child = spawn(cmd, args, { cwd: dir, env, stdio: ['ignore', 'pipe', stderr] });
-  children.push(child);
-  const lines = createInterface({ input: child.stdout });
-  return new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${what} did not start in 30 s`)), 30_000);
-    lines.on('line', (l) => {
-      const m = l.trim().match(pattern);
-      if (m) { clearTimeout(timer); ok(m[1]); }
-    });
-    child.once('exit', (code) => { clearTimeout(timer); fail(new Error(`${what} exited with ${code}`)); });
-  });
-}
+// Simulators and servers, started in the fixture directory; each resolves with its URL.
+const servers = children({ cwd: dir, env });
+after(() => servers.stop());
+const start = servers.start;
 
 // ------------------------------------------------------------------ fixtures
 
@@ -123,8 +107,6 @@ edited('imported.json', (p, statement) => {
 runner('synth', '--no-sign', '--out', 'results/big.json', '--requests', '2500');
 
 // Whether this contract knows imported documents yet (issue 6): the module itself says.
-const glue = await import(join(pkg, 'report_wasm.js'));
-glue.initSync({ module: readFileSync(join(pkg, 'report_wasm_bg.wasm')) });
 const importedVerdict = JSON.parse(glue.verifyDocument(readFileSync(join(dir, 'results', 'imported.json'), 'utf8'), readFileSync(join(dir, 'keys.json'), 'utf8')));
 const importedKnown = importedVerdict.statement?.predicate?.imported != null && importedVerdict.verdict.document_errors.length === 0;
 

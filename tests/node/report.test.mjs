@@ -6,54 +6,35 @@
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { children, loadWasm, runnerBin, runnerIn, trustNewKey, wasmPath } from '../support.mjs';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const pkg = process.env.WASM_PKG ?? join(root, 'build', 'wasm');
-const runnerBin = resolve(process.env.RUNNER_BIN ?? join(root, 'target', 'debug', 'runner'));
-const glue = await import(join(pkg, 'report_wasm.js'));
-const wasmBytes = readFileSync(join(pkg, 'report_wasm_bg.wasm'));
-glue.initSync({ module: wasmBytes });
-const moduleSha = createHash('sha256').update(wasmBytes).digest('hex');
+const { glue, sha256: moduleSha } = await loadWasm();
 
 const dir = mkdtempSync(join(tmpdir(), 'provebench-report-'));
 // A cache of compiled modules of its own: the first `runner report` compiles the module and
 // caches the machine code, every later one loads it, and both must give the same bytes.
-const env = { ...process.env, RUST_LOG: 'warn', PROVEBENCH_WASM: join(pkg, 'report_wasm_bg.wasm'), XDG_CACHE_HOME: join(dir, 'cache') };
+const env = { ...process.env, RUST_LOG: 'warn', PROVEBENCH_WASM: wasmPath, XDG_CACHE_HOME: join(dir, 'cache') };
 delete env.PROVEBENCH_NO_CACHE;
 delete env.OPENAI_API_KEY;
-const runner = (...args) => execFileSync(runnerBin, args, { cwd: dir, env, timeout: 120_000 }).toString();
+const runner = runnerIn(dir, env, 120_000);
 
-// A simulator on 127.0.0.1 (port chosen by the kernel), killed when the tests end.
-async function startSim(...flags) {
-  const child = spawn(runnerBin, ['sim', '--host', '127.0.0.1', '--port', '0', ...flags], { env, stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout });
-  const url = await new Promise((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error('the simulator did not start in 30 s')), 30_000);
-    lines.once('line', (l) => { clearTimeout(timer); ok(l.trim()); });
-    child.once('exit', (code) => fail(new Error(`the simulator exited with ${code}`)));
-  });
-  return { url, stop: () => child.kill() };
-}
+// Simulators on 127.0.0.1 (port chosen by the kernel), killed when the tests end.
+const sims = children({ env });
+after(() => sims.stop());
+const startSim = (...flags) => sims.start(runnerBin, ['sim', '--host', '127.0.0.1', '--port', '0', ...flags], 'the simulator');
 
-const keyid = runner('keygen', 'lab').trim();
-writeFileSync(join(dir, 'keys.json'), JSON.stringify({ keys: [{ name: 'lab', keyid,
-  public_key_pem: readFileSync(join(dir, 'lab.pub'), 'utf8'), valid_from: null, valid_until: null, revoked: false }] }));
+const { keyid } = trustNewKey(runner, dir, 'lab');
 runner('synth', '--key', 'lab.key', '--out', 'synthetic.json', '--requests', '40', '--output-tokens', '32');
 
 const fast = await startSim('--ttft-ms', '2', '--itl-ms', '1');
 const failing = await startSim('--error-fraction', '1');
-after(() => { fast.stop(); failing.stop(); });
 const run = (url, out, ...args) => runner('run', '--target', url, '--no-sign', '--out', out, ...args);
-run(fast.url, 'sweep.json', '--profile', 'sweep', '--sweep-rates', '2', '--max-requests', '12', '--data', 'prompt_tokens=16,output_tokens=8');
-run(fast.url, 'grid.json', '--grid', 'input=16,32', 'output=4,8', '--max-requests', '3');
-run(failing.url, 'failed.json', '--max-requests', '4', '--data', 'prompt_tokens=16,output_tokens=8');
+run(fast, 'sweep.json', '--profile', 'sweep', '--sweep-rates', '2', '--max-requests', '12', '--data', 'prompt_tokens=16,output_tokens=8');
+run(fast, 'grid.json', '--grid', 'input=16,32', 'output=4,8', '--max-requests', '3');
+run(failing, 'failed.json', '--max-requests', '4', '--data', 'prompt_tokens=16,output_tokens=8');
 
 const files = (d) => Object.fromEntries(readdirSync(join(dir, d)).sort().map((n) => [n, readFileSync(join(dir, d, n))]));
 

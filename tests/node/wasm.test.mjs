@@ -4,28 +4,20 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { tmpdir } from 'node:os';
-import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { loadWasm, runnerBin, runnerIn, trustNewKey } from '../support.mjs';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const pkg = process.env.WASM_PKG ?? join(root, 'build', 'wasm');
-const runnerBin = resolve(process.env.RUNNER_BIN ?? join(root, 'target', 'debug', 'runner'));
-const glue = await import(join(pkg, 'report_wasm.js'));
-const wasmBytes = readFileSync(join(pkg, 'report_wasm_bg.wasm'));
-glue.initSync({ module: wasmBytes });
+const { glue, bytes: wasmBytes } = await loadWasm();
 
 const dir = mkdtempSync(join(tmpdir(), 'provebench-node-'));
-const runner = (...args) => execFileSync(runnerBin, args, { cwd: dir, env: { ...process.env, RUST_LOG: 'warn' } }).toString();
-const keyid = runner('keygen', 'lab').trim();
+const runner = runnerIn(dir, { ...process.env, RUST_LOG: 'warn' });
+const { keyid, keys: keysFile } = trustNewKey(runner, dir, 'lab');
 runner('synth', '--key', 'lab.key', '--out', 'signed.json', '--requests', '20', '--output-tokens', '32');
 runner('synth', '--no-sign', '--out', 'unsigned.json', '--requests', '5');
-const keysFile = JSON.stringify({ keys: [{ name: 'lab', keyid, public_key_pem: readFileSync(join(dir, 'lab.pub'), 'utf8'),
-  valid_from: null, valid_until: null, revoked: false }] });
-writeFileSync(join(dir, 'keys.json'), keysFile);
 
 const verifyInWasm = (file) => JSON.parse(glue.verifyDocument(readFileSync(join(dir, file), 'utf8'), keysFile));
 
