@@ -87,82 +87,14 @@ async function withDocuments(srcs, use) {
   }
 }
 
-const str = (v) => (typeof v === 'string' ? v : v == null ? null : String(v));
-const list = (v, n = 20) => (Array.isArray(v) ? v.slice(0, n).map(String) : []);
-
-function hardware(host) {
-  const inv = host?.gpus;
-  const names = [];
-  for (const d of Array.isArray(inv?.devices) ? inv.devices : []) {
-    const n = str(d?.name);
-    if (n && !names.includes(n)) names.push(n);
-  }
-  const count = Math.max(Number(inv?.count) || 0, Array.isArray(inv?.devices) ? inv.devices.length : 0);
-  if (count > 0 && names.length) return { gpu: `${count} × ${names.join(' + ')}`, hasGpu: true };
-  return { gpu: `no GPU (CPU ${str(host?.cpu?.model) ?? str(host?.arch) ?? 'unknown'})`, hasGpu: false };
-}
-
-// The facts a row shows, from report-wasm's verdict and statement. Every string here is
-// still untrusted document text: the page puts it in the DOM as text only.
+// The facts an index row and a result heading show (badge, problems, provenance), as
+// report-wasm computes them (report::facts). Every string is still untrusted document text:
+// the page puts it in the DOM as text only.
 function meta(doc) {
-  const out = JSON.parse(doc.meta());
-  if (out.error) throw new Error(`the site's keys file: ${out.error}`);
-  const v = out.verdict ?? {};
-  const s = out.statement;
-  const p = s?.predicate;
-  const sig = v.signature ?? { status: 'invalid', reason: 'no verdict' };
-  const problems = [
-    ...list(v.document_errors),
-    ...list(v.summary_mismatches).map((m) => `stored summary differs from the recomputation: ${m}`),
-    ...list(v.missing_flags).map((f) => `validity flag missing: ${f}`),
-  ];
-  const imp = p?.imported && typeof p.imported === 'object' ? p.imported : null;
-  const imported = imp
-    ? { format: str(imp.format), source: str(imp.source), sourceSha256: str(imp.source_sha256), location: str(imp.location), aggregatesOnly: imp.aggregates_only === true }
-    : null;
-  let badge;
-  if (sig.status === 'invalid') badge = { kind: 'invalid', text: 'INVALID', reason: str(sig.reason) ?? 'invalid signature' };
-  else if (!s) badge = { kind: 'invalid', text: 'INVALID', reason: problems[0] ?? 'not a provebench result' };
-  else if (problems.length) {
-    const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
-    badge = { kind: 'invalid', text: 'INVALID', reason: problems[0] + more };
-  } else if (imported) {
-    const by = sig.status === 'verified' ? `; signed by ${str(sig.key_name)}` : '; unsigned';
-    badge = { kind: 'imported', text: 'imported', reason: `imported from ${imported.format ?? 'another tool'}${by}` };
-  } else if (sig.status === 'verified') {
-    badge = { kind: 'verified', text: `verified: ${str(sig.key_name)}`, reason: `signed by trusted key ${str(sig.key_name)} (${str(sig.keyid)})` };
-  } else badge = { kind: 'unsigned', text: 'unsigned', reason: 'the envelope carries no signature' };
-  const kinds = [];
-  for (const b of Array.isArray(p?.benchmarks) ? p.benchmarks : []) {
-    const k = str(b?.profile?.kind);
-    if (k && !kinds.includes(k)) kinds.push(k);
-  }
-  const hw = hardware(p?.host);
-  return {
-    parsed: !!s,
-    badge,
-    signature: { status: str(sig.status), keyid: str(sig.keyid), keyName: str(sig.key_name), reason: str(sig.reason) },
-    ok: v.ok === true,
-    recordsChecked: Number(v.records_checked) || 0,
-    aggregatesOnlyBenchmarks: Number(v.aggregates_only) || 0,
-    problems: problems.slice(0, 20),
-    problemCount: (v.document_errors?.length ?? 0) + (v.summary_mismatches?.length ?? 0) + (v.missing_flags?.length ?? 0),
-    model: str(p?.model?.id),
-    modelRevision: str(p?.model?.revision),
-    engine: str(p?.engine?.name),
-    engineVersion: str(p?.engine?.version),
-    gpu: p ? hw.gpu : null,
-    date: str(p?.run?.started_at),
-    finished: str(p?.run?.finished_at),
-    complete: p?.run?.complete !== false,
-    runId: str(p?.run?.id),
-    runner: p ? `${str(p.run?.tool?.name) ?? '?'} ${str(p.run?.tool?.version) ?? '?'}` : null,
-    runnerCommit: str(p?.run?.tool?.git_commit),
-    kinds,
-    benchmarks: Array.isArray(p?.benchmarks) ? p.benchmarks.length : 0,
-    flags: Array.isArray(p?.validity) ? p.validity.length : 0,
-    imported,
-  };
+  const facts = JSON.parse(doc.meta());
+  if (facts.error) throw new Error(`the site's keys file: ${facts.error}`);
+  delete facts.verdict; // the page shows the facts; the full verdict is for other hosts
+  return facts;
 }
 
 function files(rendered) {

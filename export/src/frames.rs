@@ -11,28 +11,6 @@ use schemas::metrics::Distribution;
 use schemas::numbers::Finite;
 use schemas::token_times;
 
-/// `2x NVIDIA H100 80GB HBM3`, or `1x A + 1x B` for a mixed host; null when the result
-/// has no GPU inventory or it lists no device.
-pub fn gpu_label(inventory: Option<&GpuInventory>) -> Option<String> {
-    let mut groups: Vec<(&str, u32)> = Vec::new();
-    for d in &inventory?.devices {
-        match groups.iter_mut().find(|(name, _)| *name == d.name) {
-            Some(group) => group.1 += 1,
-            None => groups.push((&d.name, 1)),
-        }
-    }
-    if groups.is_empty() {
-        return None;
-    }
-    Some(
-        groups
-            .iter()
-            .map(|(name, n)| format!("{n}x {name}"))
-            .collect::<Vec<_>>()
-            .join(" + "),
-    )
-}
-
 /// A unit enum's serde name (`measured`, `constant`, `http_server`).
 fn snake<T: serde::Serialize>(value: &T) -> String {
     match serde_json::to_value(value) {
@@ -74,7 +52,8 @@ impl Keys {
         self.model_revision.push(p.model.revision.clone());
         self.engine.push(p.engine.name.clone());
         self.engine_version.push(p.engine.version.clone());
-        self.gpu.push(gpu_label(p.host.gpus.as_ref()));
+        self.gpu
+            .push(p.host.gpus.as_ref().and_then(GpuInventory::label));
         self.gpu_count.push(p.host.gpus.as_ref().map(|g| g.count));
         self.benchmark_index.push(index as u32);
         self.benchmark_label.push(b.label.clone());
@@ -145,17 +124,9 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
                 sent.push(r.sent_us);
                 first_token.push(r.first_token_us);
                 end.push(r.end_us);
-                ttft.push(
-                    r.first_token_us
-                        .map(|f| us_to_ms(f.saturating_sub(r.scheduled_us))),
-                );
-                e2e.push(us_to_ms(r.end_us.saturating_sub(r.scheduled_us)));
-                let out = r.output_tokens();
-                tpot.push(
-                    r.first_token_us
-                        .filter(|_| out > 1)
-                        .map(|f| us_to_ms(r.end_us.saturating_sub(f)) / f64::from(out - 1)),
-                );
+                ttft.push(r.ttft_ms());
+                e2e.push(r.e2e_ms());
+                tpot.push(r.tpot_ms());
                 let gaps = token_times::decode(&r.token_gaps).unwrap_or_else(|_| {
                     undecodable += 1;
                     vec![]

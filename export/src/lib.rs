@@ -23,10 +23,11 @@ mod tests;
 
 use anyhow::{anyhow, Context, Result};
 use schemas::document::Statement;
-use schemas::verify::{verify_envelope, Policy, SignatureVerdict, Verdict};
+use schemas::findings;
+use schemas::verify::Policy;
 use std::path::{Path, PathBuf};
 
-pub use frames::{encode, gpu_label, records_frame, summaries_frame};
+pub use frames::{encode, records_frame, summaries_frame};
 
 /// The file format written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,62 +99,23 @@ pub fn export(files: &[PathBuf], what: What, format: Format) -> Result<Exported>
     })
 }
 
-/// Reads and parses one result file; errors name it.
+/// Reads and parses one result file (a DSSE envelope, signed or not, the signature not
+/// checked; or a bare statement); errors name it. Problems short of "not a result at all"
+/// are logged as warnings, in `schemas::findings`' words.
 pub fn load_file(path: &Path) -> Result<Doc> {
     let file = path.display().to_string();
     let bytes = std::fs::read(path).with_context(|| format!("reading {file}"))?;
-    let statement = parse(&bytes, &file).map_err(|reason| anyhow!("{file}: {reason}"))?;
-    Ok(Doc { file, statement })
-}
-
-/// A DSSE envelope (signed or not; the signature is not checked), else a bare statement.
-/// Problems short of "not a result at all" are logged as warnings.
-fn parse(bytes: &[u8], file: &str) -> Result<Statement, String> {
-    let (verdict, statement) = verify_envelope(bytes, &[], Policy::AllowUnsigned);
-    if let Some(statement) = statement {
-        warn_about(file, &verdict);
-        return Ok(statement);
-    }
-    if !verdict.document_errors.is_empty() {
-        // An envelope whose payload is not a statement of this contract.
-        return Err(format!(
-            "not a provebench result: {}",
-            verdict.document_errors.join("; ")
-        ));
-    }
-    let envelope_error = match &verdict.signature {
-        SignatureVerdict::Invalid { reason } => reason.clone(),
-        other => format!("{other:?}"),
-    };
-    match serde_json::from_slice::<Statement>(bytes) {
-        Ok(statement) => {
-            // The same checks as for an envelope, on the statement wrapped unsigned.
-            let wrapped = serde_json::to_vec(&schemas::seal::envelope(&statement, None))
-                .map_err(|e| e.to_string())?;
-            let (verdict, _) = verify_envelope(&wrapped, &[], Policy::AllowUnsigned);
-            warn_about(file, &verdict);
-            Ok(statement)
-        }
-        Err(e) => Err(format!(
-            "not a provebench result: as a DSSE envelope: {envelope_error}; as a bare statement: {e}"
-        )),
-    }
-}
-
-fn warn_about(file: &str, v: &Verdict) {
-    if !v.document_errors.is_empty() {
+    let loaded = schemas::load::load(&bytes, &[], Policy::AllowUnsigned)
+        .map_err(|e| anyhow!("{file}: {e}"))?;
+    let problems = findings::problems(&loaded.verdict);
+    if let Some(first) = problems.first() {
         tracing::warn!(
-            "{file}: {} problems with the document, exported anyway (first: {})",
-            v.document_errors.len(),
-            v.document_errors[0]
+            "{file}: {} problems, exported anyway with summaries as stored (first: {first})",
+            problems.len()
         );
     }
-    if !v.summary_mismatches.is_empty() {
-        tracing::warn!(
-            "{file}: {} stored summary values differ from a recomputation from the raw records \
-             (first: {}); summaries are exported as stored",
-            v.summary_mismatches.len(),
-            v.summary_mismatches[0]
-        );
-    }
+    Ok(Doc {
+        file,
+        statement: loaded.statement,
+    })
 }

@@ -306,25 +306,3 @@ fn export_format_follows_the_extension() {
         .to_string();
     assert!(err.contains("--format"), "{err}");
 }
-
-#[test]
-fn export_gpu_label_groups_devices_by_name() {
-    assert_eq!(gpu_label(None), None);
-    assert_eq!(gpu_label(Some(&h100s(0))), None);
-    assert_eq!(
-        gpu_label(Some(&h100s(8))).as_deref(),
-        Some("8x NVIDIA H100 80GB HBM3")
-    );
-    let mut mixed = h100s(1);
-    mixed.devices.push(Gpu {
-        index: 1,
-        name: "NVIDIA A100".into(),
-        memory_mib: None,
-        uuid: None,
-    });
-    mixed.count = 2;
-    assert_eq!(
-        gpu_label(Some(&mixed)).as_deref(),
-        Some("1x NVIDIA H100 80GB HBM3 + 1x NVIDIA A100")
-    );
-}

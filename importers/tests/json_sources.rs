@@ -41,7 +41,7 @@ fn vllm_bench_serve_json_keeps_its_published_statistics() {
     );
     assert_eq!(ttft.p90, None, "not published, not invented");
     assert_eq!(s.mean_ms(Latency::E2e), Some(3052.6));
-    let md = report::render_statements(&[docs[0].statement.clone()]).unwrap();
+    let md = report::render(&[report::Loaded::unchecked(docs[0].statement.clone())]).unwrap();
     let md = md.text("report.md").unwrap();
     assert!(
         md.contains("Aggregates only") || md.contains("imported from vllm-bench-serve.json"),

@@ -29,16 +29,7 @@ pub enum Line {
         engine: Engine,
         model: Model,
     },
-    Benchmark {
-        index: u32,
-        label: String,
-        profile: Profile,
-        workload: Workload,
-        slo: Option<Slo>,
-        started_at: String,
-        warmup: u64,
-        cooldown: u64,
-    },
+    Benchmark(Announce),
     Record {
         benchmark: u32,
         record: RawRecord,
@@ -52,6 +43,21 @@ pub enum Line {
 }
 
 /// A journal file being written, and the fold of every line written to it.
+/// A benchmark announced before its records: its place, profile and workload, and how many
+/// records at each end are warm-up and cool-down.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Announce {
+    pub index: u32,
+    pub label: String,
+    pub profile: Profile,
+    pub workload: Workload,
+    pub slo: Option<Slo>,
+    pub started_at: String,
+    pub warmup: u64,
+    pub cooldown: u64,
+}
+
 pub struct Journal {
     path: PathBuf,
     inner: Mutex<(File, Assembly)>,
@@ -152,13 +158,7 @@ pub fn read(path: &Path) -> Result<Assembled> {
 
 /// A benchmark as its lines announce it, before its records are sealed into a summary.
 struct Pending {
-    label: String,
-    profile: Profile,
-    workload: Workload,
-    slo: Option<Slo>,
-    started_at: String,
-    warmup: u64,
-    cooldown: u64,
+    announce: Announce,
     records: Vec<RawRecord>,
 }
 
@@ -189,27 +189,12 @@ impl Assembly {
                 engine,
                 model,
             } => self.header = Some((run, host, engine, model)),
-            Line::Benchmark {
-                index,
-                label,
-                profile,
-                workload,
-                slo,
-                started_at,
-                warmup,
-                cooldown,
-            } => {
-                if index as usize != self.benchmarks.len() {
-                    bail!("benchmark {index} out of order");
+            Line::Benchmark(announce) => {
+                if announce.index as usize != self.benchmarks.len() {
+                    bail!("benchmark {} out of order", announce.index);
                 }
                 self.benchmarks.push(Pending {
-                    label,
-                    profile,
-                    workload,
-                    slo,
-                    started_at,
-                    warmup,
-                    cooldown,
+                    announce,
                     records: vec![],
                 });
             }
@@ -250,20 +235,25 @@ impl Assembly {
         let benchmarks = self
             .benchmarks
             .into_iter()
-            .map(|mut b| {
-                b.records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
-                crate::scheduler::assign_phases(&mut b.records, b.warmup, b.cooldown);
-                let summary = schemas::metrics::summarize(&b.records, b.slo.as_ref())?;
-                Ok(Benchmark {
-                    label: b.label,
-                    profile: b.profile,
-                    workload: b.workload,
-                    slo: b.slo,
-                    started_at: b.started_at,
-                    records: b.records,
-                    summary,
-                })
-            })
+            .map(
+                |Pending {
+                     announce: a,
+                     mut records,
+                 }| {
+                    records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
+                    crate::scheduler::assign_phases(&mut records, a.warmup, a.cooldown);
+                    let summary = schemas::metrics::summarize(&records, a.slo.as_ref())?;
+                    Ok(Benchmark {
+                        label: a.label,
+                        profile: a.profile,
+                        workload: a.workload,
+                        slo: a.slo,
+                        started_at: a.started_at,
+                        records,
+                        summary,
+                    })
+                },
+            )
             .collect::<Result<_>>()?;
         Ok(Assembled {
             predicate: Predicate {

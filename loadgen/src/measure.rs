@@ -11,7 +11,7 @@
 use crate::client::{self, Endpoint};
 use crate::client_cost::{Cost, Usage};
 use crate::dataset::Dataset;
-use crate::journal::{Journal, Line};
+use crate::journal::{Announce, Journal, Line};
 use crate::scheduler::{self, Plan};
 use crate::spec::{DataSpec, ProfileName, RunSpec};
 use crate::workload::{self, TokenCounter};
@@ -341,7 +341,7 @@ impl Measurement {
                 })
             })
             .transpose()?;
-        sinks.journal.write(Line::Benchmark {
+        sinks.journal.write(Line::Benchmark(Announce {
             index,
             label: label.clone(),
             profile,
@@ -350,7 +350,7 @@ impl Measurement {
             started_at: humantime::format_rfc3339_micros(SystemTime::now()).to_string(),
             warmup: s.warmup_requests,
             cooldown: s.cooldown_requests,
-        });
+        }));
         sinks.count += 1;
         sinks
             .observer

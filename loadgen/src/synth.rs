@@ -7,7 +7,7 @@
 //! ITL = 8 ms × (1 + 0.12 × (batch − 1)); ±10 % uniform jitter from a seeded
 //! SplitMix64 (`crate::rng`), so the same seed gives the same document.
 
-use crate::journal::{Assembly, Line};
+use crate::journal::{Announce, Assembly, Line};
 use crate::rng::Rng;
 use schemas::document::{
     Engine, Model, Phase, Predicate, Profile, ProfileKind, RawRecord, Run, Workload,
@@ -114,7 +114,7 @@ fn benchmark(
             error: None,
         });
     }
-    let announce = Line::Benchmark {
+    let announce = Line::Benchmark(Announce {
         index,
         label,
         profile,
@@ -130,7 +130,7 @@ fn benchmark(
         started_at: started_at.to_string(),
         warmup: 0,
         cooldown: 0,
-    };
+    });
     std::iter::once(announce)
         .chain(records.into_iter().map(|record| Line::Record {
             benchmark: index,

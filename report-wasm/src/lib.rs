@@ -1,40 +1,17 @@
 //! The WebAssembly face of provebench's pure crates: no logic lives here.
 //!
-//! Two faces over the same calls into `report` and `schemas`:
-//! * wasm-bindgen exports for the browser and Node (`verifyDocument`, `Documents`,
-//!   `renderReport`, `diffReport`, `Rendered`; and `loadDocument`, `Document`,
-//!   `renderDocument`, `diffDocuments` to verify a document once and render it often),
-//!   built so that the render path calls no JavaScript: the module imports only
-//!   wasm-bindgen's two intrinsics;
+//! Two faces over the same calls into `report` and `schemas`, each what its host uses:
+//! * wasm-bindgen exports for the site (and Node): `loadDocument` parses and verifies a
+//!   document once into a `Document`, whose `meta()` gives the facts a page shows (badge,
+//!   problems, provenance: `report::facts`); `renderDocument` and `diffDocuments` render it
+//!   as often as the page needs; `predicateType` names the contract. The render path calls
+//!   no JavaScript: the module imports only wasm-bindgen's two intrinsics;
 //! * a plain C ABI for hosts without JavaScript (the runner's wasmtime host):
 //!   `pb_alloc`/`pb_free` and `pb_render`/`pb_diff` over [`report::abi`] frames.
 
-use schemas::keys::{self, TrustedKey};
-use schemas::verify::{self, Policy};
-use serde::Serialize;
+use schemas::keys::TrustedKey;
+use schemas::load::NotAResult;
 use wasm_bindgen::prelude::*;
-
-/// Outcome of [`verify_document`]: the verdict, and the statement when it could be parsed.
-#[derive(Serialize)]
-struct VerifyOutput {
-    verdict: verify::Verdict,
-    statement: Option<schemas::Statement>,
-}
-
-/// Verifies a result envelope against a trusted-keys file (both JSON text) and
-/// recomputes every summary. Unsigned documents are parsed and badged, not rejected:
-/// the site shows them as such. Returns JSON `{verdict, statement}`, or
-/// `{"error": …}` when the trusted-keys file itself is unusable.
-#[wasm_bindgen(js_name = verifyDocument)]
-pub fn verify_document(envelope_json: &str, trusted_keys_json: &str) -> String {
-    let trusted: Vec<TrustedKey> = match keys::parse_trusted_keys(trusted_keys_json.as_bytes()) {
-        Ok(k) => k,
-        Err(e) => return serde_json::json!({ "error": e.to_string() }).to_string(),
-    };
-    let (verdict, statement) =
-        verify::verify_envelope(envelope_json.as_bytes(), &trusted, Policy::AllowUnsigned);
-    serde_json::to_string(&VerifyOutput { verdict, statement }).expect("verdicts serialise")
-}
 
 /// One result document, parsed and verified once (against the trusted keys it was loaded
 /// with), then described, rendered and diffed as often as a page needs: verification is
@@ -44,11 +21,12 @@ pub struct Document {
     loaded: Result<report::Loaded, Unloadable>,
 }
 
-/// Why a document could not be loaded, and what verification said about it.
-struct Unloadable {
-    message: String,
-    /// `None` when the trusted-keys file was the problem.
-    verdict: Option<verify::Verdict>,
+/// Why a document could not be loaded.
+enum Unloadable {
+    /// The trusted-keys file is unusable.
+    Keys(String),
+    /// The bytes are not a result document; the verdict says what was tried.
+    NotAResult(NotAResult),
 }
 
 /// Parses and verifies `bytes` (an envelope or a bare statement) against the
@@ -56,18 +34,8 @@ struct Unloadable {
 #[wasm_bindgen(js_name = loadDocument)]
 pub fn load_document(bytes: &[u8], keys_json: &str) -> Document {
     let loaded = match trusted_keys(keys_json) {
-        Err(message) => Err(Unloadable {
-            message,
-            verdict: None,
-        }),
-        Ok(trusted) => report::input::load_trusting(bytes, "the document", &trusted).map_err(|e| {
-            // Rare (not a result at all): verify once more for the verdict to show.
-            let (verdict, _) = verify::verify_envelope(bytes, &trusted, Policy::AllowUnsigned);
-            Unloadable {
-                message: e.to_string(),
-                verdict: Some(verdict),
-            }
-        }),
+        Err(message) => Err(Unloadable::Keys(message)),
+        Ok(trusted) => report::input::load_or_why(bytes, &trusted).map_err(Unloadable::NotAResult),
     };
     Document { loaded }
 }
@@ -76,68 +44,43 @@ pub fn load_document(bytes: &[u8], keys_json: &str) -> Document {
 impl Document {
     /// Why the document could not be loaded, if it could not.
     pub fn error(&self) -> Option<String> {
-        self.loaded.as_ref().err().map(|u| u.message.clone())
+        match &self.loaded {
+            Ok(_) => None,
+            Err(Unloadable::Keys(m)) => Some(m.clone()),
+            Err(Unloadable::NotAResult(e)) => Some(e.to_string()),
+        }
     }
 
-    /// What [`verify_document`] returns — `{verdict, statement}`, or `{"error": …}` for an
-    /// unusable trusted-keys file — with every benchmark's raw records left out: a page
-    /// listing results needs their facts, not megabytes of records.
-    pub fn meta(&mut self) -> String {
-        match &mut self.loaded {
-            Ok(loaded) => {
-                // Lent out of the statement while it is written, then put back.
-                let records: Vec<_> = loaded
-                    .statement
-                    .predicate
-                    .benchmarks
-                    .iter_mut()
-                    .map(|b| std::mem::take(&mut b.records))
-                    .collect();
-                let json = serde_json::to_string(&serde_json::json!({
-                    "verdict": loaded.verdict,
-                    "statement": loaded.statement,
-                }));
-                for (b, r) in loaded
-                    .statement
-                    .predicate
-                    .benchmarks
-                    .iter_mut()
-                    .zip(records)
-                {
-                    b.records = r;
-                }
-                json.expect("verdicts and statements serialise")
+    /// The facts a page shows about the document (`report::facts`, JSON), for bytes that
+    /// are not a result too; `{"error": …}` when the trusted-keys file is unusable.
+    pub fn meta(&self) -> String {
+        let facts = match &self.loaded {
+            Ok(loaded) => report::facts::of(Ok(loaded)),
+            Err(Unloadable::NotAResult(e)) => report::facts::of(Err(e)),
+            Err(Unloadable::Keys(message)) => {
+                return serde_json::json!({ "error": message }).to_string()
             }
-            Err(Unloadable {
-                message,
-                verdict: None,
-            }) => serde_json::json!({ "error": message }).to_string(),
-            Err(Unloadable {
-                verdict: Some(verdict),
-                ..
-            }) => serde_json::json!({ "verdict": verdict, "statement": null }).to_string(),
-        }
+        };
+        serde_json::to_string(&facts).expect("facts serialise")
     }
 }
 
-/// The report over one loaded document (what [`render_report`] gives for its bytes).
+/// The report over one loaded document.
 #[wasm_bindgen(js_name = renderDocument)]
 pub fn render_document(doc: &Document) -> Rendered {
     rendered(match &doc.loaded {
-        Ok(loaded) => {
-            report::render_loaded(std::slice::from_ref(loaded)).map_err(|e| e.to_string())
-        }
-        Err(u) => Err(u.message.clone()),
+        Ok(loaded) => report::render(std::slice::from_ref(loaded)).map_err(|e| e.to_string()),
+        Err(_) => Err(doc.error().unwrap_or_default()),
     })
 }
 
-/// The diff of B against A, both loaded (what [`diff_report`] gives for their bytes).
+/// The diff of B against A, both loaded.
 #[wasm_bindgen(js_name = diffDocuments)]
 pub fn diff_documents(a: &Document, b: &Document) -> Rendered {
     rendered(match (&a.loaded, &b.loaded) {
-        (Ok(a), Ok(b)) => report::diff_loaded(a, b).map_err(|e| e.to_string()),
-        (Err(u), _) => Err(format!("A: {}", u.message)),
-        (_, Err(u)) => Err(format!("B: {}", u.message)),
+        (Ok(a), Ok(b)) => report::diff(a, b).map_err(|e| e.to_string()),
+        (Err(_), _) => Err(format!("A: {}", a.error().unwrap_or_default())),
+        (_, Err(_)) => Err(format!("B: {}", b.error().unwrap_or_default())),
     })
 }
 
@@ -145,25 +88,6 @@ pub fn diff_documents(a: &Document, b: &Document) -> Rendered {
 #[wasm_bindgen(js_name = predicateType)]
 pub fn predicate_type() -> String {
     schemas::PREDICATE_TYPE.to_string()
-}
-
-/// Documents to render, added one at a time (bytes of an envelope or a bare statement).
-#[wasm_bindgen]
-#[derive(Default)]
-pub struct Documents {
-    docs: Vec<Vec<u8>>,
-}
-
-#[wasm_bindgen]
-impl Documents {
-    #[wasm_bindgen(constructor)]
-    pub fn new() -> Documents {
-        Documents::default()
-    }
-
-    pub fn push(&mut self, bytes: &[u8]) {
-        self.docs.push(bytes.to_vec());
-    }
 }
 
 /// A rendered report (its files in order), or the error that stopped it.
@@ -210,25 +134,6 @@ fn rendered(result: Result<report::Report, String>) -> Rendered {
 
 fn trusted_keys(json: &str) -> Result<Vec<TrustedKey>, String> {
     report::abi::trusted_keys(json.trim().as_bytes())
-}
-
-/// The report over `docs` (markdown, HTML, charts); signatures checked against the
-/// trusted-keys file `keys_json` (empty: none).
-#[wasm_bindgen(js_name = renderReport)]
-pub fn render_report(docs: &Documents, keys_json: &str) -> Rendered {
-    rendered(trusted_keys(keys_json).and_then(|trusted| {
-        let docs: Vec<&[u8]> = docs.docs.iter().map(Vec::as_slice).collect();
-        report::render_trusting(&docs, &trusted).map_err(|e| e.to_string())
-    }))
-}
-
-/// The diff of B against A.
-#[wasm_bindgen(js_name = diffReport)]
-pub fn diff_report(a: &[u8], b: &[u8], keys_json: &str) -> Rendered {
-    rendered(
-        trusted_keys(keys_json)
-            .and_then(|trusted| report::diff_trusting(a, b, &trusted).map_err(|e| e.to_string())),
-    )
 }
 
 /// The plain C ABI (see [`report::abi`]); every pointer is into this module's memory.

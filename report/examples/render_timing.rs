@@ -14,10 +14,10 @@ fn main() {
     let bytes = std::fs::read(&path).expect("readable file");
     for _ in 0..runs {
         let t = Instant::now();
-        let loaded = report::input::load(&bytes, "input 1").expect("a result document");
+        let loaded = report::load(&bytes, "input 1", &[]).expect("a result document");
         let load = t.elapsed();
         let t = Instant::now();
-        let r = report::render_loaded(&[loaded]).expect("renders");
+        let r = report::render(&[loaded]).expect("renders");
         let render = t.elapsed();
         let size: usize = r.files.iter().map(|f| f.1.len()).sum();
         println!(

@@ -72,9 +72,17 @@ fn run(op: Op, request: &[u8]) -> Result<Report, String> {
     let parts = decode_parts(request)?;
     let (keys, docs) = parts.split_first().ok_or("empty request")?;
     let trusted = trusted_keys(keys)?;
+    let load = |bytes: &[u8], name: &str| crate::load(bytes, name, &trusted);
     let result: Result<Report, RenderError> = match (op, docs) {
-        (Op::Render, docs) => crate::render_trusting(docs, &trusted),
-        (Op::Diff, [a, b]) => crate::diff_trusting(a, b, &trusted),
+        (Op::Render, docs) => docs
+            .iter()
+            .enumerate()
+            .map(|(n, bytes)| load(bytes, &format!("input {}", n + 1)))
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(|loaded| crate::render(&loaded)),
+        (Op::Diff, [a, b]) => load(a, "A")
+            .and_then(|a| Ok((a, load(b, "B")?)))
+            .and_then(|(a, b)| crate::diff(&a, &b)),
         (Op::Diff, docs) => return Err(format!("diff needs 2 documents, got {}", docs.len())),
     };
     result.map_err(|e| e.to_string())

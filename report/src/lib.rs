@@ -3,22 +3,25 @@
 //!
 //! This crate is pure: no file system, clock, threads or randomness, no system fonts, no
 //! iteration over hash maps on the way to the output. It builds natively (the runner's
-//! console uses [`sweep_table`]) and for `wasm32-unknown-unknown` (the site's module wraps
-//! [`render`] and [`diff`]), and both give the same bytes for the same input.
+//! console uses [`sweep_table`]) and for `wasm32-unknown-unknown` (report-wasm wraps it for
+//! the site and for the runner's wasmtime host), and both give the same bytes for the same
+//! input. Three entry points, what every host needs:
 //!
-//! * [`render`]: one report over one or more documents: the seed grid tables (seeds
+//! * [`load()`]: a DSSE envelope or bare statement, checked by `schemas::load` (a signature
+//!   only against the trusted keys a host has), its verdict in sentences for the report;
+//! * [`render()`]: one report over one or more documents: the seed grid tables (seeds
 //!   000–003), the seed sweep tables (seed 004), charts, and every benchmark's full
-//!   latency distributions, counts and validity flags.
-//! * [`diff`]: two documents compared benchmark by benchmark.
+//!   latency distributions, counts and validity flags;
+//! * [`diff()`]: two documents compared benchmark by benchmark.
 //!
-//! Inputs are DSSE envelopes or bare statements ([`input::load`]); the renderer checks
-//! them as `schemas::verify` does (without trusted keys, so it never vouches for a
-//! signature) and prints what it found beside the document.
+//! [`facts`] says what a result's heading or a gallery row shows; [`abi`] frames requests
+//! for hosts without JavaScript.
 
 pub mod abi;
 pub mod charts;
 pub mod diff;
 pub mod escape;
+pub mod facts;
 pub mod format;
 pub mod html;
 pub mod input;
@@ -70,7 +73,7 @@ pub enum RenderError {
     #[error("no documents to render")]
     NoInput,
     /// An input is not a result document. `input` names it: `input 2` (1-based) for
-    /// [`render`], `A` or `B` for [`diff`].
+    /// [`render()`], `A` or `B` for [`diff()`].
     #[error("{input}: {reason}")]
     Input { input: String, reason: String },
     /// A chart could not be drawn (a bug: charts draw into memory).
@@ -78,41 +81,19 @@ pub enum RenderError {
     Chart { chart: String, reason: String },
 }
 
-/// Renders `docs` (each a DSSE envelope or a bare statement, JSON) into one report:
-/// `report.md`, `report.html` and the charts that have data.
-pub fn render(docs: &[&[u8]]) -> Result<Report, RenderError> {
-    render_trusting(docs, &[])
-}
-
-/// [`render`], with signatures verified against `trusted` keys.
-pub fn render_trusting(
-    docs: &[&[u8]],
+/// Reads one document (a DSSE envelope or a bare statement, JSON) for [`render()`] or
+/// [`diff()`], verifying any signature against `trusted` keys; `input` names it in errors.
+pub fn load(
+    bytes: &[u8],
+    input: &str,
     trusted: &[schemas::keys::TrustedKey],
-) -> Result<Report, RenderError> {
-    let loaded = docs
-        .iter()
-        .enumerate()
-        .map(|(n, bytes)| input::load_trusting(bytes, &format!("input {}", n + 1), trusted))
-        .collect::<Result<Vec<_>, _>>()?;
-    render_loaded(&loaded)
+) -> Result<Loaded, RenderError> {
+    input::load(bytes, input, trusted)
 }
 
-/// [`render`] over statements already parsed (nothing is checked or printed about their
-/// provenance).
-pub fn render_statements(docs: &[Statement]) -> Result<Report, RenderError> {
-    let loaded: Vec<Loaded> = docs
-        .iter()
-        .map(|s| Loaded {
-            statement: s.clone(),
-            checks: vec![],
-            verdict: None,
-        })
-        .collect();
-    render_loaded(&loaded)
-}
-
-/// [`render`] over loaded documents.
-pub fn render_loaded(docs: &[Loaded]) -> Result<Report, RenderError> {
+/// One report over loaded documents: `report.md`, `report.html` and the charts that have
+/// data.
+pub fn render(docs: &[Loaded]) -> Result<Report, RenderError> {
     if docs.is_empty() {
         return Err(RenderError::NoInput);
     }
@@ -134,34 +115,8 @@ pub fn render_loaded(docs: &[Loaded]) -> Result<Report, RenderError> {
     Ok(Report { files })
 }
 
-/// Compares two documents (bytes as for [`render`]): A is the baseline, B the candidate.
-/// Returns `diff.md`, `diff.html` and the overlaid charts that have data.
-pub fn diff(a: &[u8], b: &[u8]) -> Result<Report, RenderError> {
-    diff_trusting(a, b, &[])
-}
-
-/// [`diff`], with signatures verified against `trusted` keys.
-pub fn diff_trusting(
-    a: &[u8],
-    b: &[u8],
-    trusted: &[schemas::keys::TrustedKey],
-) -> Result<Report, RenderError> {
-    let a = input::load_trusting(a, "A", trusted)?;
-    let b = input::load_trusting(b, "B", trusted)?;
-    diff::report(&a, &b)
-}
-
-/// [`diff`] over documents already loaded (and verified).
-pub fn diff_loaded(a: &Loaded, b: &Loaded) -> Result<Report, RenderError> {
+/// Compares two loaded documents: A is the baseline, B the candidate. Returns `diff.md`,
+/// `diff.html` and the overlaid charts that have data.
+pub fn diff(a: &Loaded, b: &Loaded) -> Result<Report, RenderError> {
     diff::report(a, b)
-}
-
-/// [`diff`] over statements already parsed.
-pub fn diff_statements(a: &Statement, b: &Statement) -> Result<Report, RenderError> {
-    let wrap = |s: &Statement| Loaded {
-        statement: s.clone(),
-        checks: vec![],
-        verdict: None,
-    };
-    diff::report(&wrap(a), &wrap(b))
 }

@@ -24,11 +24,9 @@ pub(crate) fn doc_line(name: &str, d: &Loaded) -> String {
         Some(v) => format!("{} {}", view::engine_display(&p.engine.name), v),
         None => view::engine_display(&p.engine.name),
     };
-    let hardware = match (view::gpus(&p.host), &p.host.gpus) {
-        // An imported source that names the GPU but not how many.
-        (Some((_, name)), Some(inv)) if inv.count == 0 => name,
-        (Some((n, name)), _) => format!("{n} × {name}"),
-        (None, _) => view::hardware_name(&p.host),
+    let hardware = match p.host.gpus.as_ref().and_then(|inv| inv.label()) {
+        Some(label) => label,
+        None => view::hardware_name(&p.host),
     };
     let interrupted = if p.run.complete { "" } else { ", interrupted" };
     let when = match &p.imported {

@@ -1,7 +1,33 @@
 //! Tests of the whole crate against the seed tables and hostile or failing documents.
 
 use crate::test_support::*;
-use crate::{diff_statements, render, render_statements, sweep_bullet, sweep_table, RenderError};
+use crate::{sweep_bullet, sweep_table, Loaded, RenderError, Report};
+
+/// A report over documents as bytes, the way every host makes one: each loaded (`input N`
+/// in errors), then rendered.
+fn render(docs: &[&[u8]]) -> Result<Report, RenderError> {
+    let loaded = docs
+        .iter()
+        .enumerate()
+        .map(|(n, bytes)| crate::load(bytes, &format!("input {}", n + 1), &[]))
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::render(&loaded)
+}
+
+/// A diff of two documents as bytes (`A`, `B` in errors).
+fn diff_bytes(a: &[u8], b: &[u8]) -> Result<Report, RenderError> {
+    crate::diff(&crate::load(a, "A", &[])?, &crate::load(b, "B", &[])?)
+}
+
+/// A report over statements handed over parsed (nothing checked or said about them).
+fn render_statements(docs: &[Statement]) -> Result<Report, RenderError> {
+    let loaded: Vec<Loaded> = docs.iter().cloned().map(Loaded::unchecked).collect();
+    crate::render(&loaded)
+}
+
+fn diff_statements(a: &Statement, b: &Statement) -> Result<Report, RenderError> {
+    crate::diff(&Loaded::unchecked(a.clone()), &Loaded::unchecked(b.clone()))
+}
 use schemas::document::{Benchmark, ProfileKind, Statement};
 use schemas::validity::{Flag, FlagCode, Severity};
 
@@ -370,7 +396,7 @@ fn errors_name_the_input() {
         e => panic!("{e:?}"),
     }
     assert!(err.to_string().starts_with("input 2: "));
-    let err = crate::diff(
+    let err = diff_bytes(
         &good,
         br#"{"payloadType":"text/plain","payload":"","signatures":[]}"#,
     )
@@ -645,7 +671,7 @@ fn diff_judges_by_direction_and_lists_one_sided_rows() {
 fn diff_of_measured_runs_overlays_charts() {
     let a = sweep_doc("m", 1.0);
     let b = sweep_doc("m", 0.8);
-    let r = crate::diff(&envelope_bytes(&a), &envelope_bytes(&b)).unwrap();
+    let r = diff_bytes(&envelope_bytes(&a), &envelope_bytes(&b)).unwrap();
     assert_eq!(
         r.names(),
         vec!["diff.md", "diff.html", "throughput.svg", "latency.svg"]

@@ -239,13 +239,8 @@ pub(crate) fn sweep_order(benchmarks: &[Benchmark], indices: &[usize]) -> Vec<us
 /// `None` when the document lists no GPU.
 pub(crate) fn gpus(host: &Host) -> Option<(u32, String)> {
     let inv = host.gpus.as_ref()?;
-    let mut names: Vec<&str> = Vec::new();
-    for d in &inv.devices {
-        if !names.contains(&d.name.as_str()) {
-            names.push(&d.name);
-        }
-    }
-    let count = inv.count.max(inv.devices.len() as u32);
+    let names: Vec<&str> = inv.groups().into_iter().map(|(name, _)| name).collect();
+    let count = inv.total();
     if count == 0 || names.is_empty() {
         return None;
     }

@@ -144,6 +144,43 @@ pub struct GpuInventory {
     pub devices: Vec<Gpu>,
 }
 
+impl GpuInventory {
+    /// The devices' names in order of first appearance, each with how many are listed.
+    pub fn groups(&self) -> Vec<(&str, u32)> {
+        let mut groups: Vec<(&str, u32)> = Vec::new();
+        for d in &self.devices {
+            match groups.iter_mut().find(|(name, _)| *name == d.name) {
+                Some(group) => group.1 += 1,
+                None => groups.push((&d.name, 1)),
+            }
+        }
+        groups
+    }
+
+    /// How many GPUs: the stated count, or the devices listed when they are more.
+    pub fn total(&self) -> u32 {
+        self.count.max(self.devices.len() as u32)
+    }
+
+    /// The one label of a host's GPUs, wherever a result is shown: `8 × NVIDIA H100 80GB
+    /// HBM3`, `1 × A + 1 × B` for a mixed host, the name alone when the count is unknown (an
+    /// imported source that names the GPU but not how many); `None` when no device is named.
+    pub fn label(&self) -> Option<String> {
+        match self.groups().as_slice() {
+            [] => None,
+            [(name, _)] if self.count == 0 => Some(name.to_string()),
+            [(name, _)] => Some(format!("{} × {name}", self.total())),
+            groups => Some(
+                groups
+                    .iter()
+                    .map(|(name, n)| format!("{n} × {name}"))
+                    .collect::<Vec<_>>()
+                    .join(" + "),
+            ),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]

@@ -5,7 +5,8 @@
 //! request's raw record. Summaries are derived from those records by the pure
 //! functions of [`metrics`], the same code natively and in wasm, so that anyone can
 //! recompute them bit for bit. [`verify`] is the one verification path: signature,
-//! document checks, recomputation.
+//! document checks, recomputation; [`load`] the one way every reader turns bytes into a
+//! statement and a verdict, and [`findings`] the one wording of that verdict.
 //!
 //! Nothing here touches the clock, the file system or randomness: the crate builds
 //! for `wasm32-unknown-unknown` with no imports.
@@ -13,7 +14,9 @@
 pub mod document;
 pub mod dsse;
 pub mod ed25519;
+pub mod findings;
 pub mod keys;
+pub mod load;
 pub mod metrics;
 pub mod numbers;
 pub mod record_columns;

@@ -175,6 +175,36 @@ fn us_to_ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
+/// Each request's own metrics, as the summaries define them: the one definition the
+/// summaries, the export's per-request columns and the report's charts share. Latency counts
+/// from the scheduled time, so a late send shows as latency. Defined for any record; the
+/// summaries take them from completed, measured requests only.
+impl RawRecord {
+    /// Time to first token (ms), from the scheduled time; `None` without a first token.
+    pub fn ttft_ms(&self) -> Option<f64> {
+        self.first_token_us
+            .map(|first| us_to_ms(first.saturating_sub(self.scheduled_us)))
+    }
+
+    /// Time to first token (ms), from the moment the request was sent.
+    pub fn ttft_from_send_ms(&self) -> Option<f64> {
+        self.first_token_us
+            .map(|first| us_to_ms(first.saturating_sub(self.sent_us)))
+    }
+
+    /// End-to-end latency (ms), from the scheduled time to the last byte.
+    pub fn e2e_ms(&self) -> f64 {
+        us_to_ms(self.end_us.saturating_sub(self.scheduled_us))
+    }
+
+    /// Time per output token after the first (ms); `None` with fewer than two tokens.
+    pub fn tpot_ms(&self) -> Option<f64> {
+        let out = self.output_tokens();
+        let first = self.first_token_us.filter(|_| out > 1)?;
+        Some(us_to_ms(self.end_us.saturating_sub(first)) / f64::from(out - 1))
+    }
+}
+
 fn finite(v: f64) -> Result<Finite, MetricsError> {
     Finite::new(v).map_err(|e| MetricsError::NotFinite(e.0))
 }
@@ -473,7 +503,7 @@ pub fn summarize_decoded(
         let (inp, out) = (r.input_tokens(), r.output_tokens());
         input_tokens += u64::from(inp);
         output_tokens += u64::from(out);
-        let e2e_ms = us_to_ms(r.end_us.saturating_sub(r.scheduled_us));
+        let e2e_ms = r.e2e_ms();
         e2e.push(e2e_ms);
         let all_tokens = u64::from(inp) + u64::from(out);
         if all_tokens > 0 {
@@ -483,14 +513,12 @@ pub fn summarize_decoded(
             per_output_token.push(e2e_ms / f64::from(out));
         }
         itl_us.push(gaps.record(index));
-        let Some(first) = r.first_token_us else {
+        let (Some(ttft_ms), Some(ttft_send_ms)) = (r.ttft_ms(), r.ttft_from_send_ms()) else {
             continue;
         };
-        let ttft_ms = us_to_ms(first.saturating_sub(r.scheduled_us));
         ttft.push(ttft_ms);
-        ttft_send.push(us_to_ms(first.saturating_sub(r.sent_us)));
-        let tpot_ms =
-            (out > 1).then(|| us_to_ms(r.end_us.saturating_sub(first)) / f64::from(out - 1));
+        ttft_send.push(ttft_send_ms);
+        let tpot_ms = r.tpot_ms();
         tpot.extend(tpot_ms);
         if slo.is_some_and(|s| meets(s, ttft_ms, tpot_ms, e2e_ms)) {
             good += 1;

@@ -45,6 +45,22 @@ pub struct Verdict {
     pub aggregates_only: u64,
 }
 
+impl Verdict {
+    /// A verdict before any check: the signature as given, nothing found, nothing recomputed.
+    pub fn nothing_checked(signature: SignatureVerdict) -> Verdict {
+        Verdict {
+            ok: false,
+            signature,
+            keyids: vec![],
+            document_errors: vec![],
+            records_checked: 0,
+            summary_mismatches: vec![],
+            missing_flags: vec![],
+            aggregates_only: 0,
+        }
+    }
+}
+
 /// Whether a document that is not signed by a trusted key is still parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Policy {
@@ -61,16 +77,7 @@ pub fn verify_envelope(
     trusted: &[TrustedKey],
     policy: Policy,
 ) -> (Verdict, Option<Statement>) {
-    let mut verdict = Verdict {
-        ok: false,
-        signature: SignatureVerdict::Unsigned,
-        keyids: vec![],
-        document_errors: vec![],
-        records_checked: 0,
-        summary_mismatches: vec![],
-        missing_flags: vec![],
-        aggregates_only: 0,
-    };
+    let mut verdict = Verdict::nothing_checked(SignatureVerdict::Unsigned);
     let invalid = |reason: String| SignatureVerdict::Invalid { reason };
     let (envelope, decoded) =
         match EnvelopeView::parse(bytes).and_then(|e| e.decode().map(|p| (e, p))) {

@@ -1,6 +1,7 @@
 // The wasm module, loaded through its wasm-bindgen glue as the site loads it, gives the
-// same verdict as `runner verify` for documents the runner wrote, and imports nothing
-// beyond wasm-bindgen's own two intrinsics (no getrandom, no clock, no DOM).
+// same verdict as `runner verify` for documents the runner wrote, the facts the site shows
+// (report::facts), and imports nothing beyond wasm-bindgen's own two intrinsics (no
+// getrandom, no clock, no DOM).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,7 +20,16 @@ const { keyid, keys: keysFile } = trustNewKey(runner, dir, 'lab');
 runner('synth', '--key', 'lab.key', '--out', 'signed.json', '--requests', '20', '--output-tokens', '32');
 runner('synth', '--no-sign', '--out', 'unsigned.json', '--requests', '5');
 
-const verifyInWasm = (file) => JSON.parse(glue.verifyDocument(readFileSync(join(dir, file), 'utf8'), keysFile));
+// The facts the site shows about a document, as the module computes them: the verdict too.
+function factsOf(bytes, keys = keysFile) {
+  const doc = glue.loadDocument(bytes, keys);
+  try {
+    return JSON.parse(doc.meta());
+  } finally {
+    doc.free();
+  }
+}
+const verifyInWasm = (file) => factsOf(readFileSync(join(dir, file)));
 
 test('imports only wasm-bindgen intrinsics', () => {
   const imports = WebAssembly.Module.imports(new WebAssembly.Module(wasmBytes)).map((i) => i.name);
@@ -35,7 +45,10 @@ test('a signed document verifies in wasm exactly as natively', () => {
   assert.equal(wasm.verdict.records_checked, 80);
   const native = JSON.parse(runner('verify', 'signed.json', '--keys', 'keys.json', '--json'));
   assert.deepEqual(wasm.verdict, native.verdict);
-  assert.equal(wasm.statement.predicate.engine.name, 'synthetic');
+  assert.equal(wasm.engine, 'synthetic');
+  assert.deepEqual(wasm.badge, { kind: 'verified', text: 'verified: lab', reason: `signed by trusted key lab (${keyid})` });
+  assert.deepEqual([wasm.parsed, wasm.ok, wasm.recordsChecked, wasm.problemCount], [true, true, 80, 0]);
+  assert.deepEqual(wasm.kinds, ['synchronous', 'constant', 'throughput']);
 });
 
 test('an unsigned document is parsed, badged unsigned, and its summaries still recomputed', () => {
@@ -44,6 +57,7 @@ test('an unsigned document is parsed, badged unsigned, and its summaries still r
   assert.equal(wasm.verdict.signature.status, 'unsigned');
   assert.deepEqual(wasm.verdict.summary_mismatches, []);
   assert.equal(wasm.verdict.records_checked, 20);
+  assert.equal(wasm.badge.kind, 'unsigned');
   const native = spawnSync(runnerBin, ['verify', 'unsigned.json', '--keys', 'keys.json'], { cwd: dir });
   assert.equal(native.status, 1);
 });
@@ -52,34 +66,31 @@ test('a one-byte change is caught in wasm', () => {
   const text = readFileSync(join(dir, 'signed.json'), 'utf8');
   const i = text.indexOf('"payload":"') + 200;
   const flipped = text.slice(0, i) + (text[i] === 'A' ? 'B' : 'A') + text.slice(i + 1);
-  const out = JSON.parse(glue.verifyDocument(flipped, keysFile));
+  const out = factsOf(Buffer.from(flipped));
   assert.equal(out.verdict.ok, false);
+  assert.equal(out.badge.kind, 'invalid');
 });
 
-test("a loaded document's meta is verifyDocument's answer without the raw records", () => {
+test("a document's facts stay the same however often they are asked for, and bytes that are not a result are badged", () => {
   for (const file of ['signed.json', 'unsigned.json']) {
-    const full = verifyInWasm(file);
     const doc = glue.loadDocument(readFileSync(join(dir, file)), keysFile);
     assert.equal(doc.error(), undefined);
     const meta = JSON.parse(doc.meta());
-    // Records are columns: one array per field.
-    assert.ok(full.statement.predicate.benchmarks.some((b) => b.records.phase.length > 0));
-    for (const b of full.statement.predicate.benchmarks) {
-      for (const field of Object.keys(b.records)) b.records[field] = [];
-    }
-    assert.deepEqual(meta, full);
-    // Asked twice, the same: the records were only lent out.
     assert.deepEqual(JSON.parse(doc.meta()), meta);
+    assert.equal(meta.runId.length, 32);
+    assert.match(meta.gpu, /^(no GPU \(CPU .+\)|\d+ × .+)$/);
     doc.free();
   }
   const junk = glue.loadDocument(Buffer.from('{"not": "a result"}'), keysFile);
   assert.match(junk.error(), /not a provebench result/);
-  assert.equal(JSON.parse(junk.meta()).verdict.ok, false);
+  const facts = JSON.parse(junk.meta());
+  assert.deepEqual([facts.parsed, facts.verdict.ok, facts.badge.kind], [false, false, 'invalid']);
+  junk.free();
   assert.match(glue.loadDocument(Buffer.from('{}'), 'not json').error(), /keys/);
 });
 
 test('a bad trusted-keys file is an error, not a verdict', () => {
-  const out = JSON.parse(glue.verifyDocument(readFileSync(join(dir, 'signed.json'), 'utf8'), '{"keys": 1}'));
+  const out = factsOf(readFileSync(join(dir, 'signed.json')), '{"keys": 1}');
   assert.match(out.error, /trusted-keys/);
 });
 

@@ -50,12 +50,19 @@ pub(super) fn chat_body(r: &GenerationRequest) -> Map<String, Value> {
     body
 }
 
-/// A completions chunk, as far as provebench reads it. Unknown fields are skipped.
+/// A chunk of either stream, as far as provebench reads it: the first choice (of the
+/// completions or the chat kind), usage, an in-stream error. Unknown fields are skipped.
 #[derive(Deserialize)]
-struct CompletionChunk {
-    choices: Option<First<CompletionChoice>>,
+struct Chunk<C> {
+    choices: Option<First<C>>,
     usage: Option<Usage>,
     error: Option<IgnoredAny>,
+}
+
+/// What a choice says: whether it carries a token, and why generation stopped.
+trait Choice {
+    fn token(&self) -> bool;
+    fn finish_reason(self) -> Option<String>;
 }
 
 #[derive(Deserialize)]
@@ -65,11 +72,13 @@ struct CompletionChoice {
     finish_reason: Option<String>,
 }
 
-#[derive(Deserialize)]
-struct ChatChunk {
-    choices: Option<First<ChatChoice>>,
-    usage: Option<Usage>,
-    error: Option<IgnoredAny>,
+impl Choice for CompletionChoice {
+    fn token(&self) -> bool {
+        self.text.0
+    }
+    fn finish_reason(self) -> Option<String> {
+        self.finish_reason
+    }
 }
 
 #[derive(Deserialize)]
@@ -88,76 +97,49 @@ struct Delta {
     reasoning: NonEmpty,
 }
 
-pub(super) fn completions_event(data: &[u8]) -> Result<Event, EventError> {
-    if is_done(data) {
-        return Ok(Event {
-            done: true,
-            ..Event::default()
-        });
+impl Choice for ChatChoice {
+    fn token(&self) -> bool {
+        self.delta
+            .as_ref()
+            .is_some_and(|d| d.content.0 || d.reasoning_content.0 || d.reasoning.0)
     }
-    let chunk: CompletionChunk = parse(data)?;
-    let has_choices = chunk.choices.is_some();
-    let (token, finish) = match chunk.choices {
-        Some(First(Some(c))) => (c.text.0, c.finish_reason),
-        _ => (false, None),
-    };
-    build(
-        data,
-        has_choices,
-        token,
-        finish,
-        chunk.usage,
-        chunk.error.is_some(),
-    )
+    fn finish_reason(self) -> Option<String> {
+        self.finish_reason
+    }
+}
+
+pub(super) fn completions_event(data: &[u8]) -> Result<Event, EventError> {
+    event::<CompletionChoice>(data)
 }
 
 pub(super) fn chat_event(data: &[u8]) -> Result<Event, EventError> {
+    event::<ChatChoice>(data)
+}
+
+/// One chunk of either stream: a token event when its first choice carries text.
+fn event<'a, C: Choice + Deserialize<'a>>(data: &'a [u8]) -> Result<Event, EventError> {
     if is_done(data) {
         return Ok(Event {
             done: true,
             ..Event::default()
         });
     }
-    let chunk: ChatChunk = parse(data)?;
-    let has_choices = chunk.choices.is_some();
-    let (token, finish) = match chunk.choices {
-        Some(First(Some(c))) => {
-            let token = c
-                .delta
-                .is_some_and(|d| d.content.0 || d.reasoning_content.0 || d.reasoning.0);
-            (token, c.finish_reason)
-        }
-        _ => (false, None),
-    };
-    build(
-        data,
-        has_choices,
-        token,
-        finish,
-        chunk.usage,
-        chunk.error.is_some(),
-    )
-}
-
-fn build(
-    data: &[u8],
-    has_choices: bool,
-    token: bool,
-    finish_reason: Option<String>,
-    usage: Option<Usage>,
-    has_error: bool,
-) -> Result<Event, EventError> {
-    if !has_choices && usage.is_none() && !has_error {
+    let chunk: Chunk<C> = parse(data)?;
+    if chunk.choices.is_none() && chunk.usage.is_none() && chunk.error.is_none() {
         return Err(EventError::Unexpected(format!(
             "no choices, usage or error in {}",
             super::preview(data)
         )));
     }
+    let (token, finish_reason) = match chunk.choices {
+        Some(First(Some(c))) => (c.token(), c.finish_reason()),
+        _ => (false, None),
+    };
     Ok(Event {
         tokens: u32::from(token),
         finish_reason: finish_reason.filter(|f| !f.is_empty()),
-        usage,
+        usage: chunk.usage,
         done: false,
-        server_error: has_error.then(|| error_message(data)),
+        server_error: chunk.error.is_some().then(|| error_message(data)),
     })
 }

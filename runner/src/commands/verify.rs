@@ -1,9 +1,11 @@
-//! `runner verify FILE… --key K.pub`: the same verification the site runs, natively.
+//! `runner verify FILE… --key K.pub`: the same verification the site runs, natively, in
+//! `schemas::findings`' words. Only payload bytes signed by a trusted key are parsed.
 
 use crate::cli::VerifyArgs;
 use crate::{keyfile, Failure};
 use anyhow::Context;
-use schemas::verify::{verify_envelope, Policy, SignatureVerdict, Verdict};
+use schemas::findings;
+use schemas::verify::{Policy, SignatureVerdict, Verdict};
 
 pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
     let trusted = keyfile::load_trusted(&args.keys, &args.key_files).map_err(Failure::Key)?;
@@ -12,7 +14,10 @@ pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
         let bytes = std::fs::read(file)
             .with_context(|| format!("reading {}", file.display()))
             .map_err(Failure::Input)?;
-        let (verdict, _) = verify_envelope(&bytes, &trusted, Policy::RequireSignature);
+        let verdict = match schemas::load::load(&bytes, &trusted, Policy::RequireSignature) {
+            Ok(loaded) => loaded.verdict,
+            Err(not_a_result) => *not_a_result.verdict,
+        };
         all_ok &= verdict.ok;
         if args.json {
             let line =
@@ -29,18 +34,10 @@ pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
     }
 }
 
-/// A verdict as lines a person reads: the outcome first, then each reason.
+/// A verdict as lines a person reads: the outcome first, then each problem.
 pub fn describe(file: &str, v: &Verdict) -> String {
-    let mut out = String::new();
-    let signature = match &v.signature {
-        SignatureVerdict::Verified { keyid, key_name } => {
-            format!("signed by keyid {keyid} ({key_name})")
-        }
-        SignatureVerdict::Unsigned => "UNSIGNED".to_string(),
-        SignatureVerdict::Invalid { reason } => format!("signature INVALID: {reason}"),
-    };
     let outcome = if v.ok { "OK" } else { "FAILED" };
-    out.push_str(&format!("{file}: {outcome}: {signature}\n"));
+    let mut out = format!("{file}: {outcome}: {}\n", findings::signature_status(v));
     if matches!(v.signature, SignatureVerdict::Verified { .. }) || v.records_checked > 0 {
         let summaries = if v.summary_mismatches.is_empty() {
             "summaries match"
@@ -52,14 +49,8 @@ pub fn describe(file: &str, v: &Verdict) -> String {
             v.records_checked
         ));
     }
-    for e in &v.document_errors {
-        out.push_str(&format!("  document: {e}\n"));
-    }
-    for m in &v.summary_mismatches {
-        out.push_str(&format!("  summary mismatch: {m}\n"));
-    }
-    for f in &v.missing_flags {
-        out.push_str(&format!("  validity flag missing: {f}\n"));
+    for problem in findings::problems(v) {
+        out.push_str(&format!("  {problem}\n"));
     }
     out
 }

@@ -1,0 +1,227 @@
+//! What a result's heading and a gallery row show — its badge, problems, model, engine,
+//! hardware, run — computed here, in the module, so that the site computes nothing about a
+//! result itself: its page only puts these strings in the DOM, as text.
+
+use crate::input::Loaded;
+use schemas::document::Host;
+use schemas::findings;
+use schemas::load::NotAResult;
+use schemas::verify::{SignatureVerdict, Verdict};
+use serde::Serialize;
+
+/// How many problems a row lists.
+const PROBLEMS_SHOWN: usize = 20;
+
+/// The facts of one document (JSON field names as the page reads them).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Facts {
+    /// Whether the bytes were a result document at all.
+    pub parsed: bool,
+    pub badge: Badge,
+    pub signature: Signature,
+    /// Signed by a trusted key and nothing disagrees.
+    pub ok: bool,
+    pub records_checked: u64,
+    pub aggregates_only_benchmarks: u64,
+    /// The first problems, in `schemas::findings`' words.
+    pub problems: Vec<String>,
+    pub problem_count: usize,
+    pub model: Option<String>,
+    pub model_revision: Option<String>,
+    pub engine: Option<String>,
+    pub engine_version: Option<String>,
+    /// The GPU label, or `no GPU (CPU …)`.
+    pub gpu: Option<String>,
+    pub date: Option<String>,
+    pub finished: Option<String>,
+    pub complete: bool,
+    pub run_id: Option<String>,
+    /// `name version` of the tool that wrote the result.
+    pub runner: Option<String>,
+    pub runner_commit: Option<String>,
+    /// Profile kinds of the benchmarks, in order of first appearance.
+    pub kinds: Vec<String>,
+    pub benchmarks: usize,
+    pub flags: usize,
+    pub imported: Option<Imported>,
+    /// The whole verdict, as `runner verify --json` prints it.
+    pub verdict: Verdict,
+}
+
+/// The badge a row wears: `verified`, `unsigned`, `imported` or `invalid`.
+#[derive(Debug, Serialize)]
+pub struct Badge {
+    pub kind: &'static str,
+    pub text: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Signature {
+    pub status: &'static str,
+    pub keyid: Option<String>,
+    pub key_name: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// Where an imported document's numbers come from.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Imported {
+    pub format: String,
+    pub source: String,
+    pub source_sha256: String,
+    pub location: Option<String>,
+    pub aggregates_only: bool,
+}
+
+/// The facts of a loaded document, or of bytes that were not one.
+pub fn of(doc: Result<&Loaded, &NotAResult>) -> Facts {
+    let (loaded, verdict) = match doc {
+        Ok(l) => (Some(l), l.verdict.clone().unwrap_or_else(unchecked)),
+        Err(e) => (None, (*e.verdict).clone()),
+    };
+    let p = loaded.map(|l| &l.statement.predicate);
+    let mut problems = findings::problems(&verdict);
+    problems.truncate(PROBLEMS_SHOWN);
+    let imported = p.and_then(|p| p.imported.as_ref()).map(|i| Imported {
+        format: i.format.clone(),
+        source: i.source.clone(),
+        source_sha256: i.source_sha256.clone(),
+        location: i.location.clone(),
+        aggregates_only: i.aggregates_only,
+    });
+    let badge = badge(&verdict, loaded.is_some(), &problems, imported.as_ref());
+    let mut kinds: Vec<String> = Vec::new();
+    for b in p.map_or(&[][..], |p| &p.benchmarks) {
+        let kind = crate::view::serde_name(&b.profile.kind);
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    Facts {
+        parsed: loaded.is_some(),
+        badge,
+        signature: signature(&verdict.signature),
+        ok: verdict.ok,
+        records_checked: verdict.records_checked,
+        aggregates_only_benchmarks: verdict.aggregates_only,
+        problem_count: findings::problem_count(&verdict),
+        problems,
+        model: p.map(|p| p.model.id.clone()),
+        model_revision: p.and_then(|p| p.model.revision.clone()),
+        engine: p.map(|p| p.engine.name.clone()),
+        engine_version: p.and_then(|p| p.engine.version.clone()),
+        gpu: p.map(|p| hardware(&p.host)),
+        date: p.map(|p| p.run.started_at.clone()),
+        finished: p.map(|p| p.run.finished_at.clone()),
+        complete: p.is_none_or(|p| p.run.complete),
+        run_id: p.map(|p| p.run.id.clone()),
+        runner: p.map(|p| format!("{} {}", p.run.tool.name, p.run.tool.version)),
+        runner_commit: p.and_then(|p| p.run.tool.git_commit.clone()),
+        kinds,
+        benchmarks: p.map_or(0, |p| p.benchmarks.len()),
+        flags: p.map_or(0, |p| p.validity.len()),
+        imported,
+        verdict,
+    }
+}
+
+/// A statement handed over parsed was never checked: it vouches for nothing.
+fn unchecked() -> Verdict {
+    Verdict::nothing_checked(SignatureVerdict::Invalid {
+        reason: "not checked".into(),
+    })
+}
+
+fn badge(v: &Verdict, parsed: bool, problems: &[String], imported: Option<&Imported>) -> Badge {
+    let invalid = |reason: String| Badge {
+        kind: "invalid",
+        text: "INVALID".into(),
+        reason,
+    };
+    match &v.signature {
+        SignatureVerdict::Invalid { reason } => invalid(reason.clone()),
+        _ if !parsed => invalid(
+            problems
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "not a provebench result".into()),
+        ),
+        _ if !problems.is_empty() => {
+            let count = findings::problem_count(v);
+            let more = if count > 1 {
+                format!(" (and {} more)", count - 1)
+            } else {
+                String::new()
+            };
+            invalid(format!("{}{more}", problems[0]))
+        }
+        signature => {
+            let signer = match signature {
+                SignatureVerdict::Verified { keyid, key_name } => Some((keyid, key_name)),
+                _ => None,
+            };
+            match (imported, signer) {
+                (Some(i), signer) => Badge {
+                    kind: "imported",
+                    text: "imported".into(),
+                    reason: format!(
+                        "imported from {}{}",
+                        i.format,
+                        match signer {
+                            Some((_, name)) => format!("; signed by {name}"),
+                            None => "; unsigned".into(),
+                        }
+                    ),
+                },
+                (None, Some((keyid, name))) => Badge {
+                    kind: "verified",
+                    text: format!("verified: {name}"),
+                    reason: format!("signed by trusted key {name} ({keyid})"),
+                },
+                (None, None) => Badge {
+                    kind: "unsigned",
+                    text: "unsigned".into(),
+                    reason: "the envelope carries no signature".into(),
+                },
+            }
+        }
+    }
+}
+
+fn signature(s: &SignatureVerdict) -> Signature {
+    match s {
+        SignatureVerdict::Verified { keyid, key_name } => Signature {
+            status: "verified",
+            keyid: Some(keyid.clone()),
+            key_name: Some(key_name.clone()),
+            reason: None,
+        },
+        SignatureVerdict::Unsigned => Signature {
+            status: "unsigned",
+            keyid: None,
+            key_name: None,
+            reason: None,
+        },
+        SignatureVerdict::Invalid { reason } => Signature {
+            status: "invalid",
+            keyid: None,
+            key_name: None,
+            reason: Some(reason.clone()),
+        },
+    }
+}
+
+/// The GPU label, or what the host computes on without one.
+fn hardware(host: &Host) -> String {
+    match host.gpus.as_ref().and_then(|g| g.label()) {
+        Some(label) => label,
+        None => format!(
+            "no GPU (CPU {})",
+            host.cpu.model.as_deref().unwrap_or(&host.arch)
+        ),
+    }
+}
