@@ -23,13 +23,8 @@ pub fn chart(doc: &Statement, title_suffix: &str) -> Option<Chart> {
                 .records
                 .iter()
                 .filter(|r| r.phase == Phase::Measured && r.completed())
-                .filter_map(|r| {
-                    let first = r.first_token_us?;
-                    Some((
-                        r.scheduled_us as f64 / 1e6,
-                        first.saturating_sub(r.scheduled_us) as f64 / 1e3,
-                    ))
-                })
+                // x: when it was scheduled (s); y: its TTFT (ms), as the summaries define it.
+                .filter_map(|r| Some((r.scheduled_us as f64 / 1e6, r.ttft_ms()?)))
                 .collect();
             (i, finite_points(points))
         })
