@@ -6,22 +6,12 @@ use polars::prelude::{
     Column, CsvWriter, DataFrame, IntoColumn, IntoLazy, NamedFrom, ParquetWriter, PolarsResult,
     SerWriter, Series, SortMultipleOptions,
 };
-use schemas::document::{Benchmark, GpuInventory, Statement, Workload};
-use schemas::metrics::Distribution;
+use schemas::document::{serde_name, Benchmark, GpuInventory, Statement, Workload};
+use schemas::metrics::{us_to_ms, Distribution};
 use schemas::numbers::Finite;
 use schemas::token_times;
 
 /// A unit enum's serde name (`measured`, `constant`, `http_server`).
-fn snake<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(s)) => s,
-        other => format!("{other:?}"),
-    }
-}
-
-fn us_to_ms(us: u64) -> f64 {
-    us as f64 / 1000.0
-}
 
 /// The columns every row carries: which file, run, model, engine, GPU and benchmark.
 #[derive(Default)]
@@ -57,7 +47,7 @@ impl Keys {
         self.gpu_count.push(p.host.gpus.as_ref().map(|g| g.count));
         self.benchmark_index.push(index as u32);
         self.benchmark_label.push(b.label.clone());
-        self.profile.push(snake(&b.profile.kind));
+        self.profile.push(serde_name(&b.profile.kind));
         self.rate_per_s.push(b.profile.rate_per_s.map(Finite::get));
         self.concurrency.push(b.profile.concurrency);
     }
@@ -119,7 +109,7 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
             for (ri, r) in b.records.iter().enumerate() {
                 keys.push(doc, bi, b);
                 record_index.push(ri as u32);
-                phase.push(snake(&r.phase));
+                phase.push(serde_name(&r.phase));
                 scheduled.push(r.scheduled_us);
                 sent.push(r.sent_us);
                 first_token.push(r.first_token_us);
@@ -251,7 +241,7 @@ pub fn summaries_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
                 .validity
                 .iter()
                 .filter(|f| f.benchmark.is_none_or(|i| i as usize == bi))
-                .map(|f| snake(&f.code))
+                .map(|f| serde_name(&f.code))
                 .collect();
             flags.push((!codes.is_empty()).then(|| codes.join(",")));
         }

@@ -342,20 +342,28 @@ fn find_eol(s: &[u8]) -> Option<usize> {
         .map(|p| i + p)
 }
 
+/// Test support: the `data` of every event dispatched from `chunks` fed in order (no limit
+/// on an event's size), and what was left when the stream ended.
+#[cfg(test)]
+pub(crate) fn data_events<C: AsRef<[u8]>>(chunks: &[C]) -> (Vec<Vec<u8>>, Leftover) {
+    let mut p = SseParser::new(1 << 20);
+    let mut out = Vec::new();
+    for c in chunks {
+        p.push(c.as_ref(), |d| out.push(d.to_vec())).unwrap();
+    }
+    let left = p.finish();
+    (out, left)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every dispatched event of `chunks` fed in order, and the leftover.
+    /// Every dispatched event of `chunks` fed in order, as text, and the leftover.
     fn events_of(chunks: &[&[u8]]) -> (Vec<String>, Leftover) {
-        let mut p = SseParser::new(1 << 20);
-        let mut out = Vec::new();
-        for c in chunks {
-            p.push(c, |d| out.push(String::from_utf8(d.to_vec()).unwrap()))
-                .unwrap();
-        }
-        let left = p.finish();
-        (out, left)
+        let (events, left) = data_events(chunks);
+        let text = events.into_iter().map(|d| String::from_utf8(d).unwrap());
+        (text.collect(), left)
     }
 
     fn events(stream: &[u8]) -> Vec<String> {

@@ -270,14 +270,7 @@ pub(crate) fn engine_display(name: &str) -> String {
     }
 }
 
-/// The snake_case name the schema gives a serialisable enum value (a flag code, a
-/// severity), read through serde so that a new variant needs no change here.
-pub(crate) fn serde_name<T: serde::Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_else(|| "unknown".into())
-}
+pub(crate) use schemas::document::serde_name;
 
 /// One markdown list item for a flag: `- ⚠ warning saturated: message`, with `context`
 /// (e.g. the benchmark's label, already escaped) in parentheses after the code.

@@ -15,6 +15,16 @@ use std::collections::BTreeMap;
 #[cfg(feature = "json-schema")]
 use schemars::JsonSchema;
 
+/// The name a document gives a unit enum value (`measured`, `constant`, `http_server`,
+/// `saturated`), read through serde so that a new variant needs no change where it is
+/// shown: the report, the export and the site's facts.
+pub fn serde_name<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// in-toto Statement v1.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]

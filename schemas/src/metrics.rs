@@ -171,7 +171,8 @@ pub enum MetricsError {
     NotFinite(f64),
 }
 
-fn us_to_ms(us: u64) -> f64 {
+/// Microseconds (how records count time) as milliseconds (how metrics are stated).
+pub fn us_to_ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 

@@ -18,31 +18,34 @@ struct Outcome {
 }
 
 fn run(api: Api, stream: &[u8]) -> Outcome {
-    let mut parser = SseParser::new(1 << 20);
+    run_chunks(api, &[stream])
+}
+
+/// The stream fed in `chunks`, every event read by `api`'s stream state.
+fn run_chunks<C: AsRef<[u8]>>(api: Api, chunks: &[C]) -> Outcome {
+    let (events, left) = crate::sse::data_events(chunks);
+    assert!(left.is_clean(), "stream ended mid-event");
     let mut state = api.new_stream();
     let mut out = Outcome::default();
-    parser
-        .push(stream, |data| {
-            if out.done {
-                out.after_done += 1;
-            }
-            match state.on_data(data) {
-                Ok(e) => {
-                    out.tokens += e.tokens;
-                    if e.finish_reason.is_some() {
-                        out.finish_reason = e.finish_reason;
-                    }
-                    if e.usage.is_some() {
-                        out.usage = e.usage;
-                    }
-                    out.done |= e.done;
-                    out.server_errors.extend(e.server_error);
+    for data in events {
+        if out.done {
+            out.after_done += 1;
+        }
+        match state.on_data(&data) {
+            Ok(e) => {
+                out.tokens += e.tokens;
+                if e.finish_reason.is_some() {
+                    out.finish_reason = e.finish_reason;
                 }
-                Err(e) => out.event_errors.push(e),
+                if e.usage.is_some() {
+                    out.usage = e.usage;
+                }
+                out.done |= e.done;
+                out.server_errors.extend(e.server_error);
             }
-        })
-        .unwrap();
-    assert!(parser.finish().is_clean(), "stream ended mid-event");
+            Err(e) => out.event_errors.push(e),
+        }
+    }
     out
 }
 
@@ -268,20 +271,10 @@ fn llama_cpp_transcripts() {
 fn llama_cpp_transcripts_in_crlf_and_split_anywhere() {
     // The same stream with CRLF line ends, fed in 7-byte pieces: same result.
     let crlf = LLAMA_CHAT_USAGE.replace('\n', "\r\n");
-    let mut parser = SseParser::new(1 << 20);
-    let mut state = Api::OpenaiChat.new_stream();
-    let (mut tokens, mut done) = (0, false);
-    for piece in crlf.as_bytes().chunks(7) {
-        parser
-            .push(piece, |d| {
-                let e = state.on_data(d).unwrap();
-                tokens += e.tokens;
-                done |= e.done;
-            })
-            .unwrap();
-    }
-    assert!(parser.finish().is_clean());
-    assert_eq!((tokens, done), (6, true));
+    let pieces: Vec<&[u8]> = crlf.as_bytes().chunks(7).collect();
+    let o = run_chunks(Api::OpenaiChat, &pieces);
+    assert!(o.event_errors.is_empty(), "{:?}", o.event_errors);
+    assert_eq!((o.tokens, o.done), (6, true));
 }
 
 #[test]
