@@ -3,7 +3,8 @@
 // Prints compile time, then per path every run's milliseconds and the median of the later
 // half (V8 compiles hot wasm functions again while the first runs go) and the fastest of
 // that half (on a shared VM the least disturbed run):
-//   bytes -> report   renderReport: parse, verify (signature, every summary recomputed), render;
+//   bytes -> report   loadDocument then renderDocument: parse, verify (signature, every
+//                     summary recomputed), render;
 //   load              loadDocument: parse and verify only;
 //   render loaded     renderDocument: tables, HTML and charts from a loaded document.
 import { readFileSync } from 'node:fs';
@@ -40,10 +41,9 @@ function check(r) {
 }
 
 timed('bytes -> report', () => {
-  const docs = new glue.Documents();
-  docs.push(doc);
-  check(glue.renderReport(docs, keys));
-  docs.free();
+  const loaded = glue.loadDocument(doc, keys);
+  check(glue.renderDocument(loaded));
+  loaded.free();
 });
 let loaded = null;
 timed('load', () => {
