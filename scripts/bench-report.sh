@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# report-wasm's size and speed (issue 4's targets; a committed benchmark, not a test):
+# report-wasm's size and speed (its targets: docs/PERFORMANCE.md; a committed benchmark, not a test):
 #   * the module's size, raw and gzipped (target: <= 1.5 MB gzipped);
 #   * rendering a 10,000-request result (4 benchmarks x 2,500 requests of 128 tokens: every
 #     table and chart), unsigned and signed, in wasmtime (`runner report`, release build; its

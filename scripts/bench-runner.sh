@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The runner's own cost and pacing, measured against the simulator on loopback (the committed
-# benchmark for issue 3's targets; not a test). Prints the runner's "benchmark done" lines:
+# benchmark for its targets in docs/PERFORMANCE.md; not a test). Prints the runner's "benchmark done" lines:
 #   1. CPU per streamed token: 16 concurrent streams of 256 tokens, the simulator streaming as fast
 #      as it can (--itl-ms 0). cpu_us_per_token = the runner process's user+system CPU time over
 #      the benchmark / tokens received. Target: <= 2 us.
@@ -13,11 +13,16 @@
 #   4. Case 1 again through reqwest (--http-client reqwest): what the lean HTTP/1.1 reader saves.
 # With taskset available, the simulator runs on CPU 1 and the runner on CPU 0, so that neither
 # measurement includes the other's work. Usage: scripts/bench-runner.sh [REQUESTS]
+# RUNNER_BIN=… measures that runner instead of building this checkout's; SIM_BIN=… serves the
+# simulator from another binary (an A/B of two runners keeps one simulator for both).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 requests=${1:-400}
-cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
-runner=$root/target/release/runner
+if [ -z "${RUNNER_BIN:-}" ]; then
+  cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+fi
+runner=${RUNNER_BIN:-$root/target/release/runner}
+sim=${SIM_BIN:-$runner}
 tmp=$(mktemp -d)
 # Command prefixes that pin to a CPU. Arrays, not a shell function: a backgrounded function
 # runs in a subshell, and killing that subshell's pid would leave the simulator running.
@@ -36,7 +41,7 @@ port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); 
 
 serve() { # serve PORT SIM-FLAGS...
   local p=$1; shift
-  RUST_LOG=warn "${on_cpu1[@]}" "$runner" sim --host 127.0.0.1 --port "$p" "$@" >/dev/null &
+  RUST_LOG=warn "${on_cpu1[@]}" "$sim" sim --host 127.0.0.1 --port "$p" "$@" >/dev/null &
   sim_pid=$!
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$p/health" >/dev/null 2>&1 && return; sleep 0.1; done
   echo "the simulator did not start" >&2; exit 1

@@ -434,6 +434,39 @@ fn a_journal_left_by_sigkill_finalizes_into_a_signed_incomplete_result() {
     assert_eq!(std::fs::read(d.join("r.json")).unwrap(), finalized);
 }
 
+/// A result is assembled one way: the statement a finished run writes is, byte for byte,
+/// the one `runner finalize` makes from that run's journal (a sweep: several benchmarks,
+/// their flags, the end line).
+#[test]
+fn a_finished_runs_result_is_what_finalizing_its_journal_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sim = start_sim(d, "--ttft-ms 2 --itl-ms 1");
+    let (status, out) = run_to_end(
+        d,
+        "run",
+        &format!(
+            "run --target {} --no-sign --out r.json --profile sweep --sweep-rates 1 \
+             --max-requests 6 --warmup-requests 1 --data prompt_tokens=8,output_tokens=4",
+            sim.url
+        ),
+    );
+    assert!(status.success(), "run: {out}");
+    let (status, out) = run_to_end(
+        d,
+        "finalize",
+        "finalize r.json.journal.jsonl --no-sign --out f.json",
+    );
+    assert!(status.success(), "finalize: {out}");
+    let (run, finalized) = (statement(&d.join("r.json")), statement(&d.join("f.json")));
+    assert_eq!(run["predicate"]["benchmarks"].as_array().unwrap().len(), 3);
+    assert_eq!(run["predicate"]["run"]["complete"], true);
+    assert_eq!(
+        serde_json::to_string(&run).unwrap(),
+        serde_json::to_string(&finalized).unwrap()
+    );
+}
+
 // ---------------------------------------------------------------------------------------
 // 3. Ctrl-C.
 
