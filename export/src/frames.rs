@@ -6,12 +6,10 @@ use polars::prelude::{
     Column, CsvWriter, DataFrame, IntoColumn, IntoLazy, NamedFrom, ParquetWriter, PolarsResult,
     SerWriter, Series, SortMultipleOptions,
 };
-use schemas::document::{serde_name, Benchmark, GpuInventory, Statement, Workload};
+use schemas::document::{serde_name, Benchmark, GpuInventory, Workload};
 use schemas::metrics::{us_to_ms, Distribution};
 use schemas::numbers::Finite;
 use schemas::token_times;
-
-/// A unit enum's serde name (`measured`, `constant`, `http_server`).
 
 /// The columns every row carries: which file, run, model, engine, GPU and benchmark.
 #[derive(Default)]
@@ -171,11 +169,11 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
 }
 
 /// The four latency distributions exported, by column prefix.
-const DISTRIBUTIONS: [&str; 4] = ["ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"];
+pub(crate) const DISTRIBUTIONS: [&str; 4] = ["ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"];
 /// Reads one statistic of a distribution.
 type Statistic = fn(&Distribution) -> Finite;
 /// The statistics exported of each, by column suffix.
-const STATS: [(&str, Statistic); 4] = [
+pub(crate) const STATS: [(&str, Statistic); 4] = [
     ("mean", |d| d.mean),
     ("p50", |d| d.median),
     ("p90", |d| d.p90),

@@ -2,10 +2,13 @@
 //! stored, aggregates that agree, errors that name the file.
 
 use super::*;
+use crate::frames::{DISTRIBUTIONS, STATS};
 use loadgen::synth;
 use polars::prelude::DataFrame;
+use polars::prelude::IntoLazy;
 use polars::prelude::{col, lit, CsvReadOptions, DataType, ParquetReader, SerReader};
 use schemas::document::{Cpu, Gpu, GpuInventory, Host, Run};
+use schemas::numbers::Finite;
 
 fn host(gpus: Option<GpuInventory>) -> Host {
     Host {
@@ -170,11 +173,12 @@ fn export_records_round_trip_through_csv_and_parquet() {
             assert_eq!(u64_at(&df, "output_tokens_server", row), Some(16));
             assert_eq!(str_at(&df, "error_class", row), None);
         }
-        // The host without an inventory has no GPU; the other says what it had.
+        // The host without an inventory has no GPU; the other says what it had, in the one
+        // GPU label the report and the site show too.
         assert_eq!(str_at(&df, "gpu", 0), None);
         assert_eq!(
             str_at(&df, "gpu", all.len() - 1).as_deref(),
-            Some("2x NVIDIA H100 80GB HBM3")
+            Some("2 × NVIDIA H100 80GB HBM3")
         );
         assert_eq!(str_at(&df, "engine", 0).as_deref(), Some("synthetic"));
         assert_eq!(str_at(&df, "profile", 0).as_deref(), Some("synchronous"));
