@@ -97,7 +97,7 @@ fn default_out() -> PathBuf {
     PathBuf::from(format!("provebench-{t}.json"))
 }
 
-pub async fn execute(
+async fn execute(
     spec: RunSpec,
     key: Option<ed25519_dalek::SigningKey>,
     out: PathBuf,
