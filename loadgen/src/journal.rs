@@ -63,6 +63,11 @@ pub struct Journal {
     inner: Mutex<(File, Assembly)>,
 }
 
+/// A time as every journal line and result writes it: RFC 3339, UTC, microseconds.
+pub fn timestamp(t: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_micros(t).to_string()
+}
+
 /// `result.json` → `result.json.journal.jsonl`.
 pub fn path_for(out: &Path) -> PathBuf {
     let mut s = out.as_os_str().to_owned();
@@ -218,9 +223,9 @@ impl Assembly {
         };
         let complete = self.finished_at.is_some() && run.complete;
         run.complete = complete;
-        run.finished_at = self.finished_at.unwrap_or_else(|| {
-            humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string()
-        });
+        run.finished_at = self
+            .finished_at
+            .unwrap_or_else(|| timestamp(std::time::SystemTime::now()));
         let mut validity = self.flags;
         if !complete && !validity.iter().any(|f| f.code == FlagCode::Incomplete) {
             validity.push(Flag {

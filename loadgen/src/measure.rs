@@ -11,7 +11,7 @@
 use crate::client::{self, Endpoint};
 use crate::client_cost::{Cost, Usage};
 use crate::dataset::Dataset;
-use crate::journal::{Announce, Journal, Line};
+use crate::journal::{self, Announce, Journal, Line};
 use crate::scheduler::{self, Plan};
 use crate::spec::{DataSpec, ProfileName, RunSpec};
 use crate::workload::{self, TokenCounter};
@@ -152,11 +152,6 @@ struct Sinks<'a> {
 }
 
 impl Measurement {
-    /// The model requests name.
-    pub fn model(&self) -> &str {
-        &self.endpoint.model
-    }
-
     /// Runs every benchmark of the spec, writing each into `journal`. Stops scheduling when
     /// `cancel` turns true (requests in flight are recorded as cancelled). Returns whether
     /// it ran to the end.
@@ -347,7 +342,7 @@ impl Measurement {
             profile,
             workload,
             slo,
-            started_at: humantime::format_rfc3339_micros(SystemTime::now()).to_string(),
+            started_at: journal::timestamp(SystemTime::now()),
             warmup: s.warmup_requests,
             cooldown: s.cooldown_requests,
         }));

@@ -219,9 +219,6 @@ fn signature(s: &SignatureVerdict) -> Signature {
 fn hardware(host: &Host) -> String {
     match host.gpus.as_ref().and_then(|g| g.label()) {
         Some(label) => label,
-        None => format!(
-            "no GPU (CPU {})",
-            host.cpu.model.as_deref().unwrap_or(&host.arch)
-        ),
+        None => format!("no GPU ({})", crate::view::hardware_name(host)),
     }
 }

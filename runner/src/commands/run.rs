@@ -140,8 +140,8 @@ async fn measure(
     journal.write(Line::Header {
         run: Run {
             id: crate::commands::synth::run_id().map_err(input)?,
-            started_at: rfc3339(started),
-            finished_at: rfc3339(started),
+            started_at: journal::timestamp(started),
+            finished_at: journal::timestamp(started),
             tool: crate::tool::tool(),
             command_line: std::env::args().collect(),
             spec: serde_json::to_value(&spec).expect("specs serialise"),
@@ -186,7 +186,7 @@ async fn measure(
         .map_err(input)?;
     if finished {
         journal.write(Line::End {
-            finished_at: rfc3339(SystemTime::now()),
+            finished_at: journal::timestamp(SystemTime::now()),
         });
     }
     let journal_path = journal.path().to_path_buf();
@@ -208,8 +208,4 @@ async fn measure(
         return Err(Failure::Interrupted);
     }
     Ok(())
-}
-
-fn rfc3339(t: SystemTime) -> String {
-    humantime::format_rfc3339_micros(t).to_string()
 }

@@ -2,7 +2,7 @@
 
 use crate::cli::SynthArgs;
 use crate::{keyfile, output, Failure};
-use loadgen::synth;
+use loadgen::{journal, synth};
 use schemas::document::Run;
 use std::time::SystemTime;
 
@@ -17,8 +17,8 @@ pub fn run(args: &SynthArgs) -> Result<(), Failure> {
     };
     let run = Run {
         id: run_id().map_err(Failure::Input)?,
-        started_at: humantime::format_rfc3339_micros(started).to_string(),
-        finished_at: humantime::format_rfc3339_micros(SystemTime::now()).to_string(),
+        started_at: journal::timestamp(started),
+        finished_at: journal::timestamp(SystemTime::now()),
         tool: crate::tool::tool(),
         command_line: std::env::args().collect(),
         spec: serde_json::json!({
