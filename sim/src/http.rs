@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::collections::VecDeque;
@@ -110,9 +110,24 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
             Bytes::from(serde_json::json!({"version": env!("CARGO_PKG_VERSION"), "engine": "provebench-sim"}).to_string()),
         ),
         (&Method::GET, "/metrics") => {
-            let mut r = Response::new(full(Bytes::from(metrics_body(&engine))));
-            r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+            // As prometheus_client chooses: OpenMetrics only when the scraper asks for it.
+            let openmetrics = req.headers().get_all(ACCEPT).iter().any(|v| {
+                v.to_str().is_ok_and(|v| {
+                    v.split(',').any(|t| t.split(';').next().unwrap_or("").trim() == "application/openmetrics-text")
+                })
+            });
+            let mut r = Response::new(full(Bytes::from(metrics_body(&engine, openmetrics))));
+            let kind = if openmetrics {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            } else {
+                "text/plain; version=0.0.4; charset=utf-8"
+            };
+            r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(kind));
             r
+        }
+        (&Method::POST, "/reset_prefix_cache") => {
+            engine.reset_prefix_cache();
+            Response::new(empty())
         }
         (&Method::POST, "/tokenize") => match read_body(req).await {
             Ok(body) => match protocol::tokenize_input(&body) {
@@ -121,7 +136,9 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
             },
             Err(response) => response,
         },
-        (_, "/health" | "/v1/models" | "/version" | "/metrics" | "/tokenize") => not_allowed(&req),
+        (_, "/health" | "/v1/models" | "/version" | "/metrics" | "/tokenize" | "/reset_prefix_cache") => {
+            not_allowed(&req)
+        }
         (method, path) => json_response(
             StatusCode::NOT_FOUND,
             protocol::error_body(Api::Completions, 404, "not_found_error", &format!("no route for {method} {path}")),
@@ -141,7 +158,7 @@ async fn generate(
         Ok(body) => body,
         Err(response) => return Ok(response),
     };
-    let parsed = match protocol::parse(route, &body) {
+    let mut parsed = match protocol::parse(route, &body) {
         Ok(parsed) => parsed,
         // TGI validates after opening the stream, and says what is wrong in an event.
         Err(Refusal::Invalid(Api::Tgi, message)) if route == Route::GenerateStream => {
@@ -167,6 +184,7 @@ async fn generate(
         index,
         received,
         parsed.prompt_tokens,
+        std::mem::take(&mut parsed.block_hashes),
         parsed.max_tokens,
         fault,
     );
@@ -252,7 +270,7 @@ async fn whole(
     }
     let body = match gen.fault {
         Some(Fault::Malformed { .. }) => protocol::malformed_body(),
-        _ => protocol::whole_body(req, ident, seed),
+        _ => protocol::whole_body(req, ident, seed, gen.cached_tokens),
     };
     gen.finish(Instant::now());
     Ok(json_response(StatusCode::OK, body))
@@ -328,6 +346,7 @@ impl Stream {
                 }
                 Stage::Queued => {
                     self.gen.admit().await;
+                    self.events.cached_tokens = self.gen.cached_tokens;
                     self.stage = Stage::Tokens;
                 }
                 Stage::Tokens => {
@@ -501,43 +520,163 @@ fn models_body(engine: &Engine) -> Bytes {
     )
 }
 
-/// Prometheus text format, named like vLLM's (`vllm:num_requests_running` …) under `provebench_sim:`.
-fn metrics_body(engine: &Engine) -> String {
-    let label = format!("{{model_name={}}}", engine.model_json);
-    let mut out = String::new();
-    for (name, kind, help, value) in [
-        (
-            "requests_running",
-            "gauge",
-            "Requests admitted into the batch and not finished.",
-            engine.running.load(Relaxed) as u64,
+/// vLLM V1's engine metrics, as its `prometheus_client` writes them: text format 0.0.4 (a
+/// counter's `# HELP`/`# TYPE` lines name it with `_total`) or, when asked, OpenMetrics 1.0 (they
+/// name it without, and the page ends in `# EOF`); labels sorted by name; values as Python
+/// floats in Go's spelling (`3.0`, `1.5e+06`). No `_created` series.
+fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
+    let model = label_value(&engine.cfg.model);
+    let n = |a: &std::sync::atomic::AtomicU64| a.load(Relaxed) as f64;
+    let finished_length = n(&engine.finished_length_total);
+    let gauge = |name, help, value| Family {
+        name,
+        counter: false,
+        help,
+        samples: vec![(None, value)],
+    };
+    let counter = |name, help, value| Family {
+        counter: true,
+        ..gauge(name, help, value)
+    };
+    let metrics = [
+        gauge(
+            "vllm:num_requests_running",
+            "Number of requests in model execution batches.",
+            engine.running.load(Relaxed) as f64,
         ),
-        (
-            "requests_waiting",
-            "gauge",
-            "Requests queued for a batch slot.",
-            engine.waiting.load(Relaxed) as u64,
+        gauge(
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            engine.waiting.load(Relaxed) as f64,
         ),
-        (
-            "requests_total",
-            "counter",
-            "Generation requests received (parsed and valid).",
-            engine.requests_total.load(Relaxed),
+        // A fraction despite the name: tokens held by running requests (prompt + generated so
+        // far) over `kv_cache_tokens`.
+        gauge(
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            engine.kv_cache_usage(),
         ),
-        (
-            "generation_tokens_total",
-            "counter",
-            "Content tokens handed to the connection.",
-            engine.generation_tokens_total.load(Relaxed),
+        counter(
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            n(&engine.prefix_queries_total),
         ),
-        (
-            "prompt_tokens_total",
-            "counter",
-            "Prompt tokens of generation requests received.",
-            engine.prompt_tokens_total.load(Relaxed),
+        counter(
+            "vllm:prefix_cache_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            n(&engine.prefix_hits_total),
         ),
-    ] {
-        let _ = write!(out, "# HELP provebench_sim:{name} {help}\n# TYPE provebench_sim:{name} {kind}\nprovebench_sim:{name}{label} {value}\n");
+        // The simulator never preempts: admission waits for a batch slot and a running
+        // request keeps it to the end.
+        counter(
+            "vllm:num_preemptions",
+            "Cumulative number of preemption from the engine.",
+            0.0,
+        ),
+        counter(
+            "vllm:prompt_tokens",
+            "Number of prefill tokens processed.",
+            n(&engine.prompt_tokens_total),
+        ),
+        counter(
+            "vllm:generation_tokens",
+            "Number of generation tokens processed.",
+            n(&engine.generation_tokens_total),
+        ),
+        // vLLM's FinishReason order. The simulator ignores EOS (every request that ends whole
+        // ends by length); requests cut short (refused, reset, client gone) are not counted.
+        Family {
+            samples: vec![
+                (Some("stop"), 0.0),
+                (Some("length"), finished_length),
+                (Some("abort"), 0.0),
+            ],
+            ..counter(
+                "vllm:request_success",
+                "Count of successfully processed requests.",
+                0.0,
+            )
+        },
+    ];
+    let mut out = String::with_capacity(4096);
+    for Family {
+        name,
+        counter,
+        help,
+        samples,
+    } in metrics
+    {
+        let (sample, kind) = if counter {
+            (format!("{name}_total"), "counter")
+        } else {
+            (name.to_string(), "gauge")
+        };
+        let family = if openmetrics { name } else { &sample };
+        let _ = write!(out, "# HELP {family} {help}\n# TYPE {family} {kind}\n");
+        for (reason, value) in samples {
+            // Labels sorted by name, as prometheus_client writes them.
+            let _ = write!(out, "{sample}{{engine=\"0\",");
+            if let Some(reason) = reason {
+                let _ = write!(out, "finished_reason=\"{reason}\",");
+            }
+            let _ = writeln!(out, "model_name=\"{model}\"}} {}", go_float(value));
+        }
+    }
+    if openmetrics {
+        out.push_str("# EOF\n");
     }
     out
+}
+
+/// One metric of the page: its samples by `finished_reason` (`None`: no such label).
+struct Family {
+    name: &'static str,
+    counter: bool,
+    help: &'static str,
+    samples: Vec<(Option<&'static str>, f64)>,
+}
+
+/// A label value escaped as the text format wants: `\\`, `\"`, `\n`.
+fn label_value(v: &str) -> String {
+    v.replace('\\', r"\\")
+        .replace('"', r#"\""#)
+        .replace('\n', r"\n")
+}
+
+/// A value as prometheus_client's `floatToGoString` writes it: Python's `repr` of the float
+/// (`0.0`, `3.0`, `0.25`, `1e-05`), switched to Go's exponent form from a million on
+/// (`1.5e+06`), `+Inf`, `-Inf`, `NaN`.
+pub(crate) fn go_float(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    let repr = python_repr(v);
+    if let Some(dot) = repr.find('.').filter(|&dot| v > 0.0 && dot > 6) {
+        let digits = format!("{}{}", &repr[1..dot], &repr[dot + 1..]);
+        let mantissa = format!("{}.{digits}", &repr[..1]);
+        let mantissa = mantissa.trim_end_matches(['0', '.']);
+        return format!("{mantissa}e+0{}", dot - 1);
+    }
+    repr
+}
+
+/// Python's `repr` of a finite float: the shortest digits that round-trip, positional from
+/// 1e-4 up to 1e16, with a `.0` when integral; otherwise `d.ddde±XX`.
+fn python_repr(v: f64) -> String {
+    let magnitude = v.abs();
+    if magnitude == 0.0 || (1e-4..1e16).contains(&magnitude) {
+        let s = format!("{v}");
+        return if s.contains('.') { s } else { format!("{s}.0") };
+    }
+    // Rust's `{:e}` gives the same shortest digits as `1.5e-5`; Python pads the exponent.
+    let s = format!("{v:e}");
+    let (mantissa, exponent) = s.split_once('e').expect("exponent form");
+    let (sign, digits) = match exponent.strip_prefix('-') {
+        Some(d) => ('-', d),
+        None => ('+', exponent),
+    };
+    format!("{mantissa}e{sign}{digits:0>2}")
 }

@@ -11,10 +11,42 @@
 //! * `faults.rs` — which requests misbehave (deterministically), and how;
 //! * `protocol.rs` — request parsing, the toy tokenizer, every response and event byte per API;
 //! * `http.rs` — hyper: accepting connections, routing, the streaming body;
-//! * `tests.rs` — the server against a plain HTTP client (shapes, timing, queueing, faults).
+//! * `tests.rs` — the server against a plain HTTP client (shapes, timing, queueing, faults,
+//!   metrics, the prefix cache).
 //!
 //! Nothing here is random at run time: token texts come from the seed and the token's position,
 //! faults from the seed and the request's arrival index, and timing from the configuration.
+//!
+//! # Prefix cache
+//!
+//! Like vLLM's V1 engine (and, as there, unless switched off), the simulator remembers the
+//! prompts it has served in blocks of [`PREFIX_BLOCK_TOKENS`] tokens (its toy tokenizer's: one
+//! a word, or the ids given). Block `i`'s hash chains block `i − 1`'s with the tokens of block `i`, so a
+//! block matches only behind the same prefix. At admission a prompt's leading blocks are looked
+//! up in order until one is missing; those `k` tokens skip prefill: the first token is due
+//! `ttft_ms + prefill_us_per_token × (prompt tokens − k)` after admission. As in vLLM the last
+//! prompt token is always computed, so `k ≤ prompt tokens − 1` (a prompt of exactly 64 tokens
+//! seen before hits 48). Every whole block of the prompt is then remembered. The cache holds
+//! `kv_cache_tokens / 16` blocks (the KV cache is where a real engine keeps them) and evicts the
+//! least recently used, a prompt's last blocks before its first ones, as vLLM frees them.
+//! `POST /reset_prefix_cache` empties it (200, empty body), as vLLM's endpoint does.
+//! [`RequestTruth::cached_tokens`] records `k`; SGLang responses report it as `cached_tokens`.
+//!
+//! Prompts that share no 16-token prefix (the load generator's synthetic prompts are seeded
+//! random words) never hit, so their timing is the same with the cache on or off; a dataset
+//! whose rows repeat (fewer rows than requests) or share a long system prompt does hit, as it
+//! would on vLLM.
+//!
+//! # Metrics
+//!
+//! `GET /metrics` serves the gauges and counters of vLLM's V1 engine, named and labelled as
+//! vLLM's `prometheus_client` writes them (`{engine="0",model_name="…"}`, floats such as `3.0`):
+//! `vllm:num_requests_running`, `vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`,
+//! `vllm:prefix_cache_queries_total`, `vllm:prefix_cache_hits_total`,
+//! `vllm:num_preemptions_total`, `vllm:prompt_tokens_total`, `vllm:generation_tokens_total`,
+//! `vllm:request_success_total{finished_reason=…}`. Text format 0.0.4 by default (where a
+//! counter's `# TYPE` line names it with `_total`), OpenMetrics 1.0 when the `Accept` header asks
+//! for `application/openmetrics-text` (where it does not, and the page ends in `# EOF`).
 
 mod faults;
 mod http;
@@ -28,6 +60,9 @@ use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+/// Tokens in a block of the prefix cache, as vLLM's default `--block-size`.
+pub const PREFIX_BLOCK_TOKENS: u32 = 16;
 
 /// What the simulated server serves and how fast.
 #[derive(Clone, Debug)]
@@ -48,6 +83,13 @@ pub struct SimConfig {
     /// moved up to the next multiple of `itl_ms` since the server started, so the tokens of all
     /// running requests go out together. Off: each request keeps its own rhythm.
     pub decode_steps: bool,
+    /// KV-cache capacity in tokens: the denominator of `vllm:kv_cache_usage_perc`, and
+    /// `kv_cache_tokens / 16` is how many blocks the prefix cache keeps. Admission does not
+    /// wait for KV space (only for a batch slot), so the usage gauge saturates at 1.
+    pub kv_cache_tokens: u64,
+    /// Remember served prompts in 16-token blocks and skip the prefill of a known prefix (see
+    /// the crate docs). On by default, as in vLLM's V1 engine.
+    pub prefix_caching: bool,
     pub faults: Faults,
     /// Seeds token texts and fault selection.
     pub seed: u64,
@@ -84,6 +126,9 @@ impl Default for SimConfig {
             itl_growth: 0.05,
             max_batch: 32,
             decode_steps: false,
+            // 16 384 blocks: of the order of an 8B model's KV cache on one 80 GB GPU.
+            kv_cache_tokens: 262_144,
+            prefix_caching: true,
             faults: Faults::default(),
             seed: 0,
         }
@@ -114,6 +159,9 @@ impl SimConfig {
         }
         if self.max_batch == 0 {
             return bad("max_batch must be at least 1");
+        }
+        if self.kv_cache_tokens == 0 {
+            return bad("kv_cache_tokens must be at least 1");
         }
         let f = &self.faults;
         for (name, v) in [
@@ -153,6 +201,10 @@ pub struct RequestTruth {
     pub end: Instant,
     /// The simulator's own count (one token per whitespace-separated word).
     pub prompt_tokens: u32,
+    /// Leading prompt tokens found in the prefix cache at admission (whole 16-token blocks,
+    /// at most `prompt_tokens − 1`), whose prefill was skipped; 0 when not admitted or when
+    /// prefix caching is off.
+    pub cached_tokens: u32,
     /// `error`, `rate_limit`, `reset`, `stall`, `malformed`; `cancelled` when the client went
     /// away before the response ended (and no fault was planned).
     pub fault: Option<&'static str>,

@@ -7,10 +7,19 @@
 //! push every later token back; a server that fell behind catches up by writing back to back.
 //! With decode steps on, every deadline moves up to the next step boundary, so the running
 //! requests' tokens leave together, as a continuous-batching engine's do.
+//!
+//! At admission the prompt's leading blocks are looked up in the prefix cache ([`PrefixCache`]);
+//! the `k` tokens found skip prefill, so the first token is due at
+//! `admitted + ttft + prefill × (prompt_tokens − k)`.
+//!
+//! The engine also keeps what `/metrics` reports, updated where vLLM's engine updates it:
+//! prompt tokens and prefix-cache queries at admission, generation tokens as each one is
+//! written, KV-cache tokens while a request holds a slot, successes when a request ends whole.
 
 use super::faults::Fault;
-use super::{RequestTruth, SimConfig};
+use super::{RequestTruth, SimConfig, PREFIX_BLOCK_TOKENS};
 use clock::Timer;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,9 +36,22 @@ pub(crate) struct Engine {
     pub waiting: AtomicU32,
     /// Arrival index of the next generation request.
     pub next_index: AtomicU64,
-    pub requests_total: AtomicU64,
-    pub generation_tokens_total: AtomicU64,
+    /// Tokens the running requests hold in the KV cache: each one's prompt plus the tokens
+    /// generated so far (a cached prefix shared by two requests counts twice).
+    pub kv_tokens: AtomicU64,
+    /// Prompt tokens of admitted requests (the toy tokenizer's count, as `usage` reports it).
     pub prompt_tokens_total: AtomicU64,
+    /// Content tokens handed to the connection (or due, without a stream).
+    pub generation_tokens_total: AtomicU64,
+    /// Prompt tokens looked up in the prefix cache (every admitted prompt, when it is on).
+    pub prefix_queries_total: AtomicU64,
+    /// Prompt tokens found there.
+    pub prefix_hits_total: AtomicU64,
+    /// Requests that ended whole: every token out, no reset. The simulator ignores EOS, so
+    /// every one finished by length.
+    pub finished_length_total: AtomicU64,
+    /// `None` when prefix caching is off.
+    prefix_cache: Option<Mutex<PrefixCache>>,
     truth: Option<Mutex<Vec<RequestTruth>>>,
     ttft: Duration,
     prefill_s_per_token: f64,
@@ -46,9 +68,16 @@ impl Engine {
             running: AtomicU32::new(0),
             waiting: AtomicU32::new(0),
             next_index: AtomicU64::new(0),
-            requests_total: AtomicU64::new(0),
-            generation_tokens_total: AtomicU64::new(0),
+            kv_tokens: AtomicU64::new(0),
             prompt_tokens_total: AtomicU64::new(0),
+            generation_tokens_total: AtomicU64::new(0),
+            prefix_queries_total: AtomicU64::new(0),
+            prefix_hits_total: AtomicU64::new(0),
+            finished_length_total: AtomicU64::new(0),
+            prefix_cache: cfg.prefix_caching.then(|| {
+                let blocks = cfg.kv_cache_tokens / u64::from(PREFIX_BLOCK_TOKENS);
+                Mutex::new(PrefixCache::new(blocks.min(usize::MAX as u64) as usize))
+            }),
             truth: keep_truth.then(|| Mutex::new(Vec::new())),
             ttft: Duration::from_secs_f64(cfg.ttft_ms / 1e3),
             prefill_s_per_token: cfg.prefill_us_per_token / 1e6,
@@ -64,6 +93,39 @@ impl Engine {
             Some(t) => t.lock().expect("truth lock").clone(),
             None => Vec::new(),
         }
+    }
+
+    /// Empties the prefix cache (`POST /reset_prefix_cache`).
+    pub fn reset_prefix_cache(&self) {
+        if let Some(cache) = &self.prefix_cache {
+            cache.lock().expect("prefix cache lock").clear();
+        }
+    }
+
+    /// The KV-cache usage as vLLM reports it: a fraction in [0, 1] (saturating, since
+    /// admission does not wait for KV space).
+    pub fn kv_cache_usage(&self) -> f64 {
+        let used = self.kv_tokens.load(Relaxed) as f64;
+        (used / self.cfg.kv_cache_tokens as f64).min(1.0)
+    }
+
+    /// Looks a prompt of `prompt_tokens` tokens up in the prefix cache, counts the query, and
+    /// remembers its blocks. The cached leading tokens: whole blocks, at most `prompt_tokens − 1`
+    /// (vLLM always computes the last prompt token, whose logits give the first output token).
+    fn prefix_lookup(&self, blocks: &[u64], prompt_tokens: u32) -> u32 {
+        let Some(cache) = &self.prefix_cache else {
+            return 0;
+        };
+        let lookup = (prompt_tokens.saturating_sub(1) / PREFIX_BLOCK_TOKENS) as usize;
+        let blocks_hit = cache
+            .lock()
+            .expect("prefix cache lock")
+            .serve(blocks, lookup);
+        let hit = blocks_hit as u32 * PREFIX_BLOCK_TOKENS;
+        self.prefix_queries_total
+            .fetch_add(u64::from(prompt_tokens), Relaxed);
+        self.prefix_hits_total.fetch_add(u64::from(hit), Relaxed);
+        hit
     }
 
     /// `due`, moved up to the next decode step when the server runs in steps.
@@ -90,6 +152,10 @@ pub(crate) struct Generation {
     received: Instant,
     admitted: Option<Instant>,
     pub prompt_tokens: u32,
+    /// The prompt's block hashes, until admission looks them up.
+    block_hashes: Vec<u64>,
+    /// Prompt tokens found in the prefix cache at admission.
+    pub cached_tokens: u32,
     pub max_tokens: u32,
     pub fault: Option<Fault>,
     /// When the next token is due.
@@ -103,19 +169,17 @@ pub(crate) struct Generation {
 }
 
 impl Generation {
-    /// Counts the request in; `index` is its arrival index.
+    /// A request that arrived at `received`; `index` is its arrival index. `block_hashes`:
+    /// its prompt's, for the prefix cache.
     pub fn new(
         engine: Arc<Engine>,
         index: u64,
         received: Instant,
         prompt_tokens: u32,
+        block_hashes: Vec<u64>,
         max_tokens: u32,
         fault: Option<Fault>,
     ) -> Generation {
-        engine.requests_total.fetch_add(1, Relaxed);
-        engine
-            .prompt_tokens_total
-            .fetch_add(prompt_tokens as u64, Relaxed);
         let token_written = if engine.truth.is_some() {
             // Preallocated so that recording a token never reallocates mid-stream.
             Vec::with_capacity(max_tokens.min(1 << 16) as usize)
@@ -128,6 +192,8 @@ impl Generation {
             received,
             admitted: None,
             prompt_tokens,
+            block_hashes,
+            cached_tokens: 0,
             max_tokens,
             fault,
             deadline: received,
@@ -147,7 +213,8 @@ impl Generation {
         self.emitted
     }
 
-    /// Waits for a batch slot (FIFO), then sets the first token's deadline.
+    /// Waits for a batch slot (FIFO), looks the prompt up in the prefix cache, then sets the
+    /// first token's deadline: the prefill of the cached tokens is skipped.
     pub async fn admit(&mut self) {
         let engine = self.engine.clone();
         let permit = {
@@ -161,11 +228,16 @@ impl Generation {
                 .expect("the slot semaphore is never closed")
         };
         engine.running.fetch_add(1, Relaxed);
+        let blocks = std::mem::take(&mut self.block_hashes);
+        self.cached_tokens = engine.prefix_lookup(&blocks, self.prompt_tokens);
+        let prompt = u64::from(self.prompt_tokens);
+        engine.prompt_tokens_total.fetch_add(prompt, Relaxed);
+        engine.kv_tokens.fetch_add(prompt, Relaxed);
         let now = Instant::now();
         self.permit = Some(permit);
         self.admitted = Some(now);
-        let prefill =
-            Duration::from_secs_f64(engine.prefill_s_per_token * self.prompt_tokens as f64);
+        let computed = self.prompt_tokens - self.cached_tokens;
+        let prefill = Duration::from_secs_f64(engine.prefill_s_per_token * computed as f64);
         self.deadline = engine.at_step(now + engine.ttft + prefill);
     }
 
@@ -181,6 +253,7 @@ impl Generation {
             self.token_written.push(at);
         }
         self.engine.generation_tokens_total.fetch_add(1, Relaxed);
+        self.engine.kv_tokens.fetch_add(1, Relaxed);
         let running = self.engine.running.load(Relaxed);
         self.deadline = self
             .engine
@@ -194,17 +267,28 @@ impl Generation {
     }
 
     /// Records the truth (`end` just before the last bytes were handed over) and frees the slot.
+    /// A request with every token out and no reset counts as a success.
     pub fn finish(&mut self, end: Instant) {
-        self.finish_as(end, self.fault.map(Fault::name));
+        let whole = self.emitted == self.max_tokens
+            && !matches!(
+                self.fault,
+                Some(Fault::Reset { .. } | Fault::Error | Fault::RateLimit)
+            );
+        self.finish_as(end, self.fault.map(Fault::name), whole);
     }
 
-    fn finish_as(&mut self, end: Instant, fault: Option<&'static str>) {
+    fn finish_as(&mut self, end: Instant, fault: Option<&'static str>, whole: bool) {
         if self.finished {
             return;
         }
         self.finished = true;
         if self.permit.take().is_some() {
             self.engine.running.fetch_sub(1, Relaxed);
+            let held = u64::from(self.prompt_tokens) + u64::from(self.emitted);
+            self.engine.kv_tokens.fetch_sub(held, Relaxed);
+        }
+        if whole {
+            self.engine.finished_length_total.fetch_add(1, Relaxed);
         }
         if let Some(truth) = &self.engine.truth {
             let record = RequestTruth {
@@ -214,6 +298,7 @@ impl Generation {
                 token_written: std::mem::take(&mut self.token_written),
                 end,
                 prompt_tokens: self.prompt_tokens,
+                cached_tokens: self.cached_tokens,
                 fault,
             };
             truth.lock().expect("truth lock").push(record);
@@ -241,7 +326,66 @@ impl Drop for Generation {
     fn drop(&mut self) {
         if !self.finished {
             let fault = self.fault.map(Fault::name).unwrap_or("cancelled");
-            self.finish_as(Instant::now(), Some(fault));
+            self.finish_as(Instant::now(), Some(fault), false);
         }
+    }
+}
+
+/// The prefix cache: the hashes of the prompt blocks served, at most `capacity` of them, the
+/// least recently used evicted first. A prompt's blocks are touched last to first, so its first
+/// block is the most recent and its tail goes first, as vLLM frees a finished request's blocks
+/// (a block behind a missing one could never be hit).
+pub(crate) struct PrefixCache {
+    capacity: usize,
+    /// Block hash → its last use.
+    last_use: HashMap<u64, u64>,
+    /// Last use → block hash, oldest first (uses are unique).
+    by_age: BTreeMap<u64, u64>,
+    clock: u64,
+}
+
+impl PrefixCache {
+    pub fn new(capacity: usize) -> PrefixCache {
+        PrefixCache {
+            capacity,
+            last_use: HashMap::new(),
+            by_age: BTreeMap::new(),
+            clock: 0,
+        }
+    }
+
+    /// How many of the first `lookup` blocks of a prompt are cached, in order from the first
+    /// (the hit stops at the first miss); then remembers every block of the prompt.
+    pub fn serve(&mut self, blocks: &[u64], lookup: usize) -> usize {
+        let hit = blocks[..lookup.min(blocks.len())]
+            .iter()
+            .take_while(|h| self.last_use.contains_key(h))
+            .count();
+        for &h in blocks.iter().rev() {
+            self.touch(h);
+        }
+        hit
+    }
+
+    fn touch(&mut self, hash: u64) {
+        if self.capacity == 0 {
+            return;
+        }
+        self.clock += 1;
+        if let Some(previous) = self.last_use.insert(hash, self.clock) {
+            self.by_age.remove(&previous);
+        }
+        self.by_age.insert(self.clock, hash);
+        while self.last_use.len() > self.capacity {
+            let Some((_, oldest)) = self.by_age.pop_first() else {
+                break;
+            };
+            self.last_use.remove(&oldest);
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.last_use.clear();
+        self.by_age.clear();
     }
 }

@@ -7,6 +7,7 @@
 //! per-token cost must stay small (no JSON serialiser, no allocation per token).
 
 use super::faults::mix;
+use super::PREFIX_BLOCK_TOKENS;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
@@ -43,6 +44,8 @@ pub(crate) enum Api {
 pub(crate) struct GenRequest {
     pub api: Api,
     pub prompt_tokens: u32,
+    /// The chained hash of each whole block of the prompt, for the prefix cache.
+    pub block_hashes: Vec<u64>,
     pub max_tokens: u32,
     pub stream: bool,
     /// OpenAI `stream_options.include_usage`: a final `"choices":[]` chunk with usage.
@@ -86,14 +89,15 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
     let empty = Map::new();
     let section = |key: &str| obj.get(key).and_then(Value::as_object).unwrap_or(&empty);
 
-    let (prompt_tokens, max_tokens, stream, include_usage, details) = match api {
+    let mut prompt = PromptTokens::default();
+    let (max_tokens, stream, include_usage, details) = match api {
         Api::Completions => {
-            let prompt_tokens = match obj.get("prompt") {
-                Some(Value::String(s)) => count_tokens(s),
+            match obj.get("prompt") {
+                Some(Value::String(s)) => prompt.text(s),
                 Some(Value::Array(a)) => match a.as_slice() {
-                    [Value::String(s)] => count_tokens(s),
-                    [Value::Array(ids)] if ids.iter().all(Value::is_u64) => ids.len() as u32,
-                    ids if !ids.is_empty() && ids.iter().all(Value::is_u64) => ids.len() as u32,
+                    [Value::String(s)] => prompt.text(s),
+                    [Value::Array(ids)] if ids.iter().all(Value::is_u64) => prompt.ids(ids),
+                    ids if !ids.is_empty() && ids.iter().all(Value::is_u64) => prompt.ids(ids),
                     _ => {
                         return Err(invalid(
                             "prompt must be one string or one list of token ids",
@@ -107,19 +111,19 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
             }
             let max = max_tokens(obj.get("max_tokens")).map_err(|m| invalid(&m))?;
             let usage = flag(section("stream_options"), "include_usage");
-            (prompt_tokens, max, flag(&obj, "stream"), usage, false)
+            (max, flag(&obj, "stream"), usage, false)
         }
         Api::Chat => {
             let Some(Value::Array(messages)) = obj.get("messages") else {
                 return Err(invalid("messages must be a list of {role, content}"));
             };
-            let mut prompt_tokens = 0u32;
             for m in messages {
-                prompt_tokens = prompt_tokens.saturating_add(
-                    count_tokens_of_content(m.get("content")).ok_or_else(|| {
-                        invalid("each message needs a string content (or text parts)")
-                    })?,
-                );
+                // The messages' words in order: no chat template (its tokens are not counted).
+                if !prompt.content(m.get("content")) {
+                    return Err(invalid(
+                        "each message needs a string content (or text parts)",
+                    ));
+                }
             }
             if obj.get("n").is_some_and(|n| n.as_u64() != Some(1)) {
                 return Err(invalid("the simulator serves n = 1 only"));
@@ -131,7 +135,7 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
                 .or(obj.get("max_tokens"));
             let max = max_tokens(limit).map_err(|m| invalid(&m))?;
             let usage = flag(section("stream_options"), "include_usage");
-            (prompt_tokens, max, flag(&obj, "stream"), usage, false)
+            (max, flag(&obj, "stream"), usage, false)
         }
         Api::Tgi => {
             let Some(Value::String(inputs)) = obj.get("inputs") else {
@@ -139,8 +143,8 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
             };
             let params = section("parameters");
             let max = max_tokens(params.get("max_new_tokens")).map_err(|m| invalid(&m))?;
+            prompt.text(inputs);
             (
-                count_tokens(inputs),
                 max,
                 route == Route::GenerateStream,
                 false,
@@ -153,9 +157,11 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
             };
             let max = max_tokens(section("sampling_params").get("max_new_tokens"))
                 .map_err(|m| invalid(&m))?;
-            (count_tokens(text), max, flag(&obj, "stream"), false, false)
+            prompt.text(text);
+            (max, flag(&obj, "stream"), false, false)
         }
     };
+    let prompt_tokens = prompt.count;
     if prompt_tokens as u64 + max_tokens as u64 > MAX_MODEL_LEN as u64 {
         return Err(invalid(&format!(
             "This model's maximum context length is {MAX_MODEL_LEN} tokens. However, you requested \
@@ -166,6 +172,7 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
     Ok(GenRequest {
         api,
         prompt_tokens,
+        block_hashes: prompt.blocks,
         max_tokens,
         stream,
         include_usage,
@@ -186,25 +193,65 @@ fn max_tokens(v: Option<&Value>) -> Result<u32, String> {
     }
 }
 
-/// A chat message's content: a string, or OpenAI's list of `{"type":"text","text":…}` parts.
-fn count_tokens_of_content(content: Option<&Value>) -> Option<u32> {
-    match content? {
-        Value::String(s) => Some(count_tokens(s)),
-        Value::Array(parts) => parts
-            .iter()
-            .map(|p| p.get("text").and_then(Value::as_str).map(count_tokens))
-            .sum(),
-        Value::Null => Some(0),
-        _ => None,
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // The toy tokenizer and the generated words.
 
-/// The simulator's prompt length: one token per whitespace-separated word, no BOS.
-pub(crate) fn count_tokens(s: &str) -> u32 {
-    s.split_whitespace().count().min(u32::MAX as usize) as u32
+/// A prompt as the simulator reads it: its token count (one token per whitespace-separated
+/// word, no BOS; or the ids given) and the chained hash of each whole block of
+/// [`PREFIX_BLOCK_TOKENS`] tokens — block `i`'s hash folds block `i − 1`'s hash with block `i`'s
+/// token ids, as vLLM's block hashes do, so equal hashes mean an equal prefix.
+#[derive(Default)]
+struct PromptTokens {
+    count: u32,
+    /// The running hash of the block being read, seeded with the previous block's.
+    hash: u64,
+    in_block: u32,
+    blocks: Vec<u64>,
+}
+
+impl PromptTokens {
+    fn token(&mut self, id: u32) {
+        self.count = self.count.saturating_add(1);
+        self.hash = mix(self.hash ^ u64::from(id));
+        self.in_block += 1;
+        if self.in_block == PREFIX_BLOCK_TOKENS {
+            self.blocks.push(self.hash);
+            self.in_block = 0;
+        }
+    }
+
+    fn text(&mut self, s: &str) {
+        for word in s.split_whitespace() {
+            self.token(token_id(word));
+        }
+    }
+
+    /// Ids as given (already checked to be integers); wider ones are folded, not refused.
+    fn ids(&mut self, ids: &[Value]) {
+        for id in ids {
+            let id = id.as_u64().unwrap_or(0);
+            self.token((id ^ (id >> 32)) as u32);
+        }
+    }
+
+    /// A chat message's content: a string, or OpenAI's list of `{"type":"text","text":…}`
+    /// parts (`null` is empty). `false` for anything else.
+    fn content(&mut self, content: Option<&Value>) -> bool {
+        match content {
+            Some(Value::String(s)) => self.text(s),
+            Some(Value::Array(parts)) => {
+                for p in parts {
+                    match p.get("text").and_then(Value::as_str) {
+                        Some(s) => self.text(s),
+                        None => return false,
+                    }
+                }
+            }
+            Some(Value::Null) => {}
+            _ => return false,
+        }
+        true
+    }
 }
 
 /// Token ids of `s` (one per word).
@@ -374,6 +421,8 @@ pub(crate) struct Events {
     api: Api,
     n: u32,
     prompt_tokens: u32,
+    /// Prompt tokens found in the prefix cache, known once the request is admitted.
+    pub cached_tokens: u32,
     include_usage: bool,
     details: bool,
     ident: Ident,
@@ -414,6 +463,7 @@ impl Events {
             api: req.api,
             n: req.max_tokens,
             prompt_tokens: req.prompt_tokens,
+            cached_tokens: 0,
             include_usage: req.include_usage,
             details: req.details,
             ident,
@@ -490,9 +540,10 @@ impl Events {
                 }
                 let _ = write!(
                     out,
-                    r#","prompt_tokens":{},"completion_tokens":{},"cached_tokens":0}},"index":0}}"#,
+                    r#","prompt_tokens":{},"completion_tokens":{},"cached_tokens":{}}},"index":0}}"#,
                     self.prompt_tokens,
-                    k + 1
+                    k + 1,
+                    self.cached_tokens
                 );
                 out.put_slice(b"\n\n");
             }
@@ -558,8 +609,8 @@ fn usage(prompt: u32, completion: u32) -> String {
 // ---------------------------------------------------------------------------------------------
 // Whole (non-streaming) bodies.
 
-/// The non-streaming answer to `req`.
-pub(crate) fn whole_body(req: &GenRequest, ident: &Ident, seed: u64) -> Bytes {
+/// The non-streaming answer to `req`, `cached_tokens` of whose prompt came from the prefix cache.
+pub(crate) fn whole_body(req: &GenRequest, ident: &Ident, seed: u64, cached_tokens: u32) -> Bytes {
     let n = req.max_tokens;
     let text = full_text(seed, n);
     let model: Value = serde_json::from_str(&ident.model_json).expect("model_json is JSON");
@@ -589,7 +640,7 @@ pub(crate) fn whole_body(req: &GenRequest, ident: &Ident, seed: u64) -> Bytes {
         Api::Tgi => json!({"generated_text": text}),
         Api::Sglang => json!({"text": text, "meta_info": {
             "id": ident.id, "finish_reason": {"type": "length", "length": n},
-            "prompt_tokens": req.prompt_tokens, "completion_tokens": n, "cached_tokens": 0,
+            "prompt_tokens": req.prompt_tokens, "completion_tokens": n, "cached_tokens": cached_tokens,
         }}),
     };
     Bytes::from(body.to_string())

@@ -286,18 +286,20 @@ async fn timing_matches_configuration() {
         let server = SimServer::start(cfg).await.unwrap();
         let client = reqwest::Client::new();
         let url = format!("{}/v1/completions", server.base_url());
-        let prompt = vec!["w"; 50].join(" "); // 50 tokens × 20 µs = 1 ms of prefill
-        let send = |max_tokens: u32| {
+        // 50 tokens × 20 µs = 1 ms of prefill. A prompt of its own each, as the load
+        // generator's are: the prefix cache (on) must change nothing for them.
+        let send = |max_tokens: u32, seed: u64| {
+            let prompt = words(seed, 50, 1000);
             let request = client.post(&url).json(&json!({"prompt": prompt, "max_tokens": max_tokens, "stream": true}));
             async move { request.send().await.unwrap().error_for_status().unwrap().text().await.unwrap() }
         };
         // Warm up (connections, the timer thread, lazily initialised statics), then measure one
         // request at a time: concurrent ones would share deadlines and queue for the two cores.
-        send(2).await;
+        send(2, 100).await;
         let warmups = server.truth().len();
         // 15 requests: a median of 5 was at the mercy of one or two late vCPU wake-ups.
-        for _ in 0..15 {
-            send(20).await;
+        for i in 0..15 {
+            send(20, i).await;
         }
         let truth = server.truth().split_off(warmups);
         assert_eq!(truth.len(), 15);
@@ -310,7 +312,7 @@ async fn timing_matches_configuration() {
         eprintln!("sim timing: TTFT median {ttft_med:.4} ms (want 11), ITL median {itl_med:.4} ms (want 5), worst ITL error {worst:.3} ms");
         assert!((ttft_med - 11.0).abs() < 0.2, "TTFT median {ttft_med} ms, all {ttft:?}");
         assert!((itl_med - 5.0).abs() < 0.2, "ITL median {itl_med} ms");
-        assert!(truth.iter().all(|t| t.prompt_tokens == 50 && t.fault.is_none()));
+        assert!(truth.iter().all(|t| t.prompt_tokens == 50 && t.cached_tokens == 0 && t.fault.is_none()));
         server.shutdown().await;
     })
     .await
@@ -722,11 +724,11 @@ async fn small_endpoints() {
         let (s, t) = get(&server, "/metrics").await;
         assert_eq!(s, 200);
         for line in [
-            "provebench_sim:requests_running{model_name=\"provebench-sim\"} 0",
-            "provebench_sim:requests_waiting{model_name=\"provebench-sim\"} 0",
-            "provebench_sim:requests_total{model_name=\"provebench-sim\"} 1",
-            "provebench_sim:generation_tokens_total{model_name=\"provebench-sim\"} 3",
-            "provebench_sim:prompt_tokens_total{model_name=\"provebench-sim\"} 5",
+            "vllm:num_requests_running{engine=\"0\",model_name=\"provebench-sim\"} 0.0",
+            "vllm:num_requests_waiting{engine=\"0\",model_name=\"provebench-sim\"} 0.0",
+            "vllm:request_success_total{engine=\"0\",finished_reason=\"length\",model_name=\"provebench-sim\"} 1.0",
+            "vllm:generation_tokens_total{engine=\"0\",model_name=\"provebench-sim\"} 3.0",
+            "vllm:prompt_tokens_total{engine=\"0\",model_name=\"provebench-sim\"} 5.0",
         ] {
             assert!(t.lines().any(|l| l == line), "missing {line:?} in\n{t}");
         }
@@ -839,6 +841,443 @@ async fn client_hang_up_is_cancelled() {
         )
         .await;
         assert_eq!(s, 200);
+        server.shutdown().await;
+    })
+    .await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics and the prefix cache.
+
+/// `n` words from a vocabulary of `vocabulary`, seeded: prompts that share nothing but chance.
+fn words(seed: u64, n: usize, vocabulary: u64) -> String {
+    (0..n as u64)
+        .map(|i| {
+            format!(
+                "w{}",
+                super::faults::mix(seed.wrapping_mul(1 << 20) ^ i) % vocabulary
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One `/metrics` page: every sample by its name and labels, as written.
+struct Scrape {
+    text: String,
+    samples: std::collections::HashMap<String, f64>,
+}
+
+impl Scrape {
+    async fn of(server: &SimServer) -> Scrape {
+        let resp = reqwest::get(format!("{}/metrics", server.base_url()))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(
+            resp.headers()["content-type"],
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        let text = resp.text().await.unwrap();
+        let samples = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| {
+                let (key, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("{l:?}"));
+                (
+                    key.to_string(),
+                    value
+                        .parse::<f64>()
+                        .unwrap_or_else(|e| panic!("{l:?}: {e}")),
+                )
+            })
+            .collect();
+        Scrape { text, samples }
+    }
+
+    /// The sample of `name` with the simulator's labels (and `finished_reason`, when given).
+    fn get(&self, name: &str, finished_reason: Option<&str>) -> f64 {
+        let reason = finished_reason.map_or(String::new(), |r| format!("finished_reason=\"{r}\","));
+        let key = format!("{name}{{engine=\"0\",{reason}model_name=\"provebench-sim\"}}");
+        *self
+            .samples
+            .get(&key)
+            .unwrap_or_else(|| panic!("no {key} in\n{}", self.text))
+    }
+
+    fn value(&self, name: &str) -> f64 {
+        self.get(name, None)
+    }
+}
+
+#[test]
+fn values_are_written_as_prometheus_client_writes_them() {
+    use super::http::go_float;
+    for (v, want) in [
+        (0.0, "0.0"),
+        (3.0, "3.0"),
+        (0.25, "0.25"),
+        (999_999.0, "999999.0"),
+        (5_453_083.0, "5.453083e+06"),
+        (10_000_000.0, "1e+07"),
+        (1e-5, "1e-05"),
+        (3.0517578125e-05, "3.0517578125e-05"),
+        (0.0001, "0.0001"),
+        (1e16, "1e+16"),
+        (f64::INFINITY, "+Inf"),
+    ] {
+        assert_eq!(go_float(v), want, "{v}");
+    }
+}
+
+/// After a few requests on every API the counters are what was served, and the gauges are back at 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_what_was_served() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let (a, b, c, d, e) = (words(1, 20, 1000), words(2, 10, 1000), words(3, 30, 1000), words(4, 17, 1000), words(5, 50, 1000));
+        let mut usage_prompt = 0;
+        let (_, t) = post(&server, "/v1/completions", json!({"prompt": a, "max_tokens": 7, "stream": true, "stream_options": {"include_usage": true}})).await;
+        let events = sse_data(&t);
+        let chunks = parse_all(&events[..events.len() - 1]);
+        usage_prompt += chunks.last().unwrap()["usage"]["prompt_tokens"].as_u64().unwrap();
+        let (_, t) = post(&server, "/v1/chat/completions", json!({"max_tokens": 5, "messages": [{"role": "system", "content": b}, {"role": "user", "content": c}]})).await;
+        usage_prompt += serde_json::from_str::<Value>(&t).unwrap()["usage"]["prompt_tokens"].as_u64().unwrap();
+        let (_, t) = post(&server, "/generate_stream", json!({"inputs": d, "parameters": {"max_new_tokens": 3}})).await;
+        assert_eq!(sse_data(&t).len(), 3);
+        usage_prompt += 17; // TGI reports no prompt count
+        let (_, t) = post(&server, "/generate", json!({"text": e, "sampling_params": {"max_new_tokens": 4}})).await;
+        usage_prompt += serde_json::from_str::<Value>(&t).unwrap()["meta_info"]["prompt_tokens"].as_u64().unwrap();
+        let ids: Vec<u32> = (1..=33).collect();
+        let (_, t) = post(&server, "/v1/completions", json!({"prompt": ids, "max_tokens": 2})).await;
+        usage_prompt += serde_json::from_str::<Value>(&t).unwrap()["usage"]["prompt_tokens"].as_u64().unwrap();
+        // Refused before generation: counted nowhere.
+        assert_eq!(post(&server, "/v1/completions", json!({"prompt": "x", "max_tokens": 0})).await.0, 400);
+        assert_eq!(usage_prompt, 20 + 40 + 17 + 50 + 33);
+
+        let m = Scrape::of(&server).await;
+        let truth = server.truth();
+        assert_eq!(truth.len(), 5);
+        let streamed: usize = truth.iter().map(|t| t.token_written.len()).sum();
+        assert_eq!(streamed, 7 + 5 + 3 + 4 + 2);
+        assert_eq!(m.value("vllm:num_requests_running"), 0.0);
+        assert_eq!(m.value("vllm:num_requests_waiting"), 0.0);
+        assert_eq!(m.value("vllm:kv_cache_usage_perc"), 0.0);
+        assert_eq!(m.value("vllm:num_preemptions_total"), 0.0);
+        assert_eq!(m.value("vllm:prompt_tokens_total"), usage_prompt as f64);
+        assert_eq!(m.value("vllm:generation_tokens_total"), streamed as f64);
+        assert_eq!(m.value("vllm:prefix_cache_queries_total"), usage_prompt as f64);
+        assert_eq!(m.value("vllm:prefix_cache_hits_total"), 0.0);
+        let success: f64 = ["stop", "length", "abort"]
+            .iter()
+            .map(|r| m.get("vllm:request_success_total", Some(r)))
+            .sum();
+        assert_eq!(success, 5.0);
+        assert_eq!(m.get("vllm:request_success_total", Some("length")), 5.0);
+        assert_eq!(m.samples.len(), 8 + 3, "one sample per metric, three reasons:\n{}", m.text);
+
+        // Text format 0.0.4 as prometheus_client writes it: a counter's HELP and TYPE name it with `_total`.
+        for (name, kind) in [
+            ("vllm:num_requests_running", "gauge"),
+            ("vllm:num_requests_waiting", "gauge"),
+            ("vllm:kv_cache_usage_perc", "gauge"),
+            ("vllm:prefix_cache_queries_total", "counter"),
+            ("vllm:prefix_cache_hits_total", "counter"),
+            ("vllm:num_preemptions_total", "counter"),
+            ("vllm:prompt_tokens_total", "counter"),
+            ("vllm:generation_tokens_total", "counter"),
+            ("vllm:request_success_total", "counter"),
+        ] {
+            let help = format!("# HELP {name} ");
+            assert!(m.text.lines().any(|l| l.starts_with(&help)), "{help} in\n{}", m.text);
+            let type_line = format!("# TYPE {name} {kind}");
+            assert!(m.text.lines().any(|l| l == type_line), "{type_line} in\n{}", m.text);
+        }
+        assert!(!m.text.contains("provebench_sim"));
+
+        // OpenMetrics when asked: the family without `_total`, the samples with it, `# EOF`.
+        let resp = reqwest::Client::new()
+            .get(format!("{}/metrics", server.base_url()))
+            .header("accept", "application/openmetrics-text; version=1.0.0,text/plain;q=0.5")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.headers()["content-type"], "application/openmetrics-text; version=1.0.0; charset=utf-8");
+        let om = resp.text().await.unwrap();
+        assert!(om.lines().any(|l| l == "# TYPE vllm:prompt_tokens counter"), "{om}");
+        assert!(om.lines().any(|l| l == "# TYPE vllm:num_requests_running gauge"), "{om}");
+        let prompt_line = format!("vllm:prompt_tokens_total{{engine=\"0\",model_name=\"provebench-sim\"}} {usage_prompt}.0");
+        assert!(om.lines().any(|l| l == prompt_line), "{om}");
+        assert!(om.ends_with("# EOF\n"));
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// The gauges while requests run and queue: one running (holding its prompt and its tokens so
+/// far in the KV cache), one waiting; a cancelled request is no success.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gauges_follow_the_batch_and_the_queue() {
+    bounded(20, async {
+        let server = SimServer::start(SimConfig {
+            ttft_ms: 1.0,
+            itl_ms: 5.0,
+            max_batch: 1,
+            kv_cache_tokens: 1000,
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let client = reqwest::Client::new();
+        let url = format!("{}/v1/completions", server.base_url());
+        let first = client
+            .post(&url)
+            .json(&json!({"prompt": words(10, 100, 1000), "max_tokens": 200, "stream": true}))
+            .send()
+            .await
+            .unwrap();
+        let mut first = first.bytes_stream();
+        first.next().await.unwrap().unwrap();
+        // A streamed response's headers leave before admission: the second one then queues.
+        let second = client
+            .post(&url)
+            .json(&json!({"prompt": words(11, 40, 1000), "max_tokens": 2, "stream": true}))
+            .send()
+            .await
+            .unwrap();
+        let mut m = Scrape::of(&server).await;
+        for _ in 0..400 {
+            if m.value("vllm:num_requests_waiting") == 1.0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            m = Scrape::of(&server).await;
+        }
+        assert_eq!(m.value("vllm:num_requests_waiting"), 1.0, "{}", m.text);
+        assert_eq!(m.value("vllm:num_requests_running"), 1.0);
+        let usage = m.value("vllm:kv_cache_usage_perc");
+        assert!(
+            (0.101..=0.3).contains(&usage),
+            "100 prompt tokens and 1 to 200 generated of 1000: {usage}"
+        );
+        drop(first);
+        second.text().await.unwrap();
+        let mut m = Scrape::of(&server).await;
+        for _ in 0..400 {
+            if m.value("vllm:num_requests_running") == 0.0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            m = Scrape::of(&server).await;
+        }
+        assert_eq!(m.value("vllm:num_requests_running"), 0.0);
+        assert_eq!(m.value("vllm:num_requests_waiting"), 0.0);
+        assert_eq!(m.value("vllm:kv_cache_usage_perc"), 0.0);
+        assert_eq!(
+            m.get("vllm:request_success_total", Some("length")),
+            1.0,
+            "the cancelled one is no success"
+        );
+        let truth = server.truth();
+        let streamed: usize = truth.iter().map(|t| t.token_written.len()).sum();
+        assert_eq!(m.value("vllm:generation_tokens_total"), streamed as f64);
+        assert_eq!(m.value("vllm:prompt_tokens_total"), 140.0);
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// Served again, a prompt hits its whole cached blocks (the last token is always computed), and
+/// its time to first token is shorter by their prefill: the model's truth, medians of several.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_prompt_skips_the_prefill_of_its_cached_blocks() {
+    clock::testing::timing_test(|| async {
+        bounded(20, async {
+            let cfg = SimConfig {
+                ttft_ms: 2.0,
+                prefill_us_per_token: 200.0,
+                itl_ms: 1.0,
+                itl_growth: 0.0,
+                ..SimConfig::default()
+            };
+            let server = SimServer::start(cfg).await.unwrap();
+            let send = |seed: u64| {
+                let server = &server;
+                async move {
+                    let (s, _) = post(server, "/v1/completions", json!({"prompt": words(seed, 160, 1000), "max_tokens": 2, "stream": true})).await;
+                    assert_eq!(s, 200);
+                }
+            };
+            send(99).await; // warm up
+            let prompts: Vec<u64> = (1..=7).collect();
+            for &p in &prompts {
+                send(p).await;
+            }
+            for &p in &prompts {
+                send(p).await;
+            }
+            let mut truth = server.truth();
+            truth.sort_by_key(|t| t.index);
+            let (first, again) = truth[1..].split_at(prompts.len());
+            assert!(first.iter().all(|t| t.cached_tokens == 0), "{first:?}");
+            // 160 tokens: 10 blocks, 9 of them before the last token.
+            assert!(again.iter().all(|t| t.cached_tokens == 144), "{again:?}");
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            let ttft = |ts: &[RequestTruth]| median(ts.iter().map(|t| ms(t.token_written[0] - t.admitted)).collect());
+            let (miss, hit) = (ttft(first), ttft(again));
+            eprintln!("prefix cache: TTFT median {miss:.3} ms missed (want 34), {hit:.3} ms hit (want 5.2)");
+            assert!((miss - 34.0).abs() < 0.5, "{miss}");
+            assert!((hit - 5.2).abs() < 0.5, "{hit}");
+            assert!(((miss - hit) - 144.0 * 0.2).abs() < 0.5, "saved {} ms, want 28.8", miss - hit);
+
+            let m = Scrape::of(&server).await;
+            assert_eq!(m.value("vllm:prefix_cache_hits_total"), 7.0 * 144.0);
+            assert_eq!(m.value("vllm:prefix_cache_queries_total"), 15.0 * 160.0);
+            assert_eq!(m.value("vllm:prompt_tokens_total"), 15.0 * 160.0, "hits are prompt tokens too");
+            server.shutdown().await;
+        })
+        .await
+    })
+    .await;
+}
+
+/// Prompts of seeded random words, as the load generator builds them, never share a block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn distinct_prompts_do_not_hit() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let mut prompt_tokens = 0;
+        for seed in 0..30 {
+            let n = 64 + 5 * seed as usize;
+            prompt_tokens += n;
+            // 160 words, as the load generator's vocabulary.
+            post(
+                &server,
+                "/v1/completions",
+                json!({"prompt": words(1000 + seed, n, 160), "max_tokens": 1}),
+            )
+            .await;
+        }
+        assert!(server.truth().iter().all(|t| t.cached_tokens == 0));
+        let m = Scrape::of(&server).await;
+        assert_eq!(m.value("vllm:prefix_cache_hits_total"), 0.0);
+        assert_eq!(
+            m.value("vllm:prefix_cache_queries_total"),
+            prompt_tokens as f64
+        );
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// Hits are whole blocks of equal tokens from the start, whatever the API or the split into
+/// messages; SGLang reports them as `cached_tokens`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_prefix_hits_its_whole_blocks() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let a = words(20, 64, 1000);
+        let (_, t) = post(&server, "/generate", json!({"text": a, "sampling_params": {"max_new_tokens": 2}})).await;
+        assert_eq!(serde_json::from_str::<Value>(&t).unwrap()["meta_info"]["cached_tokens"], 0);
+        let (_, t) = post(&server, "/generate", json!({"text": a, "stream": true, "sampling_params": {"max_new_tokens": 2}})).await;
+        let events = sse_data(&t);
+        let chunks = parse_all(&events[..events.len() - 1]);
+        assert!(chunks.iter().all(|c| c["meta_info"]["cached_tokens"] == 48), "64 tokens: 3 blocks before the last token");
+        let (_, t) = post(&server, "/generate", json!({"text": a, "sampling_params": {"max_new_tokens": 2}})).await;
+        assert_eq!(serde_json::from_str::<Value>(&t).unwrap()["meta_info"]["cached_tokens"], 48);
+        // The first 40 words of `a`, then others, over two chat messages: blocks 0 and 1 match.
+        let a: Vec<&str> = a.split(' ').collect();
+        let other = words(21, 30, 1000);
+        let messages = json!([{"role": "system", "content": a[..10].join(" ")}, {"role": "user", "content": format!("{} {other}", a[10..40].join(" "))}]);
+        let (s, _) = post(&server, "/v1/chat/completions", json!({"messages": messages, "max_tokens": 1})).await;
+        assert_eq!(s, 200);
+        // A prompt shorter than a block never hits.
+        post(&server, "/v1/completions", json!({"prompt": a[..15].join(" "), "max_tokens": 1})).await;
+        post(&server, "/v1/completions", json!({"prompt": a[..15].join(" "), "max_tokens": 1})).await;
+        let mut truth = server.truth();
+        truth.sort_by_key(|t| t.index);
+        let cached: Vec<u32> = truth.iter().map(|t| t.cached_tokens).collect();
+        assert_eq!(cached, [0, 48, 48, 32, 0, 0]);
+        let m = Scrape::of(&server).await;
+        assert_eq!(m.value("vllm:prefix_cache_hits_total"), (48 + 48 + 32) as f64);
+        assert_eq!(m.value("vllm:prefix_cache_queries_total"), (64 * 3 + 70 + 15 * 2) as f64);
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_prefix_cache_makes_the_next_repeat_miss() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let prompt = json!({"prompt": words(30, 64, 1000), "max_tokens": 1});
+        post(&server, "/v1/completions", prompt.clone()).await;
+        post(&server, "/v1/completions", prompt.clone()).await;
+        let resp = reqwest::Client::new()
+            .post(format!("{}/reset_prefix_cache", server.base_url()))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(
+            resp.text().await.unwrap(),
+            "",
+            "an empty body, as vLLM answers"
+        );
+        post(&server, "/v1/completions", prompt.clone()).await;
+        post(&server, "/v1/completions", prompt.clone()).await;
+        assert_eq!(get(&server, "/reset_prefix_cache").await.0, 405);
+        let mut truth = server.truth();
+        truth.sort_by_key(|t| t.index);
+        let cached: Vec<u32> = truth.iter().map(|t| t.cached_tokens).collect();
+        assert_eq!(cached, [0, 48, 0, 48]);
+        let m = Scrape::of(&server).await;
+        assert_eq!(
+            m.value("vllm:prefix_cache_hits_total"),
+            96.0,
+            "a reset clears the cache, not the counters"
+        );
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// The cache keeps `kv_cache_tokens / 16` blocks, evicting the least recently used, a prompt's
+/// last blocks first; switched off, nothing hits and nothing is queried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prefix_cache_is_bounded_and_can_be_off() {
+    bounded(20, async {
+        let server = SimServer::start(SimConfig {
+            kv_cache_tokens: 64,
+            ..instant_cfg()
+        })
+        .await
+        .unwrap();
+        let a = json!({"prompt": words(40, 65, 1000), "max_tokens": 1}); // 4 blocks, all before the last token
+        let b = json!({"prompt": words(41, 33, 1000), "max_tokens": 1}); // 2 blocks
+        for body in [&a, &a, &b, &a, &b] {
+            post(&server, "/v1/completions", body.clone()).await;
+        }
+        let mut truth = server.truth();
+        truth.sort_by_key(|t| t.index);
+        let cached: Vec<u32> = truth.iter().map(|t| t.cached_tokens).collect();
+        // `b` pushes out the last two blocks of `a`; `a` then pushes out `b`.
+        assert_eq!(cached, [0, 64, 0, 32, 0]);
+        server.shutdown().await;
+
+        let server = SimServer::start(SimConfig {
+            prefix_caching: false,
+            ..instant_cfg()
+        })
+        .await
+        .unwrap();
+        post(&server, "/v1/completions", a.clone()).await;
+        post(&server, "/v1/completions", a.clone()).await;
+        assert!(server.truth().iter().all(|t| t.cached_tokens == 0));
+        let m = Scrape::of(&server).await;
+        assert_eq!(m.value("vllm:prefix_cache_queries_total"), 0.0);
+        assert_eq!(m.value("vllm:prefix_cache_hits_total"), 0.0);
+        assert_eq!(m.value("vllm:prompt_tokens_total"), 130.0);
         server.shutdown().await;
     })
     .await

@@ -83,6 +83,13 @@ pub struct SimArgs {
     /// Content events sent before the malformed one.
     #[arg(long, default_value_t = 4, help_heading = "Faults")]
     pub malformed_after_tokens: u32,
+    /// KV-cache capacity in tokens (`vllm:kv_cache_usage_perc` is the share in use); the
+    /// prefix cache keeps up to this many tokens' blocks.
+    #[arg(long, default_value_t = 262_144)]
+    pub kv_cache_tokens: u64,
+    /// Turn the prefix cache off (vLLM's flag): repeated prompt prefixes are prefilled again.
+    #[arg(long)]
+    pub no_enable_prefix_caching: bool,
 }
 
 impl SimArgs {
@@ -95,6 +102,8 @@ impl SimArgs {
             itl_growth: self.itl_growth,
             max_batch: self.max_batch,
             decode_steps: self.decode_steps,
+            kv_cache_tokens: self.kv_cache_tokens,
+            prefix_caching: !self.no_enable_prefix_caching,
             seed: self.seed,
             faults: Faults {
                 error_fraction: self.error_fraction,
