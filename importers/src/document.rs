@@ -100,6 +100,7 @@ impl AggregateBenchmark {
             slo: None,
             started_at: UNKNOWN_TIME.into(),
             records: vec![],
+            telemetry: None,
             summary: Summary {
                 requests: RequestCounts {
                     measured: completed + failed,
@@ -122,6 +123,7 @@ impl AggregateBenchmark {
                 latency_per_token_ms: opt(self.latency_per_token_ms),
                 latency_per_output_token_ms: opt(self.latency_per_output_token_ms),
                 goodput: None,
+                host: None,
                 published: Some(self.published),
             },
         }
@@ -191,6 +193,7 @@ pub fn aggregates_document(
             endpoint: String::new(),
             api: "unknown (imported)".into(),
             reported: Default::default(),
+            launch: None,
         },
         model: Model {
             id: who.model,

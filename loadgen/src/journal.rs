@@ -8,8 +8,9 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use schemas::document::{
-    Benchmark, Engine, Host, Model, Predicate, Profile, RawRecord, Run, Slo, Workload,
+    Benchmark, Engine, Host, Launch, Model, Predicate, Profile, RawRecord, Run, Slo, Workload,
 };
+use schemas::telemetry::Telemetry;
 use schemas::validity::{Flag, FlagCode, Severity};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -33,6 +34,15 @@ pub enum Line {
     Record {
         benchmark: u32,
         record: RawRecord,
+    },
+    /// What the GPUs and the engine did during a benchmark, written when it ends.
+    Telemetry {
+        benchmark: u32,
+        telemetry: Telemetry,
+    },
+    /// How the engine was started, written once it has stopped (its log is complete).
+    Launch {
+        launch: Launch,
     },
     Flag {
         flag: Flag,
@@ -165,6 +175,7 @@ pub fn read(path: &Path) -> Result<Assembled> {
 struct Pending {
     announce: Announce,
     records: Vec<RawRecord>,
+    telemetry: Option<Telemetry>,
 }
 
 /// The fold of journal lines into a predicate: the one place a result is assembled.
@@ -201,12 +212,24 @@ impl Assembly {
                 self.benchmarks.push(Pending {
                     announce,
                     records: vec![],
+                    telemetry: None,
                 });
             }
             Line::Record { benchmark, record } => match self.benchmarks.get_mut(benchmark as usize)
             {
                 Some(b) => b.records.push(record),
                 None => bail!("record for unknown benchmark {benchmark}"),
+            },
+            Line::Telemetry {
+                benchmark,
+                telemetry,
+            } => match self.benchmarks.get_mut(benchmark as usize) {
+                Some(b) => b.telemetry = Some(telemetry),
+                None => bail!("telemetry for unknown benchmark {benchmark}"),
+            },
+            Line::Launch { launch } => match &mut self.header {
+                Some((_, _, engine, _)) => engine.launch = Some(launch),
+                None => bail!("engine launch before the header"),
             },
             Line::Flag { flag } => self.flags.push(flag),
             Line::End { finished_at } => self.finished_at = Some(finished_at),
@@ -244,19 +267,22 @@ impl Assembly {
                 |Pending {
                      announce: a,
                      mut records,
+                     telemetry,
                  }| {
                     records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
                     crate::scheduler::assign_phases(&mut records, a.warmup, a.cooldown);
-                    let summary = schemas::metrics::summarize(&records, a.slo.as_ref())?;
-                    Ok(Benchmark {
+                    let mut benchmark = Benchmark {
                         label: a.label,
                         profile: a.profile,
                         workload: a.workload,
                         slo: a.slo,
                         started_at: a.started_at,
                         records,
-                        summary,
-                    })
+                        telemetry,
+                        summary: schemas::metrics::summarize(&[], None)?,
+                    };
+                    benchmark.summary = schemas::metrics::summarize_benchmark(&benchmark)?;
+                    Ok(benchmark)
                 },
             )
             .collect::<Result<_>>()?;

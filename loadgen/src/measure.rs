@@ -34,6 +34,19 @@ pub trait Observer: Send + Sync {
     fn benchmark_finished(&self, _label: &str) {}
 }
 
+/// What happens on the host around each benchmark (the runner's GPU sampling, metric
+/// scraping and prefix-cache reset). Called with nothing in flight, except `origin`.
+pub trait HostWatch: Send + Sync {
+    /// Before the benchmark's first request; may block (nothing is in flight).
+    fn before(&self) {}
+    /// The zero of the benchmark's record times, right before its first request.
+    fn origin(&self, _origin: Instant) {}
+    /// After its last request ended: what the host did, for the result.
+    fn after(&self) -> Option<schemas::telemetry::Telemetry> {
+        None
+    }
+}
+
 /// An observer that watches nothing.
 pub struct Quiet;
 impl Observer for Quiet {}
@@ -127,6 +140,7 @@ impl Prepared {
             dataset: self.dataset,
             overhead,
             spec,
+            host: None,
         }
     }
 }
@@ -140,6 +154,7 @@ pub struct Measurement {
     /// Tokens the server adds to every prompt (BOS, chat template).
     overhead: u32,
     spec: RunSpec,
+    host: Option<Arc<dyn HostWatch>>,
 }
 
 /// One run's moving parts: where lines go, who watches, when to stop.
@@ -152,6 +167,12 @@ struct Sinks<'a> {
 }
 
 impl Measurement {
+    /// Observes the host around every benchmark (see [`HostWatch`]).
+    pub fn watch_host(mut self, host: Arc<dyn HostWatch>) -> Measurement {
+        self.host = Some(host);
+        self
+    }
+
     /// Runs every benchmark of the spec, writing each into `journal`. Stops scheduling when
     /// `cancel` turns true (requests in flight are recorded as cancelled). Returns whether
     /// it ran to the end.
@@ -375,8 +396,14 @@ impl Measurement {
         self.endpoint
             .warm_connections(n.min(u64::from(in_flight)) as usize)
             .await;
+        if let Some(host) = &self.host {
+            host.before();
+        }
         let usage_before = Usage::now();
         let origin = Instant::now();
+        if let Some(host) = &self.host {
+            host.origin(origin);
+        }
         let records = scheduler::run(
             self.endpoint.clone(),
             Arc::new(prompts.prompts),
@@ -387,6 +414,12 @@ impl Measurement {
         )
         .await;
         let cost = Cost::since(&usage_before, origin.elapsed(), kind, &records);
+        if let Some(telemetry) = self.host.as_ref().and_then(|h| h.after()) {
+            sinks.journal.write(Line::Telemetry {
+                benchmark: index,
+                telemetry,
+            });
+        }
         sinks.observer.benchmark_finished(&label);
         cost.log(&label);
         for flag in cost.flags(index) {

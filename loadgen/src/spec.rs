@@ -64,6 +64,38 @@ pub struct RunSpec {
     pub slo_ttft_ms: Option<f64>,
     pub slo_tpot_ms: Option<f64>,
     pub slo_e2e_ms: Option<f64>,
+    /// An engine the runner starts from a recipe before the load, and stops after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<EngineSpec>,
+}
+
+/// `[engine]`: start the server from a recipe (`--engine` and the `--engine-*` flags).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EngineSpec {
+    /// A recipe file, or a shipped recipe's name (`vllm`, `sglang`, `tgi`, `lmdeploy`,
+    /// `llama.cpp`).
+    pub recipe: String,
+    /// Where it listens (default: the recipe's port).
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Tensor-parallel size (default: every GPU the host lists, at least 1).
+    #[serde(default)]
+    pub gpus: Option<u32>,
+    /// The model to serve, when it differs from the `model` requests name (a file path).
+    #[serde(default)]
+    pub model_path: Option<String>,
+    /// Extra arguments for the engine (`{args}` in the recipe).
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Run the recipe's container image with `docker` or `podman`.
+    #[serde(default)]
+    pub container: Option<String>,
+    /// Overrides the recipe's image.
+    #[serde(default)]
+    pub image: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -135,6 +167,7 @@ impl Default for RunSpec {
             slo_ttft_ms: None,
             slo_tpot_ms: None,
             slo_e2e_ms: None,
+            engine: None,
         }
     }
 }

@@ -161,6 +161,7 @@ pub fn predicate(
             endpoint: "synthetic://deterministic-model".into(),
             api: "none".into(),
             reported: Default::default(),
+            launch: None,
         },
         model: Model {
             id: "synthetic".into(),

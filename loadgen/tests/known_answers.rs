@@ -46,6 +46,7 @@ async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str) -> 
             endpoint: sim.base_url(),
             api: spec.backend.as_str().into(),
             reported: Default::default(),
+            launch: None,
         },
         model: Model {
             id: SimConfig::default().model,

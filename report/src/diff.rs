@@ -12,14 +12,16 @@
 //! better). The markdown marker reads `▲ +3.1% better` / `▼ -5.0% worse` / `= 0.0% same`
 //! (the arrow is the direction of the value, the word the judgement); the HTML wraps it in
 //! a `better` / `worse` / `same` class (see `html`). A benchmark with no completed request
-//! has no latencies or throughput to compare; only its failure share is compared.
+//! has no latencies or throughput to compare; only its failure share is compared. When
+//! both sides have GPU telemetry, energy, output tokens per joule and mean power are
+//! compared too (`HOST_METRICS` says which are judged).
 //! Overlaid charts draw A and B in two colours.
 
 use crate::charts::{self, grid::GridDoc, ChartFile, ChartGroup, Line, Style, MARKERS};
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::input::Loaded;
-use crate::markdown::{doc_line, run_flags};
+use crate::markdown::{doc_line, launches, run_flags};
 use crate::view::{self, Cell};
 use crate::{RenderError, Report};
 use schemas::document::{Benchmark, Predicate, ProfileKind};
@@ -125,10 +127,19 @@ pub(crate) fn match_benchmarks(a: &Predicate, b: &Predicate) -> Vec<Pair> {
     pairs
 }
 
+/// Which way a metric improves; `Neither` for those shown with their change but not
+/// judged (see [`HOST_METRICS`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Better {
+    Higher,
+    Lower,
+    Neither,
+}
+
 /// A compared metric: its name with unit, its direction, and how to read it.
 struct Metric {
     name: &'static str,
-    higher_is_better: bool,
+    better: Better,
     /// Whether the metric exists for a benchmark with no completed request.
     without_completions: bool,
     get: fn(&Summary) -> Option<f64>,
@@ -149,108 +160,134 @@ macro_rules! dist {
 const METRICS: [Metric; 17] = [
     Metric {
         name: "Request throughput (req/s)",
-        higher_is_better: true,
+        better: Better::Higher,
         without_completions: false,
         get: |s| s.request_throughput_per_s.map(|v| v.get()),
     },
     Metric {
         name: "Output token throughput (tok/s)",
-        higher_is_better: true,
+        better: Better::Higher,
         without_completions: false,
         get: |s| s.output_token_throughput_per_s.map(|v| v.get()),
     },
     Metric {
         name: "TTFT mean (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(ttft_ms, mean),
     },
     Metric {
         name: "TTFT p50 (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(ttft_ms, median),
     },
     Metric {
         name: "TTFT p99 (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(ttft_ms, p99),
     },
     Metric {
         name: "ITL mean (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(itl_ms, mean),
     },
     Metric {
         name: "ITL p50 (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(itl_ms, median),
     },
     Metric {
         name: "ITL p99 (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(itl_ms, p99),
     },
     Metric {
         name: "TPOT mean (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(tpot_ms, mean),
     },
     Metric {
         name: "TPOT p99 (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(tpot_ms, p99),
     },
     Metric {
         name: "E2E mean (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(e2e_ms, mean),
     },
     Metric {
         name: "E2E p50 (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(e2e_ms, median),
     },
     Metric {
         name: "E2E p99 (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: dist!(e2e_ms, p99),
     },
     Metric {
         name: "Latency per token, vLLM 0.2.7 (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: |s| s.latency_per_token_ms.map(|v| v.get()),
     },
     Metric {
         name: "Latency per output token, vLLM 0.2.7 (ms)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: false,
         get: |s| s.latency_per_output_token_ms.map(|v| v.get()),
     },
     Metric {
         name: "Goodput (req/s)",
-        higher_is_better: true,
+        better: Better::Higher,
         without_completions: false,
         get: |s| s.goodput.as_ref().map(|g| g.requests_per_s.get()),
     },
     Metric {
         name: "Failed requests (%)",
-        higher_is_better: false,
+        better: Better::Lower,
         without_completions: true,
         get: |s| {
             let r = &s.requests;
             (r.measured > 0).then(|| r.failed as f64 / r.measured as f64 * 100.0)
         },
+    },
+];
+
+/// What the GPU telemetry adds, compared only when both benchmarks have a host summary
+/// (so that documents without telemetry compare as before). Output tokens per joule is
+/// the efficiency and is judged; energy and mean power follow from how much work ran and
+/// for how long, which a benchmark's key does not fix (a faster engine draws more power
+/// for a shorter time), so their change is shown without a verdict.
+const HOST_METRICS: [Metric; 3] = [
+    Metric {
+        name: "GPU energy (J)",
+        better: Better::Neither,
+        without_completions: true,
+        get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.energy_j? as f64),
+    },
+    Metric {
+        name: "Output tokens per joule (tok/J)",
+        better: Better::Higher,
+        without_completions: false,
+        get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.output_tokens_per_j?.get()),
+    },
+    Metric {
+        name: "GPU mean power (W)",
+        better: Better::Neither,
+        without_completions: true,
+        get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.mean_power_w?.get()),
     },
 ];
 
@@ -297,6 +334,17 @@ pub fn marker(d: f64, rel: Option<f64>, v: Verdict) -> String {
     }
 }
 
+/// `▲ +3.1%`, `▼ -5.0%`, `= 0.0%`: the change of a metric that is not judged, without the
+/// word that would give it a class in the HTML (see `html::marker_class`).
+fn unjudged_marker(d: f64, rel: Option<f64>) -> String {
+    let rel = rel.map_or_else(|| "from 0".to_string(), format::percent);
+    if d == 0.0 || rel == "0.0%" {
+        "= 0.0%".into()
+    } else {
+        format!("{} {rel}", if d > 0.0 { "▲" } else { "▼" })
+    }
+}
+
 #[derive(Default)]
 struct Tally {
     better: usize,
@@ -316,14 +364,20 @@ fn metrics_table(a: &Benchmark, b: &Benchmark, tally: &mut Tally) -> String {
     let mut out = String::from(
         "| Metric | A | B | Change | Verdict |\n| :--- | ---: | ---: | ---: | :---: |\n",
     );
-    for m in &METRICS {
+    let both_host = a.summary.host.is_some() && b.summary.host.is_some();
+    let host: &[Metric] = if both_host { &HOST_METRICS } else { &[] };
+    for m in METRICS.iter().chain(host) {
         let (va, vb) = (value(m, a), value(m, b));
         if va.is_none() && vb.is_none() {
             continue;
         }
         let (change, verdict) = match (va, vb) {
+            (Some(x), Some(y)) if m.better == Better::Neither => {
+                let (d, rel, _) = judge(x, y, true);
+                (format::signed(d, 2), unjudged_marker(d, rel))
+            }
             (Some(x), Some(y)) => {
-                let (d, rel, v) = judge(x, y, m.higher_is_better);
+                let (d, rel, v) = judge(x, y, m.better == Better::Higher);
                 match v {
                     Verdict::Better => tally.better += 1,
                     Verdict::Worse => tally.worse += 1,
@@ -427,6 +481,8 @@ pub(crate) fn markdown(a: &Loaded, b: &Loaded, charts: &[ChartFile]) -> String {
     let mut out = String::from("# provebench diff\n\n");
     out.push_str(&doc_line("A", a));
     out.push_str(&doc_line("B", b));
+    out.push_str(&launches("A", a));
+    out.push_str(&launches("B", b));
     let flags = format!(
         "{}{}",
         run_flags("A", &a.statement),

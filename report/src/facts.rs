@@ -1,6 +1,7 @@
 //! What a result's heading and a gallery row show — its badge, problems, model, engine,
-//! hardware, run — computed here, in the module, so that the site computes nothing about a
-//! result itself: its page only puts these strings in the DOM, as text.
+//! hardware, run, and when present the engine's recipe and tokens per joule — computed
+//! here, in the module, so that the site computes nothing about a result itself: its page
+//! only puts these strings in the DOM, as text.
 
 use crate::input::Loaded;
 use schemas::document::Host;
@@ -45,6 +46,10 @@ pub struct Facts {
     pub benchmarks: usize,
     pub flags: usize,
     pub imported: Option<Imported>,
+    /// What the run's engine launch and GPU telemetry add; absent (not null) in documents
+    /// without either, so their facts stay as they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<TelemetryFacts>,
     /// The whole verdict, as `runner verify --json` prints it.
     pub verdict: Verdict,
 }
@@ -75,6 +80,40 @@ pub struct Imported {
     pub source_sha256: String,
     pub location: Option<String>,
     pub aggregates_only: bool,
+}
+
+/// The engine's recipe and every benchmark's energy efficiency.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TelemetryFacts {
+    /// The recipe the runner started the engine from; null when started by hand.
+    pub recipe: Option<String>,
+    /// Every benchmark, in document order.
+    pub benchmarks: Vec<BenchmarkEnergy>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BenchmarkEnergy {
+    pub label: String,
+    /// Output tokens per joule of GPU energy; null without GPU telemetry.
+    pub output_tokens_per_j: Option<f64>,
+}
+
+/// The telemetry facts of a predicate, when it has a launch or some benchmark has tokens
+/// per joule.
+fn telemetry(p: &schemas::document::Predicate) -> Option<TelemetryFacts> {
+    let benchmarks: Vec<BenchmarkEnergy> = p
+        .benchmarks
+        .iter()
+        .map(|b| BenchmarkEnergy {
+            label: b.label.clone(),
+            output_tokens_per_j: crate::tables::host::tokens_per_joule(b),
+        })
+        .collect();
+    let recipe = p.engine.launch.as_ref().map(|l| l.recipe.clone());
+    let any = benchmarks.iter().any(|b| b.output_tokens_per_j.is_some());
+    (recipe.is_some() || any).then_some(TelemetryFacts { recipe, benchmarks })
 }
 
 /// The facts of a loaded document, or of bytes that were not one.
@@ -125,6 +164,7 @@ pub fn of(doc: Result<&Loaded, &NotAResult>) -> Facts {
         benchmarks: p.map_or(0, |p| p.benchmarks.len()),
         flags: p.map_or(0, |p| p.validity.len()),
         imported,
+        telemetry: p.and_then(telemetry),
         verdict,
     }
 }

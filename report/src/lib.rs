@@ -11,7 +11,8 @@
 //!   only against the trusted keys a host has), its verdict in sentences for the report;
 //! * [`render()`]: one report over one or more documents: the seed grid tables (seeds
 //!   000–003), the seed sweep tables (seed 004), charts, and every benchmark's full
-//!   latency distributions, counts and validity flags;
+//!   latency distributions, counts and validity flags, with its GPU and server telemetry
+//!   and the engine's launch when the document has them;
 //! * [`diff()`]: two documents compared benchmark by benchmark.
 //!
 //! [`facts`] says what a result's heading or a gallery row shows; [`abi`] frames requests
@@ -26,6 +27,7 @@ pub mod format;
 pub mod html;
 pub mod input;
 pub mod markdown;
+pub mod provenance;
 pub mod tables;
 mod view;
 
@@ -42,7 +44,8 @@ pub use tables::seed_sweep::{sweep_bullet, sweep_table};
 use schemas::document::Statement;
 
 /// The files of a report, in a fixed order: the markdown, the HTML page, then the charts
-/// (`throughput.svg`, `latency.svg`, `grid.svg`, `ttft-timeline*.svg`, those with data).
+/// (`throughput.svg`, `latency.svg`, `grid.svg`, `ttft-timeline*.svg`, and for benchmarks
+/// with telemetry `gpu-power-*.svg` and `server-*.svg`; those with data).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Report {
     pub files: Vec<(String, Vec<u8>)>,

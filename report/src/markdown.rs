@@ -1,5 +1,6 @@
-//! The report's markdown: a list of the documents, the seed grid tables, the seed sweep
-//! tables, the charts and the full detail of every benchmark, in that order.
+//! The report's markdown: a list of the documents (and how the runner launched their
+//! engines, when it did), the seed grid tables, the seed sweep tables, the charts and the
+//! full detail of every benchmark, in that order.
 //!
 //! Everything taken from a document goes through [`crate::md_escape`]; the seed sections
 //! come out byte for byte as `tables::seed_grid` and `tables::seed_sweep` write them.
@@ -61,6 +62,15 @@ pub(crate) fn doc_line(name: &str, d: &Loaded) -> String {
     line
 }
 
+/// How the runner started the engine of document `name`, after a blank line; empty for
+/// an engine started by hand (see [`crate::provenance`]).
+pub(crate) fn launches(name: &str, d: &Loaded) -> String {
+    match &d.statement.predicate.engine.launch {
+        Some(l) => format!("\n{}", crate::provenance::launch_block(name, l)),
+        None => String::new(),
+    }
+}
+
 /// The flags of a whole run (no benchmark index), as list items naming the document.
 pub(crate) fn run_flags(name: &str, st: &Statement) -> String {
     st.predicate
@@ -100,6 +110,9 @@ pub fn report(docs: &[Loaded], charts: &[ChartFile]) -> String {
     let mut head = String::from("# provebench report\n\n");
     for (n, d) in docs.iter().enumerate() {
         head.push_str(&doc_line(&doc_name(n, docs.len()), d));
+    }
+    for (n, d) in docs.iter().enumerate() {
+        head.push_str(&launches(&doc_name(n, docs.len()), d));
     }
     let flags: String = docs
         .iter()

@@ -74,6 +74,7 @@ pub fn summary(e: &Exact) -> Summary {
         latency_per_token_ms: e.per_token_ms.map(fin),
         latency_per_output_token_ms: e.per_output_token_ms.map(fin),
         goodput: None,
+        host: None,
         published: None,
     }
 }
@@ -132,6 +133,7 @@ pub fn bench(label: &str, profile: Profile, workload: Workload, summary: Summary
         slo: None,
         started_at: "2026-11-22T00:00:00Z".into(),
         records: vec![],
+        telemetry: None,
         summary,
     }
 }
@@ -196,6 +198,7 @@ pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Pr
             endpoint: "http://127.0.0.1:8000".into(),
             api: "openai-completions".into(),
             reported: BTreeMap::new(),
+            launch: None,
         },
         model: Model {
             id: d.model.into(),
@@ -306,6 +309,7 @@ pub fn measured(label: &str, profile: Profile, load: &Load) -> Benchmark {
         slo: None,
         started_at: "2026-11-22T00:00:00Z".into(),
         records,
+        telemetry: None,
         summary,
     }
 }
@@ -350,4 +354,169 @@ pub fn sweep(input: u32, output: u32, speed: f64) -> Vec<Benchmark> {
             &load(250_000, 500, None),
         ),
     ]
+}
+
+/// GPU and server telemetry for `b`, sampled every 100 ms over its records, with its
+/// summary recomputed: `gpus` GPUs drawing a few hundred watts; the engine's running
+/// requests are the records in flight, 2 % of prompt tokens hit the prefix cache; the
+/// samples listed in `throttled` report a thermal slowdown.
+pub fn with_telemetry(mut b: Benchmark, gpus: u32, throttled: &[usize]) -> Benchmark {
+    use schemas::series::encode;
+    use schemas::telemetry::{
+        CacheReset, GpuColumns, GpuTelemetry, MetricRole, MetricSeries, ServerMetrics, Telemetry,
+    };
+    let end = b.records.iter().map(|r| r.end_us).max().unwrap_or(0);
+    let n = (end / 100_000) as usize + 2;
+    // The sample clock jitters by a few hundred µs, as the runner's does.
+    let t: Vec<i64> = (0..n)
+        .map(|i| (i * 100_000 + i * 37 % 300) as i64)
+        .collect();
+    let gpu = |g: u32| {
+        let g = g as usize;
+        let power: Vec<i64> = (0..n)
+            .map(|i| 350 + ((i * 13 + g * 5) % 40) as i64)
+            .collect();
+        let mut energy = 1_000_000 + g as i64 * 1000;
+        let energy: Vec<i64> = power
+            .iter()
+            .map(|p| {
+                energy += p / 10;
+                energy
+            })
+            .collect();
+        let col = |f: &dyn Fn(usize) -> i64| Some(encode(&(0..n).map(f).collect::<Vec<_>>()));
+        GpuColumns {
+            index: g as u32,
+            uuid: Some(format!("GPU-{g:08}")),
+            power_w: Some(encode(&power)),
+            energy_j: Some(encode(&energy)),
+            sm_util_pct: col(&|i| 90 + (i % 7) as i64),
+            mem_util_pct: col(&|i| 60 + (i % 5) as i64),
+            mem_used_mib: col(&|i| 70_000 + g as i64 * 100 + (i % 3) as i64),
+            sm_clock_mhz: col(&|_| 1755),
+            temperature_c: col(&|i| 60 + (i / 50) as i64),
+            throttle_reasons: col(&|i| if throttled.contains(&i) { 0x20 } else { 0 }),
+        }
+    };
+    let at = |i: usize| t[i] as u64;
+    let running: Vec<i64> = (0..n)
+        .map(|i| {
+            b.records
+                .iter()
+                .filter(|r| r.sent_us <= at(i) && at(i) < r.end_us)
+                .count() as i64
+        })
+        .collect();
+    let queries: Vec<i64> = (0..n)
+        .map(|i| {
+            b.records
+                .iter()
+                .filter(|r| r.sent_us <= at(i))
+                .map(|r| i64::from(r.input_tokens()))
+                .sum()
+        })
+        .collect();
+    let series = |name: &str, decimals: u32, values: Vec<i64>| MetricSeries {
+        name: name.into(),
+        decimals,
+        values: encode(&values),
+    };
+    let metrics = vec![
+        series("vllm:num_requests_running", 0, running.clone()),
+        series(
+            "vllm:num_requests_waiting",
+            0,
+            (0..n).map(|i| (i % 4) as i64).collect(),
+        ),
+        series(
+            "vllm:kv_cache_usage_perc",
+            4,
+            running.iter().map(|r| (r * 400).min(10_000)).collect(),
+        ),
+        series("vllm:prefix_cache_queries_total", 0, queries.clone()),
+        series(
+            "vllm:prefix_cache_hits_total",
+            0,
+            queries.iter().map(|q| q / 50).collect(),
+        ),
+        series("vllm:num_preemptions_total", 0, vec![0; n]),
+    ];
+    let roles: BTreeMap<MetricRole, Vec<String>> = [
+        (MetricRole::Running, "vllm:num_requests_running"),
+        (MetricRole::Waiting, "vllm:num_requests_waiting"),
+        (MetricRole::KvCacheUsage, "vllm:kv_cache_usage_perc"),
+        (
+            MetricRole::PrefixCacheQueries,
+            "vllm:prefix_cache_queries_total",
+        ),
+        (MetricRole::PrefixCacheHits, "vllm:prefix_cache_hits_total"),
+        (MetricRole::Preemptions, "vllm:num_preemptions_total"),
+    ]
+    .into_iter()
+    .map(|(r, name)| (r, vec![name.to_string()]))
+    .collect();
+    b.telemetry = Some(Telemetry {
+        gpu: Some(GpuTelemetry {
+            source: "nvml".into(),
+            driver_version: Some("550.54.15".into()),
+            interval_ms: 100,
+            t_us: encode(&t),
+            gpus: (0..gpus).map(gpu).collect(),
+        }),
+        gpu_null_reason: None,
+        server: Some(ServerMetrics {
+            url: "http://127.0.0.1:8000/metrics".into(),
+            interval_ms: 100,
+            t_us: encode(&t),
+            series: metrics,
+            roles,
+        }),
+        server_null_reason: None,
+        prefix_cache_reset: Some(CacheReset {
+            request: Some("POST /reset_prefix_cache".into()),
+            ok: true,
+            detail: "HTTP 200".into(),
+        }),
+    });
+    b.summary = schemas::metrics::summarize_benchmark(&b).expect("summarize");
+    b
+}
+
+/// An engine the runner started from the `vllm` recipe in a container.
+pub fn launch() -> schemas::document::Launch {
+    schemas::document::Launch {
+        recipe: "vllm".into(),
+        recipe_sha256: "5e".repeat(32),
+        recipe_text: "name = \"vllm\"\n".into(),
+        argv: [
+            "docker",
+            "run",
+            "--rm",
+            "--gpus",
+            "all",
+            "-e",
+            "VLLM_LOGGING_LEVEL=INFO",
+            "vllm/vllm-openai:v0.6.3",
+            "--model",
+            "Qwen/Qwen2-7B",
+            "--override-generation-config",
+            "{\"temperature\": 0}",
+            "--served-model-name",
+            "it's",
+        ]
+        .map(String::from)
+        .to_vec(),
+        env: [("HF_TOKEN", "<redacted>"), ("VLLM_USE_V1", "1")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        image: Some("vllm/vllm-openai:v0.6.3".into()),
+        image_digest: Some(format!("sha256:{}", "d1".repeat(32))),
+        ready_ms: 41_230,
+        log: schemas::document::LogFile {
+            file: "engine-0123.log".into(),
+            sha256: "1a".repeat(32),
+            bytes: 123_456,
+        },
+    }
 }

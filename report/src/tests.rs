@@ -779,3 +779,427 @@ fn dataset_workloads_get_a_sweep_bullet_and_no_grid() {
     assert!(!md.contains("| Input Length |"));
     assert!(r.file("throughput.svg").is_some());
 }
+
+/// A sweep whose benchmarks carry telemetry of 2 GPUs and the engine's metrics, its engine
+/// launched from a recipe. The synchronous benchmark had no NVML (its reason is given);
+/// the throughput one throttled in one sample.
+fn telemetry_doc(speed: f64) -> Statement {
+    let benchmarks = sweep(512, 32, speed)
+        .into_iter()
+        .enumerate()
+        .map(|(i, b)| with_telemetry(b, 2, if i == 1 { &[3] } else { &[] }))
+        .collect();
+    let mut p = predicate(&doc("m"), benchmarks, vec![]);
+    let t = p.benchmarks[0].telemetry.as_mut().unwrap();
+    t.gpu = None;
+    t.gpu_null_reason = Some("NVML: driver not loaded".into());
+    p.engine.launch = Some(launch());
+    sealed(p)
+}
+
+fn gpu_summary(st: &Statement, i: usize) -> &schemas::telemetry::GpuSummary {
+    st.predicate.benchmarks[i]
+        .summary
+        .host
+        .as_ref()
+        .unwrap()
+        .gpu
+        .as_ref()
+        .unwrap()
+}
+
+/// The part of a report's markdown about one benchmark (its `###` section).
+fn section<'a>(md: &'a str, label: &str) -> &'a str {
+    md.split(&format!("### {label}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no section {label}: {md}"))
+        .split("\n### ")
+        .next()
+        .unwrap()
+}
+
+#[test]
+fn telemetry_tables_show_the_gpu_and_server_figures() {
+    let st = telemetry_doc(1.0);
+    let r = render(&[&envelope_bytes(&st)]).unwrap();
+    let md = r.text("report.md").unwrap();
+    assert!(
+        md.contains("all match"),
+        "the sealed document verifies: {md}"
+    );
+    // The throughput benchmark (index 1): its GPU row, figure by figure.
+    let g = gpu_summary(&st, 1);
+    let tput = section(md, "throughput");
+    let row = format!(
+        "| 2 GPUs, {} samples in {:.2} s | {} | {:.1} | {} | {:.3} | {:.3} | {:.1} | {} | 1 of {} |\n",
+        g.samples,
+        g.span_us as f64 / 1e6,
+        g.energy_j.unwrap(),
+        g.mean_power_w.unwrap().get(),
+        g.max_power_w.unwrap(),
+        g.output_tokens_per_j.unwrap().get(),
+        g.j_per_output_token.unwrap().get(),
+        g.mean_sm_util_pct.unwrap().get(),
+        g.max_mem_used_mib.unwrap(),
+        g.samples,
+    );
+    assert!(tput.contains(&row), "{row}\n{tput}");
+    assert!(tput.contains("| GPU | Energy (J) | Mean power (W) | Max power (W) | Output tok/J | J/output tok | Mean SM util (%) | Max memory (MiB) | Throttled samples |"));
+    assert!(g.max_mem_used_mib == Some(70_102) && g.throttled_samples == 1);
+    // Its server row: running requests are the records in flight, 2 % prefix-cache hits.
+    let s = st.predicate.benchmarks[1]
+        .summary
+        .host
+        .as_ref()
+        .unwrap()
+        .server
+        .as_ref()
+        .unwrap();
+    let server = format!(
+        "| {} scrapes | {:.2} | {} | {:.2} | 3 | {:.1} | {:.1} ({} of {} tokens) | 0 |\n",
+        s.samples,
+        s.running_mean.unwrap().get(),
+        s.running_max.unwrap().get(),
+        s.waiting_mean.unwrap().get(),
+        s.kv_cache_usage_max.unwrap().get() * 100.0,
+        s.prefix_cache_hit_rate.unwrap().get() * 100.0,
+        s.prefix_cache_hits.unwrap().get(),
+        s.prefix_cache_queries.unwrap().get(),
+    );
+    assert!(tput.contains(&server), "{server}\n{tput}");
+    assert!(tput.contains("Prefix cache reset before the benchmark (POST /reset\\_prefix\\_cache): done, HTTP 200.\n"), "{tput}");
+    assert!(tput.contains("`gpu_throttled`"), "{tput}");
+    // Tables come before the flags, after the latency table.
+    let (gpu_at, flag_at) = (tput.find("| GPU |").unwrap(), tput.find("- ⚠").unwrap());
+    assert!(
+        tput.find("| E2E |").unwrap() < gpu_at && gpu_at < flag_at,
+        "{tput}"
+    );
+    // Why a part is missing.
+    let sync = section(md, "synchronous");
+    assert!(
+        sync.contains("No GPU telemetry: NVML: driver not loaded.\n"),
+        "{sync}"
+    );
+    assert!(
+        !sync.contains("| GPU |") && sync.contains("| Server |"),
+        "{sync}"
+    );
+    // The energy table lists every benchmark in the details' order, tok/J where measured.
+    let energy = md
+        .split("Energy per benchmark (GPU telemetry):\n\n")
+        .nth(1)
+        .unwrap();
+    let rows: Vec<&str> = energy.lines().take_while(|l| l.starts_with('|')).collect();
+    assert_eq!(
+        rows[0],
+        "| Benchmark | Output tok/s | Energy (J) | Mean power (W) | tok/J |"
+    );
+    assert_eq!(rows.len(), 7, "{energy}");
+    assert_eq!(
+        rows[2],
+        "| synchronous | 9.87 | — | — | — |".replace(
+            "9.87",
+            &format!(
+                "{:.2}",
+                st.predicate.benchmarks[0]
+                    .summary
+                    .output_token_throughput_per_s
+                    .unwrap()
+                    .get()
+            )
+        )
+    );
+    assert!(
+        rows[6].starts_with("| throughput |")
+            && rows[6].ends_with(&format!(" | {:.3} |", g.output_tokens_per_j.unwrap().get())),
+        "{energy}"
+    );
+    // The seed sweep table is still exactly the seed format: no tok/J there.
+    let sweep = md
+        .split("| Benchmark | Requests per Second |")
+        .nth(1)
+        .unwrap();
+    assert!(!sweep.split("\n\n").next().unwrap().contains("tok/J"));
+}
+
+#[test]
+fn telemetry_charts_are_drawn_per_benchmark() {
+    let st = telemetry_doc(1.0);
+    let r = render(&[&envelope_bytes(&st)]).unwrap();
+    // In the details' order (synchronous, the rates, throughput); no NVML, no power chart.
+    assert_eq!(
+        r.names(),
+        vec![
+            "report.md",
+            "report.html",
+            "throughput.svg",
+            "latency.svg",
+            "ttft-timeline.svg",
+            "server-1.svg",
+            "gpu-power-3.svg",
+            "server-3.svg",
+            "gpu-power-5.svg",
+            "server-5.svg",
+            "gpu-power-4.svg",
+            "server-4.svg",
+            "gpu-power-2.svg",
+            "server-2.svg",
+        ]
+    );
+    let md = r.text("report.md").unwrap();
+    assert!(md.contains("\n## GPU power over time: throughput\n\n![GPU power over time: throughput](gpu-power-2.svg)\n"), "{md}");
+    assert!(
+        md.contains("![Server queue and KV cache over time: constant@2.00 req/sec](server-3.svg)")
+    );
+    let html = r.text("report.html").unwrap();
+    assert!(
+        html.contains("<img src=\"gpu-power-2.svg\" alt=\"GPU power over time: throughput\""),
+        "{html}"
+    );
+    let power = r.text("gpu-power-2.svg").unwrap();
+    let g = gpu_summary(&st, 1);
+    for text in [
+        "GPU power over time: throughput",
+        "Sum over 2 GPUs",
+        "Each GPU",
+        "Power (W)",
+        "GPU 1",
+        &format!(
+            "NVML every 100 ms, {} samples; {} J, mean {:.1} W",
+            g.samples,
+            g.energy_j.unwrap(),
+            g.mean_power_w.unwrap().get()
+        ),
+    ] {
+        assert!(power.contains(text), "{text}: {power}");
+    }
+    let server = r.text("server-2.svg").unwrap();
+    for text in [
+        "running requests",
+        "waiting requests",
+        "KV-cache usage",
+        "cache full",
+        "KV cache in use (%)",
+        "engine metrics every 100 ms",
+    ] {
+        assert!(server.contains(text), "{text}: {server}");
+    }
+    // Several documents: the document's number in the file name and the title.
+    let two = render_statements(&[sweep_doc("a", 1.0), st.clone()]).unwrap();
+    assert!(
+        two.names().contains(&"gpu-power-2-2.svg"),
+        "{:?}",
+        two.names()
+    );
+    assert!(two
+        .text("report.md")
+        .unwrap()
+        .contains("## GPU power over time: throughput (document 2: m)"));
+    // A label is text in the chart, never markup.
+    let mut hostile = st.clone();
+    hostile.predicate.benchmarks[1].label = HOSTILE.into();
+    let r = render_statements(&[hostile]).unwrap();
+    for name in ["gpu-power-2.svg", "server-2.svg"] {
+        let svg = r.text(name).unwrap();
+        assert!(
+            !svg.contains("<script") && svg.contains("&lt;script&gt;"),
+            "{svg}"
+        );
+    }
+}
+
+#[test]
+fn provenance_shows_the_engine_launch() {
+    let st = telemetry_doc(1.0);
+    let r = render(&[&envelope_bytes(&st)]).unwrap();
+    let md = r.text("report.md").unwrap();
+    let launch = format!(
+        "\nEngine of **Document**: started by the runner from recipe **vllm** (sha256 {}), image **vllm/vllm-openai:v0.6.3** (digest sha256:{}), ready after 41.23 s; its log **engine-0123.log** (123456 bytes, sha256 {}).\n\
+         \nEnvironment the recipe set:\n\n```sh\nHF_TOKEN='<redacted>'\nVLLM_USE_V1=1\n```\n\
+         \nCommand:\n\n```sh\ndocker run --rm --gpus all -e VLLM_LOGGING_LEVEL=INFO vllm/vllm-openai:v0.6.3 --model Qwen/Qwen2-7B --override-generation-config '{{\"temperature\": 0}}' --served-model-name 'it'\\''s'\n```\n",
+        "5e".repeat(32),
+        "d1".repeat(32),
+        "1a".repeat(32),
+    );
+    assert!(md.contains(&launch), "{launch}\n{md}");
+    // The document line before it is as it was without a launch.
+    let mut plain = st.clone();
+    plain.predicate.engine.launch = None;
+    let before = render_statements(&[plain]).unwrap();
+    let line = |md: &str| {
+        md.lines()
+            .find(|l| l.starts_with("- **Document**"))
+            .unwrap()
+            .to_string()
+    };
+    let with = render_statements(std::slice::from_ref(&st)).unwrap();
+    assert_eq!(
+        line(with.text("report.md").unwrap()),
+        line(before.text("report.md").unwrap())
+    );
+    assert!(!before.text("report.md").unwrap().contains("Engine of"));
+    let html = r.text("report.html").unwrap();
+    assert!(
+        html.contains("<pre><code class=\"language-sh\">docker run --rm"),
+        "{html}"
+    );
+    // Nothing in argv escapes its code block.
+    let mut hostile = st.clone();
+    let l = hostile.predicate.engine.launch.as_mut().unwrap();
+    l.argv
+        .push("```\n</code></pre><script>alert(1)</script>".into());
+    l.recipe = HOSTILE.into();
+    let r = render_statements(&[hostile]).unwrap();
+    let html = r.text("report.html").unwrap();
+    assert!(!html.contains("<script"), "{html}");
+    let md = r.text("report.md").unwrap();
+    assert!(
+        md.contains("````sh\n")
+            && md.contains("$'```\\n</code></pre><script>alert(1)</script>'\n````\n"),
+        "{md}"
+    );
+    // The diff names the launch of each side.
+    let d = diff_statements(&st, &sweep_doc("m", 1.0)).unwrap();
+    let dmd = d.text("diff.md").unwrap();
+    assert!(
+        dmd.contains("\nEngine of **A**: started by the runner from recipe **vllm**"),
+        "{dmd}"
+    );
+    assert!(!dmd.contains("Engine of **B**"));
+}
+
+#[test]
+fn diff_compares_energy_when_both_sides_have_it() {
+    let (a, b) = (telemetry_doc(1.0), telemetry_doc(0.8));
+    let r = diff_statements(&a, &b).unwrap();
+    let md = r.text("diff.md").unwrap();
+    let tput = md
+        .split("· throughput\n")
+        .nth(1)
+        .unwrap()
+        .split("###")
+        .next()
+        .unwrap();
+    let (ga, gb) = (gpu_summary(&a, 1), gpu_summary(&b, 1));
+    let (ta, tb) = (
+        ga.output_tokens_per_j.unwrap().get(),
+        gb.output_tokens_per_j.unwrap().get(),
+    );
+    let rel = (tb - ta) / ta * 100.0;
+    let tok_j = format!(
+        "| Output tokens per joule (tok/J) | {ta:.2} | {tb:.2} | {:+.2} | ▼ {rel:.1}% worse |",
+        tb - ta
+    );
+    assert!(tb < ta && tput.contains(&tok_j), "{tok_j}\n{tput}");
+    let (ea, eb) = (ga.energy_j.unwrap() as f64, gb.energy_j.unwrap() as f64);
+    let energy = format!(
+        "| GPU energy (J) | {ea:.2} | {eb:.2} | {:+.2} | ▲ {:+.1}% |",
+        eb - ea,
+        (eb - ea) / ea * 100.0
+    );
+    assert!(tput.contains(&energy), "{energy}\n{tput}");
+    assert!(tput.contains("| GPU mean power (W) | "), "{tput}");
+    // Unjudged changes get no class in the HTML; tok/J does.
+    let html = r.text("diff.html").unwrap();
+    assert!(
+        html.contains(&format!(
+            "<td align=\"center\">▲ {:+.1}%</td>",
+            (eb - ea) / ea * 100.0
+        )),
+        "{html}"
+    );
+    // One side without telemetry: compared as before.
+    let plain = diff_statements(&a, &sweep_doc("m", 0.8)).unwrap();
+    let pmd = plain.text("diff.md").unwrap();
+    assert!(
+        !pmd.contains("tok/J") && !pmd.contains("GPU energy"),
+        "{pmd}"
+    );
+    // Facts: the recipe and every benchmark's tok/J, only for documents that have them.
+    let facts = |st: &Statement| {
+        let bytes = envelope_bytes(st);
+        serde_json::to_value(crate::facts::of(
+            Ok(&crate::load(&bytes, "x", &[]).unwrap()),
+        ))
+        .unwrap()
+    };
+    let f = facts(&a);
+    assert_eq!(f["telemetry"]["recipe"], "vllm");
+    assert_eq!(
+        f["telemetry"]["benchmarks"][0],
+        serde_json::json!({"label": "synchronous", "outputTokensPerJ": null})
+    );
+    assert_eq!(f["telemetry"]["benchmarks"][1]["outputTokensPerJ"], ta);
+    assert!(facts(&sweep_doc("m", 1.0)).get("telemetry").is_none());
+}
+
+#[test]
+fn documents_without_telemetry_render_as_before() {
+    use sha2::Digest;
+    // Stripped of its telemetry and launch, the telemetry document is the plain sweep.
+    let mut st = telemetry_doc(1.0);
+    st.predicate.engine.launch = None;
+    for b in &mut st.predicate.benchmarks {
+        b.telemetry = None;
+    }
+    st.predicate.validity.clear();
+    let stripped = sealed(st.predicate);
+    assert_eq!(
+        render_statements(&[stripped]).unwrap(),
+        render_statements(&[sweep_doc("m", 1.0)]).unwrap()
+    );
+    // The bytes the renderer gave before telemetry existed (sha256 of each file). A change
+    // here is a change for every published result: make it on purpose or not at all.
+    let docs = [sweep_doc("a", 1.0), sweep_doc("b", 0.5), grid_doc()];
+    let bytes: Vec<Vec<u8>> = docs.iter().map(envelope_bytes).collect();
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    let r = render(&inputs).unwrap();
+    let d = diff_bytes(&bytes[0], &bytes[1]).unwrap();
+    let got: Vec<String> = r
+        .files
+        .iter()
+        .chain(&d.files)
+        .map(|(n, b)| format!("{n} {}", hex::encode(sha2::Sha256::digest(b))))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "report.md d0500f8520b93ea9bb7f694f10edf1a43e05c374181ebb8567c5238daeb02f36",
+            "report.html 6ad7e7ada312328c3d475103a4bab448db68f695d86df6dd1be5f45dd6d98c92",
+            "throughput.svg 31cf9bf74da9e80f264cd4b5703541902842737e1d36a00b4fed8427b0bb9ba2",
+            "latency.svg 42c2d7a6b8af181a1c865a15b724fadb6a8dcb9a12f9c052ce581a7ff6b9fb27",
+            "grid.svg cca68388675187b92a13b06aa85420dd9fdf7f04d0917aa6ace2d8e7ff4a9dfd",
+            "ttft-timeline-1.svg cc6e8002ee818bbe63888036f74505c777d2594110a1c35b2d7b170e598215d2",
+            "ttft-timeline-2.svg 14c3c477cfdd7cb5e3106bf50ce4ecad421cb4230d9d450c3b523103422f8216",
+            "ttft-timeline-3.svg 231f898a6a95c1316cf7c46b0673edbe98579269f80b319edec2718d54576675",
+            "diff.md f26981816f150022eab06b38112fdb9c4188e3fd3ca9b5e1712dd3a622241f98",
+            "diff.html 00ce6b3dd6f8ea97899037c91d57b33d8066cf0c927de71f1add312f527a6a8c",
+            "throughput.svg c538846a7a0119fa20fc6467abf2f62eb48cca141c98346b692868083fd628a1",
+            "latency.svg 2ba508c867a41faf6cce237bae5b729eaae379f73abd81039106a6021ac7f9fd",
+        ]
+    );
+}
+
+#[test]
+fn telemetry_rendering_is_deterministic() {
+    let docs = vec![telemetry_doc(1.0), telemetry_doc(0.5)];
+    let bytes: Vec<Vec<u8>> = docs.iter().map(envelope_bytes).collect();
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    let one = render(&inputs).unwrap();
+    assert_eq!(one, render(&inputs).unwrap());
+    let direct = render_statements(&docs).unwrap();
+    for (name, bytes) in &one.files {
+        let text = std::str::from_utf8(bytes).unwrap();
+        assert!(!text.contains("NaN"), "{name}");
+        if name.ends_with(".svg") {
+            assert!(!text.contains("inf"), "{name}");
+            assert!(text.starts_with("<svg width=\"800\""), "{name}");
+            assert_eq!(direct.file(name), Some(bytes.as_slice()), "{name}");
+        }
+    }
+    assert_eq!(
+        diff_statements(&docs[0], &docs[1]).unwrap(),
+        diff_statements(&docs[0], &docs[1]).unwrap()
+    );
+}

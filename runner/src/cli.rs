@@ -278,6 +278,59 @@ pub struct RunArgs {
     /// Goodput threshold on end-to-end latency (ms).
     #[arg(long)]
     pub slo_e2e_ms: Option<f64>,
+    /// Start the server from a recipe first (a file, or a shipped one: vllm, sglang, tgi,
+    /// lmdeploy, llama.cpp), wait until it serves, benchmark it, stop it. Its argv, recipe,
+    /// version and log (saved beside the result) go into the result.
+    #[arg(long, value_name = "RECIPE", help_heading = "Engine")]
+    pub engine: Option<String>,
+    /// Port the engine listens on (default: the recipe's).
+    #[arg(long, value_name = "PORT", help_heading = "Engine")]
+    pub engine_port: Option<u16>,
+    /// Tensor-parallel size, `{gpus}` in the recipe (default: every GPU the host lists).
+    #[arg(long, value_name = "N", help_heading = "Engine")]
+    pub engine_gpus: Option<u32>,
+    /// What the engine loads when it is not --model (a GGUF file for llama.cpp, a directory).
+    #[arg(long, value_name = "PATH", help_heading = "Engine")]
+    pub engine_model: Option<String>,
+    /// An extra argument for the engine (`{args}` in the recipe); repeat for more.
+    #[arg(
+        long,
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        help_heading = "Engine"
+    )]
+    pub engine_arg: Vec<String>,
+    /// Run the recipe's container image with this runtime (docker or podman).
+    #[arg(long, value_name = "RUNTIME", help_heading = "Engine")]
+    pub engine_container: Option<String>,
+    /// Container image instead of the recipe's.
+    #[arg(long, value_name = "IMAGE", help_heading = "Engine")]
+    pub engine_image: Option<String>,
+    /// GPU sampling period through NVML (power, energy counter, utilisation, memory, SM clock,
+    /// temperature, throttle reasons); 0 turns it off.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 100,
+        help_heading = "Host telemetry"
+    )]
+    pub gpu_sample_ms: u64,
+    /// The engine's Prometheus page (default: the engine's metrics path on --target, as its
+    /// recipe names it); `none` turns scraping off.
+    #[arg(long, value_name = "URL", help_heading = "Host telemetry")]
+    pub metrics_url: Option<String>,
+    /// Scrape period of the metrics page.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 100,
+        help_heading = "Host telemetry"
+    )]
+    pub metrics_sample_ms: u64,
+    /// Empty the engine's prefix cache before each benchmark (vLLM POST /reset_prefix_cache,
+    /// SGLang POST /flush_cache); the result records the call, or that the engine has none.
+    #[arg(long, help_heading = "Host telemetry")]
+    pub reset_prefix_cache: bool,
     /// Result file (default: provebench-<UTC time>.json); the journal goes beside it.
     // The help text is for the terminal, not rustdoc.
     #[allow(rustdoc::invalid_html_tags)]

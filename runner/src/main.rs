@@ -7,6 +7,7 @@ mod cli;
 mod commands;
 mod console;
 mod keyfile;
+mod on_host;
 mod output;
 mod tool;
 mod wasm_host;
@@ -25,6 +26,8 @@ pub enum Failure {
     Key(anyhow::Error),
     /// Ctrl-C: what was measured is written, marked incomplete (exit 130).
     Interrupted,
+    /// The engine did not start or serve (exit 5); the error ends with its log's last lines.
+    Engine(anyhow::Error),
 }
 
 impl Failure {
@@ -34,6 +37,7 @@ impl Failure {
             Failure::Input(_) => 3,
             Failure::Key(_) => 4,
             Failure::Interrupted => 130,
+            Failure::Engine(_) => 5,
         }
     }
 }
@@ -69,7 +73,9 @@ fn main() -> ExitCode {
         Err(failure) => {
             match &failure {
                 Failure::Verification | Failure::Interrupted => {}
-                Failure::Input(e) | Failure::Key(e) => eprintln!("error: {e:#}"),
+                Failure::Input(e) | Failure::Key(e) | Failure::Engine(e) => {
+                    eprintln!("error: {e:#}")
+                }
             }
             ExitCode::from(failure.code())
         }

@@ -3,33 +3,12 @@
 //! concurrent and sweep runs through both OpenAI backends; every response must have the
 //! requested length by the client's count and by the server's usage.
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// LLAMA_SERVER_BIN and LLAMA_MODEL from the environment or `build/llama-server.env`.
-fn engine() -> Option<(PathBuf, PathBuf)> {
-    let from_env = || {
-        Some((
-            std::env::var_os("LLAMA_SERVER_BIN")?.into(),
-            std::env::var_os("LLAMA_MODEL")?.into(),
-        ))
-    };
-    let from_file = || {
-        let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/llama-server.env"),
-        )
-        .ok()?;
-        let get = |k: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
-                .map(PathBuf::from)
-        };
-        Some((get("LLAMA_SERVER_BIN")?, get("LLAMA_MODEL")?))
-    };
-    from_env().or_else(from_file)
-}
+use support::statement;
 
 struct Server {
     child: Child,
@@ -44,19 +23,8 @@ impl Drop for Server {
 }
 
 fn start() -> Option<Server> {
-    let Some((bin, model)) = engine() else {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "llama-server is not installed: run scripts/install-llama-server.sh (make test does)"
-        );
-        eprintln!("SKIPPED: llama-server not installed; run scripts/install-llama-server.sh");
-        return None;
-    };
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let (bin, model) = support::llama_server()?;
+    let port = support::free_port();
     let lib_dir = bin.parent().unwrap().to_path_buf();
     let child = Command::new(&bin)
         .args(["-m"])
@@ -95,16 +63,6 @@ fn start() -> Option<Server> {
         std::thread::sleep(Duration::from_millis(250));
     }
     panic!("llama-server did not become healthy within 120 s");
-}
-
-fn statement(path: &Path) -> serde_json::Value {
-    let envelope: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    use base64::Engine;
-    let payload = base64::engine::general_purpose::STANDARD
-        .decode(envelope["payload"].as_str().unwrap())
-        .unwrap();
-    serde_json::from_slice(&payload).unwrap()
 }
 
 fn run(server: &Server, dir: &Path, name: &str, args: &[&str]) -> serde_json::Value {

@@ -7,6 +7,7 @@
 
 use crate::metrics::Summary;
 use crate::numbers::{Finite, JsonU64};
+use crate::telemetry::Telemetry;
 use crate::validity::Flag;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -214,6 +215,44 @@ pub struct Engine {
     pub api: String,
     /// What the server said about itself, by path (`/v1/models`, `/version`, …).
     pub reported: BTreeMap<String, Value>,
+    /// How the runner started the engine from a recipe; absent when it was started by hand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<Launch>,
+}
+
+/// An engine the runner started, stopped and logged (`runner run --engine RECIPE.toml`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Launch {
+    /// The recipe's name (`vllm`, `sglang`, `tgi`, `lmdeploy`, `llama.cpp`, or the user's).
+    pub recipe: String,
+    /// sha256 of the recipe file's bytes, and the text itself.
+    pub recipe_sha256: String,
+    pub recipe_text: String,
+    /// The exact argv started: the container runtime's when `image` is set.
+    pub argv: Vec<String>,
+    /// Environment the recipe set for the engine (values of names that look secret are
+    /// written as `<redacted>`).
+    pub env: BTreeMap<String, String>,
+    /// Container image as named, and the digest the runtime resolved it to.
+    pub image: Option<String>,
+    pub image_digest: Option<String>,
+    /// From start to the readiness probe's first success.
+    pub ready_ms: u64,
+    /// The engine's output (stdout and stderr), saved beside the result.
+    pub log: LogFile,
+}
+
+/// A file saved beside the result, bound to it by digest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LogFile {
+    /// Its name, relative to the result's directory.
+    pub file: String,
+    pub sha256: String,
+    pub bytes: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -247,8 +286,13 @@ pub struct Benchmark {
         schemars(with = "crate::record_columns::RecordColumns")
     )]
     pub records: Vec<RawRecord>,
-    /// Derived from `records` by [`crate::metrics::summarize`]; verification recomputes it
-    /// (except in imported aggregates-only documents, where it is the source's numbers).
+    /// What the GPUs and the engine did meanwhile ([`crate::telemetry`]); absent in
+    /// imported documents and in those written before `result/v0.3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<Telemetry>,
+    /// Derived from `records` (and `telemetry`) by [`crate::metrics::summarize_benchmark`];
+    /// verification recomputes it (except in imported aggregates-only documents, where it
+    /// is the source's numbers).
     pub summary: Summary,
 }
 
@@ -340,6 +384,16 @@ pub enum Workload {
         /// sha256 over the prompts sent, in order.
         prompts_sha256: String,
     },
+}
+
+impl Workload {
+    /// Whether the workload's prompts were built not to share prefixes, so that prefix-cache
+    /// hits would make its numbers better than a cold cache gives.
+    pub fn meant_cache_free(&self) -> bool {
+        match self {
+            Workload::Synthetic { .. } | Workload::Dataset { .. } => true,
+        }
+    }
 }
 
 /// Which part of a benchmark a request belongs to; only `measured` requests count.

@@ -21,7 +21,9 @@ pub mod metrics;
 pub mod numbers;
 pub mod record_columns;
 pub mod seal;
+pub mod series;
 pub mod subject;
+pub mod telemetry;
 pub mod token_times;
 pub mod validity;
 pub mod verify;
@@ -36,8 +38,11 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
-/// v0.2: records are written as columns ([`record_columns`]).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.2";
+/// v0.3: benchmarks carry GPU and server telemetry ([`telemetry`]), the summary its
+/// derivations, the engine how it was launched.
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.3";
+/// Records as columns ([`record_columns`]), no telemetry: still read and verified.
+pub const PREDICATE_TYPE_V0_2: &str = "https://provebench.dev/result/v0.2";
 /// The first version (records as an array of objects): still read and verified.
 pub const PREDICATE_TYPE_V0_1: &str = "https://provebench.dev/result/v0.1";
 /// in-toto Statement v1.

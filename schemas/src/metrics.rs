@@ -25,8 +25,9 @@
 //! interpolate linearly between closest ranks (numpy's default `linear`): rank
 //! p/100 × (n − 1). A distribution with no samples is null, never NaN.
 
-use crate::document::{Phase, RawRecord, Slo};
+use crate::document::{Benchmark, Phase, RawRecord, Slo};
 use crate::numbers::Finite;
+use crate::telemetry::{self, HostSummary, TelemetryError};
 use crate::token_times::{self, TokenTimesError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -95,6 +96,9 @@ pub struct Summary {
     /// vLLM 0.2.7 "Average latency per output token" (ms).
     pub latency_per_output_token_ms: Option<Finite>,
     pub goodput: Option<Goodput>,
+    /// Derived from the benchmark's telemetry ([`crate::telemetry`]); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostSummary>,
     /// Only in imported aggregates-only documents: the statistics the source published,
     /// exactly those and nothing derived (the distributions above are then null).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -169,6 +173,8 @@ pub enum MetricsError {
     },
     #[error("a metric came out as {0}, not a finite number")]
     NotFinite(f64),
+    #[error("telemetry: {0}")]
+    Telemetry(#[from] TelemetryError),
 }
 
 /// Microseconds (how records count time) as milliseconds (how metrics are stated).
@@ -454,6 +460,30 @@ impl DecodedGaps {
     }
 }
 
+/// A benchmark's whole summary: its records' ([`summarize`]) and its telemetry's.
+pub fn summarize_benchmark(b: &Benchmark) -> Result<Summary, MetricsError> {
+    let mut summary = summarize(&b.records, b.slo.as_ref())?;
+    add_host(b, &mut summary)?;
+    Ok(summary)
+}
+
+/// Adds what the benchmark's telemetry implies to a summary of its records.
+pub fn add_host(b: &Benchmark, summary: &mut Summary) -> Result<(), MetricsError> {
+    summary.host = match &b.telemetry {
+        Some(t) => {
+            let output_tokens = b
+                .records
+                .iter()
+                .filter(|r| r.completed())
+                .map(|r| u64::from(r.output_tokens()))
+                .sum();
+            Some(telemetry::summarize(t, output_tokens)?)
+        }
+        None => None,
+    };
+    Ok(())
+}
+
 /// Derives a benchmark's summary from its records (see the module doc for definitions).
 pub fn summarize(records: &[RawRecord], slo: Option<&Slo>) -> Result<Summary, MetricsError> {
     summarize_decoded(records, &DecodedGaps::of_records(records)?, slo)
@@ -553,6 +583,7 @@ pub fn summarize_decoded(
         latency_per_output_token_ms: mean(&per_output_token)?,
         goodput,
         requests: counts,
+        host: None,
         published: None,
     })
 }

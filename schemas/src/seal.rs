@@ -22,7 +22,7 @@ pub fn seal(mut predicate: Predicate) -> Result<Statement, MetricsError> {
         if aggregates_only && b.records.is_empty() {
             continue;
         }
-        b.summary = metrics::summarize(&b.records, b.slo.as_ref())?;
+        b.summary = metrics::summarize_benchmark(b)?;
         for flag in validity::derive(i as u32, b, &b.summary) {
             if !predicate
                 .validity

@@ -8,6 +8,7 @@
 
 use crate::document::{Benchmark, Phase};
 use crate::metrics::Summary;
+use crate::telemetry::{HostSummary, Telemetry};
 use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "json-schema")]
@@ -39,6 +40,17 @@ pub enum FlagCode {
     Suspect,
     /// The source listed rows out of rate order; they are shown sorted (imported data).
     SourceOrder,
+    /// A GPU slowed itself (thermal or hardware slowdown) during the benchmark.
+    GpuThrottled,
+    /// The GPUs stayed idle while the client saw throughput: the load did not run on them.
+    GpuIdle,
+    /// GPU samples or metric scrapes left a gap over [`GAP_INTERVALS`] periods.
+    TelemetryGap,
+    /// A workload meant to miss the prefix cache hit it for over [`PREFIX_HIT_LIMIT`] of
+    /// prompt tokens: its latencies are better than a cold cache gives.
+    PrefixCacheHits,
+    /// The engine preempted requests (KV cache full): latencies include recomputation.
+    Preempted,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -73,6 +85,14 @@ pub const MIN_SAMPLES_P99: u64 = 100;
 /// Relative difference between the server's and the client's prompt length that is flagged
 /// (at least one token).
 pub const PROMPT_LENGTH_TOLERANCE: f64 = 0.01;
+
+/// Share of prompt tokens served from the prefix cache above which a cache-free workload
+/// is flagged.
+pub const PREFIX_HIT_LIMIT: f64 = 0.05;
+/// Mean SM utilisation (%) under which GPUs count as idle.
+pub const IDLE_SM_UTIL_PCT: f64 = 5.0;
+/// Sampling periods a gap between two samples may span before it is flagged.
+pub const GAP_INTERVALS: u64 = 3;
 
 /// The flags a benchmark's records imply, in a fixed order.
 pub fn derive(index: u32, b: &Benchmark, s: &Summary) -> Vec<Flag> {
@@ -174,5 +194,93 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary) -> Vec<Flag> {
             format!("p99 and p99.9 rest on {samples} requests"),
         );
     }
+    if let (Some(t), Some(host)) = (&b.telemetry, &s.host) {
+        host_flags(b, t, host, s, &mut flag);
+    }
     flags
+}
+
+/// The flags telemetry implies (see [`crate::telemetry`] for what is measured).
+fn host_flags(
+    b: &Benchmark,
+    t: &Telemetry,
+    host: &HostSummary,
+    s: &Summary,
+    flag: &mut impl FnMut(FlagCode, Severity, String),
+) {
+    let mut gaps = vec![];
+    if let (Some(g), Some(gs)) = (&t.gpu, &host.gpu) {
+        let bound = GAP_INTERVALS * u64::from(g.interval_ms) * 1000;
+        if gs.max_gap_us > bound || gs.samples < 2 {
+            gaps.push(format!(
+                "GPU samples {}",
+                gap_words(gs.samples, gs.max_gap_us)
+            ));
+        }
+        if gs.throttled_samples > 0 {
+            flag(
+                FlagCode::GpuThrottled,
+                Severity::Warning,
+                format!(
+                    "{} of {} samples: a GPU slowed down (thermal or hardware slowdown)",
+                    gs.throttled_samples, gs.samples
+                ),
+            );
+        }
+        if let Some(util) = gs.mean_sm_util_pct {
+            if util.get() < IDLE_SM_UTIL_PCT && s.output_tokens > 0 {
+                flag(
+                    FlagCode::GpuIdle,
+                    Severity::Warning,
+                    format!(
+                        "the GPUs averaged {:.1}% SM utilisation while the client saw {} \
+                         output tokens: the load did not run on these GPUs",
+                        util.get(),
+                        s.output_tokens
+                    ),
+                );
+            }
+        }
+    }
+    if let (Some(m), Some(ms)) = (&t.server, &host.server) {
+        let bound = GAP_INTERVALS * u64::from(m.interval_ms) * 1000;
+        if ms.max_gap_us > bound || ms.samples < 2 {
+            gaps.push(format!(
+                "metric scrapes {}",
+                gap_words(ms.samples, ms.max_gap_us)
+            ));
+        }
+        if let Some(rate) = ms.prefix_cache_hit_rate {
+            if b.workload.meant_cache_free() && rate.get() > PREFIX_HIT_LIMIT {
+                flag(
+                    FlagCode::PrefixCacheHits,
+                    Severity::Warning,
+                    format!(
+                        "{:.1}% of prompt tokens came from the prefix cache (over {}%): the \
+                         latencies are a warm cache's",
+                        rate.get() * 100.0,
+                        PREFIX_HIT_LIMIT * 100.0
+                    ),
+                );
+            }
+        }
+        if let Some(p) = ms.preemptions.filter(|p| p.get() > 0.0) {
+            flag(
+                FlagCode::Preempted,
+                Severity::Warning,
+                format!("the engine preempted {} requests (KV cache full)", p.get()),
+            );
+        }
+    }
+    if !gaps.is_empty() {
+        flag(FlagCode::TelemetryGap, Severity::Warning, gaps.join("; "));
+    }
+}
+
+fn gap_words(samples: u64, max_gap_us: u64) -> String {
+    if samples < 2 {
+        format!("cover no span ({samples} taken)")
+    } else {
+        format!("left a gap of {:.0} ms", max_gap_us as f64 / 1000.0)
+    }
 }

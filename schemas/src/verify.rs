@@ -9,7 +9,9 @@ use crate::document::{RawRecord, Statement};
 use crate::dsse::EnvelopeView;
 use crate::keys::TrustedKey;
 use crate::subject::{check_subject, subject_matches_as_written};
-use crate::{metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, STATEMENT_TYPE};
+use crate::{
+    metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_2, STATEMENT_TYPE,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -149,9 +151,20 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
             s.type_
         ));
     }
-    if s.predicate_type != PREDICATE_TYPE && s.predicate_type != PREDICATE_TYPE_V0_1 {
+    if ![PREDICATE_TYPE, PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_1]
+        .contains(&s.predicate_type.as_str())
+    {
         v.document_errors.push(format!(
-            "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_1:?})",
+            "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_2:?}, \
+             {PREDICATE_TYPE_V0_1:?})",
+            s.predicate_type
+        ));
+    }
+    if s.predicate_type != PREDICATE_TYPE
+        && (p_has_telemetry(&s.predicate) || s.predicate.engine.launch.is_some())
+    {
+        v.document_errors.push(format!(
+            "telemetry or an engine launch in a {:?} document: they came with {PREDICATE_TYPE:?}",
             s.predicate_type
         ));
     }
@@ -197,7 +210,9 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
             v.aggregates_only += 1;
             continue;
         }
-        let recomputed = match metrics::summarize_decoded(&b.records, &gaps, b.slo.as_ref()) {
+        let recomputed = match metrics::summarize_decoded(&b.records, &gaps, b.slo.as_ref())
+            .and_then(|mut s| metrics::add_host(b, &mut s).map(|()| s))
+        {
             Ok(s) => s,
             Err(e) => {
                 v.document_errors.push(format!("benchmarks[{bi}]: {e}"));
@@ -223,6 +238,10 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
             }
         }
     }
+}
+
+fn p_has_telemetry(p: &crate::Predicate) -> bool {
+    p.benchmarks.iter().any(|b| b.telemetry.is_some())
 }
 
 /// A record's times must be in order and its token count must match its token events

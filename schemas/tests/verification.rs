@@ -300,3 +300,71 @@ fn records_are_digested_as_written_and_other_spellings_fall_back_to_the_definiti
         assert!(common::fails_on_subject(&v), "{v:?}");
     }
 }
+
+/// `result/v0.2` documents (no telemetry) still verify; telemetry under the v0.2 label is
+/// refused, and v0.3 telemetry whose summary was edited is caught by recomputation.
+#[test]
+fn result_v0_2_documents_still_verify_and_telemetry_is_recomputed() {
+    use schemas::series::encode;
+    use schemas::telemetry::{GpuColumns, GpuTelemetry, Telemetry};
+    let sign = |statement: &serde_json::Value| {
+        common::signed_payload(&serde_json::to_vec(statement).unwrap())
+    };
+    let verify = |s: &serde_json::Value| {
+        verify_envelope(&sign(s), &common::trusted(), Policy::RequireSignature).0
+    };
+    let plain = serde_json::to_value(schemas::seal::seal(common::predicate()).unwrap()).unwrap();
+    let mut v02 = plain.clone();
+    v02["predicateType"] = schemas::PREDICATE_TYPE_V0_2.into();
+    assert!(verify(&v02).ok, "{:?}", verify(&v02));
+
+    let mut p = common::predicate();
+    let column = |v: &[i64]| Some(encode(v));
+    p.benchmarks[0].telemetry = Some(Telemetry {
+        gpu: Some(GpuTelemetry {
+            source: "nvml".into(),
+            driver_version: None,
+            interval_ms: 100,
+            t_us: encode(&[-500, 100_000, 200_000]),
+            gpus: vec![GpuColumns {
+                index: 0,
+                uuid: None,
+                power_w: column(&[300, 310, 305]),
+                energy_j: column(&[1_000, 1_031, 1_061]),
+                sm_util_pct: column(&[90, 95, 99]),
+                mem_util_pct: None,
+                mem_used_mib: None,
+                sm_clock_mhz: None,
+                temperature_c: None,
+                throttle_reasons: column(&[0, 0x40, 0]),
+            }],
+        }),
+        gpu_null_reason: None,
+        server: None,
+        server_null_reason: Some("turned off".into()),
+        prefix_cache_reset: None,
+    });
+    let sealed = serde_json::to_value(schemas::seal::seal(p).unwrap()).unwrap();
+    let gpu = &sealed["predicate"]["benchmarks"][0]["summary"]["host"]["gpu"];
+    assert_eq!(gpu["energy_j"], 61);
+    assert_eq!(gpu["throttled_samples"], 1);
+    assert!(verify(&sealed).ok, "{:?}", verify(&sealed));
+    let codes = sealed["predicate"]["validity"].to_string();
+    assert!(codes.contains("gpu_throttled"), "{codes}");
+
+    let mut edited = sealed.clone();
+    edited["predicate"]["benchmarks"][0]["summary"]["host"]["gpu"]["energy_j"] = 50.into();
+    let v = verify(&edited);
+    assert!(
+        !v.ok && v.summary_mismatches.iter().any(|m| m.contains("energy_j")),
+        "{v:?}"
+    );
+
+    let mut mislabelled = sealed.clone();
+    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_2.into();
+    let v = verify(&mislabelled);
+    assert!(
+        v.document_errors.iter().any(|e| e.contains("telemetry")),
+        "{v:?}"
+    );
+}

@@ -11,6 +11,7 @@
 
 pub mod axis;
 pub mod grid;
+pub mod host;
 pub mod latency;
 pub mod text;
 pub mod throughput;
@@ -390,7 +391,8 @@ pub(crate) fn sweep_groups<'a>(
 }
 
 /// The charts of a report over `docs`: throughput and latency of the sweeps, the grid,
-/// and one TTFT timeline per document; each only when it has data.
+/// and per document its TTFT timeline, then for each benchmark with telemetry (in the
+/// details' order) its GPU power and server charts; each only when it has data.
 pub(crate) fn report_charts(docs: &[&Statement]) -> Result<Vec<ChartFile>, crate::RenderError> {
     let many = docs.len() > 1;
     let prefix = |n: usize, d: &Statement| {
@@ -441,6 +443,39 @@ pub(crate) fn report_charts(docs: &[&Statement]) -> Result<Vec<ChartFile>, crate
         };
         if let Some(c) = timeline::chart(d, &suffix) {
             out.push(file(&name, c)?);
+        }
+        out.extend(host_charts(d, many.then_some(n), &suffix)?);
+    }
+    Ok(out)
+}
+
+/// The telemetry charts of a document's benchmarks, in the details' order:
+/// `gpu-power-B.svg` and `server-B.svg` for benchmark B (1-based, document order), or
+/// `gpu-power-D-B.svg` for document D of several.
+fn host_charts(
+    doc: &Statement,
+    doc_number: Option<usize>,
+    doc_suffix: &str,
+) -> Result<Vec<ChartFile>, crate::RenderError> {
+    let p = &doc.predicate;
+    let mut out = Vec::new();
+    for g in crate::view::groups(p) {
+        for i in crate::view::sweep_order(&p.benchmarks, &g.members) {
+            let b = &p.benchmarks[i];
+            if b.telemetry.is_none() {
+                continue;
+            }
+            let tag = match doc_number {
+                Some(n) => format!("{}-{}", n + 1, i + 1),
+                None => (i + 1).to_string(),
+            };
+            let suffix = format!(": {}{doc_suffix}", b.label);
+            if let Some(c) = host::power_chart(b, &suffix) {
+                out.push(file(&format!("gpu-power-{tag}.svg"), c)?);
+            }
+            if let Some(c) = host::server_chart(b, &suffix) {
+                out.push(file(&format!("server-{tag}.svg"), c)?);
+            }
         }
     }
     Ok(out)

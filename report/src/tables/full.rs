@@ -14,6 +14,11 @@
 //!
 //! - ⚠ **warning** `saturated`: achieved 1.50 req/s of a 2.00 req/s target
 //! ```
+//!
+//! A benchmark with telemetry also gets its GPU and server tables ([`super::host`])
+//! between the latency table and the flags, and a document where some benchmark's GPUs
+//! were measured starts with a table of every benchmark's energy and output tokens per
+//! joule.
 
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
@@ -127,6 +132,11 @@ pub fn benchmark_section(st: &Statement, index: usize) -> String {
     }
     out.push('\n');
     out.push_str(&latency_table(b));
+    let host = super::host::section(b);
+    if !host.is_empty() {
+        out.push('\n');
+        out.push_str(&host);
+    }
     let flags: String = view::flags_for(&p.validity, index)
         .map(|f| view::flag_item(f, None))
         .collect();
@@ -138,13 +148,23 @@ pub fn benchmark_section(st: &Statement, index: usize) -> String {
 }
 
 /// Every benchmark of a document: cell by cell in order of first appearance, each cell
-/// in sweep order (as the sweep tables list them).
+/// in sweep order (as the sweep tables list them); first the energy table when some
+/// benchmark has one.
 pub fn details(st: &Statement) -> String {
     let p = &st.predicate;
-    view::groups(p)
+    let order: Vec<usize> = view::groups(p)
         .iter()
         .flat_map(|g| view::sweep_order(&p.benchmarks, &g.members))
-        .map(|i| benchmark_section(st, i))
+        .collect();
+    let sections = order
+        .iter()
+        .map(|&i| benchmark_section(st, i))
         .collect::<Vec<_>>()
-        .join("\n")
+        .join("\n");
+    let energy = super::host::energy_table(st, &order);
+    if energy.is_empty() {
+        sections
+    } else {
+        format!("Energy per benchmark (GPU telemetry):\n\n{energy}\n{sections}")
+    }
 }

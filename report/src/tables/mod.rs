@@ -1,6 +1,8 @@
 //! The markdown tables of a report: the seed formats (grid, sweep) that readers of the
-//! original benchmark pages know, and the full per-benchmark detail the seeds lack.
+//! original benchmark pages know, and the full per-benchmark detail the seeds lack
+//! (with what the GPU host did, when the document has telemetry).
 
 pub mod full;
+pub mod host;
 pub mod seed_grid;
 pub mod seed_sweep;

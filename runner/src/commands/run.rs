@@ -9,7 +9,7 @@
 
 use crate::cli::RunArgs;
 use crate::console::Progress;
-use crate::{keyfile, output, Failure};
+use crate::{keyfile, on_host, output, Failure};
 use anyhow::anyhow;
 use loadgen::journal::{self, Journal, Line};
 use loadgen::measure::{Observer, Prepared};
@@ -72,6 +72,37 @@ pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
     s.slo_ttft_ms = args.slo_ttft_ms.or(s.slo_ttft_ms);
     s.slo_tpot_ms = args.slo_tpot_ms.or(s.slo_tpot_ms);
     s.slo_e2e_ms = args.slo_e2e_ms.or(s.slo_e2e_ms);
+    if let Some(recipe) = &args.engine {
+        let e = s.engine.get_or_insert_with(|| spec::EngineSpec {
+            recipe: recipe.clone(),
+            port: None,
+            gpus: None,
+            model_path: None,
+            args: vec![],
+            env: Default::default(),
+            container: None,
+            image: None,
+        });
+        e.recipe = recipe.clone();
+    }
+    if let Some(e) = &mut s.engine {
+        e.port = args.engine_port.or(e.port);
+        e.gpus = args.engine_gpus.or(e.gpus);
+        e.model_path = args.engine_model.clone().or(e.model_path.take());
+        e.args.extend(args.engine_arg.iter().cloned());
+        e.container = args.engine_container.clone().or(e.container.take());
+        e.image = args.engine_image.clone().or(e.image.take());
+    } else if args.engine_port.is_some()
+        || args.engine_gpus.is_some()
+        || args.engine_model.is_some()
+        || !args.engine_arg.is_empty()
+        || args.engine_container.is_some()
+        || args.engine_image.is_some()
+    {
+        anyhow::bail!(
+            "the --engine-* flags need --engine RECIPE (or an [engine] table in the spec)"
+        );
+    }
     Ok(s)
 }
 
@@ -87,7 +118,7 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Input(e.into()))?;
-    runtime.block_on(execute(spec, key, out))
+    runtime.block_on(execute(spec, args, key, out))
 }
 
 fn default_out() -> PathBuf {
@@ -99,13 +130,14 @@ fn default_out() -> PathBuf {
 
 async fn execute(
     spec: RunSpec,
+    args: &RunArgs,
     key: Option<ed25519_dalek::SigningKey>,
     out: PathBuf,
 ) -> Result<(), Failure> {
     // First, before asking the server anything: a journal left by an earlier run is never overwritten.
     let path = journal::path_for(&out);
     let journal = Arc::new(Journal::create(&path).map_err(Failure::Input)?);
-    let result = measure(spec, key, out, journal).await;
+    let result = measure(spec, args, key, out, journal).await;
     if result.is_err() && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
         // Nothing was journaled (the server could not be used): leave no obstacle to a rerun.
         let _ = std::fs::remove_file(&path);
@@ -114,14 +146,34 @@ async fn execute(
 }
 
 async fn measure(
-    spec: RunSpec,
+    mut spec: RunSpec,
+    args: &RunArgs,
     key: Option<ed25519_dalek::SigningKey>,
     out: PathBuf,
     journal: Arc<Journal>,
 ) -> Result<(), Failure> {
     let input = Failure::Input;
+    let run_id = crate::commands::synth::run_id().map_err(input)?;
+    let host = host::machine::detect();
+    // The recipe is checked, and the load pointed at the engine, before anything starts.
+    let recipe = spec.engine.as_ref().map(on_host::recipe).transpose()?;
+    if let (Some(loaded), Some(e)) = (&recipe, &spec.engine) {
+        spec.target = on_host::target(loaded, e);
+    }
     // Local inputs first: a bad dataset or tokenizer file fails before the server is asked.
     let prepared = Prepared::new(spec.clone()).map_err(input)?;
+    let engine = match (recipe.clone(), &spec.engine) {
+        (Some(loaded), Some(e)) => Some(on_host::start(
+            loaded,
+            e,
+            &spec,
+            &out,
+            &run_id,
+            host.gpus.as_ref().map_or(0, |g| g.total()),
+            args.reset_prefix_cache,
+        )?),
+        _ => None,
+    };
     let base = prepared.base_url().to_string();
     let reported = host::probe::self_report(prepared.http(), &base, prepared.api_key()).await;
     let model = spec
@@ -133,13 +185,33 @@ async fn measure(
                 "{base} lists no model at /v1/models; name one with --model"
             ))
         })?;
-    let (engine_name, engine_version) = host::probe::engine_identity(&reported);
+    let (mut engine_name, mut engine_version) = host::probe::engine_identity(&reported);
+    if let Some(e) = &engine {
+        engine_name = e.loaded.recipe.name.clone();
+        engine_version = e.version.clone().or(engine_version);
+    }
     tracing::info!(target = %base, engine = %engine_name, version = ?engine_version, %model, "server");
+    let (model_revision, model_digest) = match &engine {
+        Some(e) => engine::model_id::identify(&e.model_source),
+        None => (host::probe::model_revision(&reported), None),
+    };
+    let public = host::probe::public_endpoint(&base);
+    let fits = on_host::known_recipe(recipe.as_ref(), &engine_name);
+    let watch = telemetry::Watch::start(on_host::watch_config(
+        args,
+        &base,
+        &public,
+        fits.as_ref(),
+        &engine_name,
+    ));
     let started = SystemTime::now();
-    let measurement = prepared.connect(model.clone()).await;
+    let measurement = prepared
+        .connect(model.clone())
+        .await
+        .watch_host(Arc::new(on_host::Watching(watch)));
     journal.write(Line::Header {
         run: Run {
-            id: crate::commands::synth::run_id().map_err(input)?,
+            id: run_id,
             started_at: journal::timestamp(started),
             finished_at: journal::timestamp(started),
             tool: crate::tool::tool(),
@@ -148,18 +220,19 @@ async fn measure(
             seed: JsonU64(spec.seed),
             complete: true,
         },
-        host: host::machine::detect(),
+        host,
         engine: Engine {
             name: engine_name,
             version: engine_version,
-            endpoint: host::probe::public_endpoint(&base),
+            endpoint: public,
             api: spec.backend.as_str().to_string(),
             reported: reported.clone(),
+            launch: None,
         },
         model: Model {
             id: model,
-            revision: host::probe::model_revision(&reported),
-            digest: None,
+            revision: model_revision,
+            digest: model_digest,
         },
     });
 
@@ -180,10 +253,11 @@ async fn measure(
         std::future::pending::<()>().await;
     });
     let progress: Arc<dyn Observer> = Arc::new(Progress::default());
-    let finished = measurement
-        .run(&journal, &progress, &cancel)
-        .await
-        .map_err(input)?;
+    let finished = measurement.run(&journal, &progress, &cancel).await;
+    if let Some(e) = engine {
+        journal.write(Line::Launch { launch: e.stop() });
+    }
+    let finished = finished.map_err(input)?;
     if finished {
         journal.write(Line::End {
             finished_at: journal::timestamp(SystemTime::now()),

@@ -75,6 +75,7 @@ pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
         },
         slo: None,
         started_at: "2026-11-22T00:00:00.000000Z".into(),
+        telemetry: None,
         summary: schemas::metrics::summarize(&[], None).unwrap(),
         records,
     }
@@ -115,6 +116,7 @@ pub fn predicate() -> Predicate {
             endpoint: "http://127.0.0.1:1".into(),
             api: "openai-completions".into(),
             reported: Default::default(),
+            launch: None,
         },
         model: Model {
             id: "m".into(),

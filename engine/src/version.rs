@@ -1,0 +1,41 @@
+//! Asking a started engine its version, the way its recipe says: an HTTP request and a
+//! JSON field (`GET /version` → `version`), or a command's first line of output.
+
+use crate::recipe::{split_request, Version};
+use std::time::Duration;
+
+/// The version, or `None` when the engine does not say.
+pub fn probe(v: &Version, base_url: &str) -> Option<String> {
+    if let (Some(request), Some(field)) = (&v.request, &v.field) {
+        let (method, path) = split_request(request).ok()?;
+        let url = format!("{}{path}", base_url.trim_end_matches('/'));
+        let (method, url, field) = (method.to_string(), url, field.clone());
+        // Its own thread: a blocking client must not run inside the caller's runtime.
+        return std::thread::spawn(move || {
+            let client = reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .ok()?;
+            let method = reqwest::Method::from_bytes(method.as_bytes()).ok()?;
+            let json: serde_json::Value = client.request(method, url).send().ok()?.json().ok()?;
+            match json.get(&field)? {
+                serde_json::Value::String(s) => Some(s.clone()),
+                other => Some(other.to_string()),
+            }
+        })
+        .join()
+        .ok()
+        .flatten();
+    }
+    let command = v.command.as_ref()?;
+    let out = std::process::Command::new(command.first()?)
+        .args(&command[1..])
+        .output()
+        .ok()?;
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(String::from)
+}

@@ -1,0 +1,206 @@
+//! The GPU host's side of `runner run`: the engine started from its recipe (and stopped),
+//! and the telemetry watched around every benchmark. `commands::run` composes these with
+//! the load generator; everything here is optional, and a run against a server started by
+//! hand still scrapes its metrics and samples the GPUs.
+
+use crate::cli::RunArgs;
+use crate::Failure;
+use engine::launch::{self, Options, Running};
+use engine::recipe::{self, Loaded, Values};
+use loadgen::measure::HostWatch;
+use loadgen::spec::{EngineSpec, RunSpec};
+use schemas::document::Launch;
+use schemas::telemetry::Telemetry;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use telemetry::reset::Reset;
+use telemetry::{Watch, WatchConfig};
+
+/// An engine being started or serving.
+pub struct Engine {
+    pub loaded: Loaded,
+    running: Running,
+    ready: Duration,
+    pub version: Option<String>,
+    image_digest: Option<String>,
+    /// What it serves: its file path or Hugging Face id (for the model's identity).
+    pub model_source: String,
+}
+
+/// `<out>.engine.log`, beside the result.
+pub fn log_path(out: &Path) -> std::path::PathBuf {
+    let mut s = out.as_os_str().to_owned();
+    s.push(".engine.log");
+    s.into()
+}
+
+/// The engine's base URL: where the load goes.
+pub fn target(loaded: &Loaded, e: &EngineSpec) -> String {
+    format!("http://127.0.0.1:{}", e.port.unwrap_or(loaded.recipe.port))
+}
+
+/// Reads and checks the recipe: a bad one is refused before anything starts.
+pub fn recipe(e: &EngineSpec) -> Result<Loaded, Failure> {
+    recipe::load(&e.recipe).map_err(Failure::Input)
+}
+
+/// Starts the engine and waits until it serves. Call it from the main thread (see
+/// [`launch::start`]): the runner's runtime is a current-thread one, so async code on it is.
+pub fn start(
+    loaded: Loaded,
+    e: &EngineSpec,
+    spec: &RunSpec,
+    out: &Path,
+    run_id: &str,
+    gpus_listed: u32,
+    reset_prefix_cache: bool,
+) -> Result<Engine, Failure> {
+    let model_source = e
+        .model_path
+        .clone()
+        .or_else(|| spec.model.clone())
+        .ok_or_else(|| {
+            Failure::Input(anyhow::anyhow!(
+                "--engine needs the model to serve: --model (or --engine-model PATH)"
+            ))
+        })?;
+    let model_dir = Path::new(&model_source)
+        .parent()
+        .map_or_else(|| ".".into(), |p| p.display().to_string());
+    let log = log_path(out);
+    let options = Options {
+        values: Values {
+            model: model_source.clone(),
+            port: e.port.unwrap_or(loaded.recipe.port),
+            gpus: e.gpus.unwrap_or(gpus_listed.max(1)),
+            args: e.args.clone(),
+            hf_home: engine::model_id::hf_home().display().to_string(),
+            model_dir,
+        },
+        container_runtime: e.container.clone(),
+        image: e.image.clone(),
+        env: e.env.clone(),
+        reset_prefix_cache,
+        log: log.clone(),
+        run_id: run_id.to_string(),
+    };
+    let plan = launch::plan(&loaded, &options).map_err(Failure::Input)?;
+    let stop_timeout = Duration::from_secs(loaded.recipe.stop_timeout_s);
+    let mut running = launch::start(plan, &log, stop_timeout).map_err(Failure::Engine)?;
+    let base = target(&loaded, e);
+    let (method, path) = recipe::split_request(&loaded.recipe.ready.request)
+        .expect("checked when the recipe was read");
+    let ready = running
+        .wait_ready(
+            &format!("{base}{path}"),
+            method,
+            Duration::from_secs(loaded.recipe.ready.timeout_s),
+        )
+        .map_err(|e| Failure::Engine(e.into()))?;
+    tracing::info!(recipe = %loaded.recipe.name, ready_s = ready.as_secs_f64(), "engine serves");
+    let version = loaded
+        .recipe
+        .version
+        .as_ref()
+        .and_then(|v| engine::version::probe(v, &base));
+    let image_digest = running.image_digest();
+    Ok(Engine {
+        loaded,
+        running,
+        ready,
+        version,
+        image_digest,
+        model_source,
+    })
+}
+
+impl Engine {
+    /// Stops it; what the result says of the launch.
+    pub fn stop(mut self) -> Launch {
+        let log = self.running.stop();
+        self.running
+            .describe(&self.loaded, self.ready, self.image_digest.take(), log)
+    }
+}
+
+/// The recipe whose metric names and reset fit the server: the run's own, else the shipped
+/// one of the engine the server says it is (the simulator names its metrics as vLLM does).
+pub fn known_recipe(own: Option<&Loaded>, engine_name: &str) -> Option<Loaded> {
+    if let Some(l) = own {
+        return Some(l.clone());
+    }
+    let name = if engine_name == "provebench-sim" {
+        "vllm"
+    } else {
+        engine_name
+    };
+    recipe::BUILT_IN
+        .iter()
+        .any(|(n, _)| *n == name)
+        .then(|| recipe::load(name).ok())
+        .flatten()
+}
+
+/// What to watch, from the flags and the recipe that fits the server.
+pub fn watch_config(
+    args: &RunArgs,
+    base: &str,
+    public: &str,
+    recipe: Option<&Loaded>,
+    engine_name: &str,
+) -> WatchConfig {
+    let metrics = recipe.and_then(|l| l.recipe.metrics.as_ref());
+    let metrics = match (args.metrics_url.as_deref(), metrics) {
+        (Some("none"), _) => None,
+        (_, None) => Some(Err(format!(
+            "no recipe names the metrics of this engine ({engine_name}); pass --engine RECIPE"
+        ))),
+        (Some(url), Some(m)) => Some(Ok((url.to_string(), url.to_string(), m.roles()))),
+        (None, Some(m)) => Some(Ok((
+            format!("{}{}", base.trim_end_matches('/'), m.path),
+            format!("{}{}", public.trim_end_matches('/'), m.path),
+            m.roles(),
+        ))),
+    };
+    let reset = args.reset_prefix_cache.then(|| {
+        match recipe.and_then(|l| l.recipe.prefix_cache_reset.as_ref()) {
+            Some(r) => match (&r.request, &r.unsupported) {
+                (Some(request), _) => {
+                    let (method, path) = recipe::split_request(request).expect("checked on load");
+                    Reset::Endpoint {
+                        method: method.into(),
+                        url: format!("{}{path}", base.trim_end_matches('/')),
+                        shown: request.clone(),
+                    }
+                }
+                (None, Some(why)) => Reset::Unsupported(why.clone()),
+                (None, None) => Reset::Unsupported("the recipe names no reset".into()),
+            },
+            None => Reset::Unsupported(format!(
+                "no recipe says how this engine ({engine_name}) empties its prefix cache"
+            )),
+        }
+    });
+    WatchConfig {
+        gpu_period: (args.gpu_sample_ms > 0).then(|| Duration::from_millis(args.gpu_sample_ms)),
+        nvml_lib: None,
+        metrics,
+        metrics_period: Duration::from_millis(args.metrics_sample_ms.max(10)),
+        reset,
+    }
+}
+
+/// The load generator's hook, on the telemetry watch.
+pub struct Watching(pub Watch);
+
+impl HostWatch for Watching {
+    fn before(&self) {
+        self.0.before();
+    }
+    fn origin(&self, origin: Instant) {
+        self.0.origin(origin);
+    }
+    fn after(&self) -> Option<Telemetry> {
+        Some(self.0.after())
+    }
+}

@@ -1,0 +1,405 @@
+//! `runner run --engine`: the shipped llama.cpp recipe starts the real `llama-server`
+//! (SmolLM2-135M on the CPU), the runner benchmarks it, scrapes its real `/metrics`, stops
+//! it and leaves no process behind — also when its start fails and when the runner itself
+//! is killed with SIGKILL. Bad recipes are refused before anything starts.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use support::{free_port, statement};
+
+/// `runner run --engine llama.cpp` with llama-server on PATH, as an installed engine is.
+fn runner(bin: &Path, dir: &Path, port: u16, args: &[&str]) -> Command {
+    let bin_dir = bin.parent().unwrap();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.current_dir(dir)
+        .args([
+            "run",
+            "--engine",
+            "llama.cpp",
+            "--engine-port",
+            &port.to_string(),
+        ])
+        .args(["--model", "smollm2-135m", "--request-timeout", "120"])
+        .args([
+            "--engine-arg=-t",
+            "--engine-arg=1",
+            "--engine-arg=-c",
+            "--engine-arg=2048",
+        ])
+        .args(["--engine-arg=-a", "--engine-arg=smollm2-135m"])
+        .args(args)
+        .env(
+            "PATH",
+            format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
+        )
+        .env("LD_LIBRARY_PATH", bin_dir)
+        .env("RUST_LOG", "info");
+    c
+}
+
+/// Processes whose command line holds `--port <port>`: the engine this test started.
+fn engines_on(port: u16) -> Vec<String> {
+    let needle = format!("--port\0{port}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let cmdline = std::fs::read(e.ok()?.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline).into_owned();
+            text.contains(&needle).then(|| text.replace('\0', " "))
+        })
+        .collect()
+}
+
+fn none_left(port: u16, within: Duration) {
+    let deadline = Instant::now() + within;
+    while !engines_on(port).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        engines_on(port),
+        Vec::<String>::new(),
+        "engine processes left behind"
+    );
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A prompt file whose six prompts are one and the same: all but the first hit the cache.
+fn repeated_prompts(dir: &Path) -> PathBuf {
+    let path = dir.join("same.jsonl");
+    let prompt = "Write a short story about a lighthouse keeper who finds a message in a bottle \
+                  and decides to answer it, describing the sea, the weather and the keeper's doubts.";
+    let line = serde_json::json!({ "prompt": prompt }).to_string();
+    std::fs::write(&path, format!("{line}\n").repeat(6)).unwrap();
+    path
+}
+
+#[test]
+fn a_recipe_starts_llama_server_measures_its_metrics_and_stops_it() {
+    let Some((bin, model)) = support::llama_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let data = repeated_prompts(dir.path());
+    let keygen = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(dir.path())
+        .args(["keygen", "lab"])
+        .output()
+        .unwrap();
+    assert!(keygen.status.success(), "{}", stderr(&keygen));
+    let out = runner(
+        &bin,
+        dir.path(),
+        port,
+        &["--out", "r.json", "--key", "lab.key", "--engine-model"],
+    )
+    .arg(&model)
+    .args([
+        "--engine-arg=-np",
+        "--engine-arg=1",
+        "--data-output-tokens",
+        "8",
+    ])
+    .arg("--data")
+    .arg(&data)
+    .args(["--max-requests", "6", "--metrics-sample-ms", "50"])
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    none_left(port, Duration::from_secs(5));
+
+    let st = statement(&dir.path().join("r.json"));
+    let p = &st["predicate"];
+    assert_eq!(st["predicateType"], "https://provebench.dev/result/v0.3");
+    let engine = &p["engine"];
+    assert_eq!(engine["name"], "llama.cpp");
+    assert!(
+        engine["version"].as_str().is_some_and(|v| !v.is_empty()),
+        "{engine}"
+    );
+    let launch = &engine["launch"];
+    assert_eq!(launch["recipe"], "llama.cpp");
+    let argv: Vec<&str> = launch["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(argv[..3], ["llama-server", "-m", model.to_str().unwrap()]);
+    assert!(argv
+        .windows(2)
+        .any(|w| w == ["--port", port.to_string().as_str()]));
+    assert!(argv.ends_with(&["-np", "1"]), "{argv:?}");
+    // The log is saved beside the result and bound to it by digest.
+    let log = std::fs::read(dir.path().join(launch["log"]["file"].as_str().unwrap())).unwrap();
+    use sha2::Digest;
+    assert_eq!(
+        launch["log"]["sha256"],
+        hex::encode(sha2::Sha256::digest(&log))
+    );
+    assert!(String::from_utf8_lossy(&log).contains("HTTP server is listening") || !log.is_empty());
+    // The model is named by its file's sha256, and is the statement's subject.
+    let digest = hex::encode(sha2::Sha256::digest(std::fs::read(&model).unwrap()));
+    assert_eq!(p["model"]["digest"]["sha256"], digest);
+    assert_eq!(st["subject"][0]["digest"]["sha256"], digest);
+
+    // The real /metrics, scraped through the benchmark: its counters moved by what was sent.
+    let b = &p["benchmarks"][0];
+    let server = &b["summary"]["host"]["server"];
+    let summary = &b["summary"];
+    assert_eq!(summary["requests"]["completed"], 6);
+    assert_eq!(
+        server["generation_tokens"],
+        summary["output_tokens"].as_f64().unwrap(),
+        "{server}"
+    );
+    assert_eq!(
+        server["prefix_cache_queries"],
+        summary["input_tokens"].as_f64().unwrap(),
+        "{server}"
+    );
+    // Five repeats of one prompt: most prompt tokens came from the cache, and the flag says so.
+    assert!(
+        server["prefix_cache_hit_rate"].as_f64().unwrap() > 0.5,
+        "{server}"
+    );
+    let codes: Vec<&str> = p["validity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(codes.contains(&"prefix_cache_hits"), "{codes:?}");
+    // No NVIDIA driver here: no GPU telemetry, and the reason says so.
+    if std::env::var_os("PROVEBENCH_NVML_LIB").is_none() {
+        assert!(b["telemetry"]["gpu"].is_null());
+        assert!(b["telemetry"]["gpu_null_reason"]
+            .as_str()
+            .unwrap()
+            .contains("NVML"));
+    }
+
+    let verify = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(dir.path())
+        .args(["verify", "--key", "lab.pub", "r.json"])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        stderr(&verify)
+    );
+}
+
+#[test]
+fn a_failed_start_reports_the_engines_last_lines_and_leaves_nothing() {
+    let Some((bin, _)) = support::llama_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let out = runner(
+        &bin,
+        dir.path(),
+        port,
+        &[
+            "--out",
+            "r.json",
+            "--no-sign",
+            "--engine-model",
+            "/nonexistent/model.gguf",
+        ],
+    )
+    .args(["--max-requests", "1"])
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("before it served") && err.contains("last lines of"),
+        "{err}"
+    );
+    assert!(
+        err.contains("/nonexistent/model.gguf"),
+        "the engine's own words: {err}"
+    );
+    none_left(port, Duration::from_secs(5));
+    assert!(!dir.path().join("r.json").exists());
+}
+
+#[test]
+fn killing_the_runner_with_sigkill_leaves_no_engine_behind() {
+    let Some((bin, model)) = support::llama_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = runner(
+        &bin,
+        dir.path(),
+        port,
+        &["--out", "r.json", "--no-sign", "--engine-model"],
+    )
+    .arg(&model)
+    .args([
+        "--data",
+        "prompt_tokens=16,output_tokens=64",
+        "--max-seconds",
+        "120",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    // Mid-run: the engine serves and requests have completed.
+    let journal = dir.path().join("r.json.journal.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("\"type\":\"record\"")) {
+        assert!(
+            Instant::now() < deadline,
+            "no request completed within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        !engines_on(port).is_empty(),
+        "the engine should be running now"
+    );
+    child.kill().unwrap(); // SIGKILL: the runner gets no chance to stop it.
+    child.wait().unwrap();
+    // The guard sends SIGTERM at once and SIGKILL after the recipe's stop timeout.
+    none_left(port, Duration::from_secs(40));
+}
+
+#[test]
+fn bad_recipes_and_unstartable_engines_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str], path: &str| {
+        Command::new(env!("CARGO_BIN_EXE_runner"))
+            .current_dir(dir.path())
+            .args(["run", "--model", "m", "--no-sign", "--max-requests", "1"])
+            .args(args)
+            .env("PATH", path)
+            .output()
+            .unwrap()
+    };
+    let path = std::env::var("PATH").unwrap();
+    let shipped = engine::recipe::BUILT_IN
+        .iter()
+        .find(|(n, _)| *n == "llama.cpp")
+        .unwrap()
+        .1;
+    std::fs::write(
+        dir.path().join("typo.toml"),
+        shipped.replace("port = 8080", "port = 8080\nprot = 1"),
+    )
+    .unwrap();
+    let out = run(&["--engine", "typo.toml"], &path);
+    assert_eq!(out.status.code(), Some(3));
+    let err = stderr(&out);
+    assert!(
+        err.contains("typo.toml") && err.contains("line 4") && err.contains("prot"),
+        "{err}"
+    );
+
+    let no_model = shipped.replace("\"-m\", \"{model}\", ", "");
+    std::fs::write(dir.path().join("no-model.toml"), no_model).unwrap();
+    let err = stderr(&run(&["--engine", "no-model.toml"], &path));
+    assert!(err.contains("never uses {model}"), "{err}");
+
+    // llama-server is not on this PATH.
+    let out = run(
+        &["--engine", "llama.cpp", "--engine-model", "x.gguf"],
+        "/nonexistent",
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        stderr(&out).contains("\"llama-server\" is not found"),
+        "{}",
+        stderr(&out)
+    );
+
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    std::fs::write(dir.path().join("llama-server"), "#!/bin/sh\nexit 1\n").unwrap();
+    let err = stderr(&run(
+        &[
+            "--engine",
+            "llama.cpp",
+            "--engine-model",
+            "x.gguf",
+            "--engine-port",
+            &port,
+        ],
+        &format!("{}:{path}", dir.path().display()),
+    ));
+    assert!(err.contains(&format!("port {port} is taken")), "{err}");
+    assert!(!dir.path().join("provebench.json").exists());
+}
+
+#[test]
+fn a_container_recipe_builds_the_runtimes_command_line() {
+    let loaded = engine::recipe::load("vllm").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // A stand-in runtime on PATH: the plan only checks that it exists.
+    std::fs::write(dir.path().join("docker"), "").unwrap();
+    let options = engine::launch::Options {
+        values: engine::recipe::Values {
+            model: "meta-llama/Llama-3.1-8B-Instruct".into(),
+            port: free_port(),
+            gpus: 8,
+            args: vec!["--max-model-len".into(), "8192".into()],
+            hf_home: "/hf".into(),
+            model_dir: ".".into(),
+        },
+        container_runtime: Some(dir.path().join("docker").display().to_string()),
+        image: Some("vllm/vllm-openai:v0.11.0".into()),
+        env: [("HF_TOKEN".to_string(), "hf_secret".to_string())].into(),
+        reset_prefix_cache: true,
+        log: dir.path().join("engine.log"),
+        run_id: "abc".into(),
+    };
+    let plan = engine::launch::plan(&loaded, &options).unwrap();
+    let port = options.values.port;
+    let docker = dir.path().join("docker").display().to_string();
+    let expected: Vec<String> = [
+        docker.as_str(),
+        "run",
+        "--rm",
+        "--name",
+        "provebench-abc",
+        "--gpus",
+        "all",
+        "-p",
+        &format!("127.0.0.1:{port}:{port}"),
+        "-e",
+        "HF_TOKEN=hf_secret",
+        "-e",
+        "VLLM_SERVER_DEV_MODE=1",
+        "--ipc=host",
+        "-v",
+        "/hf:/root/.cache/huggingface",
+        "vllm/vllm-openai:v0.11.0",
+        "--model",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        &port.to_string(),
+        "--tensor-parallel-size",
+        "8",
+        "--max-model-len",
+        "8192",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(plan.argv, expected);
+    assert_eq!(plan.image.as_deref(), Some("vllm/vllm-openai:v0.11.0"));
+}

@@ -1,0 +1,229 @@
+//! GPU telemetry and server metrics through the real binary: `runner run` against the
+//! simulator (whose `/metrics` are named as vLLM's and count what it served), with NVML
+//! played by a small library built here from a scripted timeline
+//! (`telemetry/tests/fixtures/fake_nvml.c`). Energy, power, the throttle and idle flags,
+//! the no-driver path, the prefix-cache flag and reset, and `runner verify`'s recomputation
+//! of all of it.
+
+mod support;
+
+use std::path::Path;
+use std::process::{Child, Command, Output};
+use std::time::{Duration, Instant};
+use support::{free_port, statement};
+
+struct Sim(Child, String);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn sim() -> Sim {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "sim",
+            "--port",
+            &port.to_string(),
+            "--prefill-us-per-token",
+            "50",
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the simulator did not listen");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Sim(child, url)
+}
+
+/// `runner run` signed with a fresh key, NVML from `script` (None: no library at all).
+fn run(dir: &Path, sim: &Sim, script: Option<&str>, args: &[&str]) -> (Output, serde_json::Value) {
+    if !dir.join("lab.key").exists() {
+        let k = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .current_dir(dir)
+            .args(["keygen", "lab"])
+            .output()
+            .unwrap();
+        assert!(k.status.success());
+    }
+    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.current_dir(dir)
+        .args([
+            "run", "--target", &sim.1, "--key", "lab.key", "--out", "r.json",
+        ])
+        .args(args)
+        .env("RUST_LOG", "warn");
+    match script {
+        Some(text) => {
+            let s = telemetry::testing::script(dir, text);
+            c.env("PROVEBENCH_NVML_LIB", telemetry::testing::fake_nvml_lib())
+                .env("FAKE_NVML_SCRIPT", s);
+        }
+        None => {
+            c.env("PROVEBENCH_NVML_LIB", dir.join("no-such-libnvidia-ml.so"));
+        }
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verify = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(dir)
+        .args(["verify", "--key", "lab.pub", "r.json"])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "verify: {}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    let st = statement(&dir.join("r.json"));
+    for f in ["r.json", "r.json.journal.jsonl"] {
+        std::fs::rename(dir.join(f), dir.join(format!("{f}.{}", free_port()))).unwrap();
+    }
+    (out, st)
+}
+
+fn codes(st: &serde_json::Value) -> Vec<String> {
+    st["predicate"]["validity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const LOAD: [&str; 8] = [
+    "--profile",
+    "concurrent",
+    "--concurrency",
+    "4",
+    "--max-requests",
+    "60",
+    "--data",
+    "prompt_tokens=64,output_tokens=24",
+];
+
+#[test]
+fn energy_comes_from_the_counter_and_throttling_is_flagged() {
+    let (dir, sim) = (tempfile::tempdir().unwrap(), sim());
+    // GPU 0 draws 200 W, GPU 1 300 W; GPU 1 reports a hardware thermal slowdown (0x40).
+    let script = "gpus 2\n\
+                  at_ms 0 gpu 0 power_mw 200000 sm 85 mem 40 mem_used_mib 60000 sm_clock 1980 temp 61 throttle 0\n\
+                  at_ms 0 gpu 1 power_mw 300000 sm 95 mem 50 mem_used_mib 61000 sm_clock 1755 temp 83 throttle 0x40\n";
+    let (_, st) = run(dir.path(), &sim, Some(script), &LOAD);
+    let b = &st["predicate"]["benchmarks"][0];
+    let gpu = &b["summary"]["host"]["gpu"];
+    let span_s = gpu["span_us"].as_f64().unwrap() / 1e6;
+    let energy = gpu["energy_j"].as_f64().unwrap();
+    // The counter is exact; whole joules at each end cost at most 2 J per GPU.
+    assert!(
+        (energy - 500.0 * span_s).abs() <= 4.0 + 0.02 * energy,
+        "{gpu}"
+    );
+    assert_eq!(gpu["max_power_w"], 500);
+    let tokens = b["summary"]["output_tokens"].as_f64().unwrap();
+    let per_j = gpu["output_tokens_per_j"].as_f64().unwrap();
+    assert!((per_j - tokens / energy).abs() < 1e-9);
+    assert_eq!(gpu["throttled_samples"], gpu["samples"]);
+    assert!(gpu["samples"].as_u64().unwrap() >= 3, "{gpu}");
+    assert_eq!(b["telemetry"]["gpu"]["gpus"].as_array().unwrap().len(), 2);
+    assert!(
+        codes(&st).contains(&"gpu_throttled".to_string()),
+        "{:?}",
+        codes(&st)
+    );
+    assert!(!codes(&st).contains(&"gpu_idle".to_string()));
+
+    // The simulator's counters moved by exactly what was served.
+    let server = &b["summary"]["host"]["server"];
+    assert_eq!(server["requests_finished"], 60.0);
+    assert_eq!(server["generation_tokens"], tokens);
+    assert_eq!(
+        server["prefix_cache_hits"], 0.0,
+        "random prompts share no 16-token block"
+    );
+    assert!(server["running_max"].as_f64().unwrap() <= 4.0);
+}
+
+#[test]
+fn idle_gpus_and_a_missing_driver_are_said_not_hidden() {
+    let (dir, sim) = (tempfile::tempdir().unwrap(), sim());
+    let idle = "at_ms 0 gpu * power_mw 70000 sm 0 mem 0 mem_used_mib 500 sm_clock 345 temp 30 throttle 0x1\n";
+    let (_, st) = run(dir.path(), &sim, Some(idle), &LOAD);
+    assert!(
+        codes(&st).contains(&"gpu_idle".to_string()),
+        "{:?}",
+        codes(&st)
+    );
+
+    let (_, st) = run(dir.path(), &sim, None, &LOAD);
+    let t = &st["predicate"]["benchmarks"][0]["telemetry"];
+    assert!(t["gpu"].is_null());
+    let why = t["gpu_null_reason"].as_str().unwrap();
+    assert!(why.contains("no-such-libnvidia-ml.so"), "{why}");
+    assert!(!t["server"].is_null(), "metrics do not need a GPU");
+
+    let (_, st) = run(
+        dir.path(),
+        &sim,
+        Some(idle),
+        &[
+            &LOAD[..],
+            &["--gpu-sample-ms", "0", "--metrics-url", "none"],
+        ]
+        .concat(),
+    );
+    let t = &st["predicate"]["benchmarks"][0]["telemetry"];
+    assert!(t["gpu_null_reason"]
+        .as_str()
+        .unwrap()
+        .contains("turned off"));
+    assert!(t["server"].is_null() && t["server_null_reason"].as_str().is_some());
+}
+
+#[test]
+fn a_warm_prefix_cache_is_flagged_and_the_reset_is_recorded() {
+    let (dir, sim) = (tempfile::tempdir().unwrap(), sim());
+    let prompt = "the quick brown fox jumps over the lazy dog ".repeat(8);
+    let line = serde_json::json!({ "prompt": prompt }).to_string();
+    std::fs::write(
+        dir.path().join("same.jsonl"),
+        format!("{line}\n").repeat(10),
+    )
+    .unwrap();
+    let args = [
+        "--data",
+        "same.jsonl",
+        "--data-output-tokens",
+        "8",
+        "--max-requests",
+        "10",
+        "--reset-prefix-cache",
+    ];
+    let (_, st) = run(dir.path(), &sim, None, &args);
+    let b = &st["predicate"]["benchmarks"][0];
+    let server = &b["summary"]["host"]["server"];
+    assert!(
+        server["prefix_cache_hit_rate"].as_f64().unwrap() > 0.5,
+        "{server}"
+    );
+    assert!(
+        codes(&st).contains(&"prefix_cache_hits".to_string()),
+        "{:?}",
+        codes(&st)
+    );
+    let reset = &b["telemetry"]["prefix_cache_reset"];
+    assert_eq!(reset["request"], "POST /reset_prefix_cache");
+    assert_eq!(reset["ok"], true, "{reset}");
+}

@@ -1,0 +1,57 @@
+//! What the integration tests that drive the real `llama-server` share: where it is
+//! installed, and reading a result's statement.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// LLAMA_SERVER_BIN and LLAMA_MODEL from the environment or `build/llama-server.env`;
+/// `None` (the test skips) outside CI when `scripts/install-llama-server.sh` has not run.
+pub fn llama_server() -> Option<(PathBuf, PathBuf)> {
+    let from_env = || {
+        Some((
+            std::env::var_os("LLAMA_SERVER_BIN")?.into(),
+            std::env::var_os("LLAMA_MODEL")?.into(),
+        ))
+    };
+    let from_file = || {
+        let text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/llama-server.env"),
+        )
+        .ok()?;
+        let get = |k: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+                .map(PathBuf::from)
+        };
+        Some((get("LLAMA_SERVER_BIN")?, get("LLAMA_MODEL")?))
+    };
+    let found = from_env().or_else(from_file);
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "llama-server is not installed: run scripts/install-llama-server.sh (make test does)"
+        );
+        eprintln!("SKIPPED: llama-server not installed; run scripts/install-llama-server.sh");
+    }
+    found
+}
+
+/// The statement inside a result envelope.
+pub fn statement(path: &Path) -> serde_json::Value {
+    let envelope: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    use base64::Engine;
+    let payload = base64::engine::general_purpose::STANDARD
+        .decode(envelope["payload"].as_str().unwrap())
+        .unwrap();
+    serde_json::from_slice(&payload).unwrap()
+}
+
+/// A port nothing listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

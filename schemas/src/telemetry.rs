@@ -1,0 +1,439 @@
+//! What the GPU host did during a benchmark, beside what the client saw: every GPU's NVML
+//! readings and the engine's Prometheus metrics, sampled on a fixed period and stored as
+//! [`series`](crate::series) columns, and the summary derived from them.
+//!
+//! Definitions (over all of a benchmark's samples; the runner takes one right before the
+//! first request and one right after the last, so the samples span the benchmark):
+//! * **Energy** (J): for each GPU its energy counter's last value minus its first, summed
+//!   over the GPUs; null when a GPU has no counter. Not integrated power: the counter is
+//!   what NVML itself accumulates.
+//! * **Mean power** (W): energy / (last sample − first sample). **Max power**: the largest
+//!   sum over the GPUs of one sample's power readings.
+//! * **Output tokens per joule**: output tokens of the benchmark's completed requests, all
+//!   phases (the GPUs spent the energy on all of them) / energy; **joules per output
+//!   token** its inverse.
+//! * **Throttled samples**: samples where a GPU reported a thermal or hardware slowdown
+//!   (NVML's `HwSlowdown`, `SwThermalSlowdown`, `HwThermalSlowdown`,
+//!   `HwPowerBrakeSlowdown`); **power-capped**: `SwPowerCap`, normal at full load.
+//! * Server **gauges** (running, waiting, KV-cache usage): mean and max over the samples
+//!   of the sum of the role's series. **Counters** (prefix-cache queries and hits,
+//!   preemptions, finished requests, prompt and generation tokens): the increase from the
+//!   first sample to the last, a decrease counting as a restart from zero (Prometheus'
+//!   `increase`). **Prefix-cache hit rate**: hits / queries.
+
+use crate::numbers::Finite;
+use crate::series::{self, SeriesError};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[cfg(feature = "json-schema")]
+use schemars::JsonSchema;
+
+/// A benchmark's host-side observations. Null reasons say why a part is missing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Telemetry {
+    pub gpu: Option<GpuTelemetry>,
+    /// Why `gpu` is null: no NVIDIA driver, sampling turned off, …
+    pub gpu_null_reason: Option<String>,
+    pub server: Option<ServerMetrics>,
+    /// Why `server` is null: no metrics endpoint, scraping turned off, …
+    pub server_null_reason: Option<String>,
+    /// The engine's prefix cache emptied before this benchmark; null when not asked for.
+    pub prefix_cache_reset: Option<CacheReset>,
+}
+
+/// NVML readings of every GPU, one column per reading.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GpuTelemetry {
+    /// `nvml`.
+    pub source: String,
+    pub driver_version: Option<String>,
+    /// The sampling period asked for.
+    pub interval_ms: u32,
+    /// When each sample was read: µs from the benchmark's `started_at` (a series column).
+    pub t_us: String,
+    pub gpus: Vec<GpuColumns>,
+}
+
+/// One GPU's readings, entry `i` of each column taken at `t_us[i]`. A column is null when
+/// the GPU does not report that reading.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GpuColumns {
+    /// NVML's device index.
+    pub index: u32,
+    pub uuid: Option<String>,
+    /// `nvmlDeviceGetPowerUsage`, in whole W.
+    pub power_w: Option<String>,
+    /// `nvmlDeviceGetTotalEnergyConsumption`, in whole J (the counter since the driver loaded).
+    pub energy_j: Option<String>,
+    /// `nvmlDeviceGetUtilizationRates`: `gpu` and `memory`, percent.
+    pub sm_util_pct: Option<String>,
+    pub mem_util_pct: Option<String>,
+    /// `nvmlDeviceGetMemoryInfo().used`, MiB.
+    pub mem_used_mib: Option<String>,
+    /// `nvmlDeviceGetClockInfo(NVML_CLOCK_SM)`, MHz.
+    pub sm_clock_mhz: Option<String>,
+    /// `nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)`, °C.
+    pub temperature_c: Option<String>,
+    /// `nvmlDeviceGetCurrentClocksThrottleReasons`, NVML's bit mask.
+    pub throttle_reasons: Option<String>,
+}
+
+/// The engine's Prometheus metrics that the summary reads, one column per metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ServerMetrics {
+    /// The scraped URL (credentials stripped).
+    pub url: String,
+    pub interval_ms: u32,
+    /// When each scrape answered: µs from the benchmark's `started_at`.
+    pub t_us: String,
+    pub series: Vec<MetricSeries>,
+    /// Which metrics mean what (the engine's recipe says): role → metric names, summed.
+    pub roles: BTreeMap<MetricRole, Vec<String>>,
+}
+
+/// One metric: its samples summed over label sets, times 10^`decimals`, as integers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MetricSeries {
+    /// The metric's name as the engine spells it, e.g. `vllm:num_requests_running`.
+    pub name: String,
+    pub decimals: u32,
+    pub values: String,
+}
+
+/// What a server metric means, whatever the engine calls it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MetricRole {
+    /// Gauge: requests being decoded.
+    Running,
+    /// Gauge: requests queued, not yet scheduled.
+    Waiting,
+    /// Gauge: share of the KV cache in use, 0 to 1.
+    KvCacheUsage,
+    /// Counter: prompt tokens looked up in the prefix cache.
+    PrefixCacheQueries,
+    /// Counter: prompt tokens found there.
+    PrefixCacheHits,
+    /// Counter: requests preempted (KV cache full).
+    Preemptions,
+    /// Counter: requests finished.
+    RequestsFinished,
+    /// Counter: prompt tokens processed.
+    PromptTokens,
+    /// Counter: tokens generated.
+    GenerationTokens,
+}
+
+impl MetricRole {
+    pub const ALL: [MetricRole; 9] = [
+        MetricRole::Running,
+        MetricRole::Waiting,
+        MetricRole::KvCacheUsage,
+        MetricRole::PrefixCacheQueries,
+        MetricRole::PrefixCacheHits,
+        MetricRole::Preemptions,
+        MetricRole::RequestsFinished,
+        MetricRole::PromptTokens,
+        MetricRole::GenerationTokens,
+    ];
+
+    pub fn is_counter(self) -> bool {
+        !matches!(
+            self,
+            MetricRole::Running | MetricRole::Waiting | MetricRole::KvCacheUsage
+        )
+    }
+}
+
+/// A prefix-cache reset asked of the engine before a benchmark.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CacheReset {
+    /// e.g. `POST /reset_prefix_cache`; null when the engine has none.
+    pub request: Option<String>,
+    /// True when the engine answered 2xx.
+    pub ok: bool,
+    /// The HTTP status, the error, or why there is no reset.
+    pub detail: String,
+}
+
+/// What the summary derives from a benchmark's telemetry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct HostSummary {
+    pub gpu: Option<GpuSummary>,
+    pub server: Option<ServerSummary>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GpuSummary {
+    pub samples: u64,
+    /// From the first sample to the last.
+    pub span_us: u64,
+    /// The longest time between two samples.
+    pub max_gap_us: u64,
+    pub energy_j: Option<u64>,
+    pub mean_power_w: Option<Finite>,
+    pub max_power_w: Option<u64>,
+    pub output_tokens_per_j: Option<Finite>,
+    pub j_per_output_token: Option<Finite>,
+    /// Mean over samples and GPUs.
+    pub mean_sm_util_pct: Option<Finite>,
+    /// The most any one GPU had in use.
+    pub max_mem_used_mib: Option<u64>,
+    pub max_temperature_c: Option<u64>,
+    pub throttled_samples: u64,
+    pub power_capped_samples: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ServerSummary {
+    pub samples: u64,
+    pub max_gap_us: u64,
+    pub running_mean: Option<Finite>,
+    pub running_max: Option<Finite>,
+    pub waiting_mean: Option<Finite>,
+    pub waiting_max: Option<Finite>,
+    pub kv_cache_usage_max: Option<Finite>,
+    pub prefix_cache_queries: Option<Finite>,
+    pub prefix_cache_hits: Option<Finite>,
+    pub prefix_cache_hit_rate: Option<Finite>,
+    pub preemptions: Option<Finite>,
+    pub requests_finished: Option<Finite>,
+    pub prompt_tokens: Option<Finite>,
+    pub generation_tokens: Option<Finite>,
+}
+
+/// NVML throttle reasons that mean the GPU slowed itself (thermal or hardware).
+pub const THROTTLE_SLOWDOWN_MASK: i64 = 0x8 | 0x20 | 0x40 | 0x80;
+/// NVML's `SwPowerCap`: clocks held down to stay in the power limit.
+pub const THROTTLE_POWER_CAP: i64 = 0x4;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum TelemetryError {
+    #[error("{column}: {source}")]
+    Column { column: String, source: SeriesError },
+    #[error("{column} has {got} entries, t_us has {want}")]
+    Length {
+        column: String,
+        got: usize,
+        want: usize,
+    },
+    #[error("{0}: sample times go backwards")]
+    Unordered(String),
+    #[error("{0}: a summary came out as a number that is not finite")]
+    NotFinite(String),
+}
+
+/// The summary of a benchmark's telemetry; `output_tokens` as the module doc defines it.
+pub fn summarize(t: &Telemetry, output_tokens: u64) -> Result<HostSummary, TelemetryError> {
+    Ok(HostSummary {
+        gpu: t
+            .gpu
+            .as_ref()
+            .map(|g| summarize_gpus(g, output_tokens))
+            .transpose()?,
+        server: t.server.as_ref().map(summarize_server).transpose()?,
+    })
+}
+
+/// A column decoded and checked against the sample times.
+fn column(name: &str, text: &str, want: usize) -> Result<Vec<i64>, TelemetryError> {
+    let values = series::decode(text).map_err(|source| TelemetryError::Column {
+        column: name.into(),
+        source,
+    })?;
+    if values.len() != want {
+        return Err(TelemetryError::Length {
+            column: name.into(),
+            got: values.len(),
+            want,
+        });
+    }
+    Ok(values)
+}
+
+/// Sample times, checked to be in order; with the longest gap and the span.
+fn times(name: &str, text: &str) -> Result<(Vec<i64>, u64, u64), TelemetryError> {
+    let t = series::decode(text).map_err(|source| TelemetryError::Column {
+        column: format!("{name}.t_us"),
+        source,
+    })?;
+    if t.windows(2).any(|w| w[1] < w[0]) {
+        return Err(TelemetryError::Unordered(format!("{name}.t_us")));
+    }
+    let max_gap = t
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as u64)
+        .max()
+        .unwrap_or(0);
+    let span = match (t.first(), t.last()) {
+        (Some(a), Some(b)) => (b - a) as u64,
+        _ => 0,
+    };
+    Ok((t, max_gap, span))
+}
+
+fn finite(what: &str, v: f64) -> Result<Finite, TelemetryError> {
+    Finite::new(v).map_err(|_| TelemetryError::NotFinite(what.into()))
+}
+
+fn summarize_gpus(g: &GpuTelemetry, output_tokens: u64) -> Result<GpuSummary, TelemetryError> {
+    let (t, max_gap_us, span_us) = times("gpu", &g.t_us)?;
+    let n = t.len();
+    let read = |i: usize, name: &str, col: &Option<String>| {
+        col.as_deref()
+            .map(|text| column(&format!("gpu.gpus[{i}].{name}"), text, n))
+            .transpose()
+    };
+    let mut energy: Option<i64> = (!g.gpus.is_empty() && n > 0).then_some(0);
+    let mut power_sum = vec![0i64; n];
+    let mut any_power = false;
+    let (mut util_sum, mut util_n) = (0i64, 0u64);
+    let (mut max_mem, mut max_temp) = (None::<i64>, None::<i64>);
+    let (mut throttled, mut capped) = (vec![false; n], vec![false; n]);
+    for (i, gpu) in g.gpus.iter().enumerate() {
+        match read(i, "energy_j", &gpu.energy_j)? {
+            Some(e) if n > 0 => energy = energy.map(|sum| sum + (e[n - 1] - e[0])),
+            _ => energy = None,
+        }
+        if let Some(p) = read(i, "power_w", &gpu.power_w)? {
+            any_power = true;
+            power_sum.iter_mut().zip(&p).for_each(|(s, v)| *s += v);
+        }
+        if let Some(u) = read(i, "sm_util_pct", &gpu.sm_util_pct)? {
+            util_sum += u.iter().sum::<i64>();
+            util_n += u.len() as u64;
+        }
+        let max = |col: Option<Vec<i64>>, acc: Option<i64>| {
+            col.and_then(|c| c.into_iter().max())
+                .map(|m| acc.map_or(m, |a| a.max(m)))
+                .or(acc)
+        };
+        max_mem = max(read(i, "mem_used_mib", &gpu.mem_used_mib)?, max_mem);
+        max_temp = max(read(i, "temperature_c", &gpu.temperature_c)?, max_temp);
+        if let Some(r) = read(i, "throttle_reasons", &gpu.throttle_reasons)? {
+            for (k, reasons) in r.iter().enumerate() {
+                throttled[k] |= reasons & THROTTLE_SLOWDOWN_MASK != 0;
+                capped[k] |= reasons & THROTTLE_POWER_CAP != 0;
+            }
+        }
+    }
+    let energy_j = energy.map(|e| e.max(0) as u64);
+    let span_s = span_us as f64 / 1e6;
+    let per_j = |e: u64| (e > 0).then(|| output_tokens as f64 / e as f64);
+    Ok(GpuSummary {
+        samples: n as u64,
+        span_us,
+        max_gap_us,
+        energy_j,
+        mean_power_w: energy_j
+            .filter(|_| span_us > 0)
+            .map(|e| finite("gpu mean power", e as f64 / span_s))
+            .transpose()?,
+        max_power_w: any_power
+            .then(|| power_sum.iter().copied().max())
+            .flatten()
+            .map(|p| p.max(0) as u64),
+        output_tokens_per_j: energy_j
+            .and_then(per_j)
+            .map(|v| finite("output tokens per joule", v))
+            .transpose()?,
+        j_per_output_token: energy_j
+            .filter(|_| output_tokens > 0)
+            .map(|e| finite("joules per output token", e as f64 / output_tokens as f64))
+            .transpose()?,
+        mean_sm_util_pct: (util_n > 0)
+            .then(|| finite("mean SM utilisation", util_sum as f64 / util_n as f64))
+            .transpose()?,
+        max_mem_used_mib: max_mem.map(|m| m.max(0) as u64),
+        max_temperature_c: max_temp.map(|m| m.max(0) as u64),
+        throttled_samples: throttled.iter().filter(|&&b| b).count() as u64,
+        power_capped_samples: capped.iter().filter(|&&b| b).count() as u64,
+    })
+}
+
+fn summarize_server(m: &ServerMetrics) -> Result<ServerSummary, TelemetryError> {
+    let (t, max_gap_us, _) = times("server", &m.t_us)?;
+    let n = t.len();
+    let mut decoded: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    for (i, s) in m.series.iter().enumerate() {
+        let raw = column(&format!("server.series[{i}] ({})", s.name), &s.values, n)?;
+        let scale = 10f64.powi(s.decimals.min(18) as i32);
+        decoded.insert(&s.name, raw.iter().map(|&v| v as f64 / scale).collect());
+    }
+    // A role's value at each sample: the sum of its metrics; None when none was scraped.
+    let role = |r: MetricRole| -> Option<Vec<f64>> {
+        let names = m.roles.get(&r)?;
+        let present: Vec<&Vec<f64>> = names
+            .iter()
+            .filter_map(|n| decoded.get(n.as_str()))
+            .collect();
+        (!present.is_empty() && n > 0)
+            .then(|| (0..n).map(|k| present.iter().map(|s| s[k]).sum()).collect())
+    };
+    let gauge = |r: MetricRole| role(r).map(|v| (v.iter().sum::<f64>() / v.len() as f64, max(&v)));
+    let increase = |r: MetricRole| {
+        // Per metric, then summed: a restart of one must not hide another's growth.
+        let names = m.roles.get(&r)?;
+        let parts: Vec<f64> = names
+            .iter()
+            .filter_map(|n| decoded.get(n.as_str()))
+            .map(|s| {
+                s.windows(2)
+                    .map(|w| if w[1] >= w[0] { w[1] - w[0] } else { w[1] })
+                    .sum::<f64>()
+            })
+            .collect();
+        (!parts.is_empty()).then(|| parts.iter().sum::<f64>())
+    };
+    let opt = |what: &str, v: Option<f64>| v.map(|v| finite(what, v)).transpose();
+    let (running, waiting) = (gauge(MetricRole::Running), gauge(MetricRole::Waiting));
+    let queries = increase(MetricRole::PrefixCacheQueries);
+    let hits = increase(MetricRole::PrefixCacheHits);
+    let hit_rate = match (hits, queries) {
+        (Some(h), Some(q)) if q > 0.0 => Some(h / q),
+        _ => None,
+    };
+    Ok(ServerSummary {
+        samples: n as u64,
+        max_gap_us,
+        running_mean: opt("running mean", running.map(|g| g.0))?,
+        running_max: opt("running max", running.map(|g| g.1))?,
+        waiting_mean: opt("waiting mean", waiting.map(|g| g.0))?,
+        waiting_max: opt("waiting max", waiting.map(|g| g.1))?,
+        kv_cache_usage_max: opt(
+            "KV-cache usage",
+            role(MetricRole::KvCacheUsage).map(|v| max(&v)),
+        )?,
+        prefix_cache_queries: opt("prefix-cache queries", queries)?,
+        prefix_cache_hits: opt("prefix-cache hits", hits)?,
+        prefix_cache_hit_rate: opt("prefix-cache hit rate", hit_rate)?,
+        preemptions: opt("preemptions", increase(MetricRole::Preemptions))?,
+        requests_finished: opt("requests finished", increase(MetricRole::RequestsFinished))?,
+        prompt_tokens: opt("prompt tokens", increase(MetricRole::PromptTokens))?,
+        generation_tokens: opt("generation tokens", increase(MetricRole::GenerationTokens))?,
+    })
+}
+
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}

@@ -1,0 +1,115 @@
+//! The host's side of each benchmark: before it, empty the prefix cache if asked and take
+//! the first GPU reading and scrape; after it, the last ones, and the benchmark's
+//! [`Telemetry`]. Whatever cannot be observed is recorded with its reason, never fatal.
+
+use crate::gpu::GpuSampler;
+use crate::nvml::Nvml;
+use crate::reset::Reset;
+use crate::scrape::{RoleAlternatives, Scraper};
+use schemas::telemetry::{CacheReset, Telemetry};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What to observe.
+#[derive(Clone, Debug, Default)]
+pub struct WatchConfig {
+    /// GPU sampling period; `None` turns sampling off.
+    pub gpu_period: Option<Duration>,
+    /// The NVML library to load (default: the driver's `libnvidia-ml.so.1`).
+    pub nvml_lib: Option<PathBuf>,
+    /// The metrics page: (URL to fetch, URL to record, roles); `Err` why there is none.
+    pub metrics: Option<Result<(String, String, RoleAlternatives), String>>,
+    pub metrics_period: Duration,
+    /// Empty the prefix cache before each benchmark.
+    pub reset: Option<Reset>,
+}
+
+pub struct Watch {
+    gpu: Result<GpuSampler, String>,
+    metrics: Result<Scraper, String>,
+    reset: Option<Reset>,
+    /// The current benchmark's origin and reset.
+    current: Mutex<(Option<Instant>, Option<CacheReset>)>,
+}
+
+impl Watch {
+    pub fn start(config: WatchConfig) -> Watch {
+        let gpu = match config.gpu_period {
+            None => Err("GPU sampling turned off (--gpu-sample-ms 0)".to_string()),
+            Some(period) => Nvml::open(config.nvml_lib.as_deref()).and_then(|nvml| {
+                if nvml.gpus().is_empty() {
+                    return Err("NVML lists no GPU".into());
+                }
+                GpuSampler::start(nvml, period).map_err(|e| format!("GPU sampling thread: {e}"))
+            }),
+        };
+        if let Err(why) = &gpu {
+            tracing::info!("no GPU telemetry: {why}");
+        }
+        let metrics = match config.metrics {
+            None => Err("metric scraping turned off".to_string()),
+            Some(Err(why)) => Err(why),
+            Some(Ok((url, public, roles))) => {
+                Scraper::start(&url, &public, config.metrics_period, roles)
+                    .map_err(|e| format!("scraping {public}: {e}"))
+            }
+        };
+        if let Err(why) = &metrics {
+            tracing::info!("no server metrics: {why}");
+        }
+        Watch {
+            gpu,
+            metrics,
+            reset: config.reset,
+            current: Mutex::new((None, None)),
+        }
+    }
+
+    /// Whether GPUs are sampled (else why not).
+    pub fn gpu_status(&self) -> Result<(), &str> {
+        self.gpu.as_ref().map(|_| ()).map_err(String::as_str)
+    }
+
+    /// Before a benchmark's first request, with nothing in flight.
+    pub fn before(&self) {
+        let reset = self.reset.as_ref().map(Reset::run);
+        if let Some(r) = &reset {
+            tracing::info!(ok = r.ok, detail = %r.detail, "prefix cache reset");
+        }
+        if let Ok(g) = &self.gpu {
+            g.begin();
+        }
+        if let Ok(m) = &self.metrics {
+            m.begin();
+        }
+        *self.current.lock().expect("watch lock") = (None, reset);
+    }
+
+    /// The zero of the benchmark's record times, taken right after [`Watch::before`].
+    pub fn origin(&self, origin: Instant) {
+        self.current.lock().expect("watch lock").0 = Some(origin);
+    }
+
+    /// After the benchmark's last request ended: what the host did.
+    pub fn after(&self) -> Telemetry {
+        let (origin, reset) = std::mem::take(&mut *self.current.lock().expect("watch lock"));
+        let origin = origin.unwrap_or_else(Instant::now);
+        let (gpu, gpu_null_reason) = match &self.gpu {
+            Ok(g) => (Some(g.end(origin)), None),
+            Err(why) => (None, Some(why.clone())),
+        };
+        let (server, server_null_reason) = match self.metrics.as_ref().map(|m| m.end(origin)) {
+            Ok(Ok(m)) => (Some(m), None),
+            Ok(Err(why)) => (None, Some(why)),
+            Err(why) => (None, Some(why.clone())),
+        };
+        Telemetry {
+            gpu,
+            gpu_null_reason,
+            server,
+            server_null_reason,
+            prefix_cache_reset: reset,
+        }
+    }
+}
