@@ -1,12 +1,14 @@
 // One module, three hosts, the same bytes: for simulator results (a sweep, a grid, a
-// benchmark whose every request failed), a signed synthetic result and a diff, the files
+// benchmark whose every request failed, GPU telemetry from a scripted NVML), a signed
+// synthetic result and a diff, the files
 // rendered by report-wasm through its wasm-bindgen glue in Node equal, byte for byte,
 // those `runner report`/`runner diff` write from the same .wasm in wasmtime, and those the
 // natively linked crate writes (`--native`).
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { children, loadWasm, runnerBin, runnerIn, trustNewKey, wasmPath } from '../support.mjs';
@@ -35,6 +37,13 @@ const run = (url, out, ...args) => runner('run', '--target', url, '--no-sign', '
 run(fast, 'sweep.json', '--profile', 'sweep', '--sweep-rates', '2', '--max-requests', '12', '--data', 'prompt_tokens=16,output_tokens=8');
 run(fast, 'grid.json', '--grid', 'input=16,32', 'output=4,8', '--max-requests', '3');
 run(failing, 'failed.json', '--max-requests', '4', '--data', 'prompt_tokens=16,output_tokens=8');
+// NVML played by the test library (telemetry/tests/fixtures/fake_nvml.c): two GPUs, one throttled.
+const fakeNvml = join(dir, 'libfake_nvml.so');
+execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', fakeNvml, new URL('../../telemetry/tests/fixtures/fake_nvml.c', import.meta.url).pathname]);
+writeFileSync(join(dir, 'nvml.txt'), 'gpus 2\nat_ms 0 gpu * power_mw 250000 sm 90 mem 40 mem_used_mib 60000 sm_clock 1980 temp 60 throttle 0\nat_ms 200 gpu 1 power_mw 320000 throttle 0x40\n');
+runnerIn(dir, { ...env, PROVEBENCH_NVML_LIB: fakeNvml, FAKE_NVML_SCRIPT: join(dir, 'nvml.txt') }, 120_000)(
+  'run', '--target', fast, '--no-sign', '--out', 'gpu.json', '--profile', 'concurrent', '--concurrency', '4',
+  '--max-requests', '40', '--data', 'prompt_tokens=16,output_tokens=16', '--gpu-sample-ms', '20');
 
 const files = (d) => Object.fromEntries(readdirSync(join(dir, d)).sort().map((n) => [n, readFileSync(join(dir, d, n))]));
 
@@ -102,6 +111,15 @@ test('a signed result names its key; several results make one report', () => {
   const md = sameEverywhere('report', ['synthetic.json', 'sweep.json'], 'both')['report.md'].toString();
   assert.ok(md.includes(keyid), 'the signing keyid is named');
   assert.match(md, /Signature verified/);
+});
+
+test('GPU power and server queues render the same everywhere', () => {
+  const out = sameEverywhere('report', ['gpu.json'], 'gpu');
+  const md = out['report.md'].toString();
+  assert.match(md, /tok\/J/);
+  assert.match(md, /gpu_throttled/);
+  assert.ok(out['gpu-power-1.svg'].toString().startsWith('<svg'));
+  assert.ok(out['server-1.svg'].toString().startsWith('<svg'));
 });
 
 test('a diff is the same everywhere', () => {
