@@ -15,6 +15,8 @@
 # measurement includes the other's work. Usage: scripts/bench-runner.sh [REQUESTS]
 # RUNNER_BIN=… measures that runner instead of building this checkout's; SIM_BIN=… serves the
 # simulator from another binary (an A/B of two runners keeps one simulator for both).
+# RUNNER_FLAGS=… adds flags to every run: `--gpu-sample-ms 0 --metrics-url none` turns host
+# telemetry off, for an A/B of its cost (PROVEBENCH_NVML_LIB may point at a fake NVML).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 requests=${1:-400}
@@ -52,32 +54,32 @@ p=$(port)
 serve "$p" --ttft-ms 0 --itl-ms 0 --max-batch 64
 echo "== CPU per streamed token: 16 streams x 256 tokens, $requests requests, simulator at full speed"
 "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests "$requests" \
-  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/cpu.json" 2>&1 >/dev/null | grep "benchmark done"
+  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/cpu.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
 kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
 
 p=$(port)
 serve "$p" --ttft-ms 2 --itl-ms 1 --max-batch 256
 echo "== pacing: Poisson 1000 req/s, 5000 requests of 4 tokens"
 "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile poisson --rate 1000 --max-requests 5000 \
-  --data prompt_tokens=16,output_tokens=4 --no-sign --out "$tmp/pacing.json" 2>&1 >/dev/null | grep "benchmark done"
+  --data prompt_tokens=16,output_tokens=4 --no-sign --out "$tmp/pacing.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
 kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
 
 p=$(port)
 serve "$p" --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64
 echo "== CPU per streamed token with tokens spaced 1 ms apart (each its own read and wake-up): 16 streams x 256 tokens"
 "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests 160 \
-  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/spaced.json" 2>&1 >/dev/null | grep "benchmark done"
+  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/spaced.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
 kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
 
 p=$(port)
 serve "$p" --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64 --decode-steps
 echo "== the same with decode steps (16 streams' tokens leave together each 1 ms, as an engine's batch does)"
 "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests 160 \
-  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/stepped.json" 2>&1 >/dev/null | grep "benchmark done"
+  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/stepped.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
 kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
 
 p=$(port)
 serve "$p" --ttft-ms 0 --itl-ms 0 --max-batch 64
 echo "== case 1 through reqwest (--http-client reqwest)"
 "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests "$requests" \
-  --data prompt_tokens=16,output_tokens=256 --http-client reqwest --no-sign --out "$tmp/cpu-reqwest.json" 2>&1 >/dev/null | grep "benchmark done"
+  --data prompt_tokens=16,output_tokens=256 --http-client reqwest --no-sign --out "$tmp/cpu-reqwest.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"

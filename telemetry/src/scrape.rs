@@ -9,6 +9,7 @@
 //! benchmark's first scrape has is the one recorded.
 
 use crate::gpu::offset_us;
+use crate::http_get;
 use crate::periodic::Periodic;
 use crate::prometheus;
 use schemas::series;
@@ -27,6 +28,63 @@ pub struct Scraper {
     /// Every metric any alternative names, in the order readings hold them.
     wanted: Vec<String>,
     thread: Periodic<Vec<Option<f64>>>,
+}
+
+/// How a page is fetched: `http://` on our kept-alive connection ([`http_get`]), anything
+/// else through reqwest's blocking client. Either way never longer than `timeout`, so a
+/// stuck scrape cannot hold the next one back.
+enum Fetch {
+    Plain(http_get::Getter),
+    Reqwest {
+        url: String,
+        timeout: Duration,
+        /// Made on the scraping thread: a blocking client must not be made (or dropped)
+        /// inside the caller's async runtime.
+        client: Option<reqwest::blocking::Client>,
+    },
+}
+
+impl Fetch {
+    fn new(url: &str, timeout: Duration) -> Fetch {
+        match http_get::Url::parse(url) {
+            Some(u) => Fetch::Plain(http_get::Getter::new(u, timeout)),
+            None => Fetch::Reqwest {
+                url: url.to_string(),
+                timeout,
+                client: None,
+            },
+        }
+    }
+
+    fn get(&mut self, body: &mut Vec<u8>) -> Option<()> {
+        match self {
+            Fetch::Plain(g) => g.get(body).ok(),
+            Fetch::Reqwest {
+                url,
+                timeout,
+                client,
+            } => {
+                if client.is_none() {
+                    *client = reqwest::blocking::Client::builder()
+                        .timeout(*timeout)
+                        .build()
+                        .ok();
+                }
+                let bytes = client
+                    .as_ref()?
+                    .get(url.as_str())
+                    .send()
+                    .ok()?
+                    .error_for_status()
+                    .ok()?
+                    .bytes()
+                    .ok()?;
+                body.clear();
+                body.extend_from_slice(&bytes);
+                Some(())
+            }
+        }
+    }
 }
 
 /// The metric names of one alternative.
@@ -53,27 +111,12 @@ impl Scraper {
                 }
             }
         }
-        let (target, names) = (url.to_string(), wanted.clone());
-        // Built on the scraping thread: a blocking client must not be made (or dropped)
-        // inside the caller's async runtime.
-        let mut client: Option<reqwest::blocking::Client> = None;
+        let mut fetch = Fetch::new(url, period.max(Duration::from_millis(50)));
+        let names = wanted.clone();
+        let mut body = Vec::new();
         let thread = Periodic::start("provebench-metrics", period, move || {
-            if client.is_none() {
-                // Never longer than a period: a stuck scrape must not hold the next one back.
-                client = reqwest::blocking::Client::builder()
-                    .timeout(period.max(Duration::from_millis(50)))
-                    .build()
-                    .ok();
-            }
-            let client = client.as_ref()?;
-            let text = client
-                .get(&target)
-                .send()
-                .ok()?
-                .error_for_status()
-                .ok()?
-                .text()
-                .ok()?;
+            fetch.get(&mut body)?;
+            let text = String::from_utf8_lossy(&body);
             let mut values = Vec::with_capacity(names.len());
             prometheus::sum_wanted(&text, &names, &mut values);
             Some(values)
