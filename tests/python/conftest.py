@@ -6,14 +6,24 @@ import os
 import pathlib
 import subprocess
 
+import jsonschema
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RUNNER = str(pathlib.Path(os.environ.get("RUNNER_BIN", ROOT / "target" / "debug" / "runner")).resolve())
+SCHEMAS = ROOT / "schemas" / "json"
 
 
-def run_runner(*args, cwd):
-    return subprocess.run([RUNNER, *args], cwd=cwd, capture_output=True, text=True, env={**os.environ, "RUST_LOG": "warn"})
+def run_runner(*args, cwd, env=None):
+    return subprocess.run([RUNNER, *args], cwd=cwd, capture_output=True, text=True,
+                          env={**os.environ, "RUST_LOG": "warn", **(env or {})})
+
+
+def validator(name):
+    """A Draft 2020-12 validator (formats checked) of a checked-in schema in schemas/json."""
+    schema = json.loads((SCHEMAS / name).read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ import json
 import subprocess
 
 import blake3
-import jsonschema
 import pytest
 from cryptography.hazmat.primitives.serialization import load_pem_private_key, load_pem_public_key
 from securesystemslib.dsse import Envelope
@@ -17,9 +16,7 @@ from securesystemslib.exceptions import VerificationError
 from securesystemslib.formats import encode_canonical
 from securesystemslib.signer import SSlibKey
 
-from conftest import ROOT
-
-SCHEMAS = ROOT / "schemas" / "json"
+from conftest import validator
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -76,12 +73,6 @@ def test_pyca_cryptography_reads_the_private_key(signed):
     d, _, _, _ = signed
     key = load_pem_private_key((d / "lab.key").read_bytes(), password=None)
     assert key.public_key().public_bytes_raw() == load_pem_public_key((d / "lab.pub").read_bytes()).public_bytes_raw()
-
-
-def validator(name):
-    schema = json.loads((SCHEMAS / name).read_text())
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
 
 
 def test_documents_validate_against_the_checked_in_schemas(signed):
