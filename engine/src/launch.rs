@@ -48,12 +48,45 @@ pub struct Plan {
     pub port: u16,
 }
 
-/// Names whose values never enter a result.
-fn secret(name: &str) -> bool {
-    let n = name.to_ascii_uppercase();
-    ["TOKEN", "KEY", "SECRET", "PASSWORD"]
-        .iter()
-        .any(|s| n.contains(s))
+/// Names whose values never enter a result (`HF_TOKEN`, `--api-key`, `AWS_SECRET_ACCESS_KEY`,
+/// `--password`); not `--key` alone, the runner's signing key file.
+pub fn secret(name: &str) -> bool {
+    let n = name
+        .trim_start_matches('-')
+        .to_ascii_uppercase()
+        .replace('-', "_");
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "API_KEY",
+        "ACCESS_KEY",
+        "APIKEY",
+    ]
+    .iter()
+    .any(|s| n.contains(s))
+}
+
+/// An argv as a result may record it: the value of a secret-named option (`--api-key X`,
+/// `--hf-token=X`) or variable (`-e HF_TOKEN=X`) is written `<redacted>`.
+pub fn redact_argv(argv: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut hide_next = false;
+    for arg in argv {
+        if std::mem::take(&mut hide_next) {
+            out.push("<redacted>".into());
+            continue;
+        }
+        match arg.split_once('=') {
+            Some((k, _)) if secret(k) => out.push(format!("{k}=<redacted>")),
+            None if arg.starts_with('-') && secret(arg) => {
+                hide_next = true;
+                out.push(arg.clone());
+            }
+            _ => out.push(arg.clone()),
+        }
+    }
+    out
 }
 
 /// The argv and environment the recipe gives with these options; refuses what cannot start
@@ -340,7 +373,7 @@ impl Running {
             recipe: loaded.recipe.name.clone(),
             recipe_sha256: loaded.sha256.clone(),
             recipe_text: loaded.text.clone(),
-            argv: self.plan.argv.iter().map(|a| redact_arg(a)).collect(),
+            argv: redact_argv(&self.plan.argv),
             env: self
                 .plan
                 .env
@@ -361,14 +394,6 @@ impl Running {
             ready_ms: ready.as_millis() as u64,
             log,
         }
-    }
-}
-
-/// `-e HF_TOKEN=…` in a container's argv keeps its name, not its value.
-fn redact_arg(arg: &str) -> String {
-    match arg.split_once('=') {
-        Some((k, _)) if secret(k) && !k.starts_with('-') => format!("{k}=<redacted>"),
-        _ => arg.to_string(),
     }
 }
 
@@ -408,4 +433,44 @@ pub fn log_tail(path: &Path, n: usize) -> String {
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn secrets_leave_argv_as_names_only() {
+        let argv: Vec<String> = [
+            "vllm",
+            "--api-key",
+            "sk-1",
+            "--hf-token=hf_2",
+            "-e",
+            "HF_TOKEN=hf_3",
+            "--port",
+            "8000",
+            "--max-model-len",
+            "8192",
+            "--key",
+            "lab.key",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            super::redact_argv(&argv),
+            [
+                "vllm",
+                "--api-key",
+                "<redacted>",
+                "--hf-token=<redacted>",
+                "-e",
+                "HF_TOKEN=<redacted>",
+                "--port",
+                "8000",
+                "--max-model-len",
+                "8192",
+                "--key",
+                "lab.key",
+            ]
+        );
+    }
 }

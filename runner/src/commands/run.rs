@@ -121,6 +121,20 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
     runtime.block_on(execute(spec, args, key, out))
 }
 
+/// The spec as the result records it: the engine's secret-named variables redacted.
+fn recorded_spec(spec: &RunSpec) -> serde_json::Value {
+    let mut spec = spec.clone();
+    if let Some(e) = &mut spec.engine {
+        for (name, value) in e.env.iter_mut() {
+            if engine::launch::secret(name) {
+                *value = "<redacted>".into();
+            }
+        }
+        e.args = engine::launch::redact_argv(&e.args);
+    }
+    serde_json::to_value(&spec).expect("specs serialise")
+}
+
 fn default_out() -> PathBuf {
     let t = humantime::format_rfc3339_seconds(SystemTime::now())
         .to_string()
@@ -215,8 +229,8 @@ async fn measure(
             started_at: journal::timestamp(started),
             finished_at: journal::timestamp(started),
             tool: crate::tool::tool(),
-            command_line: std::env::args().collect(),
-            spec: serde_json::to_value(&spec).expect("specs serialise"),
+            command_line: engine::launch::redact_argv(&std::env::args().collect::<Vec<_>>()),
+            spec: recorded_spec(&spec),
             seed: JsonU64(spec.seed),
             complete: true,
         },
