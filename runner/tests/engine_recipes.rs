@@ -279,6 +279,49 @@ fn killing_the_runner_with_sigkill_leaves_no_engine_behind() {
 }
 
 #[test]
+fn sigterm_stops_the_run_in_order_writing_the_result_and_the_launch() {
+    let Some((bin, model)) = support::llama_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = runner(
+        &bin,
+        dir.path(),
+        port,
+        &["--out", "r.json", "--no-sign", "--engine-model"],
+    )
+    .arg(&model)
+    .args([
+        "--data",
+        "prompt_tokens=16,output_tokens=64",
+        "--max-seconds",
+        "120",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let journal = dir.path().join("r.json.journal.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("\"type\":\"record\"")) {
+        assert!(
+            Instant::now() < deadline,
+            "no request completed within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    none_left(port, Duration::from_secs(5));
+    let st = statement(&dir.path().join("r.json"));
+    assert_eq!(st["predicate"]["run"]["complete"], false);
+    assert_eq!(st["predicate"]["engine"]["launch"]["recipe"], "llama.cpp");
+}
+
+#[test]
 fn bad_recipes_and_unstartable_engines_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let run = |args: &[&str], path: &str| {

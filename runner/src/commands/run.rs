@@ -252,7 +252,19 @@ async fn measure(
 
     let (cancel_tx, cancel) = watch::channel(false);
     tokio::spawn(async move {
-        match tokio::signal::ctrl_c().await {
+        // SIGTERM (a scheduler's stop, `kill`) ends a run as Ctrl-C does: what was measured is
+        // written and the engine, if the runner started one, is stopped in order.
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => s.recv().await,
+                Err(_) => std::future::pending().await,
+            }
+        };
+        let interrupted = tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = terminate => Ok(()),
+        };
+        match interrupted {
             Ok(()) => {
                 tracing::warn!(
                     "interrupted: cancelling requests in flight and writing what was measured"
