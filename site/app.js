@@ -467,11 +467,24 @@ function showResult(ctx, name) {
         ['Run', m.runId == null ? '—' : `${m.runId}, ${plainDate(m.date)} to ${plainDate(m.finished)}${m.complete ? '' : ' (interrupted)'}`],
         ['Profiles', (m.kinds ?? []).join(', ') || '—'],
         importedFacts(m),
+        hostFact(m),
         moduleFact(),
         ['File', `${name}: ${entry.size.toLocaleString('en')} bytes, sha256 ${entry.sha256}`, { class: 'hash' }],
       ]));
     heading.dataset.ready = 'true';
   });
+}
+
+// What the GPU host adds: the recipe the runner started the engine from, and the best output
+// tokens per joule of GPU energy among the benchmarks (the report has every figure).
+function hostFact(m) {
+  const t = m.telemetry;
+  if (t == null) return null;
+  const perJ = t.benchmarks.map((b) => b.outputTokensPerJ).filter((v) => v != null);
+  const parts = [];
+  if (t.recipe != null) parts.push(`engine started from the ${t.recipe} recipe`);
+  if (perJ.length > 0) parts.push(`${Math.max(...perJ).toFixed(2)} output tokens per joule at best (${perJ.length} of ${t.benchmarks.length} benchmarks with GPU energy)`);
+  return parts.length === 0 ? null : ['Host', parts.join('; '), { id: 'fact-host' }];
 }
 
 // ---- diff

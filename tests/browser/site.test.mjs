@@ -59,7 +59,11 @@ runner('trust', 'lab.pub', '--keys', 'keys.json', '--name', 'Lab key');
 const fast = await start(runnerBin, ['sim', '--host', '127.0.0.1', '--port', '0', '--ttft-ms', '2', '--itl-ms', '1'], 'the fast simulator');
 const slow = await start(runnerBin, ['sim', '--host', '127.0.0.1', '--port', '0', '--ttft-ms', '15', '--itl-ms', '3'], 'the slow simulator');
 const sweep = ['--profile', 'sweep', '--sweep-rates', '2', '--max-requests', '12', '--data', 'prompt_tokens=16,output_tokens=8'];
-runner('run', '--target', fast, ...sweep, '--key', 'lab.key', '--out', 'results/sweep-fast.json');
+// The fast sweep with GPU telemetry: NVML played by the tests' library (telemetry/tests/fixtures/fake_nvml.c).
+execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', join(dir, 'libfake_nvml.so'), join(here, '../../telemetry/tests/fixtures/fake_nvml.c')]);
+writeFileSync(join(dir, 'nvml.txt'), 'gpus 2\nat_ms 0 gpu * power_mw 280000 sm 92 mem 45 mem_used_mib 70000 sm_clock 1980 temp 63 throttle 0\n');
+runnerIn(dir, { ...env, PROVEBENCH_NVML_LIB: join(dir, 'libfake_nvml.so'), FAKE_NVML_SCRIPT: join(dir, 'nvml.txt') }, 180_000)(
+  'run', '--target', fast, ...sweep, '--gpu-sample-ms', '20', '--key', 'lab.key', '--out', 'results/sweep-fast.json');
 runner('run', '--target', slow, ...sweep, '--key', 'lab.key', '--out', 'results/sweep-slow.json');
 runner('run', '--target', fast, '--grid', 'input=16,32', 'output=4,8', '--max-requests', '3', '--no-sign', '--out', 'results/grid-unsigned.json');
 runner('synth', '--key', 'lab.key', '--out', 'results/synth-signed.json', '--requests', '40', '--output-tokens', '16');
@@ -249,6 +253,8 @@ test("a result page's report equals `runner report`'s, byte for byte", { timeout
   // Charts are the module's SVG bytes, as blob: images.
   const charts = await page.$$eval('#report img', (imgs) => imgs.map((i) => [i.dataset.chart, i.src.slice(0, 5), i.naturalWidth > 0]));
   assert.ok(charts.length >= 2, 'charts shown');
+  assert.ok(charts.some(([chart]) => /^gpu-power-/.test(chart)), `GPU power charts: ${charts.map((c) => c[0])}`);
+  assert.match(await page.textContent('#fact-host'), /output tokens per joule at best/);
   for (const [chart, scheme, loaded] of charts) assert.deepEqual([scheme, loaded], ['blob:', true], chart);
   // Heading.
   assert.equal(await page.textContent('#fact-model'), 'provebench-sim');
