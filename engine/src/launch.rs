@@ -256,6 +256,11 @@ impl Running {
         &self.plan
     }
 
+    /// Where the engine's output goes.
+    pub fn log_path(&self) -> &Path {
+        &self.log
+    }
+
     /// Waits until `GET url` answers 2xx; fails when the engine exits or `timeout` passes.
     pub fn wait_ready(
         &mut self,

@@ -115,6 +115,15 @@ pub fn start(
 }
 
 impl Engine {
+    /// What the result says of the launch while the engine still runs (its log as it is
+    /// now): journaled at once, so that a runner killed later still leaves it to `runner
+    /// finalize`, which digests the log again.
+    pub fn launch_so_far(&self) -> Launch {
+        let log = launch::log_file(self.running.log_path());
+        self.running
+            .describe(&self.loaded, self.ready, self.image_digest.clone(), log)
+    }
+
     /// Stops it; what the result says of the launch.
     pub fn stop(mut self) -> Launch {
         let log = self.running.stop();

@@ -276,6 +276,25 @@ fn killing_the_runner_with_sigkill_leaves_no_engine_behind() {
     child.wait().unwrap();
     // The guard sends SIGTERM at once and SIGKILL after the recipe's stop timeout.
     none_left(port, Duration::from_secs(40));
+
+    // Nothing measured is lost: the journal makes a result, the launch and its whole log in it.
+    let finalize = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(dir.path())
+        .args(["finalize", "r.json.journal.jsonl", "--no-sign"])
+        .output()
+        .unwrap();
+    assert!(finalize.status.success(), "{}", stderr(&finalize));
+    let st = statement(&dir.path().join("r.json"));
+    let launch = &st["predicate"]["engine"]["launch"];
+    assert_eq!(launch["recipe"], "llama.cpp");
+    let log = std::fs::read(dir.path().join("r.json.engine.log")).unwrap();
+    use sha2::Digest;
+    assert_eq!(
+        launch["log"]["sha256"],
+        hex::encode(sha2::Sha256::digest(&log))
+    );
+    assert_eq!(launch["log"]["bytes"], log.len());
+    assert_eq!(st["predicate"]["run"]["complete"], false);
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! `runner finalize JOURNAL`: a signed result from what a killed or interrupted run
 //! journaled, through the same fold of journal lines a finished run takes. Summaries are
 //! recomputed from the records, as always; a journal without its end line gives a result
-//! marked incomplete.
+//! marked incomplete. An engine's log beside the journal is digested again: the engine
+//! wrote on after the launch was journaled.
 
 use crate::cli::FinalizeArgs;
 use crate::{keyfile, output, Failure};
@@ -11,9 +12,15 @@ use std::path::PathBuf;
 pub fn run(args: &FinalizeArgs) -> Result<(), Failure> {
     let key = keyfile::load_optional(args.sign.key.as_deref())?;
     let journal::Assembled {
-        predicate,
+        mut predicate,
         complete,
     } = journal::read(&args.journal).map_err(Failure::Input)?;
+    if let Some(launch) = &mut predicate.engine.launch {
+        let log = args.journal.with_file_name(&launch.log.file);
+        if log.is_file() {
+            launch.log = engine::launch::log_file(&log);
+        }
+    }
     let records: usize = predicate.benchmarks.iter().map(|b| b.records.len()).sum();
     let out = args.out.clone().unwrap_or_else(|| {
         let name = args.journal.to_string_lossy();

@@ -250,6 +250,11 @@ async fn measure(
         },
     });
 
+    if let Some(e) = &engine {
+        journal.write(Line::Launch {
+            launch: e.launch_so_far(),
+        });
+    }
     let (cancel_tx, cancel) = watch::channel(false);
     tokio::spawn(async move {
         // SIGTERM (a scheduler's stop, `kill`) ends a run as Ctrl-C does: what was measured is
