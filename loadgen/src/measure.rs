@@ -37,8 +37,8 @@ pub trait Observer: Send + Sync {
 /// What happens on the host around each benchmark (the runner's GPU sampling, metric
 /// scraping and prefix-cache reset). Called with nothing in flight, except `origin`.
 pub trait HostWatch: Send + Sync {
-    /// Before the benchmark's first request; may block (nothing is in flight).
-    fn before(&self) {}
+    /// Before the first request of benchmark `index`; may block (nothing is in flight).
+    fn before(&self, _index: u32) {}
     /// The zero of the benchmark's record times, right before its first request.
     fn origin(&self, _origin: Instant) {}
     /// After its last request ended: what the host did, for the result.
@@ -397,7 +397,7 @@ impl Measurement {
             .warm_connections(n.min(u64::from(in_flight)) as usize)
             .await;
         if let Some(host) = &self.host {
-            host.before();
+            host.before(index);
         }
         let usage_before = Usage::now();
         let origin = Instant::now();

@@ -327,6 +327,15 @@ pub struct RunArgs {
         help_heading = "Host telemetry"
     )]
     pub metrics_sample_ms: u64,
+    /// How often the current benchmark's telemetry is written to the journal, so that a
+    /// runner killed mid-benchmark keeps all but the last seconds of it (`runner finalize`).
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 30,
+        help_heading = "Host telemetry"
+    )]
+    pub telemetry_checkpoint_s: u64,
     /// Empty the engine's prefix cache before each benchmark (vLLM POST /reset_prefix_cache,
     /// SGLang POST /flush_cache); the result records the call, or that the engine has none.
     #[arg(long, help_heading = "Host telemetry")]

@@ -7,11 +7,13 @@ use crate::cli::RunArgs;
 use crate::Failure;
 use engine::launch::{self, Options, Running};
 use engine::recipe::{self, Loaded, Values};
+use loadgen::journal::{Journal, Line};
 use loadgen::measure::HostWatch;
 use loadgen::spec::{EngineSpec, RunSpec};
 use schemas::document::Launch;
 use schemas::telemetry::Telemetry;
 use std::path::Path;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 use telemetry::reset::Reset;
 use telemetry::{Watch, WatchConfig};
@@ -199,17 +201,66 @@ pub fn watch_config(
     }
 }
 
-/// The load generator's hook, on the telemetry watch.
-pub struct Watching(pub Watch);
+/// The load generator's hook, on the telemetry watch; it also journals the current
+/// benchmark's telemetry every `checkpoint` (a later line replaces an earlier one), so that a
+/// runner killed mid-benchmark loses at most that much of it.
+pub struct Watching {
+    watch: Arc<Watch>,
+    /// The benchmark being watched; held while a checkpoint is written, so that none
+    /// lands after the benchmark's own final line.
+    current: Arc<Mutex<Option<u32>>>,
+    stop: Option<mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watching {
+    pub fn new(watch: Watch, journal: Arc<Journal>, checkpoint: Duration) -> Watching {
+        let watch = Arc::new(watch);
+        let current: Arc<Mutex<Option<u32>>> = Arc::default();
+        let (stop, stopped) = mpsc::channel::<()>();
+        let (w, c) = (watch.clone(), current.clone());
+        let thread = std::thread::Builder::new()
+            .name("provebench-checkpoint".into())
+            .spawn(move || {
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(checkpoint) {
+                    let current = c.lock().expect("checkpoint lock");
+                    if let (Some(benchmark), Some(telemetry)) = (*current, w.so_far()) {
+                        journal.write(Line::Telemetry {
+                            benchmark,
+                            telemetry,
+                        });
+                    }
+                }
+            })
+            .ok();
+        Watching {
+            watch,
+            current,
+            stop: Some(stop),
+            thread,
+        }
+    }
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
 
 impl HostWatch for Watching {
-    fn before(&self) {
-        self.0.before();
+    fn before(&self, index: u32) {
+        self.watch.before();
+        *self.current.lock().expect("checkpoint lock") = Some(index);
     }
     fn origin(&self, origin: Instant) {
-        self.0.origin(origin);
+        self.watch.origin(origin);
     }
     fn after(&self) -> Option<Telemetry> {
-        Some(self.0.after())
+        *self.current.lock().expect("checkpoint lock") = None;
+        Some(self.watch.after())
     }
 }

@@ -227,3 +227,68 @@ fn a_warm_prefix_cache_is_flagged_and_the_reset_is_recorded() {
     assert_eq!(reset["request"], "POST /reset_prefix_cache");
     assert_eq!(reset["ok"], true, "{reset}");
 }
+
+#[test]
+fn a_runner_killed_mid_benchmark_keeps_the_telemetry_checkpointed_so_far() {
+    let (dir, sim) = (tempfile::tempdir().unwrap(), sim());
+    let script = telemetry::testing::script(
+        dir.path(),
+        "at_ms 0 gpu * power_mw 200000 sm 90 mem 40 mem_used_mib 1000 sm_clock 1500 temp 50 throttle 0\n",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(dir.path())
+        .args(["run", "--target", &sim.1, "--no-sign", "--out", "r.json"])
+        .args([
+            "--profile",
+            "constant",
+            "--rate",
+            "5",
+            "--max-seconds",
+            "60",
+        ])
+        .args([
+            "--data",
+            "prompt_tokens=16,output_tokens=8",
+            "--telemetry-checkpoint-s",
+            "1",
+        ])
+        .env("PROVEBENCH_NVML_LIB", telemetry::testing::fake_nvml_lib())
+        .env("FAKE_NVML_SCRIPT", script)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let journal = dir.path().join("r.json.journal.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&journal)
+        .is_ok_and(|j| j.matches("\"type\":\"telemetry\"").count() >= 2)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no telemetry checkpoint within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let finalize = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(dir.path())
+        .args(["finalize", "r.json.journal.jsonl", "--no-sign"])
+        .output()
+        .unwrap();
+    assert!(
+        finalize.status.success(),
+        "{}",
+        String::from_utf8_lossy(&finalize.stderr)
+    );
+    let st = statement(&dir.path().join("r.json"));
+    let gpu = &st["predicate"]["benchmarks"][0]["summary"]["host"]["gpu"];
+    // At least a second of samples at 100 ms, energy from 200 W over that span.
+    assert!(gpu["samples"].as_u64().unwrap() >= 10, "{gpu}");
+    let span_s = gpu["span_us"].as_f64().unwrap() / 1e6;
+    assert!(
+        (gpu["energy_j"].as_f64().unwrap() - 200.0 * span_s).abs() <= 2.0 + 0.02 * 200.0 * span_s,
+        "{gpu}"
+    );
+    assert!(!st["predicate"]["benchmarks"][0]["telemetry"]["server"].is_null());
+}

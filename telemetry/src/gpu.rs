@@ -44,6 +44,13 @@ impl GpuSampler {
     }
 }
 
+impl GpuSampler {
+    /// The benchmark's readings so far, as columns, without ending it (a checkpoint).
+    pub fn so_far(&self, origin: Instant) -> GpuTelemetry {
+        columns(&self.nvml, self.period, &self.thread.snapshot(), origin)
+    }
+}
+
 /// µs from `origin`, negative for a reading taken before it.
 pub(crate) fn offset_us(at: Instant, origin: Instant) -> i64 {
     match at.checked_duration_since(origin) {

@@ -78,6 +78,14 @@ impl<R: Send + 'static> Periodic<R> {
         }
     }
 
+    /// A copy of every reading taken since the last drain (they stay).
+    pub fn snapshot(&self) -> Vec<(Instant, R)>
+    where
+        R: Clone,
+    {
+        self.readings.lock().expect("readings lock").clone()
+    }
+
     /// Every reading taken since the last drain.
     pub fn drain(&self) -> Vec<(Instant, R)> {
         std::mem::take(&mut *self.readings.lock().expect("readings lock"))

@@ -145,7 +145,19 @@ impl Scraper {
     /// there are none (the page never answered, or has none of the roles' metrics).
     pub fn end(&self, origin: Instant) -> Result<ServerMetrics, String> {
         self.thread.read_now();
-        let scrapes = self.thread.drain();
+        self.columns(&self.thread.drain(), origin)
+    }
+
+    /// The benchmark's scrapes so far, as columns, without ending it (a checkpoint).
+    pub fn so_far(&self, origin: Instant) -> Result<ServerMetrics, String> {
+        self.columns(&self.thread.snapshot(), origin)
+    }
+
+    fn columns(
+        &self,
+        scrapes: &[(Instant, Vec<Option<f64>>)],
+        origin: Instant,
+    ) -> Result<ServerMetrics, String> {
         let Some((_, first)) = scrapes.first() else {
             return Err(format!(
                 "{} did not answer during the benchmark",

@@ -91,6 +91,33 @@ impl Watch {
         self.current.lock().expect("watch lock").0 = Some(origin);
     }
 
+    /// What the host did in the current benchmark so far, without ending it: a checkpoint
+    /// for the journal, so that a runner killed mid-benchmark keeps it. `None` between
+    /// benchmarks.
+    pub fn so_far(&self) -> Option<Telemetry> {
+        let current = self.current.lock().expect("watch lock");
+        let (Some(origin), reset) = (current.0, current.1.clone()) else {
+            return None;
+        };
+        drop(current);
+        let (gpu, gpu_null_reason) = match &self.gpu {
+            Ok(g) => (Some(g.so_far(origin)), None),
+            Err(why) => (None, Some(why.clone())),
+        };
+        let (server, server_null_reason) = match self.metrics.as_ref().map(|m| m.so_far(origin)) {
+            Ok(Ok(m)) => (Some(m), None),
+            Ok(Err(why)) => (None, Some(why)),
+            Err(why) => (None, Some(why.clone())),
+        };
+        Some(Telemetry {
+            gpu,
+            gpu_null_reason,
+            server,
+            server_null_reason,
+            prefix_cache_reset: reset,
+        })
+    }
+
     /// After the benchmark's last request ended: what the host did.
     pub fn after(&self) -> Telemetry {
         let (origin, reset) = std::mem::take(&mut *self.current.lock().expect("watch lock"));

@@ -219,10 +219,15 @@ async fn measure(
         &engine_name,
     ));
     let started = SystemTime::now();
-    let measurement = prepared
-        .connect(model.clone())
-        .await
-        .watch_host(Arc::new(on_host::Watching(watch)));
+    let measurement =
+        prepared
+            .connect(model.clone())
+            .await
+            .watch_host(Arc::new(on_host::Watching::new(
+                watch,
+                journal.clone(),
+                std::time::Duration::from_secs(args.telemetry_checkpoint_s.max(1)),
+            )));
     journal.write(Line::Header {
         run: Run {
             id: run_id,
@@ -285,6 +290,9 @@ async fn measure(
     });
     let progress: Arc<dyn Observer> = Arc::new(Progress::default());
     let finished = measurement.run(&journal, &progress, &cancel).await;
+    // Its host watch journals checkpoints: stopped (and its hold on the journal let go)
+    // before the journal's last lines.
+    drop(measurement);
     if let Some(e) = engine {
         journal.write(Line::Launch { launch: e.stop() });
     }
