@@ -32,7 +32,7 @@ pub struct Scraper {
 
 /// How a page is fetched: `http://` on our kept-alive connection ([`http_get`]), anything
 /// else through reqwest's blocking client. Either way never longer than `timeout`, so a
-/// stuck scrape cannot hold the next one back.
+/// stuck page costs at most that long a gap in the samples.
 enum Fetch {
     Plain(http_get::Getter),
     Reqwest {
@@ -111,7 +111,10 @@ impl Scraper {
                 }
             }
         }
-        let mut fetch = Fetch::new(url, period.max(Duration::from_millis(50)));
+        // A busy engine can take a few hundred ms to write its page: wait up to a second (a
+        // slow scrape skips ticks rather than queueing them, and a gap over three periods
+        // is flagged `telemetry_gap` anyway).
+        let mut fetch = Fetch::new(url, (period * 3).max(Duration::from_secs(1)));
         let names = wanted.clone();
         let mut body = Vec::new();
         let thread = Periodic::start("provebench-metrics", period, move || {
