@@ -32,8 +32,6 @@ pub struct Options {
     pub env: BTreeMap<String, String>,
     /// Also set the environment the prefix-cache reset endpoint needs.
     pub reset_prefix_cache: bool,
-    /// Where the engine's output goes.
-    pub log: PathBuf,
     /// Names the container (`provebench-<run id>`).
     pub run_id: String,
 }
@@ -248,14 +246,6 @@ pub fn start(plan: Plan, log: &Path, stop_timeout: Duration) -> anyhow::Result<R
 }
 
 impl Running {
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().map_or(0, Child::id)
-    }
-
-    pub fn plan(&self) -> &Plan {
-        &self.plan
-    }
-
     /// Where the engine's output goes.
     pub fn log_path(&self) -> &Path {
         &self.log

@@ -271,7 +271,12 @@ impl Assembly {
                  }| {
                     records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
                     crate::scheduler::assign_phases(&mut records, a.warmup, a.cooldown);
-                    let mut benchmark = Benchmark {
+                    let summary = schemas::metrics::summarize_with_host(
+                        &records,
+                        a.slo.as_ref(),
+                        telemetry.as_ref(),
+                    )?;
+                    Ok(Benchmark {
                         label: a.label,
                         profile: a.profile,
                         workload: a.workload,
@@ -279,10 +284,8 @@ impl Assembly {
                         started_at: a.started_at,
                         records,
                         telemetry,
-                        summary: schemas::metrics::summarize(&[], None)?,
-                    };
-                    benchmark.summary = schemas::metrics::summarize_benchmark(&benchmark)?;
-                    Ok(benchmark)
+                        summary,
+                    })
                 },
             )
             .collect::<Result<_>>()?;

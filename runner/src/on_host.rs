@@ -83,7 +83,6 @@ pub fn start(
         image: e.image.clone(),
         env: e.env.clone(),
         reset_prefix_cache,
-        log: log.clone(),
         run_id: run_id.to_string(),
     };
     let plan = launch::plan(&loaded, &options).map_err(Failure::Input)?;
@@ -134,12 +133,9 @@ impl Engine {
     }
 }
 
-/// The recipe whose metric names and reset fit the server: the run's own, else the shipped
-/// one of the engine the server says it is (the simulator names its metrics as vLLM does).
-pub fn known_recipe(own: Option<&Loaded>, engine_name: &str) -> Option<Loaded> {
-    if let Some(l) = own {
-        return Some(l.clone());
-    }
+/// The shipped recipe of the engine a server says it is (the simulator names its metrics
+/// as vLLM does); `None` for an engine no shipped recipe knows.
+pub fn shipped_recipe(engine_name: &str) -> Option<Loaded> {
     let name = if engine_name == "provebench-sim" {
         "vllm"
     } else {

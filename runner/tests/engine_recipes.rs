@@ -6,7 +6,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use support::{free_port, statement};
 
@@ -234,20 +234,16 @@ fn a_failed_start_reports_the_engines_last_lines_and_leaves_nothing() {
     assert!(!dir.path().join("r.json").exists());
 }
 
-#[test]
-fn killing_the_runner_with_sigkill_leaves_no_engine_behind() {
-    let Some((bin, model)) = support::llama_server() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut child = runner(
-        &bin,
-        dir.path(),
+/// A long run started from the llama.cpp recipe, returned once the engine serves and a
+/// request has completed (its record is in the journal).
+fn mid_run(bin: &Path, model: &Path, dir: &Path, port: u16, stderr: Stdio) -> Child {
+    let child = runner(
+        bin,
+        dir,
         port,
         &["--out", "r.json", "--no-sign", "--engine-model"],
     )
-    .arg(&model)
+    .arg(model)
     .args([
         "--data",
         "prompt_tokens=16,output_tokens=64",
@@ -255,11 +251,10 @@ fn killing_the_runner_with_sigkill_leaves_no_engine_behind() {
         "120",
     ])
     .stdout(Stdio::null())
-    .stderr(Stdio::null())
+    .stderr(stderr)
     .spawn()
     .unwrap();
-    // Mid-run: the engine serves and requests have completed.
-    let journal = dir.path().join("r.json.journal.jsonl");
+    let journal = dir.join("r.json.journal.jsonl");
     let deadline = Instant::now() + Duration::from_secs(120);
     while !std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("\"type\":\"record\"")) {
         assert!(
@@ -268,6 +263,17 @@ fn killing_the_runner_with_sigkill_leaves_no_engine_behind() {
         );
         std::thread::sleep(Duration::from_millis(200));
     }
+    child
+}
+
+#[test]
+fn killing_the_runner_with_sigkill_leaves_no_engine_behind() {
+    let Some((bin, model)) = support::llama_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut child = mid_run(&bin, &model, dir.path(), port, Stdio::null());
     assert!(
         !engines_on(port).is_empty(),
         "the engine should be running now"
@@ -304,32 +310,7 @@ fn sigterm_stops_the_run_in_order_writing_the_result_and_the_launch() {
     };
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let child = runner(
-        &bin,
-        dir.path(),
-        port,
-        &["--out", "r.json", "--no-sign", "--engine-model"],
-    )
-    .arg(&model)
-    .args([
-        "--data",
-        "prompt_tokens=16,output_tokens=64",
-        "--max-seconds",
-        "120",
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let journal = dir.path().join("r.json.journal.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !std::fs::read_to_string(&journal).is_ok_and(|j| j.contains("\"type\":\"record\"")) {
-        assert!(
-            Instant::now() < deadline,
-            "no request completed within 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let child = mid_run(&bin, &model, dir.path(), port, Stdio::piped());
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
@@ -425,7 +406,6 @@ fn a_container_recipe_builds_the_runtimes_command_line() {
         image: Some("vllm/vllm-openai:v0.11.0".into()),
         env: [("HF_TOKEN".to_string(), "hf_secret".to_string())].into(),
         reset_prefix_cache: true,
-        log: dir.path().join("engine.log"),
         run_id: "abc".into(),
     };
     let plan = engine::launch::plan(&loaded, &options).unwrap();

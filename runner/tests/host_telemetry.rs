@@ -9,6 +9,7 @@ mod support;
 
 use std::path::Path;
 use std::process::{Child, Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use support::{free_port, statement};
 
@@ -54,10 +55,13 @@ fn run(dir: &Path, sim: &Sim, script: Option<&str>, args: &[&str]) -> (Output, s
             .unwrap();
         assert!(k.status.success());
     }
+    // A result of its own each run: a journal is never overwritten.
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("r{}.json", RUNS.fetch_add(1, Ordering::Relaxed));
     let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
     c.current_dir(dir)
         .args([
-            "run", "--target", &sim.1, "--key", "lab.key", "--out", "r.json",
+            "run", "--target", &sim.1, "--key", "lab.key", "--out", &name,
         ])
         .args(args)
         .env("RUST_LOG", "warn");
@@ -79,7 +83,7 @@ fn run(dir: &Path, sim: &Sim, script: Option<&str>, args: &[&str]) -> (Output, s
     );
     let verify = Command::new(env!("CARGO_BIN_EXE_runner"))
         .current_dir(dir)
-        .args(["verify", "--key", "lab.pub", "r.json"])
+        .args(["verify", "--key", "lab.pub", &name])
         .output()
         .unwrap();
     assert!(
@@ -87,11 +91,7 @@ fn run(dir: &Path, sim: &Sim, script: Option<&str>, args: &[&str]) -> (Output, s
         "verify: {}",
         String::from_utf8_lossy(&verify.stdout)
     );
-    let st = statement(&dir.join("r.json"));
-    for f in ["r.json", "r.json.journal.jsonl"] {
-        std::fs::rename(dir.join(f), dir.join(format!("{f}.{}", free_port()))).unwrap();
-    }
-    (out, st)
+    (out, statement(&dir.join(name)))
 }
 
 fn codes(st: &serde_json::Value) -> Vec<String> {

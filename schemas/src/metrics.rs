@@ -27,7 +27,7 @@
 
 use crate::document::{Benchmark, Phase, RawRecord, Slo};
 use crate::numbers::Finite;
-use crate::telemetry::{self, HostSummary, TelemetryError};
+use crate::telemetry::{self, HostSummary, Telemetry, TelemetryError};
 use crate::token_times::{self, TokenTimesError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -462,26 +462,34 @@ impl DecodedGaps {
 
 /// A benchmark's whole summary: its records' ([`summarize`]) and its telemetry's.
 pub fn summarize_benchmark(b: &Benchmark) -> Result<Summary, MetricsError> {
-    let mut summary = summarize(&b.records, b.slo.as_ref())?;
-    add_host(b, &mut summary)?;
+    summarize_with_host(&b.records, b.slo.as_ref(), b.telemetry.as_ref())
+}
+
+/// [`summarize`], with what `telemetry` implies when there is some.
+pub fn summarize_with_host(
+    records: &[RawRecord],
+    slo: Option<&Slo>,
+    telemetry: Option<&Telemetry>,
+) -> Result<Summary, MetricsError> {
+    let mut summary = summarize(records, slo)?;
+    summary.host = host_summary(records, telemetry)?;
     Ok(summary)
 }
 
-/// Adds what the benchmark's telemetry implies to a summary of its records.
-pub fn add_host(b: &Benchmark, summary: &mut Summary) -> Result<(), MetricsError> {
-    summary.host = match &b.telemetry {
-        Some(t) => {
-            let output_tokens = b
-                .records
-                .iter()
-                .filter(|r| r.completed())
-                .map(|r| u64::from(r.output_tokens()))
-                .sum();
-            Some(telemetry::summarize(t, output_tokens)?)
-        }
-        None => None,
+/// What a benchmark's telemetry implies, beside the summary of its `records`.
+pub fn host_summary(
+    records: &[RawRecord],
+    telemetry: Option<&Telemetry>,
+) -> Result<Option<HostSummary>, MetricsError> {
+    let Some(t) = telemetry else {
+        return Ok(None);
     };
-    Ok(())
+    let output_tokens = records
+        .iter()
+        .filter(|r| r.completed())
+        .map(|r| u64::from(r.output_tokens()))
+        .sum();
+    Ok(Some(telemetry::summarize(t, output_tokens)?))
 }
 
 /// Derives a benchmark's summary from its records (see the module doc for definitions).

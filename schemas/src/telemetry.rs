@@ -111,6 +111,34 @@ pub struct MetricSeries {
     pub values: String,
 }
 
+impl MetricSeries {
+    /// Its decoded integers as the metric's values: divided by 10^`decimals` (at most 18).
+    pub fn scaled(&self, raw: &[i64]) -> Vec<f64> {
+        let scale = 10f64.powi(self.decimals.min(18) as i32);
+        raw.iter().map(|&v| v as f64 / scale).collect()
+    }
+}
+
+impl ServerMetrics {
+    /// The value of `role` at each sample: the sum of its metrics found in `decoded`
+    /// (values by metric name, one per sample); `None` when none was found or there are
+    /// no samples.
+    pub fn role_values(
+        &self,
+        decoded: &BTreeMap<&str, Vec<f64>>,
+        role: MetricRole,
+    ) -> Option<Vec<f64>> {
+        let present: Vec<&Vec<f64>> = self
+            .roles
+            .get(&role)?
+            .iter()
+            .filter_map(|name| decoded.get(name.as_str()))
+            .collect();
+        let n = present.first()?.len();
+        (n > 0).then(|| (0..n).map(|i| present.iter().map(|s| s[i]).sum()).collect())
+    }
+}
+
 /// What a server metric means, whatever the engine calls it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
@@ -134,27 +162,6 @@ pub enum MetricRole {
     PromptTokens,
     /// Counter: tokens generated.
     GenerationTokens,
-}
-
-impl MetricRole {
-    pub const ALL: [MetricRole; 9] = [
-        MetricRole::Running,
-        MetricRole::Waiting,
-        MetricRole::KvCacheUsage,
-        MetricRole::PrefixCacheQueries,
-        MetricRole::PrefixCacheHits,
-        MetricRole::Preemptions,
-        MetricRole::RequestsFinished,
-        MetricRole::PromptTokens,
-        MetricRole::GenerationTokens,
-    ];
-
-    pub fn is_counter(self) -> bool {
-        !matches!(
-            self,
-            MetricRole::Running | MetricRole::Waiting | MetricRole::KvCacheUsage
-        )
-    }
 }
 
 /// A prefix-cache reset asked of the engine before a benchmark.
@@ -377,19 +384,9 @@ fn summarize_server(m: &ServerMetrics) -> Result<ServerSummary, TelemetryError> 
     let mut decoded: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for (i, s) in m.series.iter().enumerate() {
         let raw = column(&format!("server.series[{i}] ({})", s.name), &s.values, n)?;
-        let scale = 10f64.powi(s.decimals.min(18) as i32);
-        decoded.insert(&s.name, raw.iter().map(|&v| v as f64 / scale).collect());
+        decoded.insert(&s.name, s.scaled(&raw));
     }
-    // A role's value at each sample: the sum of its metrics; None when none was scraped.
-    let role = |r: MetricRole| -> Option<Vec<f64>> {
-        let names = m.roles.get(&r)?;
-        let present: Vec<&Vec<f64>> = names
-            .iter()
-            .filter_map(|n| decoded.get(n.as_str()))
-            .collect();
-        (!present.is_empty() && n > 0)
-            .then(|| (0..n).map(|k| present.iter().map(|s| s[k]).sum()).collect())
-    };
+    let role = |r: MetricRole| m.role_values(&decoded, r);
     let gauge = |r: MetricRole| role(r).map(|v| (v.iter().sum::<f64>() / v.len() as f64, max(&v)));
     let increase = |r: MetricRole| {
         // Per metric, then summed: a restart of one must not hide another's growth.

@@ -161,7 +161,8 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
         ));
     }
     if s.predicate_type != PREDICATE_TYPE
-        && (p_has_telemetry(&s.predicate) || s.predicate.engine.launch.is_some())
+        && (s.predicate.benchmarks.iter().any(|b| b.telemetry.is_some())
+            || s.predicate.engine.launch.is_some())
     {
         v.document_errors.push(format!(
             "telemetry or an engine launch in a {:?} document: they came with {PREDICATE_TYPE:?}",
@@ -211,8 +212,10 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
             continue;
         }
         let recomputed = match metrics::summarize_decoded(&b.records, &gaps, b.slo.as_ref())
-            .and_then(|mut s| metrics::add_host(b, &mut s).map(|()| s))
-        {
+            .and_then(|mut s| {
+                s.host = metrics::host_summary(&b.records, b.telemetry.as_ref())?;
+                Ok(s)
+            }) {
             Ok(s) => s,
             Err(e) => {
                 v.document_errors.push(format!("benchmarks[{bi}]: {e}"));
@@ -238,10 +241,6 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
             }
         }
     }
-}
-
-fn p_has_telemetry(p: &crate::Predicate) -> bool {
-    p.benchmarks.iter().any(|b| b.telemetry.is_some())
 }
 
 /// A record's times must be in order and its token count must match its token events

@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 pub type RoleAlternatives = BTreeMap<MetricRole, Vec<String>>;
 
 pub struct Scraper {
-    url: String,
     public_url: String,
     period: Duration,
     roles: RoleAlternatives,
@@ -125,17 +124,12 @@ impl Scraper {
             Some(values)
         })?;
         Ok(Scraper {
-            url: url.to_string(),
             public_url: public_url.to_string(),
             period,
             roles,
             wanted,
             thread,
         })
-    }
-
-    pub fn url(&self) -> &str {
-        &self.url
     }
 
     /// Drops the scrapes between benchmarks and scrapes once: the first of the next.

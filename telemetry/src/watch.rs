@@ -95,41 +95,34 @@ impl Watch {
     /// for the journal, so that a runner killed mid-benchmark keeps it. `None` between
     /// benchmarks.
     pub fn so_far(&self) -> Option<Telemetry> {
-        let current = self.current.lock().expect("watch lock");
-        let (Some(origin), reset) = (current.0, current.1.clone()) else {
-            return None;
-        };
-        drop(current);
-        let (gpu, gpu_null_reason) = match &self.gpu {
-            Ok(g) => (Some(g.so_far(origin)), None),
-            Err(why) => (None, Some(why.clone())),
-        };
-        let (server, server_null_reason) = match self.metrics.as_ref().map(|m| m.so_far(origin)) {
-            Ok(Ok(m)) => (Some(m), None),
-            Ok(Err(why)) => (None, Some(why)),
-            Err(why) => (None, Some(why.clone())),
-        };
-        Some(Telemetry {
-            gpu,
-            gpu_null_reason,
-            server,
-            server_null_reason,
-            prefix_cache_reset: reset,
-        })
+        let (origin, reset) = self.current.lock().expect("watch lock").clone();
+        Some(self.telemetry(origin?, reset, false))
     }
 
     /// After the benchmark's last request ended: what the host did.
     pub fn after(&self) -> Telemetry {
         let (origin, reset) = std::mem::take(&mut *self.current.lock().expect("watch lock"));
-        let origin = origin.unwrap_or_else(Instant::now);
+        self.telemetry(origin.unwrap_or_else(Instant::now), reset, true)
+    }
+
+    /// The benchmark's telemetry from `origin` on: the last readings taken and the
+    /// benchmark ended when `end`, else what was read so far, which stays.
+    fn telemetry(&self, origin: Instant, reset: Option<CacheReset>, end: bool) -> Telemetry {
         let (gpu, gpu_null_reason) = match &self.gpu {
-            Ok(g) => (Some(g.end(origin)), None),
+            Ok(g) if end => (Some(g.end(origin)), None),
+            Ok(g) => (Some(g.so_far(origin)), None),
             Err(why) => (None, Some(why.clone())),
         };
-        let (server, server_null_reason) = match self.metrics.as_ref().map(|m| m.end(origin)) {
-            Ok(Ok(m)) => (Some(m), None),
-            Ok(Err(why)) => (None, Some(why)),
-            Err(why) => (None, Some(why.clone())),
+        let server = self.metrics.as_ref().map_err(String::clone).and_then(|m| {
+            if end {
+                m.end(origin)
+            } else {
+                m.so_far(origin)
+            }
+        });
+        let (server, server_null_reason) = match server {
+            Ok(m) => (Some(m), None),
+            Err(why) => (None, Some(why)),
         };
         Telemetry {
             gpu,

@@ -173,19 +173,6 @@ pub fn power_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
     })
 }
 
-/// The value of `role` at each sample: the sum of its metrics that were scraped, each
-/// scaled by its decimals; `None` when none was.
-fn role(m: &ServerMetrics, decoded: &BTreeMap<&str, Vec<f64>>, r: MetricRole) -> Option<Vec<f64>> {
-    let present: Vec<&Vec<f64>> = m
-        .roles
-        .get(&r)?
-        .iter()
-        .filter_map(|name| decoded.get(name.as_str()))
-        .collect();
-    let n = present.first()?.len();
-    Some((0..n).map(|i| present.iter().map(|s| s[i]).sum()).collect())
-}
-
 /// Server queue and KV cache over time of benchmark `b`; `title_suffix` names it.
 pub fn server_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
     let m: &ServerMetrics = b.telemetry.as_ref()?.server.as_ref()?;
@@ -198,9 +185,7 @@ pub fn server_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
     for s in &m.series {
         // A column that cannot be read is left out; verification reports it.
         if let Some(raw) = column(&s.values, n) {
-            // As `schemas::telemetry` scales (decimals capped at 18).
-            let scale = 10f64.powi(s.decimals.min(18) as i32);
-            decoded.insert(&s.name, raw.iter().map(|&v| v as f64 / scale).collect());
+            decoded.insert(&s.name, s.scaled(&raw));
         }
     }
     let k = run_length(n);
@@ -211,7 +196,7 @@ pub fn server_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
         (MetricRole::Running, "running", 0),
         (MetricRole::Waiting, "waiting", 1),
     ] {
-        if let Some(v) = role(m, &decoded, r) {
+        if let Some(v) = m.role_values(&decoded, r) {
             let s = style(color, Line::Thick);
             queue.push(Series {
                 style: s,
@@ -231,7 +216,7 @@ pub fn server_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
             series: queue,
         });
     }
-    if let Some(v) = role(m, &decoded, MetricRole::KvCacheUsage) {
+    if let Some(v) = m.role_values(&decoded, MetricRole::KvCacheUsage) {
         let s = style(2, Line::Thick);
         let pct: Vec<f64> = v.iter().map(|f| f * 100.0).collect();
         // The full cache as a reference line: it also keeps the axis at 0–100 %, so that

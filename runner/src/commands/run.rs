@@ -176,7 +176,7 @@ async fn measure(
     }
     // Local inputs first: a bad dataset or tokenizer file fails before the server is asked.
     let prepared = Prepared::new(spec.clone()).map_err(input)?;
-    let engine = match (recipe.clone(), &spec.engine) {
+    let engine = match (recipe, &spec.engine) {
         (Some(loaded), Some(e)) => Some(on_host::start(
             loaded,
             e,
@@ -210,12 +210,21 @@ async fn measure(
         None => (host::probe::model_revision(&reported), None),
     };
     let public = host::probe::public_endpoint(&base);
-    let fits = on_host::known_recipe(recipe.as_ref(), &engine_name);
+    // The recipe whose metric names and reset fit the server: the run's own, else the
+    // shipped one of the engine the server says it is.
+    let shipped;
+    let fits = match &engine {
+        Some(e) => Some(&e.loaded),
+        None => {
+            shipped = on_host::shipped_recipe(&engine_name);
+            shipped.as_ref()
+        }
+    };
     let watch = telemetry::Watch::start(on_host::watch_config(
         args,
         &base,
         &public,
-        fits.as_ref(),
+        fits,
         &engine_name,
     ));
     let started = SystemTime::now();
