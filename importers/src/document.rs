@@ -88,6 +88,10 @@ impl AggregateBenchmark {
                 max_seconds: None,
                 warmup_requests: 0,
                 cooldown_requests: 0,
+                burstiness: None,
+                ramp_to_per_s: None,
+                stages: None,
+                trace_speedup: None,
             },
             workload: Workload::Synthetic {
                 prompt_tokens: self.prompt_tokens,
@@ -96,6 +100,8 @@ impl AggregateBenchmark {
                 output_tokens_stdev: None,
                 tokenizer: "unknown (imported)".into(),
                 prompts_sha256: String::new(),
+                shared_prefix: None,
+                sessions: None,
             },
             slo: None,
             started_at: UNKNOWN_TIME.into(),
@@ -125,6 +131,9 @@ impl AggregateBenchmark {
                 goodput: None,
                 host: None,
                 published: Some(self.published),
+                by_prefix_group: None,
+                by_turn: None,
+                reasoning: None,
             },
         }
     }

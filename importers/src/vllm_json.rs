@@ -154,6 +154,7 @@ pub fn import(source: &Source, v: &Value) -> Result<Vec<Imported>, ImportError> 
             .unwrap_or("unknown")
             .into(),
         prompts_sha256: String::new(),
+        sessions: None,
     };
     Ok(vec![Imported {
         name: source.output_name(1),

@@ -58,6 +58,9 @@ pub enum HttpClient {
 /// One request to make.
 pub struct Job<'a> {
     pub prompt: &'a str,
+    /// A conversation's earlier turns, alternating user message and answer (chat sends them
+    /// as messages before `prompt`); empty for a single-turn request.
+    pub history: &'a [String],
     pub prompt_tokens: Option<u32>,
     pub output_tokens: u32,
     pub scheduled: Instant,
@@ -85,6 +88,7 @@ impl Endpoint {
         let probes = (0..count).map(|_| async move {
             let job = Job {
                 prompt: "the",
+                history: &[],
                 prompt_tokens: None,
                 output_tokens: 1,
                 scheduled: now,
@@ -105,6 +109,12 @@ impl Endpoint {
 
 struct Progress {
     arrivals: Vec<u64>,
+    /// Reasoning token events, and the first answer event after one.
+    reasoning: u32,
+    first_answer: Option<u64>,
+    reasoning_server: Option<u32>,
+    /// The answer text, when the caller keeps it (a conversation's next turn needs it).
+    text: Option<String>,
     finish_reason: Option<String>,
     input_tokens_server: Option<u32>,
     output_tokens_server: Option<u32>,
@@ -116,9 +126,29 @@ struct Progress {
 impl Endpoint {
     /// Runs `job`; every time is µs from `origin`.
     pub async fn execute(&self, job: &Job<'_>, origin: Instant) -> RawRecord {
+        self.run(job, origin, false).await.0
+    }
+
+    /// Runs `job` and keeps the answer's text (a conversation's history).
+    pub async fn execute_keeping_text(
+        &self,
+        job: &Job<'_>,
+        origin: Instant,
+    ) -> (RawRecord, String) {
+        let (record, text) = self.run(job, origin, true).await;
+        (record, text.unwrap_or_default())
+    }
+
+    async fn run(
+        &self,
+        job: &Job<'_>,
+        origin: Instant,
+        keep_text: bool,
+    ) -> (RawRecord, Option<String>) {
         let body = self.api.request_body(&GenerationRequest {
             model: &self.model,
             prompt: job.prompt,
+            history: job.history,
             max_tokens: job.output_tokens,
             ignore_eos: self.ignore_eos,
             temperature: self.temperature,
@@ -126,6 +156,10 @@ impl Endpoint {
         });
         let mut p = Progress {
             arrivals: Vec::with_capacity(job.output_tokens as usize),
+            reasoning: 0,
+            first_answer: None,
+            reasoning_server: None,
+            text: keep_text.then(String::new),
             finish_reason: None,
             input_tokens_server: None,
             output_tokens_server: None,
@@ -142,7 +176,8 @@ impl Endpoint {
                 message: "the stream ended before the response finished".into(),
             })
         });
-        RawRecord {
+        let reasoned = p.reasoning > 0;
+        let record = RawRecord {
             phase: job.phase,
             scheduled_us: us_since(origin, job.scheduled),
             sent_us: us_since(origin, sent),
@@ -156,7 +191,12 @@ impl Endpoint {
             output_tokens_server: p.output_tokens_server,
             finish_reason: p.finish_reason,
             error,
-        }
+            reasoning_tokens_client: reasoned.then_some(p.reasoning),
+            reasoning_tokens_server: p.reasoning_server,
+            first_answer_token_us: p.first_answer.filter(|_| reasoned),
+            ..Default::default()
+        };
+        (record, p.text)
     }
 
     /// Sends the request and reads its stream into `p`; `sent` is restamped if the send
@@ -236,10 +276,26 @@ impl Endpoint {
                             for _ in 0..ev.tokens {
                                 p.arrivals.push(at);
                             }
+                            if ev.tokens > 0 {
+                                if ev.reasoning {
+                                    p.reasoning += 1;
+                                } else if p.first_answer.is_none() {
+                                    p.first_answer = Some(at);
+                                }
+                            }
+                            if let Some(text) = p.text.as_mut() {
+                                if let Some(t) = state.answer_text(data) {
+                                    text.push_str(&t);
+                                }
+                            }
                             if ev.finish_reason.is_some() {
                                 p.finish_reason = ev.finish_reason;
                             }
                             if let Some(u) = ev.usage {
+                                p.reasoning_server = u
+                                    .completion_tokens_details
+                                    .and_then(|d| d.reasoning_tokens)
+                                    .or(p.reasoning_server);
                                 p.input_tokens_server = u.prompt_tokens.or(p.input_tokens_server);
                                 p.output_tokens_server =
                                     u.completion_tokens.or(p.output_tokens_server);

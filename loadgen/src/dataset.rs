@@ -41,6 +41,9 @@ pub struct Row {
     /// The recorded reply (ShareGPT), whose token count is the output length when the
     /// file gives none.
     pub reply: Option<String>,
+    /// ShareGPT: every user message of the conversation with its recorded reply, in order
+    /// (what `--sessions` replays turn by turn).
+    pub turns: Vec<(String, String)>,
 }
 
 /// A file's rows, its format and the sha256 of its bytes.
@@ -130,6 +133,7 @@ fn parse_jsonl(text: &str) -> Result<Vec<Row>> {
             prompt,
             output_tokens,
             reply: None,
+            turns: vec![],
         });
     }
     Ok(rows)
@@ -166,11 +170,18 @@ fn parse_sharegpt(text: &str) -> Result<(Vec<Row>, u64)> {
             skipped += 1;
             continue;
         };
+        // Every user message answered by the next turn, from the first question on.
+        let pairs: Vec<(String, String)> = turns[q..]
+            .windows(2)
+            .filter(|w| asks(&w[0]) && answers(&w[1]) && !w[0].value.is_empty())
+            .map(|w| (w[0].value.clone(), w[1].value.clone()))
+            .collect();
         match turns.get(q + 1).filter(|t| answers(t)) {
             Some(reply) if !turns[q].value.is_empty() => rows.push(Row {
                 prompt: turns[q].value.clone(),
                 output_tokens: None,
                 reply: Some(reply.value.clone()),
+                turns: pairs,
             }),
             _ => skipped += 1,
         }
@@ -244,6 +255,10 @@ mod tests {
                 .map(|r| (r.prompt.as_str(), r.reply.as_deref()))
                 .collect::<Vec<_>>(),
             [("q1", Some("r1")), ("q3", Some("r3"))]
+        );
+        assert_eq!(
+            d.rows[0].turns,
+            [("q1".into(), "r1".into()), ("q2".into(), "r2".into())]
         );
     }
 

@@ -5,7 +5,10 @@
 //! * [`spec`] — what to run (profiles, rates, grid, workload), from flags or TOML;
 //! * [`dataset`] and [`workload`] — the prompts: synthetic ones of an exact token count, or a
 //!   JSONL / ShareGPT file, measured with the server's tokenizer;
-//! * [`scheduler`] — when each request is sent (closed and open loops), paced by `clock`;
+//! * [`trace`] and [`sessions`] — requests replayed from a trace file, and multi-turn
+//!   conversations that carry the server's own answers forward;
+//! * [`arrivals`] and [`scheduler`] — when each request is sent (closed and open loops,
+//!   bursts, ramps, stages, trace times), paced by `clock`;
 //! * [`client`] — one request: [`http1`] reads the stream, [`sse`] splits it into events,
 //!   [`backend`] reads each event per API, and the outcome becomes a
 //!   [`RawRecord`](schemas::RawRecord) with every token's arrival time;
@@ -18,6 +21,7 @@
 //! result's provenance (the `host` crate) and signing. `examples/measure.rs` drives a
 //! benchmark against the simulator in a few lines.
 
+pub mod arrivals;
 pub mod backend;
 pub mod client;
 pub mod client_cost;
@@ -27,9 +31,11 @@ pub mod journal;
 pub mod measure;
 pub mod rng;
 pub mod scheduler;
+pub mod sessions;
 pub mod spec;
 pub mod sse;
 pub mod synth;
+pub mod trace;
 pub mod workload;
 
 pub use journal::{Assembled, Journal};

@@ -8,12 +8,15 @@
 //! [`Prepared::connect`] learns how the server counts tokens. [`Measurement::run`] then
 //! writes benchmarks into a [`Journal`]; the journal assembles the result.
 
+use crate::arrivals::Arrivals;
 use crate::client::{self, Endpoint};
 use crate::client_cost::{Cost, Usage};
 use crate::dataset::Dataset;
 use crate::journal::{self, Announce, Journal, Line};
 use crate::scheduler::{self, Plan};
+use crate::sessions;
 use crate::spec::{DataSpec, ProfileName, RunSpec};
+use crate::trace::Trace;
 use crate::workload::{self, TokenCounter};
 use anyhow::{anyhow, Context};
 use schemas::document::{Profile, ProfileKind, RawRecord, Slo, Workload};
@@ -55,6 +58,7 @@ impl Observer for Quiet {}
 pub struct Prepared {
     spec: RunSpec,
     dataset: Option<Dataset>,
+    trace: Option<Trace>,
     tokenizer: Option<TokenCounter>,
     http: reqwest::Client,
     base: String,
@@ -73,6 +77,22 @@ impl Prepared {
             }
             None => None,
         };
+        if let (Some(d), Some(_)) = (&dataset, &spec.sessions) {
+            if d.format != crate::dataset::DatasetFormat::Sharegpt {
+                anyhow::bail!(
+                    "{}: --sessions replays conversations: give a ShareGPT file (a JSONL file has one prompt a line)",
+                    spec.dataset.as_ref().map_or("", |d| d.path.as_str())
+                );
+            }
+        }
+        let trace = match &spec.trace {
+            Some(t) => {
+                let loaded = crate::trace::load(Path::new(&t.path), t.format)?;
+                tracing::info!(path = %t.path, format = loaded.format.as_str(), requests = loaded.rows.len(), seconds = loaded.duration_s(), "trace");
+                Some(loaded)
+            }
+            None => None,
+        };
         let tokenizer = match &spec.tokenizer {
             Some(path) => Some(TokenCounter::from_tokenizer_json(Path::new(path))?),
             None => None,
@@ -85,6 +105,7 @@ impl Prepared {
             http: client::http_client(spec.max_concurrency as usize)?,
             spec,
             dataset,
+            trace,
             tokenizer,
             api_key,
         })
@@ -105,8 +126,9 @@ impl Prepared {
     }
 
     /// Learns how the server counts `model`'s tokens (a local tokenizer, its `/tokenize`, or
-    /// words) and what it adds to every prompt, and opens nothing yet.
-    pub async fn connect(self, model: String) -> Measurement {
+    /// words) and what it adds to every prompt, and opens nothing yet. A trace whose requests
+    /// do not fit the model's context is refused here, before any load.
+    pub async fn connect(self, model: String) -> anyhow::Result<Measurement> {
         let counter = match self.tokenizer {
             Some(t) => t,
             None => TokenCounter::detect(&self.http, &self.base, &model).await,
@@ -134,23 +156,55 @@ impl Prepared {
             tokens = overhead,
             "the server adds this many tokens to every prompt it counts"
         );
-        Measurement {
+        if let Some(trace) = &self.trace {
+            match context_window(&endpoint.http, &self.base).await {
+                Some(context) => trace.check_context(context, overhead)?,
+                None => tracing::warn!(
+                    "the server states no context length; trace lengths are not checked against it"
+                ),
+            }
+        }
+        Ok(Measurement {
             endpoint,
-            counter,
+            counter: Arc::new(counter),
             dataset: self.dataset,
+            trace: self.trace,
             overhead,
             spec,
             host: None,
-        }
+        })
     }
+}
+
+/// The model's context length as the server states it: `max_model_len` in `/v1/models`
+/// (vLLM, SGLang, the simulator), or llama.cpp's `n_ctx` in `/props`.
+async fn context_window(http: &reqwest::Client, base: &str) -> Option<u32> {
+    let get = |path: &'static str| async move {
+        let resp = http.get(format!("{base}{path}")).send().await.ok()?;
+        resp.json::<serde_json::Value>().await.ok()
+    };
+    let as_u32 = |v: &serde_json::Value| v.as_u64().map(|n| n.min(u64::from(u32::MAX)) as u32);
+    if let Some(n) = get("/v1/models")
+        .await
+        .and_then(|v| v.pointer("/data/0/max_model_len").and_then(as_u32))
+    {
+        return Some(n);
+    }
+    get("/props").await.and_then(|v| {
+        v.pointer("/default_generation_settings/n_ctx")
+            .or_else(|| v.get("n_ctx"))
+            .and_then(as_u32)
+    })
 }
 
 /// Everything a benchmark needs besides its plan.
 pub struct Measurement {
     endpoint: Arc<Endpoint>,
-    counter: TokenCounter,
+    counter: Arc<TokenCounter>,
     /// The prompt file, when the workload is one.
     dataset: Option<Dataset>,
+    /// The trace, when the workload replays one.
+    trace: Option<Trace>,
     /// Tokens the server adds to every prompt (BOS, chat template).
     overhead: u32,
     spec: RunSpec,
@@ -234,6 +288,9 @@ impl Measurement {
                 .iter()
                 .map(|&r| (ProfileKind::Poisson, Some(r), 0))
                 .collect(),
+            ProfileName::Ramp => vec![(ProfileKind::Ramp, s.ramp.map(|r| r.from), 0)],
+            ProfileName::Staged => vec![(ProfileKind::Staged, None, 0)],
+            ProfileName::Trace => vec![(ProfileKind::Trace, None, 0)],
             ProfileName::Sweep => {
                 let sync = self
                     .run_benchmark(data, ProfileKind::Synchronous, None, 1, sinks)
@@ -301,24 +358,21 @@ impl Measurement {
             // A grid's cells differ by workload, not profile: the label names the cell.
             Some(_) => format!(
                 "{} in={} out={}",
-                label(kind, rate, concurrency),
+                self.label(kind, rate, concurrency),
                 data.prompt_tokens,
                 data.output_tokens
             ),
-            None => label(kind, rate, concurrency),
+            None => self.label(kind, rate, concurrency),
         };
-        let n = s.prompt_budget(rate);
+        let arrivals = self.arrivals(kind, rate);
+        let n = self.budget(arrivals.as_ref(), rate);
         let seed = s
             .seed
             .wrapping_add(u64::from(index).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let prompts = match &self.dataset {
-            Some(d) => {
-                let fixed = s.dataset.as_ref().and_then(|d| d.output_tokens);
-                workload::from_dataset(&self.counter, d, fixed, n, seed, self.overhead).await
-            }
-            None => workload::synthetic(&self.counter, data, n, seed, self.overhead).await,
-        }
-        .context("building prompts")?;
+        let load = self
+            .build_load(data, n, seed)
+            .await
+            .context("building prompts")?;
         let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
         let profile = Profile {
             kind,
@@ -328,26 +382,36 @@ impl Measurement {
             max_seconds: s.max_seconds.map(finite).transpose()?,
             warmup_requests: s.warmup_requests,
             cooldown_requests: s.cooldown_requests,
-        };
-        let workload = match (&self.dataset, &s.dataset) {
-            (Some(d), Some(spec)) => Workload::Dataset {
-                path: spec.path.clone(),
-                format: d.format.as_str().to_string(),
-                sha256: d.sha256.clone(),
-                rows: d.rows.len() as u64,
-                output_tokens: spec.output_tokens,
-                tokenizer: prompts.tokenizer.clone(),
-                prompts_sha256: prompts.sha256.clone(),
+            burstiness: match kind {
+                ProfileKind::Poisson | ProfileKind::Ramp | ProfileKind::Staged => {
+                    s.burstiness.map(finite).transpose()?
+                }
+                _ => None,
             },
-            _ => Workload::Synthetic {
-                prompt_tokens: data.prompt_tokens,
-                prompt_tokens_stdev: data.prompt_tokens_stdev.map(finite).transpose()?,
-                output_tokens: data.output_tokens,
-                output_tokens_stdev: data.output_tokens_stdev.map(finite).transpose()?,
-                tokenizer: prompts.tokenizer.clone(),
-                prompts_sha256: prompts.sha256.clone(),
+            ramp_to_per_s: match kind {
+                ProfileKind::Ramp => s.ramp.map(|r| finite(r.to)).transpose()?,
+                _ => None,
+            },
+            stages: match kind {
+                ProfileKind::Staged => Some(
+                    s.stages
+                        .iter()
+                        .map(|st| {
+                            Ok(schemas::document::Stage {
+                                rate_per_s: finite(st.rate)?,
+                                seconds: finite(st.seconds)?,
+                            })
+                        })
+                        .collect::<anyhow::Result<Vec<_>>>()?,
+                ),
+                _ => None,
+            },
+            trace_speedup: match kind {
+                ProfileKind::Trace => s.trace.as_ref().map(|t| finite(t.speedup)).transpose()?,
+                _ => None,
             },
         };
+        let workload = self.workload(data, &load)?;
         let slo = (s.slo_ttft_ms.is_some() || s.slo_tpot_ms.is_some() || s.slo_e2e_ms.is_some())
             .then(|| -> anyhow::Result<Slo> {
                 Ok(Slo {
@@ -370,7 +434,7 @@ impl Measurement {
         sinks.count += 1;
         sinks
             .observer
-            .benchmark_started(&label, n.min(prompts.prompts.len() as u64));
+            .benchmark_started(&label, n.min(load.requests()));
         let (journal, observer) = (sinks.journal.clone(), sinks.observer.clone());
         let sink: scheduler::Sink = Arc::new(move |r| {
             journal.write(Line::Record {
@@ -379,15 +443,6 @@ impl Measurement {
             });
             observer.record(r);
         });
-        let plan = Plan {
-            kind,
-            rate,
-            concurrency,
-            max_requests: n,
-            max_seconds: s.max_seconds,
-            max_in_flight: s.max_concurrency,
-            seed,
-        };
         let in_flight = if kind.is_open_loop() || kind == ProfileKind::Throughput {
             s.max_concurrency
         } else {
@@ -404,15 +459,51 @@ impl Measurement {
         if let Some(host) = &self.host {
             host.origin(origin);
         }
-        let records = scheduler::run(
-            self.endpoint.clone(),
-            Arc::new(prompts.prompts),
-            &plan,
-            origin,
-            sink,
-            sinks.cancel.clone(),
-        )
-        .await;
+        let records = match load {
+            Load::Prompts(prompts) => {
+                let plan = Plan {
+                    kind,
+                    arrivals,
+                    concurrency,
+                    max_requests: n,
+                    max_seconds: s.max_seconds,
+                    max_in_flight: s.max_concurrency,
+                    seed,
+                };
+                scheduler::run(
+                    self.endpoint.clone(),
+                    Arc::new(prompts.prompts),
+                    &plan,
+                    origin,
+                    sink,
+                    sinks.cancel.clone(),
+                )
+                .await
+            }
+            Load::Conversations(conversations) => {
+                let think_ms = s.sessions.as_ref().and_then(|x| x.think_ms).unwrap_or(0.0);
+                let plan = sessions::Plan {
+                    arrivals,
+                    concurrency,
+                    max_requests: n,
+                    max_seconds: s.max_seconds,
+                    max_in_flight: s.max_concurrency,
+                    think: Duration::from_secs_f64(think_ms / 1000.0),
+                    seed,
+                    overhead: self.overhead,
+                };
+                sessions::run(
+                    self.endpoint.clone(),
+                    self.counter.clone(),
+                    Arc::new(conversations),
+                    &plan,
+                    origin,
+                    sink,
+                    sinks.cancel.clone(),
+                )
+                .await
+            }
+        };
         let cost = Cost::since(&usage_before, origin.elapsed(), kind, &records);
         if let Some(telemetry) = self.host.as_ref().and_then(|h| h.after()) {
             sinks.journal.write(Line::Telemetry {
@@ -431,6 +522,230 @@ impl Measurement {
             s.cooldown_requests,
         )?)
     }
+
+    /// When an open loop of `kind` sends (`None` for a closed loop).
+    fn arrivals(&self, kind: ProfileKind, rate: Option<f64>) -> Option<Arrivals> {
+        let s = &self.spec;
+        Some(match kind {
+            ProfileKind::Constant => Arrivals::Constant { rate: rate? },
+            ProfileKind::Poisson => Arrivals::Poisson {
+                rate: rate?,
+                burstiness: s.burstiness,
+            },
+            ProfileKind::Ramp => {
+                let r = s.ramp?;
+                // The ramp spans the time limit, else the time its requests take on average.
+                let seconds = s
+                    .max_seconds
+                    .unwrap_or_else(|| 2.0 * s.max_requests.unwrap_or(1) as f64 / (r.from + r.to));
+                Arrivals::Ramp {
+                    from: r.from,
+                    to: r.to,
+                    seconds,
+                    burstiness: s.burstiness,
+                }
+            }
+            ProfileKind::Staged => Arrivals::Staged {
+                stages: s.stages.iter().map(|st| (st.rate, st.seconds)).collect(),
+                burstiness: s.burstiness,
+            },
+            ProfileKind::Trace => Arrivals::Trace {
+                offsets_us: Arc::new(self.trace.as_ref()?.rows.iter().map(|r| r.at_us).collect()),
+                speedup: s.trace.as_ref()?.speedup,
+            },
+            ProfileKind::Synchronous | ProfileKind::Concurrent | ProfileKind::Throughput => {
+                return None
+            }
+        })
+    }
+
+    /// Requests the benchmark may send: `--max-requests`, else enough for its time limit or
+    /// its whole pattern (a trace's rows, the stages), with room for chance.
+    fn budget(&self, arrivals: Option<&Arrivals>, rate: Option<f64>) -> u64 {
+        let s = &self.spec;
+        let whole = match arrivals {
+            Some(a @ (Arrivals::Staged { .. } | Arrivals::Ramp { .. })) => a
+                .expected_in(s.max_seconds)
+                .map(|e| (e * 1.3).ceil() as u64 + 16),
+            Some(Arrivals::Trace { offsets_us, .. }) => Some(offsets_us.len() as u64),
+            _ => None,
+        };
+        match (whole, s.max_requests) {
+            (Some(w), Some(n)) => w.min(n),
+            (Some(w), None) => w,
+            (None, _) => {
+                let n = s.prompt_budget(rate);
+                // An open loop's rate starts conversations: each brings its turns.
+                match (&s.sessions, s.max_requests) {
+                    (Some(x), None) => n * u64::from(x.turns.unwrap_or(4)),
+                    _ => n,
+                }
+            }
+        }
+    }
+
+    /// What the benchmark sends: prompts, or conversations.
+    async fn build_load(&self, data: &DataSpec, n: u64, seed: u64) -> anyhow::Result<Load> {
+        let s = &self.spec;
+        let fixed = s.dataset.as_ref().and_then(|d| d.output_tokens);
+        if let Some(sessions) = &s.sessions {
+            let conversations = match (&self.dataset, sessions.turns) {
+                (Some(d), _) => sessions::from_dataset(&self.counter, d, fixed, n, seed).await?,
+                (None, Some(turns)) => {
+                    let count = n.div_ceil(u64::from(turns.max(1)));
+                    sessions::synthetic(&self.counter, data, count, turns, seed).await?
+                }
+                (None, None) => anyhow::bail!("--sessions needs turns=T"),
+            };
+            return Ok(Load::Conversations(conversations));
+        }
+        if let Some(trace) = &self.trace {
+            let words = crate::trace::calibrate(&self.counter).await?;
+            let blocks = Arc::new(crate::trace::Blocks::new(words, seed));
+            let rows: Vec<_> = trace.rows.iter().take(n as usize).cloned().collect();
+            let rows = Arc::new(rows);
+            let exact = !matches!(*self.counter, TokenCounter::Words);
+            let prompts = (0..rows.len())
+                .map(|index| workload::Prompt {
+                    text: String::new(),
+                    tokens: exact.then_some(rows[index].input_tokens + self.overhead),
+                    output_tokens: rows[index].output_tokens,
+                    prefix_group: None,
+                    trace: Some(workload::TraceText {
+                        blocks: blocks.clone(),
+                        rows: rows.clone(),
+                        index,
+                    }),
+                })
+                .collect();
+            return Ok(Load::Prompts(workload::PromptSet {
+                prompts,
+                sha256: blocks.digest(&rows),
+                tokenizer: self.counter.describe(),
+            }));
+        }
+        Ok(Load::Prompts(match &self.dataset {
+            Some(d) => {
+                workload::from_dataset(&self.counter, d, fixed, n, seed, self.overhead).await
+            }
+            None => workload::synthetic(&self.counter, data, n, seed, self.overhead).await,
+        }?))
+    }
+
+    /// The workload as the result records it.
+    fn workload(&self, data: &DataSpec, load: &Load) -> anyhow::Result<Workload> {
+        let s = &self.spec;
+        let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
+        let (tokenizer, prompts_sha256) = match load {
+            Load::Prompts(p) => (p.tokenizer.clone(), p.sha256.clone()),
+            Load::Conversations(c) => (c.tokenizer.clone(), c.sha256.clone()),
+        };
+        let sessions = match (load, &s.sessions) {
+            (Load::Conversations(c), Some(x)) => Some(schemas::document::Sessions {
+                count: c.conversations.len() as u64,
+                turns: x.turns,
+                think_ms: x.think_ms.map(finite).transpose()?,
+            }),
+            _ => None,
+        };
+        if let (Some(t), Some(spec), Load::Prompts(p)) = (&self.trace, &s.trace, load) {
+            let rows: Vec<_> = t.rows.iter().take(p.prompts.len()).cloned().collect();
+            return Ok(Workload::Trace {
+                path: spec.path.clone(),
+                format: t.format.as_str().into(),
+                sha256: t.sha256.clone(),
+                rows: t.rows.len() as u64,
+                duration_s: finite(t.duration_s())?,
+                block_tokens: t.block_tokens(),
+                distinct_blocks: t
+                    .block_tokens()
+                    .map(|_| crate::trace::distinct_blocks(&rows)),
+                tokenizer,
+                prompts_sha256,
+            });
+        }
+        Ok(match (&self.dataset, &s.dataset) {
+            (Some(d), Some(spec)) => Workload::Dataset {
+                path: spec.path.clone(),
+                format: d.format.as_str().to_string(),
+                sha256: d.sha256.clone(),
+                rows: d.rows.len() as u64,
+                output_tokens: spec.output_tokens,
+                tokenizer,
+                prompts_sha256,
+                sessions,
+            },
+            _ => Workload::Synthetic {
+                prompt_tokens: data.prompt_tokens,
+                prompt_tokens_stdev: data.prompt_tokens_stdev.map(finite).transpose()?,
+                output_tokens: data.output_tokens,
+                output_tokens_stdev: data.output_tokens_stdev.map(finite).transpose()?,
+                tokenizer,
+                prompts_sha256,
+                shared_prefix: data.shared_prefix().map(|(prefix_tokens, groups)| {
+                    schemas::document::SharedPrefix {
+                        prefix_tokens,
+                        groups,
+                    }
+                }),
+                sessions,
+            },
+        })
+    }
+
+    /// A benchmark's label, as the seed-004 sweep tables name rows; an open loop that starts
+    /// conversations says so, and a shaped one says its shape.
+    fn label(&self, kind: ProfileKind, rate: Option<f64>, concurrency: u32) -> String {
+        let s = &self.spec;
+        let unit = if s.sessions.is_some() {
+            "sessions/sec"
+        } else {
+            "req/sec"
+        };
+        let burst = match s.burstiness {
+            Some(k) => format!(" burstiness={k:.2}"),
+            None => String::new(),
+        };
+        match kind {
+            ProfileKind::Synchronous => "synchronous".into(),
+            ProfileKind::Throughput => "throughput".into(),
+            ProfileKind::Concurrent => format!("concurrent@{concurrency}"),
+            ProfileKind::Constant => format!("constant@{:.2} {unit}", rate.unwrap_or(0.0)),
+            ProfileKind::Poisson => {
+                format!("poisson@{:.2} {unit}{burst}", rate.unwrap_or(0.0))
+            }
+            ProfileKind::Ramp => {
+                let r = s.ramp.unwrap_or(crate::spec::Ramp { from: 0.0, to: 0.0 });
+                format!("ramp@{:.2}→{:.2} {unit}{burst}", r.from, r.to)
+            }
+            ProfileKind::Staged => {
+                let stages: Vec<String> = s
+                    .stages
+                    .iter()
+                    .map(|st| format!("{:.2}×{}s", st.rate, st.seconds))
+                    .collect();
+                format!("staged@{} {unit}{burst}", stages.join(","))
+            }
+            ProfileKind::Trace => {
+                format!("trace@{:.2}x", s.trace.as_ref().map_or(1.0, |t| t.speedup))
+            }
+        }
+    }
+}
+
+/// What one benchmark sends.
+enum Load {
+    Prompts(workload::PromptSet),
+    Conversations(sessions::Conversations),
+}
+
+impl Load {
+    fn requests(&self) -> u64 {
+        match self {
+            Load::Prompts(p) => p.prompts.len() as u64,
+            Load::Conversations(c) => c.turns(),
+        }
+    }
 }
 
 /// Requests per second over the measured phase, as the summary will state it.
@@ -443,15 +758,4 @@ fn achieved_rate(
     Ok(schemas::metrics::summarize(&records, None)?
         .request_throughput_per_s
         .map(Finite::get))
-}
-
-/// A benchmark's label, as the seed-004 sweep tables name rows.
-fn label(kind: ProfileKind, rate: Option<f64>, concurrency: u32) -> String {
-    match kind {
-        ProfileKind::Synchronous => "synchronous".into(),
-        ProfileKind::Throughput => "throughput".into(),
-        ProfileKind::Concurrent => format!("concurrent@{concurrency}"),
-        ProfileKind::Constant => format!("constant@{:.2} req/sec", rate.unwrap_or(0.0)),
-        ProfileKind::Poisson => format!("poisson@{:.2} req/sec", rate.unwrap_or(0.0)),
-    }
 }

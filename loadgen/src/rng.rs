@@ -33,10 +33,35 @@ impl Rng {
         -(1.0 - self.unit()).ln() / rate
     }
 
+    /// Gamma with shape `k` and mean `mean` (rand_distr's sampler, on this generator).
+    pub fn gamma(&mut self, k: f64, mean: f64) -> f64 {
+        use rand_distr::Distribution;
+        rand_distr::Gamma::new(k, mean / k)
+            .expect("a positive shape and mean")
+            .sample(self)
+    }
+
     /// Normal by Box–Muller.
     pub fn normal(&mut self, mean: f64, stdev: f64) -> f64 {
         let (u1, u2) = (1.0 - self.unit(), self.unit());
         mean + stdev * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    }
+}
+
+/// So that rand_distr's samplers can draw from it.
+impl rand_core::TryRng for Rng {
+    type Error = std::convert::Infallible;
+
+    fn try_next_u32(&mut self) -> Result<u32, Self::Error> {
+        Ok((self.next_u64() >> 32) as u32)
+    }
+
+    fn try_next_u64(&mut self) -> Result<u64, Self::Error> {
+        Ok(self.next_u64())
+    }
+
+    fn try_fill_bytes(&mut self, dst: &mut [u8]) -> Result<(), Self::Error> {
+        rand_core::utils::fill_bytes_via_next_word(dst, || self.try_next_u64())
     }
 }
 
@@ -54,5 +79,11 @@ mod tests {
         assert!((mean - 0.25).abs() < 0.005, "{mean}");
         let mean = (0..n).map(|_| r.normal(10.0, 2.0)).sum::<f64>() / n as f64;
         assert!((mean - 10.0).abs() < 0.05, "{mean}");
+        // Gamma(k, mean/k): mean `mean`, variance mean²/k.
+        let draws: Vec<f64> = (0..n).map(|_| r.gamma(0.25, 2.0)).collect();
+        let mean = draws.iter().sum::<f64>() / n as f64;
+        let var = draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / n as f64;
+        assert!((mean - 2.0).abs() < 0.06, "{mean}");
+        assert!((var - 16.0).abs() < 1.6, "{var}");
     }
 }

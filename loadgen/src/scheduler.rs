@@ -3,14 +3,14 @@
 //! * closed loop — `synchronous` (one in flight), `concurrent` (N in flight) and
 //!   `throughput` (the in-flight cap, all at once): a request is scheduled when a
 //!   worker takes it;
-//! * open loop — `constant` and `poisson`: send times are fixed in advance from the
-//!   rate (and the seed), kept by [`clock::pace_until`], and latency counts
+//! * open loop — `constant`, `poisson`, `ramp`, `staged` and `trace`: send times are fixed
+//!   in advance ([`crate::arrivals`]), kept by [`clock::pace_until`], and latency counts
 //!   from the scheduled time even when the client or the server falls behind, so
 //!   there is no coordinated omission. A cap on requests in flight protects the client;
 //!   a request waiting for it is late, and its latency shows that.
 
+use crate::arrivals::Arrivals;
 use crate::client::{Endpoint, Job};
-use crate::rng::Rng;
 use crate::workload::Prompt;
 use schemas::document::{ErrorClass, Phase, ProfileKind, RawRecord, RequestError};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +23,8 @@ use tokio::task::JoinSet;
 #[derive(Clone, Debug)]
 pub struct Plan {
     pub kind: ProfileKind,
-    pub rate: Option<f64>,
+    /// When an open loop sends (None: a closed loop).
+    pub arrivals: Option<Arrivals>,
     /// In-flight requests of a closed loop.
     pub concurrency: u32,
     pub max_requests: u64,
@@ -49,8 +50,12 @@ pub async fn run(
     let stop_at = plan
         .max_seconds
         .map(|s| origin + Duration::from_secs_f64(s));
-    let mut records = if plan.kind.is_open_loop() {
-        open_loop(endpoint, prompts, plan, n, origin, stop_at, sink, cancel).await
+    let mut records = if let Some(arrivals) = &plan.arrivals {
+        let offsets = arrivals.offsets(n, plan.seed);
+        open_loop(
+            endpoint, prompts, plan, offsets, origin, stop_at, sink, cancel,
+        )
+        .await
     } else {
         closed_loop(
             endpoint,
@@ -68,32 +73,12 @@ pub async fn run(
     records
 }
 
-/// Send offsets (µs after the origin) of an open-loop plan.
-pub fn open_loop_offsets(plan: &Plan, n: u64) -> Vec<u64> {
-    let rate = plan.rate.expect("open-loop plans have a rate");
-    let mut rng = Rng::new(plan.seed);
-    let mut t = 0.0f64;
-    (0..n)
-        .map(|i| {
-            let at = match plan.kind {
-                ProfileKind::Poisson => {
-                    let now = t;
-                    t += rng.exponential(rate);
-                    now
-                }
-                _ => i as f64 / rate,
-            };
-            (at * 1e6).round() as u64
-        })
-        .collect()
-}
-
 #[allow(clippy::too_many_arguments)]
 async fn open_loop(
     endpoint: Arc<Endpoint>,
     prompts: Arc<Vec<Prompt>>,
     plan: &Plan,
-    n: u64,
+    offsets: Vec<u64>,
     origin: Instant,
     stop_at: Option<Instant>,
     sink: Sink,
@@ -101,7 +86,7 @@ async fn open_loop(
 ) -> Vec<RawRecord> {
     let cap = Arc::new(Semaphore::new(plan.max_in_flight.max(1) as usize));
     let mut tasks = JoinSet::new();
-    for (i, offset) in open_loop_offsets(plan, n).into_iter().enumerate() {
+    for (i, offset) in offsets.into_iter().enumerate() {
         let at = origin + Duration::from_micros(offset);
         if stop_at.is_some_and(|s| at > s) || *cancel.borrow() {
             break;
@@ -182,20 +167,25 @@ async fn one(
     origin: Instant,
     mut cancel: watch::Receiver<bool>,
 ) -> RawRecord {
+    // A trace request's text is written here, in its own task, not in the pacing loop.
+    let text = prompt.text();
     let job = Job {
-        prompt: &prompt.text,
+        prompt: &text,
+        history: &[],
         prompt_tokens: prompt.tokens,
         output_tokens: prompt.output_tokens,
         scheduled,
         phase: Phase::Measured,
     };
-    tokio::select! {
+    let mut record = tokio::select! {
         record = endpoint.execute(&job, origin) => record,
         _ = cancel.wait_for(|c| *c) => cancelled(&job, origin),
-    }
+    };
+    record.prefix_group = prompt.prefix_group;
+    record
 }
 
-fn cancelled(job: &Job<'_>, origin: Instant) -> RawRecord {
+pub(crate) fn cancelled(job: &Job<'_>, origin: Instant) -> RawRecord {
     let at = clock::us_since(origin, job.scheduled);
     RawRecord {
         phase: job.phase,
@@ -214,6 +204,7 @@ fn cancelled(job: &Job<'_>, origin: Instant) -> RawRecord {
             class: ErrorClass::Cancelled,
             message: "the run was interrupted".into(),
         }),
+        ..Default::default()
     }
 }
 
@@ -243,40 +234,12 @@ pub fn assign_phases(records: &mut [RawRecord], warmup: u64, cooldown: u64) {
 mod tests {
     use super::*;
 
-    fn plan(kind: ProfileKind, rate: f64) -> Plan {
-        Plan {
-            kind,
-            rate: Some(rate),
-            concurrency: 1,
-            max_requests: 0,
-            max_seconds: None,
-            max_in_flight: 8,
-            seed: 3,
-        }
-    }
-
-    #[test]
-    fn constant_offsets_are_exact_and_poisson_ones_average_the_rate() {
-        assert_eq!(
-            open_loop_offsets(&plan(ProfileKind::Constant, 4.0), 4),
-            vec![0, 250_000, 500_000, 750_000]
-        );
-        let offs = open_loop_offsets(&plan(ProfileKind::Poisson, 100.0), 20_001);
-        let mean_gap_us = *offs.last().unwrap() as f64 / 20_000.0;
-        assert!((mean_gap_us - 10_000.0).abs() < 250.0, "{mean_gap_us}");
-        assert!(offs.windows(2).all(|w| w[0] <= w[1]));
-        assert_eq!(
-            offs,
-            open_loop_offsets(&plan(ProfileKind::Poisson, 100.0), 20_001),
-            "seeded"
-        );
-    }
-
     #[test]
     fn phases_mark_the_ends() {
         let r = cancelled(
             &Job {
                 prompt: "",
+                history: &[],
                 prompt_tokens: None,
                 output_tokens: 1,
                 scheduled: Instant::now(),

@@ -17,6 +17,12 @@ pub enum ProfileName {
     Poisson,
     Throughput,
     Sweep,
+    /// Open loop whose rate rises linearly over the benchmark (`--ramp R0:R1`).
+    Ramp,
+    /// Open loop through rate × duration stages (`--stages R:S,R:S`).
+    Staged,
+    /// A trace's own send times (`--trace FILE`).
+    Trace,
 }
 
 /// Everything a run needs; every field has a default so a spec file names only what differs.
@@ -67,6 +73,67 @@ pub struct RunSpec {
     /// An engine the runner starts from a recipe before the load, and stops after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub engine: Option<EngineSpec>,
+    /// Multi-turn conversations instead of independent prompts (`--sessions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionSpec>,
+    /// A trace replayed at its timestamps (`--trace FILE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSpec>,
+    /// Gamma shape k of the gaps between sends of poisson, ramp and staged profiles
+    /// (`vllm bench serve --burstiness`): 1 is Poisson, below 1 burstier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub burstiness: Option<f64>,
+    /// `ramp`: the rate rises linearly from `from` to `to` req/s over the benchmark.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<Ramp>,
+    /// `staged`: rates and how long each lasts, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageSpec>,
+}
+
+/// `--sessions turns=T[,think_ms=MS]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSpec {
+    /// Turns per synthetic conversation (a ShareGPT file's conversations bring their own).
+    #[serde(default)]
+    pub turns: Option<u32>,
+    /// Pause between an answer and the next turn (ms).
+    #[serde(default)]
+    pub think_ms: Option<f64>,
+}
+
+/// `--trace FILE [--trace-format F] [--trace-speedup X]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    pub path: String,
+    /// Absent: detected (a JSONL file with `hash_ids` is Mooncake).
+    #[serde(default)]
+    pub format: Option<crate::trace::TraceFormat>,
+    /// Replay this many times faster than recorded.
+    #[serde(default = "one")]
+    pub speedup: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// `--ramp FROM:TO` (req/s).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ramp {
+    pub from: f64,
+    pub to: f64,
+}
+
+/// One of `--stages RATE:SECONDS,…`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageSpec {
+    pub rate: f64,
+    pub seconds: f64,
 }
 
 /// `[engine]`: start the server from a recipe (`--engine` and the `--engine-*` flags).
@@ -105,6 +172,21 @@ pub struct DataSpec {
     pub prompt_tokens_stdev: Option<f64>,
     pub output_tokens: u32,
     pub output_tokens_stdev: Option<f64>,
+    /// Tokens of each shared prefix (`prefix_tokens=P`), with `prefix_groups` of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_groups: Option<u32>,
+}
+
+impl DataSpec {
+    /// The shared prefix this data asks for: (tokens, groups).
+    pub fn shared_prefix(&self) -> Option<(u32, u32)> {
+        match (self.prefix_tokens, self.prefix_groups) {
+            (None, None) => None,
+            (p, g) => Some((p.unwrap_or(0), g.unwrap_or(1))),
+        }
+    }
 }
 
 /// A prompt file: `--data FILE [--data-format F] [--data-output-tokens N]`.
@@ -134,6 +216,8 @@ impl Default for DataSpec {
             prompt_tokens_stdev: None,
             output_tokens: 128,
             output_tokens_stdev: None,
+            prefix_tokens: None,
+            prefix_groups: None,
         }
     }
 }
@@ -168,6 +252,11 @@ impl Default for RunSpec {
             slo_tpot_ms: None,
             slo_e2e_ms: None,
             engine: None,
+            sessions: None,
+            trace: None,
+            burstiness: None,
+            ramp: None,
+            stages: vec![],
         }
     }
 }
@@ -235,7 +324,9 @@ impl RunSpec {
         if self.concurrency.contains(&0) || self.max_concurrency == 0 {
             bail!("concurrency must be at least 1");
         }
-        if self.max_requests.is_none() && self.max_seconds.is_none() {
+        // A trace and stages end on their own.
+        let bounded = self.trace.is_some() || !self.stages.is_empty();
+        if self.max_requests.is_none() && self.max_seconds.is_none() && !bounded {
             bail!("give --max-requests N or --max-seconds S: a benchmark must be bounded");
         }
         if let Some(s) = self.max_seconds {
@@ -278,6 +369,99 @@ impl RunSpec {
         if !(self.temperature.is_finite() && self.temperature >= 0.0) {
             bail!("temperature must be a non-negative number");
         }
+        self.validate_shapes()
+    }
+
+    /// The workload shapes and arrival patterns: what goes with what.
+    fn validate_shapes(&self) -> Result<()> {
+        let positive = |name: &str, v: f64| -> Result<()> {
+            if !(v.is_finite() && v > 0.0) {
+                bail!("{name} must be a positive number, got {v}");
+            }
+            Ok(())
+        };
+        let needs = |given: bool, profile: ProfileName, flag: &str| -> Result<()> {
+            if given != (self.profile == profile) {
+                bail!(
+                    "{flag} and --profile {} go together (profile is {})",
+                    profile.as_str(),
+                    self.profile.as_str()
+                );
+            }
+            Ok(())
+        };
+        needs(self.trace.is_some(), ProfileName::Trace, "--trace")?;
+        needs(self.ramp.is_some(), ProfileName::Ramp, "--ramp")?;
+        needs(!self.stages.is_empty(), ProfileName::Staged, "--stages")?;
+        if let Some(t) = &self.trace {
+            positive("--trace-speedup", t.speedup)?;
+            if self.dataset.is_some() || self.grid.is_some() || self.sessions.is_some() {
+                bail!(
+                    "--trace brings its own requests: no --data file, --grid or --sessions with it"
+                );
+            }
+        }
+        if let Some(r) = self.ramp {
+            positive("--ramp's start rate", r.from)?;
+            positive("--ramp's end rate", r.to)?;
+        }
+        for s in &self.stages {
+            positive("a stage's rate", s.rate)?;
+            positive("a stage's seconds", s.seconds)?;
+        }
+        if let Some(k) = self.burstiness {
+            positive("--burstiness", k)?;
+            let poisson_sweep =
+                self.profile == ProfileName::Sweep && self.sweep_kind == ProfileName::Poisson;
+            if !(matches!(
+                self.profile,
+                ProfileName::Poisson | ProfileName::Ramp | ProfileName::Staged
+            ) || poisson_sweep)
+            {
+                bail!("--burstiness shapes random arrivals: use it with --profile poisson, ramp or staged (or a poisson sweep)");
+            }
+        }
+        if let Some((prefix, groups)) = self.data.shared_prefix() {
+            if self.dataset.is_some() {
+                bail!("prefix_tokens and prefix_groups shape synthetic prompts, not a --data file");
+            }
+            if groups == 0 || prefix == 0 {
+                bail!("--data needs prefix_tokens ≥ 1 and prefix_groups ≥ 1 together");
+            }
+            let shortest = self.grid.as_ref().map_or(self.data.prompt_tokens, |g| {
+                g.input.iter().copied().min().unwrap_or(0)
+            });
+            if prefix >= shortest {
+                bail!("prefix_tokens={prefix} leaves no room for a suffix of its own in prompt_tokens={shortest}");
+            }
+            if self.data.prompt_tokens_stdev.is_some() {
+                bail!("prefix_tokens needs fixed prompt lengths: drop prompt_tokens_stdev");
+            }
+        }
+        if let Some(s) = &self.sessions {
+            if matches!(
+                self.profile,
+                ProfileName::Sweep | ProfileName::Ramp | ProfileName::Staged
+            ) {
+                bail!("--sessions runs under synchronous, concurrent, throughput, constant or poisson (their rate starts conversations)");
+            }
+            if !matches!(
+                self.backend,
+                crate::backend::Api::OpenaiChat | crate::backend::Api::OpenaiCompletions
+            ) {
+                bail!("--sessions sends the conversation so far: use --backend openai-chat (or openai-completions)");
+            }
+            match (&self.dataset, s.turns) {
+                (None, None) | (None, Some(0)) => bail!("--sessions needs turns=T (at least 1) for synthetic conversations"),
+                (Some(_), Some(_)) => bail!("--sessions turns=… is for synthetic conversations; a conversation file brings its own turns"),
+                _ => {}
+            }
+            if let Some(ms) = s.think_ms {
+                if !(ms.is_finite() && ms >= 0.0) {
+                    bail!("--sessions think_ms must be a non-negative number, got {ms}");
+                }
+            }
+        }
         Ok(())
     }
 
@@ -303,6 +487,9 @@ impl ProfileName {
             ProfileName::Poisson => "poisson",
             ProfileName::Throughput => "throughput",
             ProfileName::Sweep => "sweep",
+            ProfileName::Ramp => "ramp",
+            ProfileName::Staged => "staged",
+            ProfileName::Trace => "trace",
         }
     }
 }
@@ -357,7 +544,76 @@ pub fn parse_grid(parts: &[String]) -> Result<Grid> {
     Ok(grid)
 }
 
-/// Parses `--data prompt_tokens=512,output_tokens=128[,prompt_tokens_stdev=…,output_tokens_stdev=…]`.
+/// Parses `--sessions turns=3[,think_ms=500]` (`--sessions` alone: a conversation file's turns).
+pub fn parse_sessions(text: &str) -> Result<SessionSpec> {
+    let mut spec = SessionSpec {
+        turns: None,
+        think_ms: None,
+    };
+    for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
+        let (key, value) = pair
+            .split_once('=')
+            .with_context(|| format!("--sessions: {pair:?} is not key=value"))?;
+        let (key, value) = (key.trim(), value.trim());
+        match key {
+            "turns" => {
+                spec.turns = Some(
+                    value
+                        .parse()
+                        .with_context(|| format!("--sessions turns: {value:?} is not a count"))?,
+                )
+            }
+            "think_ms" => {
+                spec.think_ms =
+                    Some(value.parse().with_context(|| {
+                        format!("--sessions think_ms: {value:?} is not a number")
+                    })?)
+            }
+            _ => bail!("--sessions: unknown key {key:?}; expected turns, think_ms"),
+        }
+    }
+    Ok(spec)
+}
+
+/// Parses `--ramp 1:8` (req/s at the start and at the end).
+pub fn parse_ramp(text: &str) -> Result<Ramp> {
+    let (from, to) = text
+        .split_once(':')
+        .with_context(|| format!("--ramp {text:?}: expected FROM:TO in req/s, e.g. 1:8"))?;
+    let rate = |v: &str| {
+        v.trim()
+            .parse::<f64>()
+            .with_context(|| format!("--ramp: {v:?} is not a rate"))
+    };
+    Ok(Ramp {
+        from: rate(from)?,
+        to: rate(to)?,
+    })
+}
+
+/// Parses `--stages 2:30,8:60` (req/s for seconds, in order).
+pub fn parse_stages(text: &str) -> Result<Vec<StageSpec>> {
+    text.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|stage| {
+            let (rate, seconds) = stage
+                .split_once(':')
+                .with_context(|| format!("--stages: {stage:?} is not RATE:SECONDS, e.g. 2:30"))?;
+            let num = |v: &str, what: &str| {
+                v.trim()
+                    .parse::<f64>()
+                    .with_context(|| format!("--stages: {v:?} is not a {what}"))
+            };
+            Ok(StageSpec {
+                rate: num(rate, "rate")?,
+                seconds: num(seconds, "number of seconds")?,
+            })
+        })
+        .collect()
+}
+
+/// Parses `--data prompt_tokens=512,output_tokens=128[,prompt_tokens_stdev=…,output_tokens_stdev=…]`
+/// `[,prefix_tokens=P,prefix_groups=G]`.
 pub fn parse_data(text: &str) -> Result<DataSpec> {
     let mut data = DataSpec::default();
     for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
@@ -380,7 +636,9 @@ pub fn parse_data(text: &str) -> Result<DataSpec> {
             "output_tokens" => data.output_tokens = int()?,
             "prompt_tokens_stdev" => data.prompt_tokens_stdev = Some(float()?),
             "output_tokens_stdev" => data.output_tokens_stdev = Some(float()?),
-            _ => bail!("--data: unknown key {key:?}; expected prompt_tokens, output_tokens, prompt_tokens_stdev, output_tokens_stdev"),
+            "prefix_tokens" => data.prefix_tokens = Some(int()?),
+            "prefix_groups" => data.prefix_groups = Some(int()?),
+            _ => bail!("--data: unknown key {key:?}; expected prompt_tokens, output_tokens, prompt_tokens_stdev, output_tokens_stdev, prefix_tokens, prefix_groups"),
         }
     }
     Ok(data)

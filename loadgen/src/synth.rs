@@ -37,6 +37,10 @@ fn profiles(requests: u32) -> Vec<(String, Profile, f64)> {
         max_seconds: None,
         warmup_requests: 0,
         cooldown_requests: 0,
+        burstiness: None,
+        ramp_to_per_s: None,
+        stages: None,
+        trace_speedup: None,
     };
     vec![
         (
@@ -112,6 +116,7 @@ fn benchmark(
             output_tokens_server: Some(spec.output_tokens),
             finish_reason: Some("length".into()),
             error: None,
+            ..Default::default()
         });
     }
     let announce = Line::Benchmark(Announce {
@@ -125,6 +130,8 @@ fn benchmark(
             output_tokens_stdev: None,
             tokenizer: "none (synthetic records)".into(),
             prompts_sha256: hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"")),
+            shared_prefix: None,
+            sessions: None,
         },
         slo: None,
         started_at: started_at.to_string(),

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 /// Common English words that nearly every BPE vocabulary holds as one token with a
 /// leading space, so a prompt converges on its target in a step or two.
-const WORDS: &[&str] = &[
+pub(crate) const WORDS: &[&str] = &[
     "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
     "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
     "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",
@@ -32,10 +32,33 @@ const WORDS: &[&str] = &[
 /// A prompt and the output length asked for it.
 #[derive(Clone, Debug)]
 pub struct Prompt {
+    /// The text (empty when it is written at send time from `trace`).
     pub text: String,
     /// Token count as measured when built (None when approximate).
     pub tokens: Option<u32>,
     pub output_tokens: u32,
+    /// The shared prefix it starts with.
+    pub prefix_group: Option<u32>,
+    /// A trace request, whose text is written just before it is sent.
+    pub trace: Option<TraceText>,
+}
+
+/// Where a trace request's text comes from (see [`crate::trace::Blocks`]).
+#[derive(Clone, Debug)]
+pub struct TraceText {
+    pub blocks: std::sync::Arc<crate::trace::Blocks>,
+    pub rows: std::sync::Arc<Vec<crate::trace::TraceRow>>,
+    pub index: usize,
+}
+
+impl Prompt {
+    /// The text to send.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.trace {
+            Some(t) => t.blocks.prompt(&t.rows[t.index], t.index).into(),
+            None => self.text.as_str().into(),
+        }
+    }
 }
 
 pub struct PromptSet {
@@ -115,6 +138,7 @@ impl TokenCounter {
         let now = std::time::Instant::now();
         let job = crate::client::Job {
             prompt: text,
+            history: &[],
             prompt_tokens: None,
             output_tokens: 1,
             scheduled: now,
@@ -133,6 +157,58 @@ impl TokenCounter {
             }
             (None, None) => 0,
         }
+    }
+
+    /// Prompt tokens of a chat conversation (`history` alternating user and assistant, then
+    /// `next` from the user) as the server counts it, template included: vLLM's and
+    /// SGLang's `/tokenize` take the messages; llama.cpp's `/apply-template` gives the
+    /// templated text, whose tokens (specials parsed) are the count. `None` when neither
+    /// answers, or with no server tokenizer.
+    pub async fn count_chat(&self, history: &[String], next: &str) -> Option<u32> {
+        let TokenCounter::Server { http, url, model } = self else {
+            return None;
+        };
+        let roles = ["user", "assistant"];
+        let messages: Vec<serde_json::Value> = history
+            .iter()
+            .enumerate()
+            .map(|(i, c)| serde_json::json!({"role": roles[i % 2], "content": c}))
+            .chain(std::iter::once(
+                serde_json::json!({"role": "user", "content": next}),
+            ))
+            .collect();
+        let post = |url: String, body: serde_json::Value| async move {
+            let resp = http.post(&url).json(&body).send().await.ok()?;
+            if !resp.status().is_success() {
+                return None;
+            }
+            resp.json::<serde_json::Value>().await.ok()
+        };
+        let tokens = |v: &serde_json::Value| {
+            v.get("tokens")
+                .and_then(|t| t.as_array())
+                .map(|a| a.len() as u32)
+                .or_else(|| v.get("count").and_then(|c| c.as_u64()).map(|c| c as u32))
+        };
+        let chat = serde_json::json!({
+            "model": model, "messages": messages, "add_generation_prompt": true,
+        });
+        if let Some(n) = post(url.clone(), chat).await.as_ref().and_then(tokens) {
+            return Some(n);
+        }
+        let base = url.trim_end_matches("/tokenize");
+        let templated = post(
+            format!("{base}/apply-template"),
+            serde_json::json!({ "messages": messages }),
+        )
+        .await?;
+        let prompt = templated.get("prompt")?.as_str()?;
+        let counted = post(
+            url.clone(),
+            serde_json::json!({"content": prompt, "add_special": true, "parse_special": true}),
+        )
+        .await?;
+        tokens(&counted)
     }
 
     pub async fn count(&self, text: &str) -> Result<u32> {
@@ -188,11 +264,31 @@ fn sample_length(rng: &mut Rng, mean: u32, stdev: Option<f64>) -> u32 {
 
 /// Builds one prompt of exactly `target` tokens (or as close as the tokenizer allows).
 async fn build_prompt(counter: &TokenCounter, rng: &mut Rng, target: u32) -> Result<(String, u32)> {
+    build_after(counter, rng, "", 0, target).await
+}
+
+/// Builds a prompt of exactly `target` tokens that starts with `head` (of `head_tokens`
+/// tokens; empty for none), then random words.
+async fn build_after(
+    counter: &TokenCounter,
+    rng: &mut Rng,
+    head: &str,
+    head_tokens: u32,
+    target: u32,
+) -> Result<(String, u32)> {
     let mut words = Vec::with_capacity(target as usize + 8);
-    random_words(rng, target as usize, &mut words);
+    random_words(
+        rng,
+        target.saturating_sub(head_tokens).max(1) as usize,
+        &mut words,
+    );
     let mut best: Option<(String, u32)> = None;
     for _ in 0..12 {
-        let text = words.join(" ");
+        let text = if head.is_empty() {
+            words.join(" ")
+        } else {
+            format!("{head} {}", words.join(" "))
+        };
         let n = counter.count(&text).await?;
         if best
             .as_ref()
@@ -227,10 +323,24 @@ pub async fn synthetic(
     let mut rng = Rng::new(seed);
     let mut prompts = Vec::with_capacity(n as usize);
     let mut missed = 0u64;
-    for _ in 0..n {
+    // Shared prefixes first, each of exactly `prefix_tokens`; request i takes group i mod G.
+    let mut prefixes = Vec::new();
+    if let Some((prefix_tokens, groups)) = data.shared_prefix() {
+        for _ in 0..groups {
+            let (text, tokens) = build_prompt(counter, &mut rng, prefix_tokens).await?;
+            if tokens != prefix_tokens {
+                missed += 1;
+            }
+            prefixes.push((text, tokens));
+        }
+    }
+    for i in 0..n {
         let target = sample_length(&mut rng, data.prompt_tokens, data.prompt_tokens_stdev);
         let output_tokens = sample_length(&mut rng, data.output_tokens, data.output_tokens_stdev);
-        let (text, tokens) = build_prompt(counter, &mut rng, target).await?;
+        let group = (!prefixes.is_empty()).then(|| (i % prefixes.len() as u64) as usize);
+        let (head, head_tokens) =
+            group.map_or(("", 0), |g| (prefixes[g].0.as_str(), prefixes[g].1));
+        let (text, tokens) = build_after(counter, &mut rng, head, head_tokens, target).await?;
         if tokens != target {
             missed += 1;
         }
@@ -239,6 +349,8 @@ pub async fn synthetic(
             text,
             tokens: exact.then_some(tokens + overhead),
             output_tokens,
+            prefix_group: group.map(|g| g as u32),
+            trace: None,
         });
     }
     if missed > 0 {
@@ -291,6 +403,8 @@ pub async fn from_dataset(
             text: row.prompt.clone(),
             tokens,
             output_tokens,
+            prefix_group: None,
+            trace: None,
         });
     }
     let sha256 = prompts_sha256(&prompts);
@@ -321,6 +435,8 @@ mod tests {
             prompt_tokens_stdev: None,
             output_tokens: 7,
             output_tokens_stdev: None,
+            prefix_tokens: None,
+            prefix_groups: None,
         };
         let a = synthetic(&TokenCounter::Words, &data, 5, 9, 0)
             .await
@@ -341,5 +457,29 @@ mod tests {
             .await
             .unwrap();
         assert_ne!(a.sha256, c.sha256);
+    }
+
+    #[tokio::test]
+    async fn shared_prefixes_are_exact_and_shared_by_their_group_only() {
+        let data = DataSpec {
+            prompt_tokens: 50,
+            output_tokens: 7,
+            prefix_tokens: Some(30),
+            prefix_groups: Some(2),
+            ..DataSpec::default()
+        };
+        let set = synthetic(&TokenCounter::Words, &data, 4, 9, 0)
+            .await
+            .unwrap();
+        let head = |p: &Prompt| p.text.split(' ').take(30).collect::<Vec<_>>().join(" ");
+        let p = &set.prompts;
+        assert!(p.iter().all(|p| p.text.split(' ').count() == 50));
+        assert_eq!(
+            p.iter().map(|p| p.prefix_group).collect::<Vec<_>>(),
+            [Some(0), Some(1), Some(0), Some(1)]
+        );
+        assert_eq!(head(&p[0]), head(&p[2]));
+        assert_ne!(head(&p[0]), head(&p[1]));
+        assert_ne!(p[0].text, p[2].text, "each request's suffix is its own");
     }
 }

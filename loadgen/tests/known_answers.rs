@@ -7,70 +7,13 @@
 // beside each other.
 #![allow(clippy::await_holding_lock)]
 
-use loadgen::journal::{Journal, Line};
-use loadgen::measure::{Observer, Prepared, Quiet};
+mod common;
+
+use common::run_against;
 use loadgen::spec::{ProfileName, RunSpec};
-use schemas::document::{Engine, Model, Run, Statement};
 use schemas::metrics::Summary;
 use sim::{SimConfig, SimServer};
 use std::path::Path;
-use std::sync::Arc;
-
-/// Runs `spec` against the simulator, returns the sealed statement.
-async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str) -> Statement {
-    let spec = RunSpec {
-        target: sim.base_url(),
-        ..spec
-    };
-    spec.validate().unwrap();
-    let journal = Arc::new(Journal::create(&dir.join(format!("{name}.journal.jsonl"))).unwrap());
-    journal.write(Line::Header {
-        run: Run {
-            id: name.into(),
-            started_at: "2026-01-01T00:00:00Z".into(),
-            finished_at: "2026-01-01T00:00:00Z".into(),
-            tool: schemas::document::Tool {
-                name: "loadgen-tests".into(),
-                version: "0".into(),
-                git_commit: None,
-            },
-            command_line: vec![],
-            spec: serde_json::to_value(&spec).unwrap(),
-            seed: schemas::numbers::JsonU64(spec.seed),
-            complete: true,
-        },
-        host: host::machine::detect(),
-        engine: Engine {
-            name: "provebench-sim".into(),
-            version: None,
-            endpoint: sim.base_url(),
-            api: spec.backend.as_str().into(),
-            reported: Default::default(),
-            launch: None,
-        },
-        model: Model {
-            id: SimConfig::default().model,
-            revision: None,
-            digest: None,
-        },
-    });
-    let measurement = Prepared::new(spec)
-        .unwrap()
-        .connect(SimConfig::default().model)
-        .await;
-    let (_cancel, cancelled) = tokio::sync::watch::channel(false);
-    let quiet: Arc<dyn Observer> = Arc::new(Quiet);
-    let finished = measurement
-        .run(&journal, &quiet, &cancelled)
-        .await
-        .unwrap_or_else(|e| panic!("run failed: {e:?}"));
-    assert!(finished);
-    journal.write(Line::End {
-        finished_at: "2026-01-01T00:00:01Z".into(),
-    });
-    let journal = Arc::into_inner(journal).expect("the run let go of the journal");
-    schemas::seal::seal(journal.finish().unwrap().predicate).unwrap()
-}
 
 fn within(what: &str, measured: f64, truth: f64) {
     within_plus(what, measured, truth, 0.0)
@@ -375,6 +318,7 @@ async fn latency_legs() {
         let jobs: Vec<_> = (0..parallel)
             .map(|_| loadgen::client::Job {
                 prompt: "a b c",
+                history: &[],
                 prompt_tokens: None,
                 output_tokens: 4,
                 scheduled: origin,

@@ -40,8 +40,25 @@ fn key(b: &Benchmark) -> Key {
     let p = &b.profile;
     let param = match p.kind {
         ProfileKind::Constant | ProfileKind::Poisson => {
-            format::fixed_opt(p.rate_per_s.map(|r| r.get()), 2)
+            let rate = format::fixed_opt(p.rate_per_s.map(|r| r.get()), 2);
+            match p.burstiness {
+                Some(k) => format!("{rate} k={}", format::fixed_opt(Some(k.get()), 2)),
+                None => rate,
+            }
         }
+        ProfileKind::Ramp => format!(
+            "{}→{}",
+            format::fixed_opt(p.rate_per_s.map(|r| r.get()), 2),
+            format::fixed_opt(p.ramp_to_per_s.map(|r| r.get()), 2)
+        ),
+        ProfileKind::Staged => p
+            .stages
+            .iter()
+            .flatten()
+            .map(|s| format!("{:.2}×{}s", s.rate_per_s.get(), s.seconds.get()))
+            .collect::<Vec<_>>()
+            .join(","),
+        ProfileKind::Trace => format::fixed_opt(p.trace_speedup.map(|r| r.get()), 2),
         ProfileKind::Concurrent => p.concurrency.map(|c| c.to_string()).unwrap_or_default(),
         ProfileKind::Synchronous | ProfileKind::Throughput => String::new(),
     };

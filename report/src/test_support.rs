@@ -76,6 +76,9 @@ pub fn summary(e: &Exact) -> Summary {
         goodput: None,
         host: None,
         published: None,
+        by_prefix_group: None,
+        by_turn: None,
+        reasoning: None,
     }
 }
 
@@ -88,6 +91,10 @@ pub fn profile(kind: ProfileKind, rate: Option<f64>, concurrency: Option<u32>) -
         max_seconds: None,
         warmup_requests: 0,
         cooldown_requests: 0,
+        burstiness: None,
+        ramp_to_per_s: None,
+        stages: None,
+        trace_speedup: None,
     }
 }
 
@@ -122,6 +129,8 @@ pub fn synthetic(input: u32, output: u32) -> Workload {
         output_tokens_stdev: None,
         tokenizer: "test".into(),
         prompts_sha256: "00".repeat(32),
+        sessions: None,
+        shared_prefix: None,
     }
 }
 
@@ -272,6 +281,7 @@ pub fn records(l: &Load) -> Vec<RawRecord> {
                         class: ErrorClass::Timeout,
                         message: "request timed out".into(),
                     }),
+                    ..Default::default()
                 };
             }
             let first = sent_us + wobble(l.ttft_us + u64::from(i) * l.ttft_growth_us, 0);
@@ -293,6 +303,7 @@ pub fn records(l: &Load) -> Vec<RawRecord> {
                 output_tokens_server: Some(l.output),
                 finish_reason: Some("length".into()),
                 error: None,
+                ..Default::default()
             }
         })
         .collect()

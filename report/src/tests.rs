@@ -768,6 +768,7 @@ fn dataset_workloads_get_a_sweep_bullet_and_no_grid() {
             output_tokens: Some(16),
             tokenizer: "tokenizer.json".into(),
             prompts_sha256: "cd".repeat(32),
+            sessions: None,
         };
     }
     let st = sealed(predicate(&doc("m"), benchmarks, vec![]));

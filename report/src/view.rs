@@ -22,6 +22,15 @@ pub(crate) enum Cell {
         input_sd: String,
         output_sd: String,
     },
+    /// Synthetic prompts of fixed lengths that share prefixes or form conversations
+    /// (`shape`: `prefix=256×4`, `turns=3`, or both).
+    Shaped {
+        input: u32,
+        output: u32,
+        shape: String,
+    },
+    /// Requests replayed from a trace file.
+    Trace { path: String, sha256: String },
     /// Prompts read from a file; `output` when the spec fixed the output length.
     Dataset {
         path: String,
@@ -37,6 +46,33 @@ impl Cell {
 
     pub(crate) fn of_workload(w: &Workload) -> Cell {
         match w {
+            Workload::Synthetic {
+                prompt_tokens,
+                output_tokens,
+                shared_prefix,
+                sessions,
+                ..
+            } if shared_prefix.is_some() || sessions.is_some() => {
+                let mut shape = Vec::new();
+                if let Some(p) = shared_prefix {
+                    shape.push(format!("prefix={}×{}", p.prefix_tokens, p.groups));
+                }
+                if let Some(s) = sessions {
+                    shape.push(match s.turns {
+                        Some(t) => format!("turns={t}"),
+                        None => "sessions".into(),
+                    });
+                }
+                Cell::Shaped {
+                    input: *prompt_tokens,
+                    output: *output_tokens,
+                    shape: shape.join(" "),
+                }
+            }
+            Workload::Trace { path, sha256, .. } => Cell::Trace {
+                path: path.clone(),
+                sha256: sha256.clone(),
+            },
             Workload::Synthetic {
                 prompt_tokens,
                 prompt_tokens_stdev,
@@ -87,6 +123,12 @@ impl Cell {
             } => format!(
                 "prompt_tokens={input} (σ {input_sd}), generated_tokens={output} (σ {output_sd})"
             ),
+            Cell::Shaped {
+                input,
+                output,
+                shape,
+            } => format!("prompt_tokens={input}, generated_tokens={output}, {shape}"),
+            Cell::Trace { path, .. } => format!("trace={}", md_escape(path)),
             Cell::Dataset { path, output, .. } => match output {
                 Some(o) => format!("dataset={}, generated_tokens={o}", md_escape(path)),
                 None => format!("dataset={}", md_escape(path)),
@@ -104,6 +146,12 @@ impl Cell {
                 input_sd,
                 output_sd,
             } => format!("in={input}±{input_sd} out={output}±{output_sd}"),
+            Cell::Shaped {
+                input,
+                output,
+                shape,
+            } => format!("in={input} out={output} {shape}"),
+            Cell::Trace { path, .. } => format!("trace {path}"),
             Cell::Dataset { path, output, .. } => match output {
                 Some(o) => format!("dataset {path} out={o}"),
                 None => format!("dataset {path}"),
@@ -114,10 +162,10 @@ impl Cell {
     /// The suffix the runner appends to a grid benchmark's label (` in=512 out=128`).
     fn label_suffix(&self) -> Option<String> {
         match self {
-            Cell::Fixed { input, output } | Cell::Varied { input, output, .. } => {
-                Some(format!(" in={input} out={output}"))
-            }
-            Cell::Dataset { .. } => None,
+            Cell::Fixed { input, output }
+            | Cell::Varied { input, output, .. }
+            | Cell::Shaped { input, output, .. } => Some(format!(" in={input} out={output}")),
+            Cell::Dataset { .. } | Cell::Trace { .. } => None,
         }
     }
 }
@@ -218,10 +266,12 @@ fn sweep_key(b: &Benchmark) -> (u8, f64) {
     match p.kind {
         ProfileKind::Synchronous => (0, 0.0),
         ProfileKind::Concurrent => (1, f64::from(p.concurrency.unwrap_or(0))),
-        ProfileKind::Constant | ProfileKind::Poisson => {
+        ProfileKind::Constant | ProfileKind::Poisson | ProfileKind::Ramp => {
             (2, p.rate_per_s.map_or(f64::INFINITY, |r| r.get()))
         }
-        ProfileKind::Throughput => (3, 0.0),
+        // Shapes in time: after the steady rates, in document order.
+        ProfileKind::Staged | ProfileKind::Trace => (3, 0.0),
+        ProfileKind::Throughput => (4, 0.0),
     }
 }
 

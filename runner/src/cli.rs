@@ -191,6 +191,11 @@ runner run --target http://127.0.0.1:8000 --profile sweep --max-requests 100 --d
 runner run --profile poisson --rate 2,4,8 --max-seconds 60 --key lab.key\n  \
 runner run --grid input=128,512 output=128,512 --max-requests 50\n  \
 runner run --data sharegpt.json --profile poisson --rate 4 --max-requests 500 --tokenizer tokenizer.json\n  \
+runner run --data prompt_tokens=2048,output_tokens=128,prefix_tokens=1536,prefix_groups=8 --profile concurrent --concurrency 16 --max-requests 400\n  \
+runner run --backend openai-chat --sessions turns=5,think_ms=2000 --profile concurrent --concurrency 8 --max-requests 200\n  \
+runner run --trace mooncake_trace.jsonl --trace-speedup 2 --max-seconds 600\n  \
+runner run --profile poisson --rate 8 --burstiness 0.5 --max-seconds 120\n  \
+runner run --ramp 1:16 --max-seconds 300   # or --stages 2:60,8:60,16:60\n  \
 runner run spec.toml --key lab.key\n\n\
 The API key, if the server needs one, comes from OPENAI_API_KEY (or PROVEBENCH_API_KEY) and never enters the result.")]
 pub struct RunArgs {
@@ -221,8 +226,10 @@ pub struct RunArgs {
     /// Open-loop kind of a sweep's rates.
     #[arg(long, value_enum)]
     pub sweep_kind: Option<loadgen::spec::ProfileName>,
-    /// Workload: synthetic `prompt_tokens=N,output_tokens=M[,prompt_tokens_stdev=S,output_tokens_stdev=S]`,
-    /// or a prompt file (JSONL with a `prompt` field a line, or a ShareGPT JSON array).
+    /// Workload: synthetic `prompt_tokens=N,output_tokens=M[,prompt_tokens_stdev=S,output_tokens_stdev=S]`
+    /// (add `prefix_tokens=P,prefix_groups=G` for G shared prefixes of exactly P tokens, request
+    /// i starting with prefix i mod G), or a prompt file (JSONL with a `prompt` field a line, or
+    /// a ShareGPT JSON array).
     #[arg(long, value_name = "SPEC|FILE")]
     pub data: Option<String>,
     /// Format of a --data file (default: detected; a file starting with `[` is ShareGPT).
@@ -231,6 +238,35 @@ pub struct RunArgs {
     /// One output length for every prompt of a --data file, overriding the file's.
     #[arg(long, value_name = "N")]
     pub data_output_tokens: Option<u32>,
+    /// Multi-turn conversations: `turns=T[,think_ms=MS]` for synthetic ones (each user message
+    /// --data's prompt_tokens long), or `--sessions ""` with a ShareGPT --data file to replay
+    /// its conversations. Each turn sends the conversation so far with the server's real
+    /// answers; concurrency counts conversations, a rate starts them.
+    #[arg(long, value_name = "turns=T,think_ms=MS")]
+    pub sessions: Option<String>,
+    /// Replay a trace at its timestamps: Mooncake JSONL (`timestamp` ms, `input_length`,
+    /// `output_length`, `hash_ids` of 512-token blocks) or CSV/JSONL of timestamp, input and
+    /// output lengths (the Azure LLM inference trace layout). Implies --profile trace.
+    #[arg(long, value_name = "FILE", help_heading = "Arrivals")]
+    pub trace: Option<PathBuf>,
+    /// Format of the --trace file (default: detected; JSONL with `hash_ids` is Mooncake).
+    #[arg(long, value_enum, help_heading = "Arrivals")]
+    pub trace_format: Option<loadgen::trace::TraceFormat>,
+    /// Replay the trace this many times faster than recorded.
+    #[arg(long, value_name = "X", help_heading = "Arrivals")]
+    pub trace_speedup: Option<f64>,
+    /// Gamma shape of the gaps between sends of poisson, ramp and staged profiles, as
+    /// `vllm bench serve --burstiness`: 1 is Poisson, below 1 burstier, above 1 more even.
+    #[arg(long, value_name = "K", help_heading = "Arrivals")]
+    pub burstiness: Option<f64>,
+    /// Rate rising linearly from R0 to R1 req/s over the benchmark (--max-seconds, or the time
+    /// --max-requests take at the mean rate). Implies --profile ramp.
+    #[arg(long, value_name = "R0:R1", help_heading = "Arrivals")]
+    pub ramp: Option<String>,
+    /// Rates held for durations in order, `RATE:SECONDS,…` (e.g. 2:60,8:60); the benchmark
+    /// ends with the last stage. Implies --profile staged.
+    #[arg(long, value_name = "R:S,…", help_heading = "Arrivals")]
+    pub stages: Option<String>,
     /// A HF tokenizer.json that measures prompt lengths (default: the server's /tokenize).
     #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<PathBuf>,

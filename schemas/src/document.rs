@@ -326,12 +326,25 @@ pub enum ProfileKind {
     Poisson,
     /// Everything at once, bounded by the in-flight limit: the server's capacity.
     Throughput,
+    /// Open loop whose rate rises linearly from `rate_per_s` to `ramp_to_per_s`.
+    Ramp,
+    /// Open loop through a list of rate × duration `stages`.
+    Staged,
+    /// Open loop at a trace's own timestamps (divided by `trace_speedup`).
+    Trace,
 }
 
 impl ProfileKind {
     /// Open-loop profiles schedule sends independently of responses.
     pub fn is_open_loop(self) -> bool {
-        matches!(self, ProfileKind::Constant | ProfileKind::Poisson)
+        matches!(
+            self,
+            ProfileKind::Constant
+                | ProfileKind::Poisson
+                | ProfileKind::Ramp
+                | ProfileKind::Staged
+                | ProfileKind::Trace
+        )
     }
 }
 
@@ -350,6 +363,28 @@ pub struct Profile {
     pub warmup_requests: u64,
     /// Requests at the end excluded from the summary (`phase: cooldown`).
     pub cooldown_requests: u64,
+    /// Shape k of the gamma-distributed gaps between sends (`vllm bench serve --burstiness`):
+    /// 1 is Poisson, below 1 burstier, above 1 more even. Absent: Poisson (or fixed gaps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burstiness: Option<Finite>,
+    /// `ramp`: the rate (req/s) reached at the end; `rate_per_s` is where it starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_to_per_s: Option<Finite>,
+    /// `staged`: the rates and how long each lasts, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<Vec<Stage>>,
+    /// `trace`: how much faster than recorded the trace was replayed (2 = twice as fast).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_speedup: Option<Finite>,
+}
+
+/// One step of a `staged` profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    pub rate_per_s: Finite,
+    pub seconds: Finite,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -364,8 +399,15 @@ pub enum Workload {
         output_tokens_stdev: Option<Finite>,
         /// How prompt lengths were measured: `tokenizer.json`, `server /tokenize`, …
         tokenizer: String,
-        /// sha256 over the prompts sent, in order.
+        /// sha256 over the prompts sent, in order (for sessions: over every session's user
+        /// messages, in order; the answers are the server's own).
         prompts_sha256: String,
+        /// Prompts that start with one of a few shared prefixes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shared_prefix: Option<SharedPrefix>,
+        /// Multi-turn conversations instead of independent prompts.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sessions: Option<Sessions>,
     },
     /// Prompts read from a file (JSONL or ShareGPT), sampled with the run's seed.
     Dataset {
@@ -383,7 +425,57 @@ pub enum Workload {
         tokenizer: String,
         /// sha256 over the prompts sent, in order.
         prompts_sha256: String,
+        /// ShareGPT conversations replayed turn by turn.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sessions: Option<Sessions>,
     },
+    /// Requests replayed from a trace file at its timestamps.
+    Trace {
+        /// The file as named on the command line or in the spec.
+        path: String,
+        /// `mooncake` (JSONL with `hash_ids`) or `timestamped` (CSV or JSONL of timestamp,
+        /// input and output lengths, the Azure LLM inference trace layout).
+        format: String,
+        /// sha256 of the file's bytes.
+        sha256: String,
+        /// Requests in the file.
+        rows: u64,
+        /// From the first timestamp to the last, as recorded (s).
+        duration_s: Finite,
+        /// Tokens per `hash_ids` block (Mooncake: 512); absent for traces without blocks.
+        block_tokens: Option<u32>,
+        /// Distinct blocks among the requests replayed.
+        distinct_blocks: Option<u64>,
+        /// How prompt lengths were measured.
+        tokenizer: String,
+        /// sha256 over what determines every prompt's text: each request's input length and
+        /// block ids, in order, then the words blocks are drawn from (see `loadgen::trace`).
+        prompts_sha256: String,
+    },
+}
+
+/// `--data prefix_tokens=P,prefix_groups=G`: `groups` distinct prefixes of exactly
+/// `prefix_tokens` tokens; each prompt is its group's prefix and a suffix of its own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SharedPrefix {
+    pub prefix_tokens: u32,
+    pub groups: u32,
+}
+
+/// `--sessions`: each request is a turn of a conversation and carries the conversation so
+/// far (earlier user messages and the server's real answers) and the next user message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Sessions {
+    /// Conversations prepared (a benchmark may end before all are sent).
+    pub count: u64,
+    /// Turns per synthetic conversation; absent when a file's conversations set them.
+    pub turns: Option<u32>,
+    /// Pause between an answer's end and the next turn's scheduled send (ms).
+    pub think_ms: Option<Finite>,
 }
 
 impl Workload {
@@ -391,7 +483,36 @@ impl Workload {
     /// hits would make its numbers better than a cold cache gives.
     pub fn meant_cache_free(&self) -> bool {
         match self {
-            Workload::Synthetic { .. } | Workload::Dataset { .. } => true,
+            Workload::Synthetic {
+                shared_prefix,
+                sessions,
+                ..
+            } => shared_prefix.is_none() && sessions.is_none(),
+            Workload::Dataset { sessions, .. } => sessions.is_none(),
+            // A trace's shared blocks are the point; one without blocks shares nothing.
+            Workload::Trace { block_tokens, .. } => block_tokens.is_none(),
+        }
+    }
+
+    /// The prompts' digest, whatever the kind.
+    pub fn prompts_sha256(&self) -> &str {
+        match self {
+            Workload::Synthetic { prompts_sha256, .. }
+            | Workload::Dataset { prompts_sha256, .. }
+            | Workload::Trace { prompts_sha256, .. } => prompts_sha256,
+        }
+    }
+
+    /// Whether it uses what came with `result/v0.4` (shared prefixes, sessions, traces).
+    pub fn is_v0_4(&self) -> bool {
+        match self {
+            Workload::Synthetic {
+                shared_prefix,
+                sessions,
+                ..
+            } => shared_prefix.is_some() || sessions.is_some(),
+            Workload::Dataset { sessions, .. } => sessions.is_some(),
+            Workload::Trace { .. } => true,
         }
     }
 }
@@ -409,7 +530,7 @@ pub enum Phase {
 
 /// Everything one request did, as observed by the client. Times are µs from the
 /// benchmark's `started_at`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RawRecord {
@@ -436,6 +557,57 @@ pub struct RawRecord {
     pub finish_reason: Option<String>,
     /// Null for a request that completed.
     pub error: Option<RequestError>,
+    /// Multi-turn workloads: the conversation (0-based, in the order they were prepared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u32>,
+    /// Multi-turn workloads: the turn within its conversation (1 for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// Shared-prefix workloads: the group (0-based) whose prefix the prompt starts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_group: Option<u32>,
+    /// Token events that carried reasoning rather than answer text (`reasoning_content`,
+    /// `reasoning`); null when the stream carried none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens_client: Option<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens`, when the server reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens_server: Option<u32>,
+    /// When the stream carried reasoning: the first answer token event after it (null when
+    /// none came).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_answer_token_us: Option<u64>,
+}
+
+impl RawRecord {
+    /// Whether it carries a field that came with `result/v0.4`.
+    pub fn is_v0_4(&self) -> bool {
+        self.session.is_some()
+            || self.turn.is_some()
+            || self.prefix_group.is_some()
+            || self.reasoning_tokens_client.is_some()
+            || self.reasoning_tokens_server.is_some()
+            || self.first_answer_token_us.is_some()
+    }
+
+    /// Reasoning tokens: the server's count when reported, else the client's events.
+    pub fn reasoning_tokens(&self) -> Option<u32> {
+        self.reasoning_tokens_server
+            .or(self.reasoning_tokens_client)
+    }
+}
+
+impl Profile {
+    /// Whether it uses what came with `result/v0.4` (bursts, ramps, stages, traces).
+    pub fn is_v0_4(&self) -> bool {
+        matches!(
+            self.kind,
+            ProfileKind::Ramp | ProfileKind::Staged | ProfileKind::Trace
+        ) || self.burstiness.is_some()
+            || self.ramp_to_per_s.is_some()
+            || self.stages.is_some()
+            || self.trace_speedup.is_some()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -11,6 +11,7 @@
 //! Nothing here touches the clock, the file system or randomness: the crate builds
 //! for `wasm32-unknown-unknown` with no imports.
 
+pub mod breakdown;
 pub mod document;
 pub mod dsse;
 pub mod ed25519;
@@ -38,9 +39,12 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
-/// v0.3: benchmarks carry GPU and server telemetry ([`telemetry`]), the summary its
-/// derivations, the engine how it was launched.
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.3";
+/// v0.4: shared-prefix, multi-turn and trace workloads, bursts, ramps and stages, reasoning
+/// tokens; records say their session, turn and prefix group, the summary its
+/// [`breakdown`]s.
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.4";
+/// GPU and server telemetry ([`telemetry`]) and the engine's launch: still read and verified.
+pub const PREDICATE_TYPE_V0_3: &str = "https://provebench.dev/result/v0.3";
 /// Records as columns ([`record_columns`]), no telemetry: still read and verified.
 pub const PREDICATE_TYPE_V0_2: &str = "https://provebench.dev/result/v0.2";
 /// The first version (records as an array of objects): still read and verified.

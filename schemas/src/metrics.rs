@@ -25,6 +25,7 @@
 //! interpolate linearly between closest ranks (numpy's default `linear`): rank
 //! p/100 × (n − 1). A distribution with no samples is null, never NaN.
 
+use crate::breakdown::{GroupStats, Reasoning, TurnStats};
 use crate::document::{Benchmark, Phase, RawRecord, Slo};
 use crate::numbers::Finite;
 use crate::telemetry::{self, HostSummary, Telemetry, TelemetryError};
@@ -96,6 +97,15 @@ pub struct Summary {
     /// vLLM 0.2.7 "Average latency per output token" (ms).
     pub latency_per_output_token_ms: Option<Finite>,
     pub goodput: Option<Goodput>,
+    /// Shared-prefix workloads: TTFT of each prefix group ([`crate::breakdown`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_prefix_group: Option<Vec<GroupStats>>,
+    /// Multi-turn workloads: TTFT and prompt length by turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_turn: Option<Vec<TurnStats>>,
+    /// Reasoning models: time to the first answer token, reasoning and answer tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
     /// Derived from the benchmark's telemetry ([`crate::telemetry`]); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSummary>,
@@ -575,7 +585,11 @@ pub fn summarize_decoded(
         }),
         None => None,
     };
+    let breakdown = crate::breakdown::breakdown(records)?;
     Ok(Summary {
+        by_prefix_group: breakdown.by_prefix_group,
+        by_turn: breakdown.by_turn,
+        reasoning: breakdown.reasoning,
         window_us,
         input_tokens,
         output_tokens,

@@ -71,6 +71,32 @@ pub struct RecordColumns {
     pub finish_reason: Vec<Option<String>>,
     /// Null for a request that completed.
     pub error: Vec<Option<RequestError>>,
+    // Columns of `result/v0.4`, written only when some request has a value.
+    /// Multi-turn workloads: each request's conversation (0-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<Vec<Option<u32>>>,
+    /// Multi-turn workloads: each request's turn (1 for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<Vec<Option<u32>>>,
+    /// Shared-prefix workloads: each request's prefix group (0-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_group: Option<Vec<Option<u32>>>,
+    /// Reasoning token events the client counted; null where none came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens_client: Option<Vec<Option<u32>>>,
+    /// `usage.completion_tokens_details.reasoning_tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens_server: Option<Vec<Option<u32>>>,
+    /// First answer token after reasoning (µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_answer_token_us: Option<Vec<Option<u64>>>,
+}
+
+/// An optional column's values, or `n` nulls when it is absent.
+fn optional<T>(column: Option<Vec<Option<T>>>, n: usize) -> std::vec::IntoIter<Option<T>> {
+    column
+        .unwrap_or_else(|| std::iter::repeat_with(|| None).take(n).collect())
+        .into_iter()
 }
 
 impl RecordColumns {
@@ -93,6 +119,24 @@ impl RecordColumns {
             ("output_tokens_server", self.output_tokens_server.len()),
             ("finish_reason", self.finish_reason.len()),
             ("error", self.error.len()),
+            ("session", self.session.as_ref().map_or(n, Vec::len)),
+            ("turn", self.turn.as_ref().map_or(n, Vec::len)),
+            (
+                "prefix_group",
+                self.prefix_group.as_ref().map_or(n, Vec::len),
+            ),
+            (
+                "reasoning_tokens_client",
+                self.reasoning_tokens_client.as_ref().map_or(n, Vec::len),
+            ),
+            (
+                "reasoning_tokens_server",
+                self.reasoning_tokens_server.as_ref().map_or(n, Vec::len),
+            ),
+            (
+                "first_answer_token_us",
+                self.first_answer_token_us.as_ref().map_or(n, Vec::len),
+            ),
         ];
         if let Some((field, len)) = lengths.iter().find(|(_, len)| *len != n) {
             return Err(format!(
@@ -112,6 +156,12 @@ impl RecordColumns {
         let mut out_server = self.output_tokens_server.into_iter();
         let mut finish = self.finish_reason.into_iter();
         let mut error = self.error.into_iter();
+        let mut session = optional(self.session, n);
+        let mut turn = optional(self.turn, n);
+        let mut prefix_group = optional(self.prefix_group, n);
+        let mut reasoning_client = optional(self.reasoning_tokens_client, n);
+        let mut reasoning_server = optional(self.reasoning_tokens_server, n);
+        let mut first_answer = optional(self.first_answer_token_us, n);
         // Every column has `n` entries (checked above), so this yields exactly `n` records.
         let mut rows = Vec::with_capacity(n);
         rows.extend(std::iter::from_fn(|| {
@@ -129,6 +179,12 @@ impl RecordColumns {
                 output_tokens_server: out_server.next()?,
                 finish_reason: finish.next()?,
                 error: error.next()?,
+                session: session.next()?,
+                turn: turn.next()?,
+                prefix_group: prefix_group.next()?,
+                reasoning_tokens_client: reasoning_client.next()?,
+                reasoning_tokens_server: reasoning_server.next()?,
+                first_answer_token_us: first_answer.next()?,
             })
         }));
         Ok(rows)
@@ -197,6 +253,36 @@ impl Serialize for Columns<'_> {
         )?;
         st.serialize_field("finish_reason", &column(r, |r| &r.finish_reason))?;
         st.serialize_field("error", &column(r, |r| &r.error))?;
+        // v0.4's columns only where they say something, so older documents' bytes and
+        // their `raw-records` digests stay as they were.
+        let any = |f: fn(&RawRecord) -> bool| r.iter().any(f);
+        if any(|r| r.session.is_some()) {
+            st.serialize_field("session", &column(r, |r| &r.session))?;
+        }
+        if any(|r| r.turn.is_some()) {
+            st.serialize_field("turn", &column(r, |r| &r.turn))?;
+        }
+        if any(|r| r.prefix_group.is_some()) {
+            st.serialize_field("prefix_group", &column(r, |r| &r.prefix_group))?;
+        }
+        if any(|r| r.reasoning_tokens_client.is_some()) {
+            st.serialize_field(
+                "reasoning_tokens_client",
+                &column(r, |r| &r.reasoning_tokens_client),
+            )?;
+        }
+        if any(|r| r.reasoning_tokens_server.is_some()) {
+            st.serialize_field(
+                "reasoning_tokens_server",
+                &column(r, |r| &r.reasoning_tokens_server),
+            )?;
+        }
+        if any(|r| r.first_answer_token_us.is_some()) {
+            st.serialize_field(
+                "first_answer_token_us",
+                &column(r, |r| &r.first_answer_token_us),
+            )?;
+        }
         st.end()
     }
 }
@@ -269,6 +355,7 @@ mod tests {
                 class: crate::document::ErrorClass::Reset,
                 message: "reset".into(),
             }),
+            ..Default::default()
         }
     }
 

@@ -10,7 +10,8 @@ use crate::dsse::EnvelopeView;
 use crate::keys::TrustedKey;
 use crate::subject::{check_subject, subject_matches_as_written};
 use crate::{
-    metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_2, STATEMENT_TYPE,
+    metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_2,
+    PREDICATE_TYPE_V0_3, STATEMENT_TYPE,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -151,25 +152,45 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
             s.type_
         ));
     }
-    if ![PREDICATE_TYPE, PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_1]
-        .contains(&s.predicate_type.as_str())
-    {
-        v.document_errors.push(format!(
-            "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_2:?}, \
-             {PREDICATE_TYPE_V0_1:?})",
-            s.predicate_type
-        ));
-    }
-    if s.predicate_type != PREDICATE_TYPE
-        && (s.predicate.benchmarks.iter().any(|b| b.telemetry.is_some())
-            || s.predicate.engine.launch.is_some())
-    {
-        v.document_errors.push(format!(
-            "telemetry or an engine launch in a {:?} document: they came with {PREDICATE_TYPE:?}",
-            s.predicate_type
-        ));
-    }
+    // Each version may carry only what it came with: a reader of that version could not
+    // have known what a later field means.
+    let known = [
+        PREDICATE_TYPE_V0_1,
+        PREDICATE_TYPE_V0_2,
+        PREDICATE_TYPE_V0_3,
+        PREDICATE_TYPE,
+    ];
+    let version = known
+        .iter()
+        .position(|t| *t == s.predicate_type)
+        .unwrap_or_else(|| {
+            v.document_errors.push(format!(
+                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_3:?}, \
+                 {PREDICATE_TYPE_V0_2:?}, {PREDICATE_TYPE_V0_1:?})",
+                s.predicate_type
+            ));
+            known.len() - 1
+        });
     let p = &s.predicate;
+    if version < 2
+        && (p.benchmarks.iter().any(|b| b.telemetry.is_some()) || p.engine.launch.is_some())
+    {
+        v.document_errors.push(format!(
+            "telemetry or an engine launch in a {:?} document: they came with {PREDICATE_TYPE_V0_3:?}",
+            s.predicate_type
+        ));
+    }
+    if version < 3
+        && p.benchmarks.iter().any(|b| {
+            b.workload.is_v0_4() || b.profile.is_v0_4() || b.records.iter().any(|r| r.is_v0_4())
+        })
+    {
+        v.document_errors.push(format!(
+            "a shared-prefix, session, trace or reasoning field, or a burst, ramp, staged or \
+             trace profile, in a {:?} document: they came with {PREDICATE_TYPE:?}",
+            s.predicate_type
+        ));
+    }
     if let Err(e) = check_subject(s, matched_as_written) {
         v.document_errors.push(e);
     }
@@ -283,6 +304,25 @@ fn check_record(r: &RawRecord, gaps: &[u64]) -> Result<(), String> {
             "output_tokens_client is {} but {events} token events are recorded",
             r.output_tokens_client
         ));
+    }
+    if let Some(answer) = r.first_answer_token_us {
+        if r.first_token_us.is_none_or(|first| answer < first) || answer > r.end_us {
+            return Err(format!(
+                "first answer token at {answer} µs is outside the stream's tokens ({:?} µs to {} µs)",
+                r.first_token_us, r.end_us
+            ));
+        }
+    }
+    if r.reasoning_tokens_client
+        .is_some_and(|n| u64::from(n) > events)
+    {
+        return Err(format!(
+            "reasoning_tokens_client is {:?} but {events} token events are recorded",
+            r.reasoning_tokens_client
+        ));
+    }
+    if r.turn == Some(0) || r.turn.is_some() != r.session.is_some() {
+        return Err("a turn (from 1) and its session come together".into());
     }
     Ok(())
 }

@@ -61,6 +61,7 @@ fn record(first: Option<u64>, end: u64, out: u32) -> RawRecord {
         output_tokens_server: None,
         finish_reason: None,
         error: None,
+        ..Default::default()
     }
 }
 

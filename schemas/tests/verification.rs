@@ -368,3 +368,52 @@ fn result_v0_2_documents_still_verify_and_telemetry_is_recomputed() {
         "{v:?}"
     );
 }
+
+#[test]
+fn result_v0_3_documents_still_verify_and_v0_4_fields_are_recomputed() {
+    let sign = |statement: &serde_json::Value| {
+        common::signed_payload(&serde_json::to_vec(statement).unwrap())
+    };
+    let verify = |s: &serde_json::Value| {
+        verify_envelope(&sign(s), &common::trusted(), Policy::RequireSignature).0
+    };
+    let mut v03 = serde_json::to_value(schemas::seal::seal(common::predicate()).unwrap()).unwrap();
+    v03["predicateType"] = schemas::PREDICATE_TYPE_V0_3.into();
+    assert!(verify(&v03).ok, "{:?}", verify(&v03));
+
+    // Turns, prefix groups and reasoning: the breakdowns are derived and checked.
+    let mut p = common::predicate();
+    for (i, r) in p.benchmarks[0].records.iter_mut().enumerate() {
+        r.session = Some(i as u32 / 2);
+        r.turn = Some(i as u32 % 2 + 1);
+        r.prefix_group = Some(i as u32 % 3);
+        if let Some(first) = r.first_token_us.filter(|_| r.output_tokens_client > 1) {
+            r.reasoning_tokens_client = Some(1);
+            r.first_answer_token_us =
+                Some(first + schemas::token_times::decode(&r.token_gaps).unwrap()[0]);
+        }
+    }
+    let sealed = serde_json::to_value(schemas::seal::seal(p).unwrap()).unwrap();
+    let summary = &sealed["predicate"]["benchmarks"][0]["summary"];
+    assert_eq!(summary["by_turn"][1]["turn"], 2, "{summary}");
+    assert!(summary["by_prefix_group"].as_array().unwrap().len() > 1);
+    assert!(summary["reasoning"]["time_to_first_output_token_ms"]["mean"].is_number());
+    assert!(verify(&sealed).ok, "{:?}", verify(&sealed));
+    let records = &sealed["predicate"]["benchmarks"][0]["records"];
+    assert!(records["turn"].is_array() && records["first_answer_token_us"].is_array());
+
+    let mut edited = sealed.clone();
+    edited["predicate"]["benchmarks"][0]["summary"]["by_turn"][0]["completed"] = 999.into();
+    let v = verify(&edited);
+    assert!(
+        !v.ok && v.summary_mismatches.iter().any(|m| m.contains("by_turn")),
+        "{v:?}"
+    );
+    let mut mislabelled = sealed.clone();
+    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_3.into();
+    let v = verify(&mislabelled);
+    assert!(
+        v.document_errors.iter().any(|e| e.contains("session")),
+        "{v:?}"
+    );
+}

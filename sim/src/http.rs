@@ -306,7 +306,7 @@ struct Stream {
 fn stream_body(gen: Generation, req: &GenRequest, ident: Ident) -> Body {
     let state = Stream {
         seed: gen.engine().cfg.seed,
-        events: Events::new(req, ident),
+        events: Events::new(req, ident, gen.engine().cfg.reasoning_tokens),
         gen,
         buf: BytesMut::with_capacity(16 << 10),
         pending: VecDeque::with_capacity(4),

@@ -90,6 +90,9 @@ pub struct SimConfig {
     /// Remember served prompts in 16-token blocks and skip the prefill of a known prefix (see
     /// the crate docs). On by default, as in vLLM's V1 engine.
     pub prefix_caching: bool,
+    /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), as a
+    /// reasoning model behind vLLM's reasoning parser streams them; 0 for none.
+    pub reasoning_tokens: u32,
     pub faults: Faults,
     /// Seeds token texts and fault selection.
     pub seed: u64,
@@ -129,6 +132,7 @@ impl Default for SimConfig {
             // 16 384 blocks: of the order of an 8B model's KV cache on one 80 GB GPU.
             kv_cache_tokens: 262_144,
             prefix_caching: true,
+            reasoning_tokens: 0,
             faults: Faults::default(),
             seed: 0,
         }

@@ -428,6 +428,10 @@ pub(crate) struct Events {
     ident: Ident,
     /// OpenAI: everything of a content chunk before the token text.
     head: Vec<u8>,
+    /// Chat: the first `reasoning` tokens go out as `delta.reasoning_content` (as vLLM's
+    /// reasoning parsers send them), behind `reasoning_head`.
+    reasoning: u32,
+    reasoning_head: Vec<u8>,
     /// SGLang: the text so far (sent whole in every event); TGI: sent whole in the last event.
     text: String,
 }
@@ -442,7 +446,18 @@ const CHAT_TAIL: &[u8] = br#""},"logprobs":null,"finish_reason":null}]}
 const DONE: &[u8] = b"data: [DONE]\n\n";
 
 impl Events {
-    pub(crate) fn new(req: &GenRequest, ident: Ident) -> Events {
+    /// `reasoning`: how many of a chat answer's first tokens are reasoning (fewer than all:
+    /// an answer always follows).
+    pub(crate) fn new(req: &GenRequest, ident: Ident, reasoning: u32) -> Events {
+        let reasoning = if req.api == Api::Chat {
+            reasoning.min(req.max_tokens.saturating_sub(1))
+        } else {
+            0
+        };
+        let reasoning_head = format!(
+            r#"data: {{{},"choices":[{{"index":0,"delta":{{"reasoning_content":""#,
+            ident.openai_fields("chat.completion.chunk")
+        );
         let head = match req.api {
             Api::Completions => format!(
                 r#"data: {{{},"choices":[{{"index":0,"text":""#,
@@ -468,6 +483,8 @@ impl Events {
             details: req.details,
             ident,
             head: head.into_bytes(),
+            reasoning,
+            reasoning_head: reasoning_head.into_bytes(),
             text: String::with_capacity(text_capacity),
         }
     }
@@ -496,8 +513,13 @@ impl Events {
                 } else {
                     COMPLETION_TAIL
                 };
-                out.reserve(self.head.len() + word.text().len() + tail.len());
-                out.put_slice(&self.head);
+                let head = if k < self.reasoning {
+                    &self.reasoning_head
+                } else {
+                    &self.head
+                };
+                out.reserve(head.len() + word.text().len() + tail.len());
+                out.put_slice(head);
                 out.put_slice(word.text());
                 out.put_slice(tail);
             }
@@ -575,7 +597,7 @@ impl Events {
                     let _ = write!(
                         out,
                         "data: {{{fields},\"choices\":[],\"usage\":{}}}\n\n",
-                        usage(self.prompt_tokens, self.n)
+                        usage(self.prompt_tokens, self.n, self.reasoning)
                     );
                     events.push(out.split().freeze());
                 }
@@ -598,10 +620,15 @@ impl Events {
     }
 }
 
-/// OpenAI usage, in vLLM's field order.
-fn usage(prompt: u32, completion: u32) -> String {
+/// OpenAI usage, in vLLM's field order; reasoning tokens in OpenAI's details when there were any.
+fn usage(prompt: u32, completion: u32, reasoning: u32) -> String {
+    let details = if reasoning > 0 {
+        format!(r#","completion_tokens_details":{{"reasoning_tokens":{reasoning}}}"#)
+    } else {
+        String::new()
+    };
     format!(
-        r#"{{"prompt_tokens":{prompt},"total_tokens":{},"completion_tokens":{completion}}}"#,
+        r#"{{"prompt_tokens":{prompt},"total_tokens":{},"completion_tokens":{completion}{details}}}"#,
         prompt as u64 + completion as u64
     )
 }

@@ -119,6 +119,8 @@ pub struct GenerationRequest<'a> {
     /// The model name the server expects (OpenAI APIs; the native APIs serve one model).
     pub model: &'a str,
     pub prompt: &'a str,
+    /// Earlier turns of a conversation, alternating user and assistant (chat only).
+    pub history: &'a [String],
     /// How many tokens to generate at most.
     pub max_tokens: u32,
     /// Ask the server to keep generating past end-of-sequence, for fixed-length benchmarks
@@ -148,6 +150,16 @@ impl StreamState {
             Api::Sglang => sglang::event(data, &mut self.sglang),
         }
     }
+
+    /// The answer text of a payload, for APIs whose conversations the runner continues
+    /// (the OpenAI ones); `None` for the others or a payload without text.
+    pub fn answer_text(&self, data: &[u8]) -> Option<String> {
+        match self.api {
+            Api::OpenaiCompletions => openai::answer_text(data, false),
+            Api::OpenaiChat => openai::answer_text(data, true),
+            Api::Tgi | Api::Sglang => None,
+        }
+    }
 }
 
 /// What one stream event said.
@@ -157,6 +169,8 @@ pub struct Event {
     /// else 0 (see each API's rule in its module). A payload carrying several tokens at once
     /// still counts 1: this counts timed events, the server's [`Usage`] counts tokens.
     pub tokens: u32,
+    /// The token carries reasoning (`reasoning_content`, `reasoning`), not answer text.
+    pub reasoning: bool,
     /// Why generation stopped, in the server's own words (`length`, `stop`, `eos_token`, …).
     pub finish_reason: Option<String>,
     /// Token counts reported by the server, when this payload carries them.
@@ -172,6 +186,14 @@ pub struct Event {
 pub struct Usage {
     pub prompt_tokens: Option<u32>,
     pub completion_tokens: Option<u32>,
+    /// OpenAI's `completion_tokens_details.reasoning_tokens` (vLLM and SGLang send it too).
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct CompletionDetails {
+    pub reasoning_tokens: Option<u32>,
 }
 
 /// A payload that is not what the API sends. Recorded by the caller; the stream goes on.

@@ -40,10 +40,17 @@ pub(super) fn completions_body(r: &GenerationRequest) -> Map<String, Value> {
 pub(super) fn chat_body(r: &GenerationRequest) -> Map<String, Value> {
     let mut body = Map::new();
     common(r, &mut body);
-    body.insert(
-        "messages".into(),
-        json!([{ "role": "user", "content": r.prompt }]),
-    );
+    let roles = ["user", "assistant"];
+    let messages: Vec<Value> = r
+        .history
+        .iter()
+        .enumerate()
+        .map(|(i, content)| json!({ "role": roles[i % 2], "content": content }))
+        .chain(std::iter::once(
+            json!({ "role": "user", "content": r.prompt }),
+        ))
+        .collect();
+    body.insert("messages".into(), Value::Array(messages));
     // OpenAI deprecated `max_tokens` for chat in favour of `max_completion_tokens`; servers
     // read one or the other, so send both (each ignores the one it does not know).
     body.insert("max_completion_tokens".into(), json!(r.max_tokens));
@@ -62,6 +69,10 @@ struct Chunk<C> {
 /// What a choice says: whether it carries a token, and why generation stopped.
 trait Choice {
     fn token(&self) -> bool;
+    /// A token of reasoning, not of the answer.
+    fn reasoning(&self) -> bool {
+        false
+    }
     fn finish_reason(self) -> Option<String>;
 }
 
@@ -103,6 +114,11 @@ impl Choice for ChatChoice {
             .as_ref()
             .is_some_and(|d| d.content.0 || d.reasoning_content.0 || d.reasoning.0)
     }
+    fn reasoning(&self) -> bool {
+        self.delta
+            .as_ref()
+            .is_some_and(|d| !d.content.0 && (d.reasoning_content.0 || d.reasoning.0))
+    }
     fn finish_reason(self) -> Option<String> {
         self.finish_reason
     }
@@ -131,15 +147,29 @@ fn event<'a, C: Choice + Deserialize<'a>>(data: &'a [u8]) -> Result<Event, Event
             super::preview(data)
         )));
     }
-    let (token, finish_reason) = match chunk.choices {
-        Some(First(Some(c))) => (c.token(), c.finish_reason()),
-        _ => (false, None),
+    let (token, reasoning, finish_reason) = match chunk.choices {
+        Some(First(Some(c))) => (c.token(), c.reasoning(), c.finish_reason()),
+        _ => (false, false, None),
     };
     Ok(Event {
         tokens: u32::from(token),
+        reasoning,
         finish_reason: finish_reason.filter(|f| !f.is_empty()),
         usage: chunk.usage,
         done: false,
         server_error: chunk.error.is_some().then(|| error_message(data)),
     })
+}
+
+/// The answer text a chunk carries (`text`, or chat's `delta.content`), for a conversation's
+/// history. Off the per-token fast path: only multi-turn runs ask, once per event.
+pub(super) fn answer_text(data: &[u8], chat: bool) -> Option<String> {
+    let v: Value = serde_json::from_slice(data).ok()?;
+    let choice = v.get("choices")?.get(0)?;
+    let text = if chat {
+        choice.get("delta")?.get("content")?
+    } else {
+        choice.get("text")?
+    };
+    text.as_str().filter(|t| !t.is_empty()).map(String::from)
 }

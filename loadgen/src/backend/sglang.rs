@@ -131,6 +131,7 @@ pub(super) fn event(data: &[u8], prev: &mut Progress) -> Result<Event, EventErro
         event.usage = Some(Usage {
             prompt_tokens: meta.prompt_tokens,
             completion_tokens: meta.completion_tokens,
+            ..Default::default()
         });
         if let Some(finish) = meta.finish_reason {
             if finish.kind == "abort" {

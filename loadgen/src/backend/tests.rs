@@ -61,6 +61,7 @@ fn request<'a>(extra: Option<&'a Map<String, Value>>) -> GenerationRequest<'a> {
     GenerationRequest {
         model: "m",
         prompt: "Hello \"world\"\n",
+        history: &[],
         max_tokens: 128,
         ignore_eos: true,
         temperature: 0.0,
@@ -300,7 +301,8 @@ fn llama_cpp_events_one_by_one() {
             finish_reason: Some("length".into()),
             usage: Some(Usage {
                 prompt_tokens: Some(4),
-                completion_tokens: Some(5)
+                completion_tokens: Some(5),
+                ..Default::default()
             }),
             ..Event::default()
         }
@@ -331,7 +333,8 @@ fn llama_cpp_events_one_by_one() {
         usage.usage,
         Some(Usage {
             prompt_tokens: Some(35),
-            completion_tokens: Some(5)
+            completion_tokens: Some(5),
+            ..Default::default()
         })
     );
     assert_eq!(usage.tokens, 0);
@@ -386,7 +389,8 @@ fn vllm_completions_stream() {
         o.usage,
         Some(Usage {
             prompt_tokens: Some(12),
-            completion_tokens: Some(4)
+            completion_tokens: Some(4),
+            ..Default::default()
         })
     );
     assert_eq!(o.finish_reason.as_deref(), Some("length"));
@@ -487,7 +491,8 @@ fn tgi_streams() {
         o.usage,
         Some(Usage {
             prompt_tokens: None,
-            completion_tokens: Some(4)
+            completion_tokens: Some(4),
+            ..Default::default()
         })
     );
     assert_eq!(o.finish_reason.as_deref(), Some("eos_token"));
@@ -499,7 +504,8 @@ fn tgi_streams() {
         o.usage,
         Some(Usage {
             prompt_tokens: Some(7),
-            completion_tokens: Some(2)
+            completion_tokens: Some(2),
+            ..Default::default()
         })
     );
     assert_eq!(o.finish_reason.as_deref(), Some("length"));
@@ -530,7 +536,8 @@ fn sglang_stream() {
         o.usage,
         Some(Usage {
             prompt_tokens: Some(7),
-            completion_tokens: Some(4)
+            completion_tokens: Some(4),
+            ..Default::default()
         })
     );
     assert_eq!(o.finish_reason.as_deref(), Some("length"));

@@ -80,6 +80,7 @@ pub(super) fn event(data: &[u8]) -> Result<Event, EventError> {
             Some(Usage {
                 prompt_tokens: d.input_length.or(d.prompt_tokens),
                 completion_tokens: d.generated_tokens,
+                ..Default::default()
             }),
         ),
         None => (None, None),
@@ -90,5 +91,6 @@ pub(super) fn event(data: &[u8]) -> Result<Event, EventError> {
         usage,
         done: false,
         server_error: chunk.error.is_some().then(|| error_message(data)),
+        ..Default::default()
     })
 }

@@ -64,6 +64,39 @@ pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
     if let Some(g) = &args.grid {
         s.grid = Some(spec::parse_grid(g)?);
     }
+    if let Some(x) = &args.sessions {
+        s.sessions = Some(spec::parse_sessions(x)?);
+    }
+    if let Some(path) = &args.trace {
+        s.trace = Some(spec::TraceSpec {
+            path: path.display().to_string(),
+            format: None,
+            speedup: 1.0,
+        });
+    }
+    if let Some(t) = &mut s.trace {
+        t.format = args.trace_format.or(t.format);
+        t.speedup = args.trace_speedup.unwrap_or(t.speedup);
+    } else if args.trace_format.is_some() || args.trace_speedup.is_some() {
+        anyhow::bail!("--trace-format and --trace-speedup need --trace FILE");
+    }
+    s.burstiness = args.burstiness.or(s.burstiness);
+    if let Some(r) = &args.ramp {
+        s.ramp = Some(spec::parse_ramp(r)?);
+    }
+    if let Some(st) = &args.stages {
+        s.stages = spec::parse_stages(st)?;
+    }
+    // A trace, a ramp or stages name their profile; an explicit --profile still wins.
+    if args.profile.is_none() && args.spec.is_none() {
+        if s.trace.is_some() {
+            s.profile = spec::ProfileName::Trace;
+        } else if s.ramp.is_some() {
+            s.profile = spec::ProfileName::Ramp;
+        } else if !s.stages.is_empty() {
+            s.profile = spec::ProfileName::Staged;
+        }
+    }
     s.max_requests = args.max_requests.or(s.max_requests);
     s.max_seconds = args.max_seconds.or(s.max_seconds);
     if args.allow_eos {
@@ -228,15 +261,15 @@ async fn measure(
         &engine_name,
     ));
     let started = SystemTime::now();
-    let measurement =
-        prepared
-            .connect(model.clone())
-            .await
-            .watch_host(Arc::new(on_host::Watching::new(
-                watch,
-                journal.clone(),
-                std::time::Duration::from_secs(args.telemetry_checkpoint_s.max(1)),
-            )));
+    let measurement = prepared
+        .connect(model.clone())
+        .await
+        .map_err(Failure::Input)?
+        .watch_host(Arc::new(on_host::Watching::new(
+            watch,
+            journal.clone(),
+            std::time::Duration::from_secs(args.telemetry_checkpoint_s.max(1)),
+        )));
     journal.write(Line::Header {
         run: Run {
             id: run_id,

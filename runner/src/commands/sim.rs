@@ -90,6 +90,10 @@ pub struct SimArgs {
     /// Turn the prefix cache off (vLLM's flag): repeated prompt prefixes are prefilled again.
     #[arg(long)]
     pub no_enable_prefix_caching: bool,
+    /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), like a
+    /// reasoning model behind vLLM's `--reasoning-parser`.
+    #[arg(long, default_value_t = 0)]
+    pub reasoning_tokens: u32,
 }
 
 impl SimArgs {
@@ -104,6 +108,7 @@ impl SimArgs {
             decode_steps: self.decode_steps,
             kv_cache_tokens: self.kv_cache_tokens,
             prefix_caching: !self.no_enable_prefix_caching,
+            reasoning_tokens: self.reasoning_tokens,
             seed: self.seed,
             faults: Faults {
                 error_fraction: self.error_fraction,

@@ -29,6 +29,7 @@ pub fn record(
         output_tokens_server: out_server,
         finish_reason: Some("length".into()),
         error: None,
+        ..Default::default()
     }
 }
 
@@ -64,6 +65,10 @@ pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
             max_seconds: None,
             warmup_requests: 0,
             cooldown_requests: 0,
+            burstiness: None,
+            ramp_to_per_s: None,
+            stages: None,
+            trace_speedup: None,
         },
         workload: Workload::Synthetic {
             prompt_tokens: 10,
@@ -72,6 +77,8 @@ pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
             output_tokens_stdev: None,
             tokenizer: "test".into(),
             prompts_sha256: "00".repeat(32),
+            sessions: None,
+            shared_prefix: None,
         },
         slo: None,
         started_at: "2026-11-22T00:00:00.000000Z".into(),

@@ -1,0 +1,363 @@
+//! Today's workloads against the simulator, whose prefix cache and clock are the truth:
+//! shared prefixes and multi-turn conversations hit the cache and cut prefill, a Mooncake
+//! trace replays at its timestamps with its blocks shared byte for byte, a reasoning stream
+//! splits TTFT from the first answer token, and ramps and stages keep their shape.
+
+#![allow(clippy::await_holding_lock)]
+
+mod common;
+
+use common::run_against;
+use loadgen::spec::{ProfileName, RunSpec, SessionSpec, TraceSpec};
+use schemas::document::{ProfileKind, Workload};
+use sim::{SimConfig, SimServer};
+
+/// Prefill costs 100 µs a token: a cached 896-token prefix saves about 90 ms.
+fn prefill_sim() -> SimConfig {
+    SimConfig {
+        ttft_ms: 5.0,
+        prefill_us_per_token: 100.0,
+        itl_ms: 2.0,
+        itl_growth: 0.0,
+        max_batch: 64,
+        ..SimConfig::default()
+    }
+}
+
+fn ttft_mean(b: &schemas::Benchmark) -> f64 {
+    b.summary.ttft_ms.as_ref().unwrap().mean.get()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn shared_prefixes_hit_the_prefix_cache_and_cut_ttft() {
+    let _timing = clock::testing::timing_test_lock();
+    let sim = SimServer::start(prefill_sim()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let data = loadgen::spec::parse_data(
+        "prompt_tokens=1024,output_tokens=4,prefix_tokens=896,prefix_groups=2",
+    )
+    .unwrap();
+    let spec = RunSpec {
+        data: data.clone(),
+        max_requests: Some(10),
+        ..RunSpec::default()
+    };
+    let shared = run_against(&sim, spec.clone(), dir.path(), "shared").await;
+    let truth = sim.truth();
+    let cold = RunSpec {
+        data: loadgen::spec::DataSpec {
+            prefix_tokens: None,
+            prefix_groups: None,
+            ..data
+        },
+        ..spec
+    };
+    let plain = run_against(&sim, cold, dir.path(), "plain").await;
+    let (b, p) = (
+        &shared.predicate.benchmarks[0],
+        &plain.predicate.benchmarks[0],
+    );
+    assert!(
+        matches!(&b.workload, Workload::Synthetic { shared_prefix: Some(s), .. } if s.prefix_tokens == 896 && s.groups == 2)
+    );
+    assert!(p.workload.meant_cache_free() && !b.workload.meant_cache_free());
+    // Exact lengths, every prompt.
+    assert!(b
+        .records
+        .iter()
+        .all(|r| r.input_tokens_server == Some(1024) && r.input_tokens_client == Some(1024)));
+    // After the first request of each group, the server found the whole prefix cached.
+    let generation: Vec<_> = truth.iter().filter(|t| t.prompt_tokens == 1024).collect();
+    assert!(generation.len() >= 10);
+    assert!(
+        generation.iter().skip(2).all(|t| t.cached_tokens >= 896),
+        "{:?}",
+        generation
+            .iter()
+            .map(|t| t.cached_tokens)
+            .collect::<Vec<_>>()
+    );
+    let groups = b.summary.by_prefix_group.as_ref().unwrap();
+    assert_eq!(
+        groups.iter().map(|g| g.requests).collect::<Vec<_>>(),
+        [5, 5]
+    );
+    // 896 cached tokens × 100 µs ≈ 90 ms less prefill, on average over 8 of 10 requests.
+    let saved = ttft_mean(p) - ttft_mean(b);
+    assert!((60.0..90.0).contains(&saved), "saved {saved:.1} ms");
+    assert!(p.summary.by_prefix_group.is_none());
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn multi_turn_sessions_carry_the_answers_and_reuse_the_cache() {
+    let _timing = clock::testing::timing_test_lock();
+    let sim = SimServer::start(prefill_sim()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiChat,
+        profile: ProfileName::Concurrent,
+        concurrency: vec![2],
+        data: loadgen::spec::parse_data("prompt_tokens=512,output_tokens=8").unwrap(),
+        sessions: Some(SessionSpec {
+            turns: Some(3),
+            think_ms: Some(30.0),
+        }),
+        max_requests: Some(12),
+        ..RunSpec::default()
+    };
+    let st = run_against(&sim, spec, dir.path(), "sessions").await;
+    let b = &st.predicate.benchmarks[0];
+    assert_eq!(b.label, "concurrent@2");
+    assert!(
+        matches!(&b.workload, Workload::Synthetic { sessions: Some(s), .. } if s.count == 4 && s.turns == Some(3))
+    );
+    assert_eq!(b.records.len(), 12);
+    for session in 0..4 {
+        let mut turns: Vec<_> = b
+            .records
+            .iter()
+            .filter(|r| r.session == Some(session))
+            .collect();
+        turns.sort_by_key(|r| r.turn);
+        assert_eq!(
+            turns.iter().map(|r| r.turn.unwrap()).collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        for (k, r) in turns.iter().enumerate() {
+            // The conversation so far: k earlier messages of 512 and k answers of 8 tokens.
+            let want = 512 + k as u32 * (512 + 8);
+            assert_eq!(
+                r.input_tokens_server,
+                Some(want),
+                "session {session} turn {}",
+                k + 1
+            );
+            assert_eq!(
+                r.input_tokens_client,
+                Some(want),
+                "counted with the messages"
+            );
+        }
+        for w in turns.windows(2) {
+            // The next turn is scheduled the think time after the answer ended.
+            let pause = w[1].scheduled_us - w[0].end_us;
+            assert!((30_000..40_000).contains(&pause), "pause {pause} µs");
+        }
+    }
+    let by_turn = b.summary.by_turn.as_ref().unwrap();
+    assert_eq!(by_turn.len(), 3);
+    assert_eq!(by_turn[2].input_tokens_mean.unwrap().get(), 1552.0);
+    // Turn 1 prefills 512 new tokens; later turns find the conversation so far cached and
+    // prefill only what is new, so TTFT does not grow with the history.
+    let ttft = |t: usize| by_turn[t].ttft_ms.as_ref().unwrap().mean.get();
+    let uncached_turn3 = 1552.0 * 0.1;
+    assert!(
+        ttft(2) < uncached_turn3 - 60.0,
+        "turn 3 TTFT {:.1} ms",
+        ttft(2)
+    );
+    let cached: Vec<u32> = sim.truth().iter().map(|t| t.cached_tokens).collect();
+    assert!(
+        cached.iter().filter(|&&c| c >= 1024).count() >= 4,
+        "{cached:?}"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_mooncake_trace_replays_on_time_and_shares_its_blocks() {
+    let _timing = clock::testing::timing_test_lock();
+    let sim = SimServer::start(SimConfig {
+        prefill_us_per_token: 0.0,
+        ttft_ms: 2.0,
+        ..prefill_sim()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // 300 requests, 10 ms apart (0.5 ms jitter), each of two blocks: the first shared by a
+    // tenth of the requests, the second its own.
+    let mut lines = String::new();
+    for i in 0..300u64 {
+        let ts = i * 10 + (i * 7919 % 3) / 2;
+        lines.push_str(&format!(
+            "{{\"timestamp\": {ts}, \"input_length\": 700, \"output_length\": 2, \"hash_ids\": [{}, {}]}}\n",
+            i % 10,
+            1000 + i
+        ));
+    }
+    let path = dir.path().join("mooncake.jsonl");
+    std::fs::write(&path, &lines).unwrap();
+    let spec = RunSpec {
+        profile: ProfileName::Trace,
+        trace: Some(TraceSpec {
+            path: path.display().to_string(),
+            format: None,
+            speedup: 2.0,
+        }),
+        ..RunSpec::default()
+    };
+    let st = run_against(&sim, spec, dir.path(), "trace").await;
+    let b = &st.predicate.benchmarks[0];
+    assert_eq!(b.profile.kind, ProfileKind::Trace);
+    assert_eq!(b.label, "trace@2.00x");
+    assert!(matches!(
+        &b.workload,
+        Workload::Trace {
+            rows: 300,
+            block_tokens: Some(512),
+            distinct_blocks: Some(310),
+            ..
+        }
+    ));
+    assert_eq!(b.records.len(), 300);
+    // Scheduled at the trace's time / 2, to the microsecond; sent within the pacing bounds.
+    let mut expected: Vec<u64> = (0..300u64)
+        .map(|i| (i * 10 + (i * 7919 % 3) / 2) * 500)
+        .collect();
+    expected.sort_unstable();
+    let scheduled: Vec<u64> = b.records.iter().map(|r| r.scheduled_us).collect();
+    assert_eq!(scheduled, expected);
+    let mut lags: Vec<u64> = b
+        .records
+        .iter()
+        .map(|r| r.sent_us - r.scheduled_us)
+        .collect();
+    lags.sort_unstable();
+    assert!(
+        lags[lags.len() * 99 / 100] < 2_000,
+        "p99 send lag {} µs",
+        lags[lags.len() * 99 / 100]
+    );
+    assert!(b.records.iter().all(|r| r.input_tokens_server == Some(700)));
+    // Requests sharing a first block found it in the server's cache (whole 16-token blocks
+    // of the 512 shared tokens): the same ids built the same bytes.
+    let truth = sim.truth();
+    let hits = truth
+        .iter()
+        .filter(|t| t.prompt_tokens == 700 && t.cached_tokens >= 512)
+        .count();
+    assert!(
+        hits >= 280,
+        "{hits} of 300 requests found their shared block cached"
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn reasoning_streams_split_ttft_from_the_first_answer_token() {
+    let _timing = clock::testing::timing_test_lock();
+    let sim = SimServer::start(SimConfig {
+        ttft_ms: 20.0,
+        prefill_us_per_token: 0.0,
+        itl_ms: 10.0,
+        reasoning_tokens: 5,
+        ..prefill_sim()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiChat,
+        data: loadgen::spec::parse_data("prompt_tokens=32,output_tokens=12").unwrap(),
+        max_requests: Some(4),
+        ..RunSpec::default()
+    };
+    let st = run_against(&sim, spec, dir.path(), "reasoning").await;
+    let b = &st.predicate.benchmarks[0];
+    for r in &b.records {
+        assert_eq!(r.reasoning_tokens_client, Some(5));
+        assert_eq!(r.reasoning_tokens_server, Some(5));
+        let after = r.first_answer_token_us.unwrap() - r.first_token_us.unwrap();
+        assert!(
+            (49_000..53_000).contains(&after),
+            "{after} µs: five 10 ms gaps"
+        );
+    }
+    let reasoning = b.summary.reasoning.as_ref().unwrap();
+    assert_eq!(
+        (
+            reasoning.requests,
+            reasoning.reasoning_tokens,
+            reasoning.answer_tokens
+        ),
+        (4, 20, 28)
+    );
+    let ttfot = reasoning
+        .time_to_first_output_token_ms
+        .as_ref()
+        .unwrap()
+        .mean
+        .get();
+    assert!(
+        (ttfot - ttft_mean(b) - 50.0).abs() < 3.0,
+        "TTFOT {ttfot:.1} ms, TTFT {:.1} ms",
+        ttft_mean(b)
+    );
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn ramps_and_stages_are_labelled_and_keep_their_schedule() {
+    let _timing = clock::testing::timing_test_lock();
+    let sim = SimServer::start(SimConfig {
+        ttft_ms: 1.0,
+        itl_ms: 1.0,
+        prefill_us_per_token: 0.0,
+        ..prefill_sim()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let base = RunSpec {
+        data: loadgen::spec::parse_data("prompt_tokens=8,output_tokens=2").unwrap(),
+        burstiness: Some(2.0),
+        ..RunSpec::default()
+    };
+    let ramp = RunSpec {
+        profile: ProfileName::Ramp,
+        ramp: Some(loadgen::spec::parse_ramp("20:60").unwrap()),
+        max_seconds: Some(1.0),
+        ..base.clone()
+    };
+    let st = run_against(&sim, ramp, dir.path(), "ramp").await;
+    let b = &st.predicate.benchmarks[0];
+    assert_eq!(b.label, "ramp@20.00→60.00 req/sec burstiness=2.00");
+    assert_eq!(b.profile.ramp_to_per_s.unwrap().get(), 60.0);
+    // Λ(1 s) = 40 arrivals on average; gamma(2) gaps keep it near.
+    let n = b.records.len();
+    assert!((28..=52).contains(&n), "{n} requests");
+    let first_half = b
+        .records
+        .iter()
+        .filter(|r| r.scheduled_us < 500_000)
+        .count();
+    assert!(
+        first_half < n - first_half,
+        "the rate rises: {first_half} of {n} in the first half"
+    );
+    let staged = RunSpec {
+        profile: ProfileName::Staged,
+        stages: loadgen::spec::parse_stages("10:0.5,80:0.5").unwrap(),
+        ..base
+    };
+    let st = run_against(&sim, staged, dir.path(), "staged").await;
+    let b = &st.predicate.benchmarks[0];
+    assert_eq!(
+        b.label,
+        "staged@10.00×0.5s,80.00×0.5s req/sec burstiness=2.00"
+    );
+    assert!(b.records.iter().all(|r| r.scheduled_us < 1_000_000));
+    let late = b
+        .records
+        .iter()
+        .filter(|r| r.scheduled_us >= 500_000)
+        .count();
+    assert!(
+        late > 3 * (b.records.len() - late),
+        "{late} of {}",
+        b.records.len()
+    );
+    sim.shutdown().await;
+}
