@@ -193,7 +193,13 @@ impl TokenCounter {
         let chat = serde_json::json!({
             "model": model, "messages": messages, "add_generation_prompt": true,
         });
-        if let Some(n) = post(url.clone(), chat).await.as_ref().and_then(tokens) {
+        // llama.cpp answers a body without `content` with no tokens: not a count.
+        if let Some(n) = post(url.clone(), chat)
+            .await
+            .as_ref()
+            .and_then(tokens)
+            .filter(|&n| n > 0)
+        {
             return Some(n);
         }
         let base = url.trim_end_matches("/tokenize");

@@ -23,6 +23,11 @@ impl Drop for Server {
 }
 
 fn start() -> Option<Server> {
+    start_with(&[])
+}
+
+/// A server with `extra` flags (e.g. `--no-cache-prompt`).
+fn start_with(extra: &[&str]) -> Option<Server> {
     let (bin, model) = support::llama_server()?;
     let port = support::free_port();
     let lib_dir = bin.parent().unwrap().to_path_buf();
@@ -42,6 +47,7 @@ fn start() -> Option<Server> {
             "4096",
         ])
         .args(["--metrics", "--no-webui", "-a", "smollm2-135m"])
+        .args(extra)
         .env("LD_LIBRARY_PATH", lib_dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -234,5 +240,82 @@ fn a_sharegpt_file_sets_each_requests_output_length_from_its_reply() {
         lengths.len(),
         2,
         "two conversations, two reply lengths: {lengths:?}"
+    );
+}
+
+/// Multi-turn conversations through the real chat template: every turn's prompt length, as
+/// the runner counted it (`/apply-template`, then `/tokenize`), is what the server's usage
+/// says; and with llama.cpp's prompt cache, a late turn prefills only its new tokens, so its
+/// TTFT is well under the same turn's without the cache.
+#[test]
+fn multi_turn_sessions_count_exactly_and_the_prompt_cache_cheapens_later_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut ttft_by_turn = Vec::new();
+    for (name, extra) in [
+        ("cached", &[][..]),
+        ("uncached", &["--no-cache-prompt"][..]),
+    ] {
+        let Some(server) = start_with(extra) else {
+            return;
+        };
+        let out = dir.path().join(format!("{name}.json"));
+        let output = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(["run", "--target", &server.url, "--no-sign", "--out"])
+            .arg(&out)
+            .args([
+                "--backend",
+                "openai-chat",
+                "--sessions",
+                "turns=4",
+                "--data",
+                "prompt_tokens=96,output_tokens=16",
+                "--max-requests",
+                "8",
+                "--request-timeout",
+                "120",
+            ])
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let st = statement(&out);
+        let b = &st["predicate"]["benchmarks"][0];
+        let rows = schemas::record_columns::rows_of_json(&b["records"]).unwrap();
+        assert_eq!(rows.len(), 8);
+        for r in &rows {
+            assert!(r["error"].is_null(), "{}", r["error"]);
+            assert_eq!(
+                r["input_tokens_client"], r["input_tokens_server"],
+                "turn {}: the runner's count of the templated conversation",
+                r["turn"]
+            );
+        }
+        let turns = b["summary"]["by_turn"].as_array().unwrap();
+        assert_eq!(turns.len(), 4);
+        // Each turn's prompt holds the one before it, its answer and a new message.
+        let prompt = |t: usize| turns[t]["input_tokens_mean"].as_f64().unwrap();
+        assert!(prompt(3) > prompt(2) + 96.0 && prompt(2) > prompt(1) + 96.0);
+        ttft_by_turn.push(
+            (0..4)
+                .map(|t| turns[t]["ttft_ms"]["mean"].as_f64().unwrap())
+                .collect::<Vec<_>>(),
+        );
+        eprintln!(
+            "{name}: TTFT by turn (ms) {:?}, prompt tokens {:?}",
+            ttft_by_turn.last().unwrap(),
+            (0..4).map(prompt).collect::<Vec<_>>()
+        );
+    }
+    let (cached, uncached) = (&ttft_by_turn[0], &ttft_by_turn[1]);
+    // Turn 4 prefills about 440 tokens without the cache and about 100 with it.
+    assert!(
+        cached[3] < 0.7 * uncached[3],
+        "turn 4 TTFT {:.1} ms cached vs {:.1} ms uncached",
+        cached[3],
+        uncached[3]
     );
 }
