@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 /// Common English words that nearly every BPE vocabulary holds as one token with a
 /// leading space, so a prompt converges on its target in a step or two.
-pub(crate) const WORDS: &[&str] = &[
+pub const WORDS: &[&str] = &[
     "the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with", "be", "by",
     "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an",
     "had", "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there",

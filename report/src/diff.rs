@@ -1,7 +1,8 @@
 //! The comparison of two results, A (before) and B (after).
 //!
-//! Benchmarks are matched by key: workload cell (input × output, or data set) plus
-//! profile (kind, and target rate to two decimals or concurrency). A sweep's rates
+//! Benchmarks are matched by key: workload cell (input × output, or data set, or trace)
+//! plus profile (kind, and target rate to two decimals with any burstiness, a ramp's two
+//! rates, the stages, a trace's speed-up, or concurrency). A sweep's rates
 //! depend on what its synchronous and throughput runs measured, so two runs of the same
 //! sweep rarely share them: open-loop benchmarks left unmatched are then paired in rate
 //! order within their cell and kind, when both sides have the same number, and the pair
@@ -14,7 +15,9 @@
 //! a `better` / `worse` / `same` class (see `html`). A benchmark with no completed request
 //! has no latencies or throughput to compare; only its failure share is compared. When
 //! both sides have GPU telemetry, energy, output tokens per joule and mean power are
-//! compared too (`HOST_METRICS` says which are judged).
+//! compared too (`HOST_METRICS` says which are judged); when either side has a reasoning
+//! model's summary, the time to the first output token and reasoning tokens per request
+//! (`REASONING_METRICS`).
 //! Overlaid charts draw A and B in two colours.
 
 use crate::charts::{self, grid::GridDoc, ChartFile, ChartGroup, Line, Style, MARKERS};
@@ -25,7 +28,7 @@ use crate::markdown::{doc_line, launches, run_flags};
 use crate::view::{self, Cell};
 use crate::{RenderError, Report};
 use schemas::document::{Benchmark, Predicate, ProfileKind};
-use schemas::metrics::{Latency, Summary};
+use schemas::metrics::{Distribution, Latency, Summary};
 
 /// What identifies a benchmark across two runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -308,6 +311,40 @@ const HOST_METRICS: [Metric; 3] = [
     },
 ];
 
+/// What a reasoning model adds, compared when either side has a reasoning summary (so
+/// that other documents compare as before). The time to the first answer token is what a
+/// reader waits for and is judged; how much a model reasons depends on its prompts and
+/// settings as much as on the engine, so reasoning tokens per completed request are shown
+/// without a verdict.
+const REASONING_METRICS: [Metric; 3] = [
+    Metric {
+        name: "Time to first output token mean (ms)",
+        better: Better::Lower,
+        without_completions: false,
+        get: |s| Some(ttfot(s)?.mean.get()),
+    },
+    Metric {
+        name: "Time to first output token p99 (ms)",
+        better: Better::Lower,
+        without_completions: false,
+        get: |s| Some(ttfot(s)?.p99.get()),
+    },
+    Metric {
+        name: "Reasoning tokens per completed request",
+        better: Better::Neither,
+        without_completions: false,
+        get: |s| {
+            let tokens = s.reasoning.as_ref()?.reasoning_tokens as f64;
+            let completed = s.requests.completed;
+            (completed > 0).then(|| tokens / completed as f64)
+        },
+    },
+];
+
+fn ttfot(s: &Summary) -> Option<&Distribution> {
+    s.reasoning.as_ref()?.time_to_first_output_token_ms.as_ref()
+}
+
 /// How B compares with A on one metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -383,7 +420,14 @@ fn metrics_table(a: &Benchmark, b: &Benchmark, tally: &mut Tally) -> String {
     );
     let both_host = a.summary.host.is_some() && b.summary.host.is_some();
     let host: &[Metric] = if both_host { &HOST_METRICS } else { &[] };
-    for m in METRICS.iter().chain(host) {
+    // One side without reasoning still gets the rows: that it has none is the difference.
+    let either_reasoning = a.summary.reasoning.is_some() || b.summary.reasoning.is_some();
+    let reasoning: &[Metric] = if either_reasoning {
+        &REASONING_METRICS
+    } else {
+        &[]
+    };
+    for m in METRICS.iter().chain(host).chain(reasoning) {
         let (va, vb) = (value(m, a), value(m, b));
         if va.is_none() && vb.is_none() {
             continue;

@@ -44,8 +44,9 @@ pub use tables::seed_sweep::{sweep_bullet, sweep_table};
 use schemas::document::Statement;
 
 /// The files of a report, in a fixed order: the markdown, the HTML page, then the charts
-/// (`throughput.svg`, `latency.svg`, `grid.svg`, `ttft-timeline*.svg`, and for benchmarks
-/// with telemetry `gpu-power-*.svg` and `server-*.svg`; those with data).
+/// (`throughput.svg`, `latency.svg`, `grid.svg`, `ttft-timeline*.svg`, for benchmarks
+/// with telemetry `gpu-power-*.svg` and `server-*.svg`, for conversations `turns-*.svg`,
+/// for traces, ramps, stages and bursts `pacing-*.svg`; those with data).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Report {
     pub files: Vec<(String, Vec<u8>)>,

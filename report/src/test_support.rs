@@ -531,3 +531,87 @@ pub fn launch() -> schemas::document::Launch {
         },
     }
 }
+
+/// `b` as `sessions` conversations whose prompts start with one of `groups` shared
+/// prefixes of `prefix` tokens, summary recomputed: request i is turn i / sessions + 1 of
+/// session i % sessions (every first turn is sent before any second one, so queueing makes
+/// later turns slower), in prefix group session % groups; a turn's prompt carries the
+/// conversation so far, turn × the base prompt.
+pub fn with_conversations(mut b: Benchmark, sessions: u32, groups: u32, prefix: u32) -> Benchmark {
+    let mut turns = 1;
+    for (i, r) in b.records.iter_mut().enumerate() {
+        let (session, turn) = (i as u32 % sessions, i as u32 / sessions + 1);
+        r.session = Some(session);
+        r.turn = Some(turn);
+        r.prefix_group = Some(session % groups);
+        r.input_tokens_client = r.input_tokens_client.map(|n| n * turn);
+        r.input_tokens_server = r.input_tokens_server.map(|n| n * turn);
+        turns = turns.max(turn);
+    }
+    if let Workload::Synthetic {
+        shared_prefix,
+        sessions: s,
+        ..
+    } = &mut b.workload
+    {
+        *shared_prefix = Some(schemas::document::SharedPrefix {
+            prefix_tokens: prefix,
+            groups,
+        });
+        *s = Some(schemas::document::Sessions {
+            count: u64::from(sessions),
+            turns: Some(turns),
+            think_ms: Some(fin(500.0)),
+        });
+    }
+    b.summary = schemas::metrics::summarize_benchmark(&b).expect("summarize");
+    b
+}
+
+/// `b` with every `every`-th completed request streaming `tokens` reasoning tokens before
+/// its answer (the server counting one more), summary recomputed.
+pub fn with_reasoning(mut b: Benchmark, every: usize, tokens: u32) -> Benchmark {
+    for r in b
+        .records
+        .iter_mut()
+        .filter(|r| r.completed())
+        .step_by(every)
+    {
+        let gaps = token_times::decode(&r.token_gaps).expect("token gaps");
+        let first = r.first_token_us.expect("a first token");
+        r.reasoning_tokens_client = Some(tokens);
+        r.reasoning_tokens_server = Some(tokens + 1);
+        r.first_answer_token_us = Some(first + gaps[..tokens as usize].iter().sum::<u64>());
+    }
+    b.summary = schemas::metrics::summarize_benchmark(&b).expect("summarize");
+    b
+}
+
+/// `b` sent late by `(i % 5) ms` for its i-th request (every time of a request moves with
+/// its send), summary recomputed: a client falling behind its schedule.
+pub fn with_send_lag(mut b: Benchmark) -> Benchmark {
+    for (i, r) in b.records.iter_mut().enumerate() {
+        let lag = (i as u64 % 5) * 1000;
+        r.sent_us += lag;
+        r.first_token_us = r.first_token_us.map(|t| t + lag);
+        r.first_answer_token_us = r.first_answer_token_us.map(|t| t + lag);
+        r.end_us += lag;
+    }
+    b.summary = schemas::metrics::summarize_benchmark(&b).expect("summarize");
+    b
+}
+
+/// A Mooncake trace workload of `rows` requests over 60 s.
+pub fn trace_workload(rows: u64) -> Workload {
+    Workload::Trace {
+        path: "traces/mooncake_trace.jsonl".into(),
+        format: "mooncake".into(),
+        sha256: "ef".repeat(32),
+        rows,
+        duration_s: fin(60.0),
+        block_tokens: Some(512),
+        distinct_blocks: Some(1234),
+        tokenizer: "tokenizer.json".into(),
+        prompts_sha256: "12".repeat(32),
+    }
+}

@@ -1204,3 +1204,431 @@ fn telemetry_rendering_is_deterministic() {
         diff_statements(&docs[0], &docs[1]).unwrap()
     );
 }
+
+/// One poisson benchmark (burstiness 0.5) of 8 conversations × 3 turns whose prompts
+/// share 2 prefixes of 128 tokens; every 12th request fails (requests 11 and 23: turns 2
+/// and 3, prefix group 1) and every 3rd completed one reasons for 4 tokens (5 by the
+/// server's count). `speed` divides its latencies.
+fn conversation_doc(speed: f64) -> Statement {
+    let load = Load {
+        requests: 24,
+        input: 256,
+        output: 16,
+        gap_us: 100_000,
+        ttft_us: (30_000.0 / speed) as u64,
+        ttft_growth_us: 2_000,
+        itl_us: (5_000.0 / speed) as u64,
+        fail_every: Some(12),
+    };
+    let mut p = profile(ProfileKind::Poisson, Some(4.0), None);
+    p.burstiness = Some(fin(0.5));
+    let b = measured("poisson@4.00 sessions/sec burstiness=0.50", p, &load);
+    let b = with_reasoning(with_conversations(b, 8, 2, 128), 3, 4);
+    sealed(predicate(&doc("m"), vec![b], vec![]))
+}
+
+/// A Mooncake trace replayed at twice its speed by a client up to 4 ms late.
+fn trace_doc() -> Statement {
+    let load = Load {
+        requests: 30,
+        input: 512,
+        output: 8,
+        gap_us: 200_000,
+        ttft_us: 20_000,
+        ttft_growth_us: 0,
+        itl_us: 4_000,
+        fail_every: None,
+    };
+    let mut p = profile(ProfileKind::Trace, None, None);
+    p.trace_speedup = Some(fin(2.0));
+    let mut b = with_send_lag(measured("trace@2.00x", p, &load));
+    b.workload = trace_workload(30);
+    sealed(predicate(&doc("m"), vec![b], vec![]))
+}
+
+/// `mean | p50 | p99` of a distribution, two decimals each: the middle of a table row.
+fn mean_p50_p99(d: &schemas::metrics::Distribution) -> String {
+    format!(
+        "{:.2} | {:.2} | {:.2}",
+        d.mean.get(),
+        d.median.get(),
+        d.p99.get()
+    )
+}
+
+#[test]
+fn conversation_details_show_turns_prefix_groups_and_arrivals() {
+    let st = conversation_doc(1.0);
+    let r = render(&[&envelope_bytes(&st)]).unwrap();
+    let md = r.text("report.md").unwrap();
+    assert!(
+        md.contains("all match"),
+        "the sealed document verifies: {md}"
+    );
+    let sec = section(md, "poisson@4.00 sessions/sec burstiness=0.50");
+    assert!(sec.contains(
+        "\nWorkload: prompts share 2 prefixes of 128 tokens; 8 conversations of 3 turns, 500 ms think time.\n\
+         Arrivals: burstiness 0.50 (gamma gaps; 1 is Poisson, below 1 burstier).\n"
+    ), "{sec}");
+    // TTFT by turn: the prompt grows by a base prompt a turn; the two failures are turns 2, 3.
+    let s = &st.predicate.benchmarks[0].summary;
+    let turns = s.by_turn.as_ref().unwrap();
+    assert_eq!(turns.len(), 3);
+    let mut table = String::from(
+        "TTFT by turn:\n\n\
+         | Turn | Requests | Completed | Mean prompt tokens | TTFT mean (ms) | TTFT p50 (ms) | TTFT p99 (ms) |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for (t, (completed, prompt)) in turns
+        .iter()
+        .zip([(8, "256.00"), (7, "512.00"), (7, "768.00")])
+    {
+        assert_eq!((t.requests, t.completed), (8, completed));
+        table.push_str(&format!(
+            "| {} | 8 | {completed} | {prompt} | {} |\n",
+            t.turn,
+            mean_p50_p99(t.ttft_ms.as_ref().unwrap())
+        ));
+    }
+    assert!(sec.contains(&table), "{table}\n{sec}");
+    let mean = |i: usize| turns[i].ttft_ms.as_ref().unwrap().mean.get();
+    assert!(
+        mean(0) < mean(1) && mean(1) < mean(2),
+        "queueing slows later turns"
+    );
+    // TTFT by prefix group: both failures are in group 1.
+    let groups = s.by_prefix_group.as_ref().unwrap();
+    let mut table = String::from(
+        "TTFT by prefix group:\n\n\
+         | Prefix group | Requests | Completed | TTFT mean (ms) | TTFT p50 (ms) | TTFT p99 (ms) |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for (g, completed) in groups.iter().zip([12, 10]) {
+        assert_eq!((g.requests, g.completed), (12, completed));
+        table.push_str(&format!(
+            "| {} | 12 | {completed} | {} |\n",
+            g.group,
+            mean_p50_p99(g.ttft_ms.as_ref().unwrap())
+        ));
+    }
+    assert!(sec.contains(&table), "{table}\n{sec}");
+    // After the latency table, before the flags; in the order written.
+    let at = |s: &str| sec.find(s).unwrap_or_else(|| panic!("no {s}: {sec}"));
+    assert!(at("| E2E |") < at("Workload:"));
+    assert!(at("Workload:") < at("TTFT by turn:"));
+    assert!(at("TTFT by turn:") < at("TTFT by prefix group:"));
+    assert!(at("TTFT by prefix group:") < at("| Reasoning |"));
+    // The cell names the shape in the sweep bullet.
+    assert!(
+        md.contains(", prompt_tokens=256, generated_tokens=16, prefix=128×2 turns=3\n"),
+        "{md}"
+    );
+}
+
+#[test]
+fn reasoning_table_puts_the_first_answer_beside_ttft() {
+    let st = conversation_doc(1.0);
+    let md = crate::tables::full::details(&st);
+    let s = &st.predicate.benchmarks[0].summary;
+    let r = s.reasoning.as_ref().unwrap();
+    // 22 completed, every 3rd reasons: 8 requests, 5 tokens each by the server's count;
+    // the answer is the rest of their 16 tokens and all of the others'.
+    assert_eq!((r.requests, r.reasoning_tokens), (8, 40));
+    assert_eq!(r.answer_tokens, 8 * 11 + 14 * 16);
+    let ttft = s.ttft_ms.as_ref().unwrap();
+    let ttfot = r.time_to_first_output_token_ms.as_ref().unwrap();
+    assert!(ttfot.mean.get() > ttft.mean.get());
+    let table = format!(
+        "| Reasoning | Reasoning tokens | Answer tokens | TTFT mean (ms) | TTFT p99 (ms) | TTFOT mean (ms) | TTFOT p50 (ms) | TTFOT p99 (ms) |\n\
+         | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n\
+         | 8 of 22 completed | 40 | 312 | {:.2} | {:.2} | {} |\n",
+        ttft.mean.get(),
+        ttft.p99.get(),
+        mean_p50_p99(ttfot)
+    );
+    assert!(md.contains(&table), "{table}\n{md}");
+}
+
+#[test]
+fn trace_details_describe_the_trace_and_draw_its_pacing() {
+    let st = trace_doc();
+    let r = render(&[&envelope_bytes(&st)]).unwrap();
+    let md = r.text("report.md").unwrap();
+    assert!(md.contains("all match"), "{md}");
+    let sec = section(md, "trace@2.00x");
+    assert!(sec.contains(
+        "\nWorkload: trace traces/mooncake\\_trace.jsonl (mooncake; 30 requests over 60.00 s as recorded; blocks of 512 tokens, 1234 distinct among those sent) replayed at 2.00× speed.\n"
+    ), "{sec}");
+    assert!(!sec.contains("Arrivals:"), "{sec}");
+    // A trace has no offered rate to plot throughput against.
+    assert_eq!(
+        r.names(),
+        vec![
+            "report.md",
+            "report.html",
+            "latency.svg",
+            "ttft-timeline.svg",
+            "pacing-1.svg"
+        ]
+    );
+    assert!(md.contains(
+        "\n## Send times against the schedule: trace@2.00x\n\n![Send times against the schedule: trace@2.00x](pacing-1.svg)\n"
+    ), "{md}");
+    let svg = r.text("pacing-1.svg").unwrap();
+    for text in [
+        "Send times against the schedule: trace@2.00x",
+        // Request i is (i mod 5) ms late, on top of the 40 µs every send takes.
+        "30 requests, sent at most 4.04 ms after their scheduled time",
+        "Each point is one request",
+        "Scheduled send (s from the benchmark&apos;s start)",
+        "Sent − scheduled (ms)",
+        "a request&apos;s send",
+        "on schedule",
+    ] {
+        assert!(svg.contains(text), "{text}: {svg}");
+    }
+    assert!(svg.starts_with("<svg width=\"800\"") && !svg.contains("NaN"));
+}
+
+#[test]
+fn turns_chart_draws_ttft_mean_and_p99_at_whole_turns() {
+    let st = conversation_doc(1.0);
+    let r = render_statements(std::slice::from_ref(&st)).unwrap();
+    assert_eq!(
+        r.names(),
+        vec![
+            "report.md",
+            "report.html",
+            "latency.svg",
+            "ttft-timeline.svg",
+            "turns-1.svg",
+            "pacing-1.svg"
+        ]
+    );
+    let svg = r.text("turns-1.svg").unwrap();
+    for text in [
+        "TTFT by turn: poisson@4.00 sessions/sec burstiness=0.50",
+        "24 measured requests over 3 turns",
+        "TTFT mean",
+        "TTFT p99",
+        "TTFT (ms)",
+        ">\nTurn\n</text>",
+        ">\n3\n</text>",
+    ] {
+        assert!(svg.contains(text), "{text}: {svg}");
+    }
+    assert!(!svg.contains(">\n1.5\n</text>"), "turns are whole: {svg}");
+    // Its rate is of conversations, not requests: no point on the throughput chart.
+    assert!(r.file("throughput.svg").is_none());
+    // One turn is no trend: no chart.
+    let one = crate::charts::workload::turns_chart(&sweep(64, 8, 1.0)[0], "");
+    assert!(one.is_none());
+    let mut b = st.predicate.benchmarks[0].clone();
+    b.summary.by_turn.as_mut().unwrap().truncate(1);
+    assert!(crate::charts::workload::turns_chart(&b, "").is_none());
+    // Several documents: the document's number in the file name.
+    let two = render_statements(&[sweep_doc("a", 1.0), st]).unwrap();
+    assert!(two.names().contains(&"turns-2-1.svg"), "{:?}", two.names());
+}
+
+#[test]
+fn pacing_chart_keeps_the_worst_lags_within_2000_points() {
+    use crate::charts::workload::{pacing_chart, MAX_POINTS};
+    let load = Load {
+        requests: 5000,
+        input: 8,
+        output: 2,
+        gap_us: 1_000,
+        ttft_us: 5_000,
+        ttft_growth_us: 0,
+        itl_us: 1_000,
+        fail_every: None,
+    };
+    let mut p = profile(ProfileKind::Ramp, Some(1.0), None);
+    p.ramp_to_per_s = Some(fin(8.0));
+    let mut b = measured("ramp@1.00→8.00 req/sec", p, &load);
+    b.records[4321].sent_us += 250_000;
+    let c = pacing_chart(&b, "").unwrap();
+    let dots = &c.panels[0].series[1].points;
+    assert!(
+        dots.len() <= MAX_POINTS && dots.len() > MAX_POINTS / 2,
+        "{}",
+        dots.len()
+    );
+    assert!(
+        dots.contains(&(4_321_000.0 / 1e6, 250_040.0 / 1e3)),
+        "the worst lag is kept"
+    );
+    assert!(
+        dots.windows(2).all(|w| w[0].0 <= w[1].0),
+        "in scheduled order"
+    );
+    assert_eq!(
+        c.note.as_deref(),
+        Some("5000 requests, sent at most 250.04 ms after their scheduled time; lowest and highest of every 5 requests drawn")
+    );
+    assert_eq!(pacing_chart(&b, ""), Some(c));
+    // A steady rate draws no pacing chart.
+    b.profile = profile(ProfileKind::Constant, Some(1.0), None);
+    assert!(pacing_chart(&b, "").is_none());
+}
+
+#[test]
+fn ramps_and_stages_say_their_arrivals() {
+    use crate::tables::workload::shape_lines;
+    let load = Load {
+        requests: 4,
+        input: 64,
+        output: 4,
+        gap_us: 100_000,
+        ttft_us: 5_000,
+        ttft_growth_us: 0,
+        itl_us: 1_000,
+        fail_every: None,
+    };
+    let mut ramp = profile(ProfileKind::Ramp, Some(1.0), None);
+    ramp.ramp_to_per_s = Some(fin(8.0));
+    let ramp = measured("ramp@1.00→8.00 req/sec", ramp, &load);
+    assert_eq!(
+        shape_lines(&ramp),
+        "Arrivals: ramp from 1.00 to 8.00 req/s.\n"
+    );
+    let mut staged = profile(ProfileKind::Staged, None, None);
+    staged.stages = Some(vec![
+        schemas::document::Stage {
+            rate_per_s: fin(2.0),
+            seconds: fin(30.0),
+        },
+        schemas::document::Stage {
+            rate_per_s: fin(8.0),
+            seconds: fin(7.5),
+        },
+    ]);
+    staged.burstiness = Some(fin(2.0));
+    let staged = measured(
+        "staged@2.00×30s,8.00×7.5s req/sec burstiness=2.00",
+        staged,
+        &load,
+    );
+    assert_eq!(
+        shape_lines(&staged),
+        "Arrivals: 2.00 req/s for 30 s, then 8.00 req/s for 7.50 s; burstiness 2.00 (gamma gaps; 1 is Poisson, below 1 burstier).\n"
+    );
+    assert_eq!(shape_lines(&sweep(64, 8, 1.0)[2]), "");
+    // A ramp's rate changes as it runs: it has no point on the throughput chart.
+    let st = sealed(predicate(&doc("m"), vec![ramp.clone(), staged], vec![]));
+    let r = render_statements(std::slice::from_ref(&st)).unwrap();
+    assert!(r.file("throughput.svg").is_none(), "{:?}", r.names());
+    assert!(r.file("pacing-1.svg").is_some() && r.file("pacing-2.svg").is_some());
+    let md = r.text("report.md").unwrap();
+    assert!(
+        section(md, "ramp@1.00→8.00 req/sec")
+            .contains("\nArrivals: ramp from 1.00 to 8.00 req/s.\n"),
+        "{md}"
+    );
+}
+
+#[test]
+fn diff_compares_reasoning_when_either_side_has_it() {
+    let (a, b) = (conversation_doc(1.0), conversation_doc(0.8));
+    let r = diff_statements(&a, &b).unwrap();
+    let md = r.text("diff.md").unwrap();
+    let reasoning = |st: &Statement| {
+        let s = &st.predicate.benchmarks[0].summary;
+        let r = s.reasoning.as_ref().unwrap();
+        let d = r.time_to_first_output_token_ms.as_ref().unwrap();
+        (
+            d.mean.get(),
+            d.p99.get(),
+            r.reasoning_tokens as f64 / s.requests.completed as f64,
+        )
+    };
+    let ((ma, pa, ta), (mb, _, tb)) = (reasoning(&a), reasoning(&b));
+    let row = format!(
+        "| Time to first output token mean (ms) | {ma:.2} | {mb:.2} | {:+.2} | ▲ {:+.1}% worse |",
+        mb - ma,
+        (mb - ma) / ma * 100.0
+    );
+    assert!(mb > ma && md.contains(&row), "{row}\n{md}");
+    assert!(
+        md.contains(&format!(
+            "| Time to first output token p99 (ms) | {pa:.2} | "
+        )),
+        "{md}"
+    );
+    // How much the model reasons is shown, not judged.
+    assert!(
+        md.contains(&format!(
+            "| Reasoning tokens per completed request | {ta:.2} | {tb:.2} | 0.00 | = 0.0% |"
+        )),
+        "{md}"
+    );
+    // One side without reasoning: the rows stay, its side empty.
+    let mut plain = b.clone();
+    for rec in &mut plain.predicate.benchmarks[0].records {
+        rec.reasoning_tokens_client = None;
+        rec.reasoning_tokens_server = None;
+        rec.first_answer_token_us = None;
+    }
+    let plain = sealed(plain.predicate);
+    let md = diff_statements(&a, &plain).unwrap();
+    let md = md.text("diff.md").unwrap();
+    assert!(
+        md.contains(&format!(
+            "| Time to first output token mean (ms) | {ma:.2} | — | — | — |"
+        )),
+        "{md}"
+    );
+    // Neither side: no rows.
+    let none = diff_statements(&sweep_doc("m", 1.0), &sweep_doc("m", 0.8)).unwrap();
+    assert!(!none.text("diff.md").unwrap().contains("output token mean"));
+}
+
+#[test]
+fn documents_without_shaped_workloads_render_as_before() {
+    // The conversation document stripped of what v0.4 added is the plain benchmark.
+    let mut st = conversation_doc(1.0);
+    let b = &mut st.predicate.benchmarks[0];
+    b.workload = synthetic(256, 16);
+    b.profile.burstiness = None;
+    for r in &mut b.records {
+        *r = schemas::document::RawRecord {
+            session: None,
+            turn: None,
+            prefix_group: None,
+            reasoning_tokens_client: None,
+            reasoning_tokens_server: None,
+            first_answer_token_us: None,
+            input_tokens_client: Some(256),
+            input_tokens_server: r.input_tokens_server.map(|_| 256),
+            ..r.clone()
+        };
+    }
+    st.predicate.validity.clear();
+    let stripped = render_statements(&[sealed(st.predicate)]).unwrap();
+    let load = Load {
+        requests: 24,
+        input: 256,
+        output: 16,
+        gap_us: 100_000,
+        ttft_us: 30_000,
+        ttft_growth_us: 2_000,
+        itl_us: 5_000,
+        fail_every: Some(12),
+    };
+    let plain = measured(
+        "poisson@4.00 sessions/sec burstiness=0.50",
+        profile(ProfileKind::Poisson, Some(4.0), None),
+        &load,
+    );
+    let plain = render_statements(&[sealed(predicate(&doc("m"), vec![plain], vec![]))]).unwrap();
+    assert_eq!(stripped, plain);
+    let md = plain.text("report.md").unwrap();
+    for absent in ["Workload:", "Arrivals:", "TTFT by", "| Reasoning |"] {
+        assert!(!md.contains(absent), "{absent}: {md}");
+    }
+    assert!(!plain
+        .names()
+        .iter()
+        .any(|n| n.starts_with("turns") || n.starts_with("pacing")));
+}

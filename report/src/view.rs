@@ -31,11 +31,13 @@ pub(crate) enum Cell {
     },
     /// Requests replayed from a trace file.
     Trace { path: String, sha256: String },
-    /// Prompts read from a file; `output` when the spec fixed the output length.
+    /// Prompts read from a file; `output` when the spec fixed the output length;
+    /// `conversations` when its conversations were replayed turn by turn.
     Dataset {
         path: String,
         sha256: String,
         output: Option<u32>,
+        conversations: bool,
     },
 }
 
@@ -99,11 +101,13 @@ impl Cell {
                 path,
                 sha256,
                 output_tokens,
+                sessions,
                 ..
             } => Cell::Dataset {
                 path: path.clone(),
                 sha256: sha256.clone(),
                 output: *output_tokens,
+                conversations: sessions.is_some(),
             },
         }
     }
@@ -129,10 +133,21 @@ impl Cell {
                 shape,
             } => format!("prompt_tokens={input}, generated_tokens={output}, {shape}"),
             Cell::Trace { path, .. } => format!("trace={}", md_escape(path)),
-            Cell::Dataset { path, output, .. } => match output {
-                Some(o) => format!("dataset={}, generated_tokens={o}", md_escape(path)),
-                None => format!("dataset={}", md_escape(path)),
-            },
+            Cell::Dataset {
+                path,
+                output,
+                conversations,
+                ..
+            } => {
+                let mut s = format!("dataset={}", md_escape(path));
+                if let Some(o) = output {
+                    s.push_str(&format!(", generated_tokens={o}"));
+                }
+                if *conversations {
+                    s.push_str(", sessions");
+                }
+                s
+            }
         }
     }
 
@@ -152,10 +167,21 @@ impl Cell {
                 shape,
             } => format!("in={input} out={output} {shape}"),
             Cell::Trace { path, .. } => format!("trace {path}"),
-            Cell::Dataset { path, output, .. } => match output {
-                Some(o) => format!("dataset {path} out={o}"),
-                None => format!("dataset {path}"),
-            },
+            Cell::Dataset {
+                path,
+                output,
+                conversations,
+                ..
+            } => {
+                let mut s = format!("dataset {path}");
+                if let Some(o) = output {
+                    s.push_str(&format!(" out={o}"));
+                }
+                if *conversations {
+                    s.push_str(" sessions");
+                }
+                s
+            }
         }
     }
 
@@ -167,6 +193,17 @@ impl Cell {
             | Cell::Shaped { input, output, .. } => Some(format!(" in={input} out={output}")),
             Cell::Dataset { .. } | Cell::Trace { .. } => None,
         }
+    }
+}
+
+/// Whether each request is a turn of a conversation: the profile's rate then counts
+/// conversations started (`sessions/sec` in the label), not requests.
+pub(crate) fn conversations(w: &Workload) -> bool {
+    match w {
+        Workload::Synthetic { sessions, .. } | Workload::Dataset { sessions, .. } => {
+            sessions.is_some()
+        }
+        Workload::Trace { .. } => false,
     }
 }
 

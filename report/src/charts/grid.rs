@@ -84,6 +84,7 @@ pub fn chart(docs: &[GridDoc]) -> Option<Chart> {
             title: "One line per output length".into(),
             x_desc: "Input length (tokens)".into(),
             y_desc: "Output throughput (tok/s)".into(),
+            whole_x: false,
             series,
         }],
         legend,

@@ -48,7 +48,7 @@ fn run_length(n: usize) -> usize {
 
 /// The points of a line: every sample, or per run of `k` its lowest and highest, in time
 /// order (the first of equals: plain comparisons, the same on every platform).
-fn line(t: &[f64], y: &[f64], k: usize) -> Vec<(f64, f64)> {
+pub(super) fn line(t: &[f64], y: &[f64], k: usize) -> Vec<(f64, f64)> {
     let points: Vec<(f64, f64)> = t.iter().copied().zip(y.iter().copied()).collect();
     if k <= 1 {
         return finite_points(points);
@@ -122,6 +122,7 @@ pub fn power_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
         title: sum_title,
         x_desc: X_DESC.into(),
         y_desc: "Power (W)".into(),
+        whole_x: false,
         series: vec![Series {
             style: sum_style,
             points: line(&t, &total, k),
@@ -149,6 +150,7 @@ pub fn power_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
             title: "Each GPU".into(),
             x_desc: X_DESC.into(),
             y_desc: "Power (W)".into(),
+            whole_x: false,
             series: each,
         });
     }
@@ -213,6 +215,7 @@ pub fn server_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
             title: "Requests in the engine".into(),
             x_desc: X_DESC.into(),
             y_desc: "Requests".into(),
+            whole_x: false,
             series: queue,
         });
     }
@@ -226,6 +229,7 @@ pub fn server_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
             title: "KV cache".into(),
             x_desc: X_DESC.into(),
             y_desc: "KV cache in use (%)".into(),
+            whole_x: false,
             series: vec![
                 Series {
                     style: full,

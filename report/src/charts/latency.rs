@@ -66,6 +66,7 @@ pub fn chart(groups: &[ChartGroup]) -> Option<Chart> {
             title: title.into(),
             x_desc: "Achieved request throughput (req/s)".into(),
             y_desc: "Latency (ms)".into(),
+            whole_x: false,
             series,
         });
     }

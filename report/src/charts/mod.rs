@@ -16,6 +16,7 @@ pub mod latency;
 pub mod text;
 pub mod throughput;
 pub mod timeline;
+pub mod workload;
 
 use axis::Axis;
 use plotters::coord::Shift;
@@ -112,6 +113,8 @@ pub struct Panel {
     pub title: String,
     pub x_desc: String,
     pub y_desc: String,
+    /// x counts something (turns): ticks at whole numbers only.
+    pub whole_x: bool,
     pub series: Vec<Series>,
 }
 
@@ -269,13 +272,19 @@ fn bounds(panel: &Panel) -> (f64, f64, f64, f64) {
 
 fn draw_panel(area: &Area, panel: &Panel) -> DrawResult {
     let (x0, x1, y0, y1) = bounds(panel);
+    // With one tick per unit up to 8 the step is 1 (the axis starts at 0); beyond, 2 or more.
+    let x_ticks = if panel.whole_x {
+        (x1.ceil() as usize).clamp(2, 8)
+    } else {
+        8
+    };
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, (FONT, CAPTION_SIZE))
         .margin(8)
         .margin_right(28)
         .x_label_area_size(46)
         .y_label_area_size(78)
-        .build_cartesian_2d(Axis::covering(x0, x1, 8), Axis::covering(y0, y1, 5))
+        .build_cartesian_2d(Axis::covering(x0, x1, x_ticks), Axis::covering(y0, y1, 5))
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -391,8 +400,9 @@ pub(crate) fn sweep_groups<'a>(
 }
 
 /// The charts of a report over `docs`: throughput and latency of the sweeps, the grid,
-/// and per document its TTFT timeline, then for each benchmark with telemetry (in the
-/// details' order) its GPU power and server charts; each only when it has data.
+/// and per document its TTFT timeline, then for each benchmark (in the details' order)
+/// its GPU power and server charts when it has telemetry, its TTFT by turn and pacing
+/// charts when its workload has them; each only when it has data.
 pub(crate) fn report_charts(docs: &[&Statement]) -> Result<Vec<ChartFile>, crate::RenderError> {
     let many = docs.len() > 1;
     let prefix = |n: usize, d: &Statement| {
@@ -444,15 +454,16 @@ pub(crate) fn report_charts(docs: &[&Statement]) -> Result<Vec<ChartFile>, crate
         if let Some(c) = timeline::chart(d, &suffix) {
             out.push(file(&name, c)?);
         }
-        out.extend(host_charts(d, many.then_some(n), &suffix)?);
+        out.extend(benchmark_charts(d, many.then_some(n), &suffix)?);
     }
     Ok(out)
 }
 
-/// The telemetry charts of a document's benchmarks, in the details' order:
-/// `gpu-power-B.svg` and `server-B.svg` for benchmark B (1-based, document order), or
-/// `gpu-power-D-B.svg` for document D of several.
-fn host_charts(
+/// The charts of each of a document's benchmarks, in the details' order: with telemetry
+/// `gpu-power-B.svg` and `server-B.svg`, with a shaped workload `turns-B.svg` and
+/// `pacing-B.svg`, for benchmark B (1-based, document order), or `gpu-power-D-B.svg` for
+/// document D of several.
+fn benchmark_charts(
     doc: &Statement,
     doc_number: Option<usize>,
     doc_suffix: &str,
@@ -462,9 +473,6 @@ fn host_charts(
     for g in crate::view::groups(p) {
         for i in crate::view::sweep_order(&p.benchmarks, &g.members) {
             let b = &p.benchmarks[i];
-            if b.telemetry.is_none() {
-                continue;
-            }
             let tag = match doc_number {
                 Some(n) => format!("{}-{}", n + 1, i + 1),
                 None => (i + 1).to_string(),
@@ -475,6 +483,12 @@ fn host_charts(
             }
             if let Some(c) = host::server_chart(b, &suffix) {
                 out.push(file(&format!("server-{tag}.svg"), c)?);
+            }
+            if let Some(c) = workload::turns_chart(b, &suffix) {
+                out.push(file(&format!("turns-{tag}.svg"), c)?);
+            }
+            if let Some(c) = workload::pacing_chart(b, &suffix) {
+                out.push(file(&format!("pacing-{tag}.svg"), c)?);
             }
         }
     }

@@ -2,12 +2,15 @@
 //!
 //! Two panels sharing the x axis (offered rate, req/s): achieved requests per second,
 //! with the `achieved = offered` line a server keeping up would follow, and output
-//! tokens per second. Only open-loop benchmarks (constant, poisson) have an offered rate;
-//! benchmarks with no completed request are left out rather than drawn as zeros.
+//! tokens per second. Only steady open-loop benchmarks of independent requests (constant,
+//! poisson) have an offered rate of requests (a ramp's, stages' or trace's changes as it
+//! runs; with conversations it counts conversations started); benchmarks with no
+//! completed request are left out rather than drawn as zeros.
 
 use super::{
     finite_points, Chart, ChartGroup, LegendEntry, Line, Marker, Panel, Series, Style, GRAY,
 };
+use schemas::document::ProfileKind;
 
 /// (offered rate, requests/s, output tokens/s).
 type Point = (f64, f64, f64);
@@ -18,7 +21,13 @@ fn points(g: &ChartGroup) -> Vec<Point> {
         .members
         .iter()
         .map(|&i| &g.doc.predicate.benchmarks[i])
-        .filter(|b| b.profile.kind.is_open_loop() && !b.failed())
+        // A steady rate of requests only: a ramp's, stages' or trace's rate changes as it
+        // runs, and a rate of conversations started is not one of requests.
+        .filter(|b| {
+            matches!(b.profile.kind, ProfileKind::Constant | ProfileKind::Poisson)
+                && !crate::view::conversations(&b.workload)
+                && !b.failed()
+        })
         .filter_map(|b| {
             let s = &b.summary;
             Some((
@@ -83,12 +92,14 @@ pub fn chart(groups: &[ChartGroup]) -> Option<Chart> {
                 title: "Requests".into(),
                 x_desc: x_desc.clone(),
                 y_desc: "Achieved (req/s)".into(),
+                whole_x: false,
                 series: requests,
             },
             Panel {
                 title: "Output tokens".into(),
                 x_desc,
                 y_desc: "Achieved (tok/s)".into(),
+                whole_x: false,
                 series: tokens,
             },
         ],

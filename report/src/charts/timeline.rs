@@ -64,6 +64,7 @@ pub fn chart(doc: &Statement, title_suffix: &str) -> Option<Chart> {
             title: "Each point is one request".into(),
             x_desc: "Scheduled send (s from the benchmark's start)".into(),
             y_desc: "TTFT (ms)".into(),
+            whole_x: false,
             series,
         }],
         legend,

@@ -15,10 +15,11 @@
 //! - ⚠ **warning** `saturated`: achieved 1.50 req/s of a 2.00 req/s target
 //! ```
 //!
-//! A benchmark with telemetry also gets its GPU and server tables ([`super::host`])
-//! between the latency table and the flags, and a document where some benchmark's GPUs
-//! were measured starts with a table of every benchmark's energy and output tokens per
-//! joule.
+//! A benchmark with a shaped workload gets its workload lines and breakdowns (TTFT by
+//! turn and by prefix group, reasoning: [`super::workload`]) after the latency table; one
+//! with telemetry then its GPU and server tables ([`super::host`]), before the flags. A
+//! document where some benchmark's GPUs were measured starts with a table of every
+//! benchmark's energy and output tokens per joule.
 
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
@@ -108,7 +109,8 @@ pub fn latency_table(b: &Benchmark) -> String {
     out
 }
 
-/// `### label`, counts, throughput line, latency table and flags of benchmark `index`.
+/// `### label`, counts, throughput line, latency table, workload and host parts, and
+/// flags of benchmark `index`.
 pub fn benchmark_section(st: &Statement, index: usize) -> String {
     let p = &st.predicate;
     let b = &p.benchmarks[index];
@@ -132,6 +134,11 @@ pub fn benchmark_section(st: &Statement, index: usize) -> String {
     }
     out.push('\n');
     out.push_str(&latency_table(b));
+    let workload = super::workload::section(b);
+    if !workload.is_empty() {
+        out.push('\n');
+        out.push_str(&workload);
+    }
     let host = super::host::section(b);
     if !host.is_empty() {
         out.push('\n');

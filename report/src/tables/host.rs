@@ -44,7 +44,7 @@ fn int(v: Option<u64>) -> String {
 }
 
 /// `s` for every count but one.
-fn plural(n: u64, word: &str) -> String {
+pub(super) fn plural(n: u64, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")
     } else {

@@ -1,0 +1,260 @@
+//! What a shaped workload adds to a benchmark's full detail: a line on how prompts were
+//! shaped and sends paced (shared prefixes, conversations, a trace, bursts, ramps,
+//! stages), then the breakdowns `schemas::breakdown` derives into the summary: TTFT by
+//! turn, TTFT by prefix group, and the reasoning split.
+//!
+//! Each part is written only when the document has it, so a document of plain synthetic
+//! or dataset prompts at steady rates renders exactly as before.
+//!
+//! ```text
+//! Workload: prompts share 4 prefixes of 256 tokens; 16 conversations of 3 turns, 500 ms think time.
+//! Arrivals: burstiness 0.50 (gamma gaps; 1 is Poisson, below 1 burstier).
+//!
+//! TTFT by turn:
+//!
+//! | Turn | Requests | Completed | Mean prompt tokens | TTFT mean (ms) | TTFT p50 (ms) | TTFT p99 (ms) |
+//! | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+//! | 1 | 16 | 16 | 512.00 | 41.20 | 40.90 | 44.10 |
+//!
+//! | Reasoning | Reasoning tokens | Answer tokens | TTFT mean (ms) | TTFT p99 (ms) | TTFOT mean (ms) | TTFOT p50 (ms) | TTFOT p99 (ms) |
+//! | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+//! | 40 of 48 completed | 12345 | 6789 | 41.20 | 44.10 | 812.50 | 790.00 | 1402.30 |
+//! ```
+//!
+//! TTFOT, the time to the first output token, counts to the answer's first token (after
+//! any reasoning) from the scheduled send, as TTFT does.
+
+use super::host::plural;
+use crate::escape::md_escape;
+use crate::format::{self, MISSING};
+use schemas::breakdown::{GroupStats, Reasoning, TurnStats};
+use schemas::document::{Benchmark, Profile, ProfileKind, Workload};
+use schemas::metrics::Distribution;
+use schemas::numbers::Finite;
+
+/// Mean, p50 and p99 of a distribution with two decimals, as table cells.
+fn stats(d: Option<&Distribution>) -> String {
+    match d {
+        Some(d) => format!(
+            "{} | {} | {}",
+            format::fixed(d.mean.get(), 2),
+            format::fixed(d.median.get(), 2),
+            format::fixed(d.p99.get(), 2)
+        ),
+        None => format!("{MISSING} | {MISSING} | {MISSING}"),
+    }
+}
+
+/// A setting a person typed (seconds, ms): whole numbers as written, others with two
+/// decimals, as the runner's labels print them.
+fn setting(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format::fixed(v, 2)
+    }
+}
+
+/// How prompts were shaped, as clauses; empty for plain prompts.
+fn workload_clauses(w: &Workload, speedup: Option<Finite>) -> Vec<String> {
+    let mut out = Vec::new();
+    let sessions = match w {
+        Workload::Synthetic {
+            shared_prefix,
+            sessions,
+            ..
+        } => {
+            if let Some(p) = shared_prefix {
+                let prefixes = match p.groups {
+                    1 => "1 prefix".to_string(),
+                    n => format!("{n} prefixes"),
+                };
+                out.push(format!(
+                    "prompts share {prefixes} of {} tokens",
+                    p.prefix_tokens
+                ));
+            }
+            sessions.as_ref()
+        }
+        Workload::Dataset { sessions, .. } => sessions.as_ref(),
+        Workload::Trace {
+            path,
+            format,
+            rows,
+            duration_s,
+            block_tokens,
+            distinct_blocks,
+            ..
+        } => {
+            let mut s = format!(
+                "trace {} ({}; {} over {} s as recorded",
+                md_escape(path),
+                md_escape(format),
+                plural(*rows, "request"),
+                format::fixed(duration_s.get(), 2)
+            );
+            if let Some(t) = block_tokens {
+                s.push_str(&format!("; blocks of {t} tokens"));
+                if let Some(d) = distinct_blocks {
+                    s.push_str(&format!(", {d} distinct among those sent"));
+                }
+            }
+            s.push(')');
+            if let Some(x) = speedup {
+                s.push_str(&format!(
+                    " replayed at {}× speed",
+                    format::fixed(x.get(), 2)
+                ));
+            }
+            out.push(s);
+            None
+        }
+    };
+    if let Some(s) = sessions {
+        let conversations = plural(s.count, "conversation");
+        let mut c = match s.turns {
+            Some(t) => format!("{conversations} of {}", plural(u64::from(t), "turn")),
+            None => format!("{conversations}, turns as the file has them"),
+        };
+        if let Some(ms) = s.think_ms {
+            c.push_str(&format!(", {} ms think time", setting(ms.get())));
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// How sends were paced, when not at a steady rate or plain Poisson gaps.
+fn arrivals(p: &Profile, unit: &str) -> Option<String> {
+    let rate = |v: Finite| format!("{} {unit}", format::fixed(v.get(), 2));
+    let shape = match p.kind {
+        ProfileKind::Ramp => Some(format!(
+            "ramp from {} to {}",
+            format::fixed_opt(p.rate_per_s.map(Finite::get), 2),
+            format::with_unit(p.ramp_to_per_s.map(Finite::get), unit)
+        )),
+        ProfileKind::Staged => Some(
+            p.stages
+                .iter()
+                .flatten()
+                .map(|s| format!("{} for {} s", rate(s.rate_per_s), setting(s.seconds.get())))
+                .collect::<Vec<_>>()
+                .join(", then "),
+        )
+        .filter(|s| !s.is_empty()),
+        _ => None,
+    };
+    // Gamma gaps with shape k, as `vllm bench serve --burstiness` draws them.
+    let burst = p.burstiness.map(|k| {
+        format!(
+            "burstiness {} (gamma gaps; 1 is Poisson, below 1 burstier)",
+            format::fixed(k.get(), 2)
+        )
+    });
+    let parts: Vec<String> = shape.into_iter().chain(burst).collect();
+    (!parts.is_empty()).then(|| format!("Arrivals: {}.\n", parts.join("; ")))
+}
+
+/// The workload and arrival lines of a benchmark; empty for plain prompts at steady rates.
+pub fn shape_lines(b: &Benchmark) -> String {
+    let mut out = String::new();
+    let clauses = workload_clauses(&b.workload, b.profile.trace_speedup);
+    if !clauses.is_empty() {
+        out.push_str(&format!("Workload: {}.\n", clauses.join("; ")));
+    }
+    // A trace's speed-up is said with the trace; any other trace replay says it here.
+    if b.profile.kind == ProfileKind::Trace && !matches!(b.workload, Workload::Trace { .. }) {
+        if let Some(x) = b.profile.trace_speedup {
+            out.push_str(&format!(
+                "Arrivals: the trace's timestamps at {}× speed.\n",
+                format::fixed(x.get(), 2)
+            ));
+        }
+    }
+    let unit = if crate::view::conversations(&b.workload) {
+        "sessions/s"
+    } else {
+        "req/s"
+    };
+    out.push_str(&arrivals(&b.profile, unit).unwrap_or_default());
+    out
+}
+
+/// TTFT and prompt length at each turn of the conversations.
+pub fn turn_table(turns: &[TurnStats]) -> String {
+    let mut out = String::from(
+        "TTFT by turn:\n\n\
+         | Turn | Requests | Completed | Mean prompt tokens | TTFT mean (ms) | TTFT p50 (ms) | TTFT p99 (ms) |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for t in turns {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            t.turn,
+            t.requests,
+            t.completed,
+            format::fixed_opt(t.input_tokens_mean.map(Finite::get), 2),
+            stats(t.ttft_ms.as_ref())
+        ));
+    }
+    out
+}
+
+/// TTFT of each shared-prefix group.
+pub fn group_table(groups: &[GroupStats]) -> String {
+    let mut out = String::from(
+        "TTFT by prefix group:\n\n\
+         | Prefix group | Requests | Completed | TTFT mean (ms) | TTFT p50 (ms) | TTFT p99 (ms) |\n\
+         | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for g in groups {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            g.group,
+            g.requests,
+            g.completed,
+            stats(g.ttft_ms.as_ref())
+        ));
+    }
+    out
+}
+
+/// The reasoning split beside TTFT: the first token a reader sees may come long after the
+/// first token the server streamed.
+pub fn reasoning_table(b: &Benchmark, r: &Reasoning) -> String {
+    let ttft = b.summary.ttft_ms.as_ref();
+    let at = |f: fn(&Distribution) -> Finite| format::fixed_opt(ttft.map(|d| f(d).get()), 2);
+    format!(
+        "| Reasoning | Reasoning tokens | Answer tokens | TTFT mean (ms) | TTFT p99 (ms) | TTFOT mean (ms) | TTFOT p50 (ms) | TTFOT p99 (ms) |\n\
+         | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n\
+         | {} of {} completed | {} | {} | {} | {} | {} |\n",
+        r.requests,
+        b.summary.requests.completed,
+        r.reasoning_tokens,
+        r.answer_tokens,
+        at(|d| d.mean),
+        at(|d| d.p99),
+        stats(r.time_to_first_output_token_ms.as_ref())
+    )
+}
+
+/// The workload part of a benchmark's detail: its lines, then its turn, prefix-group and
+/// reasoning tables, blocks separated by a blank line; empty when it has none of them.
+pub fn section(b: &Benchmark) -> String {
+    let s = &b.summary;
+    let mut blocks: Vec<String> = Vec::new();
+    let lines = shape_lines(b);
+    if !lines.is_empty() {
+        blocks.push(lines);
+    }
+    if let Some(t) = s.by_turn.as_deref().filter(|t| !t.is_empty()) {
+        blocks.push(turn_table(t));
+    }
+    if let Some(g) = s.by_prefix_group.as_deref().filter(|g| !g.is_empty()) {
+        blocks.push(group_table(g));
+    }
+    if let Some(r) = &s.reasoning {
+        blocks.push(reasoning_table(b, r));
+    }
+    blocks.join("\n")
+}
