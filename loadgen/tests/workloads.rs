@@ -361,3 +361,43 @@ async fn ramps_and_stages_are_labelled_and_keep_their_schedule() {
     );
     sim.shutdown().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_trace_longer_than_the_models_context_is_refused_before_any_request() {
+    let sim = SimServer::start(prefill_sim()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.csv");
+    // The simulator's context is 65,536 tokens.
+    std::fs::write(
+        &path,
+        "timestamp,input_length,output_length\n0,100,2\n7,65530,16\n",
+    )
+    .unwrap();
+    let spec = RunSpec {
+        target: sim.base_url(),
+        profile: ProfileName::Trace,
+        trace: Some(TraceSpec {
+            path: path.display().to_string(),
+            format: None,
+            speedup: 1.0,
+        }),
+        ..RunSpec::default()
+    };
+    let err = match loadgen::measure::Prepared::new(spec)
+        .unwrap()
+        .connect("sim".into())
+        .await
+    {
+        Ok(_) => panic!("a trace over the context was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains("long.csv: line 3: input length 65530 + output 16"),
+        "{err}"
+    );
+    assert!(
+        sim.truth().iter().all(|t| t.prompt_tokens < 100),
+        "only the tokenizer probe's request was sent"
+    );
+    sim.shutdown().await;
+}

@@ -238,3 +238,76 @@ fn a_bad_dataset_names_file_line_and_field_before_any_request() {
         "an empty journal is left behind"
     );
 }
+
+#[test]
+fn bad_traces_and_conversation_files_name_file_line_and_field_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = r#"{"timestamp": 10, "input_length": 600, "output_length": 4, "hash_ids": [1, 2]}"#;
+    for (name, body, want) in [
+        (
+            "unsorted.jsonl",
+            format!("{good}\n{}\n", good.replace("10", "5")),
+            "unsorted.jsonl: line 2: field \"timestamp\" goes back",
+        ),
+        (
+            "broken.jsonl",
+            format!("{good}\n{{\"timestamp\": 11, \n"),
+            "broken.jsonl: line 2: not JSON",
+        ),
+        (
+            "negative.csv",
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n-3,10,2\n".to_string(),
+            "negative.csv: line 2: field \"TIMESTAMP\"",
+        ),
+        (
+            "lengths.csv",
+            "timestamp,input_length,output_length\n0,10,2\n1,0,2\n".to_string(),
+            "lengths.csv: line 3: field \"input_length\" must be a token count",
+        ),
+    ] {
+        std::fs::write(dir.path().join(name), body).unwrap();
+        let out = runner(
+            dir.path(),
+            &[
+                "run",
+                "--target",
+                "http://127.0.0.1:9",
+                "--trace",
+                name,
+                "--no-sign",
+                "--out",
+                "r.json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+        assert!(text(&out).contains(want), "{} lacks {want}", text(&out));
+        assert!(!dir.path().join("r.json").exists());
+    }
+    // A conversation replay needs conversations: a JSONL prompt file has none.
+    std::fs::write(dir.path().join("p.jsonl"), "{\"prompt\": \"hi\"}\n").unwrap();
+    let out = runner(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            "http://127.0.0.1:9",
+            "--backend",
+            "openai-chat",
+            "--data",
+            "p.jsonl",
+            "--sessions",
+            "",
+            "--max-requests",
+            "2",
+            "--no-sign",
+            "--out",
+            "r.json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("p.jsonl: --sessions replays conversations"),
+        "{}",
+        text(&out)
+    );
+}
