@@ -116,7 +116,7 @@ fn a_recipe_starts_llama_server_measures_its_metrics_and_stops_it() {
 
     let st = statement(&dir.path().join("r.json"));
     let p = &st["predicate"];
-    assert_eq!(st["predicateType"], "https://provebench.dev/result/v0.3");
+    assert_eq!(st["predicateType"], schemas::PREDICATE_TYPE);
     let engine = &p["engine"];
     assert_eq!(engine["name"], "llama.cpp");
     assert!(
