@@ -91,6 +91,21 @@ pub fn default_model(reported: &BTreeMap<String, Value>) -> Option<String> {
         .or_else(|| at("/get_server_info", "/model_path"))
 }
 
+/// The model's context length as the server states it: `max_model_len` in `/v1/models`
+/// (vLLM, SGLang, the simulator), or llama.cpp's `n_ctx` in `/props`.
+pub fn context_window(reported: &BTreeMap<String, Value>) -> Option<u32> {
+    let at = |path: &str, pointer: &str| {
+        reported
+            .get(path)
+            .and_then(|v| v.pointer(pointer))
+            .and_then(Value::as_u64)
+            .map(|n| n.min(u64::from(u32::MAX)) as u32)
+    };
+    at("/v1/models", "/data/0/max_model_len")
+        .or_else(|| at("/props", "/default_generation_settings/n_ctx"))
+        .or_else(|| at("/props", "/n_ctx"))
+}
+
 /// The model revision a server states (TGI's `model_sha`).
 pub fn model_revision(reported: &BTreeMap<String, Value>) -> Option<String> {
     reported
@@ -146,5 +161,20 @@ mod tests {
             public_endpoint("http://user:pw@127.0.0.1:8000/?k=1"),
             "http://127.0.0.1:8000"
         );
+    }
+    #[test]
+    fn reads_the_context_length_vllm_and_llama_cpp_state() {
+        let one = |path: &str, v: Value| BTreeMap::from([(path.to_string(), v)]);
+        let vllm = one(
+            "/v1/models",
+            json!({"data": [{"id": "m", "max_model_len": 32768}]}),
+        );
+        assert_eq!(context_window(&vllm), Some(32768));
+        let llama = one(
+            "/props",
+            json!({"default_generation_settings": {"n_ctx": 4096}}),
+        );
+        assert_eq!(context_window(&llama), Some(4096));
+        assert_eq!(context_window(&BTreeMap::new()), None);
     }
 }

@@ -37,7 +37,8 @@ async fn main() -> anyhow::Result<()> {
     let journal = Arc::new(Journal::create(&path)?);
     let (_stop, cancel) = tokio::sync::watch::channel(false);
     let watcher: Arc<dyn Observer> = Arc::new(Print);
-    let measurement = Prepared::new(spec)?.connect(model).await?;
+    // No trace here, so no context length to check it against.
+    let measurement = Prepared::new(spec)?.connect(model, None).await?;
     measurement.run(&journal, &watcher, &cancel).await?;
     println!("journal: {}", path.display());
     Ok(())

@@ -127,12 +127,11 @@ impl Arrivals {
         }
     }
 
-    /// How many requests the pattern sends in `seconds` on average (a prompt budget).
-    pub fn expected_in(&self, seconds: Option<f64>) -> Option<f64> {
+    /// How many requests a pattern with a length of its own (a ramp, stages, a trace) sends
+    /// on average, for a prompt budget; `None` for a steady rate, which runs until a limit.
+    pub fn expected_requests(&self) -> Option<f64> {
         match self {
-            Arrivals::Constant { rate } | Arrivals::Poisson { rate, .. } => {
-                seconds.map(|s| rate * s)
-            }
+            Arrivals::Constant { .. } | Arrivals::Poisson { .. } => None,
             Arrivals::Ramp {
                 from, to, seconds, ..
             } => Some((from + to) / 2.0 * seconds),

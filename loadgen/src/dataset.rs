@@ -61,15 +61,7 @@ const OUTPUT_KEYS: &[&str] = &["output_tokens", "max_tokens", "output_len"];
 
 /// Reads `path`; `format` None detects it (a file starting with `[` is ShareGPT).
 pub fn load(path: &Path, format: Option<DatasetFormat>) -> Result<Dataset> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| {
-        let line = bytes[..e.valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1;
-        anyhow::anyhow!("{}: line {line}: not UTF-8", path.display())
-    })?;
+    let text = &read_text(path)?;
     let format = format.unwrap_or_else(|| {
         if text.trim_start().starts_with('[') {
             DatasetFormat::Sharegpt
@@ -87,8 +79,22 @@ pub fn load(path: &Path, format: Option<DatasetFormat>) -> Result<Dataset> {
     Ok(Dataset {
         rows,
         format,
-        sha256: hex::encode(Sha256::digest(&bytes)),
+        sha256: hex::encode(Sha256::digest(text.as_bytes())),
         skipped,
+    })
+}
+
+/// A file's text; an error names the file, and the line of its first byte that is not UTF-8.
+pub(crate) fn read_text(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let line = e.as_bytes()[..valid]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1;
+        anyhow::anyhow!("{}: line {line}: not UTF-8", path.display())
     })
 }
 

@@ -127,8 +127,13 @@ impl Prepared {
 
     /// Learns how the server counts `model`'s tokens (a local tokenizer, its `/tokenize`, or
     /// words) and what it adds to every prompt, and opens nothing yet. A trace whose requests
-    /// do not fit the model's context is refused here, before any load.
-    pub async fn connect(self, model: String) -> anyhow::Result<Measurement> {
+    /// do not fit `context_window` (the model's context as the server states it,
+    /// `host::probe::context_window`) is refused here, before any load.
+    pub async fn connect(
+        self,
+        model: String,
+        context_window: Option<u32>,
+    ) -> anyhow::Result<Measurement> {
         let counter = match self.tokenizer {
             Some(t) => t,
             None => TokenCounter::detect(&self.http, &self.base, &model).await,
@@ -157,7 +162,7 @@ impl Prepared {
             "the server adds this many tokens to every prompt it counts"
         );
         if let Some(trace) = &self.trace {
-            match context_window(&endpoint.http, &self.base).await {
+            match context_window {
                 Some(context) => trace.check_context(context, overhead)?,
                 None => tracing::warn!(
                     "the server states no context length; trace lengths are not checked against it"
@@ -174,27 +179,6 @@ impl Prepared {
             host: None,
         })
     }
-}
-
-/// The model's context length as the server states it: `max_model_len` in `/v1/models`
-/// (vLLM, SGLang, the simulator), or llama.cpp's `n_ctx` in `/props`.
-async fn context_window(http: &reqwest::Client, base: &str) -> Option<u32> {
-    let get = |path: &'static str| async move {
-        let resp = http.get(format!("{base}{path}")).send().await.ok()?;
-        resp.json::<serde_json::Value>().await.ok()
-    };
-    let as_u32 = |v: &serde_json::Value| v.as_u64().map(|n| n.min(u64::from(u32::MAX)) as u32);
-    if let Some(n) = get("/v1/models")
-        .await
-        .and_then(|v| v.pointer("/data/0/max_model_len").and_then(as_u32))
-    {
-        return Some(n);
-    }
-    get("/props").await.and_then(|v| {
-        v.pointer("/default_generation_settings/n_ctx")
-            .or_else(|| v.get("n_ctx"))
-            .and_then(as_u32)
-    })
 }
 
 /// Everything a benchmark needs besides its plan.
@@ -462,7 +446,6 @@ impl Measurement {
         let records = match load {
             Load::Prompts(prompts) => {
                 let plan = Plan {
-                    kind,
                     arrivals,
                     concurrency,
                     max_requests: n,
@@ -564,9 +547,9 @@ impl Measurement {
     fn budget(&self, arrivals: Option<&Arrivals>, rate: Option<f64>) -> u64 {
         let s = &self.spec;
         let whole = match arrivals {
-            Some(a @ (Arrivals::Staged { .. } | Arrivals::Ramp { .. })) => a
-                .expected_in(s.max_seconds)
-                .map(|e| (e * 1.3).ceil() as u64 + 16),
+            Some(a @ (Arrivals::Staged { .. } | Arrivals::Ramp { .. })) => {
+                a.expected_requests().map(|e| (e * 1.3).ceil() as u64 + 16)
+            }
             Some(Arrivals::Trace { offsets_us, .. }) => Some(offsets_us.len() as u64),
             _ => None,
         };
@@ -649,7 +632,7 @@ impl Measurement {
             _ => None,
         };
         if let (Some(t), Some(spec), Load::Prompts(p)) = (&self.trace, &s.trace, load) {
-            let rows: Vec<_> = t.rows.iter().take(p.prompts.len()).cloned().collect();
+            let rows = &t.rows[..p.prompts.len()];
             return Ok(Workload::Trace {
                 path: spec.path.clone(),
                 format: t.format.as_str().into(),
@@ -659,7 +642,7 @@ impl Measurement {
                 block_tokens: t.block_tokens(),
                 distinct_blocks: t
                     .block_tokens()
-                    .map(|_| crate::trace::distinct_blocks(&rows)),
+                    .map(|_| crate::trace::distinct_blocks(rows)),
                 tokenizer,
                 prompts_sha256,
             });

@@ -12,7 +12,7 @@
 use crate::arrivals::Arrivals;
 use crate::client::{Endpoint, Job};
 use crate::workload::Prompt;
-use schemas::document::{ErrorClass, Phase, ProfileKind, RawRecord, RequestError};
+use schemas::document::{ErrorClass, Phase, RawRecord, RequestError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +22,6 @@ use tokio::task::JoinSet;
 /// One benchmark's schedule.
 #[derive(Clone, Debug)]
 pub struct Plan {
-    pub kind: ProfileKind,
     /// When an open loop sends (None: a closed loop).
     pub arrivals: Option<Arrivals>,
     /// In-flight requests of a closed loop.

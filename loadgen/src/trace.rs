@@ -104,15 +104,7 @@ impl Trace {
 /// Reads `path`; `format` None detects it (JSONL whose first object has `hash_ids` is
 /// Mooncake). Errors name the file, the line and the field.
 pub fn load(path: &Path, format: Option<TraceFormat>) -> Result<Trace> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let text = std::str::from_utf8(&bytes).map_err(|e| {
-        let line = bytes[..e.valid_up_to()]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1;
-        anyhow::anyhow!("{}: line {line}: not UTF-8", path.display())
-    })?;
+    let text = &crate::dataset::read_text(path)?;
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let jsonl = first.trim_start().starts_with('{');
     let format = format.unwrap_or(if jsonl && first.contains("\"hash_ids\"") {
@@ -137,7 +129,7 @@ pub fn load(path: &Path, format: Option<TraceFormat>) -> Result<Trace> {
     Ok(Trace {
         rows,
         format,
-        sha256: hex::encode(Sha256::digest(&bytes)),
+        sha256: hex::encode(Sha256::digest(text.as_bytes())),
         path: path.display().to_string(),
     })
 }

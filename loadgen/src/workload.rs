@@ -168,27 +168,13 @@ impl TokenCounter {
         let TokenCounter::Server { http, url, model } = self else {
             return None;
         };
-        let roles = ["user", "assistant"];
-        let messages: Vec<serde_json::Value> = history
-            .iter()
-            .enumerate()
-            .map(|(i, c)| serde_json::json!({"role": roles[i % 2], "content": c}))
-            .chain(std::iter::once(
-                serde_json::json!({"role": "user", "content": next}),
-            ))
-            .collect();
+        let messages = crate::backend::chat_messages(history, next);
         let post = |url: String, body: serde_json::Value| async move {
             let resp = http.post(&url).json(&body).send().await.ok()?;
             if !resp.status().is_success() {
                 return None;
             }
             resp.json::<serde_json::Value>().await.ok()
-        };
-        let tokens = |v: &serde_json::Value| {
-            v.get("tokens")
-                .and_then(|t| t.as_array())
-                .map(|a| a.len() as u32)
-                .or_else(|| v.get("count").and_then(|c| c.as_u64()).map(|c| c as u32))
         };
         let chat = serde_json::json!({
             "model": model, "messages": messages, "add_generation_prompt": true,
@@ -197,7 +183,7 @@ impl TokenCounter {
         if let Some(n) = post(url.clone(), chat)
             .await
             .as_ref()
-            .and_then(tokens)
+            .and_then(token_count)
             .filter(|&n| n > 0)
         {
             return Some(n);
@@ -214,7 +200,7 @@ impl TokenCounter {
             serde_json::json!({"content": prompt, "add_special": true, "parse_special": true}),
         )
         .await?;
-        tokens(&counted)
+        token_count(&counted)
     }
 
     pub async fn count(&self, text: &str) -> Result<u32> {
@@ -241,20 +227,18 @@ impl TokenCounter {
                 if !status.is_success() {
                     bail!("POST {url}: HTTP {status}: {value}");
                 }
-                let tokens = value
-                    .get("tokens")
-                    .and_then(|t| t.as_array())
-                    .map(|a| a.len() as u32);
-                let count = value
-                    .get("count")
-                    .and_then(|c| c.as_u64())
-                    .map(|c| c as u32);
-                tokens
-                    .or(count)
-                    .with_context(|| format!("POST {url}: no tokens in {value}"))
+                token_count(&value).with_context(|| format!("POST {url}: no tokens in {value}"))
             }
         }
     }
+}
+
+/// A `/tokenize` answer's count: its `tokens` (llama.cpp, vLLM), else its `count` (vLLM).
+fn token_count(v: &serde_json::Value) -> Option<u32> {
+    v.get("tokens")
+        .and_then(|t| t.as_array())
+        .map(|a| a.len() as u32)
+        .or_else(|| v.get("count").and_then(|c| c.as_u64()).map(|c| c as u32))
 }
 
 fn random_words(rng: &mut Rng, n: usize, out: &mut Vec<&'static str>) {

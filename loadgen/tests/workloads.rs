@@ -383,11 +383,15 @@ async fn a_trace_longer_than_the_models_context_is_refused_before_any_request() 
         }),
         ..RunSpec::default()
     };
-    let err = match loadgen::measure::Prepared::new(spec)
-        .unwrap()
-        .connect("sim".into())
-        .await
-    {
+    let prepared = loadgen::measure::Prepared::new(spec).unwrap();
+    let reported = host::probe::self_report(prepared.http(), prepared.base_url(), None).await;
+    let context = host::probe::context_window(&reported);
+    assert_eq!(
+        context,
+        Some(65_536),
+        "the simulator's /v1/models states it"
+    );
+    let err = match prepared.connect("sim".into(), context).await {
         Ok(_) => panic!("a trace over the context was accepted"),
         Err(e) => e.to_string(),
     };

@@ -72,16 +72,21 @@ fn start_with(extra: &[&str]) -> Option<Server> {
 }
 
 fn run(server: &Server, dir: &Path, name: &str, args: &[&str]) -> serde_json::Value {
+    run_with_data(
+        server,
+        dir,
+        name,
+        &[&["--data", "prompt_tokens=24,output_tokens=12"], args].concat(),
+    )
+}
+
+/// `runner run` against `server` with `args`, which name the workload; the statement.
+fn run_with_data(server: &Server, dir: &Path, name: &str, args: &[&str]) -> serde_json::Value {
     let out = dir.join(name);
     let output = Command::new(env!("CARGO_BIN_EXE_runner"))
         .args(["run", "--target", &server.url, "--no-sign", "--out"])
         .arg(&out)
-        .args([
-            "--data",
-            "prompt_tokens=24,output_tokens=12",
-            "--request-timeout",
-            "120",
-        ])
+        .args(["--request-timeout", "120"])
         .args(args)
         .env("RUST_LOG", "warn")
         .output()
@@ -206,22 +211,12 @@ fn a_sharegpt_file_sets_each_requests_output_length_from_its_reply() {
                                {"from": "gpt", "value": "It boils at one hundred degrees Celsius, or 212 Fahrenheit."}]}]"#,
     )
     .unwrap();
-    let out = dir.path().join("sharegpt-result.json");
-    let output = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args(["run", "--target", &server.url, "--no-sign", "--out"])
-        .arg(&out)
-        .arg("--data")
-        .arg(&file)
-        .args(["--max-requests", "4", "--request-timeout", "120"])
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let st = run_with_data(
+        &server,
+        dir.path(),
+        "sharegpt-result.json",
+        &["--data", file.to_str().unwrap(), "--max-requests", "4"],
     );
-    let st = statement(&out);
     let b = &st["predicate"]["benchmarks"][0];
     assert_eq!(b["workload"]["kind"], "dataset");
     assert_eq!(b["workload"]["format"], "sharegpt");
@@ -258,11 +253,11 @@ fn multi_turn_sessions_count_exactly_and_the_prompt_cache_cheapens_later_turns()
         let Some(server) = start_with(extra) else {
             return;
         };
-        let out = dir.path().join(format!("{name}.json"));
-        let output = Command::new(env!("CARGO_BIN_EXE_runner"))
-            .args(["run", "--target", &server.url, "--no-sign", "--out"])
-            .arg(&out)
-            .args([
+        let st = run_with_data(
+            &server,
+            dir.path(),
+            &format!("{name}.json"),
+            &[
                 "--backend",
                 "openai-chat",
                 "--sessions",
@@ -271,18 +266,8 @@ fn multi_turn_sessions_count_exactly_and_the_prompt_cache_cheapens_later_turns()
                 "prompt_tokens=96,output_tokens=16",
                 "--max-requests",
                 "8",
-                "--request-timeout",
-                "120",
-            ])
-            .env("RUST_LOG", "warn")
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
+            ],
         );
-        let st = statement(&out);
         let b = &st["predicate"]["benchmarks"][0];
         let rows = schemas::record_columns::rows_of_json(&b["records"]).unwrap();
         assert_eq!(rows.len(), 8);

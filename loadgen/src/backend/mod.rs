@@ -26,6 +26,8 @@
 
 mod openai;
 mod sglang;
+
+pub(crate) use openai::messages as chat_messages;
 mod tgi;
 
 #[cfg(test)]

@@ -40,21 +40,23 @@ pub(super) fn completions_body(r: &GenerationRequest) -> Map<String, Value> {
 pub(super) fn chat_body(r: &GenerationRequest) -> Map<String, Value> {
     let mut body = Map::new();
     common(r, &mut body);
-    let roles = ["user", "assistant"];
-    let messages: Vec<Value> = r
-        .history
-        .iter()
-        .enumerate()
-        .map(|(i, content)| json!({ "role": roles[i % 2], "content": content }))
-        .chain(std::iter::once(
-            json!({ "role": "user", "content": r.prompt }),
-        ))
-        .collect();
-    body.insert("messages".into(), Value::Array(messages));
+    body.insert("messages".into(), messages(r.history, r.prompt));
     // OpenAI deprecated `max_tokens` for chat in favour of `max_completion_tokens`; servers
     // read one or the other, so send both (each ignores the one it does not know).
     body.insert("max_completion_tokens".into(), json!(r.max_tokens));
     body
+}
+
+/// Chat messages of a conversation: `history` alternating user and assistant, then `next`
+/// from the user (what a request sends, and what a chat `/tokenize` counts).
+pub(crate) fn messages(history: &[String], next: &str) -> Value {
+    let roles = ["user", "assistant"];
+    history
+        .iter()
+        .enumerate()
+        .map(|(i, content)| json!({ "role": roles[i % 2], "content": content }))
+        .chain(std::iter::once(json!({ "role": "user", "content": next })))
+        .collect()
 }
 
 /// A chunk of either stream, as far as provebench reads it: the first choice (of the

@@ -47,9 +47,14 @@ pub async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str)
             digest: None,
         },
     });
-    let measurement = Prepared::new(spec)
-        .unwrap()
-        .connect(SimConfig::default().model)
+    // As the runner does: the context length from what the server says about itself.
+    let prepared = Prepared::new(spec).unwrap();
+    let reported = host::probe::self_report(prepared.http(), prepared.base_url(), None).await;
+    let measurement = prepared
+        .connect(
+            SimConfig::default().model,
+            host::probe::context_window(&reported),
+        )
         .await
         .unwrap();
     let (_cancel, cancelled) = tokio::sync::watch::channel(false);

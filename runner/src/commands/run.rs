@@ -262,7 +262,7 @@ async fn measure(
     ));
     let started = SystemTime::now();
     let measurement = prepared
-        .connect(model.clone())
+        .connect(model.clone(), host::probe::context_window(&reported))
         .await
         .map_err(Failure::Input)?
         .watch_host(Arc::new(on_host::Watching::new(
