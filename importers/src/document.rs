@@ -221,6 +221,8 @@ pub fn aggregates_document(
             location: Some(location),
             aggregates_only: true,
         }),
+        shard: None,
+        shards: None,
     };
     schemas::seal::seal(predicate).expect("aggregates are not recomputed, so sealing cannot fail")
 }

@@ -8,7 +8,8 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use schemas::document::{
-    Benchmark, Engine, Host, Launch, Model, Predicate, Profile, RawRecord, Run, Slo, Workload,
+    Benchmark, Engine, Host, Launch, Model, Predicate, Profile, RawRecord, Run, Shard, Slo,
+    Workload,
 };
 use schemas::telemetry::Telemetry;
 use schemas::validity::{Flag, FlagCode, Severity};
@@ -47,6 +48,10 @@ pub enum Line {
     Flag {
         flag: Flag,
     },
+    /// This run's part of a schedule split across clients, written once its origin is kept.
+    Shard {
+        shard: Shard,
+    },
     End {
         finished_at: String,
     },
@@ -66,6 +71,10 @@ pub struct Announce {
     pub started_at: String,
     pub warmup: u64,
     pub cooldown: u64,
+    /// Records come with their phase already set (a shard's, from its place in the whole
+    /// schedule); otherwise phases are assigned by position when the benchmark is assembled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub phased: bool,
 }
 
 pub struct Journal {
@@ -184,6 +193,7 @@ pub struct Assembly {
     header: Option<(Run, Host, Engine, Model)>,
     benchmarks: Vec<Pending>,
     flags: Vec<Flag>,
+    shard: Option<Shard>,
     finished_at: Option<String>,
 }
 
@@ -232,6 +242,7 @@ impl Assembly {
                 None => bail!("engine launch before the header"),
             },
             Line::Flag { flag } => self.flags.push(flag),
+            Line::Shard { shard } => self.shard = Some(shard),
             Line::End { finished_at } => self.finished_at = Some(finished_at),
         }
         Ok(())
@@ -270,7 +281,9 @@ impl Assembly {
                      telemetry,
                  }| {
                     records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
-                    crate::scheduler::assign_phases(&mut records, a.warmup, a.cooldown);
+                    if !a.phased {
+                        crate::scheduler::assign_phases(&mut records, a.warmup, a.cooldown);
+                    }
                     let summary = schemas::metrics::summarize_with_host(
                         &records,
                         a.slo.as_ref(),
@@ -298,6 +311,8 @@ impl Assembly {
                 benchmarks,
                 validity,
                 imported: None,
+                shard: self.shard,
+                shards: None,
             },
             complete,
         })

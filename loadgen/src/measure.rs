@@ -50,6 +50,17 @@ pub trait HostWatch: Send + Sync {
     }
 }
 
+/// A run that is one client's part of a schedule split across clients (`runner run
+/// --shard i/N --start-at T`): one benchmark, whose whole schedule every client computes
+/// alike and of which this one sends request `i` modulo `N` (see [`scheduler::Split`]).
+pub struct ShardRun {
+    /// `T` on this client's monotonic clock: the zero of every record time.
+    pub origin: Instant,
+    /// What the result says of the shard; `origin_lateness_us` is measured when the
+    /// origin is reached, and the shard journaled then.
+    pub shard: schemas::document::Shard,
+}
+
 /// An observer that watches nothing.
 pub struct Quiet;
 impl Observer for Quiet {}
@@ -177,6 +188,7 @@ impl Prepared {
             overhead,
             spec,
             host: None,
+            shard: None,
         })
     }
 }
@@ -193,6 +205,7 @@ pub struct Measurement {
     overhead: u32,
     spec: RunSpec,
     host: Option<Arc<dyn HostWatch>>,
+    shard: Option<ShardRun>,
 }
 
 /// One run's moving parts: where lines go, who watches, when to stop.
@@ -208,6 +221,13 @@ impl Measurement {
     /// Observes the host around every benchmark (see [`HostWatch`]).
     pub fn watch_host(mut self, host: Arc<dyn HostWatch>) -> Measurement {
         self.host = Some(host);
+        self
+    }
+
+    /// Runs this client's part of a split schedule (see [`ShardRun`]); the spec must pass
+    /// [`RunSpec::validate_shard`].
+    pub fn shard(mut self, shard: ShardRun) -> Measurement {
+        self.shard = Some(shard);
         self
     }
 
@@ -338,6 +358,15 @@ impl Measurement {
     ) -> anyhow::Result<Option<f64>> {
         let s = &self.spec;
         let index = sinks.count;
+        if self.shard.is_some() && index > 0 {
+            anyhow::bail!("a shard runs one benchmark: its schedule starts at --start-at");
+        }
+        let split = self.shard.as_ref().map(|r| scheduler::Split {
+            index: r.shard.index,
+            count: r.shard.count,
+            warmup: s.warmup_requests,
+            cooldown: s.cooldown_requests,
+        });
         let label = match &s.grid {
             // A grid's cells differ by workload, not profile: the label names the cell.
             Some(_) => format!(
@@ -411,9 +440,13 @@ impl Measurement {
             profile,
             workload,
             slo,
-            started_at: journal::timestamp(SystemTime::now()),
+            started_at: match &self.shard {
+                Some(r) => r.shard.start_at.clone(),
+                None => journal::timestamp(SystemTime::now()),
+            },
             warmup: s.warmup_requests,
             cooldown: s.cooldown_requests,
+            phased: split.is_some(),
         }));
         sinks.count += 1;
         sinks
@@ -427,19 +460,29 @@ impl Measurement {
             });
             observer.record(r);
         });
+        // A split closed loop runs its 1/N of the streams.
+        let concurrency = match split {
+            Some(x) if !kind.is_open_loop() => concurrency / x.count.max(1),
+            _ => concurrency,
+        };
         let in_flight = if kind.is_open_loop() || kind == ProfileKind::Throughput {
             s.max_concurrency
         } else {
             concurrency.max(1)
         };
+        // A split's client sends 1/N of the requests.
+        let mine = split.map_or(n, |x| n.div_ceil(u64::from(x.count.max(1))));
         self.endpoint
-            .warm_connections(n.min(u64::from(in_flight)) as usize)
+            .warm_connections(mine.min(u64::from(in_flight)) as usize)
             .await;
         if let Some(host) = &self.host {
             host.before(index);
         }
         let usage_before = Usage::now();
-        let origin = Instant::now();
+        let origin = match &self.shard {
+            Some(r) => self.reach(r, sinks).await,
+            None => Instant::now(),
+        };
         if let Some(host) = &self.host {
             host.origin(origin);
         }
@@ -452,6 +495,7 @@ impl Measurement {
                     max_seconds: s.max_seconds,
                     max_in_flight: s.max_concurrency,
                     seed,
+                    split,
                 };
                 scheduler::run(
                     self.endpoint.clone(),
@@ -462,6 +506,9 @@ impl Measurement {
                     sinks.cancel.clone(),
                 )
                 .await
+            }
+            Load::Conversations(_) if split.is_some() => {
+                anyhow::bail!("--shard splits independent requests, not --sessions")
             }
             Load::Conversations(conversations) => {
                 let think_ms = s.sessions.as_ref().and_then(|x| x.think_ms).unwrap_or(0.0);
@@ -504,6 +551,34 @@ impl Measurement {
             s.warmup_requests,
             s.cooldown_requests,
         )?)
+    }
+
+    /// Waits for a shard's origin (or the run's cancellation), journals the shard with how
+    /// late this client was ready to schedule, and returns the origin.
+    async fn reach(&self, r: &ShardRun, sinks: &Sinks<'_>) -> Instant {
+        let mut cancel = sinks.cancel.clone();
+        let cancelled = async {
+            // A dropped sender cancels nothing.
+            if cancel.wait_for(|c| *c).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            _ = clock::pace_until(r.origin) => {}
+            _ = cancelled => {}
+        }
+        let late = clock::us_since(r.origin, Instant::now());
+        if late > 1_000 {
+            tracing::warn!(
+                late_ms = late as f64 / 1000.0,
+                "this client reached the schedule's start late: requests due meanwhile leave late, \
+                 and their latency shows it"
+            );
+        }
+        let mut shard = r.shard.clone();
+        shard.origin_lateness_us = late;
+        sinks.journal.write(Line::Shard { shard });
+        r.origin
     }
 
     /// When an open loop of `kind` sends (`None` for a closed loop).

@@ -8,6 +8,12 @@
 //!   from the scheduled time even when the client or the server falls behind, so
 //!   there is no coordinated omission. A cap on requests in flight protects the client;
 //!   a request waiting for it is late, and its latency shows that.
+//!
+//! A schedule split across several clients ([`Split`], `runner run --shard i/N`): every
+//! client computes the whole schedule — offsets and prompts — and sends only the requests
+//! whose index is `i` modulo `N`, at their offsets; a closed loop's client runs its share
+//! of the streams over those prompts. Each record's phase is then decided by its index in
+//! the whole schedule ([`phase_at`]), so the shards mark what one client would have.
 
 use crate::arrivals::Arrivals;
 use crate::client::{Endpoint, Job};
@@ -31,6 +37,43 @@ pub struct Plan {
     /// Cap on requests in flight for open loops.
     pub max_in_flight: u32,
     pub seed: u64,
+    /// This client's part of a schedule split across clients; `None`: all of it.
+    pub split: Option<Split>,
+}
+
+/// One client's part of a schedule split across `count` clients: the requests whose index
+/// in the whole schedule is `index` modulo `count`. Records come back with their phase
+/// set from that index: the first `warmup` and last `cooldown` of the whole schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Split {
+    pub index: u32,
+    pub count: u32,
+    pub warmup: u64,
+    pub cooldown: u64,
+}
+
+impl Split {
+    /// Whether request `i` of the whole schedule is this client's.
+    pub fn owns(&self, i: u64) -> bool {
+        i % u64::from(self.count.max(1)) == u64::from(self.index)
+    }
+
+    /// Index in the whole schedule of this client's `k`-th request.
+    pub fn global(&self, k: u64) -> u64 {
+        u64::from(self.index) + k * u64::from(self.count.max(1))
+    }
+}
+
+/// The phase of request `i` of a schedule of `total` requests: the first `warmup` are
+/// warm-up, the last `cooldown` cool-down (warm-up wins where they overlap).
+pub fn phase_at(i: u64, total: u64, warmup: u64, cooldown: u64) -> Phase {
+    if i < warmup {
+        Phase::Warmup
+    } else if total.saturating_sub(i) <= cooldown {
+        Phase::Cooldown
+    } else {
+        Phase::Measured
+    }
 }
 
 /// Called with each record as it completes (journal, progress).
@@ -61,6 +104,7 @@ pub async fn run(
             prompts,
             plan.concurrency.max(1),
             n,
+            plan.split,
             origin,
             stop_at,
             sink,
@@ -85,11 +129,21 @@ async fn open_loop(
 ) -> Vec<RawRecord> {
     let cap = Arc::new(Semaphore::new(plan.max_in_flight.max(1) as usize));
     let mut tasks = JoinSet::new();
+    // The whole schedule's length as one client would send it: what cool-down counts back from.
+    let total = offsets
+        .iter()
+        .take_while(|&&o| stop_at.is_none_or(|s| origin + Duration::from_micros(o) <= s))
+        .count() as u64;
     for (i, offset) in offsets.into_iter().enumerate() {
         let at = origin + Duration::from_micros(offset);
         if stop_at.is_some_and(|s| at > s) || *cancel.borrow() {
             break;
         }
+        let phase = match plan.split {
+            Some(split) if !split.owns(i as u64) => continue,
+            Some(split) => phase_at(i as u64, total, split.warmup, split.cooldown),
+            None => Phase::Measured,
+        };
         tokio::select! {
             _ = clock::pace_until(at) => {}
             _ = cancel.changed() => break,
@@ -105,7 +159,7 @@ async fn open_loop(
             cancel.clone(),
         );
         tasks.spawn(async move {
-            let record = one(&endpoint, &prompts[i], at, origin, cancel).await;
+            let record = one(&endpoint, &prompts[i], at, origin, phase, cancel).await;
             drop(permit);
             sink(&record);
             record
@@ -120,14 +174,26 @@ async fn closed_loop(
     prompts: Arc<Vec<Prompt>>,
     workers: u32,
     n: u64,
+    split: Option<Split>,
     origin: Instant,
     stop_at: Option<Instant>,
     sink: Sink,
     cancel: watch::Receiver<bool>,
 ) -> Vec<RawRecord> {
+    // A split's client takes its prompts in order: i, i + N, i + 2N, …
+    let whole = Split {
+        index: 0,
+        count: 1,
+        warmup: 0,
+        cooldown: 0,
+    };
+    let part = split.unwrap_or(whole);
+    let n_mine = n
+        .saturating_sub(u64::from(part.index))
+        .div_ceil(u64::from(part.count.max(1)));
     let next = Arc::new(AtomicU64::new(0));
     let mut tasks = JoinSet::new();
-    for _ in 0..workers.min(n.max(1) as u32) {
+    for _ in 0..workers.min(n_mine.max(1) as u32) {
         let (endpoint, prompts, sink, cancel, next) = (
             endpoint.clone(),
             prompts.clone(),
@@ -138,13 +204,25 @@ async fn closed_loop(
         tasks.spawn(async move {
             let mut mine = Vec::new();
             loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
+                let k = next.fetch_add(1, Ordering::Relaxed);
                 let now = Instant::now();
-                if i >= n || stop_at.is_some_and(|s| now >= s) || *cancel.borrow() {
+                if k >= n_mine || stop_at.is_some_and(|s| now >= s) || *cancel.borrow() {
                     break;
                 }
-                let record =
-                    one(&endpoint, &prompts[i as usize], now, origin, cancel.clone()).await;
+                let i = part.global(k);
+                let phase = match split {
+                    Some(s) => phase_at(i, n, s.warmup, s.cooldown),
+                    None => Phase::Measured,
+                };
+                let record = one(
+                    &endpoint,
+                    &prompts[i as usize],
+                    now,
+                    origin,
+                    phase,
+                    cancel.clone(),
+                )
+                .await;
                 sink(&record);
                 mine.push(record);
             }
@@ -164,6 +242,7 @@ async fn one(
     prompt: &Prompt,
     scheduled: Instant,
     origin: Instant,
+    phase: Phase,
     mut cancel: watch::Receiver<bool>,
 ) -> RawRecord {
     // A trace request's text is written here, in its own task, not in the pacing loop.
@@ -174,7 +253,7 @@ async fn one(
         prompt_tokens: prompt.tokens,
         output_tokens: prompt.output_tokens,
         scheduled,
-        phase: Phase::Measured,
+        phase,
     };
     let mut record = tokio::select! {
         record = endpoint.execute(&job, origin) => record,
@@ -217,21 +296,60 @@ async fn collect(mut tasks: JoinSet<RawRecord>) -> Vec<RawRecord> {
 
 /// Marks the first `warmup` and last `cooldown` records (by schedule) as excluded.
 pub fn assign_phases(records: &mut [RawRecord], warmup: u64, cooldown: u64) {
-    let n = records.len();
+    let n = records.len() as u64;
     for (i, r) in records.iter_mut().enumerate() {
-        r.phase = if (i as u64) < warmup {
-            Phase::Warmup
-        } else if n - i <= cooldown as usize {
-            Phase::Cooldown
-        } else {
-            Phase::Measured
-        };
+        r.phase = phase_at(i as u64, n, warmup, cooldown);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_split_covers_the_schedule_once_and_keeps_its_phases() {
+        let (total, warmup, cooldown) = (11u64, 2, 3);
+        let single: Vec<Phase> = (0..total)
+            .map(|i| phase_at(i, total, warmup, cooldown))
+            .collect();
+        assert_eq!(single[..3], [Phase::Warmup, Phase::Warmup, Phase::Measured]);
+        assert_eq!(
+            single[7..],
+            [
+                Phase::Measured,
+                Phase::Cooldown,
+                Phase::Cooldown,
+                Phase::Cooldown
+            ]
+        );
+        for count in 1..=4u32 {
+            let mut seen = vec![None; total as usize];
+            for index in 0..count {
+                let split = Split {
+                    index,
+                    count,
+                    warmup,
+                    cooldown,
+                };
+                // A client's k-th request is the k-th index it owns, in schedule order.
+                let owned: Vec<u64> = (0..total).filter(|&i| split.owns(i)).collect();
+                let mine: Vec<u64> = (0..owned.len() as u64).map(|k| split.global(k)).collect();
+                assert_eq!(owned, mine, "{index}/{count}");
+                for i in owned {
+                    assert!(seen[i as usize].is_none(), "{i} owned twice at N = {count}");
+                    seen[i as usize] = Some(phase_at(i, total, warmup, cooldown));
+                }
+            }
+            let phases: Vec<Phase> = seen
+                .into_iter()
+                .map(|p| p.expect("every index owned"))
+                .collect();
+            assert_eq!(phases, single, "N = {count}");
+        }
+        // Warm-up wins where the two overlap, as one client marks it.
+        assert_eq!(phase_at(0, 1, 1, 1), Phase::Warmup);
+        assert_eq!(phase_at(5, 3, 0, 1), Phase::Cooldown);
+    }
 
     #[test]
     fn phases_mark_the_ends() {

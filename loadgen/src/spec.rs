@@ -465,6 +465,42 @@ impl RunSpec {
         Ok(())
     }
 
+    /// Checks that the spec can be split across `count` clients (`runner run --shard i/N`):
+    /// one benchmark of a fixed schedule — an open loop, or `concurrent` with streams that
+    /// divide evenly — of independent requests, against a server started apart.
+    pub fn validate_shard(&self, count: u32) -> Result<()> {
+        match self.profile {
+            ProfileName::Sweep | ProfileName::Throughput | ProfileName::Synchronous => bail!(
+                "--shard cannot split --profile {}: {} (shard constant, poisson, ramp, staged, \
+                 trace or concurrent)",
+                self.profile.as_str(),
+                match self.profile {
+                    ProfileName::Sweep => "a sweep chooses its rates from what it measured",
+                    ProfileName::Throughput => "throughput adapts its in-flight load to the server",
+                    _ => "synchronous is one stream",
+                }
+            ),
+            ProfileName::Concurrent => {
+                if let [c] = self.concurrency[..] {
+                    if c % count != 0 {
+                        bail!("--shard i/{count} splits --concurrency {c} into equal streams per client: give a multiple of {count}");
+                    }
+                }
+            }
+            _ => {}
+        }
+        if self.grid.is_some() || self.rate.len() > 1 || self.concurrency.len() > 1 {
+            bail!("--shard runs one benchmark, whose schedule starts at --start-at: give one --rate (or --concurrency) and no --grid, and shard each benchmark as its own run");
+        }
+        if self.sessions.is_some() {
+            bail!("--shard splits independent requests: a conversation's turns cannot be split across clients (no --sessions)");
+        }
+        if self.engine.is_some() {
+            bail!("--shard points several clients at one server: start it apart (not with --engine) and give every client its --target");
+        }
+        Ok(())
+    }
+
     /// Requests per benchmark when only a time limit bounds it: enough prompts for the run.
     pub fn prompt_budget(&self, rate: Option<f64>) -> u64 {
         match (self.max_requests, self.max_seconds) {

@@ -137,6 +137,7 @@ fn benchmark(
         started_at: started_at.to_string(),
         warmup: 0,
         cooldown: 0,
+        phased: false,
     });
     std::iter::once(announce)
         .chain(records.into_iter().map(|record| Line::Record {

@@ -217,6 +217,8 @@ pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Pr
         benchmarks,
         validity,
         imported: None,
+        shard: None,
+        shards: None,
     }
 }
 

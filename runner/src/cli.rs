@@ -42,6 +42,11 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Add a public key to a trusted-keys file (created if missing), as `runner verify --keys` and the site read it.
     Trust(TrustArgs),
+    /// Combine the signed shards of one schedule split across clients (`run --shard i/N`) into one signed result.
+    ///
+    /// Verifies every shard, checks they are one run split N ways, and writes their records in
+    /// schedule order with every summary recomputed; `runner verify` checks the result as any other.
+    Merge(MergeArgs),
     Sim(crate::commands::sim::SimArgs),
     /// Render results as markdown (the seed tables and full tables), HTML and SVG charts.
     ///
@@ -196,6 +201,7 @@ runner run --backend openai-chat --sessions turns=5,think_ms=2000 --profile conc
 runner run --trace mooncake_trace.jsonl --trace-speedup 2 --max-seconds 600\n  \
 runner run --profile poisson --rate 8 --burstiness 0.5 --max-seconds 120\n  \
 runner run --ramp 1:16 --max-seconds 300   # or --stages 2:60,8:60,16:60\n  \
+runner run --profile poisson --rate 40 --max-requests 2000 --shard 0/4 --start-at 2026-11-24T10:00:00Z   # then runner merge\n  \
 runner run spec.toml --key lab.key\n\n\
 The API key, if the server needs one, comes from OPENAI_API_KEY (or PROVEBENCH_API_KEY) and never enters the result.")]
 pub struct RunArgs {
@@ -376,11 +382,62 @@ pub struct RunArgs {
     /// SGLang POST /flush_cache); the result records the call, or that the engine has none.
     #[arg(long, help_heading = "Host telemetry")]
     pub reset_prefix_cache: bool,
+    /// Send this client's part of one schedule split across N clients (i is 0-based, below
+    /// N). Every client computes the whole schedule — arrival offsets and prompts — from the
+    /// same spec and seed, and sends only requests i, i+N, i+2N, … at their offsets;
+    /// `concurrent` runs concurrency/N streams over those prompts. constant, poisson, ramp,
+    /// staged, trace and concurrent split; sweep, throughput and synchronous do not (they adapt
+    /// or run one stream), nor --sessions, --grid, several rates or --engine. Warm-up and
+    /// cool-down count in the whole schedule. Writes a shard; `runner merge` combines them.
+    #[arg(long, value_name = "i/N", value_parser = crate::commands::shard::parse_shard, help_heading = "Sharding")]
+    pub shard: Option<(u32, u32)>,
+    /// Offset 0 of the schedule, on this client's wall clock: RFC 3339 UTC
+    /// (2026-11-24T10:00:00.000Z) or unix seconds (1795514400.000). Required with --shard i/N
+    /// when N > 1, the same on every client; at most 1 s in the past. The client prepares,
+    /// then waits for it; record times count from it. Keep the clients' clocks synchronised
+    /// (NTP, PTP): each shard records its kernel's clock error.
+    #[arg(long, value_name = "T", requires = "shard", value_parser = crate::commands::shard::parse_start_at, help_heading = "Sharding")]
+    pub start_at: Option<std::time::SystemTime>,
     /// Result file (default: provebench-<UTC time>.json); the journal goes beside it.
     // The help text is for the terminal, not rustdoc.
     #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub sign: SignArgs,
+}
+
+/// `runner merge SHARD… --out FILE`: one result from the shards of one split schedule.
+#[derive(Args, Debug)]
+#[command(
+    group(clap::ArgGroup::new("trusted").required(true).multiple(true).args(["trust_keys", "key_files"])),
+    after_help = "Examples (one server, four clients, one schedule):\n  \
+# on client i = 0, 1, 2, 3, with the same spec, seed and start:\n  \
+runner run --target http://gpu-host:8000 --profile poisson --rate 40 --max-requests 2000 \\\n    \
+--seed 7 --shard i/4 --start-at 2026-11-24T10:00:00Z --key lab.key --out shard-i.json\n  \
+# then, anywhere:\n  \
+runner merge shard-*.json --trust-key lab.pub --key lab.key --out merged.json\n\n\
+Merge checks, naming the file: every shard verifies (a signature by a trusted key, every summary \
+recomputed); they are one run split N ways (the same spec, seed, server, model, benchmark, N and \
+start time; indices 0..N-1 each exactly once). Records are merged in schedule order and every \
+summary is recomputed. Shards on different hosts may disagree on the start by their clocks' \
+error: the flag clock_offset_over_1ms says when that may exceed 1 ms.\n\n\
+Exit codes: 0 merged; 1 a shard does not verify; 2 usage error; 3 not one run split N ways, or \
+bad input; 4 key refused."
+)]
+pub struct MergeArgs {
+    /// The shards (`runner run --shard i/N` results), in any order.
+    #[arg(required = true, value_name = "SHARD")]
+    pub files: Vec<PathBuf>,
+    /// Where to write the merged result.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// A public key the shards must be signed by (SPKI PEM, as `runner verify --key`). Repeatable.
+    #[arg(long = "trust-key", value_name = "NAME.pub")]
+    pub trust_keys: Vec<PathBuf>,
+    /// A trusted-keys file the shards must be signed under (as `runner verify --keys`). Repeatable.
+    #[arg(long = "keys", value_name = "keys.json")]
+    pub key_files: Vec<PathBuf>,
     #[command(flatten)]
     pub sign: SignArgs,
 }

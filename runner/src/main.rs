@@ -58,6 +58,7 @@ fn main() -> ExitCode {
         cli::Command::Run(args) => commands::run::run(&args),
         cli::Command::Finalize(args) => commands::finalize::run(&args),
         cli::Command::Trust(args) => commands::trust::run(&args),
+        cli::Command::Merge(args) => commands::merge::run(&args),
         cli::Command::Sim(args) => commands::sim::run(&args),
         cli::Command::Synth(args) => commands::synth::run(&args),
         cli::Command::Publish(args) => commands::publish::run(&args),

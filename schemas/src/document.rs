@@ -68,6 +68,81 @@ pub struct Predicate {
     /// import`), absent in documents the runner measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imported: Option<Imported>,
+    /// Present when this document is one client's part of a schedule split across several
+    /// (`runner run --shard i/N`); since `result/v0.5`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// Present when this document merges the shards of one split schedule (`runner merge`):
+    /// each shard, in index order; since `result/v0.5`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Vec<MergedShard>>,
+}
+
+/// One client's part of a schedule split across `count` clients: it sent the requests whose
+/// index in the whole schedule is `index` modulo `count`, every time in its records counted
+/// from `start_at` as its own clock saw it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Shard {
+    /// 0-based, below `count`.
+    pub index: u32,
+    pub count: u32,
+    /// RFC 3339, UTC, µs: offset 0 of the schedule on this client's wall clock
+    /// (CLOCK_REALTIME), converted once to the monotonic clock the records are timed with.
+    pub start_at: String,
+    pub host: ShardHost,
+    pub clock: ShardClock,
+    /// How late (µs) this client was ready to schedule relative to `start_at`, on its own
+    /// clock (0: on time).
+    pub origin_lateness_us: u64,
+}
+
+/// Which machine (and which boot of it) a shard ran on: shards with the same `boot_id`
+/// read one clock.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ShardHost {
+    pub hostname: Option<String>,
+    /// `/proc/sys/kernel/random/boot_id`.
+    pub boot_id: Option<String>,
+}
+
+/// The kernel's view of the wall clock's synchronisation (`ntp_adjtime`) when the shard
+/// started; all null, with `null_reason`, when it could not be read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ShardClock {
+    /// False when the kernel marks the clock unsynchronised (`STA_UNSYNC`).
+    pub synchronized: Option<bool>,
+    /// The kernel's estimated error (µs).
+    pub est_error_us: Option<u64>,
+    /// The kernel's maximum error (µs).
+    pub max_error_us: Option<u64>,
+    pub null_reason: Option<String>,
+}
+
+/// A shard as a merged document lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MergedShard {
+    pub index: u32,
+    /// sha256 of the shard file's bytes, as merged.
+    pub sha256: String,
+    /// The shard's own `run.id`.
+    pub run_id: String,
+    pub host: ShardHost,
+    pub clock: ShardClock,
+    pub origin_lateness_us: u64,
+    /// True when every shard ran on this shard's host and boot (one `boot_id`): one clock.
+    pub same_clock: bool,
+    /// Bound on the offset (µs) between this shard's clock and the others': 0 on one
+    /// clock, else the kernel's estimated error plus the origin lateness; null when the
+    /// clock's error is unknown.
+    pub clock_offset_bound_us: Option<u64>,
 }
 
 /// Where an imported document came from.

@@ -18,12 +18,13 @@ pub fn seal(mut predicate: Predicate) -> Result<Statement, MetricsError> {
         .imported
         .as_ref()
         .is_some_and(|i| i.aggregates_only);
+    let clients = predicate.shard.as_ref().map_or(1, |s| s.count);
     for (i, b) in predicate.benchmarks.iter_mut().enumerate() {
         if aggregates_only && b.records.is_empty() {
             continue;
         }
         b.summary = metrics::summarize_benchmark(b)?;
-        for flag in validity::derive(i as u32, b, &b.summary) {
+        for flag in validity::derive(i as u32, b, &b.summary, clients) {
             if !predicate
                 .validity
                 .iter()
@@ -31,6 +32,15 @@ pub fn seal(mut predicate: Predicate) -> Result<Statement, MetricsError> {
             {
                 predicate.validity.push(flag);
             }
+        }
+    }
+    if let Some(flag) = predicate
+        .shards
+        .as_deref()
+        .and_then(validity::clock_offset_flag)
+    {
+        if !predicate.validity.iter().any(|f| f.code == flag.code) {
+            predicate.validity.push(flag);
         }
     }
     predicate.validity.sort_by_key(|f| (f.benchmark, f.code));

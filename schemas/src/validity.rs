@@ -6,7 +6,7 @@
 //! benchmark cannot be published as a row of 0.00. The runner adds the flags only it
 //! can see (a client-bound run, an interrupted one).
 
-use crate::document::{Benchmark, Phase};
+use crate::document::{Benchmark, MergedShard, Phase};
 use crate::metrics::Summary;
 use crate::telemetry::{HostSummary, Telemetry};
 use serde::{Deserialize, Serialize};
@@ -51,6 +51,10 @@ pub enum FlagCode {
     PrefixCacheHits,
     /// The engine preempted requests (KV cache full): latencies include recomputation.
     Preempted,
+    /// A merged run's shards ran on different hosts, and one's clock may be off the others'
+    /// by over [`CLOCK_OFFSET_LIMIT_US`] (or is unsynchronised): its times may be shifted.
+    #[serde(rename = "clock_offset_over_1ms")]
+    ClockOffsetOver1ms,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -93,9 +97,41 @@ pub const PREFIX_HIT_LIMIT: f64 = 0.05;
 pub const IDLE_SM_UTIL_PCT: f64 = 5.0;
 /// Sampling periods a gap between two samples may span before it is flagged.
 pub const GAP_INTERVALS: u64 = 3;
+/// Bound (µs) on a merged shard's clock offset above which the merge is flagged.
+pub const CLOCK_OFFSET_LIMIT_US: u64 = 1_000;
 
-/// The flags a benchmark's records imply, in a fixed order.
-pub fn derive(index: u32, b: &Benchmark, s: &Summary) -> Vec<Flag> {
+/// The flag a merged document's shards imply: one on another host than the rest whose
+/// clock offset bound is over [`CLOCK_OFFSET_LIMIT_US`], unknown, or whose clock is
+/// unsynchronised. The verifier recomputes it from `shards`.
+pub fn clock_offset_flag(shards: &[MergedShard]) -> Option<Flag> {
+    let off: Vec<String> = shards
+        .iter()
+        .filter(|s| !s.same_clock)
+        .filter_map(|s| {
+            let why = match (s.clock.synchronized, s.clock_offset_bound_us) {
+                (Some(false), _) => "its clock is unsynchronised".to_string(),
+                (None, _) | (_, None) => "its clock's error is unknown".to_string(),
+                (_, Some(b)) if b > CLOCK_OFFSET_LIMIT_US => format!("offset bound {b} µs"),
+                _ => return None,
+            };
+            Some(format!("shard {} ({why})", s.index))
+        })
+        .collect();
+    (!off.is_empty()).then(|| Flag {
+        code: FlagCode::ClockOffsetOver1ms,
+        severity: Severity::Warning,
+        benchmark: None,
+        message: format!(
+            "shards on different hosts may disagree on the schedule's origin by over {} ms: {}",
+            CLOCK_OFFSET_LIMIT_US / 1000,
+            off.join(", ")
+        ),
+    })
+}
+
+/// The flags a benchmark's records imply, in a fixed order. `clients`: how many clients
+/// shared the schedule (a shard's open loop targets its 1/`clients` of the rate).
+pub fn derive(index: u32, b: &Benchmark, s: &Summary, clients: u32) -> Vec<Flag> {
     let mut flags = Vec::new();
     let mut flag = |code, severity, message: String| {
         flags.push(Flag {
@@ -129,14 +165,19 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary) -> Vec<Flag> {
         b.profile.rate_per_s,
         s.request_throughput_per_s,
     ) {
-        if achieved.get() < SATURATION_RATIO * target.get() {
+        let share = target.get() / f64::from(clients.max(1));
+        if achieved.get() < SATURATION_RATIO * share {
+            let whole = if clients > 1 {
+                format!(" (this client's 1/{clients} of {:.2} req/s)", target.get())
+            } else {
+                String::new()
+            };
             flag(
                 FlagCode::Saturated,
                 Severity::Warning,
                 format!(
-                    "achieved {:.2} req/s of a {:.2} req/s target",
+                    "achieved {:.2} req/s of a {share:.2} req/s target{whole}",
                     achieved.get(),
-                    target.get()
                 ),
             );
         }

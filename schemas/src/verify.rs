@@ -11,7 +11,7 @@ use crate::keys::TrustedKey;
 use crate::subject::{check_subject, subject_matches_as_written};
 use crate::{
     metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_2,
-    PREDICATE_TYPE_V0_3, STATEMENT_TYPE,
+    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, STATEMENT_TYPE,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -158,6 +158,7 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
         PREDICATE_TYPE_V0_1,
         PREDICATE_TYPE_V0_2,
         PREDICATE_TYPE_V0_3,
+        PREDICATE_TYPE_V0_4,
         PREDICATE_TYPE,
     ];
     let version = known
@@ -165,8 +166,8 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
         .position(|t| *t == s.predicate_type)
         .unwrap_or_else(|| {
             v.document_errors.push(format!(
-                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_3:?}, \
-                 {PREDICATE_TYPE_V0_2:?}, {PREDICATE_TYPE_V0_1:?})",
+                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_4:?}, \
+                 {PREDICATE_TYPE_V0_3:?}, {PREDICATE_TYPE_V0_2:?}, {PREDICATE_TYPE_V0_1:?})",
                 s.predicate_type
             ));
             known.len() - 1
@@ -187,10 +188,41 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
     {
         v.document_errors.push(format!(
             "a shared-prefix, session, trace or reasoning field, or a burst, ramp, staged or \
-             trace profile, in a {:?} document: they came with {PREDICATE_TYPE:?}",
+             trace profile, in a {:?} document: they came with {PREDICATE_TYPE_V0_4:?}",
             s.predicate_type
         ));
     }
+    let sharded = p.shard.is_some()
+        || p.shards.is_some()
+        || p.validity
+            .iter()
+            .any(|f| f.code == validity::FlagCode::ClockOffsetOver1ms);
+    if version < 4 && sharded {
+        v.document_errors.push(format!(
+            "a shard, merged shards or a clock_offset_over_1ms flag in a {:?} document: they \
+             came with {PREDICATE_TYPE:?}",
+            s.predicate_type
+        ));
+    }
+    if p.shard.is_some() && p.shards.is_some() {
+        v.document_errors
+            .push("a document is a shard or a merge of shards, not both".into());
+    }
+    if let Some(shard) = &p.shard {
+        if shard.index >= shard.count {
+            v.document_errors.push(format!(
+                "shard.index {} is not below shard.count {}",
+                shard.index, shard.count
+            ));
+        }
+    }
+    if let Some(f) = p.shards.as_deref().and_then(validity::clock_offset_flag) {
+        if !p.validity.iter().any(|g| g.code == f.code) {
+            v.missing_flags
+                .push(format!("run: {:?} ({})", f.code, f.message));
+        }
+    }
+    let clients = p.shard.as_ref().map_or(1, |s| s.count);
     if let Err(e) = check_subject(s, matched_as_written) {
         v.document_errors.push(e);
     }
@@ -251,7 +283,7 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
             &fresh,
             &mut v.summary_mismatches,
         );
-        for f in validity::derive(bi as u32, b, &recomputed) {
+        for f in validity::derive(bi as u32, b, &recomputed, clients) {
             if !p
                 .validity
                 .iter()

@@ -417,3 +417,106 @@ fn result_v0_3_documents_still_verify_and_v0_4_fields_are_recomputed() {
         "{v:?}"
     );
 }
+
+/// `result/v0.4` documents (bursts, ramps, sessions) still verify under their label; the
+/// v0.5 shard fields and merged shards are refused under it.
+#[test]
+fn result_v0_4_documents_still_verify_and_shard_fields_are_refused_under_that_label() {
+    use schemas::document::{MergedShard, Shard, ShardClock, ShardHost};
+    let sign = |statement: &serde_json::Value| {
+        common::signed_payload(&serde_json::to_vec(statement).unwrap())
+    };
+    let verify = |s: &serde_json::Value| {
+        verify_envelope(&sign(s), &common::trusted(), Policy::RequireSignature).0
+    };
+    let mut p = common::predicate();
+    p.benchmarks[0].profile.burstiness = Some(schemas::numbers::Finite::new(0.5).unwrap());
+    let mut v04 = serde_json::to_value(schemas::seal::seal(p).unwrap()).unwrap();
+    assert_eq!(v04["predicateType"], schemas::PREDICATE_TYPE);
+    v04["predicateType"] = schemas::PREDICATE_TYPE_V0_4.into();
+    assert!(verify(&v04).ok, "{:?}", verify(&v04));
+
+    let host = ShardHost {
+        hostname: Some("client-a".into()),
+        boot_id: Some("b0".into()),
+    };
+    let clock = ShardClock {
+        synchronized: Some(true),
+        est_error_us: Some(300),
+        max_error_us: Some(16_000),
+        null_reason: None,
+    };
+    // A shard: its open loop targets 1/count of the rate, so 50 req/s achieved of an
+    // 80 req/s schedule split 4 ways is not saturated (it would be for one client).
+    let mut p = common::predicate();
+    p.benchmarks[0].profile.rate_per_s = Some(schemas::numbers::Finite::new(80.0).unwrap());
+    let whole = schemas::seal::seal(p.clone()).unwrap();
+    assert!(whole
+        .predicate
+        .validity
+        .iter()
+        .any(|f| f.code == FlagCode::Saturated));
+    p.shard = Some(Shard {
+        index: 1,
+        count: 4,
+        start_at: "2026-11-22T00:00:00.000000Z".into(),
+        host: host.clone(),
+        clock: clock.clone(),
+        origin_lateness_us: 12,
+    });
+    let shard = serde_json::to_value(schemas::seal::seal(p).unwrap()).unwrap();
+    assert!(verify(&shard).ok, "{:?}", verify(&shard));
+    assert!(!shard["predicate"]["validity"]
+        .to_string()
+        .contains("saturated"));
+    let mut mislabelled = shard.clone();
+    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_4.into();
+    let v = verify(&mislabelled);
+    assert!(
+        v.document_errors.iter().any(|e| e.contains("shard")),
+        "{v:?}"
+    );
+
+    // Merged shards on two hosts, one of them 1.5 ms uncertain: flagged, and a document
+    // that leaves the flag out fails verification.
+    let merged_shard = |index: u32, boot: &str, bound: u64| MergedShard {
+        index,
+        sha256: "00".repeat(32),
+        run_id: format!("{index:032x}"),
+        host: ShardHost {
+            boot_id: Some(boot.into()),
+            ..host.clone()
+        },
+        clock: clock.clone(),
+        origin_lateness_us: 0,
+        same_clock: false,
+        clock_offset_bound_us: Some(bound),
+    };
+    let mut p = common::predicate();
+    p.shards = Some(vec![
+        merged_shard(0, "b0", 300),
+        merged_shard(1, "b1", 1_500),
+    ]);
+    let merged = serde_json::to_value(schemas::seal::seal(p).unwrap()).unwrap();
+    assert!(verify(&merged).ok, "{:?}", verify(&merged));
+    let validity = merged["predicate"]["validity"].to_string();
+    assert!(validity.contains("clock_offset_over_1ms"), "{validity}");
+    let mut hidden = merged.clone();
+    let flags = hidden["predicate"]["validity"].as_array_mut().unwrap();
+    flags.retain(|f| f["code"] != "clock_offset_over_1ms");
+    let v = verify(&hidden);
+    assert!(
+        !v.ok
+            && v.missing_flags
+                .iter()
+                .any(|m| m.contains("ClockOffsetOver1ms")),
+        "{v:?}"
+    );
+    let mut mislabelled = merged.clone();
+    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_4.into();
+    let v = verify(&mislabelled);
+    assert!(
+        v.document_errors.iter().any(|e| e.contains("shard")),
+        "{v:?}"
+    );
+}

@@ -12,7 +12,7 @@ use crate::console::Progress;
 use crate::{keyfile, on_host, output, Failure};
 use anyhow::anyhow;
 use loadgen::journal::{self, Journal, Line};
-use loadgen::measure::{Observer, Prepared};
+use loadgen::measure::{Observer, Prepared, ShardRun};
 use loadgen::spec::{self, RunSpec};
 use schemas::document::{Engine, Model, Run};
 use schemas::numbers::JsonU64;
@@ -141,7 +141,15 @@ pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
 
 pub fn run(args: &RunArgs) -> Result<(), Failure> {
     let spec = resolve_spec(args).map_err(Failure::Input)?;
+    run_spec(spec, args)
+}
+
+/// Runs `spec` as `runner run` would, with `args` for everything outside the spec: the
+/// key, the result file, telemetry. A campaign's cell comes this way with its plan's spec.
+pub fn run_spec(spec: RunSpec, args: &RunArgs) -> Result<(), Failure> {
     spec.validate().map_err(Failure::Input)?;
+    // Before anything slow: a start time already past is refused at once.
+    let shard = super::shard::prepare(&spec, args.shard, args.start_at).map_err(Failure::Input)?;
     let key = keyfile::load_optional(args.sign.key.as_deref())?;
     let out = args.out.clone().unwrap_or_else(default_out);
     // One thread drives every request: at about a microsecond of CPU a token it carries
@@ -151,7 +159,7 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Input(e.into()))?;
-    runtime.block_on(execute(spec, args, key, out))
+    runtime.block_on(execute(spec, args, key, out, shard))
 }
 
 /// The spec as the result records it: the engine's secret-named variables redacted.
@@ -180,11 +188,12 @@ async fn execute(
     args: &RunArgs,
     key: Option<ed25519_dalek::SigningKey>,
     out: PathBuf,
+    shard: Option<ShardRun>,
 ) -> Result<(), Failure> {
     // First, before asking the server anything: a journal left by an earlier run is never overwritten.
     let path = journal::path_for(&out);
     let journal = Arc::new(Journal::create(&path).map_err(Failure::Input)?);
-    let result = measure(spec, args, key, out, journal).await;
+    let result = measure(spec, args, key, out, journal, shard).await;
     if result.is_err() && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
         // Nothing was journaled (the server could not be used): leave no obstacle to a rerun.
         let _ = std::fs::remove_file(&path);
@@ -198,6 +207,7 @@ async fn measure(
     key: Option<ed25519_dalek::SigningKey>,
     out: PathBuf,
     journal: Arc<Journal>,
+    shard: Option<ShardRun>,
 ) -> Result<(), Failure> {
     let input = Failure::Input;
     let run_id = crate::commands::synth::run_id().map_err(input)?;
@@ -261,7 +271,7 @@ async fn measure(
         &engine_name,
     ));
     let started = SystemTime::now();
-    let measurement = prepared
+    let mut measurement = prepared
         .connect(model.clone(), host::probe::context_window(&reported))
         .await
         .map_err(Failure::Input)?
@@ -270,6 +280,9 @@ async fn measure(
             journal.clone(),
             std::time::Duration::from_secs(args.telemetry_checkpoint_s.max(1)),
         )));
+    if let Some(shard) = shard {
+        measurement = measurement.shard(shard);
+    }
     journal.write(Line::Header {
         run: Run {
             id: run_id,

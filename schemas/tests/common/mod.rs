@@ -133,6 +133,8 @@ pub fn predicate() -> Predicate {
         benchmarks: vec![benchmark(known_records())],
         validity: vec![],
         imported: None,
+        shard: None,
+        shards: None,
     }
 }
 
