@@ -12,6 +12,7 @@
 //! for `wasm32-unknown-unknown` with no imports.
 
 pub mod breakdown;
+pub mod campaign;
 pub mod document;
 pub mod dsse;
 pub mod ed25519;

@@ -1,0 +1,679 @@
+//! The plan: `plan.toml` read, checked and expanded to cells.
+//!
+//! ```toml
+//! name = "seed-004"
+//! results = "results"                # beside the plan unless absolute
+//! key = "campaign.key"               # the signing key every cell uses (shared storage)
+//!
+//! [axes]                             # expanded in this order, the last fastest
+//! engine = ["vllm", "sglang", { recipe = "lmdeploy", args = ["--cache-max-entry-count", "0.9"] }]
+//! model = ["meta-llama/Llama-3.1-70B-Instruct"]
+//! gpus = [2, 4, 8]                   # tensor-parallel size, and the GPUs each cell asks for
+//! workload = ["chat"]                # names of [workload.NAME] tables
+//! profile = ["sweep"]                # names of [profile.NAME] tables
+//!
+//! [fixed]                            # any `runner run` spec field, for every cell
+//! max_requests = 500
+//!
+//! [workload.chat]
+//! data = { prompt_tokens = 512, output_tokens = 128 }
+//!
+//! [profile.sweep]
+//! profile = "sweep"
+//! ```
+//!
+//! A cell's spec is `[fixed]`, then its workload's table, then its profile's, merged key by
+//! key (tables recursively), with the engine, model and GPU count of its axes on top. Its id
+//! is made of its axis values' labels (`vllm_llama-3.1-70b-instruct_2gpu_chat_sweep`), so it
+//! stays the same when other values are added to an axis; its index is its position in the
+//! expansion, which is what a Slurm array task or an Indexed Job's completion picks.
+
+use anyhow::{anyhow, bail, Context, Result};
+use loadgen::spec::{EngineSpec, RunSpec};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// The axes a plan may name, in expansion order.
+pub const AXES: [&str; 5] = ["engine", "model", "gpus", "workload", "profile"];
+
+/// One cell: one `runner run`, one result.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    /// Position in the expansion (0-based).
+    pub index: usize,
+    /// Stable id: the labels of its axis values joined by `_`.
+    pub id: String,
+    /// The label of each axis the plan names, by axis.
+    pub axes: BTreeMap<&'static str, String>,
+    /// GPUs the cell asks the scheduler for (its tensor-parallel size), when the plan says.
+    pub gpus: Option<u32>,
+    pub spec: RunSpec,
+}
+
+/// A plan, read and expanded.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub path: PathBuf,
+    pub name: String,
+    /// The plan's bytes: the campaign document cites them by digest.
+    pub text: String,
+    pub sha256: String,
+    pub results: PathBuf,
+    pub key: Option<PathBuf>,
+    /// Each named axis with its values' labels, in the plan's order.
+    pub axes: Vec<(&'static str, Vec<String>)>,
+    pub cells: Vec<Cell>,
+    pub slurm: Option<toml::Table>,
+    pub kubernetes: Option<toml::Table>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanFile {
+    name: String,
+    results: Option<String>,
+    key: Option<String>,
+    axes: Spanned<BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>>,
+    #[serde(default)]
+    fixed: Option<Spanned<toml::Table>>,
+    #[serde(default)]
+    workload: BTreeMap<String, Spanned<toml::Table>>,
+    #[serde(default)]
+    profile: BTreeMap<String, Spanned<toml::Table>>,
+    slurm: Option<toml::Table>,
+    kubernetes: Option<toml::Table>,
+}
+
+/// An engine axis value: a recipe name or file, or a table of the run spec's `[engine]`
+/// fields (less `gpus` and `model_path`, which other axes give) and a label.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EngineValue {
+    recipe: String,
+    label: Option<String>,
+    port: Option<u16>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    container: Option<String>,
+    image: Option<String>,
+}
+
+/// A model axis value: the served name, or a table with the file the engine loads.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelValue {
+    name: String,
+    path: Option<String>,
+    label: Option<String>,
+}
+
+/// Where in the plan's text something is: errors name the file and the line.
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Source<'_> {
+    fn line(&self, offset: usize) -> usize {
+        self.text[..offset.min(self.text.len())]
+            .matches('\n')
+            .count()
+            + 1
+    }
+
+    fn at(&self, span: std::ops::Range<usize>, what: impl std::fmt::Display) -> anyhow::Error {
+        anyhow!(
+            "{}, line {}: {what}",
+            self.path.display(),
+            self.line(span.start)
+        )
+    }
+
+    /// The line of `key = …` in the table starting at `span` (up to the next `[header]`),
+    /// else the table's first line.
+    fn key_line(&self, span: std::ops::Range<usize>, key: &str) -> usize {
+        let start = span.start.min(self.text.len());
+        let mut offset = start;
+        for (i, line) in self.text[start..].split_inclusive('\n').enumerate() {
+            let t = line.trim_start();
+            if i > 0 && t.starts_with('[') {
+                break;
+            }
+            if t.starts_with(key) && t[key.len()..].trim_start().starts_with(['=', '.']) {
+                return self.line(offset);
+            }
+            offset += line.len();
+        }
+        self.line(start)
+    }
+}
+
+impl Plan {
+    /// Reads `path`; every error names the file, the line and the field.
+    pub fn load(path: &Path) -> Result<Plan> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading campaign plan {}", path.display()))?;
+        Plan::parse(path, text)
+    }
+
+    pub fn parse(path: &Path, text: String) -> Result<Plan> {
+        let src = Source { path, text: &text };
+        let file: PlanFile = toml::from_str(&text).map_err(|e| match e.span() {
+            Some(span) => src.at(span, e.message().trim()),
+            None => anyhow!("{}: {}", path.display(), e.message().trim()),
+        })?;
+        if file.name.trim().is_empty() {
+            bail!(
+                "{}, line {}: name is empty",
+                path.display(),
+                src.key_line(0..text.len(), "name")
+            );
+        }
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        // Absolute: a cell runs from wherever its scheduler starts it.
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let dir = dir.as_path();
+        let beside = |p: &str| -> PathBuf {
+            let p = Path::new(p);
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                dir.join(p)
+            }
+        };
+
+        for (axis, values) in file.axes.get_ref() {
+            if !AXES.contains(&axis.as_str()) {
+                return Err(src.at(
+                    values.span(),
+                    format!(
+                        "axes.{axis} is not an axis (the axes are {})",
+                        AXES.join(", ")
+                    ),
+                ));
+            }
+            if values.get_ref().is_empty() {
+                return Err(src.at(
+                    values.span(),
+                    format!("axes.{axis} is empty: the matrix would have no cell"),
+                ));
+            }
+        }
+        if file.axes.get_ref().is_empty() {
+            return Err(src.at(
+                file.axes.span(),
+                "[axes] names no axis: the matrix would have no cell",
+            ));
+        }
+
+        // Each axis value becomes (label, what it does to a cell's spec).
+        let mut axes: Vec<(&'static str, Vec<AxisValue>)> = Vec::new();
+        for axis in AXES {
+            let Some(values) = file.axes.get_ref().get(axis) else {
+                continue;
+            };
+            let mut parsed = Vec::new();
+            for value in values.get_ref() {
+                let at = |what: String| src.at(value.span(), format!("axes.{axis}: {what}"));
+                let v = match axis {
+                    "engine" => engine_value(value.get_ref(), &beside).map_err(at)?,
+                    "model" => model_value(value.get_ref(), &beside).map_err(at)?,
+                    "gpus" => match value.get_ref().as_integer() {
+                        Some(n) if (1..=1024).contains(&n) => AxisValue::Gpus(n as u32),
+                        _ => {
+                            return Err(at(format!(
+                                "{} is not a GPU count (1 to 1024)",
+                                value.get_ref()
+                            )))
+                        }
+                    },
+                    "workload" | "profile" => {
+                        let tables = if axis == "workload" {
+                            &file.workload
+                        } else {
+                            &file.profile
+                        };
+                        let name = value.get_ref().as_str().ok_or_else(|| {
+                            at(format!(
+                                "{} is not the name of a [{axis}.NAME] table",
+                                value.get_ref()
+                            ))
+                        })?;
+                        let table = tables.get(name).ok_or_else(|| {
+                            at(format!(
+                                "no [{axis}.{name}] table (the plan has {})",
+                                if tables.is_empty() {
+                                    "none".to_string()
+                                } else {
+                                    tables.keys().cloned().collect::<Vec<_>>().join(", ")
+                                }
+                            ))
+                        })?;
+                        AxisValue::Fragment {
+                            label: slug(name),
+                            table: table.get_ref().clone(),
+                            section: format!("{axis}.{name}"),
+                        }
+                    }
+                    _ => unreachable!("AXES lists the axes"),
+                };
+                parsed.push(v);
+            }
+            let labels: Vec<String> = parsed.iter().map(AxisValue::label).collect();
+            for (i, l) in labels.iter().enumerate() {
+                if labels[..i].contains(l) {
+                    return Err(src.at(
+                        values.get_ref()[i].span(),
+                        format!(
+                            "axes.{axis}: two values are both labelled {l:?}; give one a `label`"
+                        ),
+                    ));
+                }
+            }
+            axes.push((axis, parsed));
+        }
+
+        // Every fragment is checked alone first, so an unknown field is named where it is.
+        let fixed = file.fixed.as_ref();
+        let mut fragments: Vec<(String, &toml::Table, std::ops::Range<usize>)> = Vec::new();
+        if let Some(f) = fixed {
+            fragments.push(("fixed".into(), f.get_ref(), f.span()));
+        }
+        for (kind, tables) in [("workload", &file.workload), ("profile", &file.profile)] {
+            for (name, t) in tables {
+                fragments.push((format!("{kind}.{name}"), t.get_ref(), t.span()));
+            }
+        }
+        for (section, table, span) in &fragments {
+            if let Err(e) = toml::Value::Table((*table).clone()).try_into::<RunSpec>() {
+                let message = e.message().trim().to_string();
+                let key = message
+                    .split('`')
+                    .nth(1)
+                    .filter(|_| message.starts_with("unknown field"))
+                    .unwrap_or("");
+                let line = if key.is_empty() {
+                    src.line(span.start)
+                } else {
+                    src.key_line(span.clone(), key)
+                };
+                bail!("{}, line {line}: [{section}]: {message}", path.display());
+            }
+            for owned in ["engine", "model"] {
+                if table.contains_key(owned) && axes.iter().any(|(a, _)| *a == owned) {
+                    bail!(
+                        "{}, line {}: [{section}] sets `{owned}`, which axes.{owned} gives each cell",
+                        path.display(),
+                        src.key_line(span.clone(), owned)
+                    );
+                }
+            }
+        }
+
+        let mut cells = Vec::new();
+        let mut counts: Vec<usize> = axes.iter().map(|_| 0).collect();
+        let total: usize = axes.iter().map(|(_, v)| v.len()).product();
+        for index in 0..total {
+            // Mixed-radix digits of the index, the last axis fastest.
+            let mut rest = index;
+            for (digit, (_, values)) in counts.iter_mut().zip(&axes).rev() {
+                *digit = rest % values.len();
+                rest /= values.len();
+            }
+            let chosen: Vec<(&'static str, &AxisValue)> = axes
+                .iter()
+                .zip(&counts)
+                .map(|((a, v), &d)| (*a, &v[d]))
+                .collect();
+            cells.push(cell(
+                index,
+                &chosen,
+                fixed.map(|f| f.get_ref()),
+                &beside,
+                path,
+            )?);
+        }
+
+        use sha2::Digest;
+        Ok(Plan {
+            path: path.to_path_buf(),
+            name: file.name,
+            sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
+            results: beside(file.results.as_deref().unwrap_or("results")),
+            key: file.key.as_deref().map(beside),
+            axes: axes
+                .iter()
+                .map(|(a, v)| (*a, v.iter().map(AxisValue::label).collect()))
+                .collect(),
+            cells,
+            slurm: file.slurm,
+            kubernetes: file.kubernetes,
+            text,
+        })
+    }
+
+    /// The cell at `index`, or an error that says how many there are.
+    pub fn cell(&self, index: usize) -> Result<&Cell> {
+        self.cells.get(index).ok_or_else(|| {
+            anyhow!(
+                "{}: cell index {index} is out of range: the plan has {} cells (0 to {})",
+                self.path.display(),
+                self.cells.len(),
+                self.cells.len().saturating_sub(1)
+            )
+        })
+    }
+
+    /// Where a cell's result goes.
+    pub fn result_path(&self, cell: &Cell) -> PathBuf {
+        self.results.join(format!("{}.json", cell.id))
+    }
+}
+
+enum AxisValue {
+    Engine {
+        label: String,
+        spec: EngineSpec,
+    },
+    Model {
+        label: String,
+        name: String,
+        path: Option<String>,
+    },
+    Gpus(u32),
+    Fragment {
+        label: String,
+        table: toml::Table,
+        section: String,
+    },
+}
+
+impl AxisValue {
+    fn label(&self) -> String {
+        match self {
+            AxisValue::Engine { label, .. }
+            | AxisValue::Model { label, .. }
+            | AxisValue::Fragment { label, .. } => label.clone(),
+            AxisValue::Gpus(n) => format!("{n}gpu"),
+        }
+    }
+}
+
+fn engine_value(
+    value: &toml::Value,
+    beside: &dyn Fn(&str) -> PathBuf,
+) -> Result<AxisValue, String> {
+    let v: EngineValue = match value {
+        toml::Value::String(recipe) => EngineValue {
+            recipe: recipe.clone(),
+            label: None,
+            port: None,
+            args: vec![],
+            env: BTreeMap::new(),
+            container: None,
+            image: None,
+        },
+        other => other
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| e.message().trim().to_string())?,
+    };
+    // A recipe file beside the plan, else a shipped recipe's name.
+    let file = beside(&v.recipe);
+    let recipe = if file.is_file() {
+        file.display().to_string()
+    } else {
+        v.recipe.clone()
+    };
+    let loaded = engine::recipe::load(&recipe).map_err(|e| format!("{e:#}"))?;
+    let label = v
+        .label
+        .clone()
+        .unwrap_or_else(|| loaded.recipe.name.clone());
+    Ok(AxisValue::Engine {
+        label: slug(&label),
+        spec: EngineSpec {
+            recipe,
+            port: v.port,
+            gpus: None,
+            model_path: None,
+            args: v.args,
+            env: v.env,
+            container: v.container,
+            image: v.image,
+        },
+    })
+}
+
+fn model_value(value: &toml::Value, beside: &dyn Fn(&str) -> PathBuf) -> Result<AxisValue, String> {
+    let v: ModelValue = match value {
+        toml::Value::String(name) => ModelValue {
+            name: name.clone(),
+            path: None,
+            label: None,
+        },
+        other => other
+            .clone()
+            .try_into()
+            .map_err(|e: toml::de::Error| e.message().trim().to_string())?,
+    };
+    let label = v
+        .label
+        .clone()
+        .unwrap_or_else(|| v.name.rsplit('/').next().unwrap_or(&v.name).to_string());
+    Ok(AxisValue::Model {
+        label: slug(&label),
+        name: v.name,
+        path: v.path.map(|p| beside(&p).display().to_string()),
+    })
+}
+
+/// Lower-case letters, digits, `.` and `-`: safe in file names, URLs and Slurm job names.
+pub fn slug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            'a'..='z' | '0'..='9' | '.' | '-' => out.push(c),
+            'A'..='Z' => out.push(c.to_ascii_lowercase()),
+            _ if !out.ends_with('-') => out.push('-'),
+            _ => {}
+        }
+    }
+    let trimmed = out.trim_matches(['-', '.']).to_string();
+    if trimmed.is_empty() {
+        "x".into()
+    } else {
+        trimmed
+    }
+}
+
+/// `over` merged onto `base`: tables key by key, recursively; anything else replaced.
+fn merge(base: &mut toml::Table, over: &toml::Table) {
+    for (k, v) in over {
+        match (base.get_mut(k), v) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) => merge(b, o),
+            _ => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+fn cell(
+    index: usize,
+    chosen: &[(&'static str, &AxisValue)],
+    fixed: Option<&toml::Table>,
+    beside: &dyn Fn(&str) -> PathBuf,
+    path: &Path,
+) -> Result<Cell> {
+    let mut table = fixed.cloned().unwrap_or_default();
+    for (_, v) in chosen {
+        if let AxisValue::Fragment { table: t, .. } = v {
+            merge(&mut table, t);
+        }
+    }
+    let sections: Vec<&str> = chosen
+        .iter()
+        .filter_map(|(_, v)| match v {
+            AxisValue::Fragment { section, .. } => Some(section.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut spec: RunSpec =
+        toml::Value::Table(table)
+            .try_into()
+            .map_err(|e: toml::de::Error| {
+                anyhow!(
+                    "{}: [fixed] with [{}]: {}",
+                    path.display(),
+                    sections.join("], ["),
+                    e.message().trim()
+                )
+            })?;
+    let mut gpus = None;
+    for (_, v) in chosen {
+        match v {
+            AxisValue::Engine { spec: e, .. } => spec.engine = Some(e.clone()),
+            AxisValue::Model { name, .. } => spec.model = Some(name.clone()),
+            AxisValue::Gpus(n) => gpus = Some(*n),
+            AxisValue::Fragment { .. } => {}
+        }
+    }
+    for (_, v) in chosen {
+        if let AxisValue::Model { path: Some(p), .. } = v {
+            let e = spec.engine.as_mut().ok_or_else(|| {
+                anyhow!(
+                    "{}: a model with a `path` needs axes.engine to load it",
+                    path.display()
+                )
+            })?;
+            e.model_path = Some(p.clone());
+        }
+    }
+    if let Some(n) = gpus {
+        match spec.engine.as_mut() {
+            Some(e) => e.gpus = Some(n),
+            None => bail!(
+                "{}: axes.gpus needs axes.engine (or an [fixed.engine] table): GPUs are the engine's",
+                path.display()
+            ),
+        }
+    }
+    // Files a spec names are found beside the plan.
+    if let Some(d) = &mut spec.dataset {
+        d.path = beside(&d.path).display().to_string();
+    }
+    if let Some(t) = &mut spec.trace {
+        t.path = beside(&t.path).display().to_string();
+    }
+    if let Some(t) = &mut spec.tokenizer {
+        *t = beside(t).display().to_string();
+    }
+    let id = chosen
+        .iter()
+        .map(|(_, v)| v.label())
+        .collect::<Vec<_>>()
+        .join("_");
+    spec.validate()
+        .map_err(|e| anyhow!("{}: cell {index} ({id}): {e:#}", path.display()))?;
+    Ok(Cell {
+        index,
+        id,
+        axes: chosen.iter().map(|(a, v)| (*a, v.label())).collect(),
+        gpus: gpus.or(spec.engine.as_ref().and_then(|e| e.gpus)),
+        spec,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PLAN: &str = r#"name = "seed-004"
+key = "c.key"
+
+[axes]
+engine = ["vllm", "sglang", { recipe = "lmdeploy", label = "lmd" }]
+gpus = [2, 4, 8]
+workload = ["chat"]
+
+[fixed]
+max_requests = 50
+
+[workload.chat]
+data = { prompt_tokens = 512, output_tokens = 128 }
+profile = "poisson"
+rate = [2.0]
+"#;
+
+    fn parse(text: &str) -> Result<Plan> {
+        Plan::parse(Path::new("/tmp/plan.toml"), text.to_string())
+    }
+
+    #[test]
+    fn expands_axes_in_order_with_stable_ids() {
+        let p = parse(PLAN).unwrap();
+        assert_eq!(p.cells.len(), 9);
+        assert_eq!(p.cells[0].id, "vllm_2gpu_chat");
+        assert_eq!(p.cells[1].id, "vllm_4gpu_chat");
+        assert_eq!(p.cells[8].id, "lmd_8gpu_chat");
+        let c = &p.cells[4];
+        assert_eq!(c.id, "sglang_4gpu_chat");
+        assert_eq!(c.gpus, Some(4));
+        assert_eq!(c.spec.engine.as_ref().unwrap().gpus, Some(4));
+        assert_eq!(c.spec.max_requests, Some(50));
+        assert_eq!(c.spec.data.prompt_tokens, 512);
+        assert_eq!(p.key.as_deref(), Some(Path::new("/tmp/c.key")));
+        // Another GPU count leaves every existing id as it was.
+        let more = parse(&PLAN.replace("[2, 4, 8]", "[1, 2, 4, 8]")).unwrap();
+        let ids: Vec<_> = more.cells.iter().map(|c| c.id.clone()).collect();
+        assert!(p.cells.iter().all(|c| ids.contains(&c.id)));
+    }
+
+    #[test]
+    fn bad_plans_name_line_and_field() {
+        let e = |t: &str| parse(t).unwrap_err().to_string();
+        let unknown = e(&PLAN.replace("gpus = [2, 4, 8]", "gpus = [2, 4, 8]\nnodes = [1]"));
+        assert!(
+            unknown.contains("line 7") && unknown.contains("axes.nodes is not an axis"),
+            "{unknown}"
+        );
+        let empty = e(&PLAN.replace("[2, 4, 8]", "[]"));
+        assert!(
+            empty.contains("line 6") && empty.contains("axes.gpus is empty"),
+            "{empty}"
+        );
+        let recipe = e(&PLAN.replace("\"sglang\"", "\"sglang-nightly\""));
+        assert!(
+            recipe.contains("line 5") && recipe.contains("sglang-nightly"),
+            "{recipe}"
+        );
+        let field = e(&PLAN.replace("rate = [2.0]", "rates = [2.0]"));
+        assert!(
+            field.contains("line 15")
+                && field.contains("[workload.chat]")
+                && field.contains("rates"),
+            "{field}"
+        );
+        let table = e(&PLAN.replace("workload = [\"chat\"]", "workload = [\"chat\", \"code\"]"));
+        assert!(
+            table.contains("line 7") && table.contains("no [workload.code] table"),
+            "{table}"
+        );
+        let top = e(&PLAN.replace("key = \"c.key\"", "key = \"c.key\"\nresult = \"r\""));
+        assert!(top.contains("line 3") && top.contains("result"), "{top}");
+        let p = parse(PLAN).unwrap();
+        assert!(p
+            .cell(9)
+            .unwrap_err()
+            .to_string()
+            .contains("out of range: the plan has 9 cells"));
+    }
+}
