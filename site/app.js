@@ -6,7 +6,9 @@
 // (textContent, text nodes, attribute values set with setAttribute), never as markup. The
 // one piece of markup used is report-wasm's own HTML (comrak in safe mode): it is parsed
 // into an inert document and copied, element by element, through an allowlist; chart
-// <img> sources become blob: URLs of the SVG bytes the module returned. No inline script,
+// <img> sources become blob: URLs of the SVG bytes the module returned, and a campaign's
+// links to its results become this site's own #/result/NAME routes (any other link is
+// dropped, its text kept). No inline script,
 // style or handler anywhere (the Content-Security-Policy forbids them), and no request
 // leaves the site: index.json, keys.json, results/*, the module and these files.
 
@@ -84,12 +86,21 @@ const DROP = new Set(['script', 'style', 'template', 'iframe', 'frame', 'framese
 const ALIGN = new Set(['left', 'center', 'right']);
 const MARKER = new Set(['better', 'worse', 'same']);
 
-function copySafe(node, chart) {
+// `chart(src)`: a blob: URL for a chart the module made, or null; `link(href)`: the
+// #/ route a link of the module's goes to, or null (then only its text is kept).
+function copySafe(node, chart, link) {
   if (node.nodeType === Node.TEXT_NODE) return document.createTextNode(node.data);
   if (node.nodeType !== Node.ELEMENT_NODE) return null;
   const tag = node.localName;
   if (DROP.has(tag)) return null;
-  const children = () => Array.from(node.childNodes, (c) => copySafe(c, chart)).filter(Boolean);
+  const children = () => Array.from(node.childNodes, (c) => copySafe(c, chart, link)).filter(Boolean);
+  const route = tag === 'a' ? link(node.getAttribute('href')) : null;
+  if (route) {
+    const a = document.createElement('a');
+    a.setAttribute('href', route);
+    a.append(...children());
+    return a;
+  }
   if (!KEEP.has(tag)) {
     const f = document.createDocumentFragment();
     f.append(...children());
@@ -112,8 +123,9 @@ function copySafe(node, chart) {
   return e;
 }
 
-// Inserts the <main> of report-wasm's page `htmlName` into `container`; charts from `files`.
-function insertReport(container, files, htmlName, ctx) {
+// Inserts the <main> of report-wasm's page `htmlName` into `container`; charts from `files`,
+// links through `link` (none by default).
+function insertReport(container, files, htmlName, ctx, link = () => null) {
   const byName = new Map(files.map((f) => [f.name, f.bytes]));
   const page = new TextDecoder().decode(byName.get(htmlName) ?? new ArrayBuffer(0));
   // Only the page's <main> (its <head> holds a <style> the policy would refuse). Document
@@ -132,7 +144,7 @@ function insertReport(container, files, htmlName, ctx) {
   };
   const f = document.createDocumentFragment();
   for (const c of main.childNodes) {
-    const copy = copySafe(c, chart);
+    const copy = copySafe(c, chart, link);
     if (copy) f.append(copy);
   }
   container.replaceChildren(f);
@@ -213,6 +225,7 @@ function route() {
   delete document.body.dataset.indexReady;
   if (hash === '' ) return showIndex(ctx);
   if (parts[0] === 'result' && args.length === 1) return showResult(ctx, args[0]);
+  if (parts[0] === 'campaign' && args.length === 1) return showCampaign(ctx, args[0]);
   if (parts[0] === 'diff' && args.length === 0) return showDiff(ctx, null, null);
   if (parts[0] === 'diff' && args.length === 2) return showDiff(ctx, args[0], args[1]);
   return notFound(ctx, 'There is no such page.');
@@ -352,6 +365,7 @@ function showIndex(ctx) {
   view.replaceChildren(
     h('h1', { text: 'Results' }),
     h('p', { class: 'lede' }, 'Every badge, table and chart here is computed in your browser by report-wasm from the published files, against this site\u2019s own trusted keys (', h('a', { href: 'keys.json', download: 'keys.json' }, 'keys.json'), ').'),
+    campaignsSection(ctx),
     h('div', { class: 'controls' }, filter, statusSelect, count, diffButton),
     rows.length
       ? h('div', { class: 'table-wrap' }, h('table', { class: 'index', id: 'index' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, h('span', { class: 'sr' }, 'Select')), headers)), tbody))
@@ -359,6 +373,84 @@ function showIndex(ctx) {
   );
   apply();
   updatePicked();
+}
+
+// ---- campaigns
+
+// The Campaigns section of the index (nothing when the site has none): each campaign's
+// name, the cells it claims and its badge, as report-wasm reads the campaign document.
+function campaignsSection(ctx) {
+  if (site.campaigns.length === 0) return null;
+  const tbody = h('tbody');
+  for (const c of site.campaigns) {
+    const title = h('td', { class: 'campaign-name' }, '…');
+    const cells = h('td', { class: 'cells' });
+    const status = h('td', { class: 'status' }, badge(null));
+    const tr = h('tr', { 'data-file': c.name }, h('td', { class: 'file' }, h('a', { href: `#/campaign/${enc(c.name)}` }, c.name)), title, cells, status);
+    tbody.append(tr);
+    call('campaignMeta', { name: c.name })
+      .catch((e) => ({ badge: { kind: 'invalid', text: 'INVALID', reason: e.message } }))
+      .then((m) => {
+        if (!ctx.alive()) return;
+        title.textContent = m.name ?? '—';
+        cells.textContent = m.parsed ? `${m.cells} cells: ${m.verified} verified, ${m.failed} failed, ${m.missing} missing (as the campaign says)` : '—';
+        const reason = m.badge.kind === 'invalid' ? h('span', { class: 'reason' }, m.badge.reason) : null;
+        status.replaceChildren(...[badge(m), reason].filter(Boolean));
+        tr.dataset.badge = m.badge.kind;
+      });
+  }
+  return h('section', { id: 'campaigns', 'aria-labelledby': 'campaigns-title' },
+    h('h2', { id: 'campaigns-title', text: 'Campaigns' }),
+    h('div', { class: 'table-wrap' }, h('table', { class: 'index campaigns' },
+      h('thead', {}, h('tr', {}, ['Campaign', 'Name', 'Cells', 'Status'].map((t) => h('th', { scope: 'col' }, t)))), tbody)));
+}
+
+// A campaign's matrix, rendered by report-wasm from the campaign file and the result files
+// it names; its links to results open their pages here.
+function showCampaign(ctx, name) {
+  const entry = site.campaignsByName.get(name);
+  if (!entry) return notFound(ctx, 'This site has no campaign by that name.');
+  const heading = h('section', { class: 'heading', id: 'heading' }, h('p', { class: 'muted' }, 'Verifying…'));
+  const downloads = h('div', { id: 'downloads' });
+  const report = h('section', { class: 'report', id: 'campaign-report', 'aria-busy': 'true', 'data-file': name }, h('p', { class: 'muted' }, 'Rendering in this browser…'));
+  const title = h('h1', { id: 'campaign-title' }, name);
+  view.replaceChildren(h('p', { class: 'crumbs' }, h('a', { href: '#/', text: '← All results' })), title, heading, downloads, report);
+  say(`Rendering ${name}…`);
+  const link = (href) => {
+    if (typeof href !== 'string' || href === '' || /[\/:?#\\]/.test(href)) return null;
+    let target;
+    try { target = decodeURIComponent(href); } catch { return null; }
+    return site.byName.has(target) ? `#/result/${enc(target)}` : null;
+  };
+  (async () => {
+    try {
+      const m = await call('campaignMeta', { name });
+      if (!ctx.alive()) return;
+      if (m.name != null) title.textContent = `Campaign: ${m.name}`;
+      heading.replaceChildren(h('p', { class: 'badges' }, badge(m), ' ', h('span', { class: 'reason' }, m.badge.reason)),
+        facts([['File', `${name}: ${entry.size.toLocaleString('en')} bytes, sha256 ${entry.sha256}`, { class: 'hash' }], moduleFact()]));
+      heading.dataset.ready = 'true';
+      const r = await call('campaignRender', { name });
+      if (!ctx.alive()) return;
+      if (r.error) {
+        report.replaceChildren(h('p', { class: 'error' }, `report-wasm could not render this campaign: ${r.error}`));
+        say('');
+      } else {
+        insertReport(report, r.files, 'campaign.html', ctx, link);
+        const md = r.files.find((f) => f.name === 'campaign.md');
+        const stem = name.replace(/\.json$/i, '');
+        downloads.replaceChildren(downloadsFor(ctx, name, md?.bytes, `${stem}.md`, null, 'the signed campaign document'));
+        say('');
+      }
+    } catch (e) {
+      if (!ctx.alive()) return;
+      report.replaceChildren(h('p', { class: 'error' }, e.message));
+      say(e.message, true);
+    }
+    heading.dataset.ready = 'true';
+    report.setAttribute('aria-busy', 'false');
+    report.dataset.ready = 'true';
+  })();
 }
 
 // ---- one result
@@ -401,12 +493,12 @@ function moduleFact() {
   return ['Report module sha256', `${site.publishedModuleSha256 ?? '?'} (as published; this page can hash it only in a secure context)`, { class: 'hash', id: 'module-sha256' }];
 }
 
-function downloadsFor(ctx, name, mdBytes, mdName, cmd) {
+function downloadsFor(ctx, name, mdBytes, mdName, cmd, what = 'the result file') {
   return h('section', { class: 'downloads', 'aria-label': 'Downloads' },
     h('h2', { text: 'Downloads' }),
     h('ul', {},
       mdBytes ? h('li', {}, h('a', { id: 'download-md', href: ctx.blobUrl(mdBytes, 'text/markdown'), download: mdName }, `${mdName} (markdown)`)) : null,
-      name ? h('li', {}, h('a', { id: 'download-json', href: `results/${enc(name)}`, download: name }, `${name} (the result file as published, byte for byte)`)) : null,
+      name ? h('li', {}, h('a', { id: 'download-json', href: `results/${enc(name)}`, download: name }, `${name} (${what} as published, byte for byte)`)) : null,
       h('li', {}, h('a', { href: 'keys.json', download: 'keys.json' }, 'keys.json (this site\u2019s trusted keys)'))),
     cmd ? h('p', {}, 'Check it yourself: ', h('code', { id: 'verify-command' }, cmd)) : null);
 }
@@ -585,17 +677,23 @@ async function runDiff(ctx, sa, sb, output, share) {
 
 // ---------------------------------------------------------------- start
 
+// index.json's `results` and (from sites that have them) `campaigns`: [{name, sha256, size}].
 function checkIndex(json) {
-  const list = Array.isArray(json?.results) ? json.results : [];
-  const results = [];
-  const byName = new Map();
-  for (const r of list) {
-    if (typeof r?.name !== 'string' || byName.has(r.name)) continue;
-    const entry = { name: r.name, sha256: typeof r.sha256 === 'string' ? r.sha256 : '?', size: Number(r.size) || 0 };
-    results.push(entry);
-    byName.set(r.name, entry);
-  }
-  return { results, byName, publishedModuleSha256: typeof json?.module?.sha256 === 'string' ? json.module.sha256 : null };
+  const entries = (key) => {
+    const list = Array.isArray(json?.[key]) ? json[key] : [];
+    const out = [];
+    const byName = new Map();
+    for (const r of list) {
+      if (typeof r?.name !== 'string' || byName.has(r.name)) continue;
+      const entry = { name: r.name, sha256: typeof r.sha256 === 'string' ? r.sha256 : '?', size: Number(r.size) || 0 };
+      out.push(entry);
+      byName.set(r.name, entry);
+    }
+    return [out, byName];
+  };
+  const [results, byName] = entries('results');
+  const [campaigns, campaignsByName] = entries('campaigns');
+  return { results, byName, campaigns, campaignsByName, publishedModuleSha256: typeof json?.module?.sha256 === 'string' ? json.module.sha256 : null };
 }
 
 async function boot() {

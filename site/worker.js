@@ -10,8 +10,16 @@
 //   meta   {name} | {bytes}      -> the facts an index row and a result heading show
 //   render {name} | {bytes}      -> {error} or {files: [{name, bytes}]} (report.md, report.html, charts)
 //   diff   {a, b} (each {name} | {bytes}) -> as render (diff.md, diff.html, charts)
+//   campaignMeta   {name}        -> a campaign's facts (name, badge, the counts it claims)
+//   campaignRender {name}        -> as render (campaign.md, campaign.html): the campaign's
+//                                   matrix from it and the result files it names
+//
+// A campaign is checked by the module, not here: its signature against the site's keys,
+// each result file's sha256 against its materials, each result's own verification. This
+// file only fetches the files the module names (results/NAME, the name encoded whole, so
+// it cannot leave results/).
 
-import init, { loadDocument, renderDocument, diffDocuments, predicateType } from './wasm/report_wasm.js';
+import init, { loadDocument, renderDocument, diffDocuments, loadCampaign, predicateType } from './wasm/report_wasm.js';
 
 let keysText = '{"keys":[]}';
 let keysError = null;
@@ -109,6 +117,40 @@ function files(rendered) {
   }
 }
 
+// The campaign `name` loaded, with its facts; the caller frees it.
+async function campaignOf(name) {
+  const res = await fetchOwn(`results/${encodeURIComponent(String(name))}`, String(name));
+  const campaign = loadCampaign(new Uint8Array(await res.arrayBuffer()), keysText);
+  const facts = JSON.parse(campaign.meta());
+  if (facts.error) {
+    campaign.free();
+    throw new Error(`the site's keys file: ${facts.error}`);
+  }
+  return { campaign, facts };
+}
+
+async function campaignMeta(name) {
+  const { campaign, facts } = await campaignOf(name);
+  campaign.free();
+  return facts;
+}
+
+// The module names the result files; those the site has are given to it (one it has not
+// is shown by the module as not at hand).
+async function campaignRender(name) {
+  const { campaign, facts } = await campaignOf(name);
+  try {
+    const fetched = await Promise.all(facts.results.map(async (uri) => {
+      const res = await fetchOwn(`results/${encodeURIComponent(uri)}`, uri).catch(() => null);
+      return res ? [uri, new Uint8Array(await res.arrayBuffer())] : null;
+    }));
+    for (const f of fetched) if (f) campaign.addResult(f[0], f[1]);
+    return files(campaign.render());
+  } finally {
+    campaign.free();
+  }
+}
+
 async function handle(msg) {
   if (msg.op === 'init') return (setup ??= start());
   await (setup ??= start());
@@ -119,6 +161,10 @@ async function handle(msg) {
       return withDocuments([msg], (doc) => files(renderDocument(doc)));
     case 'diff':
       return withDocuments([msg.a, msg.b], (a, b) => files(diffDocuments(a, b)));
+    case 'campaignMeta':
+      return campaignMeta(msg.name);
+    case 'campaignRender':
+      return campaignRender(msg.name);
     default:
       throw new Error(`unknown request ${msg.op}`);
   }

@@ -4,10 +4,13 @@
 //! * wasm-bindgen exports for the site (and Node): `loadDocument` parses and verifies a
 //!   document once into a `Document`, whose `meta()` gives the facts a page shows (badge,
 //!   problems, provenance: `report::facts`); `renderDocument` and `diffDocuments` render it
-//!   as often as the page needs; `predicateType` names the contract. The render path calls
-//!   no JavaScript: the module imports only wasm-bindgen's two intrinsics;
+//!   as often as the page needs; `loadCampaign` takes a campaign document, names the
+//!   result files it needs (`meta`), is given them (`addResult`) and renders its matrix
+//!   (`render`: `report::campaign`); `predicateType` names the contract. The render path
+//!   calls no JavaScript: the module imports only wasm-bindgen's two intrinsics;
 //! * a plain C ABI for hosts without JavaScript (the runner's wasmtime host):
-//!   `pb_alloc`/`pb_free` and `pb_render`/`pb_diff` over [`report::abi`] frames.
+//!   `pb_alloc`/`pb_free` and `pb_render`/`pb_diff`/`pb_campaign` over [`report::abi`]
+//!   frames.
 
 use schemas::keys::TrustedKey;
 use schemas::load::NotAResult;
@@ -82,6 +85,60 @@ pub fn diff_documents(a: &Document, b: &Document) -> Rendered {
         (Err(_), _) => Err(format!("A: {}", a.error().unwrap_or_default())),
         (_, Err(_)) => Err(format!("B: {}", b.error().unwrap_or_default())),
     })
+}
+
+/// A campaign document and the result files given to it so far: its facts before they
+/// come, its matrix once they have (campaign signature, materials' digests and every
+/// result checked in `report::campaign`, as natively).
+#[wasm_bindgen]
+pub struct CampaignDocument {
+    bytes: Vec<u8>,
+    keys: Result<Vec<TrustedKey>, String>,
+    files: Vec<(String, Vec<u8>)>,
+}
+
+/// Takes a campaign document's bytes and the trusted-keys file `keys_json` (empty: none).
+#[wasm_bindgen(js_name = loadCampaign)]
+pub fn load_campaign(bytes: &[u8], keys_json: &str) -> CampaignDocument {
+    CampaignDocument {
+        bytes: bytes.to_vec(),
+        keys: trusted_keys(keys_json),
+        files: vec![],
+    }
+}
+
+#[wasm_bindgen]
+impl CampaignDocument {
+    /// The campaign's facts (`report::campaign::Facts`, JSON: name, badge, claimed counts,
+    /// `results`: the files to add); `{"error": …}` when the trusted-keys file is unusable.
+    pub fn meta(&self) -> String {
+        match &self.keys {
+            Ok(trusted) => serde_json::to_string(&report::campaign::facts(&self.bytes, trusted))
+                .expect("facts serialise"),
+            Err(message) => serde_json::json!({ "error": message }).to_string(),
+        }
+    }
+
+    /// Gives the bytes of the result file the campaign names `uri`.
+    #[wasm_bindgen(js_name = addResult)]
+    pub fn add_result(&mut self, uri: String, bytes: &[u8]) {
+        self.files.push((uri, bytes.to_vec()));
+    }
+
+    /// `campaign.md` and `campaign.html` over the results added.
+    pub fn render(&self) -> Rendered {
+        rendered(match &self.keys {
+            Ok(trusted) => {
+                let files: Vec<(&str, &[u8])> = self
+                    .files
+                    .iter()
+                    .map(|(u, b)| (u.as_str(), b.as_slice()))
+                    .collect();
+                report::campaign::render(&self.bytes, &files, trusted).map_err(|e| e.to_string())
+            }
+            Err(message) => Err(message.clone()),
+        })
+    }
 }
 
 /// The version of the contract this module implements.
@@ -197,5 +254,12 @@ pub mod c_abi {
     #[no_mangle]
     pub unsafe extern "C" fn pb_diff(ptr: *mut u8, len: usize) -> u64 {
         call(Op::Diff, ptr, len)
+    }
+
+    /// # Safety
+    /// As [`pb_render`].
+    #[no_mangle]
+    pub unsafe extern "C" fn pb_campaign(ptr: *mut u8, len: usize) -> u64 {
+        call(Op::Campaign, ptr, len)
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! A frame is a sequence of parts, each a little-endian `u32` length and that many bytes.
 //! * request: part 0 is a trusted-keys file (JSON; empty for none), then the documents
-//!   (`render`: one or more; `diff`: exactly A and B);
+//!   (`render`: one or more; `diff`: exactly A and B; `campaign`: the campaign document,
+//!   then for each of its result files at hand the uri the campaign names it by and its
+//!   bytes);
 //! * reply: one status byte, `0` then a frame of alternating file names and file bytes,
 //!   or `1` then a UTF-8 error message.
 
@@ -15,6 +17,8 @@ use crate::{RenderError, Report};
 pub enum Op {
     Render,
     Diff,
+    /// A campaign's matrix (`campaign.md`, `campaign.html`): [`crate::campaign::render`].
+    Campaign,
 }
 
 /// Length-prefixed parts in one buffer.
@@ -84,6 +88,21 @@ fn run(op: Op, request: &[u8]) -> Result<Report, String> {
             .and_then(|a| Ok((a, load(b, "B")?)))
             .and_then(|(a, b)| crate::diff(&a, &b)),
         (Op::Diff, docs) => return Err(format!("diff needs 2 documents, got {}", docs.len())),
+        (Op::Campaign, [campaign, files @ ..]) => {
+            if files.len() % 2 != 0 {
+                return Err("campaign: a result file's uri without its bytes".into());
+            }
+            let files = files
+                .chunks(2)
+                .map(|pair| {
+                    let uri = std::str::from_utf8(pair[0])
+                        .map_err(|_| "campaign: a result file's uri is not UTF-8".to_string())?;
+                    Ok((uri, pair[1]))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            crate::campaign::render(campaign, &files, &trusted)
+        }
+        (Op::Campaign, []) => return Err("campaign: no campaign document".into()),
     };
     result.map_err(|e| e.to_string())
 }
@@ -165,5 +184,19 @@ mod tests {
             .starts_with("input 1: not a provebench result"));
         let err = handle(Op::Render, &encode_parts(&[b"[1]" as &[u8]]));
         assert!(decode_reply(&err).unwrap_err().starts_with("trusted keys:"));
+        let err = handle(Op::Campaign, &encode_parts(&[b"" as &[u8]]));
+        assert_eq!(
+            decode_reply(&err).unwrap_err(),
+            "campaign: no campaign document"
+        );
+        let err = handle(
+            Op::Campaign,
+            &encode_parts(&[b"" as &[u8], b"{}", b"a.json"]),
+        );
+        assert!(decode_reply(&err)
+            .unwrap_err()
+            .contains("without its bytes"));
+        let err = handle(Op::Campaign, &encode_parts(&[b"" as &[u8], b"{}"]));
+        assert!(decode_reply(&err).unwrap_err().starts_with("campaign: "));
     }
 }

@@ -5,7 +5,7 @@
 //! iteration over hash maps on the way to the output. It builds natively (the runner's
 //! console uses [`sweep_table`]) and for `wasm32-unknown-unknown` (report-wasm wraps it for
 //! the site and for the runner's wasmtime host), and both give the same bytes for the same
-//! input. Three entry points, what every host needs:
+//! input. The entry points, what every host needs:
 //!
 //! * [`load()`]: a DSSE envelope or bare statement, checked by `schemas::load` (a signature
 //!   only against the trusted keys a host has), its verdict in sentences for the report;
@@ -13,12 +13,14 @@
 //!   000–003), the seed sweep tables (seed 004), charts, and every benchmark's full
 //!   latency distributions, counts and validity flags, with its GPU and server telemetry
 //!   and the engine's launch when the document has them;
-//! * [`diff()`]: two documents compared benchmark by benchmark.
+//! * [`diff()`]: two documents compared benchmark by benchmark;
+//! * [`campaign::render`]: a campaign document and its cells' results as one matrix.
 //!
 //! [`facts`] says what a result's heading or a gallery row shows; [`abi`] frames requests
 //! for hosts without JavaScript.
 
 pub mod abi;
+pub mod campaign;
 pub mod charts;
 pub mod diff;
 pub mod escape;

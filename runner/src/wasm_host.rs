@@ -7,7 +7,7 @@
 //! message: becomes an error here) and `__wbindgen_init_externref_table` (nothing to do
 //! for a host that passes no references). Any other import is refused by name. Requests
 //! and replies go through the plain C ABI (`pb_alloc`, `pb_render`, `pb_diff`,
-//! `pb_free`) in [`report::abi`] frames.
+//! `pb_campaign`, `pb_free`) in [`report::abi`] frames.
 
 use anyhow::{anyhow, bail, Context, Result};
 use report::abi::{self, Op};
@@ -170,6 +170,7 @@ impl ReportModule {
         let entry = match op {
             Op::Render => "pb_render",
             Op::Diff => "pb_diff",
+            Op::Campaign => "pb_campaign",
         };
         let run = self
             .instance

@@ -10,6 +10,10 @@
 //     published pairs get a shareable URL, local files never leave the page;
 //   * a document whose strings are XSS payloads renders them as inert text: no dialog, no
 //     injected element, no request beyond the site's own files;
+//   * a campaign (3 engines × 3 GPU counts, one cell failed, one missing, one result
+//     tampered) published with its results reads as its matrix: badges and numbers, its
+//     markdown equal to `runner report`'s of the campaign (wasmtime and native) byte for
+//     byte, links that open the results, reached by keyboard;
 //   * the time to first render of a 10,000-request result (logged, not asserted);
 //   * `runner publish` refuses files that are not JSON; `runner serve` stays inside its
 //     directory and sends the right types and the policy; the site works from a subpath of
@@ -23,7 +27,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey, sign } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -120,6 +124,58 @@ const published = readdirSync(join(dir, 'results')).filter((n) => n.endsWith('.j
 runner('publish', 'results', '--out', 'site', '--keys', 'keys.json');
 const origin = (await start(runnerBin, ['serve', 'site', '--port', '0'], 'runner serve')).replace(/\/$/, '');
 
+// A campaign, as `runner campaign collect` writes one: `campaign/campaign.json` (a DSSE
+// envelope signed by lab, the campaign predicate binding each verified cell's result by
+// sha256) beside the cells' results `<id>.json`; published as a site of its own.
+const ENGINES = ['vllm', 'sglang', 'lmdeploy'];
+const GPUS = ['2gpu', '4gpu', '8gpu'];
+const CAMPAIGN_NAME = 'matrix <img src=x onerror=alert(9)>';
+const FAILED_REASON = 'the engine did not start: <b>out of memory</b>';
+const TAMPERED_CELL = 'vllm-4gpu';
+mkdirSync(join(dir, 'campaign'));
+const sha256 = (bytes) => createHash('sha256').update(bytes).digest('hex');
+const campaignCells = [];
+{
+  const plan = 'engines = ["vllm", "sglang", "lmdeploy"]\ngpus = [2, 4, 8]\n';
+  const materials = [{ uri: 'plan.toml', digest: { sha256: sha256(plan) } }];
+  ENGINES.forEach((engine, e) => GPUS.forEach((gpus, g) => {
+    const index = e * 3 + g;
+    const id = `${engine}-${gpus}`;
+    const cell = { index, id, axes: { engine, gpus, model: 'synthetic' } };
+    if (engine === 'sglang' && gpus === '8gpu') Object.assign(cell, { outcome: 'failed', reason: FAILED_REASON });
+    else if (engine === 'lmdeploy' && gpus === '2gpu') Object.assign(cell, { outcome: 'missing', reason: 'not run' });
+    else {
+      runner('synth', '--key', 'lab.key', '--out', `campaign/${id}.json`, '--requests', '8', '--output-tokens', '8', '--seed', String(index + 1));
+      Object.assign(cell, { outcome: 'verified', result: `${id}.json` });
+      materials.push({ uri: `${id}.json`, digest: { sha256: sha256(readFileSync(join(dir, 'campaign', `${id}.json`))) } });
+    }
+    campaignCells.push(cell);
+  }));
+  const statement = {
+    _type: 'https://in-toto.io/Statement/v1',
+    subject: materials.slice(1).map((m) => ({ name: m.uri, digest: m.digest })),
+    predicateType: 'https://provebench.dev/campaign/v0.1',
+    predicate: {
+      name: CAMPAIGN_NAME, collected_at: '2026-11-22T02:00:00Z', tool: 'provebench (site test)', plan,
+      axes: [{ name: 'engine', values: ENGINES }, { name: 'model', values: ['synthetic'] }, { name: 'gpus', values: GPUS }],
+      cells: campaignCells, materials,
+    },
+  };
+  const payload = Buffer.from(JSON.stringify(statement));
+  const type = 'application/vnd.in-toto+json';
+  const pae = Buffer.concat([Buffer.from(`DSSEv1 ${type.length} ${type} ${payload.length} `), payload]);
+  const sig = sign(null, pae, createPrivateKey(readFileSync(join(dir, 'lab.key'))));
+  writeFileSync(join(dir, 'campaign', 'campaign.json'),
+    JSON.stringify({ payloadType: type, payload: payload.toString('base64'), signatures: [{ keyid, sig: sig.toString('base64') }] }));
+  // One result changed after the campaign was signed: a payload character flipped.
+  const file = join(dir, 'campaign', `${TAMPERED_CELL}.json`);
+  const text = readFileSync(file, 'utf8');
+  const at = text.indexOf('"payload":"') + 40;
+  writeFileSync(file, text.slice(0, at) + (text[at] === 'A' ? 'B' : 'A') + text.slice(at + 1));
+}
+runner('publish', 'campaign', '--out', 'site-campaign', '--keys', 'keys.json');
+const campaignOrigin = (await start(runnerBin, ['serve', 'site-campaign', '--port', '0'], 'runner serve (campaign)')).replace(/\/$/, '');
+
 // ------------------------------------------------------------------ the browser
 
 const userData = mkdtempSync(join(tmpdir(), 'provebench-chromium-'));
@@ -142,7 +198,7 @@ context.setDefaultTimeout(WAIT);
 // What the whole session saw: every request beyond the site's own files is a failure, as
 // is any dialog, page error or policy violation.
 const watch = { foreign: [], requests: [], dialogs: [], pageErrors: [], csp: [] };
-let allowedOrigins = [origin];
+let allowedOrigins = [origin, campaignOrigin];
 const own = (u) => u === 'about:blank' || allowedOrigins.some((o) => u.startsWith(`${o}/`) || u === o || u.startsWith(`blob:${o}/`));
 context.on('request', (r) => {
   const u = r.url();
@@ -346,6 +402,79 @@ test('document strings that are XSS payloads render as inert text', { timeout: 1
   assert.deepEqual(watch.foreign, [], 'no request beyond the site');
 });
 
+// The headline numbers of a cell, from its result file: peak output throughput among the
+// benchmarks with completed requests, per GPU, TTFT p50 and TPOT p50 there.
+function headline(file, gpus) {
+  const envelope = JSON.parse(readFileSync(file, 'utf8'));
+  const { predicate } = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8'));
+  const ok = predicate.benchmarks.filter((b) => b.summary.requests.completed > 0 && b.summary.output_token_throughput_per_s != null);
+  const peak = ok.reduce((best, b) => (b.summary.output_token_throughput_per_s > best.summary.output_token_throughput_per_s ? b : best));
+  const s = peak.summary;
+  const otps = s.output_token_throughput_per_s;
+  return `verified ✓ · ${otps.toFixed(2)} tok/s · ${(otps / gpus).toFixed(2)} tok/s/GPU · TTFT p50 ${s.ttft_ms.median.toFixed(2)} ms · TPOT p50 ${s.tpot_ms.median.toFixed(2)} ms`;
+}
+
+test('a campaign reads as its matrix, as runner report renders it', { timeout: 180_000 }, async () => {
+  runner('report', 'campaign/campaign.json', '--keys', 'keys.json', '--out', 'campaign-wasm');
+  runner('report', 'campaign/campaign.json', '--keys', 'keys.json', '--out', 'campaign-native', '--native');
+  const md = readFileSync(join(dir, 'campaign-wasm', 'campaign.md'));
+  assert.ok(md.equals(readFileSync(join(dir, 'campaign-native', 'campaign.md'))), 'wasmtime and native agree');
+  const want = await reference(page, readFileSync(join(dir, 'campaign-wasm', 'campaign.html'), 'utf8'));
+
+  // A site without campaigns has no Campaigns section.
+  await openIndex();
+  assert.equal(await page.$('#campaigns'), null);
+
+  // The index lists the campaign, checked by the module; its link is reached by keyboard.
+  await openIndex(page, campaignOrigin);
+  await page.waitForSelector('#campaigns tr[data-badge]', { timeout: WAIT });
+  assert.equal(await page.getAttribute('#campaigns tbody tr', 'data-badge'), 'verified');
+  assert.equal(await page.textContent('#campaigns td.campaign-name'), CAMPAIGN_NAME, 'the name, as text');
+  assert.match(await page.textContent('#campaigns td.cells'), /^9 cells: 7 verified, 1 failed, 1 missing/);
+  let focused = '';
+  for (let i = 0; i < 20 && !focused.startsWith('#/campaign/'); i++) {
+    await page.keyboard.press('Tab');
+    focused = await page.evaluate(() => document.activeElement?.getAttribute('href') ?? '');
+  }
+  assert.equal(focused, '#/campaign/campaign.json', 'the campaign link takes the focus');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('#campaign-report')?.dataset.ready === 'true', null, { timeout: WAIT });
+  assert.equal(new URL(page.url()).hash, '#/campaign/campaign.json');
+
+  // The module's markdown, byte for byte; the tables' text as runner report's page has it.
+  assert.ok((await download(page, '#download-md')).equals(md), 'the downloaded markdown is runner report\'s campaign.md');
+  const got = await shown(page, '#campaign-report');
+  assert.equal(got.text.trimStart(), want.text.trimStart(), 'all the text');
+  assert.equal(got.tables.length, 1);
+  const rows = await page.$$eval('#campaign-report table tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
+  assert.deepEqual(rows.map((r) => r[0]), ENGINES);
+  const cellOf = (id) => rows[ENGINES.indexOf(id.split('-')[0])][1 + GPUS.indexOf(id.split('-')[1])];
+  for (const c of campaignCells) {
+    const text = cellOf(c.id);
+    if (c.id === TAMPERED_CELL) assert.equal(text, `${c.id} INVALID`);
+    else if (c.outcome !== 'verified') assert.equal(text, `${c.id} ${c.outcome}`);
+    else assert.equal(text, `${c.id} ${headline(join(dir, 'campaign', c.result), Number.parseInt(c.axes.gpus, 10))}`, c.id);
+  }
+  const text = await page.textContent('#campaign-report');
+  assert.match(text, /9 cells: 6 verified, 1 failed, 1 missing, 1 INVALID\./);
+  assert.match(text, /signed by trusted key Lab key\./);
+  assert.ok(text.includes(`sglang-8gpu (engine sglang, gpus 8gpu, model synthetic): failed: ${FAILED_REASON}`), 'the reason, as text');
+  assert.match(text, /vllm-4gpu \(engine vllm, gpus 4gpu, model synthetic\): INVALID: vllm-4gpu\.json: its sha256 is [0-9a-f]{64}, not the campaign's/);
+  assert.equal(await page.$('#campaign-report img, #campaign-report b, img[src="x"]'), null, 'no markup from the documents');
+
+  // Cell links are this site's routes to the results, and open them.
+  const hrefs = await page.$$eval('#campaign-report a', (as) => as.map((a) => a.getAttribute('href')));
+  assert.deepEqual(hrefs, campaignCells.filter((c) => c.result).map((c) => `#/result/${encodeURIComponent(c.result)}`));
+  await page.screenshot({ path: join(artifacts, 'campaign.png'), fullPage: true });
+  await page.focus('#campaign-report a[href="#/result/vllm-2gpu.json"]');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => document.querySelector('#report')?.dataset.file === 'vllm-2gpu.json'
+    && document.querySelector('#report')?.dataset.ready === 'true' && document.querySelector('#heading')?.dataset.ready === 'true', null, { timeout: WAIT });
+  assert.equal(await page.getAttribute('#heading .badge', 'data-badge'), 'verified');
+  assert.deepEqual(watch.dialogs, [], 'no dialog');
+  assert.deepEqual(watch.foreign, [], 'no request beyond the sites');
+});
+
 test('time to first render of a 10,000-request result', { timeout: 300_000 }, async (t) => {
   const p = await context.newPage();
   await p.addInitScript(() => {
@@ -377,7 +506,7 @@ test('the site works from a subpath of python3 -m http.server (relative URLs onl
   const py = await start('python3', ['-u', '-m', 'http.server', '--bind', '127.0.0.1', '--directory', dir, '0'], 'python3 -m http.server',
     /\((http:\/\/\S+?)\/?\)/, 'ignore');
   const base = `${py.replace('0.0.0.0', '127.0.0.1').replace(/\/$/, '')}/site`;
-  allowedOrigins = [origin, new URL(py).origin];
+  allowedOrigins = [...allowedOrigins, new URL(py).origin];
   const p = await context.newPage();
   await openIndex(p, base);
   const badges = await p.$$eval('#index tbody tr', (t) => t.map((r) => r.dataset.badge));

@@ -6,10 +6,15 @@
 //! ```text
 //! DIR/index.html app.js worker.js style.css favicon.svg: the page (embedded in this binary from site/)
 //! DIR/wasm/report_wasm.js, report_wasm_bg.wasm report-wasm's module and its wasm-bindgen glue
-//! DIR/results/NAME.json                       the result files, byte for byte
+//! DIR/results/NAME.json                       the result and campaign files, byte for byte
 //! DIR/index.json                              metadata only: file name, sha256, size
 //! DIR/keys.json                               the trusted keys (from --keys; else none)
 //! ```
+//!
+//! Campaign documents (`schemas::campaign`) among the inputs go to `results/` beside the
+//! results their cells name (which they name by file name), and are listed in
+//! `index.json` under `campaigns`, not `results`: a page that knows only `results` shows
+//! what it always did.
 //!
 //! Everything shown about a result (badges, tables, charts, verification) is computed in
 //! the browser by the module; nothing here interprets a result beyond checking that it is
@@ -38,11 +43,13 @@ const WASM_DIR: &str = "wasm";
 const GLUE: &str = "report_wasm.js";
 const MODULE: &str = "report_wasm_bg.wasm";
 
-/// One result file to publish.
+/// One result or campaign file to publish.
 #[derive(Debug)]
 struct Published {
     name: String,
     bytes: Vec<u8>,
+    /// A campaign document, not a result.
+    campaign: bool,
 }
 
 pub fn run(args: &PublishArgs) -> Result<(), Failure> {
@@ -58,6 +65,7 @@ pub fn run(args: &PublishArgs) -> Result<(), Failure> {
         None => b"{\"keys\":[]}\n".to_vec(),
     };
     let results = collect(&args.results, args.keys.as_deref()).map_err(Failure::Input)?;
+    warn_unpublished_cells(&results);
     let module = wasm_host::locate(args.module.as_deref()).map_err(Failure::Input)?;
     let glue = module.with_file_name(GLUE);
     let module_bytes = std::fs::read(&module)
@@ -133,9 +141,27 @@ fn collect(paths: &[PathBuf], keys: Option<&Path>) -> Result<Vec<Published>> {
                 file.display()
             );
         }
-        out.push(Published { name, bytes });
+        let campaign = schemas::campaign::is_campaign(&bytes);
+        out.push(Published {
+            name,
+            bytes,
+            campaign,
+        });
     }
     Ok(out)
+}
+
+/// Says which result files a published campaign names that are not published with it
+/// (its page will show them as not at hand).
+fn warn_unpublished_cells(files: &[Published]) {
+    for c in files.iter().filter(|f| f.campaign) {
+        let uris = report::campaign::result_files(&c.bytes).unwrap_or_default();
+        for uri in uris {
+            if !files.iter().any(|f| !f.campaign && f.name == uri) {
+                tracing::warn!(campaign = %c.name, result = %uri, "the campaign names a result file that is not published");
+            }
+        }
+    }
 }
 
 /// Whether `dir` may be written: missing, empty, or a site published before.
@@ -202,23 +228,28 @@ fn write_site(
 }
 
 /// `index.json`: metadata only; the page computes everything else from the files.
+/// Campaigns are listed apart (`campaigns`), their files in `results/` too.
 fn index_json(results: &[Published], module: &[u8]) -> Vec<u8> {
-    let files: Vec<serde_json::Value> = results
-        .iter()
-        .map(|r| {
-            serde_json::json!({
-                "name": r.name,
-                "sha256": hex::encode(Sha256::digest(&r.bytes)),
-                "size": r.bytes.len(),
+    let list = |campaigns: bool| -> Vec<serde_json::Value> {
+        results
+            .iter()
+            .filter(|r| r.campaign == campaigns)
+            .map(|r| {
+                serde_json::json!({
+                    "name": r.name,
+                    "sha256": hex::encode(Sha256::digest(&r.bytes)),
+                    "size": r.bytes.len(),
+                })
             })
-        })
-        .collect();
+            .collect()
+    };
     let index = serde_json::json!({
         SITE_MARKER: 1,
         "generator": format!("provebench runner {}", env!("CARGO_PKG_VERSION")),
         "module": { "path": format!("{WASM_DIR}/{MODULE}"), "sha256": hex::encode(Sha256::digest(module)) },
         "keys": "keys.json",
-        "results": files,
+        "results": list(false),
+        "campaigns": list(true),
     });
     let mut bytes = serde_json::to_vec_pretty(&index).expect("JSON values serialise");
     bytes.push(b'\n');
@@ -298,10 +329,18 @@ mod tests {
     fn writes_a_site_and_refuses_foreign_directories() {
         let d = tmp();
         let out = d.path().join("site");
-        let results = vec![Published {
-            name: "r.json".into(),
-            bytes: b"{\"a\": 1}".to_vec(),
-        }];
+        let results = vec![
+            Published {
+                name: "r.json".into(),
+                bytes: b"{\"a\": 1}".to_vec(),
+                campaign: false,
+            },
+            Published {
+                name: "campaign.json".into(),
+                bytes: b"{}".to_vec(),
+                campaign: true,
+            },
+        ];
         write_site(&out, &results, b"{\"keys\":[]}", b"\0asm", b"// glue").unwrap();
         assert_eq!(
             std::fs::read(out.join("results/r.json")).unwrap(),
@@ -319,10 +358,18 @@ mod tests {
             index["results"][0]["sha256"],
             hex::encode(Sha256::digest(b"{\"a\": 1}"))
         );
+        // A campaign: in results/ beside its cells, listed apart.
+        assert_eq!(index["results"].as_array().unwrap().len(), 1);
+        assert_eq!(index["campaigns"][0]["name"], "campaign.json");
+        assert_eq!(
+            std::fs::read(out.join("results/campaign.json")).unwrap(),
+            b"{}"
+        );
         // Publishing again replaces the results.
         let again = vec![Published {
             name: "s.json".into(),
             bytes: b"{}".to_vec(),
+            campaign: false,
         }];
         write_site(&out, &again, b"{\"keys\":[]}", b"\0asm", b"// glue").unwrap();
         assert!(!out.join("results/r.json").exists());

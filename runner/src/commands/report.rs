@@ -2,6 +2,10 @@
 //! SVG files made by report-wasm's module running in wasmtime (the code the site runs),
 //! with the sha256 of that module written beside them. `--native` renders with the same
 //! crate linked into the runner instead, to compare the two.
+//!
+//! A campaign document (`schemas::campaign`) given alone renders as its matrix
+//! ([`render_campaign`]): `campaign.md` and `campaign.html`, from the campaign and the
+//! result files it names, read beside it.
 
 use crate::cli::{DiffArgs, RenderArgs};
 use crate::wasm_host::{self, ReportModule};
@@ -15,46 +19,161 @@ pub fn diff(args: &DiffArgs) -> Result<(), Failure> {
 }
 
 pub fn render_files(files: &[PathBuf], args: &RenderArgs) -> Result<(), Failure> {
-    render(args, Op::Render, files)
+    let campaigns = files
+        .iter()
+        .filter(|f| std::fs::read(f).is_ok_and(|b| schemas::campaign::is_campaign(&b)))
+        .count();
+    match (campaigns, files) {
+        (0, _) => render(args, Op::Render, files),
+        (1, [campaign]) => {
+            if args.native {
+                campaign_report(campaign, &args.out, None, args.keys.as_deref(), true)?;
+            } else {
+                render_campaign(
+                    campaign,
+                    &args.out,
+                    args.module.as_deref(),
+                    args.keys.as_deref(),
+                )?;
+            }
+            println!("{}", args.out.display());
+            Ok(())
+        }
+        _ => Err(Failure::Input(anyhow!(
+            "a campaign document renders alone (with the result files it names beside it), \
+             not with other files"
+        ))),
+    }
 }
 
 /// Frames the keys and `files` into one request, runs it in the module (or, with
 /// `--native`, through the same `report::abi::handle` linked in), writes the files.
 fn render(args: &RenderArgs, op: Op, files: &[PathBuf]) -> Result<(), Failure> {
-    let keys = match &args.keys {
-        Some(path) => std::fs::read(path)
-            .with_context(|| format!("reading {}", path.display()))
-            .map_err(Failure::Key)?,
-        None => vec![],
-    };
-    let mut parts = vec![keys];
+    let mut parts = vec![read_keys(args.keys.as_deref())?];
     parts.extend(read_all(files).map_err(Failure::Input)?);
     let request = abi::encode_parts(&parts);
-    let (report, module_line) = if args.native {
-        let r = abi::decode_reply(&abi::handle(op, &request))
-            .map_err(|e| Failure::Input(anyhow!(e)))?;
-        (
-            r,
-            "native (linked into the runner; no wasm module)\n".to_string(),
-        )
-    } else {
-        let path = wasm_host::locate(args.module.as_deref()).map_err(Failure::Input)?;
-        let started = std::time::Instant::now();
-        let mut module = ReportModule::load(&path).map_err(Failure::Input)?;
-        let loaded = started.elapsed();
-        let r = module.call(op, &request).map_err(Failure::Input)?;
-        tracing::info!(
-            module = %path.display(),
-            sha256 = %module.sha256,
-            compile_ms = loaded.as_millis() as u64,
-            render_ms = (started.elapsed() - loaded).as_millis() as u64,
-            "rendered in wasmtime"
-        );
-        (r, format!("{}  {}\n", module.sha256, file_name(&path)))
-    };
+    let (report, module_line) = call(op, &request, args.native, args.module.as_deref())?;
     write_files(&args.out, &report, &module_line).map_err(Failure::Input)?;
     println!("{}", args.out.display());
     Ok(())
+}
+
+/// The trusted-keys file's bytes, empty for none.
+fn read_keys(keys: Option<&Path>) -> Result<Vec<u8>, Failure> {
+    match keys {
+        Some(path) => std::fs::read(path)
+            .with_context(|| format!("reading {}", path.display()))
+            .map_err(Failure::Key),
+        None => Ok(vec![]),
+    }
+}
+
+/// Runs a request in the module (or natively) and returns the report and the line that
+/// names what made it.
+fn call(
+    op: Op,
+    request: &[u8],
+    native: bool,
+    module: Option<&Path>,
+) -> Result<(report::Report, String), Failure> {
+    if native {
+        let r =
+            abi::decode_reply(&abi::handle(op, request)).map_err(|e| Failure::Input(anyhow!(e)))?;
+        return Ok((
+            r,
+            "native (linked into the runner; no wasm module)\n".to_string(),
+        ));
+    }
+    let path = wasm_host::locate(module).map_err(Failure::Input)?;
+    let started = std::time::Instant::now();
+    let mut module = ReportModule::load(&path).map_err(Failure::Input)?;
+    let loaded = started.elapsed();
+    let r = module.call(op, request).map_err(Failure::Input)?;
+    tracing::info!(
+        module = %path.display(),
+        sha256 = %module.sha256,
+        compile_ms = loaded.as_millis() as u64,
+        render_ms = (started.elapsed() - loaded).as_millis() as u64,
+        "rendered in wasmtime"
+    );
+    Ok((r, format!("{}  {}\n", module.sha256, file_name(&path))))
+}
+
+/// Renders the campaign document at `campaign_path` as its matrix, by report-wasm's module
+/// in wasmtime (`module`, else found as `runner report` finds it): writes `campaign.md`
+/// and `campaign.html` into `out` (created if missing; those two files replaced). The
+/// result files the campaign names are read beside it (plain file names only; one that
+/// is absent shows as not at hand); the campaign's signature and every result are checked
+/// against the trusted-keys file `keys` (without one, nothing can verify: every cell
+/// reads INVALID), and each result's sha256 against the campaign's materials.
+pub fn render_campaign(
+    campaign_path: &Path,
+    out: &Path,
+    module: Option<&Path>,
+    keys: Option<&Path>,
+) -> Result<(), Failure> {
+    campaign_report(campaign_path, out, module, keys, false)
+}
+
+fn campaign_report(
+    campaign_path: &Path,
+    out: &Path,
+    module: Option<&Path>,
+    keys: Option<&Path>,
+    native: bool,
+) -> Result<(), Failure> {
+    let keys = read_keys(keys)?;
+    let campaign = std::fs::read(campaign_path)
+        .with_context(|| format!("reading {}", campaign_path.display()))
+        .map_err(Failure::Input)?;
+    if !schemas::campaign::is_campaign(&campaign) {
+        return Err(Failure::Input(anyhow!(
+            "{}: not a campaign document",
+            campaign_path.display()
+        )));
+    }
+    let uris = report::campaign::result_files(&campaign)
+        .map_err(|e| Failure::Input(anyhow!("{}: {e}", campaign_path.display())))?;
+    let dir = campaign_path.parent().unwrap_or(Path::new(""));
+    let mut parts = vec![keys, campaign];
+    for uri in uris {
+        if !plain_file_name(&uri) {
+            tracing::warn!(%uri, "the campaign names a result that is not a plain file name; not read");
+            continue;
+        }
+        let path = dir.join(&uri);
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                parts.push(uri.into_bytes());
+                parts.push(bytes);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                tracing::warn!(path = %path.display(), "a result the campaign names is not there");
+            }
+            Err(e) => {
+                return Err(Failure::Input(
+                    anyhow!(e).context(format!("reading {}", path.display())),
+                ))
+            }
+        }
+    }
+    let (report, module_line) = call(Op::Campaign, &abi::encode_parts(&parts), native, module)?;
+    tracing::debug!(made_by = module_line.trim_end(), "campaign rendered");
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("creating {}", out.display()))
+        .map_err(Failure::Input)?;
+    for name in ["campaign.md", "campaign.html"] {
+        let bytes = report
+            .file(name)
+            .ok_or_else(|| Failure::Input(anyhow!("the module returned no {name}")))?;
+        output::write_atomically(&out.join(name), bytes).map_err(Failure::Input)?;
+    }
+    Ok(())
+}
+
+/// A file name alone: no directory, not hidden, not `.`/`..`.
+fn plain_file_name(uri: &str) -> bool {
+    !uri.is_empty() && !uri.contains(['/', '\\', '\0']) && !uri.starts_with('.')
 }
 
 fn read_all(files: &[PathBuf]) -> Result<Vec<Vec<u8>>> {

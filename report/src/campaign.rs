@@ -1,0 +1,827 @@
+//! A campaign as its matrix: the campaign document (`schemas::campaign`) and its cells'
+//! result files in, `campaign.md` and `campaign.html` out, the same bytes natively, in
+//! wasmtime and on the site.
+//!
+//! Rows are the combinations of the axes other than `gpus` (engine, model, workload,
+//! profile; an axis with one value is stated once above the table instead), columns the
+//! `gpus` axis' values, as seed 004 sets engines against GPU counts. Each cell shows its
+//! verification and, for a verified result, numbers recomputed by `schemas` from that
+//! result (never taken from the campaign): the peak output throughput over its
+//! benchmarks, that per GPU, and TTFT p50 and TPOT p50 of the benchmark at the peak.
+//!
+//! A cell reads `verified ✓` only when the campaign says it verified, its result file is
+//! at hand with the sha256 the campaign's materials give ([`check_materials`]), and the
+//! result itself verifies under the host's trusted keys with nothing disagreeing and its
+//! run complete; otherwise `INVALID`, with the reason listed under the table. Every string
+//! from a document goes through [`md_escape`]; link targets are percent-encoded.
+
+use crate::escape::md_escape;
+use crate::format::{self, MISSING};
+use crate::input::Loaded;
+use crate::{RenderError, Report};
+use schemas::campaign::{self, check_materials, Campaign, CellEntry, Checked, Material, Outcome};
+use schemas::document::Benchmark;
+use schemas::keys::TrustedKey;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The axis whose values are the matrix' columns.
+pub const GPUS_AXIS: &str = "gpus";
+
+/// Renders `campaign.md` and `campaign.html` from a campaign document's bytes and the
+/// result files a host has at hand (`(uri, bytes)`, uri as the campaign names them),
+/// checking the campaign's signature and every result against `trusted` keys.
+pub fn render(
+    campaign_bytes: &[u8],
+    files: &[(&str, &[u8])],
+    trusted: &[TrustedKey],
+) -> Result<Report, RenderError> {
+    let checked =
+        campaign::check(campaign_bytes, trusted).map_err(|reason| RenderError::Input {
+            input: "campaign".into(),
+            reason,
+        })?;
+    let c = &checked.statement.predicate;
+    let mut results: BTreeMap<String, Result<Loaded, String>> = BTreeMap::new();
+    for uri in result_uris(c) {
+        let bytes = files.iter().find(|(u, _)| *u == uri).map(|(_, b)| *b);
+        results.insert(uri.clone(), cell_file(c, &uri, bytes, trusted));
+    }
+    let md = campaign_markdown(&checked, &results);
+    let html = crate::html::page(&format!("provebench campaign: {}", c.name), &md);
+    Ok(Report {
+        files: vec![
+            ("campaign.md".into(), md.into_bytes()),
+            ("campaign.html".into(), html.into_bytes()),
+        ],
+    })
+}
+
+/// The result files a campaign's cells name, each once, in cell order: what a host reads
+/// (beside the campaign document) before [`render`].
+pub fn result_files(campaign_bytes: &[u8]) -> Result<Vec<String>, String> {
+    campaign::check(campaign_bytes, &[]).map(|c| result_uris(&c.statement.predicate))
+}
+
+fn result_uris(c: &Campaign) -> Vec<String> {
+    let mut uris: Vec<String> = Vec::new();
+    for uri in c.cells.iter().filter_map(|cell| cell.result.as_ref()) {
+        if !uris.contains(uri) {
+            uris.push(uri.clone());
+        }
+    }
+    uris
+}
+
+/// One result file checked against its material (by `schemas::campaign::check_materials`)
+/// and loaded; the error says why it cannot count.
+fn cell_file(
+    c: &Campaign,
+    uri: &str,
+    bytes: Option<&[u8]>,
+    trusted: &[TrustedKey],
+) -> Result<Loaded, String> {
+    let material = c
+        .materials
+        .iter()
+        .skip(1)
+        .find(|m| m.uri == uri)
+        .ok_or("the campaign's materials do not name it")?;
+    // The one material alone, after a stand-in for the plan (check_materials skips it).
+    let one = Campaign {
+        name: String::new(),
+        collected_at: String::new(),
+        tool: String::new(),
+        plan: String::new(),
+        axes: vec![],
+        cells: vec![],
+        materials: vec![Material::sha256("", ""), material.clone()],
+    };
+    let problems = check_materials(&one, |_| bytes.map(<[u8]>::to_vec));
+    if let Some(p) = problems.first() {
+        return Err(match bytes {
+            None => "its result file is not at hand".into(),
+            Some(_) => p.clone(),
+        });
+    }
+    crate::input::load_or_why(bytes.unwrap_or_default(), trusted).map_err(|e| e.reason)
+}
+
+/// What a reader sees of one cell.
+enum Shown<'a> {
+    Verified(&'a Loaded),
+    Invalid(String),
+    Failed,
+    Missing,
+}
+
+fn shown<'a>(cell: &CellEntry, results: &'a BTreeMap<String, Result<Loaded, String>>) -> Shown<'a> {
+    match cell.outcome {
+        Outcome::Failed => return Shown::Failed,
+        Outcome::Missing => return Shown::Missing,
+        Outcome::Verified => {}
+    }
+    let Some(uri) = &cell.result else {
+        return Shown::Invalid("the campaign names no result file".into());
+    };
+    match results.get(uri) {
+        None => Shown::Invalid("its result file is not at hand".into()),
+        Some(Err(reason)) => Shown::Invalid(reason.clone()),
+        Some(Ok(loaded)) => {
+            let facts = crate::facts::of(Ok(loaded));
+            if facts.badge.kind != "verified" {
+                Shown::Invalid(facts.badge.reason)
+            } else if !loaded.statement.predicate.run.complete {
+                Shown::Invalid("the run is incomplete".into())
+            } else {
+                Shown::Verified(loaded)
+            }
+        }
+    }
+}
+
+/// The campaign's markdown: heading and counts, the matrix, then the cells without a
+/// verified result and why. `results` gives, per result uri, the loaded result (its
+/// statement and verdict) or why it cannot count (not at hand, digest differs, not a
+/// result).
+pub fn campaign_markdown(
+    checked: &Checked,
+    results: &BTreeMap<String, Result<Loaded, String>>,
+) -> String {
+    let c = &checked.statement.predicate;
+    let shown: Vec<Shown> = c.cells.iter().map(|cell| shown(cell, results)).collect();
+    let count = |f: fn(&Shown) -> bool| shown.iter().filter(|s| f(s)).count();
+    let verified = count(|s| matches!(s, Shown::Verified(_)));
+    let invalid = count(|s| matches!(s, Shown::Invalid(_)));
+    let mut out = format!("# Campaign: {}\n\n", md_escape(&c.name));
+    out.push_str(&format!(
+        "{} cells: {verified} verified, {} failed, {} missing{}.\n\n",
+        c.cells.len(),
+        count(|s| matches!(s, Shown::Failed)),
+        count(|s| matches!(s, Shown::Missing)),
+        if invalid > 0 {
+            format!(", {invalid} INVALID")
+        } else {
+            String::new()
+        },
+    ));
+    out.push_str(&format!(
+        "Collected {} by {}",
+        md_escape(&c.collected_at),
+        md_escape(&c.tool)
+    ));
+    match (&checked.signed_by, checked.problems.is_empty()) {
+        (Some(name), true) => out.push_str(&format!(
+            "; signed by trusted key **{}**.\n",
+            md_escape(name)
+        )),
+        _ => out.push_str(&format!(
+            ". **INVALID campaign**: {}.\n",
+            checked
+                .problems
+                .iter()
+                .map(|p| md_escape(p))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
+    }
+    if c.cells.is_empty() {
+        out.push_str("\nThe campaign has no cells.\n");
+        return out;
+    }
+    out.push('\n');
+    out.push_str(&matrix(c, &shown));
+    let problems: String = c
+        .cells
+        .iter()
+        .zip(&shown)
+        .filter_map(|(cell, s)| {
+            let (what, reason) = match s {
+                Shown::Verified(_) => return None,
+                Shown::Invalid(r) => ("INVALID", r.as_str()),
+                Shown::Failed => (
+                    "failed",
+                    cell.reason.as_deref().unwrap_or("no reason given"),
+                ),
+                Shown::Missing => (
+                    "missing",
+                    cell.reason.as_deref().unwrap_or("no reason given"),
+                ),
+            };
+            let at: Vec<String> = cell
+                .axes
+                .iter()
+                .map(|(k, v)| format!("{} {}", md_escape(k), md_escape(v)))
+                .collect();
+            Some(format!(
+                "- **{}** ({}): {what}: {}\n",
+                md_escape(&cell.id),
+                at.join(", "),
+                md_escape(reason)
+            ))
+        })
+        .collect();
+    if !problems.is_empty() {
+        out.push_str("\n## Cells without a verified result\n\n");
+        out.push_str(&problems);
+    }
+    out
+}
+
+/// An axis' labels: its declared values, then any label a cell gives that it does not
+/// declare (in cell order).
+fn labels(c: &Campaign, axis: &str) -> Vec<String> {
+    let mut values: Vec<String> = c
+        .axes
+        .iter()
+        .find(|a| a.name == axis)
+        .map(|a| a.values.clone())
+        .unwrap_or_default();
+    for v in c.cells.iter().filter_map(|cell| cell.axes.get(axis)) {
+        if !values.contains(v) {
+            values.push(v.clone());
+        }
+    }
+    values
+}
+
+/// The legend, the axes of one value, and the table.
+fn matrix(c: &Campaign, shown: &[Shown]) -> String {
+    let mut names: Vec<&str> = c.axes.iter().map(|a| a.name.as_str()).collect();
+    for cell in &c.cells {
+        for k in cell.axes.keys() {
+            if !names.contains(&k.as_str()) {
+                names.push(k);
+            }
+        }
+    }
+    let has_gpus = names.contains(&GPUS_AXIS);
+    let mut fixed = Vec::new();
+    let mut rows_axes: Vec<(&str, Vec<String>)> = Vec::new();
+    for name in names.into_iter().filter(|n| *n != GPUS_AXIS) {
+        let values = labels(c, name);
+        if values.len() == 1 {
+            fixed.push(format!("{} **{}**", md_escape(name), md_escape(&values[0])));
+        } else {
+            rows_axes.push((name, values));
+        }
+    }
+    let columns: Vec<Option<String>> = if has_gpus {
+        labels(c, GPUS_AXIS).into_iter().map(Some).collect()
+    } else {
+        vec![None]
+    };
+    let mut out = String::new();
+    if !fixed.is_empty() {
+        out.push_str(&format!("Every cell: {}.\n\n", fixed.join(", ")));
+    }
+    out.push_str(
+        "Each cell: its result, its verification, the peak output throughput over its \
+         benchmarks, that per GPU, and TTFT p50 and TPOT p50 of the benchmark at the peak.\n\n",
+    );
+    let mut header: Vec<String> = rows_axes.iter().map(|(n, _)| md_escape(n)).collect();
+    header.extend(columns.iter().map(|col| match col {
+        Some(v) => md_escape(v),
+        None => "cells".into(),
+    }));
+    let mut align: Vec<&str> = rows_axes.iter().map(|_| ":---").collect();
+    align.extend(columns.iter().map(|_| ":---:"));
+    out.push_str(&format!(
+        "| {} |\n| {} |\n",
+        header.join(" | "),
+        align.join(" | ")
+    ));
+    // Every combination of the row axes, the first axis slowest; rows without a cell are
+    // left out.
+    let mut combos: Vec<Vec<&str>> = vec![vec![]];
+    for (_, values) in &rows_axes {
+        combos = combos
+            .into_iter()
+            .flat_map(|prefix| {
+                values.iter().map(move |v| {
+                    let mut next = prefix.clone();
+                    next.push(v.as_str());
+                    next
+                })
+            })
+            .collect();
+    }
+    for combo in combos {
+        let in_row = |cell: &CellEntry| {
+            rows_axes
+                .iter()
+                .zip(&combo)
+                .all(|((name, _), v)| cell.axes.get(*name).map(String::as_str) == Some(*v))
+        };
+        if !c.cells.iter().any(in_row) {
+            continue;
+        }
+        let mut row: Vec<String> = combo.iter().map(|v| md_escape(v)).collect();
+        for col in &columns {
+            let here: Vec<String> = c
+                .cells
+                .iter()
+                .zip(shown)
+                .filter(|(cell, _)| {
+                    in_row(cell)
+                        && col
+                            .as_deref()
+                            .is_none_or(|g| cell.axes.get(GPUS_AXIS).map(String::as_str) == Some(g))
+                })
+                .map(|(cell, s)| cell_text(cell, s))
+                .collect();
+            row.push(if here.is_empty() {
+                MISSING.to_string()
+            } else {
+                here.join("; ")
+            });
+        }
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    out
+}
+
+/// One cell of the table: its id (linked to its result when it names one), its badge and,
+/// verified, its headline numbers.
+fn cell_text(cell: &CellEntry, s: &Shown) -> String {
+    let id = match &cell.result {
+        Some(uri) => format!("[{}]({})", md_escape(&cell.id), link_target(uri)),
+        None => md_escape(&cell.id),
+    };
+    let loaded = match s {
+        Shown::Verified(l) => l,
+        Shown::Invalid(_) => return format!("{id} INVALID"),
+        Shown::Failed => return format!("{id} failed"),
+        Shown::Missing => return format!("{id} missing"),
+    };
+    let p = &loaded.statement.predicate;
+    let Some(peak) = peak(&p.benchmarks) else {
+        return format!("{id} verified ✓ · no benchmark completed");
+    };
+    let s = &peak.summary;
+    let otps = s.output_token_throughput_per_s.map(|v| v.get());
+    let gpus = cell
+        .axes
+        .get(GPUS_AXIS)
+        .and_then(|g| gpu_count(g))
+        .or_else(|| crate::view::gpus(&p.host).map(|(n, _)| n))
+        .filter(|n| *n > 0);
+    let per_gpu = otps.zip(gpus).map(|(v, n)| v / f64::from(n));
+    let p50 = |d: &Option<schemas::metrics::Distribution>,
+               published: Option<&schemas::metrics::PublishedStats>| {
+        d.as_ref()
+            .map(|d| d.median.get())
+            .or_else(|| published.and_then(|p| p.median).map(|m| m.get()))
+    };
+    let published = s.published.as_ref();
+    format!(
+        "{id} verified ✓ · {} · {} · TTFT p50 {} · TPOT p50 {}",
+        format::with_unit(otps, "tok/s"),
+        format::with_unit(per_gpu, "tok/s/GPU"),
+        format::with_unit(
+            p50(&s.ttft_ms, published.and_then(|p| p.ttft_ms.as_ref())),
+            "ms"
+        ),
+        format::with_unit(
+            p50(&s.tpot_ms, published.and_then(|p| p.tpot_ms.as_ref())),
+            "ms"
+        ),
+    )
+}
+
+/// The benchmark with the highest output throughput among those that did not fail (the
+/// first of equals).
+fn peak(benchmarks: &[Benchmark]) -> Option<&Benchmark> {
+    let mut best: Option<(&Benchmark, f64)> = None;
+    for b in benchmarks {
+        if crate::view::failure(b).is_some() {
+            continue;
+        }
+        let Some(v) = b.summary.output_token_throughput_per_s.map(|v| v.get()) else {
+            continue;
+        };
+        if best.is_none_or(|(_, top)| v > top) {
+            best = Some((b, v));
+        }
+    }
+    best.map(|(b, _)| b)
+}
+
+/// The GPU count a `gpus` label names by its leading digits: `2gpu`, `8`, `4xH100`.
+fn gpu_count(label: &str) -> Option<u32> {
+    let digits: String = label.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// A link target for a result uri: every byte outside `A–Z a–z 0–9 - . _ ~` percent-
+/// encoded, so that no uri can be a scheme, a path out, or markup. A plain file name
+/// such as `vllm-2gpu.json` is unchanged.
+pub fn link_target(uri: &str) -> String {
+    let mut out = String::with_capacity(uri.len());
+    for b in uri.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// What a gallery shows about a campaign before its results are read (JSON field names as
+/// the page reads them); the counts are the campaign's own claims.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Facts {
+    pub parsed: bool,
+    pub badge: crate::facts::Badge,
+    pub name: Option<String>,
+    pub collected_at: Option<String>,
+    pub cells: usize,
+    pub verified: usize,
+    pub failed: usize,
+    pub missing: usize,
+    /// The result files its cells name, in cell order: what the page fetches.
+    pub results: Vec<String>,
+}
+
+/// The facts of a campaign document's bytes, checked against `trusted` keys.
+pub fn facts(campaign_bytes: &[u8], trusted: &[TrustedKey]) -> Facts {
+    let invalid = |reason: String| crate::facts::Badge {
+        kind: "invalid",
+        text: "INVALID".into(),
+        reason,
+    };
+    match campaign::check(campaign_bytes, trusted) {
+        Err(reason) => Facts {
+            parsed: false,
+            badge: invalid(format!("not a provebench campaign: {reason}")),
+            name: None,
+            collected_at: None,
+            cells: 0,
+            verified: 0,
+            failed: 0,
+            missing: 0,
+            results: vec![],
+        },
+        Ok(checked) => {
+            let c = &checked.statement.predicate;
+            let outcome = |o: Outcome| c.cells.iter().filter(|cell| cell.outcome == o).count();
+            let badge = match (&checked.signed_by, checked.problems.first()) {
+                (_, Some(p)) => invalid(p.clone()),
+                (Some(name), None) => crate::facts::Badge {
+                    kind: "verified",
+                    text: format!("verified: {name}"),
+                    reason: format!("signed by trusted key {name}"),
+                },
+                (None, None) => invalid("no trusted signature".into()),
+            };
+            Facts {
+                parsed: true,
+                badge,
+                name: Some(c.name.clone()),
+                collected_at: Some(c.collected_at.clone()),
+                cells: c.cells.len(),
+                verified: outcome(Outcome::Verified),
+                failed: outcome(Outcome::Failed),
+                missing: outcome(Outcome::Missing),
+                results: result_uris(c),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::*;
+    use ed25519_dalek::SigningKey;
+    use schemas::campaign::{envelope, Axis};
+    use sha2::Digest;
+
+    fn key(seed: u8) -> (SigningKey, TrustedKey) {
+        let k = SigningKey::from_bytes(&[seed; 32]);
+        let trusted = TrustedKey {
+            name: format!("key {seed}"),
+            keyid: schemas::keys::keyid(&k.verifying_key()),
+            key: k.verifying_key(),
+            valid_from: None,
+            valid_until: None,
+            revoked: false,
+        };
+        (k, trusted)
+    }
+
+    /// A signed sweep result of `engine` on `gpus` GPUs, `speed` times the base speed.
+    fn result(engine: &str, gpus: u32, speed: f64, signer: &SigningKey) -> Vec<u8> {
+        let d = Doc {
+            model: "m",
+            revision: None,
+            engine,
+            version: Some("1.0"),
+            gpus: Some((gpus, "H100")),
+        };
+        let st = sealed(predicate(&d, sweep(64, 16, speed), vec![]));
+        serde_json::to_vec(&schemas::seal::envelope(&st, Some(signer))).unwrap()
+    }
+
+    fn sha(bytes: &[u8]) -> String {
+        hex::encode(sha2::Sha256::digest(bytes))
+    }
+
+    /// A 3 × 3 campaign (engines × GPUs) of which one cell failed and one is missing;
+    /// the verified cells' files, and the campaign's signed bytes.
+    fn three_by_three(name: &str, signer: &SigningKey) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
+        let engines = ["vllm", "sglang", "lmdeploy"];
+        let gpus = ["2gpu", "4gpu", "8gpu"];
+        let plan = "engines = [\"vllm\", \"sglang\", \"lmdeploy\"]\n".to_string();
+        let mut cells = Vec::new();
+        let mut files = Vec::new();
+        let mut materials = vec![Material::sha256("plan.toml", &sha(plan.as_bytes()))];
+        for (e, engine) in engines.iter().enumerate() {
+            for (g, gpu) in gpus.iter().enumerate() {
+                let id = format!("{engine}-{gpu}");
+                let index = (e * 3 + g) as u32;
+                let axes = BTreeMap::from([
+                    ("engine".to_string(), engine.to_string()),
+                    ("gpus".to_string(), gpu.to_string()),
+                    ("model".to_string(), "m".to_string()),
+                ]);
+                let (outcome, result, reason) = match (e, g) {
+                    (1, 2) => (
+                        Outcome::Failed,
+                        None,
+                        Some("engine did not start: <oom>".to_string()),
+                    ),
+                    (2, 0) => (Outcome::Missing, None, Some("not run".to_string())),
+                    _ => {
+                        let uri = format!("{id}.json");
+                        let bytes = result(engine, 2 << g, 1.0 + index as f64, signer);
+                        materials.push(Material::sha256(&uri, &sha(&bytes)));
+                        files.push((uri.clone(), bytes));
+                        (Outcome::Verified, Some(uri), None)
+                    }
+                };
+                cells.push(CellEntry {
+                    index,
+                    id,
+                    axes,
+                    outcome,
+                    result,
+                    reason,
+                });
+            }
+        }
+        let c = Campaign {
+            name: name.into(),
+            collected_at: "2026-11-22T02:00:00Z".into(),
+            tool: "provebench 0.1.0".into(),
+            plan,
+            axes: vec![
+                Axis {
+                    name: "engine".into(),
+                    values: engines.map(String::from).to_vec(),
+                },
+                Axis {
+                    name: "model".into(),
+                    values: vec!["m".into()],
+                },
+                Axis {
+                    name: "gpus".into(),
+                    values: gpus.map(String::from).to_vec(),
+                },
+            ],
+            cells,
+            materials,
+        };
+        let (_, env) = envelope(c, Some(signer));
+        (serde_json::to_vec(&env).unwrap(), files)
+    }
+
+    fn render_md(campaign: &[u8], files: &[(String, Vec<u8>)], trusted: &[TrustedKey]) -> String {
+        let files: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(u, b)| (u.as_str(), b.as_slice()))
+            .collect();
+        let r = render(campaign, &files, trusted).unwrap();
+        assert_eq!(r.names(), ["campaign.md", "campaign.html"]);
+        r.text("campaign.md").unwrap().to_string()
+    }
+
+    #[test]
+    fn a_three_by_three_campaign_reads_as_its_matrix() {
+        let (k, trusted) = key(7);
+        let (campaign, files) = three_by_three("engines × GPUs", &k);
+        let md = render_md(&campaign, &files, &[trusted]);
+        assert!(
+            md.starts_with(
+                "# Campaign: engines × GPUs\n\n9 cells: 7 verified, 1 failed, 1 missing.\n"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("; signed by trusted key **key 7**.\n"), "{md}");
+        assert!(md.contains("Every cell: model **m**.\n"), "{md}");
+        assert!(
+            md.contains("| engine | 2gpu | 4gpu | 8gpu |\n| :--- | :---: | :---: | :---: |\n"),
+            "{md}"
+        );
+        let rows: Vec<&str> = md
+            .lines()
+            .filter(|l| {
+                l.starts_with("| vllm") || l.starts_with("| sglang") || l.starts_with("| lmdeploy")
+            })
+            .collect();
+        assert_eq!(rows.len(), 3, "{md}");
+        assert!(rows[1].ends_with(" | sglang-8gpu failed |"), "{md}");
+        assert!(rows[2].starts_with("| lmdeploy | lmdeploy-2gpu missing | [lmdeploy-4gpu](lmdeploy-4gpu.json) verified ✓ · "), "{md}");
+        // The numbers are the result's own: peak output throughput, per GPU, p50s there.
+        let (_, bytes) = &files[0];
+        let loaded = crate::input::load_or_why(bytes, &[]).unwrap();
+        let b = peak(&loaded.statement.predicate.benchmarks).unwrap();
+        let otps = b.summary.output_token_throughput_per_s.unwrap().get();
+        let want = format!(
+            "[vllm-2gpu](vllm-2gpu.json) verified ✓ · {} tok/s · {} tok/s/GPU · TTFT p50 {} ms · TPOT p50 {} ms",
+            format::fixed(otps, 2),
+            format::fixed(otps / 2.0, 2),
+            format::fixed(b.summary.ttft_ms.as_ref().unwrap().median.get(), 2),
+            format::fixed(b.summary.tpot_ms.as_ref().unwrap().median.get(), 2),
+        );
+        assert!(
+            rows[0].starts_with(&format!("| vllm | {want} | ")),
+            "{}\n{want}",
+            rows[0]
+        );
+        assert!(md.contains("\n## Cells without a verified result\n\n- **sglang-8gpu** (engine sglang, gpus 8gpu, model m): failed: engine did not start: \\<oom\\>\n- **lmdeploy-2gpu** (engine lmdeploy, gpus 2gpu, model m): missing: not run\n"), "{md}");
+        // The same input, the same bytes.
+        assert_eq!(md, render_md(&campaign, &files, &[key(7).1]));
+    }
+
+    #[test]
+    fn a_changed_or_absent_result_or_an_untrusted_signer_is_invalid() {
+        let (k, trusted) = key(7);
+        let (campaign, mut files) = three_by_three("c", &k);
+        // A result changed after the campaign: its digest differs (it is even re-signed).
+        files[1].1 = result("vllm", 4, 9.0, &k);
+        // A result not at hand.
+        files.remove(2);
+        let md = render_md(&campaign, &files, std::slice::from_ref(&trusted));
+        assert!(
+            md.contains("9 cells: 5 verified, 1 failed, 1 missing, 2 INVALID."),
+            "{md}"
+        );
+        assert!(
+            md.contains("| vllm | [vllm-2gpu](vllm-2gpu.json) verified ✓ · "),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "[vllm-4gpu](vllm-4gpu.json) INVALID | [vllm-8gpu](vllm-8gpu.json) INVALID |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("- **vllm-4gpu** (engine vllm, gpus 4gpu, model m): INVALID: vllm-4gpu.json: its sha256 is "), "{md}");
+        assert!(md.contains("- **vllm-8gpu** (engine vllm, gpus 8gpu, model m): INVALID: its result file is not at hand\n"), "{md}");
+
+        // Under other keys: the campaign and every result are untrusted.
+        let (_, other) = key(8);
+        let (campaign, files) = three_by_three("c", &k);
+        let md = render_md(&campaign, &files, &[other]);
+        assert!(
+            md.contains("9 cells: 0 verified, 1 failed, 1 missing, 7 INVALID."),
+            "{md}"
+        );
+        assert!(
+            md.contains(". **INVALID campaign**: no signature verifies under a trusted key.\n"),
+            "{md}"
+        );
+        assert!(
+            md.contains("INVALID: no signature verifies under a trusted key"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn hostile_strings_are_inert() {
+        let (k, trusted) = key(7);
+        let evil = "<script>alert(1)</script>|[x](javascript:alert(2))";
+        let (_, files) = three_by_three("c", &k);
+        let (uri, bytes) = &files[0];
+        let plan = String::from("p");
+        let c = Campaign {
+            name: evil.into(),
+            collected_at: evil.into(),
+            tool: evil.into(),
+            plan: plan.clone(),
+            axes: vec![Axis {
+                name: evil.into(),
+                values: vec![evil.into(), "b".into()],
+            }],
+            cells: vec![
+                CellEntry {
+                    index: 0,
+                    id: evil.into(),
+                    axes: BTreeMap::from([(evil.to_string(), evil.to_string())]),
+                    outcome: Outcome::Verified,
+                    result: Some(uri.clone()),
+                    reason: None,
+                },
+                CellEntry {
+                    index: 1,
+                    id: evil.into(),
+                    axes: BTreeMap::from([(evil.to_string(), "b".to_string())]),
+                    outcome: Outcome::Failed,
+                    result: Some("javascript:alert(3)".into()),
+                    reason: Some(evil.into()),
+                },
+            ],
+            materials: vec![
+                Material::sha256("plan", &sha(plan.as_bytes())),
+                Material::sha256(uri, &sha(bytes)),
+            ],
+        };
+        let (_, env) = envelope(c, Some(&k));
+        let campaign = serde_json::to_vec(&env).unwrap();
+        let r = render(&campaign, &[(uri.as_str(), bytes.as_slice())], &[trusted]).unwrap();
+        let md = r.text("campaign.md").unwrap();
+        assert!(md.contains("\\<script\\>"), "{md}");
+        assert!(
+            !md.replace("\\<", "").contains('<'),
+            "every < escaped: {md}"
+        );
+        assert!(md.contains("(javascript%3Aalert%283%29)"), "{md}");
+        let html = r.text("campaign.html").unwrap();
+        for bad in ["<script", "href=\"javascript:", "<iframe"] {
+            assert!(!html.contains(bad), "{bad}: {html}");
+        }
+        // One table: a header, the alignment, two rows (the `|` split no cell).
+        assert_eq!(html.matches("<tr>").count(), 3, "{html}");
+        assert!(html.contains("<a href=\"vllm-2gpu.json\">"), "{html}");
+    }
+
+    #[test]
+    fn facts_give_the_claims_and_the_files_to_fetch() {
+        let (k, trusted) = key(7);
+        let (campaign, _) = three_by_three("c", &k);
+        let f = facts(&campaign, &[trusted]);
+        assert_eq!((f.cells, f.verified, f.failed, f.missing), (9, 7, 1, 1));
+        assert_eq!(f.badge.kind, "verified");
+        assert_eq!(f.results.len(), 7);
+        assert_eq!(f.results[0], "vllm-2gpu.json");
+        assert_eq!(result_files(&campaign).unwrap(), f.results);
+        assert_eq!(facts(&campaign, &[]).badge.kind, "invalid");
+        assert!(!facts(b"{}", &[]).parsed);
+        assert!(render(b"{}", &[], &[]).is_err());
+    }
+
+    #[test]
+    fn without_a_gpus_axis_one_column_and_the_host_s_gpus() {
+        let (k, trusted) = key(7);
+        let bytes = result("vllm", 4, 1.0, &k);
+        let plan = String::from("p");
+        let c = Campaign {
+            name: "one".into(),
+            collected_at: "t".into(),
+            tool: "t".into(),
+            plan: plan.clone(),
+            axes: vec![Axis {
+                name: "engine".into(),
+                values: vec!["vllm".into()],
+            }],
+            cells: vec![CellEntry {
+                index: 0,
+                id: "only".into(),
+                axes: BTreeMap::from([("engine".to_string(), "vllm".to_string())]),
+                outcome: Outcome::Verified,
+                result: Some("only.json".into()),
+                reason: None,
+            }],
+            materials: vec![
+                Material::sha256("plan", &sha(plan.as_bytes())),
+                Material::sha256("only.json", &sha(&bytes)),
+            ],
+        };
+        let (_, env) = envelope(c, Some(&k));
+        let campaign = serde_json::to_vec(&env).unwrap();
+        let md = render_md(
+            &campaign,
+            &[("only.json".into(), bytes.clone())],
+            &[trusted],
+        );
+        assert!(md.contains("Every cell: engine **vllm**.\n"), "{md}");
+        assert!(
+            md.contains("| cells |\n| :---: |\n| [only](only.json) verified ✓ · "),
+            "{md}"
+        );
+        let loaded = crate::input::load_or_why(&bytes, &[]).unwrap();
+        let otps = peak(&loaded.statement.predicate.benchmarks)
+            .unwrap()
+            .summary
+            .output_token_throughput_per_s
+            .unwrap()
+            .get();
+        assert!(
+            md.contains(&format!("{} tok/s/GPU", format::fixed(otps / 4.0, 2))),
+            "{md}"
+        );
+    }
+}
