@@ -12,7 +12,7 @@ RUNNER_DEBUG := $(CURDIR)/target/debug/runner
 RUNNER_RELEASE := $(CURDIR)/target/release/runner
 DEMO ?= demo
 
-.PHONY: all demo test test-rust test-node test-browser test-python build build-release wasm deps llama-server lint clean
+.PHONY: all demo test test-rust test-node test-browser test-python build build-release wasm deps llama-server slurm lint clean
 
 all: build wasm
 
@@ -31,10 +31,15 @@ deps:
 llama-server: deps
 	scripts/install-llama-server.sh
 
+# A single-node Slurm on 127.0.0.1 (Debian's slurm-wlm and munge; config and state in
+# build/slurm) for the campaign tests' job arrays.
+slurm:
+	scripts/install-slurm.sh >/dev/null
+
 demo: deps build-release wasm
 	scripts/demo.sh $(RUNNER_RELEASE) $(DEMO)
 
-test: deps llama-server build wasm test-rust test-node test-browser test-python
+test: deps llama-server slurm build wasm test-rust test-node test-browser test-python
 
 # One test at a time: the known-answer tests compare latencies to the simulator's truth
 # to within 1 %, and on 2 cores a neighbouring test's CPU burst would read as latency.

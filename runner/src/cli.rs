@@ -13,7 +13,7 @@ A result is one JSON file: a DSSE envelope (Ed25519) around an in-toto Statement
 predicate holds the workload, the provenance (host, GPU, engine, model) and every request's \
 raw record. Anyone with the public key can check the signature and recompute every summary.",
     after_help = "Exit codes: 0 success; 1 verification failed; 2 usage error; 3 bad input or I/O \
-error; 4 key refused; 130 interrupted (the result is still written).\n\nLogs go to stderr; set RUST_LOG=debug for more.\n\n\
+error; 4 key refused; 5 the engine did not start or serve; 6 a campaign has cells without a verified result; 130 interrupted (the result is still written).\n\nLogs go to stderr; set RUST_LOG=debug for more.\n\n\
 Typical first steps:\n  runner keygen lab            # writes lab.key (0600) and lab.pub\n  \
 runner synth --key lab.key --out synthetic.json\n  runner verify synthetic.json --key lab.pub"
 )]
@@ -48,6 +48,7 @@ pub enum Command {
     /// schedule order with every summary recomputed; `runner verify` checks the result as any other.
     Merge(MergeArgs),
     Sim(crate::commands::sim::SimArgs),
+    Campaign(crate::commands::campaign::CampaignArgs),
     /// Render results as markdown (the seed tables and full tables), HTML and SVG charts.
     ///
     /// Runs report-wasm's module in wasmtime — the same code, byte for byte, as the site —

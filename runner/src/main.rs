@@ -28,6 +28,8 @@ pub enum Failure {
     Interrupted,
     /// The engine did not start or serve (exit 5); the error ends with its log's last lines.
     Engine(anyhow::Error),
+    /// A campaign has cells without a verified result (exit 6); the error lists them.
+    Cells(anyhow::Error),
 }
 
 impl Failure {
@@ -38,6 +40,7 @@ impl Failure {
             Failure::Key(_) => 4,
             Failure::Interrupted => 130,
             Failure::Engine(_) => 5,
+            Failure::Cells(_) => 6,
         }
     }
 }
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
         cli::Command::Trust(args) => commands::trust::run(&args),
         cli::Command::Merge(args) => commands::merge::run(&args),
         cli::Command::Sim(args) => commands::sim::run(&args),
+        cli::Command::Campaign(args) => commands::campaign::run(&args),
         cli::Command::Synth(args) => commands::synth::run(&args),
         cli::Command::Publish(args) => commands::publish::run(&args),
         cli::Command::Serve(args) => commands::serve::run(&args),
@@ -74,7 +78,7 @@ fn main() -> ExitCode {
         Err(failure) => {
             match &failure {
                 Failure::Verification | Failure::Interrupted => {}
-                Failure::Input(e) | Failure::Key(e) | Failure::Engine(e) => {
+                Failure::Input(e) | Failure::Key(e) | Failure::Engine(e) | Failure::Cells(e) => {
                     eprintln!("error: {e:#}")
                 }
             }

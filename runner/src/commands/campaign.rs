@@ -1,0 +1,619 @@
+//! `runner campaign`: a plan's matrix of cells, run here, on Slurm or on Kubernetes, then
+//! collected into one signed campaign document and a published site.
+//!
+//! The `campaign` crate reads the plan and knows the results directory; this module is the
+//! console around it: `show` lists the cells, `run` hands them to an executor, `cell` is
+//! what every executor runs for one cell (`runner run` with the cell's spec and engine),
+//! `status` asks the scheduler and the results, `collect` verifies and signs.
+
+use crate::cli::{PublishArgs, RunArgs};
+use crate::{keyfile, output, Failure};
+use anyhow::anyhow;
+use campaign::plan::{Cell, Plan};
+use campaign::store::{self, Only, State};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ed25519_dalek::SigningKey;
+use schemas::keys::TrustedKey;
+use std::path::{Path, PathBuf};
+
+/// Run an engine × model × GPUs × workload matrix from a plan: here, on Slurm or on Kubernetes.
+///
+/// A plan (TOML) names axes — engine recipes, models, GPU counts, workloads, profiles —
+/// and fixed settings; it expands to cells with stable ids. Each cell is one `runner run`
+/// with its engine, signed with the campaign's key into the results directory. A cell
+/// with a verified result is never run again, so any step can be repeated after an
+/// interruption.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+runner campaign show plan.toml\n  \
+runner campaign run plan.toml                         # cells one after another, here\n  \
+runner campaign run plan.toml --executor slurm --partition gpu --time 02:00:00\n  \
+runner campaign status plan.toml                      # squeue/sacct and the results\n  \
+runner campaign run plan.toml --executor slurm --only failed\n  \
+runner campaign run plan.toml --executor kubernetes   # writes the Indexed Jobs; --apply runs kubectl\n  \
+runner campaign collect plan.toml --site site         # verify, sign campaign.json, publish")]
+pub struct CampaignArgs {
+    #[command(subcommand)]
+    pub command: CampaignCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CampaignCommand {
+    /// List the plan's cells: index, id, axes, GPUs and what the results directory holds.
+    Show(PlanArg),
+    /// Run the cells without a verified result (or those --only names) with an executor.
+    Run(CampaignRunArgs),
+    /// Run one cell (what each Slurm array task and Kubernetes pod runs).
+    Cell(CellArgs),
+    /// Each cell's state: verified, failed (with its log), missing, or queued/running on Slurm.
+    Status(PlanArg),
+    /// Verify every cell's result, write the signed campaign document and publish the site.
+    Collect(CollectArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArg {
+    /// The campaign plan.
+    #[arg(value_name = "PLAN.toml")]
+    pub plan: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Executor {
+    /// One cell after another on this host, each as its own `runner campaign cell`.
+    Local,
+    /// One `sbatch` job array per GPU count; the tasks write to the shared results directory.
+    Slurm,
+    /// One Indexed Job per engine image × GPU count, written as YAML (and applied with --apply).
+    Kubernetes,
+}
+
+#[derive(Args, Debug)]
+pub struct CampaignRunArgs {
+    #[arg(value_name = "PLAN.toml")]
+    pub plan: PathBuf,
+    #[arg(long, value_enum, default_value = "local")]
+    pub executor: Executor,
+    /// Which cells: `pending` (every cell without a verified result), `failed`, `missing`,
+    /// or cell ids/indices separated by commas. Verified cells are never run again.
+    #[arg(long, value_name = "WHICH", default_value = "pending")]
+    pub only: Only,
+    /// Slurm partition (overrides the plan's [slurm] partition).
+    #[arg(long, help_heading = "Slurm")]
+    pub partition: Option<String>,
+    /// Slurm account.
+    #[arg(long, help_heading = "Slurm")]
+    pub account: Option<String>,
+    /// Slurm time limit per cell: minutes or [D-]HH:MM:SS.
+    #[arg(long, help_heading = "Slurm")]
+    pub time: Option<String>,
+    /// Write the batch scripts or manifests but submit nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Kubernetes: `kubectl apply -f` the manifests written.
+    #[arg(long, help_heading = "Kubernetes")]
+    pub apply: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CellArgs {
+    #[arg(value_name = "PLAN.toml")]
+    pub plan: PathBuf,
+    /// The cell's index in the plan (Slurm: $SLURM_ARRAY_TASK_ID), or in --cells.
+    #[arg(long)]
+    pub index: usize,
+    /// Cell indices that --index points into (a Kubernetes completion index is 0..n).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub cells: Option<Vec<usize>>,
+    /// Signing key instead of the plan's `key` (a Kubernetes Secret mount).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// Refuse to run if the plan's sha256 is not this (it changed since submission).
+    #[arg(long, value_name = "HEX")]
+    pub plan_sha256: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CollectArgs {
+    #[arg(value_name = "PLAN.toml")]
+    pub plan: PathBuf,
+    /// The site to publish (default: RESULTS/site).
+    #[arg(long, value_name = "DIR")]
+    pub site: Option<PathBuf>,
+    /// Collect even when some cells have no verified result (they are listed as such).
+    #[arg(long)]
+    pub partial: bool,
+    /// The report-wasm module for the site (default as `runner publish`).
+    #[arg(long, value_name = "FILE.wasm")]
+    pub module: Option<PathBuf>,
+}
+
+pub fn run(args: &CampaignArgs) -> Result<(), Failure> {
+    match &args.command {
+        CampaignCommand::Show(a) => show(&load(&a.plan)?),
+        CampaignCommand::Run(a) => execute(a),
+        CampaignCommand::Cell(a) => cell(a),
+        CampaignCommand::Status(a) => status(&load(&a.plan)?),
+        CampaignCommand::Collect(a) => collect(a),
+    }
+}
+
+fn load(path: &Path) -> Result<Plan, Failure> {
+    Plan::load(path).map_err(Failure::Input)
+}
+
+/// The campaign's signing key (its permissions checked) and the key that verifies it.
+fn campaign_key(
+    plan: &Plan,
+    given: Option<&Path>,
+) -> Result<(SigningKey, Vec<TrustedKey>), Failure> {
+    let path = given.map(Path::to_path_buf).or_else(|| plan.key.clone()).ok_or_else(|| {
+        Failure::Key(anyhow!(
+            "{}: the plan names no `key`: a campaign's cells are signed with one key on shared storage",
+            plan.path.display()
+        ))
+    })?;
+    let key = keyfile::load_signing_key(&path).map_err(Failure::Key)?;
+    Ok((key.clone(), vec![trusted(plan, &key)]))
+}
+
+fn trusted(plan: &Plan, key: &SigningKey) -> TrustedKey {
+    TrustedKey::from_pem(&plan.name, &public_pem(key)).expect("a key's own public half parses")
+}
+
+fn public_pem(key: &SigningKey) -> String {
+    use ed25519_dalek::pkcs8::{spki::der::pem::LineEnding, EncodePublicKey};
+    key.verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .expect("Ed25519 public keys encode")
+}
+
+/// The trusted keys status and show verify with: the campaign key's public half when it
+/// is readable here, else none (cells then show as failed: not signed by a trusted key).
+fn trusted_if_readable(plan: &Plan) -> Vec<TrustedKey> {
+    plan.key
+        .as_deref()
+        .and_then(|k| keyfile::load_signing_key(k).ok())
+        .map(|k| vec![trusted(plan, &k)])
+        .unwrap_or_default()
+}
+
+fn axes_text(c: &Cell) -> String {
+    campaign::plan::AXES
+        .iter()
+        .filter_map(|a| c.axes.get(a).map(|v| format!("{a}={v}")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn show(plan: &Plan) -> Result<(), Failure> {
+    let trusted = trusted_if_readable(plan);
+    println!(
+        "campaign {:?}: {} cells; plan sha256 {}; results in {}",
+        plan.name,
+        plan.cells.len(),
+        plan.sha256,
+        plan.results.display()
+    );
+    println!("{:>5}  {:<40}  {:<9}  axes", "index", "id", "state");
+    for c in &plan.cells {
+        let state = store::state(plan, c, &trusted);
+        println!(
+            "{:>5}  {:<40}  {:<9}  {}",
+            c.index,
+            c.id,
+            state.word(),
+            axes_text(c)
+        );
+    }
+    Ok(())
+}
+
+fn execute(args: &CampaignRunArgs) -> Result<(), Failure> {
+    let plan = load(&args.plan)?;
+    // The key is checked before anything is submitted: a task that cannot sign is wasted.
+    let (_, trusted) = campaign_key(&plan, None)?;
+    let selected = store::select(&plan, &args.only, &trusted).map_err(Failure::Input)?;
+    if selected.is_empty() {
+        println!(
+            "nothing to run: every selected cell of {} has a verified result",
+            plan.name
+        );
+        return Ok(());
+    }
+    let cells: Vec<&Cell> = selected.iter().map(|(c, _)| *c).collect();
+    match args.executor {
+        Executor::Local => run_here(&plan, &cells),
+        Executor::Slurm => submit_slurm(&plan, &cells, args),
+        Executor::Kubernetes => write_kubernetes(&plan, &cells, args),
+    }
+}
+
+/// Each cell as a child `runner campaign cell`, one after another: an engine that crashes
+/// or leaks takes only its own cell down.
+fn run_here(plan: &Plan, cells: &[&Cell]) -> Result<(), Failure> {
+    let me = std::env::current_exe().map_err(|e| Failure::Input(e.into()))?;
+    let mut failed = Vec::new();
+    for (n, c) in cells.iter().enumerate() {
+        tracing::info!(cell = %c.id, index = c.index, "cell {} of {}", n + 1, cells.len());
+        let mut child = std::process::Command::new(&me)
+            .args(["campaign", "cell"])
+            .arg(&plan.path)
+            .args([
+                "--index",
+                &c.index.to_string(),
+                "--plan-sha256",
+                &plan.sha256,
+            ])
+            .spawn()
+            .map_err(|e| Failure::Input(anyhow!("starting {}: {e}", me.display())))?;
+        let status = forwarding_signals(child.id(), || child.wait())
+            .map_err(|e| Failure::Input(anyhow!("waiting for cell {}: {e}", c.id)))?;
+        match status.code() {
+            Some(0) => {}
+            Some(130) | None => {
+                tracing::warn!(cell = %c.id, "interrupted: `runner campaign run` again resumes here");
+                return Err(Failure::Interrupted);
+            }
+            Some(code) => {
+                tracing::warn!(cell = %c.id, code, "cell failed; the next cell runs");
+                failed.push(format!("{} (exit {code})", c.id));
+            }
+        }
+    }
+    if failed.is_empty() {
+        println!("{} cells verified", cells.len());
+        Ok(())
+    } else {
+        Err(Failure::Cells(anyhow!(
+            "{} of {} cells failed: {}; `runner campaign run {} --only failed` runs them again",
+            failed.len(),
+            cells.len(),
+            failed.join(", "),
+            plan.path.display()
+        )))
+    }
+}
+
+/// The cell being run here, for the signal handler.
+static CELL_PID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward(signal: libc::c_int) {
+    let pid = CELL_PID.load(std::sync::atomic::Ordering::SeqCst);
+    if pid > 0 {
+        // kill(2) is async-signal-safe.
+        unsafe { libc::kill(pid, signal) };
+    }
+}
+
+/// Waits as a shell waits for its foreground job: SIGINT and SIGTERM go to the cell, which
+/// writes what it measured and exits 130; this process lives to report it.
+fn forwarding_signals<T>(pid: u32, wait: impl FnOnce() -> T) -> T {
+    CELL_PID.store(pid as i32, std::sync::atomic::Ordering::SeqCst);
+    let handler = forward as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    let previous = unsafe {
+        [
+            libc::signal(libc::SIGINT, handler),
+            libc::signal(libc::SIGTERM, handler),
+        ]
+    };
+    let out = wait();
+    unsafe {
+        libc::signal(libc::SIGINT, previous[0]);
+        libc::signal(libc::SIGTERM, previous[1]);
+    }
+    CELL_PID.store(0, std::sync::atomic::Ordering::SeqCst);
+    out
+}
+
+fn submit_slurm(plan: &Plan, cells: &[&Cell], args: &CampaignRunArgs) -> Result<(), Failure> {
+    use campaign::slurm;
+    let mut settings = slurm::Settings::from_plan(plan).map_err(Failure::Input)?;
+    settings.partition = args.partition.clone().or(settings.partition);
+    settings.account = args.account.clone().or(settings.account);
+    settings.time = args.time.clone().or(settings.time);
+    let me = std::env::current_exe().map_err(|e| Failure::Input(e.into()))?;
+    let arrays = slurm::arrays(plan, cells, &settings, &me);
+    let now = now();
+    let submitted = slurm::submit(plan, &arrays, args.dry_run, &now).map_err(Failure::Input)?;
+    for a in &arrays {
+        let gpus = a
+            .gpus
+            .map_or("no GPU request".into(), |n| format!("{n} GPUs each"));
+        match submitted.iter().find(|s| s.cells == a.cells) {
+            Some(s) => println!(
+                "submitted job {} : {} cells, {gpus}",
+                s.job_id,
+                a.cells.len()
+            ),
+            None => println!(
+                "wrote {} cells' batch script ({gpus}) (dry run)",
+                a.cells.len()
+            ),
+        }
+    }
+    println!("batch scripts in {}", plan.results.join("slurm").display());
+    Ok(())
+}
+
+fn write_kubernetes(plan: &Plan, cells: &[&Cell], args: &CampaignRunArgs) -> Result<(), Failure> {
+    let yaml = campaign::jobs::kubernetes_manifests(plan, cells).map_err(Failure::Input)?;
+    let path = plan.results.join("kubernetes").join("jobs.yaml");
+    output::write_atomically(&path, yaml.as_bytes()).map_err(Failure::Input)?;
+    println!("{}", path.display());
+    if args.apply && !args.dry_run {
+        let status = std::process::Command::new("kubectl")
+            .args(["apply", "-f"])
+            .arg(&path)
+            .status()
+            .map_err(|e| Failure::Input(anyhow!("running kubectl: {e}")))?;
+        if !status.success() {
+            return Err(Failure::Input(anyhow!(
+                "kubectl apply -f {} failed ({status})",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// One cell: checks the plan is the one submitted and the key is private, sets aside what
+/// an earlier attempt left, then runs `runner run` with the cell's spec into RESULTS/<id>.json.
+fn cell(args: &CellArgs) -> Result<(), Failure> {
+    let plan = load(&args.plan)?;
+    if let Some(expected) = &args.plan_sha256 {
+        if *expected != plan.sha256 {
+            return Err(Failure::Input(anyhow!(
+                "{}: the plan changed since the cells were submitted (sha256 {} now, {expected} then): \
+                 its cell indices may name other cells; submit again",
+                plan.path.display(),
+                plan.sha256
+            )));
+        }
+    }
+    let index = match &args.cells {
+        Some(list) => *list.get(args.index).ok_or_else(|| {
+            Failure::Input(anyhow!(
+                "--index {} is out of range: --cells lists {}",
+                args.index,
+                list.len()
+            ))
+        })?,
+        None => args.index,
+    };
+    let c = plan.cell(index).map_err(Failure::Input)?;
+    let key_path = args.key.clone().or_else(|| plan.key.clone());
+    let (_, trusted) = campaign_key(&plan, key_path.as_deref())?;
+    if let State::Verified { .. } = store::state(&plan, c, &trusted) {
+        // A requeued task, or two executors racing: one result per cell.
+        println!("cell {} ({}) already has a verified result", c.index, c.id);
+        return Ok(());
+    }
+    let moved = store::set_aside(&plan, c).map_err(Failure::Input)?;
+    for m in &moved {
+        tracing::info!(to = %m.display(), "set aside an earlier attempt's file");
+    }
+    let out = plan.result_path(c);
+    std::fs::create_dir_all(&plan.results)
+        .map_err(|e| Failure::Input(anyhow!("creating {}: {e}", plan.results.display())))?;
+    let key = key_path.expect("campaign_key found one");
+    #[derive(Parser)]
+    struct Wrapped {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+    let argv = [
+        "runner".into(),
+        "--out".into(),
+        out.clone().into_os_string(),
+        "--key".into(),
+        key.into_os_string(),
+    ];
+    let wrapped = Wrapped::try_parse_from(argv).map_err(|e| Failure::Input(anyhow!("{e}")))?;
+    let mut spec = c.spec.clone();
+    if let Some(e) = spec.engine.as_mut().filter(|e| e.port.is_none()) {
+        // Cells that share a node (two 2-GPU cells on an 8-GPU node) must not share a port.
+        e.port = Some(free_port().map_err(Failure::Input)?);
+    }
+    tracing::info!(cell = %c.id, index = c.index, out = %out.display(), "running cell");
+    crate::commands::run::run_spec(spec, &wrapped.run)?;
+    match store::state(&plan, c, &trusted) {
+        State::Verified { .. } => Ok(()),
+        other => Err(Failure::Cells(anyhow!("cell {}: {other:?}", c.id))),
+    }
+}
+
+/// A port no one listens on now, on the loopback the engine binds.
+fn free_port() -> anyhow::Result<u16> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    Ok(listener.local_addr()?.port())
+}
+
+fn status(plan: &Plan) -> Result<(), Failure> {
+    let trusted = trusted_if_readable(plan);
+    let tasks = campaign::slurm::tasks(plan).map_err(Failure::Input)?;
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    println!("{:>5}  {:<40}  {:<9}  detail", "index", "id", "state");
+    for c in &plan.cells {
+        let state = store::state(plan, c, &trusted);
+        let task = tasks.get(&c.index);
+        // A task the scheduler still holds outranks what its files say so far.
+        let queued = task.and_then(|t| t.state.as_deref()).filter(|s| {
+            matches!(
+                *s,
+                "PENDING"
+                    | "RUNNING"
+                    | "CONFIGURING"
+                    | "COMPLETING"
+                    | "REQUEUED"
+                    | "RESIZING"
+                    | "SUSPENDED"
+            )
+        });
+        let (word, detail) = match (&state, queued) {
+            (State::Verified { sha256 }, _) => ("verified", format!("sha256 {}", &sha256[..16])),
+            (_, Some(s)) => (
+                if s == "PENDING" { "queued" } else { "running" },
+                format!("slurm job {}_{} {s}", task.unwrap().job_id, c.index),
+            ),
+            (State::Failed(why), _) => ("failed", why.clone()),
+            (State::Missing, _) => match task {
+                Some(t) => (
+                    "failed",
+                    format!(
+                        "slurm task ended {} without a result",
+                        t.state.as_deref().unwrap_or("(state unknown)")
+                    ),
+                ),
+                None => ("missing", String::new()),
+            },
+        };
+        *counts.entry(word).or_default() += 1;
+        println!("{:>5}  {:<40}  {:<9}  {detail}", c.index, c.id, word);
+        if word == "failed" {
+            if let Some(t) = task.filter(|t| t.log.exists()) {
+                println!("{:>5}  {:<40}  {:<9}  log: {}", "", "", "", t.log.display());
+            }
+            let engine_log = output_sibling(&plan.result_path(c), ".engine.log");
+            if engine_log.exists() {
+                println!(
+                    "{:>5}  {:<40}  {:<9}  engine log: {}",
+                    "",
+                    "",
+                    "",
+                    engine_log.display()
+                );
+            }
+        }
+    }
+    let summary: Vec<String> = counts.iter().map(|(w, n)| format!("{n} {w}")).collect();
+    println!("{}: {}", plan.name, summary.join(", "));
+    Ok(())
+}
+
+fn output_sibling(p: &Path, suffix: &str) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    s.into()
+}
+
+/// Verifies every cell, writes RESULTS/campaign.json (signed with the campaign's key) and
+/// RESULTS/keys.json, and publishes the site.
+fn collect(args: &CollectArgs) -> Result<(), Failure> {
+    use schemas::campaign::{Axis, Campaign, CellEntry, Material, Outcome};
+    let plan = load(&args.plan)?;
+    let (key, trusted) = campaign_key(&plan, None)?;
+    let plan_name = plan
+        .path
+        .file_name()
+        .map_or_else(|| "plan.toml".into(), |n| n.to_string_lossy().into_owned());
+    let mut materials = vec![Material::sha256(&plan_name, &plan.sha256)];
+    let mut cells = Vec::new();
+    let mut not_verified = Vec::new();
+    for c in &plan.cells {
+        let state = store::state(&plan, c, &trusted);
+        let uri = format!("{}.json", c.id);
+        let (outcome, result, reason) = match &state {
+            State::Verified { sha256 } => {
+                materials.push(Material::sha256(&uri, sha256));
+                (Outcome::Verified, Some(uri), None)
+            }
+            State::Failed(why) => (Outcome::Failed, None, Some(why.clone())),
+            State::Missing => (Outcome::Missing, None, None),
+        };
+        if outcome != Outcome::Verified {
+            not_verified.push(format!("{} ({})", c.id, state.word()));
+        }
+        cells.push(CellEntry {
+            index: c.index as u32,
+            id: c.id.clone(),
+            axes: c
+                .axes
+                .iter()
+                .map(|(a, v)| (a.to_string(), v.clone()))
+                .collect(),
+            outcome,
+            result,
+            reason,
+        });
+    }
+    if !not_verified.is_empty() && !args.partial {
+        return Err(Failure::Cells(anyhow!(
+            "{} of {} cells have no verified result: {} (run them again, or collect with --partial)",
+            not_verified.len(),
+            plan.cells.len(),
+            not_verified.join(", ")
+        )));
+    }
+    let doc = Campaign {
+        name: plan.name.clone(),
+        collected_at: now(),
+        tool: format!("provebench {}", env!("CARGO_PKG_VERSION")),
+        plan: plan.text.clone(),
+        axes: plan
+            .axes
+            .iter()
+            .map(|(a, v)| Axis {
+                name: a.to_string(),
+                values: v.clone(),
+            })
+            .collect(),
+        cells,
+        materials,
+    };
+    let (_, envelope) = schemas::campaign::envelope(doc, Some(&key));
+    let mut bytes = serde_json::to_vec(&envelope).expect("envelopes serialise");
+    bytes.push(b'\n');
+    let campaign_path = plan.results.join("campaign.json");
+    output::write_atomically(&campaign_path, &bytes).map_err(Failure::Input)?;
+    let keys_path = plan.results.join("keys.json");
+    let keys = schemas::keys::TrustedKeysFile {
+        keys: vec![schemas::keys::TrustedKeyEntry {
+            name: plan.name.clone(),
+            keyid: trusted[0].keyid.clone(),
+            public_key_pem: public_pem(&key),
+            valid_from: None,
+            valid_until: None,
+            revoked: false,
+        }],
+    };
+    let mut json = serde_json::to_vec_pretty(&keys).expect("keys files serialise");
+    json.push(b'\n');
+    output::write_atomically(&keys_path, &json).map_err(Failure::Input)?;
+    // The matrix, rendered by report-wasm as the site renders it: RESULTS/campaign.md.
+    crate::commands::report::render_campaign(
+        &campaign_path,
+        &plan.results,
+        args.module.as_deref(),
+        Some(&keys_path),
+    )?;
+    println!("{}", campaign_path.display());
+    println!("{}", plan.results.join("campaign.md").display());
+
+    let mut files = vec![campaign_path];
+    files.extend(plan.cells.iter().map(|c| plan.result_path(c)).filter(|p| {
+        p.exists()
+            && !not_verified
+                .iter()
+                .any(|n| n.starts_with(&format!("{} ", stem(p))))
+    }));
+    let site = args
+        .site
+        .clone()
+        .unwrap_or_else(|| plan.results.join("site"));
+    crate::commands::publish::run(&PublishArgs {
+        results: files,
+        out: site,
+        keys: Some(keys_path),
+        module: args.module.clone(),
+    })
+}
+
+fn stem(p: &Path) -> String {
+    p.file_stem()
+        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+}
