@@ -44,7 +44,43 @@ pub fn state(plan: &Plan, cell: &Cell, trusted: &[TrustedKey]) -> State {
             State::Missing
         };
     };
-    state_of_bytes(&bytes, trusted)
+    match state_of_bytes(&bytes, trusted) {
+        State::Verified { sha256 } => match not_this_cell(cell, &bytes, trusted) {
+            Some(why) => State::Failed(why),
+            None => State::Verified { sha256 },
+        },
+        other => other,
+    }
+}
+
+/// Why a verified result is not `cell`'s, if it is not: a file copied or renamed from another
+/// cell carries that cell's engine, model or GPU count in its signed spec.
+fn not_this_cell(cell: &Cell, bytes: &[u8], trusted: &[TrustedKey]) -> Option<String> {
+    let loaded = schemas::load::load(bytes, trusted, Policy::RequireSignature).ok()?;
+    let recorded = &loaded.statement.predicate.run.spec;
+    let engine = cell.spec.engine.as_ref();
+    let expected = [
+        (
+            "model",
+            cell.spec.model.clone().map(serde_json::Value::from),
+        ),
+        ("engine.recipe", engine.map(|e| e.recipe.clone().into())),
+        (
+            "engine.gpus",
+            engine.and_then(|e| e.gpus).map(serde_json::Value::from),
+        ),
+    ];
+    for (field, want) in expected {
+        let Some(want) = want else { continue };
+        let got = field.split('.').try_fold(recorded, |v, k| v.get(k));
+        if got != Some(&want) {
+            return Some(format!(
+                "its signed spec's {field} is {}, not this cell's {want}",
+                got.map_or("absent".to_string(), |g| g.to_string())
+            ));
+        }
+    }
+    None
 }
 
 /// The state a result's bytes give a cell.

@@ -275,6 +275,23 @@ fn local_campaign_resumes_after_an_interrupt_and_a_kill_then_collects() {
         .unwrap();
     assert!(text(&out).contains("nothing to run"), "{}", text(&out));
     collect_and_check(d);
+
+    // Another cell's signed result under this cell's name does not count for it.
+    std::fs::copy(results.join("sim_1gpu.json"), results.join("sim_2gpu.json")).unwrap();
+    let out = runner(d, &["campaign", "status", "plan.toml"])
+        .output()
+        .unwrap();
+    let status = text(&out);
+    assert!(
+        status.lines().any(|l| l.contains("sim_2gpu")
+            && l.contains("failed")
+            && l.contains("engine.gpus is 1, not this cell's 2")),
+        "{status}"
+    );
+    let out = runner(d, &["campaign", "collect", "plan.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
 }
 
 /// `collect` writes a campaign document signed by the campaign's key that binds the plan and
