@@ -24,7 +24,7 @@ use crate::charts::{self, grid::GridDoc, ChartFile, ChartGroup, Line, Style, MAR
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::input::Loaded;
-use crate::markdown::{doc_line, launches, run_flags};
+use crate::markdown::{doc_line, provenance, run_flags};
 use crate::view::{self, Cell};
 use crate::{RenderError, Report};
 use schemas::document::{Benchmark, Predicate, ProfileKind};
@@ -542,8 +542,8 @@ pub(crate) fn markdown(a: &Loaded, b: &Loaded, charts: &[ChartFile]) -> String {
     let mut out = String::from("# provebench diff\n\n");
     out.push_str(&doc_line("A", a));
     out.push_str(&doc_line("B", b));
-    out.push_str(&launches("A", a));
-    out.push_str(&launches("B", b));
+    out.push_str(&provenance("A", a));
+    out.push_str(&provenance("B", b));
     let flags = format!(
         "{}{}",
         run_flags("A", &a.statement),

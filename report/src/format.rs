@@ -48,6 +48,18 @@ pub fn signed(v: f64, decimals: usize) -> String {
     }
 }
 
+/// A duration held in whole microseconds (clock errors, lateness, offset bounds): `340 µs`
+/// below 1 ms, `1.10 ms` below 1 s, `16.00 s` from there, two decimals as everywhere else.
+pub fn micros(us: u64) -> String {
+    if us < 1_000 {
+        format!("{us} µs")
+    } else if us < 1_000_000 {
+        format!("{} ms", fixed(us as f64 / 1e3, 2))
+    } else {
+        format!("{} s", fixed(us as f64 / 1e6, 2))
+    }
+}
+
 /// `+3.1%` from a relative change of 0.031.
 pub fn percent(fraction: f64) -> String {
     let s = signed(fraction * 100.0, 1);
@@ -76,6 +88,16 @@ mod tests {
         assert_eq!(with_unit(Some(1.666), "sec"), "1.67 sec");
         assert_eq!(with_unit(None, "sec"), MISSING);
         assert_eq!(with_unit(Some(f64::NAN), "sec"), MISSING);
+    }
+
+    #[test]
+    fn micros_picks_the_unit() {
+        assert_eq!(micros(0), "0 µs");
+        assert_eq!(micros(999), "999 µs");
+        assert_eq!(micros(1_000), "1.00 ms");
+        assert_eq!(micros(1_100), "1.10 ms");
+        assert_eq!(micros(999_994), "999.99 ms");
+        assert_eq!(micros(16_000_000), "16.00 s");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The report's markdown: a list of the documents (and how the runner launched their
-//! engines, when it did), the seed grid tables, the seed sweep tables, the charts and the
-//! full detail of every benchmark, in that order.
+//! engines, when it did, and the client shards each is one of or was merged from), the
+//! seed grid tables, the seed sweep tables, the charts and the full detail of every
+//! benchmark, in that order.
 //!
 //! Everything taken from a document goes through [`crate::md_escape`]; the seed sections
 //! come out byte for byte as `tables::seed_grid` and `tables::seed_sweep` write them.
@@ -62,13 +63,21 @@ pub(crate) fn doc_line(name: &str, d: &Loaded) -> String {
     line
 }
 
-/// How the runner started the engine of document `name`, after a blank line; empty for
-/// an engine started by hand (see [`crate::provenance`]).
-pub(crate) fn launches(name: &str, d: &Loaded) -> String {
-    match &d.statement.predicate.engine.launch {
+/// How the runner started the engine of document `name`, and the client shards it is one
+/// of or was merged from, each after a blank line; empty for an engine started by hand
+/// and one client alone (see [`crate::provenance`]).
+pub(crate) fn provenance(name: &str, d: &Loaded) -> String {
+    let p = &d.statement.predicate;
+    let mut out = match &p.engine.launch {
         Some(l) => format!("\n{}", crate::provenance::launch_block(name, l)),
         None => String::new(),
+    };
+    let shards = crate::provenance::shards_block(name, p);
+    if !shards.is_empty() {
+        out.push('\n');
+        out.push_str(&shards);
     }
+    out
 }
 
 /// The flags of a whole run (no benchmark index), as list items naming the document.
@@ -112,7 +121,7 @@ pub fn report(docs: &[Loaded], charts: &[ChartFile]) -> String {
         head.push_str(&doc_line(&doc_name(n, docs.len()), d));
     }
     for (n, d) in docs.iter().enumerate() {
-        head.push_str(&launches(&doc_name(n, docs.len()), d));
+        head.push_str(&provenance(&doc_name(n, docs.len()), d));
     }
     let flags: String = docs
         .iter()

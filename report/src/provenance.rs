@@ -10,10 +10,15 @@
 //! quoted for a POSIX shell (bash's `$'…'` for control characters, so that nothing the
 //! engine was given can break a line or hide in the page), and the fence is longer than
 //! any run of backticks inside, so no argument can close it.
+//!
+//! A result split across clients (`result/v0.5`) says so here too: a shard (`runner run
+//! --shard i/N`) in one line (its index, the schedule's origin T, its host, its clock as the
+//! kernel reported it and how late it reached T), a merged result (`runner merge`) in a line
+//! and a table of its shards. Documents without `shard` or `shards` get nothing.
 
 use crate::escape::md_escape;
 use crate::format;
-use schemas::document::Launch;
+use schemas::document::{Launch, MergedShard, Predicate, Shard, ShardClock, ShardHost};
 
 /// Characters a shell word may hold unquoted.
 fn plain(c: char) -> bool {
@@ -97,6 +102,97 @@ pub fn launch_block(name: &str, l: &Launch) -> String {
     out.push_str("\nCommand:\n\n");
     let argv: Vec<String> = l.argv.iter().map(|a| shell_quote(a)).collect();
     out.push_str(&code_block(&[argv.join(" ")]));
+    out
+}
+
+/// A shard's host: its hostname, else [`format::MISSING`].
+fn host_name(h: &ShardHost) -> String {
+    h.hostname
+        .as_deref()
+        .map_or_else(|| format::MISSING.to_string(), md_escape)
+}
+
+/// A shard's clock as the kernel reported it: `synchronised, estimated error 300 µs`, or
+/// why it could not be read.
+fn clock(c: &ShardClock) -> String {
+    let state = match c.synchronized {
+        Some(true) => "synchronised",
+        Some(false) => "unsynchronised",
+        None => {
+            return match &c.null_reason {
+                Some(why) => format!("unknown ({})", md_escape(why)),
+                None => "unknown".to_string(),
+            }
+        }
+    };
+    let error = c
+        .est_error_us
+        .map_or_else(|| "unknown".to_string(), format::micros);
+    format!("{state}, estimated error {error}")
+}
+
+/// The origin T of a merged document's schedule: its benchmark's start (every shard's T,
+/// which `runner merge` checked is one).
+fn merged_origin(p: &Predicate) -> String {
+    p.benchmarks
+        .first()
+        .map_or_else(|| format::MISSING.to_string(), |b| md_escape(&b.started_at))
+}
+
+/// The line saying document `name` is one client's part of a split schedule.
+fn shard_line(name: &str, s: &Shard) -> String {
+    format!(
+        "**{name}**: shard {i} of {n} (`runner run --shard {i}/{n}`), one client's part of one \
+         schedule starting {}; host **{}**; clock {}; lateness {}. `runner merge` combines the \
+         {n} shards into one result.\n",
+        md_escape(&s.start_at),
+        host_name(&s.host),
+        clock(&s.clock),
+        format::micros(s.origin_lateness_us),
+        i = s.index,
+        n = s.count,
+    )
+}
+
+/// The line and table listing the shards document `name` was merged from.
+fn merged_block(name: &str, p: &Predicate, shards: &[MergedShard]) -> String {
+    let mut out = format!(
+        "**{name}**: merged from {} client shards (`runner merge`), one schedule from {}.\n\n\
+         | Shard | Host | Same clock | Clock | Start lateness | Offset bound | File sha256 |\n\
+         | ---: | :--- | :--- | :--- | ---: | ---: | :--- |\n",
+        shards.len(),
+        merged_origin(p),
+    );
+    for s in shards {
+        let sha: String = s.sha256.chars().take(12).collect();
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            s.index,
+            host_name(&s.host),
+            if s.same_clock { "yes" } else { "no" },
+            clock(&s.clock),
+            format::micros(s.origin_lateness_us),
+            s.clock_offset_bound_us
+                .map_or_else(|| "unknown".to_string(), format::micros),
+            md_escape(&sha),
+        ));
+    }
+    out
+}
+
+/// How document `name` relates to a schedule split across clients: a shard's line, a
+/// merged result's line and table; empty for a document of one client alone.
+pub fn shards_block(name: &str, p: &Predicate) -> String {
+    let mut out = String::new();
+    if let Some(s) = &p.shard {
+        out.push_str(&shard_line(name, s));
+    }
+    if let Some(shards) = &p.shards {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&merged_block(name, p, shards));
+    }
     out
 }
 

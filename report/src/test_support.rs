@@ -3,8 +3,9 @@
 //! checks and diffs), without the runner.
 
 use schemas::document::{
-    Benchmark, Cpu, Engine, ErrorClass, Gpu, GpuInventory, Host, Model, Phase, Predicate, Profile,
-    ProfileKind, RawRecord, RequestError, Run, Statement, Workload,
+    Benchmark, Cpu, Engine, ErrorClass, Gpu, GpuInventory, Host, MergedShard, Model, Phase,
+    Predicate, Profile, ProfileKind, RawRecord, RequestError, Run, Shard, ShardClock, ShardHost,
+    Statement, Workload,
 };
 use schemas::metrics::{Distribution, RequestCounts, Summary};
 use schemas::numbers::{Finite, JsonU64};
@@ -616,4 +617,68 @@ pub fn trace_workload(rows: u64) -> Workload {
         tokenizer: "tokenizer.json".into(),
         prompts_sha256: "12".repeat(32),
     }
+}
+
+/// The kernel's clock status as a shard records it: synchronised or not with an estimated
+/// (and maximum, twice it) error, or unreadable (`None`) with the reason.
+pub fn shard_clock(est_error_us: Option<u64>, synchronized: bool) -> ShardClock {
+    ShardClock {
+        synchronized: est_error_us.map(|_| synchronized),
+        est_error_us,
+        max_error_us: est_error_us.map(|e| 2 * e),
+        null_reason: est_error_us
+            .is_none()
+            .then(|| "ntp_adjtime failed: Operation not permitted".into()),
+    }
+}
+
+/// Shard `index` of `count` of the schedule starting at [`SHARD_START`], on `hostname`
+/// (boot `boot`), `late` µs late to its origin.
+pub fn shard(
+    index: u32,
+    count: u32,
+    hostname: Option<&str>,
+    boot: &str,
+    clock: ShardClock,
+    late: u64,
+) -> Shard {
+    Shard {
+        index,
+        count,
+        start_at: SHARD_START.into(),
+        host: ShardHost {
+            hostname: hostname.map(String::from),
+            boot_id: Some(boot.into()),
+        },
+        clock,
+        origin_lateness_us: late,
+    }
+}
+
+/// The origin T the shards of [`shard`] share.
+pub const SHARD_START: &str = "2026-11-24T10:00:00.000000Z";
+
+/// `shards` as `runner merge` lists them: one clock when every shard has one boot id (bound
+/// 0), else each bounded by its estimated error plus its lateness (unknown without the
+/// error); file digests `a0a0…`, `b1b1…`, … (64 hex digits).
+pub fn merged_shards(shards: &[Shard]) -> Vec<MergedShard> {
+    let boot = shards[0].host.boot_id.as_deref();
+    let one_clock = boot.is_some() && shards.iter().all(|s| s.host.boot_id.as_deref() == boot);
+    shards
+        .iter()
+        .map(|s| MergedShard {
+            index: s.index,
+            sha256: format!("{:x}{:x}", s.index + 0xa, s.index).repeat(32),
+            run_id: format!("{:032x}", s.index + 1),
+            host: s.host.clone(),
+            clock: s.clock.clone(),
+            origin_lateness_us: s.origin_lateness_us,
+            same_clock: one_clock,
+            clock_offset_bound_us: if one_clock {
+                Some(0)
+            } else {
+                s.clock.est_error_us.map(|e| e + s.origin_lateness_us)
+            },
+        })
+        .collect()
 }

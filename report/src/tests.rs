@@ -1070,6 +1070,198 @@ fn provenance_shows_the_engine_launch() {
     assert!(!dmd.contains("Engine of **B**"));
 }
 
+/// A one-benchmark open-loop document whose schedule started at [`SHARD_START`], with
+/// `shard` or `shards` set by `edit`.
+fn sharded_doc(edit: impl FnOnce(&mut schemas::document::Predicate)) -> Statement {
+    let mut benchmarks = sweep(512, 32, 1.0);
+    benchmarks.truncate(2);
+    benchmarks.remove(0);
+    let mut p = predicate(&doc("m"), benchmarks, vec![]);
+    p.benchmarks[0].started_at = SHARD_START.into();
+    edit(&mut p);
+    sealed(p)
+}
+
+/// Four clients on four hosts: synchronised within 1 ms (a, b), over it (c), unreadable (d).
+fn four_shards() -> Vec<schemas::document::MergedShard> {
+    let clients = [
+        (Some("client-a"), "boot-a", Some(300), 40),
+        (Some("client-b"), "boot-b", Some(250), 700),
+        (Some("client-c"), "boot-c", Some(900), 1_250),
+        (None, "boot-d", None, 12),
+    ];
+    let shards: Vec<_> = (0..)
+        .zip(clients)
+        .map(|(i, (host, boot, est, late))| shard(i, 4, host, boot, shard_clock(est, true), late))
+        .collect();
+    merged_shards(&shards)
+}
+
+#[test]
+fn provenance_lists_the_shards_of_a_merged_result() {
+    let st = sharded_doc(|p| p.shards = Some(four_shards()));
+    let r = render(&[&envelope_bytes(&st)]).unwrap();
+    let md = r.text("report.md").unwrap();
+    let block = format!(
+        "\n**Document**: merged from 4 client shards (`runner merge`), one schedule from {SHARD_START}.\n\
+         \n| Shard | Host | Same clock | Clock | Start lateness | Offset bound | File sha256 |\n\
+         | ---: | :--- | :--- | :--- | ---: | ---: | :--- |\n\
+         | 0 | client-a | no | synchronised, estimated error 300 µs | 40 µs | 340 µs | a0a0a0a0a0a0 |\n\
+         | 1 | client-b | no | synchronised, estimated error 250 µs | 700 µs | 950 µs | b1b1b1b1b1b1 |\n\
+         | 2 | client-c | no | synchronised, estimated error 900 µs | 1.25 ms | 2.15 ms | c2c2c2c2c2c2 |\n\
+         | 3 | — | no | unknown (ntp\\_adjtime failed: Operation not permitted) | 12 µs | unknown | d3d3d3d3d3d3 |\n"
+    );
+    assert!(md.contains(&block), "{block}\n{md}");
+    // Under the document line, before the whole run's flags, which name shards 2 and 3.
+    let at = md.find(&block).unwrap();
+    assert!(md[..at].contains("\n- **Document**: **m**"), "{md}");
+    let flags = &md[at + block.len()..];
+    assert!(
+        flags.starts_with("\nFlags of the whole run:\n\n- ⚠ **warning** `clock_offset_over_1ms`")
+            && flags.contains("shard 2 (offset bound 2150 µs), shard 3 (its clock"),
+        "{flags}"
+    );
+    let html = r.text("report.html").unwrap();
+    assert!(html.contains("<td align=\"left\">client-c</td>"), "{html}");
+    // One boot of one host: one clock, offsets 0.
+    let one = sharded_doc(|p| {
+        p.shards = Some(merged_shards(&[
+            shard(
+                0,
+                2,
+                Some("node"),
+                "boot",
+                shard_clock(Some(16_000_000), false),
+                5,
+            ),
+            shard(
+                1,
+                2,
+                Some("node"),
+                "boot",
+                shard_clock(Some(16_000_000), false),
+                900,
+            ),
+        ]))
+    });
+    let md = render_statements(&[one])
+        .unwrap()
+        .text("report.md")
+        .unwrap()
+        .to_string();
+    assert!(
+        md.contains("| 1 | node | yes | unsynchronised, estimated error 16.00 s | 900 µs | 0 µs | b1b1b1b1b1b1 |\n"),
+        "{md}"
+    );
+    assert!(!md.contains("clock_offset_over_1ms"), "{md}");
+    // The diff names the shards of each side that has them.
+    let d = diff_statements(&sweep_doc("m", 1.0), &st).unwrap();
+    let dmd = d.text("diff.md").unwrap();
+    assert!(
+        dmd.contains("\n**B**: merged from 4 client shards (`runner merge`)")
+            && !dmd.contains("**A**: merged"),
+        "{dmd}"
+    );
+}
+
+#[test]
+fn provenance_says_a_shard_is_one_clients_part() {
+    let st = sharded_doc(|p| {
+        p.shard = Some(shard(
+            1,
+            4,
+            Some("client-b"),
+            "boot-b",
+            shard_clock(Some(250), true),
+            1_700,
+        ))
+    });
+    let md = render_statements(std::slice::from_ref(&st))
+        .unwrap()
+        .text("report.md")
+        .unwrap()
+        .to_string();
+    let line = format!(
+        "\n**Document**: shard 1 of 4 (`runner run --shard 1/4`), one client's part of one schedule \
+         starting {SHARD_START}; host **client-b**; clock synchronised, estimated error 250 µs; \
+         lateness 1.70 ms. `runner merge` combines the 4 shards into one result.\n"
+    );
+    assert!(md.contains(&line), "{line}\n{md}");
+    assert!(!md.contains("| Shard |"), "{md}");
+    // After the engine's launch, when the runner started it.
+    let launched = sharded_doc(|p| {
+        p.engine.launch = Some(launch());
+        p.shard = Some(shard(0, 2, None, "b", shard_clock(None, true), 0))
+    });
+    let md = render_statements(&[launched])
+        .unwrap()
+        .text("report.md")
+        .unwrap()
+        .to_string();
+    let (launch_at, shard_at) = (
+        md.find("Engine of **Document**").unwrap(),
+        md.find("**Document**: shard 0 of 2").unwrap(),
+    );
+    assert!(launch_at < shard_at, "{md}");
+    assert!(
+        md.contains("host **—**; clock unknown (ntp\\_adjtime failed: Operation not permitted); lateness 0 µs."),
+        "{md}"
+    );
+    // Documents of one client alone say nothing of shards.
+    let plain = render_statements(&[sweep_doc("m", 1.0)]).unwrap();
+    assert!(!plain.text("report.md").unwrap().contains("shard"));
+}
+
+#[test]
+fn shard_hostnames_stay_text() {
+    let single = sharded_doc(|p| {
+        p.shard = Some(shard(
+            0,
+            2,
+            Some(HOSTILE),
+            HOSTILE,
+            shard_clock(Some(10), true),
+            0,
+        ));
+        p.shard.as_mut().unwrap().start_at = HOSTILE.into();
+    });
+    let mut listed = four_shards();
+    listed[1].host.hostname = Some(HOSTILE.into());
+    listed[1].sha256 = HOSTILE.into();
+    listed[3].clock.null_reason = Some(HOSTILE.into());
+    let merged = sharded_doc(|p| p.shards = Some(listed));
+    let escaped = "\\<script\\>alert(1)\\</script\\>\\<img src=x onerror=alert(1)\\>\\|\\[x\\](javascript:alert(1))\\`t\\` \\# h";
+    for (st, needle) in [
+        (&single, format!("host **{escaped}**;")),
+        (&merged, format!("| 1 | {escaped} | no |")),
+        (&merged, "| \\<script\\>aler |\n".to_string()),
+        (&merged, format!("| unknown ({escaped}) |")),
+    ] {
+        let r = render_statements(std::slice::from_ref(st)).unwrap();
+        let md = r.text("report.md").unwrap();
+        assert!(md.contains(&needle), "{needle}\n{md}");
+        let html = r.text("report.html").unwrap();
+        assert!(
+            !html.contains("<script") && !html.contains("<img src=x"),
+            "{html}"
+        );
+        assert!(!html.contains("href"), "{html}");
+        assert!(html.contains("&lt;script&gt;"), "{html}");
+    }
+    // The hostile row is still one row of seven cells: its `|` did not split it.
+    let r = render_statements(&[merged]).unwrap();
+    let html = r.text("report.html").unwrap();
+    let table = html
+        .split("<table>")
+        .nth(1)
+        .unwrap()
+        .split("</table>")
+        .next()
+        .unwrap();
+    assert_eq!(table.matches("<tr>").count(), 5, "{table}");
+    assert_eq!(table.matches("<td").count(), 4 * 7, "{table}");
+}
+
 #[test]
 fn diff_compares_energy_when_both_sides_have_it() {
     let (a, b) = (telemetry_doc(1.0), telemetry_doc(0.8));
