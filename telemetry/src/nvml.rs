@@ -143,6 +143,38 @@ impl Nvml {
         &self.gpus
     }
 
+    /// Keeps only the GPUs `cuda_visible_devices` (the value of `CUDA_VISIBLE_DEVICES`)
+    /// names, so that a job given 2 GPUs of an 8-GPU node by its scheduler (Slurm sets the
+    /// variable; it does not hide the other GPUs from NVML) samples its own GPUs' power,
+    /// not its neighbours'. Returns what was kept, in words, when anything was dropped.
+    pub fn keep_visible(&mut self, cuda_visible_devices: Option<&str>) -> Option<String> {
+        let value = cuda_visible_devices?;
+        let keep = visible(&self.gpus, value);
+        if keep.len() == self.gpus.len() {
+            return None;
+        }
+        let all = self.gpus.len();
+        let mut i = 0;
+        self.handles.retain(|_| {
+            i += 1;
+            keep.contains(&(i - 1))
+        });
+        let mut i = 0;
+        self.gpus.retain(|_| {
+            i += 1;
+            keep.contains(&(i - 1))
+        });
+        let kept: Vec<String> = self.gpus.iter().map(|g| g.index.to_string()).collect();
+        Some(format!(
+            "GPUs {} of {all} (CUDA_VISIBLE_DEVICES={value})",
+            if kept.is_empty() {
+                "none".to_string()
+            } else {
+                kept.join(",")
+            }
+        ))
+    }
+
     /// Clears `out` and pushes one reading per GPU, in index order. Never panics.
     pub fn read(&self, out: &mut Vec<GpuReading>) {
         out.clear();
@@ -160,6 +192,40 @@ impl Nvml {
             out.push(catch_unwind(AssertUnwindSafe(|| read_one(&dev))).unwrap_or_default());
         }
     }
+}
+
+/// Positions in `gpus` of the devices a `CUDA_VISIBLE_DEVICES` value names, as CUDA reads
+/// it: comma-separated NVML indices or UUIDs (`GPU-…`, a unique prefix is enough), up to
+/// the first entry that names no device (CUDA ignores the rest); empty names none. CUDA's
+/// own numbering is NVML's where `CUDA_DEVICE_ORDER=PCI_BUS_ID`, and on nodes of identical
+/// GPUs otherwise. MIG instances (`MIG-…`) are not NVML devices: the whole list is then kept.
+pub fn visible(gpus: &[GpuId], value: &str) -> Vec<usize> {
+    let mut keep = Vec::new();
+    for entry in value.split(',').map(str::trim) {
+        if entry.starts_with("MIG-") {
+            return (0..gpus.len()).collect();
+        }
+        let found = match entry.parse::<u32>() {
+            Ok(n) => gpus.iter().position(|g| g.index == n),
+            Err(_) if entry.starts_with("GPU-") => {
+                let mut matching = gpus
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, g)| g.uuid.as_deref().is_some_and(|u| u.starts_with(entry)));
+                match (matching.next(), matching.next()) {
+                    (Some((i, _)), None) => Some(i),
+                    _ => None,
+                }
+            }
+            Err(_) => None,
+        };
+        match found {
+            Some(i) if !keep.contains(&i) => keep.push(i),
+            _ => break,
+        }
+    }
+    keep.sort_unstable();
+    keep
 }
 
 fn read_one(dev: &Device<'_>) -> GpuReading {

@@ -37,9 +37,13 @@ impl Watch {
     pub fn start(config: WatchConfig) -> Watch {
         let gpu = match config.gpu_period {
             None => Err("GPU sampling turned off (--gpu-sample-ms 0)".to_string()),
-            Some(period) => Nvml::open(config.nvml_lib.as_deref()).and_then(|nvml| {
+            Some(period) => Nvml::open(config.nvml_lib.as_deref()).and_then(|mut nvml| {
+                let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+                if let Some(kept) = nvml.keep_visible(visible.as_deref()) {
+                    tracing::info!("sampling the job's own GPUs: {kept}");
+                }
                 if nvml.gpus().is_empty() {
-                    return Err("NVML lists no GPU".into());
+                    return Err("NVML lists no GPU (or CUDA_VISIBLE_DEVICES names none)".into());
                 }
                 GpuSampler::start(nvml, period).map_err(|e| format!("GPU sampling thread: {e}"))
             }),

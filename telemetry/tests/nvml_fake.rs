@@ -240,3 +240,40 @@ fn compile_c(name: &str, source: &str) -> PathBuf {
     assert!(status.success(), "cc failed for {}", src.display());
     lib
 }
+
+#[test]
+fn a_job_given_some_gpus_of_the_node_samples_only_those() {
+    let _env = env_lock();
+    let script = "gpus 4\n\
+                  at_ms 0 gpu * power_mw 100000\n\
+                  at_ms 0 gpu 2 power_mw 222000\n\
+                  at_ms 0 gpu 3 power_mw 333000\n";
+    // Slurm's `CUDA_VISIBLE_DEVICES=2,3`: the other two GPUs are a neighbour's.
+    let mut nvml = open_fake(script).unwrap();
+    let kept = nvml.keep_visible(Some("3,2")).expect("two of four dropped");
+    assert_eq!(kept, "GPUs 2,3 of 4 (CUDA_VISIBLE_DEVICES=3,2)");
+    assert_eq!(
+        nvml.gpus().iter().map(|g| g.index).collect::<Vec<_>>(),
+        [2, 3]
+    );
+    let readings = read(&nvml);
+    assert_eq!(
+        readings.iter().map(|r| r.power_mw).collect::<Vec<_>>(),
+        [Some(222000), Some(333000)]
+    );
+    // By UUID, as container runtimes also write it; a prefix that fits several names none.
+    let mut nvml = open_fake(script).unwrap();
+    let uuid = nvml.gpus()[1].uuid.clone().unwrap();
+    nvml.keep_visible(Some(&uuid));
+    assert_eq!(nvml.gpus().iter().map(|g| g.index).collect::<Vec<_>>(), [1]);
+    let mut nvml = open_fake(script).unwrap();
+    nvml.keep_visible(Some("GPU-fa4e"));
+    assert!(nvml.gpus().is_empty());
+    // CUDA stops at the first entry naming no device; the whole node when unset.
+    let mut nvml = open_fake(script).unwrap();
+    nvml.keep_visible(Some("0,7,1"));
+    assert_eq!(nvml.gpus().iter().map(|g| g.index).collect::<Vec<_>>(), [0]);
+    let mut nvml = open_fake(script).unwrap();
+    assert_eq!(nvml.keep_visible(None), None);
+    assert_eq!(nvml.gpus().len(), 4);
+}
