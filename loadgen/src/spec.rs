@@ -146,7 +146,8 @@ pub struct EngineSpec {
     /// Where it listens (default: the recipe's port).
     #[serde(default)]
     pub port: Option<u16>,
-    /// Tensor-parallel size (default: every GPU the host lists, at least 1).
+    /// Tensor-parallel size (default: the GPUs `CUDA_VISIBLE_DEVICES` names, else every GPU
+    /// the host lists; at least 1).
     #[serde(default)]
     pub gpus: Option<u32>,
     /// The model to serve, when it differs from the `model` requests name (a file path).

@@ -329,7 +329,8 @@ pub struct RunArgs {
     /// Port the engine listens on (default: the recipe's).
     #[arg(long, value_name = "PORT", help_heading = "Engine")]
     pub engine_port: Option<u16>,
-    /// Tensor-parallel size, `{gpus}` in the recipe (default: every GPU the host lists).
+    /// Tensor-parallel size, `{gpus}` in the recipe (default: the GPUs CUDA_VISIBLE_DEVICES
+    /// names, else every GPU the host lists).
     #[arg(long, value_name = "N", help_heading = "Engine")]
     pub engine_gpus: Option<u32>,
     /// What the engine loads when it is not --model (a GGUF file for llama.cpp, a directory).

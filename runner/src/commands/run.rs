@@ -176,6 +176,17 @@ fn recorded_spec(spec: &RunSpec) -> serde_json::Value {
     serde_json::to_value(&spec).expect("specs serialise")
 }
 
+/// The GPUs an engine without `--engine-gpus` spans: those `CUDA_VISIBLE_DEVICES` names
+/// when a scheduler set it (a job given 2 of a node's 8), else every GPU the host lists.
+fn gpus_for_the_engine(listed: u32) -> u32 {
+    match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(v) if !v.trim().is_empty() => {
+            v.split(',').filter(|d| !d.trim().is_empty()).count() as u32
+        }
+        _ => listed,
+    }
+}
+
 fn default_out() -> PathBuf {
     let t = humantime::format_rfc3339_seconds(SystemTime::now())
         .to_string()
@@ -226,7 +237,7 @@ async fn measure(
             &spec,
             &out,
             &run_id,
-            host.gpus.as_ref().map_or(0, |g| g.total()),
+            gpus_for_the_engine(host.gpus.as_ref().map_or(0, |g| g.total())),
             args.reset_prefix_cache,
         )?),
         _ => None,
