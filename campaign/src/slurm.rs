@@ -312,6 +312,21 @@ pub fn tasks(plan: &Plan) -> Result<BTreeMap<usize, Task>> {
     Ok(latest)
 }
 
+/// Whether a task in this state is still the scheduler's: queued, starting, running or
+/// about to be requeued.
+pub fn active(state: &str) -> bool {
+    matches!(
+        state,
+        "PENDING"
+            | "RUNNING"
+            | "CONFIGURING"
+            | "COMPLETING"
+            | "REQUEUED"
+            | "RESIZING"
+            | "SUSPENDED"
+    )
+}
+
 /// Runs a Slurm query; None when the command is missing or fails (accounting off, a job
 /// id squeue no longer knows).
 fn query(program: &str, args: &[&str]) -> Option<String> {

@@ -162,6 +162,40 @@ fn file_name(p: &Path) -> String {
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
+/// Holds `RESULTS/.locks/<id>` (an exclusive `flock`) while a cell runs; released when
+/// dropped or when the process dies, however it dies.
+pub struct CellLock(#[allow(dead_code)] std::fs::File);
+
+/// Takes the cell's lock, or says who holds it: another process is running this cell.
+pub fn lock(plan: &Plan, cell: &Cell) -> Result<CellLock> {
+    let dir = plan.results.join(".locks");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(&cell.id);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let holder = std::fs::read_to_string(&path).unwrap_or_default();
+        anyhow::bail!(
+            "cell {} is being run by another process ({}; lock {})",
+            cell.id,
+            holder.trim(),
+            path.display()
+        );
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let _ = file.set_len(0);
+    use std::io::Write;
+    let _ = writeln!(&file, "pid {} on {}", std::process::id(), host.trim());
+    Ok(CellLock(file))
+}
+
 /// Which cells a run or a submission takes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Only {

@@ -241,6 +241,16 @@ fn local_campaign_resumes_after_an_interrupt_and_a_kill_then_collects() {
         &results.join("sim-slow_1gpu.json.journal.jsonl"),
         Duration::from_secs(60),
     );
+    // The same cell started again meanwhile (a task resubmitted by hand) leaves it alone.
+    let out = runner(d, &["campaign", "cell", "plan.toml", "--index", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+    assert!(
+        text(&out).contains("cell sim-slow_1gpu is being run by another process (pid "),
+        "{}",
+        text(&out)
+    );
     std::thread::sleep(Duration::from_millis(800));
     child.kill().unwrap();
     child.wait().unwrap();
@@ -460,6 +470,25 @@ fn slurm_array_runs_the_matrix_and_a_cancelled_task_is_resubmitted() {
         "{two}"
     );
     assert!(two.contains("#SBATCH --time=10\n"), "{two}");
+
+    // Submitting again while they are queued or running hands nothing out twice.
+    let again = slurm_runner(
+        d,
+        &conf,
+        &["campaign", "run", "plan.toml", "--executor", "slurm"],
+    );
+    assert!(
+        text(&again).contains("nothing to run: the selected cells are queued or running on Slurm"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("results/slurm/jobs.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
 
     // Cancel the first task seen running once its benchmark has begun.
     let deadline = Instant::now() + Duration::from_secs(120);

@@ -221,7 +221,28 @@ fn execute(args: &CampaignRunArgs) -> Result<(), Failure> {
         );
         return Ok(());
     }
-    let cells: Vec<&Cell> = selected.iter().map(|(c, _)| *c).collect();
+    let mut cells: Vec<&Cell> = selected.iter().map(|(c, _)| *c).collect();
+    // A cell Slurm still holds is not handed out again: two tasks of one cell would race
+    // for one result.
+    let tasks = campaign::slurm::tasks(&plan).map_err(Failure::Input)?;
+    let held: Vec<String> = cells
+        .iter()
+        .filter(|c| {
+            tasks
+                .get(&c.index)
+                .and_then(|t| t.state.as_deref())
+                .is_some_and(campaign::slurm::active)
+        })
+        .map(|c| c.id.clone())
+        .collect();
+    if !held.is_empty() {
+        tracing::warn!(cells = %held.join(", "), "queued or running on Slurm: not run again");
+        cells.retain(|c| !held.contains(&c.id));
+        if cells.is_empty() {
+            println!("nothing to run: the selected cells are queued or running on Slurm");
+            return Ok(());
+        }
+    }
     match args.executor {
         Executor::Local => run_here(&plan, &cells),
         Executor::Slurm => submit_slurm(&plan, &cells, args),
@@ -393,6 +414,9 @@ fn cell(args: &CellArgs) -> Result<(), Failure> {
         println!("cell {} ({}) already has a verified result", c.index, c.id);
         return Ok(());
     }
+    // One process per cell at a time, whichever executor started it (a task resubmitted by
+    // hand beside a queued one): the loser leaves the winner's files alone.
+    let _lock = store::lock(&plan, c).map_err(Failure::Cells)?;
     let moved = store::set_aside(&plan, c).map_err(Failure::Input)?;
     for m in &moved {
         tracing::info!(to = %m.display(), "set aside an earlier attempt's file");
@@ -442,18 +466,9 @@ fn status(plan: &Plan) -> Result<(), Failure> {
         let state = store::state(plan, c, &trusted);
         let task = tasks.get(&c.index);
         // A task the scheduler still holds outranks what its files say so far.
-        let queued = task.and_then(|t| t.state.as_deref()).filter(|s| {
-            matches!(
-                *s,
-                "PENDING"
-                    | "RUNNING"
-                    | "CONFIGURING"
-                    | "COMPLETING"
-                    | "REQUEUED"
-                    | "RESIZING"
-                    | "SUSPENDED"
-            )
-        });
+        let queued = task
+            .and_then(|t| t.state.as_deref())
+            .filter(|s| campaign::slurm::active(s));
         let (word, detail) = match (&state, queued) {
             (State::Verified { sha256 }, _) => ("verified", format!("sha256 {}", &sha256[..16])),
             (_, Some(s)) => (
