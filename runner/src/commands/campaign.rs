@@ -30,7 +30,7 @@ runner campaign run plan.toml                         # cells one after another,
 runner campaign run plan.toml --executor slurm --partition gpu --time 02:00:00\n  \
 runner campaign status plan.toml                      # squeue/sacct and the results\n  \
 runner campaign run plan.toml --executor slurm --only failed\n  \
-runner campaign run plan.toml --executor kubernetes   # writes the Indexed Jobs; --apply runs kubectl\n  \
+runner campaign run plan.toml --executor kubernetes   # Indexed Jobs as YAML (--apply: kubectl)\n  \
 runner campaign collect plan.toml --site site         # verify, sign campaign.json, publish")]
 pub struct CampaignArgs {
     #[command(subcommand)]
