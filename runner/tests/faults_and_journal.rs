@@ -15,145 +15,34 @@
 //! and every child is killed when its guard drops, so a failed assertion leaves nothing
 //! running. Servers listen on 127.0.0.1 only.
 
-use base64::Engine as _;
+mod support;
+
 use serde_json::Value;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
+use support::children::{self, output_of, records, spawn, wait_bounded, Sim, POLL};
+use support::statement;
 
 /// Longest any single child may take. Runs here take well under 5 s; the margin is for
 /// a loaded 2-core machine building something else at the same time.
 const LIMIT: Duration = Duration::from_secs(60);
-/// How often bounded waits look again.
-const POLL: Duration = Duration::from_millis(10);
 
 // ---------------------------------------------------------------------------------------
 // Children, bounded and reaped.
 
-/// A child killed and reaped when dropped, so a failing test leaves no process behind.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `runner ARGS` in `dir`, quiet logs, no API key from the caller's environment.
-/// `args` is split on whitespace: every argument here is a relative path, a number or a
-/// URL, so none contains a space.
-fn runner(dir: &Path, args: &str) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
-    c.current_dir(dir)
-        .args(args.split_whitespace())
-        .env("RUST_LOG", "warn")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("PROVEBENCH_API_KEY")
-        .stdin(Stdio::null());
-    c
-}
-
-/// Waits for `child` at most `limit`; past it, kills the child and fails the test.
-fn wait_bounded(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not exit within {limit:?}: killed");
-        }
-        std::thread::sleep(POLL);
-    }
-}
-
-/// Starts `runner ARGS` with stdout and stderr going to files in `dir` (a pipe nobody
-/// reads could fill up and block the child); `name` names the files.
-fn spawn(dir: &Path, name: &str, args: &str) -> Guard {
-    let out = File::create(dir.join(format!("{name}.stdout"))).unwrap();
-    let err = File::create(dir.join(format!("{name}.stderr"))).unwrap();
-    Guard(
-        runner(dir, args)
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .expect("starting runner"),
-    )
-}
-
-/// What a child spawned as `name` wrote, stdout then stderr, for failure messages.
-fn output_of(dir: &Path, name: &str) -> String {
-    let read = |ext| std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).unwrap_or_default();
-    format!("{}{}", read("stdout"), read("stderr"))
-}
-
 /// Runs `runner ARGS` to its end within [`LIMIT`]; its exit status and output.
 fn run_to_end(dir: &Path, name: &str, args: &str) -> (ExitStatus, String) {
-    let mut child = spawn(dir, name, args);
-    let status = wait_bounded(&mut child.0, LIMIT, &format!("runner {args}"));
-    (status, output_of(dir, name))
-}
-
-/// `runner sim` on 127.0.0.1 and a free port; stopped when dropped.
-struct Sim {
-    _child: Guard,
-    url: String,
+    children::run_to_end(dir, name, args, LIMIT)
 }
 
 fn start_sim(dir: &Path, flags: &str) -> Sim {
-    let mut child = runner(dir, &format!("sim --host 127.0.0.1 --port 0 {flags}"))
-        .stdout(Stdio::piped())
-        .stderr(File::create(dir.join("sim.stderr")).unwrap())
-        .spawn()
-        .expect("starting runner sim");
-    let stdout = child.stdout.take().unwrap();
-    let child = Guard(child);
-    // The URL is alone on the first line. read_line blocks, so it runs on a thread and
-    // the wait for it is bounded; if the sim never prints, the guard kills it, which
-    // ends the thread's read with EOF.
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(LIMIT).unwrap_or_else(|_| {
-        panic!(
-            "runner sim printed no URL within {LIMIT:?}: {}",
-            std::fs::read_to_string(dir.join("sim.stderr")).unwrap_or_default()
-        )
-    });
-    let url = line.trim().to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "sim printed {line:?}");
-    Sim { _child: child, url }
+    children::start_sim(dir, flags, LIMIT)
 }
 
 // ---------------------------------------------------------------------------------------
 // Reading results and journals.
-
-/// The in-toto statement inside a result's DSSE envelope.
-fn statement(path: &Path) -> Value {
-    let envelope: Value = serde_json::from_slice(&std::fs::read(path).unwrap())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let payload = base64::engine::general_purpose::STANDARD
-        .decode(envelope["payload"].as_str().expect("payload"))
-        .expect("payload is base64");
-    serde_json::from_slice(&payload).expect("payload is JSON")
-}
-
-/// The records of the statement's only benchmark.
-fn records(stmt: &Value) -> Vec<Value> {
-    let benchmarks = stmt["predicate"]["benchmarks"].as_array().unwrap();
-    assert_eq!(benchmarks.len(), 1, "one benchmark expected");
-    schemas::record_columns::rows_of_json(&benchmarks[0]["records"]).expect("records")
-}
 
 /// A record's error class, `None` when it completed.
 fn class(record: &Value) -> Option<&str> {

@@ -12,14 +12,15 @@
 //!
 //! Every wait is bounded and every child is killed when its guard drops.
 
+mod support;
+
 use base64::Engine as _;
 use serde_json::Value;
-use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::children::{self, output_of, records, spawn, start_sim, Guard};
+use support::statement;
 
 /// Longest any child may take: the shards wait [`LEAD`] for their start, then send for 5 s;
 /// the margin is for a loaded 2-core machine.
@@ -27,106 +28,13 @@ const LIMIT: Duration = Duration::from_secs(90);
 /// How far ahead the shards' common start is: time for four runners to start, ask the
 /// server about itself and build their prompts on two loaded cores before it.
 const LEAD: Duration = Duration::from_secs(8);
-const POLL: Duration = Duration::from_millis(10);
 
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `runner ARGS` in `dir`; `args` split on whitespace (paths, numbers and URLs only).
-fn runner(dir: &Path, args: &str) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
-    c.current_dir(dir)
-        .args(args.split_whitespace())
-        .env("RUST_LOG", "warn")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("PROVEBENCH_API_KEY")
-        .stdin(Stdio::null());
-    c
-}
-
-fn spawn(dir: &Path, name: &str, args: &str) -> Guard {
-    let out = File::create(dir.join(format!("{name}.stdout"))).unwrap();
-    let err = File::create(dir.join(format!("{name}.stderr"))).unwrap();
-    Guard(
-        runner(dir, args)
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .expect("starting runner"),
-    )
+fn run_to_end(dir: &Path, name: &str, args: &str) -> (ExitStatus, String) {
+    children::run_to_end(dir, name, args, LIMIT)
 }
 
 fn wait_bounded(child: &mut Child, what: &str) -> ExitStatus {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            return status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what} did not exit within {LIMIT:?}: killed");
-        }
-        std::thread::sleep(POLL);
-    }
-}
-
-fn output_of(dir: &Path, name: &str) -> String {
-    let read = |ext| std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).unwrap_or_default();
-    format!("{}{}", read("stdout"), read("stderr"))
-}
-
-fn run_to_end(dir: &Path, name: &str, args: &str) -> (ExitStatus, String) {
-    let mut child = spawn(dir, name, args);
-    let status = wait_bounded(&mut child.0, &format!("runner {args}"));
-    (status, output_of(dir, name))
-}
-
-struct Sim {
-    _child: Guard,
-    url: String,
-}
-
-fn start_sim(dir: &Path, flags: &str) -> Sim {
-    let mut child = runner(dir, &format!("sim --host 127.0.0.1 --port 0 {flags}"))
-        .stdout(Stdio::piped())
-        .stderr(File::create(dir.join("sim.stderr")).unwrap())
-        .spawn()
-        .expect("starting runner sim");
-    let stdout = child.stdout.take().unwrap();
-    let child = Guard(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx
-        .recv_timeout(LIMIT)
-        .unwrap_or_else(|_| panic!("runner sim printed no URL within {LIMIT:?}"));
-    let url = line.trim().to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "sim printed {line:?}");
-    Sim { _child: child, url }
-}
-
-fn statement(path: &Path) -> Value {
-    let envelope: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let payload = base64::engine::general_purpose::STANDARD
-        .decode(envelope["payload"].as_str().unwrap())
-        .unwrap();
-    serde_json::from_slice(&payload).unwrap()
-}
-
-fn records(stmt: &Value) -> Vec<Value> {
-    let benchmarks = stmt["predicate"]["benchmarks"].as_array().unwrap();
-    assert_eq!(benchmarks.len(), 1, "one benchmark expected");
-    schemas::record_columns::rows_of_json(&benchmarks[0]["records"]).unwrap()
+    children::wait_bounded(child, LIMIT, what)
 }
 
 fn column(records: &[Value], field: &str) -> Vec<Value> {
@@ -166,6 +74,7 @@ fn four_shards_merge_into_what_one_client_measures_and_bad_sets_are_refused() {
     let sim = start_sim(
         d,
         "--ttft-ms 10 --itl-ms 2 --itl-growth 0 --no-enable-prefix-caching",
+        LIMIT,
     );
     let spec = format!(
         "run --target {} --profile poisson --rate 40 --max-requests 200 \

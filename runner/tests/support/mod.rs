@@ -1,8 +1,10 @@
-//! What the integration tests that drive the real `llama-server` share: where it is
-//! installed, and reading a result's statement.
+//! What the integration tests share: where the real `llama-server` is installed, reading
+//! a result's statement, a free port, and the runner as a bounded child ([`children`]).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+
+pub mod children;
 
 /// LLAMA_SERVER_BIN and LLAMA_MODEL from the environment or `build/llama-server.env`;
 /// `None` (the test skips) outside CI when `scripts/install-llama-server.sh` has not run.
@@ -36,15 +38,15 @@ pub fn llama_server() -> Option<(PathBuf, PathBuf)> {
     found
 }
 
-/// The statement inside a result envelope.
+/// The in-toto statement inside a result's DSSE envelope.
 pub fn statement(path: &Path) -> serde_json::Value {
-    let envelope: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let envelope: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     use base64::Engine;
     let payload = base64::engine::general_purpose::STANDARD
-        .decode(envelope["payload"].as_str().unwrap())
-        .unwrap();
-    serde_json::from_slice(&payload).unwrap()
+        .decode(envelope["payload"].as_str().expect("payload"))
+        .expect("payload is base64");
+    serde_json::from_slice(&payload).expect("payload is JSON")
 }
 
 /// A port nothing listens on now.

@@ -1,0 +1,124 @@
+//! The runner as a child process, bounded and reaped: what the tests that drive `runner
+//! sim` and `runner run` as separate processes share. Every wait takes its limit, so a
+//! child that outlives it is killed and the test fails; every child is killed when its
+//! guard drops, so a failed assertion leaves nothing running.
+
+use serde_json::Value;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How often bounded waits look again.
+pub const POLL: Duration = Duration::from_millis(10);
+
+/// A child killed and reaped when dropped.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `runner ARGS` in `dir`, quiet logs, no API key from the caller's environment.
+/// `args` is split on whitespace: every argument the tests pass is a relative path, a
+/// number or a URL, so none contains a space.
+pub fn runner(dir: &Path, args: &str) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.current_dir(dir)
+        .args(args.split_whitespace())
+        .env("RUST_LOG", "warn")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("PROVEBENCH_API_KEY")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Waits for `child` at most `limit`; past it, kills the child and fails the test.
+pub fn wait_bounded(child: &mut Child, limit: Duration, what: &str) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not exit within {limit:?}: killed");
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Starts `runner ARGS` with stdout and stderr going to files in `dir` (a pipe nobody
+/// reads could fill up and block the child); `name` names the files.
+pub fn spawn(dir: &Path, name: &str, args: &str) -> Guard {
+    let out = File::create(dir.join(format!("{name}.stdout"))).unwrap();
+    let err = File::create(dir.join(format!("{name}.stderr"))).unwrap();
+    Guard(
+        runner(dir, args)
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .expect("starting runner"),
+    )
+}
+
+/// What a child spawned as `name` wrote, stdout then stderr, for failure messages.
+pub fn output_of(dir: &Path, name: &str) -> String {
+    let read = |ext| std::fs::read_to_string(dir.join(format!("{name}.{ext}"))).unwrap_or_default();
+    format!("{}{}", read("stdout"), read("stderr"))
+}
+
+/// Runs `runner ARGS` to its end within `limit`; its exit status and output.
+pub fn run_to_end(dir: &Path, name: &str, args: &str, limit: Duration) -> (ExitStatus, String) {
+    let mut child = spawn(dir, name, args);
+    let status = wait_bounded(&mut child.0, limit, &format!("runner {args}"));
+    (status, output_of(dir, name))
+}
+
+/// `runner sim` on 127.0.0.1 and a free port; stopped when dropped.
+pub struct Sim {
+    pub _child: Guard,
+    pub url: String,
+}
+
+/// Starts `runner sim FLAGS`, waiting at most `limit` for the URL it prints.
+pub fn start_sim(dir: &Path, flags: &str, limit: Duration) -> Sim {
+    let mut child = runner(dir, &format!("sim --host 127.0.0.1 --port 0 {flags}"))
+        .stdout(Stdio::piped())
+        .stderr(File::create(dir.join("sim.stderr")).unwrap())
+        .spawn()
+        .expect("starting runner sim");
+    let stdout = child.stdout.take().unwrap();
+    let child = Guard(child);
+    // The URL is alone on the first line. read_line blocks, so it runs on a thread and
+    // the wait for it is bounded; if the sim never prints, the guard kills it, which
+    // ends the thread's read with EOF.
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(limit).unwrap_or_else(|_| {
+        panic!(
+            "runner sim printed no URL within {limit:?}: {}",
+            std::fs::read_to_string(dir.join("sim.stderr")).unwrap_or_default()
+        )
+    });
+    let url = line.trim().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "sim printed {line:?}");
+    Sim { _child: child, url }
+}
+
+/// The records of the statement's only benchmark.
+pub fn records(stmt: &Value) -> Vec<Value> {
+    let benchmarks = stmt["predicate"]["benchmarks"].as_array().unwrap();
+    assert_eq!(benchmarks.len(), 1, "one benchmark expected");
+    schemas::record_columns::rows_of_json(&benchmarks[0]["records"]).expect("records")
+}
