@@ -44,20 +44,12 @@ pub fn state(plan: &Plan, cell: &Cell, trusted: &[TrustedKey]) -> State {
             State::Missing
         };
     };
-    match state_of_bytes(&bytes, trusted) {
-        State::Verified { sha256 } => match not_this_cell(cell, &bytes, trusted) {
-            Some(why) => State::Failed(why),
-            None => State::Verified { sha256 },
-        },
-        other => other,
-    }
+    state_of_bytes(cell, &bytes, trusted)
 }
 
 /// Why a verified result is not `cell`'s, if it is not: a file copied or renamed from another
 /// cell carries that cell's engine, model or GPU count in its signed spec.
-fn not_this_cell(cell: &Cell, bytes: &[u8], trusted: &[TrustedKey]) -> Option<String> {
-    let loaded = schemas::load::load(bytes, trusted, Policy::RequireSignature).ok()?;
-    let recorded = &loaded.statement.predicate.run.spec;
+fn not_this_cell(cell: &Cell, recorded: &serde_json::Value) -> Option<String> {
     let engine = cell.spec.engine.as_ref();
     let expected = [
         (
@@ -83,8 +75,9 @@ fn not_this_cell(cell: &Cell, bytes: &[u8], trusted: &[TrustedKey]) -> Option<St
     None
 }
 
-/// The state a result's bytes give a cell.
-pub fn state_of_bytes(bytes: &[u8], trusted: &[TrustedKey]) -> State {
+/// The state a result's bytes give `cell`: verified (once: recomputing every summary is the
+/// costly part) and then matched to the cell.
+fn state_of_bytes(cell: &Cell, bytes: &[u8], trusted: &[TrustedKey]) -> State {
     match schemas::load::load(bytes, trusted, Policy::RequireSignature) {
         Err(e) => State::Failed(e.to_string()),
         Ok(loaded) if !loaded.verdict.ok => State::Failed(
@@ -96,7 +89,10 @@ pub fn state_of_bytes(bytes: &[u8], trusted: &[TrustedKey]) -> State {
         Ok(loaded) if !loaded.statement.predicate.run.complete => {
             State::Failed("the run was stopped before it finished (incomplete result)".into())
         }
-        Ok(_) => {
+        Ok(loaded) => {
+            if let Some(why) = not_this_cell(cell, &loaded.statement.predicate.run.spec) {
+                return State::Failed(why);
+            }
             use sha2::Digest;
             State::Verified {
                 sha256: hex::encode(sha2::Sha256::digest(bytes)),
@@ -112,15 +108,10 @@ fn journal_of(result: &Path) -> PathBuf {
 /// Everything a cell's attempt leaves beside its result: the result, its journal, the
 /// engine's log.
 fn leftovers(result: &Path) -> Vec<PathBuf> {
-    let with = |suffix: &str| {
-        let mut s = result.as_os_str().to_owned();
-        s.push(suffix);
-        PathBuf::from(s)
-    };
     vec![
         result.to_path_buf(),
         journal_of(result),
-        with(".engine.log"),
+        engine::launch::log_path(result),
     ]
 }
 

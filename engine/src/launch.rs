@@ -20,6 +20,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// `<out>.engine.log`: where the engine's output goes, beside the result it serves.
+pub fn log_path(out: &Path) -> PathBuf {
+    let mut s = out.as_os_str().to_owned();
+    s.push(".engine.log");
+    s.into()
+}
+
 /// How to run the recipe's engine.
 #[derive(Clone, Debug)]
 pub struct Options {

@@ -48,16 +48,27 @@ pub fn generate(name: &Path) -> Result<KeyPairPaths> {
         .with_context(|| format!("creating {} (it must not exist yet)", private.display()))?;
     file.write_all(pem.as_bytes())
         .with_context(|| format!("writing {}", private.display()))?;
-    let public_pem = key
-        .verifying_key()
-        .to_public_key_pem(LineEnding::LF)
-        .context("encoding the public key")?;
-    std::fs::write(&public, public_pem).with_context(|| format!("writing {}", public.display()))?;
+    std::fs::write(&public, public_pem(&key))
+        .with_context(|| format!("writing {}", public.display()))?;
     Ok(KeyPairPaths {
         private,
         public,
         keyid: keys::keyid(&key.verifying_key()),
     })
+}
+
+/// The public half of `key` as SPKI PEM, as `NAME.pub` and trusted-keys files hold it.
+pub fn public_pem(key: &SigningKey) -> String {
+    key.verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .expect("an Ed25519 public key always encodes")
+}
+
+/// Writes a trusted-keys file (pretty JSON, as `runner trust` keeps it), whole or not at all.
+pub fn write_trusted_keys(path: &Path, file: &schemas::keys::TrustedKeysFile) -> Result<()> {
+    let mut json = serde_json::to_vec_pretty(file).expect("keys files serialise");
+    json.push(b'\n');
+    crate::output::write_atomically(path, &json)
 }
 
 fn with_suffix(name: &Path, suffix: &str) -> PathBuf {

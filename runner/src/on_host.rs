@@ -29,13 +29,6 @@ pub struct Engine {
     pub model_source: String,
 }
 
-/// `<out>.engine.log`, beside the result.
-pub fn log_path(out: &Path) -> std::path::PathBuf {
-    let mut s = out.as_os_str().to_owned();
-    s.push(".engine.log");
-    s.into()
-}
-
 /// The engine's base URL: where the load goes.
 pub fn target(loaded: &Loaded, e: &EngineSpec) -> String {
     format!("http://127.0.0.1:{}", e.port.unwrap_or(loaded.recipe.port))
@@ -69,7 +62,7 @@ pub fn start(
     let model_dir = Path::new(&model_source)
         .parent()
         .map_or_else(|| ".".into(), |p| p.display().to_string());
-    let log = log_path(out);
+    let log = launch::log_path(out);
     let options = Options {
         values: Values {
             model: model_source.clone(),

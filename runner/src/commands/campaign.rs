@@ -158,14 +158,8 @@ fn campaign_key(
 }
 
 fn trusted(plan: &Plan, key: &SigningKey) -> TrustedKey {
-    TrustedKey::from_pem(&plan.name, &public_pem(key)).expect("a key's own public half parses")
-}
-
-fn public_pem(key: &SigningKey) -> String {
-    use ed25519_dalek::pkcs8::{spki::der::pem::LineEnding, EncodePublicKey};
-    key.verifying_key()
-        .to_public_key_pem(LineEnding::LF)
-        .expect("Ed25519 public keys encode")
+    TrustedKey::from_pem(&plan.name, &keyfile::public_pem(key))
+        .expect("a key's own public half parses")
 }
 
 /// The trusted keys status and show verify with: the campaign key's public half when it
@@ -493,7 +487,7 @@ fn status(plan: &Plan) -> Result<(), Failure> {
             if let Some(t) = task.filter(|t| t.log.exists()) {
                 println!("{:>5}  {:<40}  {:<9}  log: {}", "", "", "", t.log.display());
             }
-            let engine_log = output_sibling(&plan.result_path(c), ".engine.log");
+            let engine_log = engine::launch::log_path(&plan.result_path(c));
             if engine_log.exists() {
                 println!(
                     "{:>5}  {:<40}  {:<9}  engine log: {}",
@@ -510,12 +504,6 @@ fn status(plan: &Plan) -> Result<(), Failure> {
     Ok(())
 }
 
-fn output_sibling(p: &Path, suffix: &str) -> PathBuf {
-    let mut s = p.as_os_str().to_owned();
-    s.push(suffix);
-    s.into()
-}
-
 /// Verifies every cell, writes RESULTS/campaign.json (signed with the campaign's key) and
 /// RESULTS/keys.json, and publishes the site.
 fn collect(args: &CollectArgs) -> Result<(), Failure> {
@@ -529,12 +517,15 @@ fn collect(args: &CollectArgs) -> Result<(), Failure> {
     let mut materials = vec![Material::sha256(&plan_name, &plan.sha256)];
     let mut cells = Vec::new();
     let mut not_verified = Vec::new();
+    // What the site publishes: the campaign, then every verified cell's result.
+    let mut files = Vec::new();
     for c in &plan.cells {
         let state = store::state(&plan, c, &trusted);
         let uri = format!("{}.json", c.id);
         let (outcome, result, reason) = match &state {
             State::Verified { sha256 } => {
                 materials.push(Material::sha256(&uri, sha256));
+                files.push(plan.result_path(c));
                 (Outcome::Verified, Some(uri), None)
             }
             State::Failed(why) => (Outcome::Failed, None, Some(why.clone())),
@@ -590,15 +581,13 @@ fn collect(args: &CollectArgs) -> Result<(), Failure> {
         keys: vec![schemas::keys::TrustedKeyEntry {
             name: plan.name.clone(),
             keyid: trusted[0].keyid.clone(),
-            public_key_pem: public_pem(&key),
+            public_key_pem: keyfile::public_pem(&key),
             valid_from: None,
             valid_until: None,
             revoked: false,
         }],
     };
-    let mut json = serde_json::to_vec_pretty(&keys).expect("keys files serialise");
-    json.push(b'\n');
-    output::write_atomically(&keys_path, &json).map_err(Failure::Input)?;
+    keyfile::write_trusted_keys(&keys_path, &keys).map_err(Failure::Input)?;
     // The matrix, rendered by report-wasm as the site renders it: RESULTS/campaign.md.
     crate::commands::report::render_campaign(
         &campaign_path,
@@ -609,13 +598,7 @@ fn collect(args: &CollectArgs) -> Result<(), Failure> {
     println!("{}", campaign_path.display());
     println!("{}", plan.results.join("campaign.md").display());
 
-    let mut files = vec![campaign_path];
-    files.extend(plan.cells.iter().map(|c| plan.result_path(c)).filter(|p| {
-        p.exists()
-            && !not_verified
-                .iter()
-                .any(|n| n.starts_with(&format!("{} ", stem(p))))
-    }));
+    files.insert(0, campaign_path);
     let site = args
         .site
         .clone()
@@ -626,9 +609,4 @@ fn collect(args: &CollectArgs) -> Result<(), Failure> {
         keys: Some(keys_path),
         module: args.module.clone(),
     })
-}
-
-fn stem(p: &Path) -> String {
-    p.file_stem()
-        .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
 }

@@ -1,7 +1,7 @@
 //! `runner trust NAME.pub --keys keys.json`: maintain a trusted-keys file.
 
 use crate::cli::TrustArgs;
-use crate::{output, Failure};
+use crate::{keyfile, Failure};
 use anyhow::{anyhow, Context};
 use schemas::keys::{self, TrustedKey, TrustedKeyEntry, TrustedKeysFile};
 
@@ -53,9 +53,7 @@ pub fn run(args: &TrustArgs) -> Result<(), Failure> {
         valid_until: args.valid_until.clone(),
         revoked: false,
     });
-    let mut json = serde_json::to_vec_pretty(&file).expect("keys files serialise");
-    json.push(b'\n');
-    output::write_atomically(&args.keys_file, &json).map_err(input)?;
+    keyfile::write_trusted_keys(&args.keys_file, &file).map_err(input)?;
     println!("{}", key.keyid);
     Ok(())
 }
