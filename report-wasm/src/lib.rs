@@ -6,10 +6,13 @@
 //!   problems, provenance: `report::facts`); `renderDocument` and `diffDocuments` render it
 //!   as often as the page needs; `loadCampaign` takes a campaign document, names the
 //!   result files it needs (`meta`), is given them (`addResult`) and renders its matrix
-//!   (`render`: `report::campaign`); `predicateType` names the contract. The render path
+//!   (`render`: `report::campaign`); `newComparison` takes any number of documents
+//!   (`add`, best their `lite()` copies) and renders them read together (`render`:
+//!   `report::compare`) or over time (`history`: `report::history`); `predicateType`
+//!   names the contract. The render path
 //!   calls no JavaScript: the module imports only wasm-bindgen's two intrinsics;
 //! * a plain C ABI for hosts without JavaScript (the runner's wasmtime host):
-//!   `pb_alloc`/`pb_free` and `pb_render`/`pb_diff`/`pb_campaign` over [`report::abi`]
+//!   `pb_alloc`/`pb_free` and `pb_render`/`pb_diff`/`pb_campaign`/`pb_compare`/`pb_history` over [`report::abi`]
 //!   frames.
 
 use schemas::keys::TrustedKey;
@@ -52,6 +55,19 @@ impl Document {
             Err(Unloadable::Keys(m)) => Some(m.clone()),
             Err(Unloadable::NotAResult(e)) => Some(e.to_string()),
         }
+    }
+
+    /// The same document without the raw records a comparison never reads, to keep many
+    /// at hand (`report::compare::Entry::lite`); its `meta()` is the full one's.
+    pub fn lite(&self) -> Document {
+        let loaded = match &self.loaded {
+            Ok(l) => Ok(report::compare::Entry::lite("", Ok(l.clone()))
+                .loaded
+                .expect("a loaded document stays loaded")),
+            Err(Unloadable::Keys(m)) => Err(Unloadable::Keys(m.clone())),
+            Err(Unloadable::NotAResult(e)) => Err(Unloadable::NotAResult(e.clone())),
+        };
+        Document { loaded }
     }
 
     /// The facts a page shows about the document (`report::facts`, JSON), for bytes that
@@ -138,6 +154,48 @@ impl CampaignDocument {
             }
             Err(message) => Err(message.clone()),
         })
+    }
+}
+
+/// Results read together: added one by one, rendered as a comparison
+/// (`report::compare`) or a history (`report::history`), as `runner compare` renders
+/// them through the C ABI.
+#[wasm_bindgen]
+pub struct Comparison {
+    entries: Vec<report::compare::Entry>,
+}
+
+/// An empty comparison.
+#[wasm_bindgen(js_name = newComparison)]
+pub fn new_comparison() -> Comparison {
+    Comparison { entries: vec![] }
+}
+
+#[wasm_bindgen]
+impl Comparison {
+    /// Adds `doc` under `name` (its file name; the pages link it by that name). A document
+    /// that could not be loaded is listed as not compared, with why.
+    pub fn add(&mut self, doc: &Document, name: &str) {
+        let loaded = match &doc.loaded {
+            Ok(l) => Ok(l.clone()),
+            Err(_) => Err(doc.error().unwrap_or_default()),
+        };
+        self.entries
+            .push(report::compare::Entry::lite(name, loaded));
+    }
+
+    pub fn count(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// `compare.md`, `compare.html` and the charts.
+    pub fn render(&self) -> Rendered {
+        rendered(report::compare::report(&self.entries).map_err(|e| e.to_string()))
+    }
+
+    /// `history.md`, `history.html` and the trend charts.
+    pub fn history(&self) -> Rendered {
+        rendered(report::history::report(&self.entries).map_err(|e| e.to_string()))
     }
 }
 
@@ -261,5 +319,19 @@ pub mod c_abi {
     #[no_mangle]
     pub unsafe extern "C" fn pb_campaign(ptr: *mut u8, len: usize) -> u64 {
         call(Op::Campaign, ptr, len)
+    }
+
+    /// # Safety
+    /// As [`pb_render`].
+    #[no_mangle]
+    pub unsafe extern "C" fn pb_compare(ptr: *mut u8, len: usize) -> u64 {
+        call(Op::Compare, ptr, len)
+    }
+
+    /// # Safety
+    /// As [`pb_render`].
+    #[no_mangle]
+    pub unsafe extern "C" fn pb_history(ptr: *mut u8, len: usize) -> u64 {
+        call(Op::History, ptr, len)
     }
 }

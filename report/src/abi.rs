@@ -6,7 +6,7 @@
 //! * request: part 0 is a trusted-keys file (JSON; empty for none), then the documents
 //!   (`render`: one or more; `diff`: exactly A and B; `campaign`: the campaign document,
 //!   then for each of its result files at hand the uri the campaign names it by and its
-//!   bytes);
+//!   bytes; `compare` and `history`: for each result its name, then its bytes);
 //! * reply: one status byte, `0` then a frame of alternating file names and file bytes,
 //!   or `1` then a UTF-8 error message.
 
@@ -19,6 +19,10 @@ pub enum Op {
     Diff,
     /// A campaign's matrix (`campaign.md`, `campaign.html`): [`crate::campaign::render`].
     Campaign,
+    /// Many results read together: [`crate::compare::report`].
+    Compare,
+    /// Results of one configuration over time: [`crate::history::report`].
+    History,
 }
 
 /// Length-prefixed parts in one buffer.
@@ -103,8 +107,36 @@ fn run(op: Op, request: &[u8]) -> Result<Report, String> {
             crate::campaign::render(campaign, &files, &trusted)
         }
         (Op::Campaign, []) => return Err("campaign: no campaign document".into()),
+        (Op::Compare | Op::History, named) => {
+            let entries = entries(named, &trusted)?;
+            if op == Op::Compare {
+                crate::compare::report(&entries)
+            } else {
+                crate::history::report(&entries)
+            }
+        }
     };
     result.map_err(|e| e.to_string())
+}
+
+/// The results of a compare or history request: (name, bytes) pairs, each loaded and
+/// stripped of its records as the site's `Comparison` does, so both give the same page.
+fn entries(
+    parts: &[&[u8]],
+    trusted: &[schemas::keys::TrustedKey],
+) -> Result<Vec<crate::compare::Entry>, String> {
+    if parts.len() % 2 == 1 {
+        return Err("compare: a result's name without its bytes".into());
+    }
+    parts
+        .chunks(2)
+        .map(|pair| {
+            let name = std::str::from_utf8(pair[0])
+                .map_err(|_| "compare: a result's name is not UTF-8".to_string())?;
+            let loaded = crate::input::load_or_why(pair[1], trusted).map_err(|e| e.reason);
+            Ok(crate::compare::Entry::lite(name, loaded))
+        })
+        .collect()
 }
 
 /// A trusted-keys file's keys; empty bytes mean no keys (the request's part 0, and what

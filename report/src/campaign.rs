@@ -391,7 +391,9 @@ fn cell_text(cell: &CellEntry, s: &Shown) -> String {
 
 /// The benchmark with the highest output throughput among those that did not fail (the
 /// first of equals).
-fn peak(benchmarks: &[Benchmark]) -> Option<&Benchmark> {
+pub(crate) fn peak<'a>(
+    benchmarks: impl IntoIterator<Item = &'a Benchmark>,
+) -> Option<&'a Benchmark> {
     let mut best: Option<(&Benchmark, f64)> = None;
     for b in benchmarks {
         if crate::view::failure(b).is_some() {

@@ -5,7 +5,10 @@
 //! extension the seed formats need. Document strings reach the markdown through
 //! [`crate::md_escape`] already, so a model named `<script>` arrives as text twice over.
 //!
-//! One addition to comrak's default output: a table cell holding only a diff marker
+//! Two additions to comrak's default output. A table right after a chart (a paragraph
+//! that is one image) is that chart's points: it is wrapped in `<details
+//! class="chart-data">` with a `<summary>` naming the chart, one click away from it.
+//! And a table cell holding only a diff marker
 //! (`▲ +3.1% better`, `▼ +5.0% worse`, `= 0.0% same`) has its text wrapped in
 //! `<span class="better">` (`worse`, `same`), so that a site can colour it. The class is
 //! chosen from the rendered text, never copied from it.
@@ -33,7 +36,42 @@ pub(crate) fn marker_class(text: &str) -> Option<&'static str> {
         .map(|(_, class)| *class)
 }
 
+/// The alt text of the chart a table belongs to: the table comes right after a paragraph
+/// that is one image (`![title](chart.svg)`, then its points' table).
+fn chart_caption<'a>(table: &'a comrak::nodes::AstNode<'a>) -> Option<String> {
+    let para = table.previous_sibling()?;
+    if !matches!(para.data().value, NodeValue::Paragraph) {
+        return None;
+    }
+    let image = para.first_child()?;
+    if !image.same_node(para.last_child()?) || !matches!(image.data().value, NodeValue::Image(_)) {
+        return None;
+    }
+    let mut alt = String::new();
+    for d in image.descendants() {
+        if let NodeValue::Text(ref t) = d.data().value {
+            alt.push_str(t);
+        }
+    }
+    Some(alt)
+}
+
 create_formatter!(ReportFormatter, {
+    NodeValue::Table(_) => |context, node, entering| {
+        let caption = chart_caption(node);
+        if entering {
+            if let Some(caption) = &caption {
+                context.write_str("<details class=\"chart-data\">\n<summary>Table: ")?;
+                context.escape(caption)?;
+                context.write_str("</summary>\n")?;
+            }
+        }
+        let children = comrak::html::format_node_default(context, node, entering)?;
+        if !entering && caption.is_some() {
+            context.write_str("</details>\n")?;
+        }
+        return Ok(children);
+    },
     NodeValue::Text(ref literal) => |context, node, entering| {
         if entering {
             let in_cell = node.parent().is_some_and(|p| {
@@ -133,6 +171,23 @@ mod tests {
             "{html}"
         );
         assert_eq!(marker_class("plain"), None);
+    }
+
+    #[test]
+    fn a_chart_s_table_is_one_click_away() {
+        let html = markdown_to_html(
+            "![Pareto <1>](p.svg)\n\n| a | b |\n| --- | --- |\n| 1 | 2 |\n\ntext\n\n| c |\n| --- |\n| 3 |\n",
+        );
+        assert!(
+            html.contains("<details class=\"chart-data\">\n<summary>Table: Pareto &lt;1&gt;</summary>\n<table>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("</tbody>\n</table>\n</details>\n<p>text</p>"),
+            "{html}"
+        );
+        // A table after text stays a plain table.
+        assert_eq!(html.matches("<details").count(), 1, "{html}");
     }
 
     #[test]

@@ -14,6 +14,10 @@
 //!   latency distributions, counts and validity flags, with its GPU and server telemetry
 //!   and the engine's launch when the document has them;
 //! * [`diff()`]: two documents compared benchmark by benchmark;
+//! * [`compare::report`]: any number of results read together: comparable groups,
+//!   headline rows, the Pareto frontier per GPU against per user, overlaid sweeps,
+//!   tokens per joule and seed 004's tables side by side;
+//! * [`history::report`]: results of one configuration over time, trends and regressions;
 //! * [`campaign::render`]: a campaign document and its cells' results as one matrix.
 //!
 //! [`facts`] says what a result's heading or a gallery row shows; [`abi`] frames requests
@@ -22,10 +26,12 @@
 pub mod abi;
 pub mod campaign;
 pub mod charts;
+pub mod compare;
 pub mod diff;
 pub mod escape;
 pub mod facts;
 pub mod format;
+pub mod history;
 pub mod html;
 pub mod input;
 pub mod markdown;

@@ -99,15 +99,24 @@ pub(crate) fn doc_name(n: usize, total: usize) -> String {
     }
 }
 
-/// The chart section: a heading and an image per chart.
+/// The chart section: a heading and an image per chart, each followed by its points'
+/// table when it has one.
 pub(crate) fn charts_section(charts: &[ChartFile]) -> String {
     let mut out = String::from("# Charts\n");
     for c in charts {
-        out.push_str(&format!(
-            "\n## {0}\n\n![{0}]({1})\n",
-            md_escape(&c.title),
-            c.name
-        ));
+        out.push_str(&format!("\n## {}\n\n", md_escape(&c.title)));
+        out.push_str(&chart_block(c));
+    }
+    out
+}
+
+/// A chart's image, then its points' table right after it (the HTML puts the table one
+/// click away: `html`).
+pub(crate) fn chart_block(c: &ChartFile) -> String {
+    let mut out = format!("![{}]({})\n", md_escape(&c.title), c.name);
+    if let Some(table) = &c.table {
+        out.push('\n');
+        out.push_str(table);
     }
     out
 }

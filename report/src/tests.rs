@@ -1343,7 +1343,8 @@ fn documents_without_telemetry_render_as_before() {
         render_statements(&[sweep_doc("m", 1.0)]).unwrap()
     );
     // The bytes the renderer gave before telemetry existed (sha256 of each file). A change
-    // here is a change for every published result: make it on purpose or not at all.
+    // here is a change for every published result: make it on purpose or not at all (the
+    // last: every marker's hover title, and each chart's points as a table after it).
     let docs = [sweep_doc("a", 1.0), sweep_doc("b", 0.5), grid_doc()];
     let bytes: Vec<Vec<u8>> = docs.iter().map(envelope_bytes).collect();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
@@ -1358,18 +1359,18 @@ fn documents_without_telemetry_render_as_before() {
     assert_eq!(
         got,
         [
-            "report.md d0500f8520b93ea9bb7f694f10edf1a43e05c374181ebb8567c5238daeb02f36",
-            "report.html 6ad7e7ada312328c3d475103a4bab448db68f695d86df6dd1be5f45dd6d98c92",
-            "throughput.svg 31cf9bf74da9e80f264cd4b5703541902842737e1d36a00b4fed8427b0bb9ba2",
-            "latency.svg 42c2d7a6b8af181a1c865a15b724fadb6a8dcb9a12f9c052ce581a7ff6b9fb27",
-            "grid.svg cca68388675187b92a13b06aa85420dd9fdf7f04d0917aa6ace2d8e7ff4a9dfd",
+            "report.md 315b0a248853318210b4c41dd038da8e43a72673665c3371baf0ff3f2be0ec44",
+            "report.html d89d03316a529061bc1da0670b767ff4ed6869bef37897ae6b2ac3d2b43c12bc",
+            "throughput.svg 6febfde1d479897c72da5caffb0dafbdd6196573d1e1a99436e281090455922e",
+            "latency.svg 707e0cceb54c13c098c21a405bd7ea1454738448a0e61272f68091268e179094",
+            "grid.svg cf96023417b74997712d8d7cdc411ee9ad23fb5a3b0e5c55dbce2dc14e0c29c8",
             "ttft-timeline-1.svg cc6e8002ee818bbe63888036f74505c777d2594110a1c35b2d7b170e598215d2",
             "ttft-timeline-2.svg 14c3c477cfdd7cb5e3106bf50ce4ecad421cb4230d9d450c3b523103422f8216",
             "ttft-timeline-3.svg 231f898a6a95c1316cf7c46b0673edbe98579269f80b319edec2718d54576675",
-            "diff.md f26981816f150022eab06b38112fdb9c4188e3fd3ca9b5e1712dd3a622241f98",
-            "diff.html 00ce6b3dd6f8ea97899037c91d57b33d8066cf0c927de71f1add312f527a6a8c",
-            "throughput.svg c538846a7a0119fa20fc6467abf2f62eb48cca141c98346b692868083fd628a1",
-            "latency.svg 2ba508c867a41faf6cce237bae5b729eaae379f73abd81039106a6021ac7f9fd",
+            "diff.md 1192d6ee34a42052343bca433444164aec5b2a22a4fcb3f7e9f4d3f18759d2b0",
+            "diff.html e6827f727e5f4d446ad7b990d557f68aa6abc01d5d3e73b36bf39b309b81a1d9",
+            "throughput.svg a5110356d5f9eb8649a45741efe24192b0f2fbd9f83c0c9c876751b4650a5e21",
+            "latency.svg 713b4fc4f72943d846832c2b7f4c45281d0ec2802c595892df22e6d90701a23b",
         ]
     );
 }

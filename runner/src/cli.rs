@@ -63,6 +63,16 @@ pub enum Command {
     ///
     /// Writes diff.md, diff.html and overlaid charts into --out, like `report`.
     Diff(DiffArgs),
+    /// Compare any number of results: comparable groups, the Pareto frontier, sweeps side by side.
+    ///
+    /// Writes compare.md, compare.html and the charts into --out, like `report`: a headline row
+    /// per result, the Pareto frontier of output tok/s per GPU against output tok/s per user
+    /// (pareto.svg), throughput and latency sweeps overlaid, tokens per joule where GPUs were
+    /// measured (energy.svg), and seed 004's sweep tables side by side with the best of each
+    /// column in bold. Results of different models or workloads are compared in separate
+    /// groups. When some configuration (engine and version, model, GPUs, workload) has more
+    /// than one result, history.md and history.html show its trend and flag a regression.
+    Compare(CompareArgs),
     /// Write a signed result from synthetic records (a deterministic latency model, no server).
     ///
     /// For exercising the document path end to end; the engine is named `synthetic` in the result.
@@ -145,6 +155,15 @@ pub struct ImportArgs {
 pub struct DiffArgs {
     /// Baseline (A) and candidate (B).
     #[arg(num_args = 2, required = true, value_names = ["A", "B"])]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub render: RenderArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Result files (signed envelopes or bare statements), named in the pages by their file names.
+    #[arg(required = true, num_args = 1..)]
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub render: RenderArgs,

@@ -71,6 +71,7 @@ fn main() -> ExitCode {
         cli::Command::Export(args) => commands::export::run(&args),
         cli::Command::Report(args) => commands::report::render_files(&args.files, &args.render),
         cli::Command::Diff(args) => commands::report::diff(&args),
+        cli::Command::Compare(args) => commands::report::compare(&args),
         cli::Command::Import(args) => commands::import::run(&args),
     };
     match result {

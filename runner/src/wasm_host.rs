@@ -1,4 +1,4 @@
-//! Runs report-wasm's module in wasmtime: `runner report` and `runner diff` execute the
+//! Runs report-wasm's module in wasmtime: `runner report`, `diff` and `compare` execute the
 //! very `.wasm` file the site loads, so a report made here and one made in a browser come
 //! from the same bytes of code (and the sha256 of those bytes is written beside them).
 //!
@@ -7,7 +7,7 @@
 //! message: becomes an error here) and `__wbindgen_init_externref_table` (nothing to do
 //! for a host that passes no references). Any other import is refused by name. Requests
 //! and replies go through the plain C ABI (`pb_alloc`, `pb_render`, `pb_diff`,
-//! `pb_campaign`, `pb_free`) in [`report::abi`] frames.
+//! `pb_campaign`, `pb_compare`, `pb_history`, `pb_free`) in [`report::abi`] frames.
 
 use anyhow::{anyhow, bail, Context, Result};
 use report::abi::{self, Op};
@@ -171,6 +171,8 @@ impl ReportModule {
             Op::Render => "pb_render",
             Op::Diff => "pb_diff",
             Op::Campaign => "pb_campaign",
+            Op::Compare => "pb_compare",
+            Op::History => "pb_history",
         };
         let run = self
             .instance

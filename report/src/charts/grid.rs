@@ -66,6 +66,7 @@ pub fn chart(docs: &[GridDoc]) -> Option<Chart> {
                 marker: d.marker,
             };
             series.push(Series {
+                titles: Vec::new(),
                 style,
                 points: finite_points(points),
             });

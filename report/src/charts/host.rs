@@ -124,6 +124,7 @@ pub fn power_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
         y_desc: "Power (W)".into(),
         whole_x: false,
         series: vec![Series {
+            titles: Vec::new(),
             style: sum_style,
             points: line(&t, &total, k),
         }],
@@ -138,6 +139,7 @@ pub fn power_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
             // Colour 0 is the sum's; the GPUs take the next ones.
             let s = style(n + 1, Line::Thin);
             each.push(Series {
+                titles: Vec::new(),
                 style: s,
                 points: line(&t, p, k),
             });
@@ -201,6 +203,7 @@ pub fn server_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
         if let Some(v) = m.role_values(&decoded, r) {
             let s = style(color, Line::Thick);
             queue.push(Series {
+                titles: Vec::new(),
                 style: s,
                 points: line(&t, &v, k),
             });
@@ -232,10 +235,12 @@ pub fn server_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
             whole_x: false,
             series: vec![
                 Series {
+                    titles: Vec::new(),
                     style: full,
                     points: vec![(t[0], 100.0), (t[n - 1], 100.0)],
                 },
                 Series {
+                    titles: Vec::new(),
                     style: s,
                     points: line(&t, &pct, k),
                 },

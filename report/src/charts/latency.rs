@@ -47,6 +47,7 @@ pub fn chart(groups: &[ChartGroup]) -> Option<Chart> {
             let p = points(g, pick);
             any |= !p.is_empty();
             series.push(Series {
+                titles: Vec::new(),
                 style: Style {
                     line: Line::Thick,
                     ..g.style
@@ -54,6 +55,7 @@ pub fn chart(groups: &[ChartGroup]) -> Option<Chart> {
                 points: finite_points(p.iter().map(|p| (p.0, p.1))),
             });
             series.push(Series {
+                titles: Vec::new(),
                 style: Style {
                     line: Line::Thin,
                     marker: Marker::Ring,

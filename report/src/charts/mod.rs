@@ -13,6 +13,7 @@ pub mod axis;
 pub mod grid;
 pub mod host;
 pub mod latency;
+pub mod points;
 pub mod text;
 pub mod throughput;
 pub mod timeline;
@@ -106,6 +107,9 @@ impl Style {
 pub struct Series {
     pub style: Style,
     pub points: Vec<(f64, f64)>,
+    /// Who each point is, in the order of `points`, for its hover `<title>` and its row in
+    /// the chart's table (the values are added to both); empty: the series' legend label.
+    pub titles: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -150,6 +154,9 @@ pub struct ChartFile {
     /// Alt text and heading.
     pub title: String,
     pub svg: String,
+    /// The chart's points as a markdown table ([`points::table`]), for the reports that
+    /// put it one click away; `None` for charts of lines only.
+    pub table: Option<String>,
 }
 
 const TITLE_SIZE: f64 = 20.0;
@@ -270,7 +277,12 @@ fn bounds(panel: &Panel) -> (f64, f64, f64, f64) {
     b
 }
 
-fn draw_panel(area: &Area, panel: &Panel) -> DrawResult {
+fn draw_panel(
+    area: &Area,
+    panel: &Panel,
+    legend: &[LegendEntry],
+    hits: &mut Vec<points::Hit>,
+) -> DrawResult {
     let (x0, x1, y0, y1) = bounds(panel);
     // With one tick per unit up to 8 the step is 1 (the axis starts at 0); beyond, 2 or more.
     let x_ticks = if panel.whole_x {
@@ -314,6 +326,12 @@ fn draw_panel(area: &Area, panel: &Panel) -> DrawResult {
         for p in &points {
             draw_marker_px(&screen, plot.map_coordinate(p), s.style)?;
         }
+        for (at, _, title) in points::titled(panel, s, legend) {
+            hits.push(points::Hit {
+                at: plot.map_coordinate(&at),
+                title,
+            });
+        }
     }
     Ok(())
 }
@@ -330,6 +348,7 @@ pub fn svg(chart: &Chart) -> Result<String, String> {
     };
     let title_h = if chart.note.is_some() { 52 } else { 34 };
     let mut buf = String::new();
+    let mut hits = Vec::new();
     {
         let root = FixedMetrics::with_string(&mut buf, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
@@ -355,11 +374,12 @@ pub fn svg(chart: &Chart) -> Result<String, String> {
         let (plots, legend) = rest.split_vertically(height - title_h - legend_h);
         let areas = plots.split_evenly((chart.panels.len().max(1), 1));
         for (area, panel) in areas.iter().zip(&chart.panels) {
-            draw_panel(area, panel)?;
+            draw_panel(area, panel, &chart.legend, &mut hits)?;
         }
         draw_legend(&legend, &rows)?;
         root.present().map_err(err)?;
     }
+    points::overlay(&mut buf, &hits);
     Ok(buf)
 }
 
@@ -371,6 +391,7 @@ pub(crate) fn file(name: &str, chart: Chart) -> Result<ChartFile, crate::RenderE
     })?;
     Ok(ChartFile {
         name: name.to_string(),
+        table: points::table(&chart),
         title: chart.title,
         svg,
     })

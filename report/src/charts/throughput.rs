@@ -60,6 +60,7 @@ pub fn chart(groups: &[ChartGroup]) -> Option<Chart> {
         marker: Marker::None,
     };
     let mut requests = vec![Series {
+        titles: Vec::new(),
         style: reference,
         points: vec![(0.0, 0.0), (max_rate, max_rate)],
     }];
@@ -67,10 +68,12 @@ pub fn chart(groups: &[ChartGroup]) -> Option<Chart> {
     let mut legend = Vec::new();
     for (g, p) in &data {
         requests.push(Series {
+            titles: Vec::new(),
             style: g.style,
             points: finite_points(p.iter().map(|p| (p.0, p.1))),
         });
         tokens.push(Series {
+            titles: Vec::new(),
             style: g.style,
             points: finite_points(p.iter().map(|p| (p.0, p.2))),
         });

@@ -44,6 +44,7 @@ pub fn chart(doc: &Statement, title_suffix: &str) -> Option<Chart> {
             marker: if n < 10 { Marker::Dot } else { Marker::Cross },
         };
         series.push(Series {
+            titles: Vec::new(),
             style,
             points: points.into_iter().step_by(stride).collect(),
         });

@@ -55,10 +55,12 @@ pub fn turns_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
             whole_x: true,
             series: vec![
                 Series {
+                    titles: Vec::new(),
                     style: mean,
                     points: points.iter().map(|p| (p.0, p.1)).collect(),
                 },
                 Series {
+                    titles: Vec::new(),
                     style: p99,
                     points: points.iter().map(|p| (p.0, p.2)).collect(),
                 },
@@ -138,10 +140,12 @@ pub fn pacing_chart(b: &Benchmark, title_suffix: &str) -> Option<Chart> {
             whole_x: false,
             series: vec![
                 Series {
+                    titles: Vec::new(),
                     style: zero,
                     points: vec![(t[0], 0.0), (t[n - 1], 0.0)],
                 },
                 Series {
+                    titles: Vec::new(),
                     style: dots,
                     points: super::host::line(&t, &lag, k),
                 },

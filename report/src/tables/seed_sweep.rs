@@ -42,23 +42,44 @@ pub fn sweep_table(benchmarks: &[Benchmark], flags: &[Flag]) -> String {
     table_of(benchmarks, &indices, flags, true, false)
 }
 
-/// One table row, `label` already escaped.
-pub(crate) fn row(label: &str, b: &Benchmark) -> String {
+/// The units of a row's five numbers, in column order.
+pub(crate) const UNITS: [&str; 5] = ["req/sec", "sec", "ms", "ms", "tokens/sec"];
+
+/// A row's five numbers in column order: requests/s, mean end-to-end latency (s), mean
+/// TTFT and ITL (ms), output tokens/s.
+pub(crate) fn values(b: &Benchmark) -> [Option<f64>; 5] {
     let s = &b.summary;
+    [
+        s.request_throughput_per_s.map(|v| v.get()),
+        s.mean_ms(Latency::E2e).map(|ms| ms / 1000.0),
+        s.mean_ms(Latency::Ttft),
+        s.mean_ms(Latency::Itl),
+        s.output_token_throughput_per_s.map(|v| v.get()),
+    ]
+}
+
+/// A row's five cells as the table prints them.
+pub(crate) fn cells(b: &Benchmark) -> [String; 5] {
+    let v = values(b);
+    std::array::from_fn(|i| format::with_unit(v[i], UNITS[i]))
+}
+
+/// One table row, `label` already escaped, whose cells pass through `mark(column, cell)` (a comparison bolds the
+/// best of each column).
+pub(crate) fn row_with(
+    label: &str,
+    b: &Benchmark,
+    mark: &dyn Fn(usize, String) -> String,
+) -> String {
     if let Some(what) = crate::view::failure(b) {
         return format!("| {label} | {what} | {MISSING} | {MISSING} | {MISSING} | {MISSING} |\n");
     }
-    format!(
-        "| {label} | {} | {} | {} | {} | {} |\n",
-        format::with_unit(s.request_throughput_per_s.map(|v| v.get()), "req/sec"),
-        format::with_unit(s.mean_ms(Latency::E2e).map(|ms| ms / 1000.0), "sec"),
-        format::with_unit(s.mean_ms(Latency::Ttft), "ms"),
-        format::with_unit(s.mean_ms(Latency::Itl), "ms"),
-        format::with_unit(
-            s.output_token_throughput_per_s.map(|v| v.get()),
-            "tokens/sec"
-        ),
-    )
+    let cells: Vec<String> = cells(b)
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| mark(i, c))
+        .collect();
+    format!("| {label} | {} |\n", cells.join(" | "))
 }
 
 /// The table of `benchmarks[indices]` in sweep order, then the flags of those rows (and
@@ -70,6 +91,18 @@ pub(crate) fn table_of(
     flags: &[Flag],
     run_flags: bool,
     strip_cell: bool,
+) -> String {
+    table_marked(benchmarks, indices, flags, run_flags, strip_cell, &|_, c| c)
+}
+
+/// [`table_of`] with each number cell passed through `mark(column, cell)`.
+pub(crate) fn table_marked(
+    benchmarks: &[Benchmark],
+    indices: &[usize],
+    flags: &[Flag],
+    run_flags: bool,
+    strip_cell: bool,
+    mark: &dyn Fn(usize, String) -> String,
 ) -> String {
     let order = view::sweep_order(benchmarks, indices);
     let label = |i: usize| {
@@ -86,7 +119,7 @@ pub(crate) fn table_of(
         " :---: |".repeat(COLUMNS.len())
     );
     for &i in &order {
-        out.push_str(&row(&label(i), &benchmarks[i]));
+        out.push_str(&row_with(&label(i), &benchmarks[i], mark));
     }
     // Flags in row order, then the run's own.
     let mut notes = String::new();

@@ -1,4 +1,5 @@
-//! `runner report RESULT… --out DIR` and `runner diff A B --out DIR`: markdown, HTML and
+//! `runner report RESULT… --out DIR`, `runner diff A B --out DIR` and `runner compare
+//! RESULT… --out DIR`: markdown, HTML and
 //! SVG files made by report-wasm's module running in wasmtime (the code the site runs),
 //! with the sha256 of that module written beside them. `--native` renders with the same
 //! crate linked into the runner instead, to compare the two.
@@ -7,7 +8,7 @@
 //! ([`render_campaign`]): `campaign.md` and `campaign.html`, from the campaign and the
 //! result files it names, read beside it.
 
-use crate::cli::{DiffArgs, RenderArgs};
+use crate::cli::{CompareArgs, DiffArgs, RenderArgs};
 use crate::wasm_host::{self, ReportModule};
 use crate::{output, Failure};
 use anyhow::{anyhow, Context, Result};
@@ -16,6 +17,42 @@ use std::path::{Path, PathBuf};
 
 pub fn diff(args: &DiffArgs) -> Result<(), Failure> {
     render(&args.render, Op::Diff, &args.files)
+}
+
+/// `runner compare`: the comparison, and the history when some configuration repeats.
+/// Each result is named by its file name (the pages link it so), each preceded by it in
+/// the request.
+pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
+    if args.render.keys.is_none() {
+        tracing::warn!(
+            "no --keys: a signed result verifies only under a trusted key, so signed results \
+             are listed as not compared"
+        );
+    }
+    let mut parts = vec![read_keys(args.render.keys.as_deref())?];
+    for (path, bytes) in args
+        .files
+        .iter()
+        .zip(read_all(&args.files).map_err(Failure::Input)?)
+    {
+        parts.push(file_name(path).into_bytes());
+        parts.push(bytes);
+    }
+    let request = abi::encode_parts(&parts);
+    let r = &args.render;
+    let (reports, module_line) = call_ops(
+        &[Op::Compare, Op::History],
+        &request,
+        r.native,
+        r.module.as_deref(),
+    )?;
+    let [compare, history] = <[report::Report; 2]>::try_from(reports).expect("two replies");
+    write_files(&r.out, &compare, &module_line).map_err(Failure::Input)?;
+    if history.names().iter().any(|n| n.starts_with("trend-")) {
+        write_files(&r.out, &history, &module_line).map_err(Failure::Input)?;
+    }
+    println!("{}", r.out.display());
+    Ok(())
 }
 
 pub fn render_files(files: &[PathBuf], args: &RenderArgs) -> Result<(), Failure> {
@@ -76,11 +113,26 @@ fn call(
     native: bool,
     module: Option<&Path>,
 ) -> Result<(report::Report, String), Failure> {
+    let (mut reports, line) = call_ops(&[op], request, native, module)?;
+    Ok((reports.remove(0), line))
+}
+
+/// Runs one request for each of `ops` in one instance of the module (compiled once).
+fn call_ops(
+    ops: &[Op],
+    request: &[u8],
+    native: bool,
+    module: Option<&Path>,
+) -> Result<(Vec<report::Report>, String), Failure> {
     if native {
-        let r =
-            abi::decode_reply(&abi::handle(op, request)).map_err(|e| Failure::Input(anyhow!(e)))?;
+        let reports = ops
+            .iter()
+            .map(|&op| {
+                abi::decode_reply(&abi::handle(op, request)).map_err(|e| Failure::Input(anyhow!(e)))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         return Ok((
-            r,
+            reports,
             "native (linked into the runner; no wasm module)\n".to_string(),
         ));
     }
@@ -88,7 +140,10 @@ fn call(
     let started = std::time::Instant::now();
     let mut module = ReportModule::load(&path).map_err(Failure::Input)?;
     let loaded = started.elapsed();
-    let r = module.call(op, request).map_err(Failure::Input)?;
+    let reports = ops
+        .iter()
+        .map(|&op| module.call(op, request).map_err(Failure::Input))
+        .collect::<Result<Vec<_>, _>>()?;
     tracing::info!(
         module = %path.display(),
         sha256 = %module.sha256,
@@ -96,7 +151,10 @@ fn call(
         render_ms = (started.elapsed() - loaded).as_millis() as u64,
         "rendered in wasmtime"
     );
-    Ok((r, format!("{}  {}\n", module.sha256, file_name(&path))))
+    Ok((
+        reports,
+        format!("{}  {}\n", module.sha256, file_name(&path)),
+    ))
 }
 
 /// Renders the campaign document at `campaign_path` as its matrix, by report-wasm's module

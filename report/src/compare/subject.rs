@@ -1,0 +1,157 @@
+//! The results a comparison or a history reads, as it reads them: numbered in the order
+//! given, named by their file names, each with its badge, its accelerators and its style
+//! in every chart; the ones that failed verification (or are not results) set aside with
+//! the reason.
+
+use crate::charts::Style;
+use crate::escape::md_escape;
+use crate::input::Loaded;
+use crate::view;
+use schemas::document::{Benchmark, Statement};
+use schemas::metrics::Latency;
+
+/// A result given to a comparison: the name it is published or was read under (its file
+/// name) and the document, or why it is not one.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub name: String,
+    pub loaded: Result<Loaded, String>,
+}
+
+impl Entry {
+    /// `loaded` without the raw records a comparison never reads (it reads summaries,
+    /// telemetry summaries and the verification's sentences), so that a page can hold
+    /// many. A benchmark with no measured request keeps its records: whether it failed
+    /// is read from them.
+    pub fn lite(name: &str, loaded: Result<Loaded, String>) -> Entry {
+        let loaded = loaded.map(|mut l| {
+            for b in &mut l.statement.predicate.benchmarks {
+                if b.summary.requests.measured > 0 {
+                    b.records = Vec::new();
+                }
+            }
+            l
+        });
+        Entry {
+            name: name.to_string(),
+            loaded,
+        }
+    }
+}
+
+/// A result that takes part, with what every section shows about it.
+pub(crate) struct Subject<'a> {
+    /// 1-based, in the order given.
+    pub number: usize,
+    pub name: &'a str,
+    pub doc: &'a Loaded,
+    pub badge: crate::facts::Badge,
+    /// Count and name of the host's GPUs; `None`: no GPU recorded.
+    pub gpus: Option<(u32, String)>,
+    pub style: Style,
+}
+
+/// A result set aside: its number, name and why.
+pub(crate) struct SetAside<'a> {
+    pub number: usize,
+    pub name: &'a str,
+    pub why: String,
+}
+
+/// The entries that take part and those set aside (not a result, or INVALID), numbered in
+/// the order given.
+pub(crate) fn sort(entries: &[Entry]) -> (Vec<Subject<'_>>, Vec<SetAside<'_>>) {
+    let mut subjects = Vec::new();
+    let mut aside = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let number = i + 1;
+        match &e.loaded {
+            Err(why) => aside.push(SetAside {
+                number,
+                name: &e.name,
+                why: format!("not a result: {why}"),
+            }),
+            Ok(doc) => {
+                let badge = crate::facts::of(Ok(doc)).badge;
+                // A statement handed over parsed (no verdict) was checked by its host.
+                if badge.kind == "invalid" && doc.verdict.is_some() {
+                    aside.push(SetAside {
+                        number,
+                        name: &e.name,
+                        why: format!("{}: {}", badge.text, badge.reason),
+                    });
+                    continue;
+                }
+                let style = Style::nth(subjects.len());
+                subjects.push(Subject {
+                    number,
+                    name: &e.name,
+                    doc,
+                    badge,
+                    gpus: view::gpus(&doc.statement.predicate.host),
+                    style,
+                });
+            }
+        }
+    }
+    (subjects, aside)
+}
+
+impl Subject<'_> {
+    pub fn statement(&self) -> &Statement {
+        &self.doc.statement
+    }
+
+    /// `vLLM 0.6.3`.
+    pub fn engine(&self) -> String {
+        let e = &self.statement().predicate.engine;
+        let name = view::engine_display(&e.name);
+        match &e.version {
+            Some(v) => format!("{name} {v}"),
+            None => name,
+        }
+    }
+
+    /// `4× A100 80GB`, or the CPU.
+    pub fn hardware(&self) -> String {
+        match &self.gpus {
+            Some((n, name)) => format!("{n}× {name}"),
+            None => view::hardware_name(&self.statement().predicate.host),
+        }
+    }
+
+    /// What charts' legends and titles call it (plain text): `#2 vLLM 0.6.3, 4× A100 80GB`.
+    pub fn label(&self) -> String {
+        format!("#{} {}, {}", self.number, self.engine(), self.hardware())
+    }
+
+    /// A markdown link to the result by its name (a relative link: the site maps it to
+    /// the result's page).
+    pub fn link(&self) -> String {
+        link(self.name)
+    }
+
+    /// What throughput is divided by for "per GPU": the host's GPU count, 1 without GPUs.
+    pub fn per_gpu_divisor(&self) -> f64 {
+        self.gpus.as_ref().map_or(1.0, |(n, _)| f64::from(*n))
+    }
+}
+
+/// A markdown link to a result file `name`.
+pub(crate) fn link(name: &str) -> String {
+    format!(
+        "[{}]({})",
+        md_escape(name),
+        crate::campaign::link_target(name)
+    )
+}
+
+/// Output tokens per second each user sees in a benchmark: 1000 / mean TPOT (ms), or
+/// mean ITL where the result has no TPOT (imported tables publish ITL only).
+pub(crate) fn per_user(b: &Benchmark) -> Option<f64> {
+    let s = &b.summary;
+    let ms = s
+        .mean_ms(Latency::Tpot)
+        .or_else(|| s.mean_ms(Latency::Itl))?;
+    (ms > 0.0).then(|| 1000.0 / ms)
+}

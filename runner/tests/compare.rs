@@ -1,0 +1,135 @@
+//! `runner compare`: several signed results read together through report-wasm's module in
+//! wasmtime, the same bytes as the code linked into the runner (`--native`) and as the
+//! site's; the history beside it when one configuration has several results.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn runner(dir: &Path, args: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.current_dir(dir).args(args).env("RUST_LOG", "warn");
+    if let Some(wasm) = wasm_module() {
+        c.env("PROVEBENCH_WASM", wasm);
+    }
+    c.output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> Output {
+    let out = runner(dir, args);
+    assert!(
+        out.status.success(),
+        "runner {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The module `scripts/build-wasm.sh` built, if it did.
+fn wasm_module() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/wasm/report_wasm_bg.wasm");
+    p.is_file().then_some(p)
+}
+
+/// Three signed synthetic results of one configuration (seeds 1–3; the third slower), and
+/// `keys.json` trusting their key.
+fn fixture() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    ok(p, &["keygen", "lab"]);
+    ok(
+        p,
+        &["trust", "lab.pub", "--keys", "keys.json", "--name", "Lab"],
+    );
+    for seed in ["1", "2", "3"] {
+        let out = format!("run-{seed}.json");
+        ok(
+            p,
+            &[
+                "synth",
+                "--out",
+                &out,
+                "--key",
+                "lab.key",
+                "--seed",
+                seed,
+                "--requests",
+                "32",
+            ],
+        );
+    }
+    d
+}
+
+fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+#[test]
+fn compare_writes_the_same_bytes_through_the_module_and_natively() {
+    let d = fixture();
+    let p = d.path();
+    let files = ["run-1.json", "run-2.json", "run-3.json"];
+    let mut args = vec!["compare"];
+    args.extend(files);
+    args.extend(["--keys", "keys.json"]);
+    ok(p, &[&args[..], &["--out", "wasm"]].concat());
+    ok(p, &[&args[..], &["--out", "native", "--native"]].concat());
+    let names = |dir: &str| {
+        let mut n: Vec<String> = std::fs::read_dir(p.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "module.sha256")
+            .collect();
+        n.sort();
+        n
+    };
+    assert_eq!(names("wasm"), names("native"));
+    for name in names("wasm") {
+        assert_eq!(
+            std::fs::read(p.join("wasm").join(&name)).unwrap(),
+            std::fs::read(p.join("native").join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+    if wasm_module().is_some() {
+        assert!(read(&p.join("wasm"), "module.sha256").contains("report_wasm_bg.wasm"));
+    }
+    let md = read(&p.join("wasm"), "compare.md");
+    assert!(
+        md.starts_with("# provebench comparison\n\n3 results compared.\n"),
+        "{md}"
+    );
+    for (n, f) in files.iter().enumerate() {
+        let row = format!("| {} | [{f}]({f}) | verified: Lab |", n + 1);
+        assert!(md.contains(&row), "{row} in {md}");
+    }
+    assert!(md.contains("#### Frontier points"), "{md}");
+    assert!(md.contains("### Sweeps side by side"), "{md}");
+    let html = read(&p.join("wasm"), "compare.html");
+    assert!(html.contains("<details class=\"chart-data\">"), "{html}");
+    assert!(read(&p.join("wasm"), "pareto.svg").contains("<title>"));
+    // One configuration, three runs: the history is written beside the comparison.
+    let history = read(&p.join("wasm"), "history.md");
+    assert!(history.contains("1 configurations"), "{history}");
+    assert!(history.contains("against the 2 before it"), "{history}");
+    assert!(p.join("wasm/trend-1.svg").is_file());
+}
+
+#[test]
+fn without_keys_signed_results_are_set_aside_and_a_missing_file_is_named() {
+    let d = fixture();
+    let p = d.path();
+    let out = ok(p, &["compare", "run-1.json", "run-2.json", "--out", "o"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no --keys"));
+    let md = read(&p.join("o"), "compare.md");
+    assert!(md.contains("No result could be compared."), "{md}");
+    assert!(
+        md.contains("## Not compared\n\n- 1. [run-1.json](run-1.json): INVALID: no signature verifies under a trusted key"),
+        "{md}"
+    );
+    assert!(!p.join("o/history.md").exists());
+    let out = runner(p, &["compare", "run-1.json", "nope.json", "--out", "o2"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nope.json"), "{err}");
+}
