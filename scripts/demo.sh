@@ -3,7 +3,8 @@
 # both signed with a demo key, then verified natively and inside the wasm module the site uses;
 # a second simulated server (a smaller batch, ITL growing faster with it) swept the same way; a
 # report of the first server's results and a diff of the two servers, rendered by report-wasm's
-# module in wasmtime; the published seed tables imported; and a static site of all of it.
+# module in wasmtime; the published seed tables imported and seed 004's sweeps compared; and a
+# static site of all of it.
 # Usage: scripts/demo.sh RUNNER_BIN OUT_DIR
 set -euo pipefail
 runner=${1:?runner binary}
@@ -57,11 +58,17 @@ echo "== import the published seed tables (tests/seeds: copies of ../shared/seed
 rm -rf "$out/imported"
 "$runner" import "$root"/tests/seeds/*.txt --out "$out/imported" >/dev/null
 echo "   $(ls "$out/imported" | wc -l) documents"
+echo "== compare: seed 004's twelve sweeps read together -> $out/compare-seed-004/"
+"$runner" compare "$out"/imported/004_*.json --keys "$out/keys.json" --out "$out/compare-seed-004" >/dev/null
+echo "   $(grep -c '^## Group' "$out/compare-seed-004/compare.md") comparable groups (by model); Pareto frontier, tables side by side, best of each column in bold"
 
 echo "== publish the site -> $out/site/ (preview: $runner serve $out/site)"
 "$runner" publish "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/sweep-small-batch-$stamp.json" \
   "$out/imported" --keys "$out/keys.json" --out "$out/site" >/dev/null
-echo "   gallery diffs (open in the site):"
+echo "   gallery comparisons (open in the site):"
+echo "   vLLM vs SGLang vs lmdeploy, Qwen2-72B-Instruct on 8 x L20, with vLLM on 4 and 8 x A100 and 4 x L20:"
+echo "     #/compare/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-10.json/004_4d3f484aa116390c-12.json/004_4d3f484aa116390c-9.json/004_4d3f484aa116390c-5.json/004_4d3f484aa116390c-4.json"
+echo "   the two simulated servers:                       #/compare/sweep-$stamp.json/sweep-small-batch-$stamp.json"
 echo "   vLLM vs SGLang, Qwen2-72B-Instruct on 8 x L20:   #/diff/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-10.json"
 echo "   vLLM vs lmdeploy, Qwen2-72B-Instruct on 8 x L20: #/diff/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-12.json"
 echo "   vLLM vs TGI, Mistral-7B-OpenOrca-AWQ on A100:    #/diff/003_44f3a8b9f2336bbb-1.json/003_44f3a8b9f2336bbb-2.json"
