@@ -316,3 +316,55 @@ fn history_without_a_repeated_configuration_says_so() {
     assert!(text(&r, "history.md").contains("not judged: 1 earlier run(s), 2 needed"));
     let _ = ProfileKind::Synchronous;
 }
+
+#[test]
+fn tokens_per_joule_are_compared_where_gpus_were_measured() {
+    let measured = |engine: &str, speed: f64, telemetry: bool| {
+        let benchmarks = sweep(512, 32, speed)
+            .into_iter()
+            .map(|b| {
+                if telemetry {
+                    with_telemetry(b, 2, &[])
+                } else {
+                    b
+                }
+            })
+            .collect();
+        let d = Doc {
+            model: "m",
+            revision: None,
+            engine,
+            version: Some("1"),
+            gpus: Some((2, "H100")),
+        };
+        sealed(predicate(&d, benchmarks, vec![]))
+    };
+    let entries = vec![
+        entry("a.json", measured("vllm", 1.0, true)),
+        entry("b.json", measured("sglang", 1.5, true)),
+        entry("c.json", measured("tgi", 1.2, false)),
+    ];
+    let r = super::report(&entries).unwrap();
+    let md = text(&r, "compare.md");
+    // The two measured results are drawn; the third, without telemetry, is not.
+    let svg = text(&r, "energy.svg");
+    assert!(svg.contains("#1 vLLM 1, 2× H100") && svg.contains("#2 SGLang 1, 2× H100"));
+    assert!(!svg.contains("TGI"), "{svg}");
+    // The headline's tok/J column has two values, the better one bold, and "—" for TGI.
+    let row = |n: &str| {
+        md.lines()
+            .find(|l| l.starts_with(&format!("| {n} | [")))
+            .unwrap()
+            .to_string()
+    };
+    assert!(row("1").contains(" tok/J") && row("2").contains(" tok/J"));
+    assert!(row("3").ends_with("| — |"), "{}", row("3"));
+    assert_eq!(
+        [row("1"), row("2")]
+            .iter()
+            .filter(|r| r.contains("tok/J** |"))
+            .count(),
+        1,
+        "{md}"
+    );
+}
