@@ -1,16 +1,18 @@
 // provebench site, the page. Everything shown about a result is computed in this browser by
 // report-wasm (in worker.js, so the page stays responsive): badges, verification, tables,
-// charts, diffs. This file only builds the DOM.
+// charts, diffs, comparisons and histories. This file only builds the DOM.
 //
 // Every string that comes from a document is untrusted. It reaches the DOM as text
 // (textContent, text nodes, attribute values set with setAttribute), never as markup. The
-// one piece of markup used is report-wasm's own HTML (comrak in safe mode): it is parsed
-// into an inert document and copied, element by element, through an allowlist; chart
-// <img> sources become blob: URLs of the SVG bytes the module returned, and a campaign's
-// links to its results become this site's own #/result/NAME routes (any other link is
-// dropped, its text kept). No inline script,
-// style or handler anywhere (the Content-Security-Policy forbids them), and no request
-// leaves the site: index.json, keys.json, results/*, the module and these files.
+// one piece of markup used is report-wasm's own output (comrak in safe mode, and its SVG
+// charts): each is parsed into an inert document (DOMParser) and copied, element by
+// element, through an allowlist. A chart the report shows as <img src="NAME.svg"> is
+// inlined as SVG DOM (so that its points' <title>s show on hover), copied through an SVG
+// allowlist of elements and attributes (no href, no style, no handler); the links of a
+// campaign, a comparison or a history to results become this site's own #/result/NAME
+// routes (any other link is dropped, its text kept). No inline script, style or handler
+// anywhere (the Content-Security-Policy forbids them), and no request leaves the site:
+// index.json, keys.json, results/*, the module and these files.
 
 const view = document.getElementById('view');
 const statusLine = document.getElementById('status');
@@ -22,9 +24,13 @@ const worker = new Worker(new URL('worker.js', import.meta.url), { type: 'module
 const pending = new Map();
 let nextId = 1;
 worker.addEventListener('message', (event) => {
-  const { id, ok, value, error } = event.data;
+  const { id, ok, value, error, progress } = event.data;
   const p = pending.get(id);
   if (!p) return;
+  if (progress) {
+    p.onProgress?.(progress);
+    return;
+  }
   pending.delete(id);
   if (ok) p.resolve(value);
   else p.reject(new Error(error));
@@ -35,10 +41,11 @@ worker.addEventListener('error', (event) => {
   pending.clear();
   say(message, true);
 });
-function call(op, args = {}, transfer = []) {
+// `onProgress({done, total})`: for the requests that load many documents (compare, history).
+function call(op, args = {}, transfer = [], onProgress = null) {
   const id = nextId++;
   return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject });
+    pending.set(id, { resolve, reject, onProgress });
     worker.postMessage({ id, op, ...args }, transfer);
   });
 }
@@ -80,13 +87,78 @@ function badge(m) {
 // ---------------------------------------------------------------- report HTML, made safe
 
 const KEEP = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'p', 'ul', 'ol', 'li', 'strong', 'em', 'code', 'pre',
-  'table', 'thead', 'tbody', 'tr', 'th', 'td', 'img', 'span', 'br', 'hr', 'blockquote', 'del']);
+  'table', 'thead', 'tbody', 'tr', 'th', 'td', 'img', 'span', 'br', 'hr', 'blockquote', 'del', 'details', 'summary']);
 const DROP = new Set(['script', 'style', 'template', 'iframe', 'frame', 'frameset', 'object', 'embed', 'svg', 'math',
   'link', 'meta', 'base', 'form', 'input', 'button', 'textarea', 'select', 'noscript', 'audio', 'video', 'source']);
 const ALIGN = new Set(['left', 'center', 'right']);
 const MARKER = new Set(['better', 'worse', 'same']);
 
-// `chart(src)`: a blob: URL for a chart the module made, or null; `link(href)`: the
+// The module's SVG charts: these elements and attributes only, created in the SVG
+// namespace; anything else is dropped with its content (an element) or left out (an
+// attribute). No href of any kind, no style, no handler, no url(…) in any value.
+const SVG_NS = 'http://www.w3.org/2000/svg';
+const SVG_KEEP = new Set(['svg', 'g', 'rect', 'circle', 'ellipse', 'line', 'polyline', 'polygon', 'path', 'text', 'tspan', 'title']);
+const SVG_ATTRS = new Set([
+  'x', 'y', 'x1', 'y1', 'x2', 'y2', 'cx', 'cy', 'r', 'rx', 'ry', 'dx', 'dy', 'width', 'height', 'points', 'd', 'viewBox',
+  'fill', 'fill-opacity', 'fill-rule', 'stroke', 'stroke-width', 'stroke-opacity', 'stroke-dasharray', 'stroke-dashoffset',
+  'stroke-linecap', 'stroke-linejoin', 'stroke-miterlimit', 'opacity',
+  'font-family', 'font-size', 'font-weight', 'font-style', 'text-anchor', 'dominant-baseline', 'transform', 'pointer-events', 'class']);
+const SVG_VALUE = /^[^<>\\&]*$/;
+const SVG_BAD_VALUE = /url\s*\(|javascript:|expression|@import|var\s*\(/i;
+const SVG_CLASS = /^[a-z][a-z0-9-]{0,40}( [a-z][a-z0-9-]{0,40}){0,7}$/;
+
+function copySvg(node) {
+  if (node.nodeType === Node.TEXT_NODE || node.nodeType === Node.CDATA_SECTION_NODE) return document.createTextNode(node.data);
+  if (node.nodeType !== Node.ELEMENT_NODE || node.namespaceURI !== SVG_NS || !SVG_KEEP.has(node.localName)) return null;
+  const e = document.createElementNS(SVG_NS, node.localName);
+  for (const attr of node.attributes) {
+    const { name, value } = attr;
+    if (attr.namespaceURI !== null || !SVG_ATTRS.has(name) || !SVG_VALUE.test(value) || SVG_BAD_VALUE.test(value)) continue;
+    if (name === 'class' && !SVG_CLASS.test(value)) continue;
+    e.setAttribute(name, value);
+  }
+  if (node.localName === 'title' || node.localName === 'text' || node.localName === 'tspan') {
+    // Text only (a <tspan> inside a <text>).
+    for (const c of node.childNodes) {
+      if (c.nodeType === Node.TEXT_NODE || c.nodeType === Node.CDATA_SECTION_NODE) e.append(c.data);
+      else if (node.localName !== 'title' && c.localName === 'tspan') { const t = copySvg(c); if (t) e.append(t); }
+    }
+    return e;
+  }
+  // Shapes and groups: their elements (the text between them is layout whitespace).
+  for (const c of node.children) {
+    const copy = copySvg(c);
+    if (copy) e.append(copy);
+  }
+  return e;
+}
+
+// The chart `name` (SVG bytes the module made) as a figure of inline SVG DOM: parsed inert
+// as XML, copied through the SVG allowlist; its file beside it as a download. Null when
+// the bytes are not an SVG document.
+function chartFigure(name, bytes, alt, ctx) {
+  const xml = new DOMParser().parseFromString(new TextDecoder().decode(bytes), 'image/svg+xml');
+  const root = xml.documentElement;
+  if (root?.namespaceURI !== SVG_NS || root.localName !== 'svg' || xml.getElementsByTagName('parsererror').length) return null;
+  const svg = copySvg(root);
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', alt);
+  svg.setAttribute('focusable', 'false');
+  const figure = document.createElement('figure');
+  figure.className = 'chart';
+  figure.dataset.chart = name;
+  const link = document.createElement('a');
+  link.className = 'chart-download';
+  link.setAttribute('href', ctx.blobUrl(bytes, 'image/svg+xml'));
+  link.setAttribute('download', name);
+  link.textContent = `Download ${name} (SVG)`;
+  const caption = document.createElement('figcaption');
+  caption.append(link);
+  figure.append(svg, caption);
+  return figure;
+}
+
+// `chart(src, alt)`: a figure of the chart the module made, or null; `link(href)`: the
 // #/ route a link of the module's goes to, or null (then only its text is kept).
 function copySafe(node, chart, link) {
   if (node.nodeType === Node.TEXT_NODE) return document.createTextNode(node.data);
@@ -106,26 +178,32 @@ function copySafe(node, chart, link) {
     f.append(...children());
     return f;
   }
+  if (tag === 'img') {
+    const alt = node.getAttribute('alt') ?? '';
+    return chart(node.getAttribute('src'), alt) ?? document.createTextNode(alt);
+  }
+  // A paragraph that holds a chart alone is the chart's figure.
+  if (tag === 'p' && node.childNodes.length === 1 && node.firstChild.localName === 'img') {
+    const only = copySafe(node.firstChild, chart, link);
+    if (only instanceof Element) return only;
+  }
   const e = document.createElement(tag);
   if ((tag === 'th' || tag === 'td') && ALIGN.has(node.getAttribute('align'))) e.setAttribute('align', node.getAttribute('align'));
   if (tag === 'span' && MARKER.has(node.getAttribute('class'))) e.className = node.getAttribute('class');
+  if (tag === 'details' && node.getAttribute('class') === 'chart-data') e.className = 'chart-data';
   if (tag === 'ol' && /^\d{1,6}$/.test(node.getAttribute('start') ?? '')) e.setAttribute('start', node.getAttribute('start'));
-  if (tag === 'img') {
-    const url = chart(node.getAttribute('src'));
-    const alt = node.getAttribute('alt') ?? '';
-    if (!url) return document.createTextNode(alt);
-    e.setAttribute('alt', alt);
-    e.setAttribute('src', url);
-    e.dataset.chart = node.getAttribute('src');
-    return e;
-  }
   e.append(...children());
   return e;
 }
+// A large report (a comparison of 50 results: hundreds of kilobytes of HTML and SVG) is
+// copied a slice at a time, the page's own tasks running in between.
+const SLICE_MS = 30;
+const yieldToPage = () => (globalThis.scheduler?.yield ? globalThis.scheduler.yield() : new Promise((r) => setTimeout(r, 0)));
 
 // Inserts the <main> of report-wasm's page `htmlName` into `container`; charts from `files`,
-// links through `link` (none by default).
-function insertReport(container, files, htmlName, ctx, link = () => null) {
+// links through `link` (none by default). Resolves true once inserted; false (nothing
+// inserted) when the view was left meanwhile.
+async function insertReport(container, files, htmlName, ctx, link = () => null) {
   const byName = new Map(files.map((f) => [f.name, f.bytes]));
   const page = new TextDecoder().decode(byName.get(htmlName) ?? new ArrayBuffer(0));
   // Only the page's <main> (its <head> holds a <style> the policy would refuse). Document
@@ -136,18 +214,34 @@ function insertReport(container, files, htmlName, ctx, link = () => null) {
   if (start < 0 || end < start) throw new Error(`report-wasm's ${htmlName} has no report in it`);
   // DOMParser's document is inert: nothing in it loads or runs.
   const main = new DOMParser().parseFromString(page.slice(start + open.length, end), 'text/html').body;
-  const urls = new Map();
-  const chart = (src) => {
+  const chart = (src, alt) => {
     if (typeof src !== 'string' || !src.endsWith('.svg') || !byName.has(src)) return null;
-    if (!urls.has(src)) urls.set(src, ctx.blobUrl(byName.get(src), 'image/svg+xml'));
-    return urls.get(src);
+    return chartFigure(src, byName.get(src), alt, ctx);
   };
   const f = document.createDocumentFragment();
-  for (const c of main.childNodes) {
+  let slice = performance.now();
+  for (const c of [...main.childNodes]) {
     const copy = copySafe(c, chart, link);
     if (copy) f.append(copy);
+    if (performance.now() - slice > SLICE_MS) {
+      await yieldToPage();
+      if (!ctx.alive()) return false;
+      slice = performance.now();
+    }
   }
   container.replaceChildren(f);
+  return true;
+}
+
+// A link of the module's to a result (`[name](name)`, the name percent-encoded): this
+// site's route to it when `names` (by default every published result) has it.
+function resultLink(names = site.byName) {
+  return (href) => {
+    if (typeof href !== 'string' || href === '' || /[\/:?#\\]/.test(href)) return null;
+    let target;
+    try { target = decodeURIComponent(href); } catch { return null; }
+    return names.has(target) && site.byName.has(target) ? `#/result/${enc(target)}` : null;
+  };
 }
 
 // ---------------------------------------------------------------- site state
@@ -228,6 +322,8 @@ function route() {
   if (parts[0] === 'campaign' && args.length === 1) return showCampaign(ctx, args[0]);
   if (parts[0] === 'diff' && args.length === 0) return showDiff(ctx, null, null);
   if (parts[0] === 'diff' && args.length === 2) return showDiff(ctx, args[0], args[1]);
+  if (parts[0] === 'compare') return showCompare(ctx, args.filter((a) => a !== ''));
+  if (parts[0] === 'history' && args.length === 0) return showHistory(ctx);
   return notFound(ctx, 'There is no such page.');
 }
 
@@ -265,7 +361,10 @@ function showIndex(ctx) {
     [['all', 'any status'], ['verified', 'verified'], ['unsigned', 'unsigned'], ['imported', 'imported'], ['invalid', 'INVALID']]
       .map(([v, t]) => h('option', { value: v, selected: indexState.status === v }, t)));
   const count = h('span', { class: 'count', id: 'count' });
+  const compareButton = h('button', { type: 'button', id: 'compare-selected', disabled: true }, 'Compare the selected');
   const diffButton = h('button', { type: 'button', id: 'diff-selected', disabled: true }, 'Diff the two selected');
+  const clearButton = h('button', { type: 'button', id: 'clear-selected', disabled: true }, 'Clear the selection');
+  const pickAll = h('input', { type: 'checkbox', id: 'pick-all', 'aria-label': 'select every result shown' });
   const tbody = h('tbody');
   const headers = COLUMNS.map(([key, label]) => {
     const b = h('button', { type: 'button', class: 'sort', 'data-sort': key }, label);
@@ -278,25 +377,55 @@ function showIndex(ctx) {
   });
   indexState.picked = indexState.picked.filter((n) => site.byName.has(n));
 
+  // The results ticked, in the order they were ticked: any number to compare, exactly two to diff.
   const updatePicked = () => {
-    diffButton.disabled = indexState.picked.length !== 2;
-    diffButton.textContent = indexState.picked.length === 2
-      ? `Diff: ${indexState.picked[1]} against ${indexState.picked[0]}` : `Diff the two selected (${indexState.picked.length}/2)`;
+    const n = indexState.picked.length;
+    compareButton.disabled = n < 2;
+    compareButton.textContent = n < 2 ? `Compare the selected (${n} of at least 2)` : `Compare ${n} selected`;
+    diffButton.disabled = n !== 2;
+    diffButton.textContent = n === 2
+      ? `Diff: ${indexState.picked[1]} against ${indexState.picked[0]}` : `Diff the two selected (${n} selected)`;
+    clearButton.disabled = n === 0;
+    const shownRows = rows.filter((r) => !r.tr.hidden);
+    const ticked = shownRows.filter((r) => r.pick.checked).length;
+    pickAll.checked = shownRows.length > 0 && ticked === shownRows.length;
+    pickAll.indeterminate = ticked > 0 && ticked < shownRows.length;
   };
+  const setPicked = (row, on) => {
+    row.pick.checked = on;
+    indexState.picked = indexState.picked.filter((n) => n !== row.name);
+    if (on) indexState.picked.push(row.name);
+  };
+  compareButton.addEventListener('click', () => {
+    if (indexState.picked.length >= 2) location.hash = compareHash(indexState.picked);
+  });
   diffButton.addEventListener('click', () => {
     if (indexState.picked.length === 2) location.hash = `#/diff/${enc(indexState.picked[0])}/${enc(indexState.picked[1])}`;
   });
+  clearButton.addEventListener('click', () => {
+    for (const row of rows) setPicked(row, false);
+    updatePicked();
+  });
+  pickAll.addEventListener('change', () => {
+    for (const row of rows) if (!row.tr.hidden) setPicked(row, pickAll.checked);
+    updatePicked();
+  });
 
+  let verified = 0;
+  let applyQueued = false;
+  // Rows re-sorted at most once a frame while badges arrive.
+  const applySoon = () => {
+    if (applyQueued) return;
+    applyQueued = true;
+    requestAnimationFrame(() => {
+      applyQueued = false;
+      if (ctx.alive()) apply();
+    });
+  };
   for (const row of rows) {
-    const pick = h('input', { type: 'checkbox', 'aria-label': `select ${row.name} for a diff`, checked: indexState.picked.includes(row.name) });
+    const pick = h('input', { type: 'checkbox', 'aria-label': `select ${row.name} to compare`, checked: indexState.picked.includes(row.name) });
     pick.addEventListener('change', () => {
-      indexState.picked = indexState.picked.filter((n) => n !== row.name);
-      if (pick.checked) indexState.picked.push(row.name);
-      while (indexState.picked.length > 2) {
-        const dropped = indexState.picked.shift();
-        const other = rows.find((r) => r.name === dropped);
-        if (other) other.pick.checked = false;
-      }
+      setPicked(row, pick.checked);
       updatePicked();
     });
     row.pick = pick;
@@ -324,10 +453,15 @@ function showIndex(ctx) {
       const reason = m.badge?.kind === 'invalid' ? h('span', { class: 'reason' }, m.badge.reason) : null;
       c.status.replaceChildren(...[badge(m), reason].filter(Boolean));
       row.tr.dataset.badge = m.badge?.kind ?? 'invalid';
-      apply();
-      if (rows.every((r) => r.meta)) {
+      verified++;
+      if (verified === rows.length) {
+        apply();
         document.body.dataset.indexReady = 'true';
+        performance.mark('provebench:index-ready', { detail: { results: rows.length } });
         say('');
+      } else {
+        applySoon();
+        say(`Verifying results in this browser: ${verified} of ${rows.length}…`);
       }
     });
   }
@@ -342,20 +476,22 @@ function showIndex(ctx) {
       return (x < y ? -1 : x > y ? 1 : a.name < b.name ? -1 : 1) * (x === y ? 1 : indexState.dir);
     });
     let shown = 0;
-    for (const row of sorted) {
+    sorted.forEach((row, i) => {
       const m = row.meta ?? {};
       const hay = [row.name, m.model, m.modelRevision, m.engine, m.engineVersion, m.gpu, m.date, ...(m.kinds ?? []), m.badge?.text, m.badge?.reason]
         .filter((s) => s != null).join(' ').toLowerCase();
       const visible = terms.every((t) => hay.includes(t)) && (indexState.status === 'all' || m.badge?.kind === indexState.status);
       row.tr.hidden = !visible;
       if (visible) shown++;
-      tbody.append(row.tr);
-    }
+      // Moved only when out of place: a focused checkbox keeps its focus.
+      if (tbody.children[i] !== row.tr) tbody.insertBefore(row.tr, tbody.children[i] ?? null);
+    });
     for (const th of headers) {
       const key = th.dataset.col;
       th.setAttribute('aria-sort', key === indexState.sort ? (indexState.dir > 0 ? 'ascending' : 'descending') : 'none');
     }
     count.textContent = `${shown} of ${rows.length} results`;
+    updatePicked();
   }
   filter.addEventListener('input', apply);
   statusSelect.addEventListener('change', apply);
@@ -364,15 +500,20 @@ function showIndex(ctx) {
   if (rows.length) say('Verifying results in this browser…');
   view.replaceChildren(
     h('h1', { text: 'Results' }),
-    h('p', { class: 'lede' }, 'Every badge, table and chart here is computed in your browser by report-wasm from the published files, against this site\u2019s own trusted keys (', h('a', { href: 'keys.json', download: 'keys.json' }, 'keys.json'), ').'),
-    campaignsSection(ctx),
-    h('div', { class: 'controls' }, filter, statusSelect, count, diffButton),
+    h('p', { class: 'lede' }, 'Every badge, table and chart here is computed in your browser by report-wasm from the published files, against this site\u2019s own trusted keys (', h('a', { href: 'keys.json', download: 'keys.json' }, 'keys.json'), '). Tick any number of results to compare them, or two for a diff.'),
+    campaignsSection(ctx) ?? '',
+    h('div', { class: 'controls' }, filter, statusSelect, count),
+    h('div', { class: 'controls picked', role: 'group', 'aria-label': 'The selected results' }, compareButton, diffButton, clearButton),
     rows.length
-      ? h('div', { class: 'table-wrap' }, h('table', { class: 'index', id: 'index' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, h('span', { class: 'sr' }, 'Select')), headers)), tbody))
+      ? h('div', { class: 'table-wrap' }, h('table', { class: 'index', id: 'index' }, h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'pick' }, pickAll), headers)), tbody))
       : h('p', { text: 'This site has no results.' }),
   );
   apply();
-  updatePicked();
+}
+
+// The route of the comparison of the published results `names`.
+function compareHash(names) {
+  return `#/compare/${names.map(enc).join('/')}`;
 }
 
 // ---- campaigns
@@ -414,14 +555,10 @@ function showCampaign(ctx, name) {
   const downloads = h('div', { id: 'downloads' });
   const report = h('section', { class: 'report', id: 'campaign-report', 'aria-busy': 'true', 'data-file': name }, h('p', { class: 'muted' }, 'Rendering in this browser…'));
   const title = h('h1', { id: 'campaign-title' }, name);
-  view.replaceChildren(h('p', { class: 'crumbs' }, h('a', { href: '#/', text: '← All results' })), title, heading, downloads, report);
+  const compare = h('p', { id: 'campaign-compare' });
+  view.replaceChildren(h('p', { class: 'crumbs' }, h('a', { href: '#/', text: '← All results' })), title, heading, compare, downloads, report);
   say(`Rendering ${name}…`);
-  const link = (href) => {
-    if (typeof href !== 'string' || href === '' || /[\/:?#\\]/.test(href)) return null;
-    let target;
-    try { target = decodeURIComponent(href); } catch { return null; }
-    return site.byName.has(target) ? `#/result/${enc(target)}` : null;
-  };
+  const link = resultLink();
   (async () => {
     try {
       const m = await call('campaignMeta', { name });
@@ -430,13 +567,18 @@ function showCampaign(ctx, name) {
       heading.replaceChildren(h('p', { class: 'badges' }, badge(m), ' ', h('span', { class: 'reason' }, m.badge.reason)),
         facts([['File', `${name}: ${entry.size.toLocaleString('en')} bytes, sha256 ${entry.sha256}`, { class: 'hash' }], moduleFact()]));
       heading.dataset.ready = 'true';
+      // The campaign's results this site publishes, side by side.
+      const results = [...new Set(Array.isArray(m.results) ? m.results.filter((n) => typeof n === 'string' && site.byName.has(n)) : [])];
+      if (results.length >= 2) {
+        compare.replaceChildren(h('a', { href: compareHash(results), id: 'compare-campaign' }, `Compare these results (${results.length})`));
+      }
       const r = await call('campaignRender', { name });
       if (!ctx.alive()) return;
       if (r.error) {
         report.replaceChildren(h('p', { class: 'error' }, `report-wasm could not render this campaign: ${r.error}`));
         say('');
       } else {
-        insertReport(report, r.files, 'campaign.html', ctx, link);
+        if (!(await insertReport(report, r.files, 'campaign.html', ctx, link))) return;
         const md = r.files.find((f) => f.name === 'campaign.md');
         const stem = name.replace(/\.json$/i, '');
         downloads.replaceChildren(downloadsFor(ctx, name, md?.bytes, `${stem}.md`, null, 'the signed campaign document'));
@@ -516,31 +658,23 @@ function showResult(ctx, name) {
   say(`Rendering ${name}…`);
 
   // Render first (it is what a reader waits for), then the verdict for the heading.
-  (async () => {
-    try {
-      const r = await call('render', { name });
-      if (!ctx.alive()) return;
-      if (r.error) {
-        report.replaceChildren(h('p', { class: 'error' }, `report-wasm could not render this file: ${r.error}`));
-        say('');
-      } else {
-        insertReport(report, r.files, 'report.html', ctx);
-        const ms = performance.now() - started;
-        performance.mark('provebench:first-render', { detail: { name, ms } });
-        report.dataset.renderMs = ms.toFixed(0);
-        const md = r.files.find((f) => f.name === 'report.md');
-        const stem = name.replace(/\.json$/i, '');
-        downloads.replaceChildren(downloadsFor(ctx, name, md?.bytes, `${stem}.report.md`, `runner verify ${shellQuote(name)} --keys keys.json`));
-        say(`Rendered in ${ms.toFixed(0)} ms.`);
-      }
-    } catch (e) {
-      if (!ctx.alive()) return;
-      report.replaceChildren(h('p', { class: 'error' }, e.message));
-      say(e.message, true);
+  renderInto(ctx, report, async () => {
+    const r = await call('render', { name });
+    if (!ctx.alive()) return false;
+    if (r.error) {
+      report.replaceChildren(h('p', { class: 'error' }, `report-wasm could not render this file: ${r.error}`));
+      say('');
+    } else {
+      if (!(await insertReport(report, r.files, 'report.html', ctx))) return false;
+      const ms = performance.now() - started;
+      performance.mark('provebench:first-render', { detail: { name, ms } });
+      report.dataset.renderMs = ms.toFixed(0);
+      const md = r.files.find((f) => f.name === 'report.md');
+      const stem = name.replace(/\.json$/i, '');
+      downloads.replaceChildren(downloadsFor(ctx, name, md?.bytes, `${stem}.report.md`, `runner verify ${shellQuote(name)} --keys keys.json`));
+      say(`Rendered in ${ms.toFixed(0)} ms.`);
     }
-    report.setAttribute('aria-busy', 'false');
-    report.dataset.ready = 'true';
-  })();
+  });
 
   metaOf(name, true).then((m) => {
     if (!ctx.alive()) return;
@@ -665,7 +799,7 @@ async function runDiff(ctx, sa, sb, output, share) {
           return li;
         }));
       const body = h('div', { id: 'diff-report' });
-      insertReport(body, r.files, 'diff.html', ctx);
+      if (!(await insertReport(body, r.files, 'diff.html', ctx))) return;
       const md = r.files.find((f) => f.name === 'diff.md');
       output.replaceChildren(who, downloadsFor(ctx, null, md?.bytes, 'diff.md', null), body);
     }
@@ -673,6 +807,174 @@ async function runDiff(ctx, sa, sb, output, share) {
     if (ctx.alive()) output.replaceChildren(h('p', { class: 'error' }, e.message));
   }
   if (ctx.alive()) output.dataset.ready = 'true';
+}
+
+// ---- compare
+
+// `names`: published results (from the route); local files are added on the page. All
+// published: the comparison has a shareable link (the route); with a local file, none.
+function showCompare(ctx, names) {
+  names = [...new Set(names)];
+  for (const n of names) if (!site.byName.has(n)) return notFound(ctx, `This site has no result named ${n}.`);
+  const items = names.map((name) => ({ name, file: null }));
+  const output = h('section', { class: 'report', id: 'compare-output' });
+  const share = h('p', { class: 'share', id: 'share' });
+  const list = h('ol', { id: 'compare-list', class: 'compare-list' });
+  const run = h('button', { type: 'button', id: 'run-compare' }, 'Compare');
+  const add = h('select', { id: 'compare-add', 'aria-label': 'A published result to add' });
+  const addButton = h('button', { type: 'button', id: 'compare-add-button' }, 'Add');
+  const input = h('input', { type: 'file', id: 'compare-files', multiple: true, accept: '.json,application/json', 'aria-label': 'Add local result files' });
+  const zone = h('div', { class: 'side compare-drop' },
+    h('p', {}, h('label', { for: 'compare-add' }, 'Add a published result: '), add, ' ', addButton),
+    h('p', {}, h('label', { class: 'local', for: 'compare-files' }, 'Add local result files: '), input),
+    h('p', { class: 'drop' }, 'or drop result files here; they are read by this page only and never uploaded.'));
+
+  const show = () => {
+    list.replaceChildren(...items.map((it, i) => {
+      const remove = h('button', { type: 'button', class: 'remove', 'aria-label': `remove ${it.name} from the comparison` }, 'Remove');
+      remove.addEventListener('click', () => {
+        items.splice(i, 1);
+        show();
+        (list.querySelectorAll('button.remove')[Math.min(i, items.length - 1)] ?? run).focus();
+      });
+      return h('li', { 'data-file': it.name, 'data-local': it.file ? 'true' : null },
+        it.file ? `${it.name} (local file, ${it.file.size.toLocaleString('en')} bytes; it stays in this browser)` : h('a', { href: `#/result/${enc(it.name)}` }, it.name),
+        ' ', remove);
+    }));
+    if (items.length === 0) list.replaceChildren(h('li', { class: 'muted' }, 'Nothing chosen yet.'));
+    const inList = new Set(items.filter((it) => !it.file).map((it) => it.name));
+    add.replaceChildren(h('option', { value: '' }, '— a published result —'),
+      ...site.results.filter((r) => !inList.has(r.name)).map((r) => h('option', { value: r.name }, r.name)));
+    run.disabled = items.length < 2;
+    run.textContent = items.length < 2 ? `Compare (${items.length} of at least 2)` : `Compare ${items.length} results`;
+  };
+  const addFiles = (files) => {
+    for (const file of files ?? []) {
+      // A local file never takes a published result's name (its links would open that one).
+      let name = file.name || 'local.json';
+      const taken = (n) => site.byName.has(n) || items.some((it) => it.name === n);
+      for (let k = 1; taken(name); k++) name = `${file.name} (local${k > 1 ? ` ${k}` : ''})`;
+      items.push({ name, file });
+    }
+    show();
+  };
+  addButton.addEventListener('click', () => {
+    if (!add.value) return;
+    items.push({ name: add.value, file: null });
+    show();
+    add.focus();
+  });
+  input.addEventListener('change', () => { addFiles(input.files); input.value = ''; });
+  zone.addEventListener('dragover', (e) => { e.preventDefault(); zone.classList.add('over'); });
+  zone.addEventListener('dragleave', () => zone.classList.remove('over'));
+  zone.addEventListener('drop', (e) => { e.preventDefault(); zone.classList.remove('over'); addFiles(e.dataTransfer?.files); });
+  run.addEventListener('click', () => {
+    if (items.length < 2) return;
+    if (items.every((it) => !it.file)) {
+      const hash = compareHash(items.map((it) => it.name));
+      if (location.hash !== hash) { location.hash = hash; return; }
+    }
+    runCompare(ctx, items.slice(), output, share);
+  });
+
+  view.replaceChildren(
+    h('p', { class: 'crumbs' }, h('a', { href: '#/', text: '← All results' })),
+    h('h1', { text: 'Compare' }),
+    h('p', { class: 'lede' }, 'Any number of results side by side: throughput, latency, the Pareto frontier of throughput per GPU against speed per user, and energy where measured. Results that cannot be compared (another model, another workload) are put in separate groups. Local files are read by this page only; they are never uploaded.'),
+    h('h2', { text: 'Results' }), list, zone, h('p', {}, run), share, output);
+  show();
+  if (items.length >= 2) runCompare(ctx, items.slice(), output, share);
+}
+
+// Loading many results takes a while: "Verifying 12 of 50…" in the status line and in `where`.
+function progressTo(ctx, where, what) {
+  return ({ done, total }) => {
+    if (!ctx.alive()) return;
+    const text = done < total ? `Verifying ${done + 1} of ${total} results in this browser…` : `${what} ${total} results…`;
+    where.textContent = text;
+    say(text);
+  };
+}
+
+async function runCompare(ctx, items, output, share) {
+  const local = items.some((it) => it.file);
+  const published = new Set(items.filter((it) => !it.file).map((it) => it.name));
+  share.replaceChildren(local
+    ? 'This comparison includes a local file, so it has no shareable link.'
+    : h('span', {}, 'Shareable link: ', h('a', { href: compareHash(items.map((it) => it.name)), id: 'share-link' }, location.href)));
+  output.dataset.ready = 'false';
+  output.setAttribute('aria-busy', 'true');
+  const progress = h('p', { class: 'muted', id: 'compare-progress', role: 'status' }, `Comparing ${items.length} results in this browser…`);
+  output.replaceChildren(progress);
+  const started = performance.now();
+  await renderInto(ctx, output, async () => {
+    const srcs = [];
+    const transfer = [];
+    for (const it of items) {
+      if (!it.file) { srcs.push({ name: it.name }); continue; }
+      const bytes = await it.file.arrayBuffer();
+      srcs.push({ name: it.name, bytes });
+      transfer.push(bytes);
+    }
+    const r = await call('compare', { srcs }, transfer, progressTo(ctx, progress, 'Comparing'));
+    if (!(await showRendered(ctx, output, r, 'compare', resultLink(published)))) return false;
+    if (!r.error) {
+      const ms = performance.now() - started;
+      output.dataset.renderMs = ms.toFixed(0);
+      say(`Compared ${items.length} results in ${ms.toFixed(0)} ms.`);
+    }
+  });
+}
+
+// Runs `work`, which fills `el` (a report, a comparison, a history) and returns false when
+// the view went away; shows its error in `el` instead; then marks `el` done.
+async function renderInto(ctx, el, work) {
+  try {
+    if ((await work()) === false) return;
+  } catch (e) {
+    if (!ctx.alive()) return;
+    el.replaceChildren(h('p', { class: 'error' }, e.message));
+    say(e.message, true);
+  }
+  el.setAttribute('aria-busy', 'false');
+  el.dataset.ready = 'true';
+}
+
+// Puts the module's `what`.html (compare or history) into `output`, with its markdown to
+// download, or the module's error; false when the view went away meanwhile.
+async function showRendered(ctx, output, r, what, link) {
+  if (r.error) {
+    const verb = what === 'compare' ? 'compare these files' : 'read the history';
+    output.replaceChildren(h('p', { class: 'error' }, `report-wasm could not ${verb}: ${r.error}`));
+    say('');
+    return ctx.alive();
+  }
+  const body = h('div', { id: `${what}-report` });
+  if (!(await insertReport(body, r.files, `${what}.html`, ctx, link))) return false;
+  const md = r.files.find((f) => f.name === `${what}.md`);
+  output.replaceChildren(downloadsFor(ctx, null, md?.bytes, `${what}.md`, null), body);
+  return true;
+}
+
+// ---- history
+
+// Every published result over time: the module groups those of one configuration and draws
+// their trends, with its verdict on the latest run.
+function showHistory(ctx) {
+  const names = site.results.map((r) => r.name);
+  const output = h('section', { class: 'report', id: 'history-output', 'aria-busy': 'true' });
+  const progress = h('p', { class: 'muted', id: 'history-progress', role: 'status' }, `Reading ${names.length} results in this browser…`);
+  output.append(progress);
+  view.replaceChildren(
+    h('p', { class: 'crumbs' }, h('a', { href: '#/', text: '← All results' })),
+    h('h1', { text: 'History' }),
+    h('p', { class: 'lede' }, 'Every published result of one configuration (engine and version, model, GPU, workload) in the order it ran: the trend of each figure, and whether the latest run regressed.'),
+    output);
+  renderInto(ctx, output, async () => {
+    const r = await call('history', { names }, [], progressTo(ctx, progress, 'Reading the history of'));
+    if (!ctx.alive() || !(await showRendered(ctx, output, r, 'history', resultLink()))) return false;
+    say('');
+  });
 }
 
 // ---------------------------------------------------------------- start
@@ -696,10 +998,24 @@ function checkIndex(json) {
   return { results, byName, campaigns, campaignsByName, publishedModuleSha256: typeof json?.module?.sha256 === 'string' ? json.module.sha256 : null };
 }
 
+// On paper every chart's table is shown: the closed <details> are opened for printing and
+// closed again after.
+let openedForPrint = [];
+function openForPrint() {
+  openedForPrint = [...document.querySelectorAll('details:not([open])')];
+  for (const d of openedForPrint) d.open = true;
+}
+function closeAfterPrint() {
+  for (const d of openedForPrint) d.open = false;
+  openedForPrint = [];
+}
+
 async function boot() {
   // A file dropped outside a drop zone must not make the browser open it.
   window.addEventListener('dragover', (e) => e.preventDefault());
   window.addEventListener('drop', (e) => e.preventDefault());
+  window.addEventListener('beforeprint', openForPrint);
+  window.addEventListener('afterprint', closeAfterPrint);
   say('Loading the report module…');
   try {
     const [index, info] = await Promise.all([

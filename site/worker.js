@@ -5,11 +5,16 @@
 // trusted: a result cannot bring its own) and results/NAME for names the page found in
 // index.json. Local files arrive as bytes from the page and go nowhere.
 //
-// Messages: {id, op, ...} in; {id, ok: true, value} or {id, ok: false, error} out.
-//   init                         -> {moduleSha256, predicateType, keysError}
+// Messages: {id, op, ...} in; {id, ok: true, value} or {id, ok: false, error} out, and
+// for long requests, before that, {id, progress: {done, total}} (documents loaded so far).
+//   init                         -> {moduleSha256, predicateType, keysError, compare}
 //   meta   {name} | {bytes}      -> the facts an index row and a result heading show
 //   render {name} | {bytes}      -> {error} or {files: [{name, bytes}]} (report.md, report.html, charts)
 //   diff   {a, b} (each {name} | {bytes}) -> as render (diff.md, diff.html, charts)
+//   compare {srcs: [{name} | {bytes, name}]} -> as render (compare.md, compare.html, charts):
+//                                   the comparison of any number of results, each named
+//                                   as published (a local file: its file name)
+//   history {names}              -> as render (history.md, history.html, trend charts)
 //   campaignMeta   {name}        -> a campaign's facts (name, badge, the counts it claims)
 //   campaignRender {name}        -> as render (campaign.md, campaign.html): the campaign's
 //                                   matrix from it and the result files it names
@@ -19,7 +24,7 @@
 // file only fetches the files the module names (results/NAME, the name encoded whole, so
 // it cannot leave results/).
 
-import init, { loadDocument, renderDocument, diffDocuments, loadCampaign, predicateType } from './wasm/report_wasm.js';
+import init, * as wasm from './wasm/report_wasm.js';
 
 let keysText = '{"keys":[]}';
 let keysError = null;
@@ -28,6 +33,12 @@ let setup = null;
 // most recent: the index row, the report and any diff of a result share one verification.
 const cache = new Map();
 const CACHE_ENTRIES = 6;
+// name -> the same verified result without its raw records (Document.lite(), where the
+// module has it): kept for every published result verified in this page's life, so that a
+// comparison or a history of results already listed never verifies them again.
+const lites = new Map();
+// Results fetched ahead of the one being verified, in a comparison.
+const FETCH_AHEAD = 3;
 
 const hex = (buf) => Array.from(new Uint8Array(buf), (b) => b.toString(16).padStart(2, '0')).join('');
 
@@ -37,16 +48,21 @@ async function fetchOwn(path, what) {
   return res;
 }
 
+async function fetchResult(name) {
+  const res = await fetchOwn(`results/${encodeURIComponent(name)}`, name);
+  return new Uint8Array(await res.arrayBuffer());
+}
+
 async function start() {
   const [wasmRes, keysRes] = await Promise.all([
     fetchOwn('wasm/report_wasm_bg.wasm', 'the report module'),
     fetchOwn('keys.json', 'the keys file').catch((e) => e),
   ]);
-  const wasm = await wasmRes.arrayBuffer();
+  const bytes = await wasmRes.arrayBuffer();
   // sha256 of the very bytes instantiated (WebCrypto exists in secure contexts only:
   // https, or http on localhost).
-  const moduleSha256 = globalThis.crypto?.subtle ? hex(await crypto.subtle.digest('SHA-256', wasm)) : null;
-  await init({ module_or_path: wasm });
+  const moduleSha256 = globalThis.crypto?.subtle ? hex(await crypto.subtle.digest('SHA-256', bytes)) : null;
+  await init({ module_or_path: bytes });
   if (keysRes instanceof Error) {
     keysError = keysRes.message;
   } else {
@@ -59,13 +75,31 @@ async function start() {
       keysText = '{"keys":[]}';
     }
   }
-  return { moduleSha256, predicateType: predicateType(), keysError };
+  return { moduleSha256, predicateType: wasm.predicateType(), keysError, compare: typeof wasm.newComparison === 'function' };
+}
+
+// The lite copy of `doc` (the module's Document.lite()), or null where this build of the
+// module has none.
+function liteOf(doc) {
+  if (typeof doc.lite !== 'function') return null;
+  try {
+    return doc.lite();
+  } catch {
+    return null;
+  }
+}
+
+// Keeps the lite copy of the published result `name`, loaded as `doc`.
+function keepLite(name, doc) {
+  if (lites.has(name)) return;
+  const lite = liteOf(doc);
+  if (lite) lites.set(name, lite);
 }
 
 // The loaded document `src` names: {doc, owned}; an owned one (a local file) is the
 // caller's to free, a published one stays in the cache.
 async function documentOf(src) {
-  if (src.bytes) return { doc: loadDocument(new Uint8Array(src.bytes), keysText), owned: true };
+  if (src.bytes) return { doc: wasm.loadDocument(new Uint8Array(src.bytes), keysText), owned: true };
   const name = String(src.name);
   let doc = cache.get(name);
   if (doc) {
@@ -73,8 +107,8 @@ async function documentOf(src) {
     cache.set(name, doc);
     return { doc, owned: false };
   }
-  const res = await fetchOwn(`results/${encodeURIComponent(name)}`, name);
-  doc = loadDocument(new Uint8Array(await res.arrayBuffer()), keysText);
+  doc = wasm.loadDocument(await fetchResult(name), keysText);
+  keepLite(name, doc);
   cache.set(name, doc);
   while (cache.size > CACHE_ENTRIES) {
     const [oldest, old] = cache.entries().next().value;
@@ -105,6 +139,12 @@ function meta(doc) {
   return facts;
 }
 
+function metaOp(msg) {
+  // A published result verified before: its lite copy has the same facts.
+  if (!msg.bytes && lites.has(String(msg.name))) return meta(lites.get(String(msg.name)));
+  return withDocuments([msg], meta);
+}
+
 function files(rendered) {
   try {
     const error = rendered.error();
@@ -117,10 +157,73 @@ function files(rendered) {
   }
 }
 
+// The documents of a comparison, in order: [{doc, name, owned}]. A published result comes
+// from the lite cache, or is fetched, verified and kept there (its full document freed);
+// a local file's document is owned (the caller frees it). `progress(done, total)` as
+// they load; the next few files are fetched while one is verified.
+async function comparisonDocuments(srcs, progress) {
+  const held = [];
+  const fetches = new Map();
+  const fetchAt = (i) => {
+    const s = srcs[i];
+    if (!s || s.bytes || lites.has(String(s.name)) || fetches.has(i)) return;
+    const p = fetchResult(String(s.name));
+    p.catch(() => {}); // awaited (and its error reported) in turn
+    fetches.set(i, p);
+  };
+  try {
+    for (let i = 0; i < srcs.length; i++) {
+      progress(i, srcs.length);
+      for (let k = i; k <= i + FETCH_AHEAD; k++) fetchAt(k);
+      const src = srcs[i];
+      const name = String(src.name);
+      if (src.bytes) {
+        const full = wasm.loadDocument(new Uint8Array(src.bytes), keysText);
+        const lite = liteOf(full);
+        if (lite) full.free();
+        held.push({ doc: lite ?? full, name, owned: true });
+      } else if (lites.has(name)) {
+        held.push({ doc: lites.get(name), name, owned: false });
+      } else {
+        const bytes = await fetches.get(i);
+        fetches.delete(i);
+        const full = wasm.loadDocument(bytes, keysText);
+        keepLite(name, full);
+        if (lites.has(name)) {
+          full.free();
+          held.push({ doc: lites.get(name), name, owned: false });
+        } else {
+          held.push({ doc: full, name, owned: true });
+        }
+      }
+    }
+    progress(srcs.length, srcs.length);
+    return held;
+  } catch (e) {
+    for (const h of held) if (h.owned) h.doc.free();
+    throw e;
+  }
+}
+
+// compare.* (`history`: false) or history.* (true) of the results `srcs`.
+async function compare(srcs, history, progress) {
+  if (typeof wasm.newComparison !== 'function') {
+    throw new Error('this build of the report module cannot compare results (it has no newComparison)');
+  }
+  const held = await comparisonDocuments(srcs, progress);
+  const comparison = wasm.newComparison();
+  try {
+    for (const h of held) comparison.add(h.doc, h.name);
+    return files(history ? comparison.history() : comparison.render());
+  } finally {
+    comparison.free();
+    for (const h of held) if (h.owned) h.doc.free();
+  }
+}
+
 // The campaign `name` loaded, with its facts; the caller frees it.
 async function campaignOf(name) {
-  const res = await fetchOwn(`results/${encodeURIComponent(String(name))}`, String(name));
-  const campaign = loadCampaign(new Uint8Array(await res.arrayBuffer()), keysText);
+  const campaign = wasm.loadCampaign(await fetchResult(String(name)), keysText);
   const facts = JSON.parse(campaign.meta());
   if (facts.error) {
     campaign.free();
@@ -141,8 +244,8 @@ async function campaignRender(name) {
   const { campaign, facts } = await campaignOf(name);
   try {
     const fetched = await Promise.all(facts.results.map(async (uri) => {
-      const res = await fetchOwn(`results/${encodeURIComponent(uri)}`, uri).catch(() => null);
-      return res ? [uri, new Uint8Array(await res.arrayBuffer())] : null;
+      const bytes = await fetchResult(uri).catch(() => null);
+      return bytes ? [uri, bytes] : null;
     }));
     for (const f of fetched) if (f) campaign.addResult(f[0], f[1]);
     return files(campaign.render());
@@ -151,16 +254,20 @@ async function campaignRender(name) {
   }
 }
 
-async function handle(msg) {
+async function handle(msg, progress) {
   if (msg.op === 'init') return (setup ??= start());
   await (setup ??= start());
   switch (msg.op) {
     case 'meta':
-      return withDocuments([msg], meta);
+      return metaOp(msg);
     case 'render':
-      return withDocuments([msg], (doc) => files(renderDocument(doc)));
+      return withDocuments([msg], (doc) => files(wasm.renderDocument(doc)));
     case 'diff':
-      return withDocuments([msg.a, msg.b], (a, b) => files(diffDocuments(a, b)));
+      return withDocuments([msg.a, msg.b], (a, b) => files(wasm.diffDocuments(a, b)));
+    case 'compare':
+      return compare(Array.from(msg.srcs ?? [], (s) => (s.bytes ? { bytes: s.bytes, name: String(s.name) } : { name: String(s.name) })), false, progress);
+    case 'history':
+      return compare(Array.from(msg.names ?? [], (n) => ({ name: String(n) })), true, progress);
     case 'campaignMeta':
       return campaignMeta(msg.name);
     case 'campaignRender':
@@ -175,8 +282,9 @@ let queue = Promise.resolve();
 self.onmessage = (event) => {
   const msg = event.data;
   queue = queue.then(async () => {
+    const progress = (done, total) => self.postMessage({ id: msg.id, progress: { done, total } });
     try {
-      const value = await handle(msg);
+      const value = await handle(msg, progress);
       const transfer = (value?.files ?? []).map((f) => f.bytes);
       self.postMessage({ id: msg.id, ok: true, value }, transfer);
     } catch (e) {

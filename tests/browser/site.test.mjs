@@ -14,6 +14,18 @@
 //     tampered) published with its results reads as its matrix: badges and numbers, its
 //     markdown equal to `runner report`'s of the campaign (wasmtime and native) byte for
 //     byte, links that open the results, reached by keyboard;
+//   * any number of results read together (report-wasm's Comparison): ticked on the index,
+//     their compare.md equal to `runner compare`'s byte for byte and every table element for
+//     element, local files added in the page and never sent; on a constructed Pareto case
+//     (seed-004 tables through `runner import`) exactly the known frontier, in the table and
+//     in colour in pareto.svg, the dominated points grey; another model or prompt length
+//     compared apart, with the reason, never in one chart; document strings inert in the
+//     compare and history views; a campaign's "Compare these results", with progress; the
+//     history of three runs of one configuration: a trend chart and a verdict per figure;
+//   * charts are the module's SVG inlined through an allowlist (a <title> on each point, the
+//     hit target on top), scale to a narrow window, and print with their tables (print
+//     stylesheet; <details> opened before printing, closed after); the keyboard alone
+//     ticks results, opens the comparison and a chart's table;
 //   * the time to first render of a 10,000-request result (logged, not asserted);
 //   * `runner publish` refuses files that are not JSON; `runner serve` stays inside its
 //     directory and sends the right types and the policy; the site works from a subpath of
@@ -176,6 +188,57 @@ const campaignCells = [];
 runner('publish', 'campaign', '--out', 'site-campaign', '--keys', 'keys.json');
 const campaignOrigin = (await start(runnerBin, ['serve', 'site-campaign', '--port', '0'], 'runner serve (campaign)')).replace(/\/$/, '');
 
+// Results read together, published as a third site: seed-004 tables imported (a constructed
+// Pareto case, and results of another model and of another prompt length), and signed
+// synthetic results of one configuration run one after the other (a history).
+//
+// Pareto points: x = output tok/s per user = 1000 / ITL (ms) (imported tables have mean ITL
+// only), y = output tok/s per GPU = Output Token Throughput / GPU count:
+//   pareto-1 (2 GPUs): synchronous (100, 50), asynchronous@3.20 (50, 200), throughput (20, 300)
+//   pareto-2 (4 GPUs): synchronous (125, 40), asynchronous@6.40 (40, 250), throughput (25, 250)
+//   pareto-3 (2 GPUs): synchronous (80, 40), asynchronous@2.40 (40, 150), throughput (10, 350)
+// pareto-2's throughput is dominated by its asynchronous@6.40 (same per GPU, slower per user);
+// pareto-3's synchronous by pareto-1's synchronous, its asynchronous@2.40 by pareto-1's
+// asynchronous@3.20; every other point is on the frontier.
+const PARETO_FRONTIER = [
+  ['pareto-1.json', 'synchronous'], ['pareto-1.json', 'asynchronous@3.20 req/sec'], ['pareto-1.json', 'throughput'],
+  ['pareto-2.json', 'synchronous'], ['pareto-2.json', 'asynchronous@6.40 req/sec'], ['pareto-3.json', 'throughput'],
+].map((p) => p.join(' ')).sort();
+const PARETO_DOMINATED = [['pareto-2.json', 'throughput'], ['pareto-3.json', 'synchronous'], ['pareto-3.json', 'asynchronous@2.40 req/sec']]
+  .map((p) => p.join(' ')).sort();
+// One seed-004 table: `rows` are [benchmark, output tok/s, ITL ms].
+function seedTable(model, gpus, prompt, rows) {
+  const line = ([name, otps, itl], i) => {
+    const rps = otps / 128;
+    return `| ${name} | ${rps.toFixed(2)} req/sec | ${(128 * itl / 1000 + 0.05 * (i + 1)).toFixed(2)} sec | ${(50 + 10 * i).toFixed(2)} ms | ${itl.toFixed(2)} ms | ${otps.toFixed(2)} tokens/sec |`;
+  };
+  return [
+    `- **${model}**, **${gpus}**张**A100 80GB**, **vLLM**, prompt_tokens=${prompt}, generated_tokens=128`, '',
+    '| Benchmark | Requests per Second | Request Latency | Time to First Token | Inter Token Latency | Output Token Throughput |',
+    '| :---: | :---: | :---: | :---: | :---: | :---: |',
+    ...rows.map(line), ''].join('\n');
+}
+mkdirSync(join(dir, 'compare-src'));
+writeFileSync(join(dir, 'compare-src', 'pareto.md'), ['# LLM-Inference', '',
+  seedTable('Pareto-7B', 2, 512, [['synchronous', 100, 10], ['asynchronous@3.20 req/sec', 400, 20], ['throughput', 600, 50]]),
+  seedTable('Pareto-7B', 4, 512, [['synchronous', 160, 8], ['asynchronous@6.40 req/sec', 1000, 25], ['throughput', 1000, 40]]),
+  seedTable('Pareto-7B', 2, 512, [['synchronous', 80, 12.5], ['asynchronous@2.40 req/sec', 300, 25], ['throughput', 700, 100]]),
+].join('\n'));
+// other-1: another model; other-2: the same model with longer prompts.
+writeFileSync(join(dir, 'compare-src', 'other.md'), ['# LLM-Inference', '',
+  seedTable('Other-13B', 2, 512, [['synchronous', 90, 11], ['throughput', 650, 45]]),
+  seedTable('Pareto-7B', 2, 1024, [['synchronous', 95, 10.5], ['throughput', 620, 48]]),
+].join('\n'));
+runner('import', '--out', 'compare', 'compare-src/pareto.md', 'compare-src/other.md');
+// A history: one configuration, three runs, one after the other.
+const HISTORY = ['hist-1.json', 'hist-2.json', 'hist-3.json'];
+HISTORY.forEach((name, i) => runner('synth', '--key', 'lab.key', '--out', `compare/${name}`, '--requests', '12', '--output-tokens', '8', '--seed', String(i + 1)));
+runner('publish', 'compare', '--out', 'site-compare', '--keys', 'keys.json');
+const compareOrigin = (await start(runnerBin, ['serve', 'site-compare', '--port', '0'], 'runner serve (compare)')).replace(/\/$/, '');
+// Whether this build of the module compares results (report-wasm's newComparison).
+const compareKnown = typeof glue.newComparison === 'function';
+const noCompare = compareKnown ? false : 'this build of report-wasm has no newComparison yet';
+
 // ------------------------------------------------------------------ the browser
 
 const userData = mkdtempSync(join(tmpdir(), 'provebench-chromium-'));
@@ -198,7 +261,7 @@ context.setDefaultTimeout(WAIT);
 // What the whole session saw: every request beyond the site's own files is a failure, as
 // is any dialog, page error or policy violation.
 const watch = { foreign: [], requests: [], dialogs: [], pageErrors: [], csp: [] };
-let allowedOrigins = [origin, campaignOrigin];
+let allowedOrigins = [origin, campaignOrigin, compareOrigin];
 const own = (u) => u === 'about:blank' || allowedOrigins.some((o) => u.startsWith(`${o}/`) || u === o || u.startsWith(`blob:${o}/`));
 context.on('request', (r) => {
   const u = r.url();
@@ -236,18 +299,59 @@ async function download(p, selector) {
   return readFileSync(await d.path());
 }
 // The tables, and all the text, of a page report-wasm made (parsed in the browser as the site does).
-async function reference(p, html) {
-  return p.evaluate((h) => {
+// `routes`: its relative links to results become the site's routes to them (#/result/NAME),
+// as the site maps them.
+async function reference(p, html, routes = false) {
+  return p.evaluate(([h, r]) => {
     // (Its <head> holds a <style>; parsing that here would count as a policy violation.)
     const body = h.slice(h.indexOf('<body>'));
     const main = new DOMParser().parseFromString(body, 'text/html').querySelector('main');
+    if (r) {
+      for (const a of main.querySelectorAll('a[href]')) {
+        const href = a.getAttribute('href');
+        if (!/[/:?#\\]/.test(href)) a.setAttribute('href', `#/result/${encodeURIComponent(decodeURIComponent(href))}`);
+      }
+    }
     return { tables: [...main.querySelectorAll('table')].map((t) => t.outerHTML), text: main.textContent };
-  }, html);
+  }, [html, routes]);
 }
+// The tables and the text of a report on the page; its charts (figures of inline SVG, where
+// the module's page has an <img>) left out of the text.
 const shown = (p, selector) => p.evaluate((s) => {
-  const e = document.querySelector(s);
+  const e = document.querySelector(s).cloneNode(true);
+  for (const f of e.querySelectorAll('figure[data-chart]')) f.remove();
   return { tables: [...e.querySelectorAll('table')].map((t) => t.outerHTML), text: e.textContent };
 }, selector);
+// Every chart inside `selector`: its file name, and what its inline SVG is made of.
+const chartsIn = (p, selector) => p.$$eval(`${selector} figure[data-chart]`, (figs) => figs.map((f) => {
+  const svg = f.querySelector('svg');
+  const all = svg ? [svg, ...svg.querySelectorAll('*')] : [];
+  return {
+    chart: f.dataset.chart,
+    label: svg?.getAttribute('aria-label'),
+    elements: [...new Set(all.map((e) => `${e.namespaceURI === 'http://www.w3.org/2000/svg' ? '' : '!'}${e.localName}`))].sort(),
+    attributes: [...new Set(all.flatMap((e) => [...e.attributes].map((a) => a.name)))].sort(),
+    shapes: all.length,
+    titles: svg ? [...svg.querySelectorAll('title')].map((t) => t.textContent) : [],
+    pointTitles: svg ? svg.querySelectorAll('g.points title').length : 0,
+    width: svg?.getBoundingClientRect().width ?? 0,
+    download: f.querySelector('a.chart-download')?.getAttribute('href')?.slice(0, 5),
+    downloadName: f.querySelector('a.chart-download')?.getAttribute('download'),
+  };
+}));
+// What an inline chart may be made of (site/app.js's SVG allowlist), beside role and aria-label.
+const SVG_ELEMENTS = new Set(['svg', 'g', 'rect', 'circle', 'ellipse', 'line', 'polyline', 'polygon', 'path', 'text', 'tspan', 'title']);
+const SVG_ATTRIBUTES = new Set(['x', 'y', 'x1', 'y1', 'x2', 'y2', 'cx', 'cy', 'r', 'rx', 'ry', 'dx', 'dy', 'width', 'height', 'points', 'd',
+  'viewBox', 'fill', 'fill-opacity', 'fill-rule', 'stroke', 'stroke-width', 'stroke-opacity', 'stroke-dasharray', 'stroke-dashoffset',
+  'stroke-linecap', 'stroke-linejoin', 'stroke-miterlimit', 'opacity', 'font-family', 'font-size', 'font-weight', 'font-style',
+  'text-anchor', 'dominant-baseline', 'transform', 'pointer-events', 'class', 'role', 'aria-label', 'focusable']);
+function assertSafeCharts(charts, where) {
+  for (const c of charts) {
+    assert.deepEqual(c.elements.filter((e) => !SVG_ELEMENTS.has(e)), [], `${where}: ${c.chart}: elements outside the allowlist`);
+    assert.deepEqual(c.attributes.filter((a) => !SVG_ATTRIBUTES.has(a)), [], `${where}: ${c.chart}: attributes outside the allowlist`);
+    assert.equal(c.download, 'blob:', `${where}: ${c.chart}: its download`);
+  }
+}
 
 // ------------------------------------------------------------------ tests
 
@@ -258,6 +362,7 @@ test('the index lists every result with the right badge', { timeout: 180_000 }, 
     model: tr.querySelector('td.model').textContent,
   })));
   assert.deepEqual(rows.map((r) => r.file).sort(), published);
+  assert.doesNotMatch(await page.textContent('#view'), /\bnull\b|undefined/, 'no stray text');
   const by = Object.fromEntries(rows.map((r) => [r.file, r]));
   for (const f of ['sweep-fast.json', 'sweep-slow.json', 'synth-signed.json']) {
     assert.equal(by[f].badge, 'verified', `${f}: ${by[f].status}`);
@@ -306,12 +411,21 @@ test("a result page's report equals `runner report`'s, byte for byte", { timeout
   assert.deepEqual(got.tables, want.tables, 'every table, element for element');
   assert.equal(got.text.trimStart(), want.text.trimStart(), 'and all the text');
   assert.ok(md.toString().includes('| Benchmark | Requests per Second |'), 'the seed sweep table');
-  // Charts are the module's SVG bytes, as blob: images.
-  const charts = await page.$$eval('#report img', (imgs) => imgs.map((i) => [i.dataset.chart, i.src.slice(0, 5), i.naturalWidth > 0]));
+  // Charts are the module's SVG, inlined through the allowlist (each with its file as a download).
+  const charts = await chartsIn(page, '#report');
   assert.ok(charts.length >= 2, 'charts shown');
-  assert.ok(charts.some(([chart]) => /^gpu-power-/.test(chart)), `GPU power charts: ${charts.map((c) => c[0])}`);
+  assert.equal(await page.$('#report img'), null, 'no chart left as an <img>');
+  assert.ok(charts.some((c) => /^gpu-power-/.test(c.chart)), `GPU power charts: ${charts.map((c) => c.chart)}`);
   assert.match(await page.textContent('#fact-host'), /output tokens per joule at best/);
-  for (const [chart, scheme, loaded] of charts) assert.deepEqual([scheme, loaded], ['blob:', true], chart);
+  assertSafeCharts(charts, 'result');
+  for (const c of charts) {
+    assert.ok(c.shapes > 10 && c.width > 100, `${c.chart}: drawn (${c.shapes} elements, ${c.width} px wide)`);
+    assert.equal(c.downloadName, c.chart);
+    assert.ok(c.label.length > 0, `${c.chart}: its alt text`);
+  }
+  const svgBytes = readFileSync(join(dir, 'report-sweep', charts[0].chart));
+  const downloaded = await download(page, `#report figure[data-chart="${charts[0].chart}"] a.chart-download`);
+  assert.ok(downloaded.equals(svgBytes), 'a chart\'s download is the module\'s SVG, byte for byte');
   // Heading.
   assert.equal(await page.textContent('#fact-model'), 'provebench-sim');
   assert.equal(await page.textContent('#module-sha256'), moduleSha);
@@ -373,19 +487,24 @@ test('the diff of two results shows the expected deltas', { timeout: 180_000 }, 
   assert.deepEqual(since, [], 'a local diff makes no request');
 });
 
+// Nothing from a document became markup, a handler, a foreign link or a request; charts
+// are inline SVG of the allowlist only.
+async function assertInert(p, where) {
+  await p.waitForTimeout(300); // time for an injected handler to fire, if there were one
+  const dom = await p.evaluate(() => ({
+    imgX: document.querySelectorAll('img[src="x"], img[src$="/x"]').length,
+    scripts: [...document.scripts].map((s) => s.getAttribute('src')),
+    frames: document.querySelectorAll('iframe, frame, object, embed, foreignObject, svg:not(figure.chart > svg), svg svg, svg a, svg script').length,
+    links: [...document.querySelectorAll('a[href]')].map((a) => a.getAttribute('href')).filter((h) => !/^(#|results\/|keys\.json$|blob:)/.test(h)),
+    handlers: [...document.querySelectorAll('*')].flatMap((e) => [...e.attributes].filter((a) => a.name.startsWith('on')).map((a) => `${e.localName}[${a.name}]`)),
+    images: [...document.images].map((i) => i.getAttribute('src')).filter((s) => !s.startsWith('blob:')),
+  }));
+  assert.deepEqual(dom, { imgX: 0, scripts: ['app.js'], frames: 0, links: [], handlers: [], images: [] }, where);
+  assertSafeCharts(await chartsIn(p, 'body'), where);
+}
+
 test('document strings that are XSS payloads render as inert text', { timeout: 180_000 }, async () => {
-  const check = async (where) => {
-    await page.waitForTimeout(300); // time for an injected handler to fire, if there were one
-    const dom = await page.evaluate(() => ({
-      imgX: document.querySelectorAll('img[src="x"], img[src$="/x"]').length,
-      scripts: [...document.scripts].map((s) => s.getAttribute('src')),
-      frames: document.querySelectorAll('iframe, frame, object, embed, svg').length,
-      links: [...document.querySelectorAll('a[href]')].map((a) => a.getAttribute('href')).filter((h) => !/^(#|results\/|keys\.json$|blob:)/.test(h)),
-      handlers: [...document.querySelectorAll('*')].flatMap((e) => [...e.attributes].filter((a) => a.name.startsWith('on')).map((a) => `${e.localName}[${a.name}]`)),
-      images: [...document.images].map((i) => i.getAttribute('src')).filter((s) => !s.startsWith('blob:')),
-    }));
-    assert.deepEqual(dom, { imgX: 0, scripts: ['app.js'], frames: 0, links: [], handlers: [], images: [] }, where);
-  };
+  const check = (where) => assertInert(page, where);
   await openIndex();
   await check('index');
   await openResult(xssFile);
@@ -473,6 +592,314 @@ test('a campaign reads as its matrix, as runner report renders it', { timeout: 1
   assert.equal(await page.getAttribute('#heading .badge', 'data-badge'), 'verified');
   assert.deepEqual(watch.dialogs, [], 'no dialog');
   assert.deepEqual(watch.foreign, [], 'no request beyond the sites');
+});
+
+// ------------------------------------------------------------------ many results read together
+
+async function openCompare(p, base, names) {
+  await open(p, `${base}/#/compare/${names.map(encodeURIComponent).join('/')}`);
+  await p.waitForSelector('#compare-output[data-ready="true"]', { timeout: WAIT });
+  const error = await p.$('#compare-output .error');
+  assert.equal(error && await error.textContent(), null, 'the comparison renders');
+}
+// A comparison's list of results: its number (#) -> its file name.
+const numbered = (p, selector) => p.evaluate((s) => {
+  const t = [...document.querySelectorAll(`${s} table`)]
+    .find((t) => { const hs = [...(t.tHead?.rows[0]?.cells ?? [])].map((c) => c.textContent.trim()); return hs[0] === '#' && hs[1] === 'Result'; });
+  return Object.fromEntries([...t.tBodies[0].rows].map((r) => [r.cells[0].textContent.trim(), r.cells[1].textContent.trim()]));
+}, selector);
+// The rows of the first table after the first heading matching `title` (as {header: text}).
+const tableAfter = (p, selector, title) => p.evaluate(([s, t]) => {
+  const re = new RegExp(t, 'i');
+  const heading = [...document.querySelectorAll(`${s} :is(h1, h2, h3, h4, h5, h6)`)].find((h) => re.test(h.textContent));
+  if (!heading) return null;
+  let e = heading;
+  let table = null;
+  while (!table && (e = e.nextElementSibling)) table = e.matches('table') ? e : e.querySelector('table');
+  const heads = [...table.tHead.rows[0].cells].map((c) => c.textContent.trim());
+  return [...table.tBodies[0].rows].map((r) => Object.fromEntries(heads.map((h, i) => [h, r.cells[i].textContent.trim()])));
+}, [selector, title]);
+// The points of a chart with titles: title, and the fills of the markers drawn where it is.
+const chartPoints = (p, chart) => p.evaluate((c) => {
+  const svg = document.querySelector(`figure[data-chart="${c}"] svg`);
+  const markers = [...svg.querySelectorAll('circle, rect, polygon')].filter((m) => !m.closest('g.points'));
+  return [...svg.querySelectorAll('g.points > circle')].map((h) => ({
+    title: h.querySelector('title')?.textContent ?? '',
+    fills: markers.filter((m) => m.getAttribute('cx') === h.getAttribute('cx') && m.getAttribute('cy') === h.getAttribute('cy')).map((m) => m.getAttribute('fill')),
+  }));
+}, chart);
+// "result benchmark" of a point's title ("#2 vLLM, 4× A100 80GB: throughput …"), given
+// the comparison's numbering and each result's benchmark names.
+function pointOf(title, names, benchmarks) {
+  const n = title.match(/#(\d+)/)?.[1];
+  const name = names[n];
+  assert.ok(name, `a result number in ${title}`);
+  const tail = title.slice(title.indexOf(': ') + 2).split(' — ')[0];
+  const bench = [...benchmarks[name]].sort((a, b) => b.length - a.length).find((b) => tail.includes(b));
+  assert.ok(bench, `a benchmark of ${name} in ${title}`);
+  return `${name} ${bench}`;
+}
+const PARETO_BENCHMARKS = {
+  'pareto-1.json': ['synchronous', 'asynchronous@3.20 req/sec', 'throughput'],
+  'pareto-2.json': ['synchronous', 'asynchronous@6.40 req/sec', 'throughput'],
+  'pareto-3.json': ['synchronous', 'asynchronous@2.40 req/sec', 'throughput'],
+  'other-1.json': ['synchronous', 'throughput'],
+  'other-2.json': ['synchronous', 'throughput'],
+};
+
+test('a comparison of three results is `runner compare`\'s, picked from the index', { timeout: 180_000, skip: noCompare }, async () => {
+  const names = ['sweep-fast.json', 'sweep-slow.json', 'synth-signed.json'];
+  runner('compare', ...names.map((n) => `results/${n}`), '--keys', 'keys.json', '--out', 'compare-cli');
+  const md = readFileSync(join(dir, 'compare-cli', 'compare.md'));
+  const want = await reference(page, readFileSync(join(dir, 'compare-cli', 'compare.html'), 'utf8'), true);
+
+  // Any number ticked on the index; the Diff needs exactly two.
+  await openIndex();
+  assert.equal(await page.isDisabled('#compare-selected'), true);
+  for (const n of names) await page.check(`#index tr[data-file="${n}"] input[type=checkbox]`);
+  assert.equal(await page.textContent('#compare-selected'), 'Compare 3 selected');
+  assert.equal(await page.isDisabled('#diff-selected'), true, 'a diff takes two');
+  await page.click('#compare-selected');
+  await page.waitForSelector('#compare-output[data-ready="true"]', { timeout: WAIT });
+  const hash = `#/compare/${names.join('/')}`;
+  assert.equal(new URL(page.url()).hash, hash);
+  assert.ok((await download(page, '#download-md')).equals(md), 'compare.md byte for byte');
+  const got = await shown(page, '#compare-report');
+  assert.ok(want.tables.length >= 3, `tables: ${want.tables.length}`);
+  assert.deepEqual(got.tables, want.tables, 'every table, element for element');
+  assert.equal(got.text.trimStart(), want.text.trimStart(), 'and all the text');
+  // Its links to the results open them here; the shareable link is the route.
+  const hrefs = await page.$$eval('#compare-report a:not(.chart-download)', (as) => [...new Set(as.map((a) => a.getAttribute('href')))].sort());
+  assert.deepEqual(hrefs, names.map((n) => `#/result/${encodeURIComponent(n)}`).sort());
+  assert.equal(await page.getAttribute('#share-link', 'href'), hash);
+  const charts = await chartsIn(page, '#compare-report');
+  assert.ok(charts.some((c) => /^pareto(-\d+)?\.svg$/.test(c.chart)), `charts: ${charts.map((c) => c.chart)}`);
+  assertSafeCharts(charts, 'compare');
+  await page.screenshot({ path: join(artifacts, 'compare.png'), fullPage: true });
+
+  // The same results with one of them a local file: read in the page, no shareable link.
+  await open(page, `${origin}/#/compare/${names.slice(0, 2).join('/')}`);
+  await page.waitForSelector('#compare-output[data-ready="true"]', { timeout: WAIT });
+  const before = watch.requests.length;
+  await page.setInputFiles('#compare-files', [join(dir, 'results', names[2])]);
+  assert.deepEqual(await page.$$eval('#compare-list li', (lis) => lis.map((li) => li.dataset.file)), [...names.slice(0, 2), `${names[2]} (local)`]);
+  await page.click('#run-compare');
+  await page.waitForFunction(() => document.querySelector('#compare-output')?.dataset.ready === 'true' && document.querySelector('#compare-report'), null, { timeout: WAIT });
+  assert.match(await page.textContent('#share'), /no shareable link/);
+  assert.match(await page.textContent('#compare-report'), /synth-signed\.json \(local\)/);
+  assert.equal(await page.$(`#compare-report a[href="#/result/${names[2]}"]`), null, 'a local file links nowhere');
+  const since = watch.requests.slice(before).filter((u) => !u.startsWith('blob:'));
+  assert.deepEqual(since, [], 'the local file was not fetched or sent');
+
+  // Chosen on the compare page itself: published results added one by one.
+  await open(page, `${origin}/#/compare`);
+  await page.waitForSelector('#compare-add', { timeout: WAIT });
+  assert.equal(await page.isDisabled('#run-compare'), true);
+  for (const n of names) {
+    await page.selectOption('#compare-add', n);
+    await page.click('#compare-add-button');
+  }
+  await page.click(`#compare-list li[data-file="${names[1]}"] button.remove`);
+  await page.click('#run-compare');
+  await page.waitForFunction(() => document.querySelector('#compare-output')?.dataset.ready === 'true', null, { timeout: WAIT });
+  assert.equal(new URL(page.url()).hash, `#/compare/${names[0]}/${names[2]}`);
+  assert.deepEqual(Object.values(await numbered(page, '#compare-report')), [names[0], names[2]]);
+});
+
+test('the Pareto frontier is the known one on a constructed case', { timeout: 180_000, skip: noCompare }, async () => {
+  const names = ['pareto-1.json', 'pareto-2.json', 'pareto-3.json'];
+  await openCompare(page, compareOrigin, names);
+  const numbers = await numbered(page, '#compare-report');
+  assert.deepEqual(Object.values(numbers), names);
+  // The "Frontier points" table: exactly the frontier.
+  const rows = await tableAfter(page, '#compare-report', '^Frontier points');
+  assert.ok(rows, 'a table of the frontier points');
+  const frontier = rows.map((r) => `${numbers[r.Result.match(/#(\d+)/)?.[1]] ?? r.Result} ${r.Benchmark}`).sort();
+  assert.deepEqual(frontier, PARETO_FRONTIER);
+  // The chart: every point titled; the dominated ones drawn grey, the frontier in colour.
+  const chart = (await chartsIn(page, '#compare-report')).find((c) => /^pareto(-\d+)?\.svg$/.test(c.chart));
+  assert.ok(chart, 'pareto.svg');
+  const points = await chartPoints(page, chart.chart);
+  assert.equal(points.length, 9);
+  const grey = [];
+  const coloured = [];
+  for (const pt of points) {
+    const id = pointOf(pt.title, numbers, PARETO_BENCHMARKS);
+    assert.ok(pt.fills.length > 0, `a marker under ${pt.title}`);
+    if (pt.fills.every((f) => f.toUpperCase() === '#808080')) grey.push(id); else coloured.push(id);
+  }
+  assert.deepEqual(grey.sort(), PARETO_DOMINATED, 'dominated points are grey');
+  assert.deepEqual(coloured.sort(), PARETO_FRONTIER, 'the frontier is in colour');
+  await page.screenshot({ path: join(artifacts, 'pareto.png'), fullPage: true });
+});
+
+test('results of another model or workload are compared apart, with the reason', { timeout: 180_000, skip: noCompare }, async () => {
+  const names = ['pareto-1.json', 'pareto-2.json', 'pareto-3.json', 'other-1.json', 'other-2.json'];
+  await openCompare(page, compareOrigin, names);
+  const numbers = await numbered(page, '#compare-report');
+  const groups = await page.$$eval('#compare-report li', (lis) => lis.map((li) => li.textContent).filter((t) => /^Group \d+:/.test(t)));
+  assert.equal(groups.length, 3, groups.join('\n'));
+  const groupOf = (n) => groups.findIndex((g) => new RegExp(`results? ([0-9, ]*\\b)?${n}\\b`).test(g.split(':').slice(1).join(':')));
+  const by = Object.fromEntries(Object.entries(numbers).map(([n, name]) => [name, groupOf(n)]));
+  assert.deepEqual(by, { 'pareto-1.json': 0, 'pareto-2.json': 0, 'pareto-3.json': 0, 'other-1.json': 1, 'other-2.json': 2 }, groups.join('\n'));
+  assert.match(groups[1], /model/i);
+  assert.match(groups[1], /Other-13B/);
+  assert.match(groups[2], /workload|prompt/i);
+  assert.match(groups[2], /1024/);
+  // No chart draws points of two groups.
+  const charts = await chartsIn(page, '#compare-report');
+  assert.ok(charts.filter((c) => /^pareto/.test(c.chart)).length >= 3, `a Pareto chart per group: ${charts.map((c) => c.chart)}`);
+  for (const c of charts) {
+    const pts = await chartPoints(page, c.chart);
+    const inGroups = new Set(pts.map((pt) => by[numbers[pt.title.match(/#(\d+)/)?.[1]]]).filter((g) => g !== undefined));
+    assert.ok(inGroups.size <= 1, `${c.chart} mixes groups: ${[...inGroups]}`);
+  }
+});
+
+test('compare and history views keep document strings inert', { timeout: 180_000, skip: noCompare }, async () => {
+  await openCompare(page, origin, [xssFile, 'sweep-fast.json', 'synth-signed.json']);
+  await assertInert(page, 'compare');
+  assert.ok((await page.textContent('#compare-report')).includes(XSS.engine), 'the payload is in the comparison as text');
+  const titles = (await chartsIn(page, '#compare-report')).flatMap((c) => c.titles);
+  assert.ok(titles.some((t) => t.includes('<script>alert(3)</script>')), 'and in the charts\' titles, as text');
+  await open(page, `${origin}/#/history`);
+  await page.waitForSelector('#history-output[data-ready="true"]', { timeout: WAIT });
+  await assertInert(page, 'history');
+  assert.deepEqual(watch.dialogs, [], 'no dialog');
+  assert.deepEqual(watch.foreign, [], 'no request beyond the site');
+});
+
+test('a campaign links to the comparison of its results; the history shows trends and a verdict', { timeout: 180_000, skip: noCompare }, async () => {
+  await open(page, `${campaignOrigin}/#/campaign/campaign.json`);
+  await page.waitForFunction(() => document.querySelector('#campaign-report')?.dataset.ready === 'true', null, { timeout: WAIT });
+  const cells = campaignCells.filter((c) => c.result).map((c) => c.result);
+  assert.equal(await page.getAttribute('#compare-campaign', 'href'), `#/compare/${cells.map(encodeURIComponent).join('/')}`);
+  // The results are not verified yet on this page: the status line counts them as they are.
+  await page.evaluate(() => {
+    window.__statusSeen = [];
+    new MutationObserver(() => window.__statusSeen.push(document.querySelector('#status').textContent))
+      .observe(document.querySelector('#status'), { childList: true, characterData: true, subtree: true });
+  });
+  await page.click('#compare-campaign');
+  await page.waitForSelector('#compare-output[data-ready="true"]', { timeout: WAIT });
+  const seen = await page.evaluate(() => window.__statusSeen);
+  assert.ok(seen.includes(`Verifying 7 of ${cells.length} results in this browser…`), `progress: ${seen.join(' | ')}`);
+  const tampered = `${TAMPERED_CELL}.json`;
+  assert.deepEqual(Object.values(await numbered(page, '#compare-report')), cells.filter((c) => c !== tampered));
+  const text0 = await page.textContent('#compare-report');
+  const setAside = text0.slice(text0.indexOf('Not compared'));
+  assert.ok(text0.includes('Not compared') && setAside.includes(`${tampered}: `), 'the tampered result is named, not compared');
+
+  // The history of the compare site: hist-1..3 are one configuration.
+  await open(page, `${compareOrigin}/#/history`);
+  await page.waitForSelector('#history-output[data-ready="true"]', { timeout: WAIT });
+  assert.equal(await page.$('#history-output .error'), null);
+  const charts = await chartsIn(page, '#history-report');
+  assert.ok(charts.some((c) => /^trend-\d+\.svg$/.test(c.chart) && c.pointTitles >= 3), `a trend chart: ${JSON.stringify(charts.map((c) => [c.chart, c.pointTitles]))}`);
+  const text = await page.textContent('#history-report');
+  for (const n of HISTORY) assert.ok(text.includes(n), n);
+  // The section of hist-1..3's configuration: its verdict on the newest run, figure by figure.
+  const verdicts = await page.evaluate(() => {
+    const heading = [...document.querySelectorAll('#history-report h2')].find((h) => /synthetic/.test(h.textContent));
+    const tables = [];
+    for (let e = heading?.nextElementSibling; e && e.localName !== 'h2'; e = e.nextElementSibling) {
+      tables.push(...(e.matches('table') ? [e] : e.querySelectorAll('table')));
+    }
+    return tables.filter((t) => [...t.tHead.rows[0].cells].some((c) => c.textContent === 'Verdict'))
+      .flatMap((t) => [...t.tBodies[0].rows].map((r) => r.cells[r.cells.length - 1].textContent));
+  });
+  assert.ok(verdicts.length >= 3, `verdicts: ${verdicts}`);
+  for (const v of verdicts) assert.match(v, /better|worse|within|regress/i);
+  assert.ok(await page.$(`#history-report a[href="#/result/${HISTORY[2]}"]`), 'the newest run links to its result');
+  await page.screenshot({ path: join(artifacts, 'history.png'), fullPage: true });
+});
+
+test('keyboard: tick results, compare them, open a chart\'s table', { timeout: 180_000, skip: noCompare }, async () => {
+  const names = ['pareto-1.json', 'pareto-2.json', 'pareto-3.json'];
+  await openIndex(page, compareOrigin);
+  const focused = () => page.evaluate(() => {
+    const e = document.activeElement;
+    return { id: e?.id, label: e?.getAttribute('aria-label'), tag: e?.localName, type: e?.type,
+      visible: e ? getComputedStyle(e).outlineStyle !== 'none' : false };
+  });
+  // Forward through the page to each checkbox, Space ticks it.
+  for (const n of names) {
+    let f = await focused();
+    for (let i = 0; i < 60 && f.label !== `select ${n} to compare`; i++) {
+      await page.keyboard.press('Tab');
+      f = await focused();
+    }
+    assert.equal(f.label, `select ${n} to compare`);
+    assert.ok(f.visible, 'the focus is visible');
+    await page.keyboard.press('Space');
+  }
+  assert.equal(await page.textContent('#compare-selected'), 'Compare 3 selected');
+  // Back to the Compare button (it comes before the table), Enter.
+  let f = await focused();
+  for (let i = 0; i < 60 && f.id !== 'compare-selected'; i++) {
+    await page.keyboard.press('Shift+Tab');
+    f = await focused();
+  }
+  assert.equal(f.id, 'compare-selected');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#compare-output[data-ready="true"]', { timeout: WAIT });
+  assert.deepEqual(new URL(page.url()).hash.split('/').slice(2).map(decodeURIComponent).sort(), names);
+  // A chart's table: the next stop after the chart's download; Enter opens it.
+  const chart = (await chartsIn(page, '#compare-report'))[0].chart;
+  await page.focus(`figure[data-chart="${chart}"] a.chart-download`);
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.localName), 'summary');
+  assert.equal(await page.evaluate(() => document.activeElement.parentElement.open), false);
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement.parentElement.open), true, 'Enter opens the table');
+  assert.ok(await page.evaluate(() => document.activeElement.parentElement.querySelector('table').getBoundingClientRect().height > 0));
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement.parentElement.open), false, 'and closes it');
+});
+
+test('charts are inline SVG with a title on each point, and print with their tables', { timeout: 180_000, skip: noCompare }, async () => {
+  await openCompare(page, compareOrigin, ['pareto-1.json', 'pareto-2.json', 'pareto-3.json', 'hist-1.json']);
+  const charts = await chartsIn(page, '#compare-report');
+  assert.ok(charts.length >= 3);
+  for (const c of charts) {
+    assert.ok(c.pointTitles > 0, `${c.chart}: titles in its points`);
+    assert.ok(c.width > 100 && c.width <= 1200, `${c.chart}: ${c.width} px`);
+  }
+  // The hit targets are on top: the point under the mouse is a titled one.
+  const hit = await page.evaluate(async () => {
+    const circle = document.querySelector('#compare-report g.points > circle');
+    const r = circle.getBoundingClientRect();
+    circle.scrollIntoView({ block: 'center' });
+    for (let i = 0; i < 2; i++) await new Promise(requestAnimationFrame);
+    const b = circle.getBoundingClientRect();
+    const under = document.elementFromPoint(b.x + b.width / 2, b.y + b.height / 2);
+    return { size: r.width, title: under?.closest('g.points > circle')?.querySelector('title')?.textContent ?? null };
+  });
+  assert.ok(hit.title, `a titled point under the mouse (${JSON.stringify(hit)})`);
+  // Responsive: a narrow window scales the charts down.
+  await page.setViewportSize({ width: 480, height: 900 });
+  for (const c of await chartsIn(page, '#compare-report')) assert.ok(c.width <= 480, `${c.chart}: ${c.width} px in a 480 px window`);
+  await page.setViewportSize({ width: 1280, height: 900 });
+
+  // Print: no controls, every chart's table shown; opened before printing, closed after.
+  const details = await page.$$eval('#compare-report details.chart-data', (ds) => ds.length);
+  assert.ok(details >= charts.length - 1, `tables: ${details}`);
+  await page.emulateMedia({ media: 'print' });
+  const printed = await page.evaluate(() => ({
+    hidden: ['header.top nav', '#run-compare', '#compare-files', '.downloads', '#compare-add'].filter((s) => {
+      const e = document.querySelector(s);
+      return e && getComputedStyle(e).display !== 'none';
+    }),
+    tables: [...document.querySelectorAll('details.chart-data table')].filter((t) => t.getBoundingClientRect().height === 0).length,
+    colour: getComputedStyle(document.body).color,
+  }));
+  assert.deepEqual(printed, { hidden: [], tables: 0, colour: 'rgb(0, 0, 0)' });
+  await page.emulateMedia({ media: null });
+  const openCount = () => page.$$eval('details.chart-data', (ds) => ds.filter((d) => d.open).length);
+  await page.evaluate(() => window.dispatchEvent(new Event('beforeprint')));
+  assert.equal(await openCount(), details);
+  await page.evaluate(() => window.dispatchEvent(new Event('afterprint')));
+  assert.equal(await openCount(), 0);
 });
 
 test('time to first render of a 10,000-request result', { timeout: 300_000 }, async (t) => {
