@@ -163,7 +163,12 @@ fn results_table(subjects: &[Subject]) -> String {
             md_escape(&s.engine()),
             md_escape(&s.hardware()),
             view::model_title(p),
-            md_escape(&p.run.started_at)
+            // An imported table has no run of its own to date.
+            if p.imported.is_some() {
+                crate::format::MISSING.to_string()
+            } else {
+                md_escape(&p.run.started_at)
+            }
         ));
     }
     out
