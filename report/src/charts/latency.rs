@@ -7,7 +7,7 @@
 use super::{
     finite_points, Chart, ChartGroup, LegendEntry, Line, Marker, Panel, Series, Style, GRAY,
 };
-use schemas::metrics::{Distribution, Summary};
+use schemas::metrics::{Distribution, Latency, Summary};
 
 type Pick = fn(&Summary) -> Option<&Distribution>;
 
@@ -103,5 +103,68 @@ pub fn chart(groups: &[ChartGroup]) -> Option<Chart> {
         note: None,
         panels,
         legend,
+    })
+}
+
+type Mean = fn(&Summary) -> Option<f64>;
+
+const MEANS: [(&str, Mean); 3] = [
+    ("Time to first token", |s| s.mean_ms(Latency::Ttft)),
+    ("Inter-token latency", |s| s.mean_ms(Latency::Itl)),
+    ("End-to-end latency", |s| s.mean_ms(Latency::E2e)),
+];
+
+/// The load–latency curves of many results at once: the mean of each latency (as seed
+/// 004's tables print it, and what imported tables have) against achieved requests per
+/// second, one line per group.
+pub fn mean_chart(groups: &[ChartGroup]) -> Option<Chart> {
+    let mut any = false;
+    let panels = MEANS
+        .iter()
+        .map(|(title, mean)| {
+            let series = groups
+                .iter()
+                .map(|g| {
+                    let mut p: Vec<(f64, f64)> = g
+                        .members
+                        .iter()
+                        .map(|&i| &g.doc.predicate.benchmarks[i])
+                        .filter(|b| !b.failed())
+                        .filter_map(|b| {
+                            Some((b.summary.request_throughput_per_s?.get(), mean(&b.summary)?))
+                        })
+                        .collect();
+                    p.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    any |= !p.is_empty();
+                    Series {
+                        titles: Vec::new(),
+                        style: g.style,
+                        points: finite_points(p),
+                    }
+                })
+                .collect();
+            Panel {
+                title: (*title).into(),
+                x_desc: "Achieved request throughput (req/s)".into(),
+                y_desc: "Mean latency (ms)".into(),
+                whole_x: false,
+                series,
+            }
+        })
+        .collect();
+    if !any {
+        return None;
+    }
+    Some(Chart {
+        title: "Mean latency vs achieved throughput".into(),
+        note: None,
+        panels,
+        legend: groups
+            .iter()
+            .map(|g| LegendEntry {
+                style: g.style,
+                label: g.label.clone(),
+            })
+            .collect(),
     })
 }

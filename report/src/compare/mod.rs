@@ -6,8 +6,8 @@
 //! mixes two groups — no chart, no marked best — and the page says which results went
 //! where and how the groups differ. Within a group: a headline row per result, the Pareto
 //! frontier of throughput per GPU against throughput per user ([`pareto`]), the sweeps
-//! overlaid (throughput against offered rate; TTFT, ITL and end-to-end latency against
-//! achieved throughput, the charts a single report draws), tokens per joule where GPUs
+//! overlaid (throughput against offered rate; mean TTFT, ITL and end-to-end latency against
+//! achieved throughput, means as the seed tables print them and imported tables have them), tokens per joule where GPUs
 //! were measured ([`energy`]), and every result's sweep in seed 004's layout with the
 //! best value of each column in bold ([`tables`]). Results that are not results, or fail
 //! verification, are listed apart and take no part.
@@ -257,7 +257,7 @@ fn group_section(
             c,
         )?;
     }
-    if let Some(c) = latency::chart(&sweeps) {
+    if let Some(c) = latency::mean_chart(&sweeps) {
         add(
             &mut md,
             "Latency against throughput",
