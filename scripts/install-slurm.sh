@@ -35,6 +35,17 @@ daemon_pid() { # name pidfile
   echo "$pid"
 }
 
+# Our own daemon is running (its pid file can take a moment after it forks). A Slurm of
+# another checkout holding the ports would answer `scontrol ping` in its place; ours then
+# exits at once ("Address already in use"), which this tells apart.
+own_daemon() { # name pidfile port
+  for _ in $(seq 1 25); do
+    daemon_pid "$1" "$2" >/dev/null && return 0
+    sleep 0.2
+  done
+  die "our $1 is not running: another Slurm may hold 127.0.0.1:$3 (stop it with its own scripts/install-slurm.sh --stop); see $dir/log/$1.log"
+}
+
 stop_daemon() { # name pidfile
   local pid i
   pid=$(daemon_pid "$1" "$2") || return 0
@@ -184,10 +195,15 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 scontrol ping 2>/dev/null | grep -q 'is UP' || die "slurmctld does not answer; see $dir/log/slurmctld.log"
+# The controller that answers must be ours: it names the config it read.
+answering=$(scontrol show config 2>/dev/null | sed -n 's/^SLURM_CONF *= *//p')
+[ "$answering" = "$conf" ] || die "the slurmctld on 127.0.0.1:$ctld_port runs from ${answering:-an unknown config}, not $conf: stop it with that checkout's scripts/install-slurm.sh --stop"
+own_daemon slurmctld "$dir/slurmctld.pid" "$ctld_port"
 if ! daemon_pid slurmd "$dir/slurmd.pid" >/dev/null; then
   say "starting slurmd on 127.0.0.1:$slurmd_port"
   slurmd -f "$conf" -N "$host"
 fi
+own_daemon slurmd "$dir/slurmd.pid" "$slurmd_port"
 
 # Wait (30 s at most) for the node to take jobs; resume it when it is down or drained.
 state=
