@@ -58,12 +58,10 @@ impl Document {
     }
 
     /// The same document without the raw records a comparison never reads, to keep many
-    /// at hand (`report::compare::Entry::lite`); its `meta()` is the full one's.
+    /// at hand (`report::compare::subject::lite`); its `meta()` is the full one's.
     pub fn lite(&self) -> Document {
         let loaded = match &self.loaded {
-            Ok(l) => Ok(report::compare::Entry::lite("", Ok(l.clone()))
-                .loaded
-                .expect("a loaded document stays loaded")),
+            Ok(l) => Ok(report::compare::subject::lite(l.clone())),
             Err(Unloadable::Keys(m)) => Err(Unloadable::Keys(m.clone())),
             Err(Unloadable::NotAResult(e)) => Err(Unloadable::NotAResult(e.clone())),
         };

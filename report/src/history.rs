@@ -16,7 +16,7 @@
 //! runs there is no spread to judge by, and the page says so.
 
 use crate::charts::{self, Chart, Line, Marker, Panel, Series, Style};
-use crate::compare::subject::{self, Entry, Subject};
+use crate::compare::subject::{self, Better, Entry, Subject};
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::markdown::chart_block;
@@ -28,12 +28,6 @@ use schemas::metrics::Latency;
 const MIN_SPREAD: f64 = 0.01;
 /// Earlier runs needed for a judgement.
 const MIN_EARLIER: usize = 2;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Better {
-    Higher,
-    Lower,
-}
 
 struct Metric {
     name: &'static str,

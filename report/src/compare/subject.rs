@@ -19,24 +19,33 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// `loaded` without the raw records a comparison never reads (it reads summaries,
-    /// telemetry summaries and the verification's sentences), so that a page can hold
-    /// many. A benchmark with no measured request keeps its records: whether it failed
-    /// is read from them.
+    /// An entry of `loaded` made [`lite`].
     pub fn lite(name: &str, loaded: Result<Loaded, String>) -> Entry {
-        let loaded = loaded.map(|mut l| {
-            for b in &mut l.statement.predicate.benchmarks {
-                if b.summary.requests.measured > 0 {
-                    b.records = Vec::new();
-                }
-            }
-            l
-        });
         Entry {
             name: name.to_string(),
-            loaded,
+            loaded: loaded.map(lite),
         }
     }
+}
+
+/// `loaded` without the raw records a comparison never reads (it reads summaries,
+/// telemetry summaries and the verification's sentences), so that a page can hold many. A
+/// benchmark with no measured request keeps its records: whether it failed is read from
+/// them.
+pub fn lite(mut loaded: Loaded) -> Loaded {
+    for b in &mut loaded.statement.predicate.benchmarks {
+        if b.summary.requests.measured > 0 {
+            b.records = Vec::new();
+        }
+    }
+    loaded
+}
+
+/// Which way a number is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Better {
+    Higher,
+    Lower,
 }
 
 /// A result that takes part, with what every section shows about it.

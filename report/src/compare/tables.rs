@@ -3,7 +3,7 @@
 //! across the group (highest throughput, lowest latency; ties at the printed precision are
 //! all bold; a column with fewer than two values marks nothing).
 
-use super::subject::{per_user, Subject};
+use super::subject::{per_user, Better, Subject};
 use super::Member;
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
@@ -11,12 +11,6 @@ use crate::tables::host::tokens_per_joule;
 use crate::tables::seed_sweep;
 use schemas::document::Benchmark;
 use schemas::metrics::Latency;
-
-#[derive(Clone, Copy)]
-enum Better {
-    Higher,
-    Lower,
-}
 
 /// The printed text of the best of `values` (`format(v)`), when two or more are present.
 fn best_text(
