@@ -12,10 +12,14 @@
 //! best value of each column in bold ([`tables`]). Results that are not results, or fail
 //! verification, are listed apart and take no part.
 //!
+//! Input × output grids (seeds 000–003: one benchmark per cell) are read apart, by model, in
+//! their seeds' layout ([`grids`]).
+//!
 //! Every chart is followed by its points' table (one click away in the HTML) and every
 //! point carries a hover title (`charts::points`).
 
 pub(crate) mod energy;
+pub(crate) mod grids;
 pub(crate) mod pareto;
 pub mod subject;
 pub(crate) mod tables;
@@ -51,6 +55,9 @@ pub(crate) fn groups(subjects: &[Subject]) -> Vec<Group> {
     for (si, s) in subjects.iter().enumerate() {
         let p = &s.statement().predicate;
         for g in view::groups(p) {
+            if grids::is_grid_cell(p, g.members.len()) {
+                continue;
+            }
             let member = Member {
                 subject: si,
                 benchmarks: g.members,
@@ -114,11 +121,12 @@ pub fn report(entries: &[Entry]) -> Result<Report, RenderError> {
     }
     let (subjects, aside) = subject::sort(entries);
     let groups = groups(&subjects);
+    let grids = grids::groups(&subjects);
     let mut md = String::from("# provebench comparison\n\n");
     md.push_str(&results_table(&subjects));
     md.push_str(&set_aside(&aside));
-    if groups.len() > 1 {
-        md.push_str(&groups_section(&subjects, &groups));
+    if groups.len() + grids.len() > 1 {
+        md.push_str(&groups_section(&subjects, &groups, &grids));
     }
     let mut charts: Vec<ChartFile> = Vec::new();
     for (k, g) in groups.iter().enumerate() {
@@ -134,6 +142,18 @@ pub fn report(entries: &[Entry]) -> Result<Report, RenderError> {
         };
         md.push_str(&format!("\n## {heading}\n"));
         md.push_str(&group_section(&subjects, g, &suffix, &mut charts)?);
+    }
+    for (k, g) in grids.iter().enumerate() {
+        let (suffix, heading) = if grids.len() > 1 {
+            (
+                format!("-{}", k + 1),
+                format!("Grid {}: {}", k + 1, g.heading()),
+            )
+        } else {
+            (String::new(), format!("Grid: {}", g.heading()))
+        };
+        md.push_str(&format!("\n## {heading}\n"));
+        md.push_str(&grids::section(&subjects, g, &suffix, &mut charts)?);
     }
     let html = crate::html::page("provebench comparison", &md);
     let mut files = vec![
@@ -190,7 +210,7 @@ fn set_aside(aside: &[SetAside]) -> String {
     out
 }
 
-fn groups_section(subjects: &[Subject], groups: &[Group]) -> String {
+fn groups_section(subjects: &[Subject], groups: &[Group], grids: &[grids::GridGroup]) -> String {
     let mut out = String::from(
         "\n## Comparable groups\n\nThese results ran different models or workloads, so they are compared within each group below and never across groups: no chart or marked best mixes two.\n\n",
     );
@@ -208,6 +228,14 @@ fn groups_section(subjects: &[Subject], groups: &[Group]) -> String {
             ));
         }
         out.push('\n');
+    }
+    for (k, g) in grids.iter().enumerate() {
+        out.push_str(&format!(
+            "- Grid {}: {}: results {}\n",
+            k + 1,
+            g.heading(),
+            g.numbers(subjects)
+        ));
     }
     out
 }

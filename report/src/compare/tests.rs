@@ -373,3 +373,54 @@ fn tokens_per_joule_are_compared_where_gpus_were_measured() {
         "{md}"
     );
 }
+
+#[test]
+fn grids_are_compared_in_their_seeds_layout_not_as_sweeps() {
+    let grid = |engine: &str, speed: f64| {
+        let benchmarks = [(128, 32), (512, 32), (128, 64)]
+            .iter()
+            .map(|&(i, o)| {
+                bench(
+                    &format!("synchronous in={i} out={o}"),
+                    profile_of_label("synchronous"),
+                    synthetic(i, o),
+                    summary(&Exact {
+                        rps: Some(speed),
+                        otps: Some(speed * f64::from(o)),
+                        per_token_ms: Some(10.0 / speed),
+                        per_output_token_ms: Some(20.0 / speed),
+                        ..Exact::default()
+                    }),
+                )
+            })
+            .collect();
+        let d = Doc {
+            model: "m",
+            revision: None,
+            engine,
+            version: Some("1.0"),
+            gpus: Some((1, "A100 40G")),
+        };
+        statement(predicate(&d, benchmarks, vec![]))
+    };
+    let r = super::report(&[
+        entry("v.json", grid("vllm", 2.0)),
+        entry("t.json", grid("tgi", 1.0)),
+    ])
+    .unwrap();
+    let md = text(&r, "compare.md");
+    assert!(
+        md.contains("\n## Grid: input × output grid of **m**\n"),
+        "{md}"
+    );
+    // Seed 003's layout: one model heading, one GPU heading, a table per engine.
+    assert!(md.contains("# m\n\n## A100 40G\n\n## vllm 1.0\n"), "{md}");
+    assert!(md.contains("\n## tgi 1.0\n"), "{md}");
+    assert!(r.file("grid.svg").is_some(), "{:?}", r.names());
+    // A grid's one-benchmark cells are not sweeps: no headline, no frontier.
+    assert!(
+        !md.contains("### Headline") && r.file("pareto.svg").is_none(),
+        "{md}"
+    );
+    assert!(!md.contains("## Comparable groups"));
+}
