@@ -89,11 +89,7 @@ fn values(s: &Subject, members: &[usize]) -> [Option<f64>; 3] {
     [
         peak.and_then(|b| b.summary.output_token_throughput_per_s.map(|v| v.get())),
         lowest.and_then(|b| b.summary.mean_ms(Latency::Ttft)),
-        lowest.and_then(|b| {
-            b.summary
-                .mean_ms(Latency::Tpot)
-                .or_else(|| b.summary.mean_ms(Latency::Itl))
-        }),
+        lowest.and_then(subject::mean_tpot_ms),
     ]
 }
 
@@ -134,23 +130,22 @@ fn configurations<'a>(subjects: &'a [Subject<'a>]) -> Vec<Configuration<'a>> {
     out
 }
 
+/// Where the newest value falls against the earlier runs' median and spread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Regression,
+    Improvement,
+    Within,
+}
+
 /// The judgement of the newest value against the earlier ones.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Verdict {
     /// Too few earlier runs.
     NotJudged { earlier: usize },
     /// `change`: (newest − median) / median; `spread`: the allowed fraction.
-    Regression {
-        median: f64,
-        spread: f64,
-        change: f64,
-    },
-    Improvement {
-        median: f64,
-        spread: f64,
-        change: f64,
-    },
-    Within {
+    Judged {
+        outcome: Outcome,
         median: f64,
         spread: f64,
         change: f64,
@@ -184,32 +179,23 @@ fn judge(earlier: &[f64], newest: f64, better: Better) -> Verdict {
     } else {
         0.0
     };
-    let worse = match better {
-        Better::Higher => newest < m - allowed,
-        Better::Lower => newest > m + allowed,
+    // How much better than the median the newest is, in the metric's direction.
+    let gain = match better {
+        Better::Higher => newest - m,
+        Better::Lower => m - newest,
     };
-    let better_beyond = match better {
-        Better::Higher => newest > m + allowed,
-        Better::Lower => newest < m - allowed,
-    };
-    if worse {
-        Verdict::Regression {
-            median: m,
-            spread,
-            change,
-        }
-    } else if better_beyond {
-        Verdict::Improvement {
-            median: m,
-            spread,
-            change,
-        }
+    let outcome = if gain < -allowed {
+        Outcome::Regression
+    } else if gain > allowed {
+        Outcome::Improvement
     } else {
-        Verdict::Within {
-            median: m,
-            spread,
-            change,
-        }
+        Outcome::Within
+    };
+    Verdict::Judged {
+        outcome,
+        median: m,
+        spread,
+        change,
     }
 }
 
@@ -220,25 +206,16 @@ fn verdict_text(v: &Verdict, unit: &str) -> (String, String, String) {
             MISSING.into(),
             format!("not judged: {earlier} earlier run(s), {MIN_EARLIER} needed for a spread"),
         ),
-        Verdict::Regression {
-            median,
-            spread,
-            change,
-        }
-        | Verdict::Improvement {
-            median,
-            spread,
-            change,
-        }
-        | Verdict::Within {
+        Verdict::Judged {
+            outcome,
             median,
             spread,
             change,
         } => {
-            let word = match v {
-                Verdict::Regression { .. } => "✖ regression",
-                Verdict::Improvement { .. } => "▲ better beyond the spread",
-                _ => "= within the spread",
+            let word = match outcome {
+                Outcome::Regression => "✖ regression",
+                Outcome::Improvement => "▲ better beyond the spread",
+                Outcome::Within => "= within the spread",
             };
             (
                 format!("{} {unit}", format::fixed(*median, 2)),
@@ -390,29 +367,47 @@ mod tests {
         let earlier = [100.0, 102.0, 98.0];
         assert!(matches!(
             judge(&earlier, 97.0, Better::Higher),
-            Verdict::Regression { .. }
+            Verdict::Judged {
+                outcome: Outcome::Regression,
+                ..
+            }
         ));
         assert!(matches!(
             judge(&earlier, 98.5, Better::Higher),
-            Verdict::Within { .. }
+            Verdict::Judged {
+                outcome: Outcome::Within,
+                ..
+            }
         ));
         assert!(matches!(
             judge(&earlier, 103.0, Better::Higher),
-            Verdict::Improvement { .. }
+            Verdict::Judged {
+                outcome: Outcome::Improvement,
+                ..
+            }
         ));
         // Lower is better: a latency 3 % up is a regression.
         assert!(matches!(
             judge(&earlier, 103.0, Better::Lower),
-            Verdict::Regression { .. }
+            Verdict::Judged {
+                outcome: Outcome::Regression,
+                ..
+            }
         ));
         // Identical earlier runs still allow 1 %.
         assert!(matches!(
             judge(&[50.0, 50.0], 49.6, Better::Higher),
-            Verdict::Within { .. }
+            Verdict::Judged {
+                outcome: Outcome::Within,
+                ..
+            }
         ));
         assert!(matches!(
             judge(&[50.0, 50.0], 49.4, Better::Higher),
-            Verdict::Regression { .. }
+            Verdict::Judged {
+                outcome: Outcome::Regression,
+                ..
+            }
         ));
         assert_eq!(
             judge(&[50.0], 10.0, Better::Higher),

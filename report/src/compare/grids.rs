@@ -23,12 +23,7 @@ impl GridGroup {
     }
 
     pub fn numbers(&self, subjects: &[Subject]) -> String {
-        let n: Vec<String> = self
-            .subjects
-            .iter()
-            .map(|&s| subjects[s].number.to_string())
-            .collect();
-        n.join(", ")
+        super::subject::numbers(subjects, self.subjects.iter().copied())
     }
 }
 

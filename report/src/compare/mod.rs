@@ -85,12 +85,7 @@ impl Group {
     }
 
     fn numbers(&self, subjects: &[Subject]) -> String {
-        let n: Vec<String> = self
-            .members
-            .iter()
-            .map(|m| subjects[m.subject].number.to_string())
-            .collect();
-        n.join(", ")
+        subject::numbers(subjects, self.members.iter().map(|m| m.subject))
     }
 
     /// How this group differs from `other`, in words (markdown).

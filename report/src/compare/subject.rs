@@ -155,12 +155,31 @@ pub(crate) fn link(name: &str) -> String {
     )
 }
 
-/// Output tokens per second each user sees in a benchmark: 1000 / mean TPOT (ms), or
-/// mean ITL where the result has no TPOT (imported tables publish ITL only).
-pub(crate) fn per_user(b: &Benchmark) -> Option<f64> {
+/// A benchmark's mean TPOT (ms), or its mean ITL where it has no TPOT (imported tables
+/// publish ITL only).
+pub(crate) fn mean_tpot_ms(b: &Benchmark) -> Option<f64> {
     let s = &b.summary;
-    let ms = s
-        .mean_ms(Latency::Tpot)
-        .or_else(|| s.mean_ms(Latency::Itl))?;
+    s.mean_ms(Latency::Tpot).or_else(|| s.mean_ms(Latency::Itl))
+}
+
+/// Output tokens per second each user sees in a benchmark: 1000 / [`mean_tpot_ms`].
+pub(crate) fn per_user(b: &Benchmark) -> Option<f64> {
+    let ms = mean_tpot_ms(b)?;
     (ms > 0.0).then(|| 1000.0 / ms)
+}
+
+/// The numbers of the subjects at `indices`: `1, 3, 4`.
+pub(crate) fn numbers(subjects: &[Subject], indices: impl Iterator<Item = usize>) -> String {
+    let n: Vec<String> = indices.map(|i| subjects[i].number.to_string()).collect();
+    n.join(", ")
+}
+
+impl Better {
+    /// The better of two values.
+    pub fn of(self, a: f64, b: f64) -> f64 {
+        match self {
+            Better::Higher => a.max(b),
+            Better::Lower => a.min(b),
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! across the group (highest throughput, lowest latency; ties at the printed precision are
 //! all bold; a column with fewer than two values marks nothing).
 
-use super::subject::{per_user, Better, Subject};
+use super::subject::{mean_tpot_ms, per_user, Better, Subject};
 use super::Member;
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
@@ -22,14 +22,10 @@ fn best_text(
     if present.len() < 2 {
         return None;
     }
-    let best = present.iter().copied().fold(None, |acc: Option<f64>, v| {
-        Some(match (acc, better) {
-            (None, _) => v,
-            (Some(a), Better::Higher) => a.max(v),
-            (Some(a), Better::Lower) => a.min(v),
-        })
-    })?;
-    Some(format(best))
+    present
+        .into_iter()
+        .reduce(|a, v| better.of(a, v))
+        .map(format)
 }
 
 fn bold_if_best(cell: String, best: &Option<String>) -> String {
@@ -46,21 +42,14 @@ fn headline(s: &Subject, m: &Member) -> [Option<f64>; 6] {
     let mine: Vec<&Benchmark> = m.benchmarks.iter().map(|&i| &benchmarks[i]).collect();
     let peak = crate::campaign::peak(mine.iter().copied());
     let ok = || mine.iter().filter(|b| crate::view::failure(b).is_none());
-    let max = |it: &mut dyn Iterator<Item = f64>| {
-        it.fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))))
-    };
     let tput = peak.and_then(|b| b.summary.output_token_throughput_per_s.map(|v| v.get()));
     [
         tput,
         tput.map(|t| t / s.per_gpu_divisor()),
         peak.and_then(|b| b.summary.mean_ms(Latency::Ttft)),
-        peak.and_then(|b| {
-            b.summary
-                .mean_ms(Latency::Tpot)
-                .or_else(|| b.summary.mean_ms(Latency::Itl))
-        }),
-        max(&mut ok().filter_map(|b| per_user(b))),
-        max(&mut ok().filter_map(|b| tokens_per_joule(b))),
+        peak.and_then(mean_tpot_ms),
+        ok().filter_map(|b| per_user(b)).reduce(f64::max),
+        ok().filter_map(|b| tokens_per_joule(b)).reduce(f64::max),
     ]
 }
 
