@@ -98,19 +98,15 @@ mod tests {
 
     #[test]
     fn one_job_per_engine_and_gpu_count() {
-        let text = r#"name = "seed-004"
-[axes]
-engine = ["vllm", "sglang"]
-gpus = [2, 8]
-[fixed]
-profile = "poisson"
-rate = [1.0]
-max_requests = 10
-[kubernetes]
+        let text = format!(
+            "name = \"seed-004\"\n{}{}",
+            crate::plan::TWO_BY_TWO,
+            r#"[kubernetes]
 pvc = "bench"
 key_secret = "campaign-key"
-"#;
-        let plan = Plan::parse(std::path::Path::new("/lab/plan.toml"), text.into()).unwrap();
+"#
+        );
+        let plan = Plan::parse(std::path::Path::new("/lab/plan.toml"), text.clone()).unwrap();
         let cells: Vec<&Cell> = plan.cells.iter().collect();
         let yaml = kubernetes_manifests(&plan, &cells).unwrap();
         for name in [

@@ -592,6 +592,18 @@ fn cell(
     })
 }
 
+/// The axes and settings of a plan of 2 engines × 2 GPU counts, for the executors' tests:
+/// a `name` line goes before it and an executor's table after.
+#[cfg(test)]
+pub(crate) const TWO_BY_TWO: &str = r#"[axes]
+engine = ["vllm", "sglang"]
+gpus = [2, 8]
+[fixed]
+profile = "poisson"
+rate = [1.0]
+max_requests = 10
+"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -368,21 +368,17 @@ mod tests {
 
     #[test]
     fn groups_cells_by_gpus_into_arrays_indexed_by_cell() {
-        let text = r#"name = "m"
-[axes]
-engine = ["vllm", "sglang"]
-gpus = [2, 8]
-[fixed]
-profile = "poisson"
-rate = [1.0]
-max_requests = 10
-[slurm]
+        let text = format!(
+            "name = \"m\"\n{}{}",
+            crate::plan::TWO_BY_TWO,
+            r#"[slurm]
 partition = "gpu"
 time = "01:00:00"
 max_parallel = 2
 setup = ["module load cuda"]
-"#;
-        let plan = Plan::parse(Path::new("/lab/plan.toml"), text.into()).unwrap();
+"#
+        );
+        let plan = Plan::parse(Path::new("/lab/plan.toml"), text.clone()).unwrap();
         let settings = Settings::from_plan(&plan).unwrap();
         let cells: Vec<&Cell> = plan.cells.iter().collect();
         let arrays = arrays(&plan, &cells, &settings, Path::new("/opt/runner"));

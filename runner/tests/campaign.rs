@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use support::statement;
@@ -14,17 +14,9 @@ use support::statement;
 const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
 
 fn runner(dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(RUNNER);
-    c.current_dir(dir).args(args).env("RUST_LOG", "info");
-    if let Some(wasm) = wasm_module() {
-        c.env("PROVEBENCH_WASM", wasm);
-    }
+    let mut c = support::command(dir, args);
+    c.env("RUST_LOG", "info");
     c
-}
-
-fn wasm_module() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/wasm/report_wasm_bg.wasm");
-    p.exists().then_some(p)
 }
 
 fn text(o: &Output) -> String {
@@ -395,6 +387,12 @@ fn slurm_runner(dir: &Path, conf: &str, args: &[&str]) -> Output {
     runner(dir, args).env("SLURM_CONF", conf).output().unwrap()
 }
 
+/// `runner campaign run plan.toml --executor slurm EXTRA…` against the Slurm of `conf`.
+fn slurm_submit(dir: &Path, conf: &str, extra: &[&str]) -> Output {
+    let base = ["campaign", "run", "plan.toml", "--executor", "slurm"];
+    slurm_runner(dir, conf, &[&base[..], extra].concat())
+}
+
 /// The campaign's tasks queued or running, from `squeue`.
 fn active_tasks(conf: &str, dir: &Path) -> Vec<String> {
     let jobs = std::fs::read_to_string(dir.join("results/slurm/jobs.jsonl")).unwrap();
@@ -444,19 +442,7 @@ fn slurm_array_runs_the_matrix_and_a_cancelled_task_is_resubmitted() {
     let Some(conf) = slurm() else { return };
     let dir = campaign_dir(80);
     let d = dir.path();
-    let out = slurm_runner(
-        d,
-        &conf,
-        &[
-            "campaign",
-            "run",
-            "plan.toml",
-            "--executor",
-            "slurm",
-            "--time",
-            "10",
-        ],
-    );
+    let out = slurm_submit(d, &conf, &["--time", "10"]);
     assert!(out.status.success(), "{}", text(&out));
     // One array per GPU count, task ids the cells' indices.
     let one = std::fs::read_to_string(d.join("results/slurm/1gpu.sbatch")).unwrap();
@@ -472,11 +458,7 @@ fn slurm_array_runs_the_matrix_and_a_cancelled_task_is_resubmitted() {
     assert!(two.contains("#SBATCH --time=10\n"), "{two}");
 
     // Submitting again while they are queued or running hands nothing out twice.
-    let again = slurm_runner(
-        d,
-        &conf,
-        &["campaign", "run", "plan.toml", "--executor", "slurm"],
-    );
+    let again = slurm_submit(d, &conf, &[]);
     assert!(
         text(&again).contains("nothing to run: the selected cells are queued or running on Slurm"),
         "{}",
@@ -544,19 +526,7 @@ fn slurm_array_runs_the_matrix_and_a_cancelled_task_is_resubmitted() {
     assert!(text(&out).contains(IDS[cell]), "{}", text(&out));
 
     // Re-submitted alone, it completes.
-    let out = slurm_runner(
-        d,
-        &conf,
-        &[
-            "campaign",
-            "run",
-            "plan.toml",
-            "--executor",
-            "slurm",
-            "--only",
-            "failed",
-        ],
-    );
+    let out = slurm_submit(d, &conf, &["--only", "failed"]);
     assert!(out.status.success(), "{}", text(&out));
     let resubmitted =
         std::fs::read_to_string(d.join(format!("results/slurm/{}gpu.sbatch", cell % 2 + 1)))

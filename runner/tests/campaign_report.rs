@@ -7,32 +7,25 @@ use ed25519_dalek::pkcs8::DecodePrivateKey;
 use schemas::campaign::{envelope, Axis, Campaign, CellEntry, Material, Outcome};
 use sha2::Digest;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-fn runner(dir: &Path, args: &[&str]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
-    c.current_dir(dir).args(args).env("RUST_LOG", "warn");
-    if let Some(wasm) = wasm_module() {
-        c.env("PROVEBENCH_WASM", wasm);
-    }
-    c.output().unwrap()
-}
+mod support;
+
+use support::{run as runner, wasm_module};
 
 fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = runner(dir, args);
-    assert!(
-        out.status.success(),
-        "runner {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(support::run_ok(dir, args).stdout).unwrap()
 }
 
-/// The module `scripts/build-wasm.sh` built, if it did.
-fn wasm_module() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/wasm/report_wasm_bg.wasm");
-    p.is_file().then_some(p)
+/// `runner report results/campaign.json --native --out OUT` (with `--keys keys.json` when
+/// `keys`), and the `campaign.md` it wrote.
+fn native_matrix(p: &Path, keys: bool, out: &str) -> String {
+    let mut args = vec!["report", "results/campaign.json", "--native", "--out", out];
+    if keys {
+        args.extend(["--keys", "keys.json"]);
+    }
+    ok(p, &args);
+    std::fs::read_to_string(p.join(out).join("campaign.md")).unwrap()
 }
 
 fn sha(bytes: &[u8]) -> String {
@@ -142,19 +135,7 @@ fn fixture() -> tempfile::TempDir {
 fn a_campaign_renders_as_its_matrix_and_publishes_with_its_results() {
     let d = fixture();
     let p = d.path();
-    ok(
-        p,
-        &[
-            "report",
-            "results/campaign.json",
-            "--keys",
-            "keys.json",
-            "--native",
-            "--out",
-            "native",
-        ],
-    );
-    let md = std::fs::read_to_string(p.join("native/campaign.md")).unwrap();
+    let md = native_matrix(p, true, "native");
     assert!(
         md.starts_with("# Campaign: two by two\n\n4 cells: 3 verified, 1 failed, 0 missing.\n"),
         "{md}"
@@ -200,17 +181,7 @@ fn a_campaign_renders_as_its_matrix_and_publishes_with_its_results() {
     }
 
     // Without keys nothing verifies; a changed result reads INVALID.
-    ok(
-        p,
-        &[
-            "report",
-            "results/campaign.json",
-            "--native",
-            "--out",
-            "nokeys",
-        ],
-    );
-    let md = std::fs::read_to_string(p.join("nokeys/campaign.md")).unwrap();
+    let md = native_matrix(p, false, "nokeys");
     assert!(
         md.contains("4 cells: 0 verified, 1 failed, 0 missing, 3 INVALID."),
         "{md}"
@@ -218,19 +189,7 @@ fn a_campaign_renders_as_its_matrix_and_publishes_with_its_results() {
     let mut bytes = std::fs::read(p.join("results/a-2gpu.json")).unwrap();
     bytes.push(b'\n');
     std::fs::write(p.join("results/a-2gpu.json"), &bytes).unwrap();
-    ok(
-        p,
-        &[
-            "report",
-            "results/campaign.json",
-            "--keys",
-            "keys.json",
-            "--native",
-            "--out",
-            "changed",
-        ],
-    );
-    let md = std::fs::read_to_string(p.join("changed/campaign.md")).unwrap();
+    let md = native_matrix(p, true, "changed");
     assert!(md.contains("[a-2gpu](a-2gpu.json) INVALID"), "{md}");
     assert!(md.contains("INVALID: a-2gpu.json: its sha256 is "), "{md}");
 

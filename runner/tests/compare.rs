@@ -2,33 +2,11 @@
 //! wasmtime, the same bytes as the code linked into the runner (`--native`) and as the
 //! site's; the history beside it when one configuration has several results.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-fn runner(dir: &Path, args: &[&str]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
-    c.current_dir(dir).args(args).env("RUST_LOG", "warn");
-    if let Some(wasm) = wasm_module() {
-        c.env("PROVEBENCH_WASM", wasm);
-    }
-    c.output().unwrap()
-}
+mod support;
 
-fn ok(dir: &Path, args: &[&str]) -> Output {
-    let out = runner(dir, args);
-    assert!(
-        out.status.success(),
-        "runner {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
-/// The module `scripts/build-wasm.sh` built, if it did.
-fn wasm_module() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/wasm/report_wasm_bg.wasm");
-    p.is_file().then_some(p)
-}
+use support::{run as runner, run_ok as ok, wasm_module};
 
 /// Three signed synthetic results of one configuration (seeds 1–3; the third slower), and
 /// `keys.json` trusting their key.

@@ -1,5 +1,6 @@
 //! What the integration tests share: where the real `llama-server` is installed, reading
-//! a result's statement, a free port, and the runner as a bounded child ([`children`]).
+//! a result's statement, a free port, the runner run to its end with the built wasm module
+//! ([`run`]), and the runner as a bounded child ([`children`]).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -56,4 +57,37 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// The module `scripts/build-wasm.sh` built, if it did.
+pub fn wasm_module() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/wasm/report_wasm_bg.wasm");
+    p.is_file().then_some(p)
+}
+
+/// `runner ARGS` in `dir` with quiet logs, rendering with the built module (as `make test`
+/// has it; without one the runner looks for it as a user's would).
+pub fn command(dir: &Path, args: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.current_dir(dir).args(args).env("RUST_LOG", "warn");
+    if let Some(wasm) = wasm_module() {
+        c.env("PROVEBENCH_WASM", wasm);
+    }
+    c
+}
+
+/// [`command`], run to its end.
+pub fn run(dir: &Path, args: &[&str]) -> std::process::Output {
+    command(dir, args).output().unwrap()
+}
+
+/// [`run`], which must succeed (its stderr in the failure).
+pub fn run_ok(dir: &Path, args: &[&str]) -> std::process::Output {
+    let out = run(dir, args);
+    assert!(
+        out.status.success(),
+        "runner {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
