@@ -7,7 +7,7 @@
 //
 // Messages: {id, op, ...} in; {id, ok: true, value} or {id, ok: false, error} out, and
 // for long requests, before that, {id, progress: {done, total}} (documents loaded so far).
-//   init                         -> {moduleSha256, predicateType, keysError, compare}
+//   init                         -> {moduleSha256, predicateType, keysError}
 //   meta   {name} | {bytes}      -> the facts an index row and a result heading show
 //   render {name} | {bytes}      -> {error} or {files: [{name, bytes}]} (report.md, report.html, charts)
 //   diff   {a, b} (each {name} | {bytes}) -> as render (diff.md, diff.html, charts)
@@ -33,9 +33,9 @@ let setup = null;
 // most recent: the index row, the report and any diff of a result share one verification.
 const cache = new Map();
 const CACHE_ENTRIES = 6;
-// name -> the same verified result without its raw records (Document.lite(), where the
-// module has it): kept for every published result verified in this page's life, so that a
-// comparison or a history of results already listed never verifies them again.
+// name -> the same verified result without its raw records (Document.lite()): kept for
+// every published result verified in this page's life, so that a comparison or a
+// history of results already listed never verifies them again.
 const lites = new Map();
 // Results fetched ahead of the one being verified, in a comparison.
 const FETCH_AHEAD = 3;
@@ -75,25 +75,13 @@ async function start() {
       keysText = '{"keys":[]}';
     }
   }
-  return { moduleSha256, predicateType: wasm.predicateType(), keysError, compare: typeof wasm.newComparison === 'function' };
+  return { moduleSha256, predicateType: wasm.predicateType(), keysError };
 }
 
-// The lite copy of `doc` (the module's Document.lite()), or null where this build of the
-// module has none.
-function liteOf(doc) {
-  if (typeof doc.lite !== 'function') return null;
-  try {
-    return doc.lite();
-  } catch {
-    return null;
-  }
-}
-
-// Keeps the lite copy of the published result `name`, loaded as `doc`.
+// Keeps the lite copy of the published result `name`, loaded as `doc`, and returns it.
 function keepLite(name, doc) {
-  if (lites.has(name)) return;
-  const lite = liteOf(doc);
-  if (lite) lites.set(name, lite);
+  if (!lites.has(name)) lites.set(name, doc.lite());
+  return lites.get(name);
 }
 
 // The loaded document `src` names: {doc, owned}; an owned one (a local file) is the
@@ -179,22 +167,16 @@ async function comparisonDocuments(srcs, progress) {
       const name = String(src.name);
       if (src.bytes) {
         const full = wasm.loadDocument(new Uint8Array(src.bytes), keysText);
-        const lite = liteOf(full);
-        if (lite) full.free();
-        held.push({ doc: lite ?? full, name, owned: true });
+        held.push({ doc: full.lite(), name, owned: true });
+        full.free();
       } else if (lites.has(name)) {
         held.push({ doc: lites.get(name), name, owned: false });
       } else {
         const bytes = await fetches.get(i);
         fetches.delete(i);
         const full = wasm.loadDocument(bytes, keysText);
-        keepLite(name, full);
-        if (lites.has(name)) {
-          full.free();
-          held.push({ doc: lites.get(name), name, owned: false });
-        } else {
-          held.push({ doc: full, name, owned: true });
-        }
+        held.push({ doc: keepLite(name, full), name, owned: false });
+        full.free();
       }
     }
     progress(srcs.length, srcs.length);
@@ -207,9 +189,6 @@ async function comparisonDocuments(srcs, progress) {
 
 // compare.* (`history`: false) or history.* (true) of the results `srcs`.
 async function compare(srcs, history, progress) {
-  if (typeof wasm.newComparison !== 'function') {
-    throw new Error('this build of the report module cannot compare results (it has no newComparison)');
-  }
   const held = await comparisonDocuments(srcs, progress);
   const comparison = wasm.newComparison();
   try {

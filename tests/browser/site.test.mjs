@@ -235,9 +235,6 @@ const HISTORY = ['hist-1.json', 'hist-2.json', 'hist-3.json'];
 HISTORY.forEach((name, i) => runner('synth', '--key', 'lab.key', '--out', `compare/${name}`, '--requests', '12', '--output-tokens', '8', '--seed', String(i + 1)));
 runner('publish', 'compare', '--out', 'site-compare', '--keys', 'keys.json');
 const compareOrigin = (await start(runnerBin, ['serve', 'site-compare', '--port', '0'], 'runner serve (compare)')).replace(/\/$/, '');
-// Whether this build of the module compares results (report-wasm's newComparison).
-const compareKnown = typeof glue.newComparison === 'function';
-const noCompare = compareKnown ? false : 'this build of report-wasm has no newComparison yet';
 
 // ------------------------------------------------------------------ the browser
 
@@ -647,7 +644,7 @@ const PARETO_BENCHMARKS = {
   'other-2.json': ['synchronous', 'throughput'],
 };
 
-test('a comparison of three results is `runner compare`\'s, picked from the index', { timeout: 180_000, skip: noCompare }, async () => {
+test('a comparison of three results is `runner compare`\'s, picked from the index', { timeout: 180_000 }, async () => {
   const names = ['sweep-fast.json', 'sweep-slow.json', 'synth-signed.json'];
   runner('compare', ...names.map((n) => `results/${n}`), '--keys', 'keys.json', '--out', 'compare-cli');
   const md = readFileSync(join(dir, 'compare-cli', 'compare.md'));
@@ -706,7 +703,7 @@ test('a comparison of three results is `runner compare`\'s, picked from the inde
   assert.deepEqual(Object.values(await numbered(page, '#compare-report')), [names[0], names[2]]);
 });
 
-test('the Pareto frontier is the known one on a constructed case', { timeout: 180_000, skip: noCompare }, async () => {
+test('the Pareto frontier is the known one on a constructed case', { timeout: 180_000 }, async () => {
   const names = ['pareto-1.json', 'pareto-2.json', 'pareto-3.json'];
   await openCompare(page, compareOrigin, names);
   const numbers = await numbered(page, '#compare-report');
@@ -733,7 +730,7 @@ test('the Pareto frontier is the known one on a constructed case', { timeout: 18
   await page.screenshot({ path: join(artifacts, 'pareto.png'), fullPage: true });
 });
 
-test('results of another model or workload are compared apart, with the reason', { timeout: 180_000, skip: noCompare }, async () => {
+test('results of another model or workload are compared apart, with the reason', { timeout: 180_000 }, async () => {
   const names = ['pareto-1.json', 'pareto-2.json', 'pareto-3.json', 'other-1.json', 'other-2.json'];
   await openCompare(page, compareOrigin, names);
   const numbers = await numbered(page, '#compare-report');
@@ -756,7 +753,7 @@ test('results of another model or workload are compared apart, with the reason',
   }
 });
 
-test('compare and history views keep document strings inert', { timeout: 180_000, skip: noCompare }, async () => {
+test('compare and history views keep document strings inert', { timeout: 180_000 }, async () => {
   await openCompare(page, origin, [xssFile, 'sweep-fast.json', 'synth-signed.json']);
   await assertInert(page, 'compare');
   assert.ok((await page.textContent('#compare-report')).includes(XSS.engine), 'the payload is in the comparison as text');
@@ -769,7 +766,7 @@ test('compare and history views keep document strings inert', { timeout: 180_000
   assert.deepEqual(watch.foreign, [], 'no request beyond the site');
 });
 
-test('a campaign links to the comparison of its results; the history shows trends and a verdict', { timeout: 180_000, skip: noCompare }, async () => {
+test('a campaign links to the comparison of its results; the history shows trends and a verdict', { timeout: 180_000 }, async () => {
   await open(page, `${campaignOrigin}/#/campaign/campaign.json`);
   await page.waitForFunction(() => document.querySelector('#campaign-report')?.dataset.ready === 'true', null, { timeout: WAIT });
   const cells = campaignCells.filter((c) => c.result).map((c) => c.result);
@@ -814,7 +811,7 @@ test('a campaign links to the comparison of its results; the history shows trend
   await page.screenshot({ path: join(artifacts, 'history.png'), fullPage: true });
 });
 
-test('keyboard: tick results, compare them, open a chart\'s table', { timeout: 180_000, skip: noCompare }, async () => {
+test('keyboard: tick results, compare them, open a chart\'s table', { timeout: 180_000 }, async () => {
   const names = ['pareto-1.json', 'pareto-2.json', 'pareto-3.json'];
   await openIndex(page, compareOrigin);
   const focused = () => page.evaluate(() => {
@@ -857,7 +854,7 @@ test('keyboard: tick results, compare them, open a chart\'s table', { timeout: 1
   assert.equal(await page.evaluate(() => document.activeElement.parentElement.open), false, 'and closes it');
 });
 
-test('charts are inline SVG with a title on each point, and print with their tables', { timeout: 180_000, skip: noCompare }, async () => {
+test('charts are inline SVG with a title on each point, and print with their tables', { timeout: 180_000 }, async () => {
   await openCompare(page, compareOrigin, ['pareto-1.json', 'pareto-2.json', 'pareto-3.json', 'hist-1.json']);
   const charts = await chartsIn(page, '#compare-report');
   assert.ok(charts.length >= 3);
