@@ -107,6 +107,7 @@ impl AggregateBenchmark {
             started_at: UNKNOWN_TIME.into(),
             records: vec![],
             telemetry: None,
+            token_timestamps: None,
             summary: Summary {
                 requests: RequestCounts {
                     measured: completed + failed,

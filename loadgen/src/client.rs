@@ -3,10 +3,13 @@
 //! recorded with a class, never raised: a run survives any single request.
 
 use crate::backend::{Api, GenerationRequest};
+use crate::http1::Stamp;
 use crate::sse::SseParser;
 use clock::us_since;
+use schemas::document::TokenTimestamps;
 use schemas::document::{ErrorClass, Phase, RawRecord, RequestError};
 use schemas::token_times;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// Longest SSE event accepted; real token events are a few hundred bytes.
@@ -25,6 +28,33 @@ pub struct Endpoint {
     pub temperature: f64,
     pub request_timeout: Duration,
     pub stall_timeout: Duration,
+    /// What stamped the token events of every request so far.
+    pub stamps: StampTally,
+}
+
+/// Token events counted by what stamped them (see [`TokenTimestamps`]), over all requests.
+#[derive(Debug, Default)]
+pub struct StampTally {
+    kernel: AtomicU64,
+    read: AtomicU64,
+    shared: AtomicU64,
+}
+
+impl StampTally {
+    /// The counts so far; a benchmark's are the difference of two.
+    pub fn snapshot(&self) -> TokenTimestamps {
+        TokenTimestamps {
+            kernel: self.kernel.load(Relaxed),
+            read: self.read.load(Relaxed),
+            shared: self.shared.load(Relaxed),
+        }
+    }
+
+    fn add(&self, t: &TokenTimestamps) {
+        self.kernel.fetch_add(t.kernel, Relaxed);
+        self.read.fetch_add(t.read, Relaxed);
+        self.shared.fetch_add(t.shared, Relaxed);
+    }
 }
 
 /// The lean client's pool and the request path it posts to.
@@ -34,12 +64,16 @@ pub struct Lean {
 }
 
 impl Lean {
-    /// The lean client for `url` when `choice` and the scheme allow it.
-    pub fn for_url(url: &str, choice: HttpClient) -> Option<Lean> {
+    /// The lean client for `url` when `choice` and the scheme allow it, its tokens stamped
+    /// by `clock`.
+    pub fn for_url(url: &str, choice: HttpClient, clock: TokenClock) -> Option<Lean> {
         if choice == HttpClient::Reqwest {
             return None;
         }
-        crate::http1::Pool::for_url(url).map(|(pool, path)| Lean { pool, path })
+        crate::http1::Pool::for_url(url).map(|(pool, path)| Lean {
+            pool: pool.with_token_clock(clock),
+            path,
+        })
     }
 }
 
@@ -53,6 +87,20 @@ pub enum HttpClient {
     Auto,
     /// reqwest (hyper) for every stream.
     Reqwest,
+}
+
+/// What stamps a token event's arrival on the lean client's streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum TokenClock {
+    /// The kernel, as the bytes reached the socket (Linux `SO_TIMESTAMPING`, software receive
+    /// stamps), whenever it gives one; the read's return otherwise.
+    #[default]
+    Kernel,
+    /// The return of the read that got the bytes: late by however long the runner's thread
+    /// took to wake and read.
+    Read,
 }
 
 /// One request to make.
@@ -109,6 +157,9 @@ impl Endpoint {
 
 struct Progress {
     arrivals: Vec<u64>,
+    /// What stamped the token events, and the stamp of the last one.
+    stamps: TokenTimestamps,
+    last_stamp: Option<Instant>,
     /// Reasoning token events, and the first answer event after one.
     reasoning: u32,
     first_answer: Option<u64>,
@@ -121,6 +172,22 @@ struct Progress {
     done: bool,
     /// When the response logically ended (`[DONE]`, or the end of the body).
     end: Option<Instant>,
+}
+
+impl Progress {
+    /// Counts a token event stamped `stamp`: by the kernel or by the read, and whether the
+    /// event before it shared its stamp (one read returned both).
+    fn count_stamp(&mut self, stamp: Stamp) {
+        if stamp.kernel {
+            self.stamps.kernel += 1;
+        } else {
+            self.stamps.read += 1;
+        }
+        if self.last_stamp == Some(stamp.at) {
+            self.stamps.shared += 1;
+        }
+        self.last_stamp = Some(stamp.at);
+    }
 }
 
 impl Endpoint {
@@ -156,6 +223,8 @@ impl Endpoint {
         });
         let mut p = Progress {
             arrivals: Vec::with_capacity(job.output_tokens as usize),
+            stamps: TokenTimestamps::default(),
+            last_stamp: None,
             reasoning: 0,
             first_answer: None,
             reasoning_server: None,
@@ -170,6 +239,7 @@ impl Endpoint {
         let deadline = sent + self.request_timeout;
         let outcome = self.stream(body, &mut sent, deadline, origin, &mut p).await;
         let end = p.end.unwrap_or_else(Instant::now);
+        self.stamps.add(&p.stamps);
         let error = outcome.err().or_else(|| {
             (!p.done && p.finish_reason.is_none()).then(|| RequestError {
                 class: ErrorClass::Reset,
@@ -253,7 +323,7 @@ impl Endpoint {
                 }
             }
             .map_err(|message| fail(ErrorClass::Reset, message))?;
-            let Some((arrived, chunk)) = chunk else {
+            let Some((stamp, chunk)) = chunk else {
                 let leftover = parser.finish();
                 if leftover.undispatched_data && !p.done && p.finish_reason.is_none() {
                     let message = format!(
@@ -264,8 +334,8 @@ impl Endpoint {
                 }
                 break;
             };
-            last_data = arrived;
-            let at = us_since(origin, last_data);
+            last_data = stamp.at;
+            let at = us_since(origin, stamp.at);
             parser
                 .push(chunk, |data| {
                     if event_error.is_some() {
@@ -275,6 +345,7 @@ impl Endpoint {
                         Ok(ev) => {
                             for _ in 0..ev.tokens {
                                 p.arrivals.push(at);
+                                p.count_stamp(stamp);
                             }
                             if ev.tokens > 0 {
                                 if ev.reasoning {
@@ -317,7 +388,7 @@ impl Endpoint {
                 return Err(e);
             }
             if p.done {
-                p.end = Some(Instant::now());
+                p.end = Some(stamp.at);
                 // Read the body to its end so the connection goes back to the pool.
                 while let Ok(Ok(Some(_))) =
                     tokio::time::timeout(Duration::from_secs(1), response.chunk()).await
@@ -349,13 +420,13 @@ impl Streaming<'_> {
     }
 
     /// The next piece of the body and when it arrived; `None` at the end.
-    async fn chunk(&mut self) -> Result<Option<(Instant, &[u8])>, String> {
+    async fn chunk(&mut self) -> Result<Option<(Stamp, &[u8])>, String> {
         match self {
             Streaming::Lean(r) => r.chunk().await.map_err(|e| e.to_string()),
             Streaming::Reqwest { response, held } => match response.chunk().await {
                 Ok(Some(bytes)) => {
                     *held = bytes;
-                    Ok(Some((Instant::now(), &held[..])))
+                    Ok(Some((Stamp::read_now(), &held[..])))
                 }
                 Ok(None) => Ok(None),
                 Err(e) => Err(error_chain(&e)),

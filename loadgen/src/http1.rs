@@ -4,8 +4,9 @@
 //! to the request's task through a channel, so every streamed token costs two task polls, a
 //! channel hop and a wake-up between them; `perf` put that at about a fifth of the runner's CPU
 //! per token. Here the request's own task reads its socket: one poll per read, chunked framing
-//! decoded in place in one buffer per connection, and a token's arrival time taken when the
-//! read that completed it returned. reqwest still serves `https://` (TLS, HTTP/2) and everything
+//! decoded in place in one buffer per connection, and a token's arrival time taken from the
+//! read that completed it: the kernel's receive stamp where it gives one ([`socket`]), else
+//! the read's return. reqwest still serves `https://` (TLS, HTTP/2) and everything
 //! off the hot path (probes, `/tokenize`); `--http-client reqwest` routes streams through it too.
 //!
 //! Scope: what an OpenAI/TGI/SGLang streaming endpoint answers — a response head, then a body
@@ -13,13 +14,16 @@
 //! Keep-alive connections are pooled; one closed by the server while idle is detected when a
 //! request on it gets no byte back, and that request is sent once more on a fresh connection.
 
+mod socket;
+
+use crate::client::TokenClock;
+use socket::Socket;
+pub use socket::Stamp;
 use std::io;
 use std::ops::Range;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use thiserror::Error;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 
 /// Longest response head accepted.
 const MAX_HEAD_BYTES: usize = 64 << 10;
@@ -52,6 +56,7 @@ pub struct Pool {
     port: u16,
     /// The `Host` header: the URL's host, and its port when the URL names one.
     authority: String,
+    clock: TokenClock,
     idle: Mutex<Vec<(Conn, Instant)>>,
 }
 
@@ -88,9 +93,15 @@ impl Pool {
             host,
             port,
             authority,
+            clock: TokenClock::default(),
             idle: Mutex::new(Vec::new()),
         };
         Some((pool, path))
+    }
+
+    /// The same pool, its tokens stamped by `clock`.
+    pub fn with_token_clock(self, clock: TokenClock) -> Pool {
+        Pool { clock, ..self }
     }
 
     /// Sends `post` and reads the response head. `sent` is stamped when the request is
@@ -112,19 +123,18 @@ impl Pool {
                 Err(e) => return Err(e),
             }
         }
-        let stream = TcpStream::connect((self.host.as_str(), self.port))
+        let socket = Socket::connect(&self.host, self.port, self.clock)
             .await
             .map_err(|source| Http1Error::Connect {
                 authority: self.authority.clone(),
                 source,
             })?;
-        stream.set_nodelay(true)?;
         let conn = Conn {
-            stream,
+            socket,
             buf: vec![0; BUFFER_BYTES],
             start: 0,
             end: 0,
-            read_at: Instant::now(),
+            stamp: Stamp::read_now(),
         };
         *sent = Instant::now();
         let (conn, head) = conn.exchange(&request).await?;
@@ -176,13 +186,13 @@ pub struct Response<'p> {
 }
 
 impl Response<'_> {
-    /// The next piece of the body (`None` at its end), and when the read that completed it
-    /// returned: the piece's arrival time.
-    pub async fn chunk(&mut self) -> io::Result<Option<(Instant, &[u8])>> {
+    /// The next piece of the body (`None` at its end), and when the bytes of the read that
+    /// completed it arrived: the piece's arrival time.
+    pub async fn chunk(&mut self) -> io::Result<Option<(Stamp, &[u8])>> {
         let conn = self.conn.as_mut().expect("a response owns its connection");
         let range = next_body_range(conn, &mut self.framing).await?;
         let conn = self.conn.as_ref().expect("owned");
-        Ok(range.map(|r| (conn.read_at, &conn.buf[r])))
+        Ok(range.map(|r| (conn.stamp, &conn.buf[r])))
     }
 
     /// The body as text, at most `limit` bytes of it (for error messages).
@@ -207,13 +217,14 @@ impl Drop for Response<'_> {
     }
 }
 
-/// One connection and its read buffer: `buf[start..end]` is received but not yet consumed.
+/// One connection and its read buffer: `buf[start..end]` is received but not yet consumed;
+/// `stamp` is when the last read's bytes arrived.
 struct Conn {
-    stream: TcpStream,
+    socket: Socket,
     buf: Vec<u8>,
     start: usize,
     end: usize,
-    read_at: Instant,
+    stamp: Stamp,
 }
 
 impl Conn {
@@ -239,8 +250,8 @@ impl Conn {
                 self.buf.resize(len * 2, 0);
             }
         }
-        let n = self.stream.read(&mut self.buf[self.end..]).await?;
-        self.read_at = Instant::now();
+        let (n, stamp) = self.socket.read(&mut self.buf[self.end..]).await?;
+        self.stamp = stamp;
         self.end += n;
         Ok(n)
     }
@@ -255,7 +266,7 @@ impl Conn {
         };
         self.start = 0;
         self.end = 0;
-        self.stream.write_all(request).await.map_err(closed)?;
+        self.socket.write_all(request).await.map_err(closed)?;
         let mut answered = false;
         loop {
             let mut headers = [httparse::EMPTY_HEADER; 64];

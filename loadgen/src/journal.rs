@@ -7,6 +7,7 @@
 //! nothing that completed.
 
 use anyhow::{anyhow, bail, Context, Result};
+use schemas::document::TokenTimestamps;
 use schemas::document::{
     Benchmark, Engine, Host, Launch, Model, Predicate, Profile, RawRecord, Run, Shard, Slo,
     Workload,
@@ -40,6 +41,11 @@ pub enum Line {
     Telemetry {
         benchmark: u32,
         telemetry: Telemetry,
+    },
+    /// What stamped a benchmark's token events, written when it ends.
+    TokenTimestamps {
+        benchmark: u32,
+        token_timestamps: TokenTimestamps,
     },
     /// How the engine was started, written once it has stopped (its log is complete).
     Launch {
@@ -185,6 +191,7 @@ struct Pending {
     announce: Announce,
     records: Vec<RawRecord>,
     telemetry: Option<Telemetry>,
+    token_timestamps: Option<TokenTimestamps>,
 }
 
 /// The fold of journal lines into a predicate: the one place a result is assembled.
@@ -223,6 +230,7 @@ impl Assembly {
                     announce,
                     records: vec![],
                     telemetry: None,
+                    token_timestamps: None,
                 });
             }
             Line::Record { benchmark, record } => match self.benchmarks.get_mut(benchmark as usize)
@@ -236,6 +244,13 @@ impl Assembly {
             } => match self.benchmarks.get_mut(benchmark as usize) {
                 Some(b) => b.telemetry = Some(telemetry),
                 None => bail!("telemetry for unknown benchmark {benchmark}"),
+            },
+            Line::TokenTimestamps {
+                benchmark,
+                token_timestamps,
+            } => match self.benchmarks.get_mut(benchmark as usize) {
+                Some(b) => b.token_timestamps = Some(token_timestamps),
+                None => bail!("token timestamps for unknown benchmark {benchmark}"),
             },
             Line::Launch { launch } => match &mut self.header {
                 Some((_, _, engine, _)) => engine.launch = Some(launch),
@@ -279,6 +294,7 @@ impl Assembly {
                      announce: a,
                      mut records,
                      telemetry,
+                     token_timestamps,
                  }| {
                     records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
                     if !a.phased {
@@ -297,6 +313,7 @@ impl Assembly {
                         started_at: a.started_at,
                         records,
                         telemetry,
+                        token_timestamps,
                         summary,
                     })
                 },

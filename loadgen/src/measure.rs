@@ -153,7 +153,7 @@ impl Prepared {
         let url = format!("{}{}", self.base, spec.backend.path());
         let endpoint = Arc::new(Endpoint {
             http: self.http,
-            lean: client::Lean::for_url(&url, spec.http_client),
+            lean: client::Lean::for_url(&url, spec.http_client, spec.token_clock),
             url,
             api: spec.backend,
             model,
@@ -162,6 +162,7 @@ impl Prepared {
             temperature: spec.temperature,
             request_timeout: Duration::from_secs_f64(spec.request_timeout_s),
             stall_timeout: Duration::from_secs_f64(spec.stall_timeout_s),
+            stamps: Default::default(),
         });
         let overhead = if matches!(counter, TokenCounter::Words) {
             0
@@ -479,6 +480,7 @@ impl Measurement {
             host.before(index);
         }
         let usage_before = Usage::now();
+        let stamps_before = self.endpoint.stamps.snapshot();
         let origin = match &self.shard {
             Some(r) => self.reach(r, sinks).await,
             None => Instant::now(),
@@ -535,6 +537,10 @@ impl Measurement {
             }
         };
         let cost = Cost::since(&usage_before, origin.elapsed(), kind, &records);
+        sinks.journal.write(Line::TokenTimestamps {
+            benchmark: index,
+            token_timestamps: self.endpoint.stamps.snapshot().since(&stamps_before),
+        });
         if let Some(telemetry) = self.host.as_ref().and_then(|h| h.after()) {
             sinks.journal.write(Line::Telemetry {
                 benchmark: index,

@@ -62,6 +62,8 @@ pub struct RunSpec {
     pub stall_timeout_s: f64,
     /// Which HTTP client carries the token streams.
     pub http_client: crate::client::HttpClient,
+    /// What stamps token arrivals on `http://` streams.
+    pub token_clock: crate::client::TokenClock,
     pub seed: u64,
     /// Ask the server to ignore EOS so every response has the requested length.
     pub ignore_eos: bool,
@@ -246,6 +248,7 @@ impl Default for RunSpec {
             request_timeout_s: 600.0,
             stall_timeout_s: 60.0,
             http_client: crate::client::HttpClient::Auto,
+            token_clock: crate::client::TokenClock::Kernel,
             seed: 42,
             ignore_eos: true,
             temperature: 0.0,

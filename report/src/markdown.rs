@@ -63,19 +63,24 @@ pub(crate) fn doc_line(name: &str, d: &Loaded) -> String {
     line
 }
 
-/// How the runner started the engine of document `name`, and the client shards it is one
-/// of or was merged from, each after a blank line; empty for an engine started by hand
-/// and one client alone (see [`crate::provenance`]).
+/// How the runner started the engine of document `name`, the client shards it is one of or
+/// was merged from, and what stamped its tokens, each after a blank line; empty for an
+/// engine started by hand, one client alone and a document that does not say (see
+/// [`crate::provenance`]).
 pub(crate) fn provenance(name: &str, d: &Loaded) -> String {
     let p = &d.statement.predicate;
     let mut out = match &p.engine.launch {
         Some(l) => format!("\n{}", crate::provenance::launch_block(name, l)),
         None => String::new(),
     };
-    let shards = crate::provenance::shards_block(name, p);
-    if !shards.is_empty() {
-        out.push('\n');
-        out.push_str(&shards);
+    for block in [
+        crate::provenance::shards_block(name, p),
+        crate::provenance::token_clock_line(name, p),
+    ] {
+        if !block.is_empty() {
+            out.push('\n');
+            out.push_str(&block);
+        }
     }
     out
 }

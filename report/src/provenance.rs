@@ -15,10 +15,16 @@
 //! --shard i/N`) in one line (its index, the schedule's origin T, its host, its clock as the
 //! kernel reported it and how late it reached T), a merged result (`runner merge`) in a line
 //! and a table of its shards. Documents without `shard` or `shards` get nothing.
+//!
+//! And what stamped the token events' arrival (`result/v0.6`): how many the kernel stamped as
+//! their bytes reached the client's socket, how many the client's reads, and how many shared
+//! a read with a later event (their stamp an upper bound). Older documents get nothing.
 
 use crate::escape::md_escape;
 use crate::format;
-use schemas::document::{Launch, MergedShard, Predicate, Shard, ShardClock, ShardHost};
+use schemas::document::{
+    Launch, MergedShard, Predicate, Shard, ShardClock, ShardHost, TokenTimestamps,
+};
 
 /// Characters a shell word may hold unquoted.
 fn plain(c: char) -> bool {
@@ -196,6 +202,38 @@ pub fn shards_block(name: &str, p: &Predicate) -> String {
     out
 }
 
+/// What stamped the token events of document `name`, over all its benchmarks; empty when
+/// no benchmark says (imported documents, those written before `result/v0.6`).
+pub fn token_clock_line(name: &str, p: &Predicate) -> String {
+    let counted: Vec<&TokenTimestamps> = p
+        .benchmarks
+        .iter()
+        .filter_map(|b| b.token_timestamps.as_ref())
+        .collect();
+    if counted.is_empty() {
+        return String::new();
+    }
+    let t = TokenTimestamps::sum(counted);
+    let events = t.events();
+    let source = if t.read == 0 && events > 0 {
+        "all by the kernel as their bytes reached the client's socket (`SO_TIMESTAMPING`)"
+            .to_string()
+    } else if t.kernel == 0 {
+        "all when the client's read of them returned".to_string()
+    } else {
+        format!(
+            "{} by the kernel as their bytes reached the client's socket (`SO_TIMESTAMPING`), \
+             {} when the client's read of them returned",
+            t.kernel, t.read
+        )
+    };
+    format!(
+        "**{name}**: token arrival times: {events} token events, {source}; {} shared a read \
+         with a later event (stamped no earlier than they arrived).\n",
+        t.shared
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,5 +254,42 @@ mod tests {
         assert!(block.starts_with("`````sh\n"), "{block}");
         assert!(block.ends_with("\n`````\n"), "{block}");
         assert!(code_block(&["x".into()]).starts_with("```sh\n"));
+    }
+
+    #[test]
+    fn what_stamped_the_tokens_is_said_over_all_benchmarks_and_only_when_recorded() {
+        use crate::test_support::{predicate, sweep, Doc};
+        let doc = Doc {
+            model: "m",
+            revision: None,
+            engine: "vllm",
+            version: None,
+            gpus: None,
+        };
+        let mut p = predicate(&doc, sweep(32, 8, 1.0), vec![]);
+        p.benchmarks.truncate(1);
+        assert_eq!(token_clock_line("Document", &p), "");
+        let stamped = |kernel, read, shared| {
+            Some(TokenTimestamps {
+                kernel,
+                read,
+                shared,
+            })
+        };
+        p.benchmarks[0].token_timestamps = stamped(90, 0, 3);
+        let line = token_clock_line("Document", &p);
+        assert!(
+            line.contains("90 token events, all by the kernel"),
+            "{line}"
+        );
+        assert!(line.contains("3 shared a read"), "{line}");
+        let mut second = p.benchmarks[0].clone();
+        second.token_timestamps = stamped(0, 10, 0);
+        p.benchmarks.push(second);
+        let line = token_clock_line("Document", &p);
+        assert!(
+            line.contains("100 token events, 90 by the kernel") && line.contains("10 when"),
+            "{line}"
+        );
     }
 }

@@ -144,6 +144,7 @@ pub fn bench(label: &str, profile: Profile, workload: Workload, summary: Summary
         started_at: "2026-11-22T00:00:00Z".into(),
         records: vec![],
         telemetry: None,
+        token_timestamps: None,
         summary,
     }
 }
@@ -324,6 +325,7 @@ pub fn measured(label: &str, profile: Profile, load: &Load) -> Benchmark {
         started_at: "2026-11-22T00:00:00Z".into(),
         records,
         telemetry: None,
+        token_timestamps: None,
         summary,
     }
 }

@@ -325,6 +325,12 @@ pub struct RunArgs {
     /// `reqwest` uses reqwest (hyper) for all.
     #[arg(long, value_enum)]
     pub http_client: Option<loadgen::client::HttpClient>,
+    /// What stamps each token's arrival on `http://` streams: `kernel` takes the time the
+    /// kernel received its bytes (Linux receive timestamps; independent of when the runner's
+    /// thread got to read them), falling back to the read where the kernel gives none; `read`
+    /// takes the time the read returned. The result counts the tokens each stamped.
+    #[arg(long, value_enum)]
+    pub token_clock: Option<loadgen::client::TokenClock>,
     /// Seed of prompts and Poisson schedules.
     #[arg(long)]
     pub seed: Option<u64>,

@@ -365,10 +365,58 @@ pub struct Benchmark {
     /// imported documents and in those written before `result/v0.3`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<Telemetry>,
+    /// What stamped the arrival of the records' token events; since `result/v0.6`, absent in
+    /// imported documents and those written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_timestamps: Option<TokenTimestamps>,
     /// Derived from `records` (and `telemetry`) by [`crate::metrics::summarize_benchmark`];
     /// verification recomputes it (except in imported aggregates-only documents, where it
     /// is the source's numbers).
     pub summary: Summary,
+}
+
+/// A benchmark's token events counted by what stamped their arrival. `kernel + read` is the
+/// sum of its records' `output_tokens_client`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TokenTimestamps {
+    /// Stamped by the kernel as their bytes reached the client's socket (Linux
+    /// `SO_TIMESTAMPING`, software receive stamps): independent of when the client read them.
+    pub kernel: u64,
+    /// Stamped when the client's read of their bytes returned: no kernel stamp (refused, not
+    /// Linux, `--token-clock read`, or a stream through reqwest).
+    pub read: u64,
+    /// Of all, those whose read also returned a later event: their stamp is that later
+    /// event's arrival, an upper bound on theirs (TCP merges segments queued unread, and the
+    /// merged buffer keeps the latest segment's stamp).
+    pub shared: u64,
+}
+
+impl TokenTimestamps {
+    pub fn events(&self) -> u64 {
+        self.kernel + self.read
+    }
+
+    /// The counts added since `earlier` (a running tally's earlier reading).
+    pub fn since(&self, earlier: &TokenTimestamps) -> TokenTimestamps {
+        TokenTimestamps {
+            kernel: self.kernel - earlier.kernel,
+            read: self.read - earlier.read,
+            shared: self.shared - earlier.shared,
+        }
+    }
+
+    /// The counts of several parts of one benchmark together (a merge of shards).
+    pub fn sum<'a>(parts: impl IntoIterator<Item = &'a TokenTimestamps>) -> TokenTimestamps {
+        parts
+            .into_iter()
+            .fold(TokenTimestamps::default(), |a, b| TokenTimestamps {
+                kernel: a.kernel + b.kernel,
+                read: a.read + b.read,
+                shared: a.shared + b.shared,
+            })
+    }
 }
 
 impl Benchmark {

@@ -40,9 +40,12 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.6: each benchmark says what stamped its token events (`token_timestamps`: the kernel's
+/// receive stamps or the client's reads).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.6";
 /// v0.5: one schedule split across several clients (`shard`), and the merge of the shards
-/// (`shards`, the `clock_offset_over_1ms` flag).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.5";
+/// (`shards`, the `clock_offset_over_1ms` flag). Still read and verified.
+pub const PREDICATE_TYPE_V0_5: &str = "https://provebench.dev/result/v0.5";
 /// v0.4: shared-prefix, multi-turn and trace workloads, bursts, ramps and stages, reasoning
 /// tokens; records say their session, turn and prefix group, the summary its
 /// [`breakdown`]s. Still read and verified.

@@ -11,7 +11,7 @@ use crate::keys::TrustedKey;
 use crate::subject::{check_subject, subject_matches_as_written};
 use crate::{
     metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_2,
-    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, STATEMENT_TYPE,
+    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, STATEMENT_TYPE,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -159,6 +159,7 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
         PREDICATE_TYPE_V0_2,
         PREDICATE_TYPE_V0_3,
         PREDICATE_TYPE_V0_4,
+        PREDICATE_TYPE_V0_5,
         PREDICATE_TYPE,
     ];
     let version = known
@@ -166,8 +167,9 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
         .position(|t| *t == s.predicate_type)
         .unwrap_or_else(|| {
             v.document_errors.push(format!(
-                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_4:?}, \
-                 {PREDICATE_TYPE_V0_3:?}, {PREDICATE_TYPE_V0_2:?}, {PREDICATE_TYPE_V0_1:?})",
+                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_5:?}, \
+                 {PREDICATE_TYPE_V0_4:?}, {PREDICATE_TYPE_V0_3:?}, {PREDICATE_TYPE_V0_2:?}, \
+                 {PREDICATE_TYPE_V0_1:?})",
                 s.predicate_type
             ));
             known.len() - 1
@@ -200,7 +202,13 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
     if version < 4 && sharded {
         v.document_errors.push(format!(
             "a shard, merged shards or a clock_offset_over_1ms flag in a {:?} document: they \
-             came with {PREDICATE_TYPE:?}",
+             came with {PREDICATE_TYPE_V0_5:?}",
+            s.predicate_type
+        ));
+    }
+    if version < 5 && p.benchmarks.iter().any(|b| b.token_timestamps.is_some()) {
+        v.document_errors.push(format!(
+            "token_timestamps in a {:?} document: they came with {PREDICATE_TYPE:?}",
             s.predicate_type
         ));
     }
@@ -258,6 +266,12 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
         v.records_checked += b.records.len() as u64;
         if !consistent {
             continue;
+        }
+        if let Some(t) = &b.token_timestamps {
+            if let Err(e) = check_token_timestamps(t, &b.records) {
+                v.document_errors
+                    .push(format!("benchmarks[{bi}].token_timestamps: {e}"));
+            }
         }
         if b.records.is_empty() && p.imported.as_ref().is_some_and(|i| i.aggregates_only) {
             // The source's numbers: nothing to recompute them from, and the report says so.
@@ -378,4 +392,29 @@ fn diff_paths(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
         _ if a != b => out.push(format!("{path} (stored {a}, recomputed {b})")),
         _ => {}
     }
+}
+
+/// A benchmark's count of token events by what stamped them must cover its records' token
+/// events exactly, and its shared ones cannot outnumber them.
+fn check_token_timestamps(
+    t: &crate::document::TokenTimestamps,
+    records: &[crate::RawRecord],
+) -> Result<(), String> {
+    let events: u64 = records
+        .iter()
+        .map(|r| u64::from(r.output_tokens_client))
+        .sum();
+    if t.events() != events {
+        return Err(format!(
+            "kernel {} + read {} stamped token events, but the records hold {events}",
+            t.kernel, t.read
+        ));
+    }
+    if t.shared > events {
+        return Err(format!(
+            "{} shared stamps of {events} token events",
+            t.shared
+        ));
+    }
+    Ok(())
 }

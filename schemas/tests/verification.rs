@@ -520,3 +520,55 @@ fn result_v0_4_documents_still_verify_and_shard_fields_are_refused_under_that_la
         "{v:?}"
     );
 }
+
+/// `result/v0.5` documents still verify under their label; `token_timestamps` (v0.6) is
+/// refused under it, and counts that do not cover the records' token events are refused.
+#[test]
+fn result_v0_5_documents_still_verify_and_token_timestamps_must_cover_the_records() {
+    use schemas::document::TokenTimestamps;
+    let verify = |s: &serde_json::Value| {
+        let signed = common::signed_payload(&serde_json::to_vec(s).unwrap());
+        verify_envelope(&signed, &common::trusted(), Policy::RequireSignature).0
+    };
+    let p = common::predicate();
+    let mut v05 = serde_json::to_value(schemas::seal::seal(p.clone()).unwrap()).unwrap();
+    v05["predicateType"] = schemas::PREDICATE_TYPE_V0_5.into();
+    assert!(verify(&v05).ok, "{:?}", verify(&v05));
+
+    let events: u64 = p.benchmarks[0]
+        .records
+        .iter()
+        .map(|r| u64::from(r.output_tokens_client))
+        .sum();
+    assert!(events > 2);
+    let mut stamped = p.clone();
+    stamped.benchmarks[0].token_timestamps = Some(TokenTimestamps {
+        kernel: events - 2,
+        read: 2,
+        shared: 1,
+    });
+    let v06 = serde_json::to_value(schemas::seal::seal(stamped).unwrap()).unwrap();
+    assert_eq!(v06["predicateType"], schemas::PREDICATE_TYPE);
+    assert!(verify(&v06).ok, "{:?}", verify(&v06));
+
+    let mut mislabelled = v06.clone();
+    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_5.into();
+    let v = verify(&mislabelled);
+    assert!(
+        v.document_errors
+            .iter()
+            .any(|e| e.contains("token_timestamps")),
+        "{v:?}"
+    );
+
+    let mut short = v06.clone();
+    short["predicate"]["benchmarks"][0]["token_timestamps"]["kernel"] = (events - 3).into();
+    let v = verify(&short);
+    assert!(
+        v.document_errors
+            .iter()
+            .any(|e| e.contains("benchmarks[0].token_timestamps")
+                && e.contains(&format!("the records hold {events}"))),
+        "{v:?}"
+    );
+}

@@ -57,7 +57,7 @@ def runs(tmp_path_factory):
 def test_shards_and_the_merge_validate_against_the_checked_in_schema(runs):
     for name in ("shard-0.json", "shard-1.json", "merged.json"):
         statement = statement_of(runs / name)
-        assert statement["predicateType"] == "https://provebench.dev/result/v0.5"
+        assert statement["predicateType"] == "https://provebench.dev/result/v0.6"
         validator("statement.schema.json").validate(statement)
 
 
@@ -90,3 +90,16 @@ def test_the_merge_is_the_union_of_the_shards_in_schedule_order(runs):
     assert summary["requests"]["completed"] == len(completed)
     ttft = [(records["first_token_us"][i] - records["scheduled_us"][i]) / 1000 for i in completed]
     assert summary["ttft_ms"]["mean"] == pytest.approx(sum(ttft) / len(ttft), rel=1e-12)
+
+
+def test_each_client_counts_what_stamped_its_tokens_and_the_merge_adds_them(runs):
+    shards = [statement_of(runs / f"shard-{i}.json")["predicate"]["benchmarks"][0] for i in range(2)]
+    [merged] = statement_of(runs / "merged.json")["predicate"]["benchmarks"]
+    for b in (*shards, merged):
+        t = b["token_timestamps"]
+        # Every token event the records hold, stamped once: by the kernel on Linux loopback.
+        assert t["kernel"] + t["read"] == sum(b["records"]["output_tokens_client"])
+        assert t["kernel"] > 0 and t["read"] == 0
+        assert 0 <= t["shared"] <= t["kernel"]
+    for key in ("kernel", "read", "shared"):
+        assert merged["token_timestamps"][key] == sum(s["token_timestamps"][key] for s in shards)

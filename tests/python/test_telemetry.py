@@ -192,7 +192,7 @@ def benchmark(statement):
 
 
 def test_the_document_validates_against_the_checked_in_schema(statement):
-    assert statement["predicateType"] == "https://provebench.dev/result/v0.5"
+    assert statement["predicateType"] == "https://provebench.dev/result/v0.6"
     validator("statement.schema.json").validate(statement)
 
 

@@ -4,7 +4,9 @@
 use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::net::TcpListener;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 /// What a scripted connection does after each request: write these pieces, in order,
 /// each flushed and followed by a short pause, then (if `close`) close the connection.
@@ -239,4 +241,76 @@ async fn the_request_names_host_length_and_key() {
     assert!(request.contains("Authorization: Bearer sk-test\r\n"));
     assert!(request.ends_with("\r\n\r\n{\"a\":1}"));
     assert!(Pool::for_url("https://example.com/v1").is_none());
+}
+
+/// A connected pair on 127.0.0.1: the client's end on the reactor with `clock`, and the
+/// server's end as a plain blocking socket.
+fn pair(clock: TokenClock) -> (Socket, std::net::TcpStream) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    server.set_nodelay(true).unwrap();
+    client.set_nodelay(true).unwrap();
+    client.set_nonblocking(true).unwrap();
+    (Socket::new(client, clock).unwrap(), server)
+}
+
+/// Writes two segments 5 ms apart while the client's thread is blocked, then reads them in
+/// one read: returns when each was written, the read's stamp and when the read returned.
+async fn late_read(
+    socket: &Socket,
+    server: &mut std::net::TcpStream,
+) -> ([Instant; 2], Stamp, Instant) {
+    use std::io::Write;
+    let first = Instant::now();
+    server.write_all(b"data: a\n\n").unwrap();
+    std::thread::sleep(Duration::from_millis(5));
+    let second = Instant::now();
+    server.write_all(b"data: b\n\n").unwrap();
+    // The reader's thread busy elsewhere: both segments wait in the socket.
+    std::thread::sleep(Duration::from_millis(30));
+    let mut buf = [0u8; 64];
+    let (n, stamp) = socket.read(&mut buf).await.unwrap();
+    let returned = Instant::now();
+    assert_eq!(&buf[..n], b"data: a\n\ndata: b\n\n");
+    ([first, second], stamp, returned)
+}
+
+/// The kernel's stamp is when the bytes arrived, not when the thread got to read them; and,
+/// TCP's rule, one read of two queued segments carries the later segment's stamp.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "current_thread")]
+async fn the_kernel_stamps_arrival_and_a_late_read_keeps_the_last_segments_time() {
+    let (socket, mut server) = pair(TokenClock::Kernel);
+    assert!(socket.kernel_stamps());
+    let ([_, second], stamp, returned) = late_read(&socket, &mut server).await;
+    assert!(stamp.kernel, "{stamp:?}");
+    let after_write = stamp.at.saturating_duration_since(second);
+    assert!(
+        stamp.at >= second && after_write < Duration::from_millis(2),
+        "stamped {after_write:?} after the second write"
+    );
+    assert!(returned - stamp.at >= Duration::from_millis(25));
+}
+
+/// `--token-clock read`, and a kernel that refuses the socket option: the read's return.
+#[tokio::test(flavor = "current_thread")]
+async fn without_kernel_stamps_a_read_is_stamped_when_it_returns() {
+    let (socket, mut server) = pair(TokenClock::Read);
+    assert!(!socket.kernel_stamps());
+    let ([_, second], stamp, returned) = late_read(&socket, &mut server).await;
+    assert!(!stamp.kernel);
+    assert!(stamp.at - second >= Duration::from_millis(25) && stamp.at <= returned);
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (mut server, _) = listener.accept().unwrap();
+    client.set_nonblocking(true).unwrap();
+    let refused = socket::refused_flags_fall_back(client).unwrap();
+    assert!(
+        !refused.kernel_stamps(),
+        "the kernel took an undefined flag"
+    );
+    let (_, stamp, returned) = late_read(&refused, &mut server).await;
+    assert!(!stamp.kernel && stamp.at <= returned);
 }

@@ -248,6 +248,17 @@ fn merge(parts: &[Part]) -> Result<Predicate> {
                 telemetry: parts
                     .iter()
                     .find_map(|p| p.statement.predicate.benchmarks[i].telemetry.clone()),
+                // Each client stamped its own tokens: the merge counts them all, when every
+                // shard counted (shards of older versions did not).
+                token_timestamps: parts
+                    .iter()
+                    .map(|p| {
+                        p.statement.predicate.benchmarks[i]
+                            .token_timestamps
+                            .as_ref()
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .map(schemas::document::TokenTimestamps::sum),
                 ..b.clone()
             }
         })

@@ -35,7 +35,7 @@ pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
         sweep_kind <- args.sweep_kind, warmup_requests <- args.warmup_requests,
         cooldown_requests <- args.cooldown_requests, max_concurrency <- args.max_concurrency,
         request_timeout_s <- args.request_timeout, stall_timeout_s <- args.stall_timeout, http_client <- args.http_client,
-        seed <- args.seed);
+        token_clock <- args.token_clock, seed <- args.seed);
     if args.model.is_some() {
         s.model = args.model.clone();
     }

@@ -83,6 +83,7 @@ pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
         slo: None,
         started_at: "2026-11-22T00:00:00.000000Z".into(),
         telemetry: None,
+        token_timestamps: None,
         summary: schemas::metrics::summarize(&[], None).unwrap(),
         records,
     }
