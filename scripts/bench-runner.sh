@@ -11,6 +11,8 @@
 #      its own read and wake-up: the client's worst case), then with the simulator's decode steps
 #      (all running requests' tokens leave together, as a continuous-batching engine's do).
 #   4. Case 1 again through reqwest (--http-client reqwest): what the lean HTTP/1.1 reader saves.
+#   5. CPU per token when paced as engines pace them: 16 streams with tokens 2 ms apart, and 256
+#      streams with tokens 20 ms apart (target: <= 4 us a token in both).
 # With taskset available, the simulator runs on CPU 1 and the runner on CPU 0, so that neither
 # measurement includes the other's work. Usage: scripts/bench-runner.sh [REQUESTS]
 # RUNNER_BIN=… measures that runner instead of building this checkout's; SIM_BIN=… serves the
@@ -83,3 +85,17 @@ serve "$p" --ttft-ms 0 --itl-ms 0 --max-batch 64
 echo "== case 1 through reqwest (--http-client reqwest)"
 "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests "$requests" \
   --data prompt_tokens=16,output_tokens=256 --http-client reqwest --no-sign --out "$tmp/cpu-reqwest.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
+
+p=$(port)
+serve "$p" --ttft-ms 2 --itl-ms 2 --itl-growth 0 --max-batch 64
+echo "== CPU per streamed token, paced: 16 streams x 256 tokens 2 ms apart"
+"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests 160 \
+  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/paced-16.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
+kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+
+p=$(port)
+serve "$p" --ttft-ms 20 --itl-ms 20 --itl-growth 0 --max-batch 256
+echo "== CPU per streamed token, paced: 256 streams x 64 tokens 20 ms apart"
+"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 256 --max-requests 768 \
+  --data prompt_tokens=16,output_tokens=64 --no-sign --out "$tmp/paced-256.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
+kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
