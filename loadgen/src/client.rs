@@ -155,11 +155,12 @@ impl Endpoint {
     }
 }
 
+#[derive(Default)]
 struct Progress {
     arrivals: Vec<u64>,
-    /// What stamped the token events, and the stamp of the last one.
+    /// What stamped the token events; the last event's stamp and how many tokens it carried.
     stamps: TokenTimestamps,
-    last_stamp: Option<Instant>,
+    last_event: Option<(Instant, u64)>,
     /// Reasoning token events, and the first answer event after one.
     reasoning: u32,
     first_answer: Option<u64>,
@@ -175,18 +176,22 @@ struct Progress {
 }
 
 impl Progress {
-    /// Counts a token event stamped `stamp`: by the kernel or by the read, and whether the
-    /// event before it shared its stamp (one read returned both).
-    fn count_stamp(&mut self, stamp: Stamp) {
+    /// Counts an event of `tokens` tokens stamped `stamp`: by the kernel or by the read, and,
+    /// when one read returned the event before it too, that event's tokens as shared (the
+    /// tokens of one event arrived together: their common stamp is exact).
+    fn count_stamps(&mut self, stamp: Stamp, tokens: u32) {
+        let tokens = u64::from(tokens);
         if stamp.kernel {
-            self.stamps.kernel += 1;
+            self.stamps.kernel += tokens;
         } else {
-            self.stamps.read += 1;
+            self.stamps.read += tokens;
         }
-        if self.last_stamp == Some(stamp.at) {
-            self.stamps.shared += 1;
+        if let Some((at, before)) = self.last_event {
+            if at == stamp.at {
+                self.stamps.shared += before;
+            }
         }
-        self.last_stamp = Some(stamp.at);
+        self.last_event = Some((stamp.at, tokens));
     }
 }
 
@@ -224,7 +229,7 @@ impl Endpoint {
         let mut p = Progress {
             arrivals: Vec::with_capacity(job.output_tokens as usize),
             stamps: TokenTimestamps::default(),
-            last_stamp: None,
+            last_event: None,
             reasoning: 0,
             first_answer: None,
             reasoning_server: None,
@@ -345,9 +350,9 @@ impl Endpoint {
                         Ok(ev) => {
                             for _ in 0..ev.tokens {
                                 p.arrivals.push(at);
-                                p.count_stamp(stamp);
                             }
                             if ev.tokens > 0 {
+                                p.count_stamps(stamp, ev.tokens);
                                 if ev.reasoning {
                                     p.reasoning += 1;
                                 } else if p.first_answer.is_none() {
@@ -579,5 +584,38 @@ fn truncate(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &s[..i]),
         None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Events returned by one read share its stamp: every one but the last is counted shared.
+    #[test]
+    fn events_of_one_read_are_counted_shared_and_each_is_counted_by_its_clock() {
+        let t0 = Instant::now();
+        let stamp = |us, kernel| Stamp {
+            at: t0 + Duration::from_micros(us),
+            kernel,
+        };
+        let mut p = Progress::default();
+        for s in [
+            stamp(0, true),
+            stamp(10, true),
+            stamp(10, true),
+            stamp(10, true),
+        ] {
+            p.count_stamps(s, 1);
+        }
+        p.count_stamps(stamp(20, false), 1);
+        assert_eq!(
+            p.stamps,
+            TokenTimestamps {
+                kernel: 4,
+                read: 1,
+                shared: 2
+            }
+        );
     }
 }
