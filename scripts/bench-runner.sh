@@ -43,59 +43,46 @@ if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
 fi
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-serve() { # serve PORT SIM-FLAGS...
-  local p=$1; shift
+serve() { # serve SIM-FLAGS...: the simulator on a free port, which it leaves in $p
+  p=$(port)
   RUST_LOG=warn "${on_cpu1[@]}" "$sim" sim --host 127.0.0.1 --port "$p" "$@" >/dev/null &
   sim_pid=$!
   for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$p/health" >/dev/null 2>&1 && return; sleep 0.1; done
   echo "the simulator did not start" >&2; exit 1
 }
+bench() { # bench NAME RUNNER-FLAGS...: one run against the simulator `serve` started, which it then stops
+  local name=$1; shift
+  "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" "$@" --no-sign --out "$tmp/$name.json" \
+    ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
+  kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+}
 trap 'kill ${sim_pid:-} 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
-p=$(port)
-serve "$p" --ttft-ms 0 --itl-ms 0 --max-batch 64
+serve --ttft-ms 0 --itl-ms 0 --max-batch 64
 echo "== CPU per streamed token: 16 streams x 256 tokens, $requests requests, simulator at full speed"
-"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests "$requests" \
-  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/cpu.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
-kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+bench cpu --profile concurrent --concurrency 16 --max-requests "$requests" --data prompt_tokens=16,output_tokens=256
 
-p=$(port)
-serve "$p" --ttft-ms 2 --itl-ms 1 --max-batch 256
+serve --ttft-ms 2 --itl-ms 1 --max-batch 256
 echo "== pacing: Poisson 1000 req/s, 5000 requests of 4 tokens"
-"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile poisson --rate 1000 --max-requests 5000 \
-  --data prompt_tokens=16,output_tokens=4 --no-sign --out "$tmp/pacing.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
-kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+bench pacing --profile poisson --rate 1000 --max-requests 5000 --data prompt_tokens=16,output_tokens=4
 
-p=$(port)
-serve "$p" --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64
+serve --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64
 echo "== CPU per streamed token with tokens spaced 1 ms apart (each its own read and wake-up): 16 streams x 256 tokens"
-"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests 160 \
-  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/spaced.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
-kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+bench spaced --profile concurrent --concurrency 16 --max-requests 160 --data prompt_tokens=16,output_tokens=256
 
-p=$(port)
-serve "$p" --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64 --decode-steps
+serve --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64 --decode-steps
 echo "== the same with decode steps (16 streams' tokens leave together each 1 ms, as an engine's batch does)"
-"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests 160 \
-  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/stepped.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
-kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+bench stepped --profile concurrent --concurrency 16 --max-requests 160 --data prompt_tokens=16,output_tokens=256
 
-p=$(port)
-serve "$p" --ttft-ms 0 --itl-ms 0 --max-batch 64
+serve --ttft-ms 0 --itl-ms 0 --max-batch 64
 echo "== case 1 through reqwest (--http-client reqwest)"
-"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests "$requests" \
-  --data prompt_tokens=16,output_tokens=256 --http-client reqwest --no-sign --out "$tmp/cpu-reqwest.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
+bench cpu-reqwest --profile concurrent --concurrency 16 --max-requests "$requests" \
+  --data prompt_tokens=16,output_tokens=256 --http-client reqwest
 
-p=$(port)
-serve "$p" --ttft-ms 2 --itl-ms 2 --itl-growth 0 --max-batch 64
+serve --ttft-ms 2 --itl-ms 2 --itl-growth 0 --max-batch 64
 echo "== CPU per streamed token, paced: 16 streams x 256 tokens 2 ms apart"
-"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 16 --max-requests 160 \
-  --data prompt_tokens=16,output_tokens=256 --no-sign --out "$tmp/paced-16.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
-kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+bench paced-16 --profile concurrent --concurrency 16 --max-requests 160 --data prompt_tokens=16,output_tokens=256
 
-p=$(port)
-serve "$p" --ttft-ms 20 --itl-ms 20 --itl-growth 0 --max-batch 256
+serve --ttft-ms 20 --itl-ms 20 --itl-growth 0 --max-batch 256
 echo "== CPU per streamed token, paced: 256 streams x 64 tokens 20 ms apart"
-"${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --profile concurrent --concurrency 256 --max-requests 768 \
-  --data prompt_tokens=16,output_tokens=64 --no-sign --out "$tmp/paced-256.json" ${RUNNER_FLAGS:-} 2>&1 >/dev/null | grep "benchmark done"
-kill "$sim_pid"; wait "$sim_pid" 2>/dev/null || true
+bench paced-256 --profile concurrent --concurrency 256 --max-requests 768 --data prompt_tokens=16,output_tokens=64

@@ -231,7 +231,7 @@ async fn run_case(case: &Case, requests: usize, clock: TokenClock) -> anyhow::Re
     let origin = Instant::now();
     let records = drive(&endpoint, case, &prompts, origin).await;
     let after = Counters::now();
-    let stamps = since(&stamps_before, &endpoint.stamps.snapshot());
+    let stamps = endpoint.stamps.snapshot().since(&stamps_before);
     drop(neighbour);
     let truth = measured_truth(&sim, warm, records.len()).await;
     sim.shutdown().await;
@@ -249,14 +249,6 @@ async fn run_case(case: &Case, requests: usize, clock: TokenClock) -> anyhow::Re
         wall: after.at - before.at,
         cost: Cost::between(&before, &after),
     })
-}
-
-fn since(before: &TokenTimestamps, after: &TokenTimestamps) -> TokenTimestamps {
-    TokenTimestamps {
-        kernel: after.kernel - before.kernel,
-        read: after.read - before.read,
-        shared: after.shared - before.shared,
-    }
 }
 
 /// A prompt of `tag` words (the simulator's tokens), which the truth records.

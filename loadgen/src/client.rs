@@ -228,17 +228,8 @@ impl Endpoint {
         });
         let mut p = Progress {
             arrivals: Vec::with_capacity(job.output_tokens as usize),
-            stamps: TokenTimestamps::default(),
-            last_event: None,
-            reasoning: 0,
-            first_answer: None,
-            reasoning_server: None,
             text: keep_text.then(String::new),
-            finish_reason: None,
-            input_tokens_server: None,
-            output_tokens_server: None,
-            done: false,
-            end: None,
+            ..Progress::default()
         };
         let mut sent = Instant::now();
         let deadline = sent + self.request_timeout;

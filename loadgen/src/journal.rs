@@ -7,10 +7,9 @@
 //! nothing that completed.
 
 use anyhow::{anyhow, bail, Context, Result};
-use schemas::document::TokenTimestamps;
 use schemas::document::{
     Benchmark, Engine, Host, Launch, Model, Predicate, Profile, RawRecord, Run, Shard, Slo,
-    Workload,
+    TokenTimestamps, Workload,
 };
 use schemas::telemetry::Telemetry;
 use schemas::validity::{Flag, FlagCode, Severity};
@@ -213,6 +212,14 @@ pub struct Assembled {
 }
 
 impl Assembly {
+    /// The announced benchmark a line of `what` names.
+    fn pending(&mut self, benchmark: u32, what: &str) -> Result<&mut Pending> {
+        match self.benchmarks.get_mut(benchmark as usize) {
+            Some(b) => Ok(b),
+            None => bail!("{what} for unknown benchmark {benchmark}"),
+        }
+    }
+
     /// Takes one line, in the order written.
     pub fn push(&mut self, line: Line) -> Result<()> {
         match line {
@@ -233,25 +240,20 @@ impl Assembly {
                     token_timestamps: None,
                 });
             }
-            Line::Record { benchmark, record } => match self.benchmarks.get_mut(benchmark as usize)
-            {
-                Some(b) => b.records.push(record),
-                None => bail!("record for unknown benchmark {benchmark}"),
-            },
+            Line::Record { benchmark, record } => {
+                self.pending(benchmark, "record")?.records.push(record)
+            }
             Line::Telemetry {
                 benchmark,
                 telemetry,
-            } => match self.benchmarks.get_mut(benchmark as usize) {
-                Some(b) => b.telemetry = Some(telemetry),
-                None => bail!("telemetry for unknown benchmark {benchmark}"),
-            },
+            } => self.pending(benchmark, "telemetry")?.telemetry = Some(telemetry),
             Line::TokenTimestamps {
                 benchmark,
                 token_timestamps,
-            } => match self.benchmarks.get_mut(benchmark as usize) {
-                Some(b) => b.token_timestamps = Some(token_timestamps),
-                None => bail!("token timestamps for unknown benchmark {benchmark}"),
-            },
+            } => {
+                self.pending(benchmark, "token timestamps")?
+                    .token_timestamps = Some(token_timestamps)
+            }
             Line::Launch { launch } => match &mut self.header {
                 Some((_, _, engine, _)) => engine.launch = Some(launch),
                 None => bail!("engine launch before the header"),

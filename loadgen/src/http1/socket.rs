@@ -63,7 +63,12 @@ impl Socket {
 
     /// Wraps a connected non-blocking stream.
     pub fn new(stream: TcpStream, clock: TokenClock) -> io::Result<Socket> {
-        let kernel_stamps = clock == TokenClock::Kernel && ask_for_stamps(&stream, RX_STAMPS);
+        Socket::asking(stream, (clock == TokenClock::Kernel).then_some(RX_STAMPS))
+    }
+
+    /// Wraps `stream`, asking the kernel to stamp what it receives with `flags` (if any).
+    fn asking(stream: TcpStream, flags: Option<u32>) -> io::Result<Socket> {
+        let kernel_stamps = flags.is_some_and(|f| ask_for_stamps(&stream, f));
         Ok(Socket {
             fd: register(stream)?,
             kernel_stamps,
@@ -106,13 +111,13 @@ impl Socket {
             if n > 0 && n < buf.len() {
                 ready.clear_ready();
             }
-            let stamp = kernel.and_then(|t| kernel_instant(t, read_at)).map_or(
-                Stamp {
+            let stamp = match kernel.and_then(|t| kernel_instant(t, read_at)) {
+                Some(at) => Stamp { at, kernel: true },
+                None => Stamp {
                     at: read_at,
                     kernel: false,
                 },
-                |at| Stamp { at, kernel: true },
-            );
+            };
             return Ok((n, stamp));
         }
     }
@@ -254,12 +259,8 @@ fn kernel_instant(_: (), _: Instant) -> Option<Instant> {
     None
 }
 
+/// `stream` asking for a flag the kernel refuses (bit 31 is no SOF_TIMESTAMPING_* flag: EINVAL).
 #[cfg(test)]
 pub(super) fn refused_flags_fall_back(stream: TcpStream) -> io::Result<Socket> {
-    // Bit 31 is no SOF_TIMESTAMPING_* flag: the kernel refuses it with EINVAL.
-    let kernel_stamps = ask_for_stamps(&stream, 1 << 31);
-    Ok(Socket {
-        fd: register(stream)?,
-        kernel_stamps,
-    })
+    Socket::asking(stream, Some(1 << 31))
 }

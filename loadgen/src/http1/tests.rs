@@ -243,26 +243,29 @@ async fn the_request_names_host_length_and_key() {
     assert!(Pool::for_url("https://example.com/v1").is_none());
 }
 
-/// A connected pair on 127.0.0.1: the client's end on the reactor with `clock`, and the
-/// server's end as a plain blocking socket.
-fn pair(clock: TokenClock) -> (Socket, std::net::TcpStream) {
+/// A connected pair on 127.0.0.1, Nagle off: the client's end non-blocking (for the
+/// reactor), the server's end a plain blocking socket.
+fn connected() -> (std::net::TcpStream, std::net::TcpStream) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
     let (server, _) = listener.accept().unwrap();
     server.set_nodelay(true).unwrap();
     client.set_nodelay(true).unwrap();
     client.set_nonblocking(true).unwrap();
+    (client, server)
+}
+
+/// [`connected`], the client's end a [`Socket`] stamped by `clock`.
+fn pair(clock: TokenClock) -> (Socket, std::net::TcpStream) {
+    let (client, server) = connected();
     (Socket::new(client, clock).unwrap(), server)
 }
 
 /// Writes two segments 5 ms apart while the client's thread is blocked, then reads them in
-/// one read: returns when each was written, the read's stamp and when the read returned.
-async fn late_read(
-    socket: &Socket,
-    server: &mut std::net::TcpStream,
-) -> ([Instant; 2], Stamp, Instant) {
+/// one read: returns when the second was written, the read's stamp and when the read
+/// returned.
+async fn late_read(socket: &Socket, server: &mut std::net::TcpStream) -> (Instant, Stamp, Instant) {
     use std::io::Write;
-    let first = Instant::now();
     server.write_all(b"data: a\n\n").unwrap();
     std::thread::sleep(Duration::from_millis(5));
     let second = Instant::now();
@@ -273,7 +276,7 @@ async fn late_read(
     let (n, stamp) = socket.read(&mut buf).await.unwrap();
     let returned = Instant::now();
     assert_eq!(&buf[..n], b"data: a\n\ndata: b\n\n");
-    ([first, second], stamp, returned)
+    (second, stamp, returned)
 }
 
 /// The kernel's stamp is when the bytes arrived, not when the thread got to read them; and,
@@ -283,7 +286,7 @@ async fn late_read(
 async fn the_kernel_stamps_arrival_and_a_late_read_keeps_the_last_segments_time() {
     let (socket, mut server) = pair(TokenClock::Kernel);
     assert!(socket.kernel_stamps());
-    let ([_, second], stamp, returned) = late_read(&socket, &mut server).await;
+    let (second, stamp, returned) = late_read(&socket, &mut server).await;
     assert!(stamp.kernel, "{stamp:?}");
     let after_write = stamp.at.saturating_duration_since(second);
     assert!(
@@ -298,14 +301,11 @@ async fn the_kernel_stamps_arrival_and_a_late_read_keeps_the_last_segments_time(
 async fn without_kernel_stamps_a_read_is_stamped_when_it_returns() {
     let (socket, mut server) = pair(TokenClock::Read);
     assert!(!socket.kernel_stamps());
-    let ([_, second], stamp, returned) = late_read(&socket, &mut server).await;
+    let (second, stamp, returned) = late_read(&socket, &mut server).await;
     assert!(!stamp.kernel);
     assert!(stamp.at - second >= Duration::from_millis(25) && stamp.at <= returned);
 
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (mut server, _) = listener.accept().unwrap();
-    client.set_nonblocking(true).unwrap();
+    let (client, mut server) = connected();
     let refused = socket::refused_flags_fall_back(client).unwrap();
     assert!(
         !refused.kernel_stamps(),
