@@ -61,7 +61,11 @@ const OUTPUT_KEYS: &[&str] = &["output_tokens", "max_tokens", "output_len"];
 
 /// Reads `path`; `format` None detects it (a file starting with `[` is ShareGPT).
 pub fn load(path: &Path, format: Option<DatasetFormat>) -> Result<Dataset> {
-    let text = &read_text(path)?;
+    parse(&read_text(path)?, &path.display().to_string(), format)
+}
+
+/// Parses a dataset file's `text`; `name` is the file its errors name.
+pub fn parse(text: &str, name: &str, format: Option<DatasetFormat>) -> Result<Dataset> {
     let format = format.unwrap_or_else(|| {
         if text.trim_start().starts_with('[') {
             DatasetFormat::Sharegpt
@@ -69,12 +73,13 @@ pub fn load(path: &Path, format: Option<DatasetFormat>) -> Result<Dataset> {
             DatasetFormat::Jsonl
         }
     });
+    let at = |e: anyhow::Error| anyhow::anyhow!("{name}: {e:#}");
     let (rows, skipped) = match format {
-        DatasetFormat::Jsonl => (parse_jsonl(text).map_err(|e| at(path, e))?, 0),
-        DatasetFormat::Sharegpt => parse_sharegpt(text).map_err(|e| at(path, e))?,
+        DatasetFormat::Jsonl => (parse_jsonl(text).map_err(at)?, 0),
+        DatasetFormat::Sharegpt => parse_sharegpt(text).map_err(at)?,
     };
     if rows.is_empty() {
-        bail!("{}: no usable rows", path.display());
+        bail!("{name}: no usable rows");
     }
     Ok(Dataset {
         rows,
@@ -96,10 +101,6 @@ pub(crate) fn read_text(path: &Path) -> Result<String> {
             + 1;
         anyhow::anyhow!("{}: line {line}: not UTF-8", path.display())
     })
-}
-
-fn at(path: &Path, e: anyhow::Error) -> anyhow::Error {
-    anyhow::anyhow!("{}: {e:#}", path.display())
 }
 
 fn parse_jsonl(text: &str) -> Result<Vec<Row>> {

@@ -14,9 +14,11 @@
 //! Keep-alive connections are pooled; one closed by the server while idle is detected when a
 //! request on it gets no byte back, and that request is sent once more on a fresh connection.
 
+pub mod framing;
 mod socket;
 
 use crate::client::TokenClock;
+use framing::{Decoded, Framing, Head, MAX_HEAD_BYTES};
 use socket::Socket;
 pub use socket::Stamp;
 use std::io;
@@ -25,8 +27,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
-/// Longest response head accepted.
-const MAX_HEAD_BYTES: usize = 64 << 10;
 /// Read buffer per connection; grows only for a head or chunk-size line longer than this.
 const BUFFER_BYTES: usize = 16 << 10;
 /// Idle connections older than this are not reused: under the 5 s keep-alive of uvicorn
@@ -228,13 +228,6 @@ struct Conn {
 }
 
 impl Conn {
-    /// Consumes `n` buffered bytes, returning where they are.
-    fn take(&mut self, n: usize) -> Range<usize> {
-        let range = self.start..self.start + n;
-        self.start += n;
-        range
-    }
-
     /// Reads more bytes after `end`; `Ok(0)` at the end of the stream.
     async fn fill(&mut self) -> io::Result<usize> {
         if self.start == self.end {
@@ -269,19 +262,12 @@ impl Conn {
         self.socket.write_all(request).await.map_err(closed)?;
         let mut answered = false;
         loop {
-            let mut headers = [httparse::EMPTY_HEADER; 64];
-            let mut parsed = httparse::Response::new(&mut headers);
-            match parsed.parse(&self.buf[self.start..self.end]) {
-                Ok(httparse::Status::Complete(used)) => {
-                    let head = Head::from_parsed(&parsed)?;
-                    self.start += used;
-                    if (100..200).contains(&head.status) && head.status != 101 {
-                        continue;
-                    }
-                    return Ok((self, head));
+            if let Some((used, head)) = framing::parse_head(&self.buf[self.start..self.end])? {
+                self.start += used;
+                if head.is_interim() {
+                    continue;
                 }
-                Ok(httparse::Status::Partial) => {}
-                Err(e) => return Err(Http1Error::BadResponse(e.to_string())),
+                return Ok((self, head));
             }
             if self.end - self.start > MAX_HEAD_BYTES {
                 return Err(Http1Error::BadResponse(format!(
@@ -304,172 +290,20 @@ impl Conn {
     }
 }
 
-/// What a response head says about the body and the connection.
-struct Head {
-    status: u16,
-    framing: Framing,
-    keep_alive: bool,
-}
-
-impl Head {
-    fn from_parsed(parsed: &httparse::Response<'_, '_>) -> Result<Head, Http1Error> {
-        let status = parsed.code.unwrap_or(0);
-        let mut keep_alive = parsed.version == Some(1);
-        let mut chunked = false;
-        let mut length: Option<u64> = None;
-        for h in parsed.headers.iter() {
-            let value = std::str::from_utf8(h.value).unwrap_or("").trim();
-            if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                // Chunked must be the last coding; anything else has no length but the close.
-                chunked = value
-                    .rsplit(',')
-                    .next()
-                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("chunked"));
-                if !chunked {
-                    keep_alive = false;
-                }
-            } else if h.name.eq_ignore_ascii_case("content-length") {
-                let n = value.parse().map_err(|_| {
-                    Http1Error::BadResponse(format!("Content-Length {value:?} is not a number"))
-                })?;
-                length = Some(n);
-            } else if h.name.eq_ignore_ascii_case("connection") {
-                for token in value.split(',') {
-                    let token = token.trim();
-                    if token.eq_ignore_ascii_case("close") {
-                        keep_alive = false;
-                    } else if token.eq_ignore_ascii_case("keep-alive") {
-                        keep_alive = true;
-                    }
-                }
-            }
-        }
-        let framing = if status == 204 || status == 304 || (100..200).contains(&status) {
-            Framing::Done
-        } else if chunked {
-            Framing::Chunked(ChunkState::Size)
-        } else if let Some(n) = length {
-            Framing::Length(n)
-        } else {
-            keep_alive = false;
-            Framing::UntilClose
-        };
-        Ok(Head {
-            status,
-            framing,
-            keep_alive,
-        })
-    }
-}
-
-/// How the body's end is known, and where its reading stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Framing {
-    Chunked(ChunkState),
-    /// Bytes of the body still to come.
-    Length(u64),
-    UntilClose,
-    Done,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ChunkState {
-    /// Expecting a chunk-size line.
-    Size,
-    /// Inside a chunk, this many data bytes left.
-    Data(u64),
-    /// Expecting the CRLF after a chunk's data.
-    DataEnd,
-    /// After the last (zero-size) chunk: trailer lines until an empty one.
-    Trailers,
-}
-
 /// Decodes the body framing in place: the range of `conn.buf` holding the next body bytes,
 /// reading the socket only when the buffer holds no complete piece.
 async fn next_body_range(
     conn: &mut Conn,
     framing: &mut Framing,
 ) -> io::Result<Option<Range<usize>>> {
-    let truncated = || {
-        io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the connection closed inside the response body",
-        )
-    };
-    let invalid = |what: &str| io::Error::new(io::ErrorKind::InvalidData, what.to_string());
     loop {
-        let available = conn.end - conn.start;
-        match *framing {
-            Framing::Done => return Ok(None),
-            Framing::Length(0) => {
-                *framing = Framing::Done;
-                return Ok(None);
-            }
-            Framing::Length(left) if available > 0 => {
-                let take = available.min(usize::try_from(left).unwrap_or(usize::MAX));
-                *framing = Framing::Length(left - take as u64);
-                return Ok(Some(conn.take(take)));
-            }
-            Framing::UntilClose if available > 0 => return Ok(Some(conn.take(available))),
-            Framing::Chunked(ChunkState::Data(left)) if available > 0 => {
-                let take = available.min(usize::try_from(left).unwrap_or(usize::MAX));
-                let left = left - take as u64;
-                *framing = Framing::Chunked(if left == 0 {
-                    ChunkState::DataEnd
-                } else {
-                    ChunkState::Data(left)
-                });
-                return Ok(Some(conn.take(take)));
-            }
-            Framing::Chunked(ChunkState::Size) if available > 0 => {
-                match httparse::parse_chunk_size(&conn.buf[conn.start..conn.end]) {
-                    Ok(httparse::Status::Complete((used, size))) => {
-                        conn.start += used;
-                        *framing = Framing::Chunked(if size == 0 {
-                            ChunkState::Trailers
-                        } else {
-                            ChunkState::Data(size)
-                        });
-                        continue;
-                    }
-                    Ok(httparse::Status::Partial) if available > 4096 => {
-                        return Err(invalid("chunk-size line longer than 4096 bytes"))
-                    }
-                    Ok(httparse::Status::Partial) => {}
-                    Err(_) => return Err(invalid("invalid chunk-size line")),
-                }
-            }
-            Framing::Chunked(ChunkState::DataEnd) if available >= 2 => {
-                if &conn.buf[conn.start..conn.start + 2] != b"\r\n" {
-                    return Err(invalid("chunk data not followed by CRLF"));
-                }
-                conn.start += 2;
-                *framing = Framing::Chunked(ChunkState::Size);
-                continue;
-            }
-            Framing::Chunked(ChunkState::Trailers) if available > 0 => {
-                let pending = &conn.buf[conn.start..conn.end];
-                if let Some(i) = pending.windows(2).position(|w| w == b"\r\n") {
-                    conn.start += i + 2;
-                    if i == 0 {
-                        *framing = Framing::Done;
-                        return Ok(None);
-                    }
-                    continue;
-                }
-                if available > MAX_HEAD_BYTES {
-                    return Err(invalid("trailer line too long"));
-                }
-            }
-            _ => {}
+        match framing::decode(&conn.buf, &mut conn.start, conn.end, framing)? {
+            Decoded::Piece(range) => return Ok(Some(range)),
+            Decoded::End => return Ok(None),
+            Decoded::More => {}
         }
         if conn.fill().await? == 0 {
-            if *framing == Framing::UntilClose {
-                // Never reused: the head made such a response not keep-alive.
-                *framing = Framing::Done;
-                return Ok(None);
-            }
-            return Err(truncated());
+            return framing::at_close(framing).map(|()| None);
         }
     }
 }

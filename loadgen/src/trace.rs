@@ -104,7 +104,15 @@ impl Trace {
 /// Reads `path`; `format` None detects it (JSONL whose first object has `hash_ids` is
 /// Mooncake). Errors name the file, the line and the field.
 pub fn load(path: &Path, format: Option<TraceFormat>) -> Result<Trace> {
-    let text = &crate::dataset::read_text(path)?;
+    parse(
+        &crate::dataset::read_text(path)?,
+        &path.display().to_string(),
+        format,
+    )
+}
+
+/// Parses a trace file's `text`; `name` is the file its errors name.
+pub fn parse(text: &str, name: &str, format: Option<TraceFormat>) -> Result<Trace> {
     let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
     let jsonl = first.trim_start().starts_with('{');
     let format = format.unwrap_or(if jsonl && first.contains("\"hash_ids\"") {
@@ -112,25 +120,22 @@ pub fn load(path: &Path, format: Option<TraceFormat>) -> Result<Trace> {
     } else {
         TraceFormat::Timestamped
     });
-    let at = |e: anyhow::Error| anyhow::anyhow!("{}: {e:#}", path.display());
+    let at = |e: anyhow::Error| anyhow::anyhow!("{name}: {e:#}");
     let rows = if jsonl {
         parse_jsonl(text, format).map_err(at)?
     } else if format == TraceFormat::Mooncake {
-        bail!(
-            "{}: a Mooncake trace is JSONL (one object a line)",
-            path.display()
-        );
+        bail!("{name}: a Mooncake trace is JSONL (one object a line)");
     } else {
         parse_csv(text).map_err(at)?
     };
     if rows.is_empty() {
-        bail!("{}: no requests", path.display());
+        bail!("{name}: no requests");
     }
     Ok(Trace {
         rows,
         format,
         sha256: hex::encode(Sha256::digest(text.as_bytes())),
-        path: path.display().to_string(),
+        path: name.to_string(),
     })
 }
 
