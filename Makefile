@@ -2,8 +2,9 @@
 #
 #   make demo   build everything, then run the main job on the embedded default
 #   make test   every test there is: Rust (unit, integration, CLI), the wasm module in
-#               Node, and the independent verifiers in Python (securesystemslib,
-#               OpenSSL, pyca/cryptography, jsonschema)
+#               Node, the site in Chromium, the independent verifiers in Python
+#               (securesystemslib, OpenSSL, pyca/cryptography, jsonschema), and a short
+#               run of every fuzz target
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -12,7 +13,7 @@ RUNNER_DEBUG := $(CURDIR)/target/debug/runner
 RUNNER_RELEASE := $(CURDIR)/target/release/runner
 DEMO ?= demo
 
-.PHONY: all demo test test-rust test-node test-browser test-python build build-release wasm deps llama-server slurm lint clean
+.PHONY: all demo test test-rust test-node test-browser test-python test-fuzz build build-release wasm deps llama-server slurm lint clean
 
 all: build wasm
 
@@ -39,7 +40,7 @@ slurm:
 demo: deps build-release wasm
 	scripts/demo.sh $(RUNNER_RELEASE) $(DEMO)
 
-test: deps llama-server slurm build wasm test-rust test-node test-browser test-python
+test: deps llama-server slurm build wasm test-rust test-node test-browser test-python test-fuzz
 
 # One test at a time: the known-answer tests compare latencies to the simulator's truth
 # to within 1 %, and on 2 cores a neighbouring test's CPU burst would read as latency.
@@ -53,6 +54,11 @@ test-node: build wasm
 # Screenshots and the time-to-first-render figure land in tests/browser/artifacts/.
 test-browser: deps build wasm
 	RUNNER_BIN=$(RUNNER_DEBUG) node --test tests/browser/
+
+# libFuzzer on every target for a few seconds each (test-rust already replays the committed
+# corpora and every kept crash); long campaigns: scripts/fuzz.sh TARGET SECONDS.
+test-fuzz:
+	scripts/fuzz.sh --all 5
 
 test-python: deps build
 	RUNNER_BIN=$(RUNNER_DEBUG) $(VENV)/bin/python -m pytest -q tests/python
