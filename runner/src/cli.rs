@@ -112,6 +112,10 @@ pub struct VerifyArgs {
     /// Print each verdict as one JSON line instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Check unsigned documents' contents too, as the site does (they still fail: only a
+    /// trusted signature passes). Without it only signed payload bytes are ever parsed.
+    #[arg(long)]
+    pub allow_unsigned: bool,
 }
 
 /// Where and how `report` and `diff` render.

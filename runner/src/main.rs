@@ -9,6 +9,7 @@ mod console;
 mod keyfile;
 mod on_host;
 mod output;
+mod read;
 mod tool;
 mod wasm_host;
 

@@ -187,7 +187,22 @@ impl ReportModule {
         memory
             .write(&mut *store, ptr as usize, request)
             .map_err(|e| anyhow!("writing the request: {e}"))?;
-        let packed = run.call(&mut *store, (ptr, len)).map_err(err)?;
+        let packed = run.call(&mut *store, (ptr, len)).map_err(|e| {
+            // A wasm32 module addresses 4 GiB at most: the documents that fit under
+            // schemas::limits can still not fit there, and the trap alone says nothing.
+            let used = memory.data_size(&*store) as u64;
+            if used > 3 << 30 {
+                anyhow!(
+                    "the report module ran out of memory ({} in use, of the 4 GiB a wasm32 \
+                     module can address) on a request of {}: `runner verify` checks a \
+                     result this large natively",
+                    schemas::limits::bytes(used),
+                    schemas::limits::bytes(u64::from(len))
+                )
+            } else {
+                err(e)
+            }
+        })?;
         let (reply_ptr, reply_len) = ((packed >> 32) as u32, packed as u32);
         let reply = memory
             .data(&*store)

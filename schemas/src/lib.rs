@@ -18,6 +18,7 @@ pub mod dsse;
 pub mod ed25519;
 pub mod findings;
 pub mod keys;
+pub mod limits;
 pub mod load;
 pub mod metrics;
 pub mod numbers;

@@ -50,6 +50,15 @@ impl std::error::Error for NotAResult {}
 /// only payload bytes signed by a trusted key are parsed, so a bare statement is not a
 /// result there.
 pub fn load(bytes: &[u8], trusted: &[TrustedKey], policy: Policy) -> Result<Loaded, NotAResult> {
+    if let Err(reason) = crate::limits::check_size(bytes.len() as u64) {
+        let reason = format!("not read: {reason}");
+        return Err(NotAResult {
+            reason: reason.clone(),
+            verdict: Box::new(Verdict::nothing_checked(SignatureVerdict::Invalid {
+                reason,
+            })),
+        });
+    }
     let (verdict, statement) = verify_envelope(bytes, trusted, policy);
     if let Some(statement) = statement {
         return Ok(Loaded {

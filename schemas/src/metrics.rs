@@ -445,7 +445,15 @@ impl DecodedGaps {
     /// Decodes the next record's gaps; on an error the record gets none.
     pub fn push(&mut self, token_gaps: &str) -> Result<&[u64], TokenTimesError> {
         let start = self.flat.len();
-        let result = token_times::decode_into(token_gaps, &mut self.scratch, &mut self.flat);
+        // Each gap takes at least one of the 3 bytes 4 base64 characters hold: refused before
+        // decoding, so that no record can make the decoded gaps outgrow the limit.
+        let result = if start + token_gaps.len() / 4 * 3 > crate::limits::MAX_TOKEN_GAPS {
+            Err(TokenTimesError::TooMany {
+                limit: crate::limits::MAX_TOKEN_GAPS,
+            })
+        } else {
+            token_times::decode_into(token_gaps, &mut self.scratch, &mut self.flat)
+        };
         if result.is_err() {
             self.flat.truncate(start);
         }

@@ -19,6 +19,8 @@ pub enum TokenTimesError {
     Overflow,
     #[error("a token gap is not in its shortest varint form")]
     NonCanonical,
+    #[error("more than {limit} token gaps in one benchmark")]
+    TooMany { limit: usize },
 }
 
 /// Encodes gaps (µs) as base64 of LEB128 varints.

@@ -122,6 +122,14 @@ pub fn verify_envelope(
             return (verdict, None);
         }
     };
+    if statement.predicate.benchmarks.len() > crate::limits::MAX_BENCHMARKS {
+        verdict.document_errors.push(format!(
+            "{} benchmarks: more than the {} a document may hold",
+            statement.predicate.benchmarks.len(),
+            crate::limits::MAX_BENCHMARKS
+        ));
+        return (verdict, None);
+    }
     // While the payload is at hand (it is freed before the checks below allocate).
     let matched_as_written = subject_matches_as_written(&statement, decoded.payload());
     drop(decoded);

@@ -11,8 +11,7 @@ pub fn run(args: &ImportArgs) -> Result<(), Failure> {
     let mut failed = 0;
     for file in &args.files {
         let name = file.display().to_string();
-        let result = std::fs::read(file)
-            .map_err(|e| anyhow!("{name}: {e}"))
+        let result = crate::read::document(file)
             .and_then(|bytes| importers::import(&name, &bytes).map_err(|e| anyhow!("{e}")));
         match result {
             Ok(docs) => {

@@ -11,7 +11,7 @@
 
 use crate::cli::MergeArgs;
 use crate::{keyfile, output, Failure};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use schemas::document::{Benchmark, MergedShard, Predicate, Run, Shard, Statement};
 use schemas::validity::FlagCode;
 use schemas::verify::Policy;
@@ -58,9 +58,7 @@ pub fn run(args: &MergeArgs) -> Result<(), Failure> {
 
 /// Reads and verifies one shard: a file that does not verify is exit 1, its problems listed.
 fn read(file: &Path, trusted: &[schemas::keys::TrustedKey]) -> Result<Part, Failure> {
-    let bytes = std::fs::read(file)
-        .with_context(|| format!("reading {}", file.display()))
-        .map_err(Failure::Input)?;
+    let bytes = crate::read::document(file).map_err(Failure::Input)?;
     let name = file.display().to_string();
     let (verdict, statement) = match schemas::load::load(&bytes, trusted, Policy::RequireSignature)
     {

@@ -134,7 +134,7 @@ fn collect(paths: &[PathBuf], keys: Option<&Path>) -> Result<Vec<Published>> {
                 file.display()
             );
         }
-        let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        let bytes = crate::read::document(&file)?;
         if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
             bail!(
                 "{}: not a result file: it is not JSON ({e})",

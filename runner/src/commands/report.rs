@@ -58,7 +58,7 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
 pub fn render_files(files: &[PathBuf], args: &RenderArgs) -> Result<(), Failure> {
     let campaigns = files
         .iter()
-        .filter(|f| std::fs::read(f).is_ok_and(|b| schemas::campaign::is_campaign(&b)))
+        .filter(|f| crate::read::document(f).is_ok_and(|b| schemas::campaign::is_campaign(&b)))
         .count();
     match (campaigns, files) {
         (0, _) => render(args, Op::Render, files),
@@ -181,9 +181,7 @@ fn campaign_report(
     native: bool,
 ) -> Result<(), Failure> {
     let keys = read_keys(keys)?;
-    let campaign = std::fs::read(campaign_path)
-        .with_context(|| format!("reading {}", campaign_path.display()))
-        .map_err(Failure::Input)?;
+    let campaign = crate::read::document(campaign_path).map_err(Failure::Input)?;
     if !schemas::campaign::is_campaign(&campaign) {
         return Err(Failure::Input(anyhow!(
             "{}: not a campaign document",
@@ -200,20 +198,12 @@ fn campaign_report(
             continue;
         }
         let path = dir.join(&uri);
-        match std::fs::read(&path) {
-            Ok(bytes) => {
-                parts.push(uri.into_bytes());
-                parts.push(bytes);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                tracing::warn!(path = %path.display(), "a result the campaign names is not there");
-            }
-            Err(e) => {
-                return Err(Failure::Input(
-                    anyhow!(e).context(format!("reading {}", path.display())),
-                ))
-            }
+        if !path.exists() {
+            tracing::warn!(path = %path.display(), "a result the campaign names is not there");
+            continue;
         }
+        parts.push(uri.into_bytes());
+        parts.push(crate::read::document(&path).map_err(Failure::Input)?);
     }
     let (report, module_line) = call(Op::Campaign, &abi::encode_parts(&parts), native, module)?;
     tracing::debug!(made_by = module_line.trim_end(), "campaign rendered");
@@ -235,10 +225,7 @@ fn plain_file_name(uri: &str) -> bool {
 }
 
 fn read_all(files: &[PathBuf]) -> Result<Vec<Vec<u8>>> {
-    files
-        .iter()
-        .map(|f| std::fs::read(f).with_context(|| format!("reading {}", f.display())))
-        .collect()
+    files.iter().map(|f| crate::read::document(f)).collect()
 }
 
 fn file_name(path: &Path) -> String {

@@ -1,9 +1,9 @@
 //! `runner verify FILE… --key K.pub`: the same verification the site runs, natively, in
-//! `schemas::findings`' words. Only payload bytes signed by a trusted key are parsed.
+//! `schemas::findings`' words. Only payload bytes signed by a trusted key are parsed, unless
+//! `--allow-unsigned` asks for the site's policy.
 
 use crate::cli::VerifyArgs;
 use crate::{keyfile, Failure};
-use anyhow::Context;
 use schemas::findings;
 use schemas::verify::{Policy, SignatureVerdict, Verdict};
 
@@ -11,10 +11,13 @@ pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
     let trusted = keyfile::load_trusted(&args.keys, &args.key_files).map_err(Failure::Key)?;
     let mut all_ok = true;
     for file in &args.files {
-        let bytes = std::fs::read(file)
-            .with_context(|| format!("reading {}", file.display()))
-            .map_err(Failure::Input)?;
-        let verdict = match schemas::load::load(&bytes, &trusted, Policy::RequireSignature) {
+        let bytes = crate::read::document(file).map_err(Failure::Input)?;
+        let policy = if args.allow_unsigned {
+            Policy::AllowUnsigned
+        } else {
+            Policy::RequireSignature
+        };
+        let verdict = match schemas::load::load(&bytes, &trusted, policy) {
             Ok(loaded) => loaded.verdict,
             Err(not_a_result) => *not_a_result.verdict,
         };

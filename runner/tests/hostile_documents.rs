@@ -1,0 +1,102 @@
+//! Documents built to hurt (`scripts/hostile-documents.py`) through the real binary:
+//! `runner report` (which shows unsigned results, so parses all of one, in wasmtime) and
+//! `runner verify` each end with a clear error that names the file and the bound, without
+//! reading what they need not. Figures for the large shapes are in docs/PERFORMANCE.md
+//! (`scripts/bench-hostile.sh`).
+
+mod support;
+
+use std::path::Path;
+use support::{run, run_ok};
+
+/// The hostile set, made from a small real (synthetic) result.
+fn hostile(dir: &Path) {
+    run_ok(
+        dir,
+        &[
+            "synth",
+            "--no-sign",
+            "--requests",
+            "2",
+            "--output-tokens",
+            "4",
+            "--out",
+            "base.json",
+        ],
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/hostile-documents.py");
+    let status = std::process::Command::new("python3")
+        .arg(script)
+        .args(["base.json", "."])
+        .current_dir(dir)
+        .status()
+        .expect("python3");
+    assert!(status.success());
+}
+
+/// `runner ARGS` must fail with `code`, saying `what`.
+fn refused(dir: &Path, args: &[&str], code: i32, what: &str) {
+    let out = run(dir, args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}{stdout}");
+    assert!(
+        stderr.contains(what) || stdout.contains(what),
+        "{args:?} should say {what:?}: {stderr}{stdout}"
+    );
+}
+
+#[test]
+fn each_hostile_document_gets_its_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    hostile(d);
+    let report = |file: &str, what: &str| refused(d, &["report", file, "--out", "out"], 3, what);
+    report(
+        "oversize.json",
+        "oversize.json: not read: 1.0 GiB (1073741825 bytes) is larger than the 1 GiB a \
+         document may be",
+    );
+    report(
+        "too-many-benchmarks.json",
+        "10001 benchmarks: more than the 10000 a document may hold",
+    );
+    report(
+        "million-benchmarks.json",
+        "the payload does not match the result schema: missing field",
+    );
+    report(
+        "deep-nesting.json",
+        "as a bare statement: expected value at line 1 column",
+    );
+    report("huge-numbers.json", "expected u64");
+    // Unsigned, so `runner verify` parses none of it; a file too large is not even read.
+    run_ok(d, &["keygen", "lab"]);
+    run_ok(d, &["trust", "--keys", "keys.json", "lab.pub"]);
+    refused(
+        d,
+        &["verify", "oversize.json", "--keys", "keys.json"],
+        3,
+        "not read",
+    );
+    for file in ["too-many-benchmarks.json", "long-strings.json"] {
+        refused(
+            d,
+            &["verify", file, "--keys", "keys.json"],
+            1,
+            "FAILED: UNSIGNED",
+        );
+    }
+}
+
+/// Long strings are legal, and rendered: what they cost is linear (bounded, for the site
+/// and `runner report`, by the wasm32 module's 4 GiB).
+#[test]
+fn ten_megabyte_names_still_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    hostile(d);
+    run_ok(d, &["report", "long-strings.json", "--out", "out"]);
+    let md = std::fs::read_to_string(d.join("out/report.md")).unwrap();
+    assert!(md.contains(&"x".repeat(10_000_000)));
+}

@@ -1,0 +1,49 @@
+//! The bounds on what one document may ask of a reader (`schemas::limits`): each hostile
+//! shape is refused with an error that says which bound, before the work it would cost.
+
+mod common;
+
+use schemas::limits::{MAX_BENCHMARKS, MAX_DOCUMENT_BYTES, MAX_TOKEN_GAPS};
+use schemas::metrics::DecodedGaps;
+use schemas::token_times::TokenTimesError;
+use schemas::verify::{verify_envelope, Policy};
+
+#[test]
+fn a_document_past_the_size_limit_is_refused_unread() {
+    // Zeroed pages the kernel maps lazily: 1 GiB that costs nothing until read.
+    let bytes = vec![0u8; MAX_DOCUMENT_BYTES as usize + 1];
+    let e = schemas::load::load(&bytes, &[], Policy::AllowUnsigned).unwrap_err();
+    assert_eq!(
+        e.reason,
+        "not read: 1.0 GiB (1073741825 bytes) is larger than the 1 GiB a document may be"
+    );
+}
+
+#[test]
+fn more_benchmarks_than_the_limit_are_a_document_error() {
+    let mut predicate = common::predicate();
+    let one = predicate.benchmarks[0].clone();
+    predicate.benchmarks = vec![one; MAX_BENCHMARKS + 1];
+    let bytes = common::signed_bytes(predicate);
+    let (v, statement) = verify_envelope(&bytes, &common::trusted(), Policy::RequireSignature);
+    assert!(!v.ok && statement.is_none());
+    assert_eq!(
+        v.document_errors,
+        ["10001 benchmarks: more than the 10000 a document may hold"]
+    );
+}
+
+#[test]
+fn token_gaps_that_could_decode_past_the_limit_are_refused_before_decoding() {
+    // Base64 whose bytes could each end a varint: more gaps than the limit if decoded.
+    let text = "AAAA".repeat(MAX_TOKEN_GAPS / 3 + 1);
+    let mut gaps = DecodedGaps::default();
+    assert_eq!(
+        gaps.push(&text).unwrap_err(),
+        TokenTimesError::TooMany {
+            limit: MAX_TOKEN_GAPS
+        }
+    );
+    // A record within the limit still decodes.
+    assert_eq!(gaps.push("AAAA").unwrap(), [0, 0, 0]);
+}
