@@ -253,6 +253,11 @@ pub fn start(plan: Plan, log: &Path, stop_timeout: Duration) -> anyhow::Result<R
 }
 
 impl Running {
+    /// The engine's process id (its process group's too), while it has not been stopped.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Where the engine's output goes.
     pub fn log_path(&self) -> &Path {
         &self.log
@@ -435,6 +440,32 @@ pub fn log_tail(path: &Path, n: usize) -> String {
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// How process `pid` (a child of this process) ended, once it has: `None` while it runs.
+/// The child is not reaped (`WNOWAIT`), so [`Running::stop`] still collects it.
+pub fn exited(pid: u32) -> Option<String> {
+    // SAFETY: waitid(2) on our own child with WNOHANG | WNOWAIT only reads its state into
+    // `info`, zeroed first so that "still running" reads as si_pid 0.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: after a successful waitid the pid and status fields are set.
+    if r != 0 || unsafe { info.si_pid() } == 0 {
+        return None;
+    }
+    let status = unsafe { info.si_status() };
+    Some(match info.si_code {
+        libc::CLD_EXITED => format!("exit status {status}"),
+        libc::CLD_KILLED | libc::CLD_DUMPED => format!("killed by signal {status}"),
+        _ => format!("ended (code {})", info.si_code),
+    })
 }
 
 #[cfg(test)]

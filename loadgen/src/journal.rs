@@ -84,7 +84,19 @@ pub struct Announce {
 
 pub struct Journal {
     path: PathBuf,
-    inner: Mutex<(File, Assembly)>,
+    inner: Mutex<Inner>,
+    /// Called once, on the first line that cannot be written (see [`Journal::on_failure`]).
+    on_failure: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
+}
+
+struct Inner {
+    file: File,
+    assembly: Assembly,
+    /// Lines written in full.
+    lines: u64,
+    /// Why writing stopped: after a failed write nothing more is appended, so the file ends
+    /// with every line written before it and at most one torn line, which reading drops.
+    failed: Option<std::io::Error>,
 }
 
 /// A time as every journal line and result writes it: RFC 3339, UTC, microseconds.
@@ -122,7 +134,13 @@ impl Journal {
             })?;
         Ok(Journal {
             path: path.to_path_buf(),
-            inner: Mutex::new((file, Assembly::default())),
+            inner: Mutex::new(Inner {
+                file,
+                assembly: Assembly::default(),
+                lines: 0,
+                failed: None,
+            }),
+            on_failure: std::sync::OnceLock::new(),
         })
     }
 
@@ -133,23 +151,59 @@ impl Journal {
     /// Appends one line with a single write, so a kill leaves at most a torn last line, and
     /// folds it into the assembly. A line the fold refuses (a record for a benchmark never
     /// announced) is a bug in the writer, logged and left out of the result.
+    ///
+    /// When a write fails (the disk is full), the journal stops there: later lines are still
+    /// folded into the result in memory, the failure is logged once and the
+    /// [`on_failure`](Self::on_failure) callback runs, so the run can stop.
     pub fn write(&self, line: Line) {
         let mut bytes = serde_json::to_vec(&line).expect("journal lines serialise");
         bytes.push(b'\n');
         let mut guard = self.inner.lock().expect("journal lock");
-        let (file, assembly) = &mut *guard;
-        if let Err(e) = file.write_all(&bytes) {
-            tracing::error!("writing journal {}: {e}", self.path.display());
+        let inner = &mut *guard;
+        if inner.failed.is_none() {
+            match inner.file.write_all(&bytes) {
+                Ok(()) => inner.lines += 1,
+                Err(e) => {
+                    tracing::error!(
+                        "writing journal {} after {} lines: {e}; nothing more is journaled",
+                        self.path.display(),
+                        inner.lines
+                    );
+                    inner.failed = Some(e);
+                    if let Some(f) = self.on_failure.get() {
+                        f();
+                    }
+                }
+            }
         }
-        if let Err(e) = assembly.push(line) {
+        if let Err(e) = inner.assembly.push(line) {
             tracing::error!("journal {}: {e}", self.path.display());
         }
     }
 
+    /// What to do when the journal can no longer be written (a run stops: a crash after
+    /// that point would lose what was measured since).
+    pub fn on_failure(&self, f: impl Fn() + Send + Sync + 'static) {
+        let _ = self.on_failure.set(Box::new(f));
+    }
+
+    /// Why the journal stopped being written, and after how many whole lines.
+    pub fn failure(&self) -> Option<String> {
+        let inner = self.inner.lock().expect("journal lock");
+        inner.failed.as_ref().map(|e| {
+            format!(
+                "writing journal {} failed after {} lines: {e}",
+                self.path.display(),
+                inner.lines
+            )
+        })
+    }
+
     /// The predicate of everything written so far (see [`Assembly::finish`]).
     pub fn finish(self) -> Result<Assembled> {
-        let (_, assembly) = self.inner.into_inner().expect("journal lock");
-        assembly
+        let inner = self.inner.into_inner().expect("journal lock");
+        inner
+            .assembly
             .finish()
             .with_context(|| format!("journal {}", self.path.display()))
     }

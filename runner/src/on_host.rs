@@ -112,6 +112,16 @@ impl Engine {
     /// What the result says of the launch while the engine still runs (its log as it is
     /// now): journaled at once, so that a runner killed later still leaves it to `runner
     /// finalize`, which digests the log again.
+    /// The engine's process id, for watching that it stays up ([`launch::exited`]).
+    pub fn pid(&self) -> Option<u32> {
+        self.running.pid()
+    }
+
+    /// Where the engine's output goes.
+    pub fn log_path(&self) -> &std::path::Path {
+        self.running.log_path()
+    }
+
     pub fn launch_so_far(&self) -> Launch {
         let log = launch::log_file(self.running.log_path());
         self.running

@@ -321,6 +321,91 @@ fn sigterm_stops_the_run_in_order_writing_the_result_and_the_launch() {
     assert_eq!(st["predicate"]["engine"]["launch"]["recipe"], "llama.cpp");
 }
 
+/// The pids of the processes [`engines_on`] finds.
+fn engine_pids(port: u16) -> Vec<i32> {
+    let needle = format!("--port\0{port}\0");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let pid = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            String::from_utf8_lossy(&cmdline)
+                .contains(&needle)
+                .then_some(pid)
+        })
+        .collect()
+}
+
+#[test]
+fn an_engine_that_dies_mid_benchmark_stops_the_run_and_its_result_verifies() {
+    let Some((bin, model)) = support::llama_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let child = mid_run(&bin, &model, dir.path(), port, Stdio::piped());
+    let pids = engine_pids(port);
+    assert!(!pids.is_empty(), "the engine should be running now");
+    for pid in pids {
+        // SAFETY: signalling the engine this test's runner started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    // Without the runner noticing, the run would go on failing to connect for 120 s.
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("the engine exited (killed by signal 9) mid-benchmark"),
+        "{}",
+        stderr(&out)
+    );
+    none_left(port, Duration::from_secs(5));
+    let st = statement(&dir.path().join("r.json"));
+    assert_eq!(st["predicate"]["run"]["complete"], false);
+    assert_eq!(st["predicate"]["engine"]["launch"]["recipe"], "llama.cpp");
+    let records = support::children::records(&st);
+    assert!(
+        records.iter().any(|r| r["error"].is_null()),
+        "what completed is kept"
+    );
+    // Unsigned (as `mid_run` runs), so checked under the site's policy: nothing else wrong.
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_runner"))
+            .current_dir(dir.path())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(run(&["keygen", "lab"]).status.success());
+    let verify = run(&[
+        "verify",
+        "r.json",
+        "--allow-unsigned",
+        "--json",
+        "--key",
+        "lab.pub",
+    ]);
+    let verdict: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let verdict = &verdict["verdict"];
+    assert_eq!(verdict["signature"]["status"], "unsigned", "{verdict}");
+    assert_eq!(
+        verdict["document_errors"],
+        serde_json::json!([]),
+        "{verdict}"
+    );
+    assert_eq!(
+        verdict["summary_mismatches"],
+        serde_json::json!([]),
+        "{verdict}"
+    );
+}
+
 #[test]
 fn bad_recipes_and_unstartable_engines_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,8 +8,8 @@
 //! * A run killed with SIGKILL loses no completed record: `runner finalize` turns its
 //!   journal into a signed result marked incomplete, and a new run refuses to start
 //!   over that journal.
-//! * Ctrl-C (SIGINT) stops a run with exit 130, writing what was measured, marked
-//!   incomplete, with the requests in flight recorded as `cancelled`.
+//! * Ctrl-C (SIGINT) and SIGTERM stop a run with exit 130, writing what was measured,
+//!   marked incomplete, with the requests in flight recorded as `cancelled`.
 //!
 //! Every wait is bounded: a child that outlives its limit is killed and the test fails,
 //! and every child is killed when its guard drops, so a failed assertion leaves nothing
@@ -20,14 +20,12 @@ mod support;
 use serde_json::Value;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, ExitStatus};
-use std::time::{Duration, Instant};
-use support::children::{self, output_of, records, spawn, wait_bounded, Sim, POLL};
+use std::process::ExitStatus;
+use support::children::{
+    self, assert_verifies, class, journal_records, keygen, output_of, records, spawn,
+    validity_codes, wait_bounded, wait_for_records, Sim, LIMIT,
+};
 use support::statement;
-
-/// Longest any single child may take. Runs here take well under 5 s; the margin is for
-/// a loaded 2-core machine building something else at the same time.
-const LIMIT: Duration = Duration::from_secs(60);
 
 // ---------------------------------------------------------------------------------------
 // Children, bounded and reaped.
@@ -39,67 +37,6 @@ fn run_to_end(dir: &Path, name: &str, args: &str) -> (ExitStatus, String) {
 
 fn start_sim(dir: &Path, flags: &str) -> Sim {
     children::start_sim(dir, flags, LIMIT)
-}
-
-// ---------------------------------------------------------------------------------------
-// Reading results and journals.
-
-/// A record's error class, `None` when it completed.
-fn class(record: &Value) -> Option<&str> {
-    record["error"]["class"].as_str()
-}
-
-fn validity_codes(stmt: &Value) -> Vec<&str> {
-    stmt["predicate"]["validity"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["code"].as_str().unwrap())
-        .collect()
-}
-
-/// Complete record lines in a journal. A line still being written is not JSON yet and
-/// is not counted, so this never overcounts while the run is going.
-fn journal_records(path: &Path) -> usize {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return 0;
-    };
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["type"] == "record")
-        .count()
-}
-
-/// Polls until the journal holds at least `n` records; their count then.
-fn wait_for_records(child: &mut Child, journal: &Path, n: usize) -> usize {
-    let deadline = Instant::now() + LIMIT;
-    loop {
-        let have = journal_records(journal);
-        if have >= n {
-            return have;
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("the run exited ({status}) before journaling {n} records");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "only {have} records journaled within {LIMIT:?}"
-        );
-        std::thread::sleep(POLL);
-    }
-}
-
-/// Writes key pair `name` in `dir`.
-fn keygen(dir: &Path, name: &str) {
-    let (status, out) = run_to_end(dir, "keygen", &format!("keygen {name}"));
-    assert!(status.success(), "keygen: {out}");
-}
-
-/// `runner verify FILE --key PUB` must accept the file: signature, schema, and every
-/// summary and record-derived flag recomputed from the raw records.
-fn assert_verifies(dir: &Path, file: &str, public_key: &str) {
-    let (status, out) = run_to_end(dir, "verify", &format!("verify {file} --key {public_key}"));
-    assert!(status.success(), "verify {file}: {out}");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -361,6 +298,16 @@ fn a_finished_runs_result_is_what_finalizing_its_journal_gives() {
 
 #[test]
 fn ctrl_c_writes_what_was_measured_and_cancels_what_was_in_flight() {
+    interrupted_by(libc::SIGINT);
+}
+
+/// SIGTERM (a scheduler's stop, `kill`) is handled as Ctrl-C is.
+#[test]
+fn sigterm_is_handled_as_ctrl_c() {
+    interrupted_by(libc::SIGTERM);
+}
+
+fn interrupted_by(signal: libc::c_int) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     keygen(d, "lab");
@@ -381,7 +328,7 @@ fn ctrl_c_writes_what_was_measured_and_cancels_what_was_in_flight() {
     let pid = run.0.id() as libc::pid_t;
     // SAFETY: kill(2) with the pid of our own child, which has not been reaped yet (so
     // the pid cannot have been reused).
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
     let status = wait_bounded(&mut run.0, LIMIT, "the interrupted run");
     assert_eq!(status.code(), Some(130), "{}", output_of(d, "run"));
 

@@ -67,20 +67,36 @@ pub(crate) async fn serve(
 }
 
 async fn connection(stream: TcpStream, engine: Arc<Engine>, mut stop: watch::Receiver<bool>) {
-    let service = hyper::service::service_fn(move |req| handle(engine.clone(), req));
+    // The keep-alive fault: after the last request this connection may take, hyper's graceful
+    // shutdown finishes that response and then closes the connection.
+    let limit = engine.cfg.faults.keep_alive_requests;
+    let (last_tx, mut last_rx) = watch::channel(false);
+    let taken = std::cell::Cell::new(0u32);
+    let service = hyper::service::service_fn(move |req| {
+        taken.set(taken.get() + 1);
+        if limit > 0 && taken.get() == limit {
+            let _ = last_tx.send(true);
+        }
+        handle(engine.clone(), req)
+    });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .serve_connection(TokioIo::new(stream), service);
     tokio::pin!(conn);
-    tokio::select! {
-        result = conn.as_mut() => {
-            if let Err(e) = result {
-                tracing::debug!("simulator connection ended: {e}");
+    loop {
+        tokio::select! {
+            result = conn.as_mut() => {
+                if let Err(e) = result {
+                    tracing::debug!("simulator connection ended: {e}");
+                }
+                return;
             }
-        }
-        _ = stop.changed() => {
-            conn.as_mut().graceful_shutdown();
-            let _ = conn.await;
+            Ok(()) = last_rx.changed() => conn.as_mut().graceful_shutdown(),
+            _ = stop.changed() => {
+                conn.as_mut().graceful_shutdown();
+                let _ = conn.await;
+                return;
+            }
         }
     }
 }

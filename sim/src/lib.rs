@@ -117,6 +117,10 @@ pub struct Faults {
     /// After `malformed_after_tokens` content events, send one event whose data is not valid JSON.
     pub malformed_fraction: f64,
     pub malformed_after_tokens: u32,
+    /// Close each connection once it has answered this many requests (0: never), without
+    /// a `Connection: close`: the client finds out when it reuses the connection, as with
+    /// nginx's `keepalive_requests` or a server's idle keep-alive timeout.
+    pub keep_alive_requests: u32,
 }
 
 impl Default for SimConfig {

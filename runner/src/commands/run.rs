@@ -327,6 +327,16 @@ async fn measure(
         });
     }
     let (cancel_tx, cancel) = watch::channel(false);
+    let cancel_tx = Arc::new(cancel_tx);
+    journal.on_failure({
+        // A run whose journal cannot be written stops: a crash after that point would lose
+        // what it measured since.
+        let cancel_tx = cancel_tx.clone();
+        move || {
+            let _ = cancel_tx.send(true);
+        }
+    });
+    let cancel_on_signal = cancel_tx.clone();
     tokio::spawn(async move {
         // SIGTERM (a scheduler's stop, `kill`) ends a run as Ctrl-C does: what was measured is
         // written and the engine, if the runner started one, is stopped in order.
@@ -345,7 +355,7 @@ async fn measure(
                 tracing::warn!(
                     "interrupted: cancelling requests in flight and writing what was measured"
                 );
-                let _ = cancel_tx.send(true);
+                let _ = cancel_on_signal.send(true);
             }
             Err(e) => tracing::warn!(
                 "Ctrl-C cannot be caught ({e}); an interrupt will lose the requests in flight"
@@ -354,8 +364,29 @@ async fn measure(
         // The sender lives as long as the run: a dropped sender would read as "cancel".
         std::future::pending::<()>().await;
     });
+    // An engine the runner started that dies mid-benchmark stops the run: every later
+    // request would only fail to connect.
+    let engine_died = Arc::new(std::sync::OnceLock::<String>::new());
+    let engine_watch = engine.as_ref().and_then(on_host::Engine::pid).map(|pid| {
+        let (died, cancel_tx) = (engine_died.clone(), cancel_tx.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                if let Some(how) = engine::launch::exited(pid) {
+                    tracing::error!("the engine exited ({how}) mid-benchmark: stopping the run");
+                    let _ = died.set(how);
+                    let _ = cancel_tx.send(true);
+                    return;
+                }
+            }
+        })
+    });
+    let engine_log = engine.as_ref().map(|e| e.log_path().to_path_buf());
     let progress: Arc<dyn Observer> = Arc::new(Progress::default());
     let finished = measurement.run(&journal, &progress, &cancel).await;
+    if let Some(watch) = engine_watch {
+        watch.abort();
+    }
     // Its host watch journals checkpoints: stopped (and its hold on the journal let go)
     // before the journal's last lines.
     drop(measurement);
@@ -369,9 +400,21 @@ async fn measure(
         });
     }
     let journal_path = journal.path().to_path_buf();
+    let journal_failure = journal.failure();
     let journal = Arc::into_inner(journal).expect("the run let go of the journal");
     let assembled = journal.finish().map_err(input)?;
-    let (statement, _) = output::write_result(assembled.predicate, key.as_ref(), &out)?;
+    let (statement, _) = match output::write_result(assembled.predicate, key.as_ref(), &out) {
+        Ok(written) => written,
+        Err(Failure::Input(e)) if journal_failure.is_some() => {
+            return Err(Failure::Input(anyhow::anyhow!(
+                "{}; writing the result failed too ({e:#}): once there is room, `runner \
+                 finalize {}` signs every record journaled before the failure",
+                journal_failure.unwrap_or_default(),
+                journal_path.display()
+            )))
+        }
+        Err(e) => return Err(e),
+    };
     if spec.grid.is_some() {
         println!("{}", report::grid_markdown(&[&statement]));
     }
@@ -383,6 +426,25 @@ async fn measure(
         )
     );
     tracing::info!(out = %out.display(), journal = %journal_path.display(), signed = key.is_some(), "wrote result");
+    if let Some(how) = engine_died.get() {
+        return Err(Failure::Engine(anyhow!(
+            "the engine exited ({how}) mid-benchmark; {} holds what was measured, marked \
+             incomplete\n--- last lines of {} ---\n{}",
+            out.display(),
+            engine_log
+                .as_deref()
+                .map_or(String::new(), |p| p.display().to_string()),
+            engine_log
+                .as_deref()
+                .map_or(String::new(), |p| engine::launch::log_tail(p, 20))
+        )));
+    }
+    if let Some(why) = journal_failure {
+        return Err(Failure::Input(anyhow::anyhow!(
+            "{why}: the run was stopped there; {} holds what was measured, marked incomplete",
+            out.display()
+        )));
+    }
     if !finished {
         return Err(Failure::Interrupted);
     }

@@ -83,6 +83,10 @@ pub struct SimArgs {
     /// Content events sent before the malformed one.
     #[arg(long, default_value_t = 4, help_heading = "Faults")]
     pub malformed_after_tokens: u32,
+    /// Close each connection after it has answered this many requests, without saying so
+    /// (nginx's `keepalive_requests`); 0 keeps connections open.
+    #[arg(long, default_value_t = 0, help_heading = "Faults")]
+    pub keep_alive_requests: u32,
     /// KV-cache capacity in tokens (`vllm:kv_cache_usage_perc` is the share in use); the
     /// prefix cache keeps up to this many tokens' blocks.
     #[arg(long, default_value_t = 262_144)]
@@ -120,6 +124,7 @@ impl SimArgs {
                 stall_ms: self.stall_ms,
                 malformed_fraction: self.malformed_fraction,
                 malformed_after_tokens: self.malformed_after_tokens,
+                keep_alive_requests: self.keep_alive_requests,
             },
         }
     }

@@ -11,6 +11,10 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// Longest any single child may take. Runs here take well under 5 s; the margin is for
+/// a loaded 2-core machine building something else at the same time.
+pub const LIMIT: Duration = Duration::from_secs(60);
+
 /// How often bounded waits look again.
 pub const POLL: Duration = Duration::from_millis(10);
 
@@ -121,4 +125,69 @@ pub fn records(stmt: &Value) -> Vec<Value> {
     let benchmarks = stmt["predicate"]["benchmarks"].as_array().unwrap();
     assert_eq!(benchmarks.len(), 1, "one benchmark expected");
     schemas::record_columns::rows_of_json(&benchmarks[0]["records"]).expect("records")
+}
+
+// Reading results and journals.
+
+/// A record's error class, `None` when it completed.
+pub fn class(record: &Value) -> Option<&str> {
+    record["error"]["class"].as_str()
+}
+
+pub fn validity_codes(stmt: &Value) -> Vec<&str> {
+    stmt["predicate"]["validity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect()
+}
+
+/// Complete record lines in a journal. A line still being written is not JSON yet and
+/// is not counted, so this never overcounts while the run is going.
+pub fn journal_records(path: &Path) -> usize {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return 0;
+    };
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "record")
+        .count()
+}
+
+/// Polls until the journal holds at least `n` records; their count then.
+pub fn wait_for_records(child: &mut Child, journal: &Path, n: usize) -> usize {
+    let deadline = Instant::now() + LIMIT;
+    loop {
+        let have = journal_records(journal);
+        if have >= n {
+            return have;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run exited ({status}) before journaling {n} records");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {have} records journaled within {LIMIT:?}"
+        );
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Writes key pair `name` in `dir`.
+pub fn keygen(dir: &Path, name: &str) {
+    let (status, out) = run_to_end(dir, "keygen", &format!("keygen {name}"), LIMIT);
+    assert!(status.success(), "keygen: {out}");
+}
+
+/// `runner verify FILE --key PUB` must accept the file: signature, schema, and every
+/// summary and record-derived flag recomputed from the raw records.
+pub fn assert_verifies(dir: &Path, file: &str, public_key: &str) {
+    let (status, out) = run_to_end(
+        dir,
+        "verify",
+        &format!("verify {file} --key {public_key}"),
+        LIMIT,
+    );
+    assert!(status.success(), "verify {file}: {out}");
 }
