@@ -20,35 +20,77 @@ const moduleLine = document.getElementById('module-sha');
 
 // ---------------------------------------------------------------- worker calls
 
-const worker = new Worker(new URL('worker.js', import.meta.url), { type: 'module' });
+// The worker runs report-wasm. A request that runs long (a huge or hostile result) can be
+// stopped from the status line: the worker is terminated, whatever it was doing rejected,
+// and a fresh one started for the next request.
 const pending = new Map();
 let nextId = 1;
-worker.addEventListener('message', (event) => {
-  const { id, ok, value, error, progress } = event.data;
-  const p = pending.get(id);
-  if (!p) return;
-  if (progress) {
-    p.onProgress?.(progress);
-    return;
-  }
-  pending.delete(id);
-  if (ok) p.resolve(value);
-  else p.reject(new Error(error));
-});
-worker.addEventListener('error', (event) => {
-  const message = `the report module failed to start: ${event.message || 'worker error'}`;
-  for (const p of pending.values()) p.reject(new Error(message));
+let worker = null;
+const stopButton = document.createElement('button');
+stopButton.type = 'button';
+stopButton.id = 'stop';
+stopButton.textContent = 'Stop';
+stopButton.hidden = true;
+stopButton.addEventListener('click', () => restartWorker('stopped'));
+// How long a request runs before the Stop button shows.
+const STOP_AFTER_MS = 1000;
+
+function startWorker() {
+  worker = new Worker(new URL('worker.js', import.meta.url), { type: 'module' });
+  worker.addEventListener('message', (event) => {
+    const { id, ok, value, error, progress } = event.data;
+    const p = pending.get(id);
+    if (!p) return;
+    if (progress) {
+      p.onProgress?.(progress);
+      return;
+    }
+    settle(id);
+    if (ok) p.resolve(value);
+    else p.reject(new Error(error));
+  });
+  worker.addEventListener('error', (event) => {
+    restartWorker(`the report module failed: ${event.message || 'worker error'}`);
+  });
+}
+
+// Rejects everything in flight with `why` and starts a new worker (it loads the module
+// again on its next request).
+function restartWorker(why) {
+  worker?.terminate();
+  const inFlight = [...pending.values()];
   pending.clear();
-  say(message, true);
-});
-// `onProgress({done, total})`: for the requests that load many documents (compare, history).
-function call(op, args = {}, transfer = [], onProgress = null) {
+  stopButton.hidden = true;
+  startWorker();
+  for (const p of inFlight) p.reject(new Error(why));
+  say(why, true);
+}
+
+function settle(id) {
+  clearTimeout(pending.get(id)?.timer);
+  pending.delete(id);
+  if (pending.size === 0) stopButton.hidden = true;
+}
+
+function post(op, args, transfer, onProgress) {
   const id = nextId++;
   return new Promise((resolve, reject) => {
-    pending.set(id, { resolve, reject, onProgress });
+    const timer = setTimeout(() => {
+      stopButton.hidden = false;
+    }, STOP_AFTER_MS);
+    pending.set(id, { resolve, reject, onProgress, timer });
     worker.postMessage({ id, op, ...args }, transfer);
   });
 }
+
+// `onProgress({done, total})`: for the requests that load many documents (compare, history).
+// (A fresh worker loads the module on its first request.)
+function call(op, args = {}, transfer = [], onProgress = null) {
+  return post(op, args, transfer, onProgress);
+}
+
+startWorker();
+statusLine.after(stopButton);
 
 // ---------------------------------------------------------------- DOM helpers
 
@@ -765,16 +807,16 @@ function showDiff(ctx, a, b) {
   if (a && b) runDiff(ctx, sides.a, sides.b, output, share);
 }
 
+// A local file goes to the worker as the File itself (cloned, not read here): the worker
+// refuses one too large by its size before reading it.
 async function sourceOf(s) {
   if (s.name) return { arg: { name: s.name }, transfer: [] };
-  const bytes = await s.file.arrayBuffer();
-  return { arg: { bytes }, transfer: [bytes] };
+  return { arg: { file: s.file }, transfer: [] };
 }
 
 async function metaOfSide(s) {
   if (s.name) return metaOf(s.name, true);
-  const bytes = await s.file.arrayBuffer();
-  return call('meta', { bytes }, [bytes]).catch((e) => ({ failed: true, badge: { kind: 'invalid', text: 'INVALID', reason: e.message } }));
+  return call('meta', { file: s.file }).catch((e) => ({ failed: true, badge: { kind: 'invalid', text: 'INVALID', reason: e.message } }));
 }
 
 async function runDiff(ctx, sa, sb, output, share) {
@@ -911,10 +953,7 @@ async function runCompare(ctx, items, output, share) {
     const srcs = [];
     const transfer = [];
     for (const it of items) {
-      if (!it.file) { srcs.push({ name: it.name }); continue; }
-      const bytes = await it.file.arrayBuffer();
-      srcs.push({ name: it.name, bytes });
-      transfer.push(bytes);
+      srcs.push(it.file ? { name: it.name, file: it.file } : { name: it.name });
     }
     const r = await call('compare', { srcs }, transfer, progressTo(ctx, progress, 'Comparing'));
     if (!(await showRendered(ctx, output, r, 'compare', resultLink(published)))) return false;

@@ -8,10 +8,10 @@
 // Messages: {id, op, ...} in; {id, ok: true, value} or {id, ok: false, error} out, and
 // for long requests, before that, {id, progress: {done, total}} (documents loaded so far).
 //   init                         -> {moduleSha256, predicateType, keysError}
-//   meta   {name} | {bytes}      -> the facts an index row and a result heading show
-//   render {name} | {bytes}      -> {error} or {files: [{name, bytes}]} (report.md, report.html, charts)
-//   diff   {a, b} (each {name} | {bytes}) -> as render (diff.md, diff.html, charts)
-//   compare {srcs: [{name} | {bytes, name}]} -> as render (compare.md, compare.html, charts):
+//   meta   {name} | {file}       -> the facts an index row and a result heading show
+//   render {name} | {file}       -> {error} or {files: [{name, bytes}]} (report.md, report.html, charts)
+//   diff   {a, b} (each {name} | {file}) -> as render (diff.md, diff.html, charts)
+//   compare {srcs: [{name} | {file, name}]} -> as render (compare.md, compare.html, charts):
 //                                   the comparison of any number of results, each named
 //                                   as published (a local file: its file name)
 //   history {names}              -> as render (history.md, history.html, trend charts)
@@ -48,10 +48,63 @@ async function fetchOwn(path, what) {
   return res;
 }
 
+// The largest result this page reads. The module refuses documents over 1 GiB (as
+// `runner verify` does), but verifying one that large needs more than the 4 GiB a wasm32
+// module can address; so the page stops at a quarter of that, before reading further.
+const MAX_BYTES = 256 * 1024 * 1024;
+
+// `atLeast`: `n` is what has arrived so far, not the whole size.
+function checkSize(n, name, atLeast = false) {
+  if (n > MAX_BYTES) {
+    const size = `${atLeast ? 'over ' : ''}${n.toLocaleString('en-US')} bytes`;
+    throw new Error(`${name}: ${size}, larger than the ${MAX_BYTES / 1048576} MiB this page reads (\`runner verify\` reads results up to 1 GiB)`);
+  }
+}
+
+// The body of a response, refused as soon as it is known to pass MAX_BYTES (by its
+// Content-Length, else while it streams in).
+async function readCapped(res, name) {
+  const declared = Number(res.headers.get('content-length'));
+  if (declared) checkSize(declared, name);
+  if (!res.body) return new Uint8Array(await res.arrayBuffer());
+  const reader = res.body.getReader();
+  const chunks = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > MAX_BYTES) {
+      await reader.cancel();
+      checkSize(total, name, true);
+    }
+    chunks.push(value);
+  }
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
 async function fetchResult(name) {
   const res = await fetchOwn(`results/${encodeURIComponent(name)}`, name);
-  return new Uint8Array(await res.arrayBuffer());
+  return readCapped(res, name);
 }
+
+// A local file (a File from the page: its size is known before a byte is read), or bytes,
+// checked as a fetched result's are.
+async function localBytes(src) {
+  if (src.file) {
+    checkSize(src.file.size, String(src.file.name));
+    return new Uint8Array(await src.file.arrayBuffer());
+  }
+  checkSize(src.bytes.byteLength, String(src.name ?? 'the file'));
+  return new Uint8Array(src.bytes);
+}
+const isLocal = (src) => Boolean(src.file || src.bytes);
 
 async function start() {
   const [wasmRes, keysRes] = await Promise.all([
@@ -87,7 +140,7 @@ function keepLite(name, doc) {
 // The loaded document `src` names: {doc, owned}; an owned one (a local file) is the
 // caller's to free, a published one stays in the cache.
 async function documentOf(src) {
-  if (src.bytes) return { doc: wasm.loadDocument(new Uint8Array(src.bytes), keysText), owned: true };
+  if (isLocal(src)) return { doc: wasm.loadDocument(await localBytes(src), keysText), owned: true };
   const name = String(src.name);
   let doc = cache.get(name);
   if (doc) {
@@ -129,7 +182,7 @@ function meta(doc) {
 
 function metaOp(msg) {
   // A published result verified before: its lite copy has the same facts.
-  if (!msg.bytes && lites.has(String(msg.name))) return meta(lites.get(String(msg.name)));
+  if (!isLocal(msg) && lites.has(String(msg.name))) return meta(lites.get(String(msg.name)));
   return withDocuments([msg], meta);
 }
 
@@ -154,7 +207,7 @@ async function comparisonDocuments(srcs, progress) {
   const fetches = new Map();
   const fetchAt = (i) => {
     const s = srcs[i];
-    if (!s || s.bytes || lites.has(String(s.name)) || fetches.has(i)) return;
+    if (!s || isLocal(s) || lites.has(String(s.name)) || fetches.has(i)) return;
     const p = fetchResult(String(s.name));
     p.catch(() => {}); // awaited (and its error reported) in turn
     fetches.set(i, p);
@@ -165,8 +218,8 @@ async function comparisonDocuments(srcs, progress) {
       for (let k = i; k <= i + FETCH_AHEAD; k++) fetchAt(k);
       const src = srcs[i];
       const name = String(src.name);
-      if (src.bytes) {
-        const full = wasm.loadDocument(new Uint8Array(src.bytes), keysText);
+      if (isLocal(src)) {
+        const full = wasm.loadDocument(await localBytes(src), keysText);
         held.push({ doc: full.lite(), name, owned: true });
         full.free();
       } else if (lites.has(name)) {
@@ -244,7 +297,7 @@ async function handle(msg, progress) {
     case 'diff':
       return withDocuments([msg.a, msg.b], (a, b) => files(wasm.diffDocuments(a, b)));
     case 'compare':
-      return compare(Array.from(msg.srcs ?? [], (s) => (s.bytes ? { bytes: s.bytes, name: String(s.name) } : { name: String(s.name) })), false, progress);
+      return compare(Array.from(msg.srcs ?? [], (s) => (isLocal(s) ? { file: s.file, bytes: s.bytes, name: String(s.name) } : { name: String(s.name) })), false, progress);
     case 'history':
       return compare(Array.from(msg.names ?? [], (n) => ({ name: String(n) })), true, progress);
     case 'campaignMeta':

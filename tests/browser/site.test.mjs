@@ -38,7 +38,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash, createPrivateKey, sign } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -897,6 +897,37 @@ test('charts are inline SVG with a title on each point, and print with their tab
   assert.equal(await openCount(), details);
   await page.evaluate(() => window.dispatchEvent(new Event('afterprint')));
   assert.equal(await openCount(), 0);
+});
+
+test('a result too large for the page is refused by its size; a request that hangs can be stopped', { timeout: 180_000 }, async () => {
+  // A local file one byte past what the page reads (sparse: no disk, and the browser reads
+  // only its size before refusing it).
+  const huge = join(dir, 'huge.json');
+  const fd = openSync(huge, 'w');
+  ftruncateSync(fd, 256 * 1024 * 1024 + 1);
+  closeSync(fd);
+  await open(page, `${origin}/#/diff`);
+  await page.waitForSelector('#file-a', { timeout: WAIT });
+  await page.setInputFiles('#file-a', huge);
+  await page.setInputFiles('#file-b', join(dir, 'results', 'big.json'));
+  await page.click('#compare');
+  await page.waitForSelector('#diff-output p.error', { timeout: WAIT });
+  assert.match(await page.textContent('#diff-output p.error'), /huge\.json: 268,435,457 bytes, larger than the 256 MiB this page reads \(`runner verify` reads results up to 1 GiB\)/);
+
+  // A published result whose bytes never come: after a second the Stop button shows; it
+  // ends the worker, and the next request is served by a fresh one.
+  const p = await context.newPage();
+  const never = () => {}; // never answered (the worker's fetch goes through the context)
+  await context.route('**/results/sweep-slow.json', never);
+  await open(p, `${origin}/#/result/sweep-slow.json`);
+  await p.waitForSelector('#stop:not([hidden])', { timeout: WAIT });
+  await p.click('#stop');
+  await p.waitForSelector('#stop[hidden]', { state: 'attached', timeout: WAIT });
+  assert.equal(await p.textContent('#status'), 'stopped');
+  await context.unroute('**/results/sweep-slow.json', never);
+  await openResult('big.json', p, 240_000);
+  assert.match(await p.textContent('#verification'), /^Recomputed from 10,000 raw records: matches\.$/);
+  await p.close();
 });
 
 test('time to first render of a 10,000-request result', { timeout: 300_000 }, async (t) => {
