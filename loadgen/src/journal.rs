@@ -89,14 +89,18 @@ pub struct Journal {
     on_failure: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>>,
 }
 
+/// The file and how writing it goes. Nothing measured is kept here: the file is the record,
+/// read back when a benchmark's records or the whole result are wanted, so that a run's
+/// memory does not grow with its length.
 struct Inner {
     file: File,
-    assembly: Assembly,
     /// Lines written in full.
     lines: u64,
     /// Why writing stopped: after a failed write nothing more is appended, so the file ends
     /// with every line written before it and at most one torn line, which reading drops.
     failed: Option<std::io::Error>,
+    /// The lines from the failed one on, kept in memory instead (the run stops at once).
+    unwritten: Vec<Line>,
 }
 
 /// A time as every journal line and result writes it: RFC 3339, UTC, microseconds.
@@ -136,9 +140,9 @@ impl Journal {
             path: path.to_path_buf(),
             inner: Mutex::new(Inner {
                 file,
-                assembly: Assembly::default(),
                 lines: 0,
                 failed: None,
+                unwritten: Vec::new(),
             }),
             on_failure: std::sync::OnceLock::new(),
         })
@@ -148,36 +152,34 @@ impl Journal {
         &self.path
     }
 
-    /// Appends one line with a single write, so a kill leaves at most a torn last line, and
-    /// folds it into the assembly. A line the fold refuses (a record for a benchmark never
-    /// announced) is a bug in the writer, logged and left out of the result.
+    /// Appends one line with a single write, so a kill leaves at most a torn last line.
     ///
-    /// When a write fails (the disk is full), the journal stops there: later lines are still
-    /// folded into the result in memory, the failure is logged once and the
+    /// When a write fails (the disk is full), the journal stops there: later lines are kept
+    /// in memory for the result, the failure is logged once and the
     /// [`on_failure`](Self::on_failure) callback runs, so the run can stop.
     pub fn write(&self, line: Line) {
         let mut bytes = serde_json::to_vec(&line).expect("journal lines serialise");
         bytes.push(b'\n');
         let mut guard = self.inner.lock().expect("journal lock");
         let inner = &mut *guard;
-        if inner.failed.is_none() {
-            match inner.file.write_all(&bytes) {
-                Ok(()) => inner.lines += 1,
-                Err(e) => {
-                    tracing::error!(
-                        "writing journal {} after {} lines: {e}; nothing more is journaled",
-                        self.path.display(),
-                        inner.lines
-                    );
-                    inner.failed = Some(e);
-                    if let Some(f) = self.on_failure.get() {
-                        f();
-                    }
+        if inner.failed.is_some() {
+            inner.unwritten.push(line);
+            return;
+        }
+        match inner.file.write_all(&bytes) {
+            Ok(()) => inner.lines += 1,
+            Err(e) => {
+                tracing::error!(
+                    "writing journal {} after {} lines: {e}; nothing more is journaled",
+                    self.path.display(),
+                    inner.lines
+                );
+                inner.failed = Some(e);
+                inner.unwritten.push(line);
+                if let Some(f) = self.on_failure.get() {
+                    f();
                 }
             }
-        }
-        if let Err(e) = inner.assembly.push(line) {
-            tracing::error!("journal {}: {e}", self.path.display());
         }
     }
 
@@ -199,11 +201,42 @@ impl Journal {
         })
     }
 
-    /// The predicate of everything written so far (see [`Assembly::finish`]).
+    /// The records of benchmark `benchmark` written so far (in the order they completed),
+    /// read back from the file.
+    pub fn records(&self, benchmark: u32) -> Result<Vec<RawRecord>> {
+        let inner = self.inner.lock().expect("journal lock");
+        let mut records = Vec::new();
+        let mut keep = |line: Line| {
+            if let Line::Record { benchmark: b, record } = line {
+                if b == benchmark {
+                    records.push(record);
+                }
+            }
+            Ok(())
+        };
+        fold(&self.path, &mut keep)?;
+        for line in inner.unwritten.iter() {
+            if let Line::Record { benchmark: b, record } = line {
+                if *b == benchmark {
+                    records.push(record.clone());
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    /// The predicate of everything written (see [`Assembly::finish`]): the file read back,
+    /// and the lines a failed write left in memory.
     pub fn finish(self) -> Result<Assembled> {
         let inner = self.inner.into_inner().expect("journal lock");
-        inner
-            .assembly
+        let mut assembly = Assembly::default();
+        fold(&self.path, &mut |line| assembly.push(line))?;
+        for line in inner.unwritten {
+            assembly
+                .push(line)
+                .with_context(|| format!("journal {}", self.path.display()))?;
+        }
+        assembly
             .finish()
             .with_context(|| format!("journal {}", self.path.display()))
     }
@@ -212,31 +245,46 @@ impl Journal {
 /// Rebuilds the predicate from a journal file, as [`Journal::finish`] would have.
 /// A torn final line (the process died mid-write) is dropped; a bad line elsewhere is an error.
 pub fn read(path: &Path) -> Result<Assembled> {
-    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let lines: Vec<String> = BufReader::new(file)
-        .lines()
-        .collect::<std::io::Result<_>>()
-        .with_context(|| format!("reading {}", path.display()))?;
     let mut assembly = Assembly::default();
-    for (i, text) in lines.iter().enumerate() {
-        if text.trim().is_empty() {
-            continue;
-        }
-        let line: Line = match serde_json::from_str(text) {
-            Ok(l) => l,
-            Err(_) if i + 1 == lines.len() => {
-                tracing::warn!("{}: dropping a torn last line", path.display());
-                break;
-            }
-            Err(e) => bail!("{}:{}: not a journal line: {e}", path.display(), i + 1),
-        };
-        assembly
-            .push(line)
-            .map_err(|e| anyhow!("{}:{}: {e}", path.display(), i + 1))?;
-    }
+    fold(path, &mut |line| assembly.push(line))?;
     assembly
         .finish()
         .map_err(|e| anyhow!("{}: {e}", path.display()))
+}
+
+/// Hands every line of the journal at `path` to `take`, in order, one at a time (the file
+/// is streamed, never held whole). A torn final line is dropped; a bad line elsewhere, or
+/// one `take` refuses, is an error naming the file and the line.
+fn fold(path: &Path, take: &mut dyn FnMut(Line) -> Result<()>) -> Result<()> {
+    let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut reader = BufReader::new(file);
+    let mut text = Vec::new();
+    let mut number = 0;
+    loop {
+        text.clear();
+        let n = reader
+            .read_until(b'\n', &mut text)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            return Ok(());
+        }
+        number += 1;
+        if text.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let line: Line = match serde_json::from_slice(&text) {
+            Ok(l) => l,
+            Err(e) => {
+                // The last line, cut short by a kill or a full disk: what the writer never finished.
+                if !text.ends_with(b"\n") || reader.fill_buf().is_ok_and(|rest| rest.is_empty()) {
+                    tracing::warn!("{}: dropping a torn last line", path.display());
+                    return Ok(());
+                }
+                bail!("{}:{number}: not a journal line: {e}", path.display());
+            }
+        };
+        take(line).map_err(|e| anyhow!("{}:{number}: {e}", path.display()))?;
+    }
 }
 
 /// A benchmark as its lines announce it, before its records are sealed into a summary.

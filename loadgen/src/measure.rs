@@ -488,7 +488,7 @@ impl Measurement {
         if let Some(host) = &self.host {
             host.origin(origin);
         }
-        let records = match load {
+        match load {
             Load::Prompts(prompts) => {
                 let plan = Plan {
                     arrivals,
@@ -507,7 +507,7 @@ impl Measurement {
                     sink,
                     sinks.cancel.clone(),
                 )
-                .await
+                .await;
             }
             Load::Conversations(_) if split.is_some() => {
                 anyhow::bail!("--shard splits independent requests, not --sessions")
@@ -533,9 +533,12 @@ impl Measurement {
                     sink,
                     sinks.cancel.clone(),
                 )
-                .await
+                .await;
             }
-        };
+        }
+        // Every record went to the journal as it completed; read back rather than kept, so
+        // that a long benchmark's memory does not grow with it.
+        let records = sinks.journal.records(index)?;
         let cost = Cost::since(&usage_before, origin.elapsed(), kind, &records);
         sinks.journal.write(Line::TokenTimestamps {
             benchmark: index,

@@ -79,7 +79,8 @@ pub fn phase_at(i: u64, total: u64, warmup: u64, cooldown: u64) -> Phase {
 /// Called with each record as it completes (journal, progress).
 pub type Sink = Arc<dyn Fn(&RawRecord) + Send + Sync>;
 
-/// Runs a plan; records come back sorted by scheduled time. Times are µs from `origin`.
+/// Runs a plan and returns how many requests it made. Each record goes to `sink` as it
+/// completes (the journal keeps them; nothing here does). Times are µs from `origin`.
 pub async fn run(
     endpoint: Arc<Endpoint>,
     prompts: Arc<Vec<Prompt>>,
@@ -87,12 +88,12 @@ pub async fn run(
     origin: Instant,
     sink: Sink,
     cancel: watch::Receiver<bool>,
-) -> Vec<RawRecord> {
+) -> u64 {
     let n = plan.max_requests.min(prompts.len() as u64);
     let stop_at = plan
         .max_seconds
         .map(|s| origin + Duration::from_secs_f64(s));
-    let mut records = if let Some(arrivals) = &plan.arrivals {
+    if let Some(arrivals) = &plan.arrivals {
         let offsets = arrivals.offsets(n, plan.seed);
         open_loop(
             endpoint, prompts, plan, offsets, origin, stop_at, sink, cancel,
@@ -111,9 +112,7 @@ pub async fn run(
             cancel,
         )
         .await
-    };
-    records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
-    records
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -126,9 +125,10 @@ async fn open_loop(
     stop_at: Option<Instant>,
     sink: Sink,
     mut cancel: watch::Receiver<bool>,
-) -> Vec<RawRecord> {
+) -> u64 {
     let cap = Arc::new(Semaphore::new(plan.max_in_flight.max(1) as usize));
     let mut tasks = JoinSet::new();
+    let mut made = 0;
     // The whole schedule's length as one client would send it: what cool-down counts back from.
     let total = offsets
         .iter()
@@ -162,10 +162,15 @@ async fn open_loop(
             let record = one(&endpoint, &prompts[i], at, origin, phase, cancel).await;
             drop(permit);
             sink(&record);
-            record
         });
+        // Finished tasks are reaped as the schedule goes: a task not yet joined keeps its
+        // whole allocation, which over a long run is what would grow.
+        while let Some(done) = tasks.try_join_next() {
+            done.expect("a request task panicked");
+            made += 1;
+        }
     }
-    collect(tasks).await
+    made + collect(tasks).await
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -179,7 +184,7 @@ async fn closed_loop(
     stop_at: Option<Instant>,
     sink: Sink,
     cancel: watch::Receiver<bool>,
-) -> Vec<RawRecord> {
+) -> u64 {
     // A split's client takes its prompts in order: i, i + N, i + 2N, …
     let whole = Split {
         index: 0,
@@ -202,7 +207,7 @@ async fn closed_loop(
             next.clone(),
         );
         tasks.spawn(async move {
-            let mut mine = Vec::new();
+            let mut mine = 0;
             loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let now = Instant::now();
@@ -224,16 +229,16 @@ async fn closed_loop(
                 )
                 .await;
                 sink(&record);
-                mine.push(record);
+                mine += 1;
             }
             mine
         });
     }
-    let mut records = Vec::new();
+    let mut made = 0;
     while let Some(done) = tasks.join_next().await {
-        records.extend(done.expect("a request task panicked"));
+        made += done.expect("a request task panicked");
     }
-    records
+    made
 }
 
 /// One request, or a `cancelled` record if the run is interrupted while it is in flight.
@@ -286,12 +291,14 @@ pub(crate) fn cancelled(job: &Job<'_>, origin: Instant) -> RawRecord {
     }
 }
 
-async fn collect(mut tasks: JoinSet<RawRecord>) -> Vec<RawRecord> {
-    let mut records = Vec::with_capacity(tasks.len());
+/// Waits for the requests still in flight; how many there were.
+async fn collect(mut tasks: JoinSet<()>) -> u64 {
+    let mut made = 0;
     while let Some(done) = tasks.join_next().await {
-        records.push(done.expect("a request task panicked"));
+        done.expect("a request task panicked");
+        made += 1;
     }
-    records
+    made
 }
 
 /// Marks the first `warmup` and last `cooldown` records (by schedule) as excluded.
