@@ -191,7 +191,8 @@ impl ReportModule {
             // A wasm32 module addresses 4 GiB at most: the documents that fit under
             // schemas::limits can still not fit there, and the trap alone says nothing.
             let used = memory.data_size(&*store) as u64;
-            if used > 3 << 30 {
+            let out_of_memory = format!("{e:?}").contains("rust_oom") || used > 3 << 30;
+            if out_of_memory {
                 anyhow!(
                     "the report module ran out of memory ({} in use, of the 4 GiB a wasm32 \
                      module can address) on a request of {}: `runner verify` checks a \

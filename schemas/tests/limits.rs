@@ -47,3 +47,26 @@ fn token_gaps_that_could_decode_past_the_limit_are_refused_before_decoding() {
     // A record within the limit still decodes.
     assert_eq!(gaps.push("AAAA").unwrap(), [0, 0, 0]);
 }
+
+#[test]
+fn a_document_bad_in_every_record_gets_a_bounded_verdict() {
+    // Sealing would refuse these records, so the statement is edited after it.
+    let mut statement = schemas::seal::seal(common::predicate()).unwrap();
+    let mut bad = statement.predicate.benchmarks[0].records[0].clone();
+    bad.token_gaps = "!!!!".into(); // not base64
+    statement.predicate.benchmarks[0].records = vec![bad; 25];
+    let bytes = serde_json::to_vec(&schemas::seal::envelope(&statement, None)).unwrap();
+    let (v, _) = verify_envelope(&bytes, &common::trusted(), Policy::AllowUnsigned);
+    let named: Vec<_> = v
+        .document_errors
+        .iter()
+        .filter(|e| e.starts_with("benchmarks[0].records["))
+        .collect();
+    assert_eq!(named.len(), 20, "{:?}", v.document_errors);
+    assert!(
+        v.document_errors
+            .contains(&"benchmarks[0]: 5 more records are inconsistent or were not checked".into()),
+        "{:?}",
+        v.document_errors
+    );
+}
