@@ -127,9 +127,17 @@ function wasmVerdict(bytes) {
 }
 
 test('the module and the native verifier agree on fuzzed and mutated documents', (t) => {
-  const bases = corpus.map((f) => readFileSync(f));
-  const inputs = [...corpus.map((f) => readFileSync(f)), ...extra.map((f) => readFileSync(f)), ...mutations(bases, 400, 0x5eed)];
   const dir = mkdtempSync(join(tmpdir(), 'provebench-diff-'));
+  // Whole documents to mutate: the runner's own, signed (by a key the keys file does not
+  // trust) and unsigned, and the corpus's.
+  spawnSync(runnerBin, ['keygen', 'lab'], { cwd: dir });
+  const made = [['--no-sign'], ['--key', 'lab.key']].map((how, i) => {
+    const out = join(dir, `base-${i}.json`);
+    spawnSync(runnerBin, ['synth', ...how, '--requests', '3', '--output-tokens', '6', '--out', out], { cwd: dir });
+    return readFileSync(out);
+  });
+  const bases = [...made, ...corpus.map((f) => readFileSync(f))];
+  const inputs = [...corpus.map((f) => readFileSync(f)), ...extra.map((f) => readFileSync(f)), ...mutations(bases, 400, 0x5eed)];
   const files = inputs.map((bytes, i) => {
     const f = join(dir, `${String(i).padStart(5, '0')}.json`);
     writeFileSync(f, bytes);
