@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond the Rust toolchain, on a fresh Debian machine, idempotently:
-#   apt:  openssl, curl, nodejs, npm, chromium (each when missing), python3-venv (when venv is missing)
+#   apt:  openssl, curl, g++, nodejs, npm, chromium (each when missing), python3-venv (when venv is missing)
 #   npm:  playwright-core for tests/browser (npm ci, when node_modules is missing or stale)
 #   pip:  a project venv in .venv with the independent verifiers (securesystemslib, cryptography,
 #         jsonschema) and pytest, at pinned versions
@@ -14,6 +14,8 @@ say() { printf 'install-deps: %s\n' "$*" >&2; }
 apt_pkgs=()
 command -v openssl >/dev/null 2>&1 || apt_pkgs+=(openssl)
 command -v curl >/dev/null 2>&1 || apt_pkgs+=(curl)
+# A C++ compiler: libfuzzer-sys builds libFuzzer for the fuzz targets.
+command -v c++ >/dev/null 2>&1 || apt_pkgs+=(g++)
 command -v node >/dev/null 2>&1 || apt_pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || apt_pkgs+=(npm)
 [ -x /usr/bin/chromium ] || apt_pkgs+=(chromium)
