@@ -57,7 +57,7 @@ test-browser: deps build wasm
 
 # libFuzzer on every target for a few seconds each (test-rust already replays the committed
 # corpora and every kept crash); long campaigns: scripts/fuzz.sh TARGET SECONDS.
-test-fuzz:
+test-fuzz: deps
 	scripts/fuzz.sh --all 5
 
 test-python: deps build
