@@ -207,7 +207,11 @@ impl Journal {
         let inner = self.inner.lock().expect("journal lock");
         let mut records = Vec::new();
         let mut keep = |line: Line| {
-            if let Line::Record { benchmark: b, record } = line {
+            if let Line::Record {
+                benchmark: b,
+                record,
+            } = line
+            {
                 if b == benchmark {
                     records.push(record);
                 }
@@ -216,7 +220,11 @@ impl Journal {
         };
         fold(&self.path, &mut keep)?;
         for line in inner.unwritten.iter() {
-            if let Line::Record { benchmark: b, record } = line {
+            if let Line::Record {
+                benchmark: b,
+                record,
+            } = line
+            {
                 if *b == benchmark {
                     records.push(record.clone());
                 }
