@@ -374,6 +374,18 @@ fn an_engine_that_dies_mid_benchmark_stops_the_run_and_its_result_verifies() {
         records.iter().any(|r| r["error"].is_null()),
         "what completed is kept"
     );
+    // The request in flight when the engine died ends as an error, not as a success.
+    let failed: Vec<_> = records
+        .iter()
+        .filter_map(|r| r["error"]["class"].as_str())
+        .collect();
+    assert!(
+        !failed.is_empty()
+            && failed
+                .iter()
+                .all(|c| ["reset", "connect", "cancelled"].contains(c)),
+        "{failed:?}"
+    );
     // Unsigned (as `mid_run` runs), so checked under the site's policy: nothing else wrong.
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_runner"))
