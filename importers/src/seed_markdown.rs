@@ -274,6 +274,12 @@ fn parse_bullet(line: &str, at: &str, file: &str) -> Result<Bullet, ImportError>
     let count = count
         .parse::<u32>()
         .map_err(|_| err("the GPU count is not a number"))?;
+    if count > schemas::limits::MAX_GPUS {
+        return Err(err(&format!(
+            "the GPU count {count} is more than the {} one result may describe",
+            schemas::limits::MAX_GPUS
+        )));
+    }
     let kv = |key: &str| {
         parts
             .iter()

@@ -195,3 +195,20 @@ fn bad_input_names_the_file_and_line() {
     let e = importers::import("z.md", b"just text\n").unwrap_err();
     assert!(e.to_string().starts_with("z.md: no table found"), "{e}");
 }
+
+/// A GPU count no result could mean is an error naming the bullet, not an inventory of
+/// millions (the fuzzer's find: 227 bytes that asked for 25,555,555 GPU entries).
+#[test]
+fn an_implausible_gpu_count_is_refused() {
+    let (name, text) = seeds().pop().unwrap();
+    // The first heading's count, with seven more digits after it.
+    let huge = text.replacen('张', "5555555张", 1);
+    let e = importers::import(&name, huge.as_bytes())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with(&format!("{name}: line 3: bullet"))
+            && e.ends_with("5555555 is more than the 4096 one result may describe"),
+        "{e}"
+    );
+}

@@ -18,6 +18,10 @@ pub const MAX_BENCHMARKS: usize = 10_000;
 /// (a benchmark of 100,000 requests of 1,300 tokens each).
 pub const MAX_TOKEN_GAPS: usize = 1 << 27;
 
+/// The most GPUs one result describes (an importer builds one inventory entry per GPU a
+/// source states, so the count it reads is bounded here).
+pub const MAX_GPUS: u32 = 4096;
+
 /// Why a document of `len` bytes is not read, if it is too large.
 pub fn check_size(len: u64) -> Result<(), String> {
     if len > MAX_DOCUMENT_BYTES {
