@@ -26,14 +26,17 @@ cleanup() {
 trap cleanup EXIT
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$runner" sim --host 127.0.0.1 --port "$port" --ttft-ms 20 --itl-ms 5 >/dev/null 2>&1 &
+# Capacity well above the rate (no batch limit to queue behind, no slowdown with batch size):
+# the soak is about the runner, so the server must keep up.
+"$runner" sim --host 127.0.0.1 --port "$port" --ttft-ms 20 --itl-ms 5 --max-batch 1024 \
+  --itl-growth 0 >/dev/null 2>&1 &
 sim=$!
 for _ in $(seq 100); do
   curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
   sleep 0.1
 done
 "$runner" keygen "$tmp/soak" >/dev/null 2>&1
-RUST_LOG=warn "$runner" run --target "http://127.0.0.1:$port" --key "$tmp/soak.key" \
+RUST_LOG=info "$runner" run --target "http://127.0.0.1:$port" --key "$tmp/soak.key" \
   --out "$tmp/soak.json" --profile constant --rate "$rate" --max-seconds $((minutes * 60)) \
   --data prompt_tokens=64,output_tokens=32 >"$tmp/run.log" 2>&1 &
 run=$!
@@ -46,6 +49,7 @@ while kill -0 "$run" 2>/dev/null; do
 done
 wait "$run" || { cat "$tmp/run.log"; exit 1; }
 "$runner" verify "$tmp/soak.json" --key "$tmp/soak.pub"
+grep -o 'requests=[0-9]* .*pacing_p99_us=[^ ]*' "$tmp/run.log" || true
 python3 - "$tmp/samples" <<'EOF'
 import sys
 rows = [tuple(map(int, l.split())) for l in open(sys.argv[1]) if l.strip()]
