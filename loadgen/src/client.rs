@@ -249,7 +249,8 @@ impl Endpoint {
             sent_us: us_since(origin, sent),
             first_token_us: p.arrivals.first().copied(),
             token_gaps: token_times::encode_arrivals(&p.arrivals),
-            end_us: us_since(origin, end),
+            // (Likewise, the end is never before the last token.)
+            end_us: us_since(origin, end).max(p.arrivals.last().copied().unwrap_or(0)),
             output_tokens_requested: Some(job.output_tokens),
             input_tokens_client: job.prompt_tokens,
             input_tokens_server: p.input_tokens_server,
@@ -331,7 +332,9 @@ impl Endpoint {
                 break;
             };
             last_data = stamp.at;
-            let at = us_since(origin, stamp.at);
+            // Each read's stamp is dated on its own (kernel stamps through a clock pair good
+            // to a few µs): a token is never recorded before the one it followed.
+            let at = us_since(origin, stamp.at).max(p.arrivals.last().copied().unwrap_or(0));
             parser
                 .push(chunk, |data| {
                     if event_error.is_some() {
