@@ -14,13 +14,9 @@
 //! the client counts the token events that shared a read with a later one.
 //!
 //! The stamp is on CLOCK_REALTIME. It becomes an `Instant` (CLOCK_MONOTONIC) through its age:
-//! the wall clock read between two readings of the monotonic one, the age subtracted from
-//! their midpoint. The two readings bound the pair: a thread preempted between them (a
-//! loaded machine) would otherwise age every stamp by the time it was off the CPU, and a
-//! stream's end could land before its last token; a pair wider than [`MAX_PAIR`] is read
-//! again, and after three tries the read's own time is used. A wall-clock step between the
-//! packet and the read would show as an age below zero or above [`MAX_AGE`]; such a stamp is
-//! not used.
+//! the wall clock read right after the monotonic one, the age subtracted from the monotonic
+//! reading. A wall-clock step between the packet and the read would show as an age below zero
+//! or above [`MAX_AGE`]; such a stamp is not used.
 
 use crate::client::TokenClock;
 use std::io::{self, Write};
@@ -30,9 +26,6 @@ use tokio::io::unix::AsyncFd;
 
 /// Oldest kernel stamp believed: older means the wall clock moved between packet and read.
 const MAX_AGE: Duration = Duration::from_secs(60);
-/// Widest monotonic bracket around the wall-clock reading that dates a kernel stamp (the
-/// three clock reads take well under a µs when the thread is not preempted).
-const MAX_PAIR: Duration = Duration::from_micros(20);
 
 /// When a read's bytes arrived, and who said so.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,7 +111,7 @@ impl Socket {
             if n > 0 && n < buf.len() {
                 ready.clear_ready();
             }
-            let stamp = match kernel.and_then(kernel_instant) {
+            let stamp = match kernel.and_then(|t| kernel_instant(t, read_at)) {
                 Some(at) => Stamp { at, kernel: true },
                 None => Stamp {
                     at: read_at,
@@ -238,40 +231,31 @@ fn receive(stream: &TcpStream, buf: &mut [u8], _: bool) -> io::Result<(usize, Op
     (&*stream).read(buf).map(|n| (n, None))
 }
 
-/// The monotonic instant of a kernel stamp taken on the wall clock: now, on the monotonic
-/// clock, minus the stamp's age on the wall clock, with both clocks read as one pair.
+/// The monotonic instant of a kernel stamp taken on the wall clock, given the monotonic
+/// instant `read_at` just read: `read_at` minus the stamp's age on the wall clock.
 #[cfg(target_os = "linux")]
-fn kernel_instant(stamp: libc::timespec) -> Option<Instant> {
+fn kernel_instant(stamp: libc::timespec, read_at: Instant) -> Option<Instant> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
     let ns = |t: libc::timespec| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
-    for _ in 0..3 {
-        let mut now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        let before = Instant::now();
-        // SAFETY: clock_gettime writes the timespec we own.
-        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
-        let after = Instant::now();
-        let width = after - before;
-        if width > MAX_PAIR {
-            continue;
-        }
-        let age = ns(now) - ns(stamp);
-        // The clocks were read within MAX_PAIR: a stamp that far "ahead" is that.
-        let age = match age {
-            a if a < -(MAX_PAIR.as_nanos() as i128) => return None,
-            a => Duration::from_nanos(a.max(0) as u64),
-        };
-        if age > MAX_AGE {
-            return None;
-        }
-        return (before + width / 2).checked_sub(age);
+    let age = ns(now) - ns(stamp);
+    // The two clocks were read a few tens of ns apart: a stamp up to a µs "ahead" is that.
+    let age = match age {
+        a if a < -1_000 => return None,
+        a => Duration::from_nanos(a.max(0) as u64),
+    };
+    if age > MAX_AGE {
+        return None;
     }
-    None
+    read_at.checked_sub(age)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn kernel_instant(_: ()) -> Option<Instant> {
+fn kernel_instant(_: (), _: Instant) -> Option<Instant> {
     None
 }
 
