@@ -206,30 +206,24 @@ impl Journal {
     pub fn records(&self, benchmark: u32) -> Result<Vec<RawRecord>> {
         let inner = self.inner.lock().expect("journal lock");
         let mut records = Vec::new();
-        let mut keep = |line: Line| {
-            if let Line::Record {
-                benchmark: b,
-                record,
-            } = line
-            {
-                if b == benchmark {
-                    records.push(record);
-                }
+        fold(&self.path, &mut |line| {
+            match line {
+                Line::Record {
+                    benchmark: b,
+                    record,
+                } if b == benchmark => records.push(record),
+                _ => {}
             }
             Ok(())
-        };
-        fold(&self.path, &mut keep)?;
-        for line in inner.unwritten.iter() {
-            if let Line::Record {
+        })?;
+        // After a failed write (rare: the run stops at once), the rest is in memory.
+        records.extend(inner.unwritten.iter().filter_map(|line| match line {
+            Line::Record {
                 benchmark: b,
                 record,
-            } = line
-            {
-                if *b == benchmark {
-                    records.push(record.clone());
-                }
-            }
-        }
+            } if *b == benchmark => Some(record.clone()),
+            _ => None,
+        }));
         Ok(records)
     }
 

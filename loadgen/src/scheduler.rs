@@ -79,8 +79,8 @@ pub fn phase_at(i: u64, total: u64, warmup: u64, cooldown: u64) -> Phase {
 /// Called with each record as it completes (journal, progress).
 pub type Sink = Arc<dyn Fn(&RawRecord) + Send + Sync>;
 
-/// Runs a plan and returns how many requests it made. Each record goes to `sink` as it
-/// completes (the journal keeps them; nothing here does). Times are µs from `origin`.
+/// Runs a plan. Each record goes to `sink` as it completes (the journal keeps them; nothing
+/// here does). Times are µs from `origin`.
 pub async fn run(
     endpoint: Arc<Endpoint>,
     prompts: Arc<Vec<Prompt>>,
@@ -88,7 +88,7 @@ pub async fn run(
     origin: Instant,
     sink: Sink,
     cancel: watch::Receiver<bool>,
-) -> u64 {
+) {
     let n = plan.max_requests.min(prompts.len() as u64);
     let stop_at = plan
         .max_seconds
@@ -125,10 +125,9 @@ async fn open_loop(
     stop_at: Option<Instant>,
     sink: Sink,
     mut cancel: watch::Receiver<bool>,
-) -> u64 {
+) {
     let cap = Arc::new(Semaphore::new(plan.max_in_flight.max(1) as usize));
     let mut tasks = JoinSet::new();
-    let mut made = 0;
     // The whole schedule's length as one client would send it: what cool-down counts back from.
     let total = offsets
         .iter()
@@ -167,10 +166,9 @@ async fn open_loop(
         // whole allocation, which over a long run is what would grow.
         while let Some(done) = tasks.try_join_next() {
             done.expect("a request task panicked");
-            made += 1;
         }
     }
-    made + collect(tasks).await
+    join_all(tasks).await;
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -184,7 +182,7 @@ async fn closed_loop(
     stop_at: Option<Instant>,
     sink: Sink,
     cancel: watch::Receiver<bool>,
-) -> u64 {
+) {
     // A split's client takes its prompts in order: i, i + N, i + 2N, …
     let whole = Split {
         index: 0,
@@ -207,7 +205,6 @@ async fn closed_loop(
             next.clone(),
         );
         tasks.spawn(async move {
-            let mut mine = 0;
             loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let now = Instant::now();
@@ -229,16 +226,10 @@ async fn closed_loop(
                 )
                 .await;
                 sink(&record);
-                mine += 1;
             }
-            mine
         });
     }
-    let mut made = 0;
-    while let Some(done) = tasks.join_next().await {
-        made += done.expect("a request task panicked");
-    }
-    made
+    join_all(tasks).await;
 }
 
 /// One request, or a `cancelled` record if the run is interrupted while it is in flight.
@@ -291,14 +282,11 @@ pub(crate) fn cancelled(job: &Job<'_>, origin: Instant) -> RawRecord {
     }
 }
 
-/// Waits for the requests still in flight; how many there were.
-async fn collect(mut tasks: JoinSet<()>) -> u64 {
-    let mut made = 0;
+/// Waits for the request tasks still running.
+async fn join_all(mut tasks: JoinSet<()>) {
     while let Some(done) = tasks.join_next().await {
         done.expect("a request task panicked");
-        made += 1;
     }
-    made
 }
 
 /// Marks the first `warmup` and last `cooldown` records (by schedule) as excluded.

@@ -40,17 +40,26 @@ fn runner(bin: &Path, dir: &Path, port: u16, args: &[&str]) -> Command {
     c
 }
 
-/// Processes whose command line holds `--port <port>`: the engine this test started.
-fn engines_on(port: u16) -> Vec<String> {
+/// Processes whose command line holds `--port <port>` (the engine this test started): their
+/// pids and command lines.
+fn engine_processes(port: u16) -> Vec<(i32, String)> {
     let needle = format!("--port\0{port}\0");
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| {
-            let cmdline = std::fs::read(e.ok()?.path().join("cmdline")).ok()?;
+            let e = e.ok()?;
+            let pid = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
             let text = String::from_utf8_lossy(&cmdline).into_owned();
-            text.contains(&needle).then(|| text.replace('\0', " "))
+            text.contains(&needle)
+                .then(|| (pid, text.replace('\0', " ")))
         })
         .collect()
+}
+
+/// The command lines of [`engine_processes`].
+fn engines_on(port: u16) -> Vec<String> {
+    engine_processes(port).into_iter().map(|(_, c)| c).collect()
 }
 
 fn none_left(port: u16, within: Duration) {
@@ -321,22 +330,6 @@ fn sigterm_stops_the_run_in_order_writing_the_result_and_the_launch() {
     assert_eq!(st["predicate"]["engine"]["launch"]["recipe"], "llama.cpp");
 }
 
-/// The pids of the processes [`engines_on`] finds.
-fn engine_pids(port: u16) -> Vec<i32> {
-    let needle = format!("--port\0{port}\0");
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| {
-            let e = e.ok()?;
-            let pid = e.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            String::from_utf8_lossy(&cmdline)
-                .contains(&needle)
-                .then_some(pid)
-        })
-        .collect()
-}
-
 #[test]
 fn an_engine_that_dies_mid_benchmark_stops_the_run_and_its_result_verifies() {
     let Some((bin, model)) = support::llama_server() else {
@@ -345,7 +338,7 @@ fn an_engine_that_dies_mid_benchmark_stops_the_run_and_its_result_verifies() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let child = mid_run(&bin, &model, dir.path(), port, Stdio::piped());
-    let pids = engine_pids(port);
+    let pids: Vec<i32> = engine_processes(port).into_iter().map(|(p, _)| p).collect();
     assert!(!pids.is_empty(), "the engine should be running now");
     for pid in pids {
         // SAFETY: signalling the engine this test's runner started.
