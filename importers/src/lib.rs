@@ -48,6 +48,22 @@ impl ImportError {
 
 /// Imports `bytes` (the file called `file`), detecting its format.
 pub fn import(file: &str, bytes: &[u8]) -> Result<Vec<Imported>, ImportError> {
+    let imported = detect_and_import(file, bytes)?;
+    // What no reader would take is not written: a 100 KB model name in a table cell, say.
+    for doc in &imported {
+        let json = serde_json::to_vec(&doc.statement).expect("a statement serialises");
+        if let Err(breach) = schemas::shape::check(&json) {
+            return Err(ImportError::new(
+                file,
+                "",
+                format!("its document would be past a reader's limits: {breach}"),
+            ));
+        }
+    }
+    Ok(imported)
+}
+
+fn detect_and_import(file: &str, bytes: &[u8]) -> Result<Vec<Imported>, ImportError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let line = bytes[..e.valid_up_to()]
             .iter()

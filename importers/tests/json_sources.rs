@@ -111,3 +111,19 @@ fn malformed_json_is_named_by_path() {
         "{e}"
     );
 }
+
+/// What a reader would refuse is not imported: a model name past the string limit.
+#[test]
+fn a_name_no_reader_would_take_is_refused() {
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&fixture("vllm-bench-serve.json")).unwrap();
+    v["model_id"] = "m".repeat(schemas::limits::MAX_STRING_BYTES + 1).into();
+    let e = importers::import("big.json", &serde_json::to_vec(&v).unwrap()).unwrap_err();
+    assert!(
+        e.to_string().starts_with(
+            "big.json: its document would be past a reader's limits: predicate.model.id: a \
+             string of 64.0 KiB"
+        ),
+        "{e}"
+    );
+}

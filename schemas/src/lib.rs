@@ -25,6 +25,7 @@ pub mod numbers;
 pub mod record_columns;
 pub mod seal;
 pub mod series;
+pub mod shape;
 pub mod subject;
 pub mod telemetry;
 pub mod token_times;

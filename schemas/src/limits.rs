@@ -18,6 +18,28 @@ pub const MAX_BENCHMARKS: usize = 10_000;
 /// (a benchmark of 100,000 requests of 1,300 tokens each).
 pub const MAX_TOKEN_GAPS: usize = 1 << 27;
 
+/// The longest string a document may hold (a model id, a label, a recipe's text), in bytes:
+/// names are short, and a report repeats them in every table and chart that shows them.
+/// The columns of [`COLUMN_FIELDS`] are exempt.
+pub const MAX_STRING_BYTES: usize = 64 << 10;
+
+/// The fields whose strings are columns: encoded series as long as the run that measured
+/// them (a request's token gaps, a telemetry or metric series), bounded when decoded
+/// ([`MAX_TOKEN_GAPS`], and 64 MiB per series), not by [`MAX_STRING_BYTES`].
+pub const COLUMN_FIELDS: &[&str] = &[
+    "token_gaps",
+    "t_us",
+    "values",
+    "power_w",
+    "energy_j",
+    "sm_util_pct",
+    "mem_util_pct",
+    "mem_used_mib",
+    "sm_clock_mhz",
+    "temperature_c",
+    "throttle_reasons",
+];
+
 /// The most GPUs one result describes (an importer builds one inventory entry per GPU a
 /// source states, so the count it reads is bounded here).
 pub const MAX_GPUS: u32 = 4096;

@@ -83,6 +83,12 @@ pub fn load(bytes: &[u8], trusted: &[TrustedKey], policy: Policy) -> Result<Load
     if policy == Policy::RequireSignature {
         return Err(not_a_result(envelope_error, verdict));
     }
+    if let Err(breach) = crate::shape::check(bytes) {
+        return Err(not_a_result(
+            format!("as a DSSE envelope: {envelope_error}; as a bare statement: {breach}"),
+            verdict,
+        ));
+    }
     match serde_json::from_slice::<Statement>(bytes) {
         Ok(statement) => {
             // The same checks as for an envelope, on the statement wrapped unsigned.

@@ -117,6 +117,11 @@ pub fn verify_envelope(
     // Freed as soon as they are done with, so that what the checks below allocate reuses
     // their memory: in wasm, fresh pages are page faults (~15,000 for a 10k-request result).
     drop(envelope);
+    // Before the parse, which would build whatever a hostile payload asks for.
+    if let Err(breach) = crate::shape::check(decoded.payload()) {
+        verdict.document_errors.push(breach);
+        return (verdict, None);
+    }
     let statement: Statement = match serde_json::from_slice(decoded.payload()) {
         Ok(s) => s,
         Err(e) => {
@@ -126,14 +131,6 @@ pub fn verify_envelope(
             return (verdict, None);
         }
     };
-    if statement.predicate.benchmarks.len() > crate::limits::MAX_BENCHMARKS {
-        verdict.document_errors.push(format!(
-            "{} benchmarks: more than the {} a document may hold",
-            statement.predicate.benchmarks.len(),
-            crate::limits::MAX_BENCHMARKS
-        ));
-        return (verdict, None);
-    }
     // While the payload is at hand (it is freed before the checks below allocate).
     let matched_as_written = subject_matches_as_written(&statement, decoded.payload());
     drop(decoded);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use schemas::limits::{MAX_BENCHMARKS, MAX_DOCUMENT_BYTES, MAX_TOKEN_GAPS};
+use schemas::limits::{MAX_BENCHMARKS, MAX_DOCUMENT_BYTES, MAX_STRING_BYTES, MAX_TOKEN_GAPS};
 use schemas::metrics::DecodedGaps;
 use schemas::token_times::TokenTimesError;
 use schemas::verify::{verify_envelope, Policy};
@@ -29,7 +29,7 @@ fn more_benchmarks_than_the_limit_are_a_document_error() {
     assert!(!v.ok && statement.is_none());
     assert_eq!(
         v.document_errors,
-        ["10001 benchmarks: more than the 10000 a document may hold"]
+        ["predicate.benchmarks: 10001 of them, more than the 10000 benchmarks a document may hold"]
     );
 }
 
@@ -68,5 +68,30 @@ fn a_document_bad_in_every_record_gets_a_bounded_verdict() {
             .contains(&"benchmarks[0]: 5 more records are inconsistent or were not checked".into()),
         "{:?}",
         v.document_errors
+    );
+}
+
+#[test]
+fn a_name_past_the_string_limit_is_refused_by_its_path_before_the_parse() {
+    let mut predicate = common::predicate();
+    predicate.model.id = "x".repeat(MAX_STRING_BYTES * 160);
+    let bytes = common::signed_bytes(predicate.clone());
+    let (v, statement) = verify_envelope(&bytes, &common::trusted(), Policy::RequireSignature);
+    assert!(!v.ok && statement.is_none());
+    assert_eq!(
+        v.document_errors,
+        ["predicate.model.id: a string of 10 MiB, longer than the 64 KiB a string may be"]
+    );
+    // A bare statement, too.
+    let statement = schemas::seal::seal(predicate).unwrap();
+    let bare = serde_json::to_vec(&statement).unwrap();
+    let e = schemas::load::load(&bare, &[], Policy::AllowUnsigned).unwrap_err();
+    assert!(
+        e.reason.ends_with(
+            "as a bare statement: predicate.model.id: a string of 10 MiB, longer than the \
+             64 KiB a string may be"
+        ),
+        "{}",
+        e.reason
     );
 }
