@@ -60,6 +60,10 @@ pub enum EnvelopeError {
     PayloadType(String, &'static str),
     #[error("payload is not standard base64: {0}")]
     Payload(String),
+    #[error("{0} signatures: more than the {max} an envelope may carry", max = crate::limits::MAX_SIGNATURES)]
+    TooManySignatures(usize),
+    #[error("signatures[{0}]: a keyid or sig of {1}, longer than the 1 KiB either may be")]
+    LongSignature(usize, String),
 }
 
 impl Envelope {
@@ -157,7 +161,21 @@ impl DecodedPayload {
 impl<'a> EnvelopeView<'a> {
     /// Parses an envelope strictly: the DSSE fields and nothing else.
     pub fn parse(bytes: &'a [u8]) -> Result<EnvelopeView<'a>, EnvelopeError> {
-        serde_json::from_slice(bytes).map_err(|e| EnvelopeError::Json(e.to_string()))
+        let view: EnvelopeView =
+            serde_json::from_slice(bytes).map_err(|e| EnvelopeError::Json(e.to_string()))?;
+        // Each signature may cost a hash of the whole payload, and each keyid is echoed in
+        // the verdict: a few do for any real use (DSSE's own examples carry one or two).
+        if view.signatures.len() > crate::limits::MAX_SIGNATURES {
+            return Err(EnvelopeError::TooManySignatures(view.signatures.len()));
+        }
+        for (i, s) in view.signatures.iter().enumerate() {
+            let longest = s.keyid.len().max(s.sig.len());
+            if longest > 1024 {
+                let size = crate::limits::bytes(longest as u64);
+                return Err(EnvelopeError::LongSignature(i, size));
+            }
+        }
+        Ok(view)
     }
 
     /// The payload, after checking the payload type is an in-toto statement.
@@ -188,18 +206,28 @@ impl<'a> EnvelopeView<'a> {
     ///
     /// A signature only counts for a key whose keyid it names (as securesystemslib
     /// requires), and its bytes must verify under `verify_strict`'s rules
-    /// ([`crate::ed25519`]): the keyid alone proves nothing.
+    /// ([`crate::ed25519`]): the keyid alone proves nothing. Each trusted key is tried
+    /// once, on the first signature that names it: a verification hashes the whole
+    /// payload, so copies of a keyid must not multiply that.
     pub fn signed_by<'k>(
         &self,
         decoded: &DecodedPayload,
         trusted: &'k [TrustedKey],
     ) -> Option<&'k TrustedKey> {
+        let mut tried = vec![false; trusted.len()];
         self.signatures.iter().find_map(|s| {
-            let mut named = trusted.iter().filter(|k| k.keyid == s.keyid).peekable();
-            named.peek()?;
-            let bytes = STANDARD.decode(&s.sig).ok()?;
-            let sig = Ed25519Signature::from_slice(&bytes).ok()?;
-            named.find(|k| crate::ed25519::verify_strict(&k.key, decoded.pae(), &sig))
+            let sig = STANDARD
+                .decode(&s.sig)
+                .ok()
+                .and_then(|bytes| Ed25519Signature::from_slice(&bytes).ok());
+            trusted.iter().zip(&mut tried).find_map(|(k, tried)| {
+                if k.keyid != s.keyid || *tried {
+                    return None;
+                }
+                *tried = true;
+                let sig = sig.as_ref()?;
+                crate::ed25519::verify_strict(&k.key, decoded.pae(), sig).then_some(k)
+            })
         })
     }
 }

@@ -40,6 +40,9 @@ pub const COLUMN_FIELDS: &[&str] = &[
     "throttle_reasons",
 ];
 
+/// The most signatures one envelope may carry (DSSE's examples carry one or two).
+pub const MAX_SIGNATURES: usize = 64;
+
 /// The most GPUs one result describes (an importer builds one inventory entry per GPU a
 /// source states, so the count it reads is bounded here).
 pub const MAX_GPUS: u32 = 4096;

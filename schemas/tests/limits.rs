@@ -3,10 +3,14 @@
 
 mod common;
 
-use schemas::limits::{MAX_BENCHMARKS, MAX_DOCUMENT_BYTES, MAX_STRING_BYTES, MAX_TOKEN_GAPS};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use schemas::limits::{
+    MAX_BENCHMARKS, MAX_DOCUMENT_BYTES, MAX_SIGNATURES, MAX_STRING_BYTES, MAX_TOKEN_GAPS,
+};
 use schemas::metrics::DecodedGaps;
 use schemas::token_times::TokenTimesError;
-use schemas::verify::{verify_envelope, Policy};
+use schemas::verify::{verify_envelope, Policy, SignatureVerdict};
 
 #[test]
 fn a_document_past_the_size_limit_is_refused_unread() {
@@ -94,4 +98,66 @@ fn a_name_past_the_string_limit_is_refused_by_its_path_before_the_parse() {
         "{}",
         e.reason
     );
+}
+
+/// An envelope whose signatures are edited: `edit` gets the one real signature's list.
+fn with_signatures(edit: impl FnOnce(&mut Vec<serde_json::Value>)) -> Vec<u8> {
+    let mut envelope: serde_json::Value =
+        serde_json::from_slice(&common::signed_bytes(common::predicate())).unwrap();
+    let signatures = envelope["signatures"].as_array_mut().unwrap();
+    edit(signatures);
+    serde_json::to_vec(&envelope).unwrap()
+}
+
+fn signature_verdict(bytes: &[u8]) -> SignatureVerdict {
+    verify_envelope(bytes, &common::trusted(), Policy::RequireSignature)
+        .0
+        .signature
+}
+
+#[test]
+fn signatures_past_the_limit_or_too_long_are_refused_before_any_is_checked() {
+    let many = with_signatures(|s| {
+        let real = s[0].clone();
+        s.extend(std::iter::repeat_n(real, MAX_SIGNATURES));
+    });
+    assert_eq!(
+        signature_verdict(&many),
+        SignatureVerdict::Invalid {
+            reason: "65 signatures: more than the 64 an envelope may carry".into()
+        }
+    );
+    let long = with_signatures(|s| s[0]["keyid"] = "k".repeat(2048).into());
+    assert_eq!(
+        signature_verdict(&long),
+        SignatureVerdict::Invalid {
+            reason: "signatures[0]: a keyid or sig of 2 KiB, longer than the 1 KiB either may be"
+                .into()
+        }
+    );
+}
+
+#[test]
+fn a_trusted_key_is_tried_on_the_first_signature_that_names_it_only() {
+    // One signature under a keyid nobody trusts first: the real one still verifies.
+    let stranger = with_signatures(|s| {
+        let mut other = s[0].clone();
+        other["keyid"] = "0".repeat(64).into();
+        s.insert(0, other);
+    });
+    assert!(matches!(
+        signature_verdict(&stranger),
+        SignatureVerdict::Verified { .. }
+    ));
+    // A forged signature naming the trusted key first: the key is spent on it, so copies
+    // of a keyid cannot make a verifier hash the payload once each.
+    let forged = with_signatures(|s| {
+        let mut forged = s[0].clone();
+        forged["sig"] = STANDARD.encode([0u8; 64]).into();
+        s.insert(0, forged);
+    });
+    assert!(matches!(
+        signature_verdict(&forged),
+        SignatureVerdict::Invalid { .. }
+    ));
 }
