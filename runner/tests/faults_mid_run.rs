@@ -58,10 +58,10 @@ fn the_server_killed_mid_benchmark_leaves_a_result_that_verifies() {
         completed >= journaled,
         "{completed} completed, {journaled} seen"
     );
-    assert!(
-        (1..=4).contains(&reset),
-        "the streams in flight end as resets: {reset}"
-    );
+    // The streams in flight (at most 4) end as resets, and so may a request that connected
+    // while the killed server was still exiting: the kernel completes handshakes on its
+    // listening socket until the process's files are closed, then resets them (CI saw 5).
+    assert!(reset >= 1, "the streams in flight end as resets: {reset}");
     assert!(connect > 0, "later requests fail to connect");
     assert_eq!(completed + reset + connect, 40, "no other class");
     for r in recs.iter().filter(|r| class(r).is_none()) {
