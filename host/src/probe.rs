@@ -35,8 +35,9 @@ pub async fn self_report(
         let Ok(text) = resp.text().await else {
             continue;
         };
-        let value = serde_json::from_str(&text)
+        let mut value = serde_json::from_str(&text)
             .unwrap_or_else(|_| Value::String(text.chars().take(2000).collect()));
+        schemas::shape::clip(&mut value);
         out.insert(path.to_string(), value);
     }
     out

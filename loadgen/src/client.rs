@@ -358,8 +358,12 @@ impl Endpoint {
                                     text.push_str(&t);
                                 }
                             }
-                            if ev.finish_reason.is_some() {
-                                p.finish_reason = ev.finish_reason;
+                            if let Some(reason) = ev.finish_reason {
+                                // The server's word, kept to a name's length.
+                                p.finish_reason = Some(match reason.len() {
+                                    0..=300 => reason,
+                                    _ => truncate(&reason, 300),
+                                });
                             }
                             if let Some(u) = ev.usage {
                                 p.reasoning_server = u

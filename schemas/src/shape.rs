@@ -22,6 +22,45 @@ pub fn check(payload: &[u8]) -> Result<(), String> {
     walk.breach.map_or(Ok(()), Err)
 }
 
+/// Cuts every string of `value` (object keys too) that is longer than a document's strings
+/// may be, marking the cut, so that what a server said about itself (llama.cpp's `/props`
+/// carries the whole chat template) never makes a result that no reader takes.
+pub fn clip(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => clip_string(s),
+        Value::Array(items) => items.iter_mut().for_each(clip),
+        Value::Object(map) => {
+            if map.keys().any(|k| k.len() > MAX_STRING_BYTES) {
+                *map = std::mem::take(map)
+                    .into_iter()
+                    .map(|(mut k, v)| {
+                        clip_string(&mut k);
+                        (k, v)
+                    })
+                    .collect();
+            }
+            map.values_mut().for_each(clip);
+        }
+        _ => {}
+    }
+}
+
+/// `s` cut to at most [`MAX_STRING_BYTES`], on a character boundary, ending with a note of
+/// its whole length; unchanged when it fits.
+pub fn clip_string(s: &mut String) {
+    if s.len() <= MAX_STRING_BYTES {
+        return;
+    }
+    let note = format!("… [clipped: {} in all]", bytes(s.len() as u64));
+    let mut cut = MAX_STRING_BYTES - note.len();
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    s.truncate(cut);
+    s.push_str(&note);
+}
+
 enum Step<'de> {
     Key(Cow<'de, str>),
     Index(usize),
@@ -222,6 +261,24 @@ mod tests {
         // Elsewhere, an array may be as long as it likes.
         let doc = format!(r#"{{"benchmarks": [{many}]}}"#);
         assert_eq!(check(doc.as_bytes()), Ok(()));
+    }
+
+    #[test]
+    fn clipped_values_pass_and_say_how_long_they_were() {
+        let long = "é".repeat(MAX_STRING_BYTES); // 2 bytes each: twice the limit
+        let mut v = serde_json::json!({"chat_template": long, "list": [long], long.clone(): 1});
+        assert!(check(v.to_string().as_bytes()).is_err());
+        clip(&mut v);
+        assert_eq!(check(v.to_string().as_bytes()), Ok(()));
+        let t = v["chat_template"].as_str().unwrap();
+        assert!(
+            t.len() <= MAX_STRING_BYTES && t.ends_with("… [clipped: 128 KiB in all]"),
+            "{}",
+            &t[t.len() - 40..]
+        );
+        let mut short = "stop".to_string();
+        clip_string(&mut short);
+        assert_eq!(short, "stop");
     }
 
     #[test]
