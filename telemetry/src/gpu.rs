@@ -11,14 +11,14 @@ use std::time::{Duration, Instant};
 pub struct GpuSampler {
     nvml: Arc<Nvml>,
     period: Duration,
-    thread: Periodic<Vec<GpuReading>>,
+    thread: Periodic<Vec<(Instant, Vec<GpuReading>)>>,
 }
 
 impl GpuSampler {
     pub fn start(nvml: Nvml, period: Duration) -> std::io::Result<GpuSampler> {
         let nvml = Arc::new(nvml);
         let reader = nvml.clone();
-        let thread = Periodic::start("provebench-nvml", period, move || {
+        let thread = Periodic::start("provebench-nvml", period, Vec::new(), move || {
             let mut out = Vec::with_capacity(reader.gpus().len());
             reader.read(&mut out);
             Some(out)

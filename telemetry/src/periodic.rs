@@ -14,25 +14,43 @@ enum Command {
     Stop,
 }
 
-/// Readings taken so far (since the last [`Periodic::drain`]), oldest first.
-type Readings<R> = Arc<Mutex<Vec<(Instant, R)>>>;
+/// Where a thread's readings are kept until drained. A `Vec` keeps each reading whole; a
+/// store of its own can keep less (the metrics scraper keeps only the numbers it will
+/// write, flat, since a benchmark may last hours at ten readings a second).
+pub trait Store: Send + 'static {
+    type Reading: Send + 'static;
+    fn push(&mut self, at: Instant, reading: Self::Reading);
+    /// An empty store of the same kind: what a drain leaves behind.
+    fn emptied(&self) -> Self;
+}
 
-pub struct Periodic<R: Send + 'static> {
+impl<R: Send + 'static> Store for Vec<(Instant, R)> {
+    type Reading = R;
+    fn push(&mut self, at: Instant, reading: R) {
+        Vec::push(self, (at, reading));
+    }
+    fn emptied(&self) -> Self {
+        Vec::new()
+    }
+}
+
+pub struct Periodic<S: Store> {
     commands: mpsc::Sender<Command>,
-    readings: Readings<R>,
+    readings: Arc<Mutex<S>>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl<R: Send + 'static> Periodic<R> {
-    /// Starts the thread. `read` returns `None` when a reading failed (it is then absent,
-    /// and the gap shows in the samples' times).
+impl<S: Store> Periodic<S> {
+    /// Starts the thread, keeping readings in `store`. `read` returns `None` when a reading
+    /// failed (it is then absent, and the gap shows in the samples' times).
     pub fn start(
         name: &str,
         period: Duration,
-        mut read: impl FnMut() -> Option<R> + Send + 'static,
-    ) -> std::io::Result<Periodic<R>> {
+        store: S,
+        mut read: impl FnMut() -> Option<S::Reading> + Send + 'static,
+    ) -> std::io::Result<Periodic<S>> {
         let (commands, inbox) = mpsc::channel();
-        let readings: Readings<R> = Arc::default();
+        let readings = Arc::new(Mutex::new(store));
         let store = readings.clone();
         let thread = std::thread::Builder::new()
             .name(name.into())
@@ -56,7 +74,7 @@ impl<R: Send + 'static> Periodic<R> {
                         };
                     let at = Instant::now();
                     if let Some(r) = read() {
-                        store.lock().expect("readings lock").push((at, r));
+                        store.lock().expect("readings lock").push(at, r);
                     }
                     if let Some(reply) = reply {
                         let _ = reply.send(());
@@ -79,20 +97,22 @@ impl<R: Send + 'static> Periodic<R> {
     }
 
     /// A copy of every reading taken since the last drain (they stay).
-    pub fn snapshot(&self) -> Vec<(Instant, R)>
+    pub fn snapshot(&self) -> S
     where
-        R: Clone,
+        S: Clone,
     {
         self.readings.lock().expect("readings lock").clone()
     }
 
     /// Every reading taken since the last drain.
-    pub fn drain(&self) -> Vec<(Instant, R)> {
-        std::mem::take(&mut *self.readings.lock().expect("readings lock"))
+    pub fn drain(&self) -> S {
+        let mut store = self.readings.lock().expect("readings lock");
+        let empty = store.emptied();
+        std::mem::replace(&mut *store, empty)
     }
 }
 
-impl<R: Send + 'static> Drop for Periodic<R> {
+impl<S: Store> Drop for Periodic<S> {
     fn drop(&mut self) {
         let _ = self.commands.send(Command::Stop);
         if let Some(t) = self.thread.take() {
@@ -108,7 +128,7 @@ mod tests {
     #[test]
     fn reads_on_schedule_and_on_request() {
         let mut n = 0u32;
-        let p = Periodic::start("test", Duration::from_millis(20), move || {
+        let p = Periodic::start("test", Duration::from_millis(20), Vec::new(), move || {
             n += 1;
             Some(n)
         })

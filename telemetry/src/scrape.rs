@@ -10,11 +10,12 @@
 
 use crate::gpu::offset_us;
 use crate::http_get;
-use crate::periodic::Periodic;
+use crate::periodic::{Periodic, Store};
 use crate::prometheus;
 use schemas::series;
 use schemas::telemetry::{MetricRole, MetricSeries, ServerMetrics};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Role → alternatives, best first; each alternative names metrics to sum, joined by `+`.
@@ -23,10 +24,126 @@ pub type RoleAlternatives = BTreeMap<MetricRole, Vec<String>>;
 pub struct Scraper {
     public_url: String,
     period: Duration,
-    roles: RoleAlternatives,
-    /// Every metric any alternative names, in the order readings hold them.
-    wanted: Vec<String>,
-    thread: Periodic<Vec<Option<f64>>>,
+    thread: Periodic<Scrapes>,
+}
+
+/// A benchmark's scrapes as the document will hold them: the roles chosen from the first
+/// scrape, then of each scrape with every chosen metric only those numbers, flat (9 numbers
+/// and a time for vLLM: about 90 bytes a scrape, where keeping each scrape whole cost
+/// about 900 bytes of resident memory). A scrape lacking a chosen metric is left out whole,
+/// and the gap shows in the times.
+#[derive(Clone)]
+struct Scrapes {
+    roles: Arc<RoleAlternatives>,
+    /// Every metric any alternative names, in the order a scrape's readings hold them.
+    wanted: Arc<Vec<String>>,
+    /// Role → the metrics of its best alternative that the first scrape had whole; `None`
+    /// until a scrape answered.
+    chosen: Option<BTreeMap<MetricRole, Vec<String>>>,
+    /// Indices into `wanted` of the chosen metrics, ascending: the columns.
+    kept: Vec<usize>,
+    times: Vec<Instant>,
+    /// `kept.len()` numbers per time, row after row.
+    values: Vec<f64>,
+}
+
+impl Scrapes {
+    fn new(roles: Arc<RoleAlternatives>, wanted: Arc<Vec<String>>) -> Scrapes {
+        Scrapes {
+            roles,
+            wanted,
+            chosen: None,
+            kept: vec![],
+            times: vec![],
+            values: vec![],
+        }
+    }
+
+    /// The document's columns, times in µs from `origin`; `Err` says why there are none
+    /// (`url` never answered, or has none of the roles' metrics).
+    fn columns(
+        &self,
+        url: &str,
+        period: Duration,
+        origin: Instant,
+    ) -> Result<ServerMetrics, String> {
+        let Some(roles) = &self.chosen else {
+            return Err(format!("{} did not answer during the benchmark", url));
+        };
+        if roles.is_empty() {
+            return Err(format!(
+                "{} has none of the metrics this engine's recipe names",
+                url
+            ));
+        }
+        let t: Vec<i64> = self.times.iter().map(|&at| offset_us(at, origin)).collect();
+        let width = self.kept.len().max(1);
+        let series = self
+            .kept
+            .iter()
+            .enumerate()
+            .map(|(column, &i)| {
+                let values: Vec<f64> = self
+                    .values
+                    .iter()
+                    .skip(column)
+                    .step_by(width)
+                    .copied()
+                    .collect();
+                let decimals = decimals(&values);
+                let scale = 10f64.powi(decimals as i32);
+                let ints: Vec<i64> = values.iter().map(|v| (v * scale).round() as i64).collect();
+                MetricSeries {
+                    name: self.wanted[i].clone(),
+                    decimals,
+                    values: series::encode(&ints),
+                }
+            })
+            .collect();
+        Ok(ServerMetrics {
+            url: url.to_string(),
+            interval_ms: period.as_millis() as u32,
+            t_us: series::encode(&t),
+            series,
+            roles: roles.clone(),
+        })
+    }
+}
+
+impl Store for Scrapes {
+    type Reading = Vec<Option<f64>>;
+
+    fn push(&mut self, at: Instant, scrape: Vec<Option<f64>>) {
+        if self.chosen.is_none() {
+            let has = |name: &str| {
+                let i = self.wanted.iter().position(|w| w == name);
+                i.is_some_and(|i| scrape[i].is_some())
+            };
+            let mut chosen = BTreeMap::new();
+            for (role, alternatives) in self.roles.iter() {
+                if let Some(first) = alternatives.iter().find(|a| names(a).all(has)) {
+                    chosen.insert(*role, names(first).map(String::from).collect::<Vec<_>>());
+                }
+            }
+            self.kept = chosen
+                .values()
+                .flatten()
+                .filter_map(|n| self.wanted.iter().position(|w| w == n))
+                .collect();
+            self.kept.sort_unstable();
+            self.kept.dedup();
+            self.chosen = Some(chosen);
+        }
+        if self.kept.iter().all(|&i| scrape[i].is_some()) {
+            self.times.push(at);
+            self.values
+                .extend(self.kept.iter().map(|&i| scrape[i].unwrap_or(0.0)));
+        }
+    }
+
+    fn emptied(&self) -> Scrapes {
+        Scrapes::new(self.roles.clone(), self.wanted.clone())
+    }
 }
 
 /// How a page is fetched: `http://` on our kept-alive connection ([`http_get`]), anything
@@ -116,7 +233,8 @@ impl Scraper {
         let mut fetch = Fetch::new(url, (period * 3).max(Duration::from_secs(1)));
         let names = wanted.clone();
         let mut body = Vec::new();
-        let thread = Periodic::start("provebench-metrics", period, move || {
+        let store = Scrapes::new(Arc::new(roles), Arc::new(wanted));
+        let thread = Periodic::start("provebench-metrics", period, store, move || {
             fetch.get(&mut body)?;
             let text = String::from_utf8_lossy(&body);
             let mut values = Vec::with_capacity(names.len());
@@ -126,8 +244,6 @@ impl Scraper {
         Ok(Scraper {
             public_url: public_url.to_string(),
             period,
-            roles,
-            wanted,
             thread,
         })
     }
@@ -142,75 +258,16 @@ impl Scraper {
     /// there are none (the page never answered, or has none of the roles' metrics).
     pub fn end(&self, origin: Instant) -> Result<ServerMetrics, String> {
         self.thread.read_now();
-        self.columns(&self.thread.drain(), origin)
+        self.thread
+            .drain()
+            .columns(&self.public_url, self.period, origin)
     }
 
     /// The benchmark's scrapes so far, as columns, without ending it (a checkpoint).
     pub fn so_far(&self, origin: Instant) -> Result<ServerMetrics, String> {
-        self.columns(&self.thread.snapshot(), origin)
-    }
-
-    fn columns(
-        &self,
-        scrapes: &[(Instant, Vec<Option<f64>>)],
-        origin: Instant,
-    ) -> Result<ServerMetrics, String> {
-        let Some((_, first)) = scrapes.first() else {
-            return Err(format!(
-                "{} did not answer during the benchmark",
-                self.public_url
-            ));
-        };
-        let has = |name: &str| {
-            let i = self.wanted.iter().position(|w| w == name);
-            i.is_some_and(|i| first[i].is_some())
-        };
-        let mut roles = BTreeMap::new();
-        for (role, alternatives) in &self.roles {
-            if let Some(chosen) = alternatives.iter().find(|a| names(a).all(has)) {
-                roles.insert(*role, names(chosen).map(String::from).collect::<Vec<_>>());
-            }
-        }
-        if roles.is_empty() {
-            return Err(format!(
-                "{} has none of the metrics this engine's recipe names",
-                self.public_url
-            ));
-        }
-        let mut kept: Vec<usize> = roles
-            .values()
-            .flatten()
-            .filter_map(|n| self.wanted.iter().position(|w| w == n))
-            .collect();
-        kept.sort_unstable();
-        kept.dedup();
-        // A scrape lacking a kept metric is left out whole; the gap shows in the times.
-        let rows: Vec<&(Instant, Vec<Option<f64>>)> = scrapes
-            .iter()
-            .filter(|(_, v)| kept.iter().all(|&i| v[i].is_some()))
-            .collect();
-        let t: Vec<i64> = rows.iter().map(|(at, _)| offset_us(*at, origin)).collect();
-        let series = kept
-            .iter()
-            .map(|&i| {
-                let values: Vec<f64> = rows.iter().map(|(_, v)| v[i].unwrap_or(0.0)).collect();
-                let decimals = decimals(&values);
-                let scale = 10f64.powi(decimals as i32);
-                let ints: Vec<i64> = values.iter().map(|v| (v * scale).round() as i64).collect();
-                MetricSeries {
-                    name: self.wanted[i].clone(),
-                    decimals,
-                    values: series::encode(&ints),
-                }
-            })
-            .collect();
-        Ok(ServerMetrics {
-            url: self.public_url.clone(),
-            interval_ms: self.period.as_millis() as u32,
-            t_us: series::encode(&t),
-            series,
-            roles,
-        })
+        self.thread
+            .snapshot()
+            .columns(&self.public_url, self.period, origin)
     }
 }
 
@@ -229,11 +286,102 @@ fn decimals(values: &[f64]) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn store() -> Scrapes {
+        let roles: RoleAlternatives = [
+            (MetricRole::Running, vec!["a".to_string()]),
+            (
+                MetricRole::KvCacheUsage,
+                vec!["new_kv".into(), "old_kv".into()],
+            ),
+            (MetricRole::PromptTokens, vec!["p1 + p2".into()]),
+        ]
+        .into();
+        let wanted = ["a", "new_kv", "old_kv", "p1", "p2"]
+            .map(String::from)
+            .to_vec();
+        Scrapes::new(Arc::new(roles), Arc::new(wanted))
+    }
+
+    #[test]
+    fn the_first_scrape_chooses_and_later_ones_keep_only_the_chosen_numbers() {
+        let origin = Instant::now();
+        let at = |ms| origin + Duration::from_millis(ms);
+        let mut s = store();
+        // The first lacks vLLM's new KV-cache name: the old one is chosen.
+        s.push(
+            at(0),
+            vec![Some(1.0), None, Some(0.25), Some(10.0), Some(5.0)],
+        );
+        // Lacking a chosen metric (p1): left out whole.
+        s.push(
+            at(100),
+            vec![Some(2.0), Some(0.9), Some(0.5), None, Some(5.0)],
+        );
+        s.push(
+            at(200),
+            vec![Some(3.0), Some(0.9), Some(0.75), Some(20.0), Some(6.0)],
+        );
+        assert_eq!(s.kept, [0, 2, 3, 4]);
+        assert_eq!(
+            s.values.len(),
+            2 * 4,
+            "only the chosen numbers of whole scrapes"
+        );
+        let m = s
+            .columns("http://e/metrics", Duration::from_millis(100), origin)
+            .unwrap();
+        assert_eq!(series::decode(&m.t_us).unwrap(), [0, 200_000]);
+        let got: Vec<(&str, u32, Vec<i64>)> = m
+            .series
+            .iter()
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    c.decimals,
+                    series::decode(&c.values).unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", 0, vec![1, 3]),
+                ("old_kv", 2, vec![25, 75]),
+                ("p1", 0, vec![10, 20]),
+                ("p2", 0, vec![5, 6]),
+            ]
+        );
+        assert_eq!(m.roles[&MetricRole::KvCacheUsage], ["old_kv"]);
+        assert_eq!(m.roles[&MetricRole::PromptTokens], ["p1", "p2"]);
+        // A drain leaves an empty store that chooses again.
+        let empty = s.emptied();
+        assert!(empty.chosen.is_none() && empty.times.is_empty());
+    }
+
+    #[test]
+    fn no_answer_and_no_metric_say_so() {
+        let origin = Instant::now();
+        let period = Duration::from_millis(100);
+        let e = store()
+            .columns("http://e/metrics", period, origin)
+            .unwrap_err();
+        assert_eq!(e, "http://e/metrics did not answer during the benchmark");
+        let mut s = store();
+        s.push(origin, vec![None; 5]);
+        let e = s.columns("http://e/metrics", period, origin).unwrap_err();
+        assert_eq!(
+            e,
+            "http://e/metrics has none of the metrics this engine's recipe names"
+        );
+    }
+
     #[test]
     fn decimals_are_the_fewest_that_keep_the_values() {
-        assert_eq!(super::decimals(&[0.0, 3.0, 1e9]), 0);
-        assert_eq!(super::decimals(&[0.28, 0.5]), 2);
-        assert_eq!(super::decimals(&[0.123456789]), 6);
-        assert_eq!(super::decimals(&[]), 0);
+        assert_eq!(decimals(&[0.0, 3.0, 1e9]), 0);
+        assert_eq!(decimals(&[0.28, 0.5]), 2);
+        assert_eq!(decimals(&[0.123456789]), 6);
+        assert_eq!(decimals(&[]), 0);
     }
 }
