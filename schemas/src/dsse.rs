@@ -62,7 +62,8 @@ pub enum EnvelopeError {
     Payload(String),
     #[error("{0} signatures: more than the {max} an envelope may carry", max = crate::limits::MAX_SIGNATURES)]
     TooManySignatures(usize),
-    #[error("signatures[{0}]: a keyid or sig of {1}, longer than the 1 KiB either may be")]
+    #[error("signatures[{0}]: a keyid or sig of {1}, longer than the {max} either may be",
+        max = crate::limits::bytes(crate::limits::MAX_SIGNATURE_FIELD_BYTES as u64))]
     LongSignature(usize, String),
 }
 
@@ -170,7 +171,7 @@ impl<'a> EnvelopeView<'a> {
         }
         for (i, s) in view.signatures.iter().enumerate() {
             let longest = s.keyid.len().max(s.sig.len());
-            if longest > 1024 {
+            if longest > crate::limits::MAX_SIGNATURE_FIELD_BYTES {
                 let size = crate::limits::bytes(longest as u64);
                 return Err(EnvelopeError::LongSignature(i, size));
             }

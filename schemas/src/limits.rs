@@ -43,6 +43,10 @@ pub const COLUMN_FIELDS: &[&str] = &[
 /// The most signatures one envelope may carry (DSSE's examples carry one or two).
 pub const MAX_SIGNATURES: usize = 64;
 
+/// The longest `keyid` or `sig` of a signature, in bytes (a SHA-256 keyid is 64 hex digits,
+/// an Ed25519 signature 88 base64 characters).
+pub const MAX_SIGNATURE_FIELD_BYTES: usize = 1 << 10;
+
 /// The most GPUs one result describes (an importer builds one inventory entry per GPU a
 /// source states, so the count it reads is bounded here).
 pub const MAX_GPUS: u32 = 4096;

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::fmt::{self, Write as _};
 
 /// Why `payload` breaks a limit, if it does: the JSON path and the limit, e.g.
-/// `predicate.model.id: a string of 10.0 MiB, longer than the 64 KiB a string may be`.
+/// `predicate.model.id: a string of 9.5 MiB, longer than the 64 KiB a string may be`.
 pub fn check(payload: &[u8]) -> Result<(), String> {
     let mut walk = Walk::default();
     let mut de = serde_json::Deserializer::from_slice(payload);
@@ -48,7 +48,7 @@ pub fn clip(value: &mut serde_json::Value) {
 
 /// `s` cut to at most [`MAX_STRING_BYTES`], on a character boundary, ending with a note of
 /// its whole length; unchanged when it fits.
-pub fn clip_string(s: &mut String) {
+fn clip_string(s: &mut String) {
     if s.len() <= MAX_STRING_BYTES {
         return;
     }

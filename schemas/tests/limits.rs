@@ -161,3 +161,44 @@ fn a_trusted_key_is_tried_on_the_first_signature_that_names_it_only() {
         SignatureVerdict::Invalid { .. }
     ));
 }
+
+/// Every telemetry column is among the fields exempt from the string limit: a struct
+/// literal names every field, so a column added to the schema fails to compile here until
+/// it is listed (a long benchmark's column would otherwise make its result unreadable).
+#[test]
+fn every_telemetry_column_is_exempt_from_the_string_limit() {
+    use schemas::telemetry::{GpuColumns, GpuTelemetry, MetricSeries, ServerMetrics};
+    let long = || "A".repeat(MAX_STRING_BYTES + 1);
+    let gpu = GpuTelemetry {
+        source: "nvml".into(),
+        driver_version: None,
+        interval_ms: 100,
+        t_us: long(),
+        gpus: vec![GpuColumns {
+            index: 0,
+            uuid: None,
+            power_w: Some(long()),
+            energy_j: Some(long()),
+            sm_util_pct: Some(long()),
+            mem_util_pct: Some(long()),
+            mem_used_mib: Some(long()),
+            sm_clock_mhz: Some(long()),
+            temperature_c: Some(long()),
+            throttle_reasons: Some(long()),
+        }],
+    };
+    let server = ServerMetrics {
+        url: "http://e/metrics".into(),
+        interval_ms: 100,
+        t_us: long(),
+        series: vec![MetricSeries {
+            name: "vllm:num_requests_running".into(),
+            decimals: 0,
+            values: long(),
+        }],
+        roles: Default::default(),
+    };
+    for json in [serde_json::to_vec(&gpu), serde_json::to_vec(&server)] {
+        assert_eq!(schemas::shape::check(&json.unwrap()), Ok(()));
+    }
+}
