@@ -23,8 +23,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 pub mod cpu;
-#[cfg(any(test, feature = "test-support"))]
-pub mod testing;
 
 /// Microseconds since `origin` (0 for times before it). Inline: the client stamps every
 /// token with it, from another crate.

@@ -2,7 +2,7 @@
 //! checked against what the simulator knows it did. The result goes the runner's road:
 //! prepare, connect, measure into a journal, assemble, seal.
 
-// Timing tests hold `timing_test_lock` (directly or in `clock::testing::timing_test`) across
+// Timing tests hold `timing_test_lock` (directly or in `testkit::timing::timing_test`) across
 // awaits on purpose: each runs on its own runtime, and the lock only keeps them from running
 // beside each other.
 #![allow(clippy::await_holding_lock)]
@@ -68,7 +68,7 @@ fn ms(d: std::time::Duration) -> f64 {
 
 #[tokio::test(flavor = "current_thread")]
 async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_servers_truth() {
-    clock::testing::timing_test(|| async {
+    testkit::timing::timing_test(|| async {
         let sim = SimServer::start(fixed_sim()).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let (tokens, n) = (16u32, 12usize);
@@ -202,7 +202,7 @@ async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_s
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_request_rate_of_an_open_loop_matches_the_servers_own_timeline() {
-    clock::testing::timing_test(|| async {
+    testkit::timing::timing_test(|| async {
         let sim = SimServer::start(fixed_sim()).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let spec = RunSpec {
@@ -239,7 +239,7 @@ async fn the_request_rate_of_an_open_loop_matches_the_servers_own_timeline() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_sweep_runs_synchronous_throughput_then_rates_between() {
-    clock::testing::timing_test(|| async {
+    testkit::timing::timing_test(|| async {
         let cfg = SimConfig {
             ttft_ms: 5.0,
             itl_ms: 1.0,
@@ -350,7 +350,7 @@ async fn latency_legs() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_grid_runs_one_benchmark_per_cell_with_exact_lengths() {
-    let _timing = clock::testing::timing_test_lock();
+    let _timing = testkit::timing::timing_test_lock();
     let cfg = SimConfig {
         ttft_ms: 2.0,
         itl_ms: 1.0,
@@ -409,7 +409,7 @@ const WORD_TOKENIZER_JSON: &str = r#"{"version":"1.0","truncation":null,"padding
 
 #[tokio::test(flavor = "current_thread")]
 async fn dataset_files_drive_requests_with_their_own_lengths() {
-    let _timing = clock::testing::timing_test_lock();
+    let _timing = testkit::timing::timing_test_lock();
     let cfg = SimConfig {
         ttft_ms: 2.0,
         itl_ms: 1.0,
@@ -515,7 +515,7 @@ async fn dataset_files_drive_requests_with_their_own_lengths() {
 /// `--token-clock read`: every token event stamped at the read, and the result says so.
 #[tokio::test(flavor = "current_thread")]
 async fn the_result_counts_what_stamped_its_tokens() {
-    let _timing = clock::testing::timing_test_lock();
+    let _timing = testkit::timing::timing_test_lock();
     let sim = SimServer::start(SimConfig {
         ttft_ms: 2.0,
         itl_ms: 1.0,

@@ -30,7 +30,7 @@ fn ttft_mean(b: &schemas::Benchmark) -> f64 {
 
 #[tokio::test(flavor = "current_thread")]
 async fn shared_prefixes_hit_the_prefix_cache_and_cut_ttft() {
-    let _timing = clock::testing::timing_test_lock();
+    let _timing = testkit::timing::timing_test_lock();
     let sim = SimServer::start(prefill_sim()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let data = loadgen::spec::parse_data(
@@ -91,7 +91,7 @@ async fn shared_prefixes_hit_the_prefix_cache_and_cut_ttft() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn multi_turn_sessions_carry_the_answers_and_reuse_the_cache() {
-    let _timing = clock::testing::timing_test_lock();
+    let _timing = testkit::timing::timing_test_lock();
     let sim = SimServer::start(prefill_sim()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let spec = RunSpec {
@@ -167,7 +167,7 @@ async fn multi_turn_sessions_carry_the_answers_and_reuse_the_cache() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_mooncake_trace_replays_on_time_and_shares_its_blocks() {
-    let _timing = clock::testing::timing_test_lock();
+    let _timing = testkit::timing::timing_test_lock();
     let sim = SimServer::start(SimConfig {
         prefill_us_per_token: 0.0,
         ttft_ms: 2.0,
@@ -247,7 +247,7 @@ async fn a_mooncake_trace_replays_on_time_and_shares_its_blocks() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn reasoning_streams_split_ttft_from_the_first_answer_token() {
-    let _timing = clock::testing::timing_test_lock();
+    let _timing = testkit::timing::timing_test_lock();
     let sim = SimServer::start(SimConfig {
         ttft_ms: 20.0,
         prefill_us_per_token: 0.0,
@@ -300,7 +300,7 @@ async fn reasoning_streams_split_ttft_from_the_first_answer_token() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn ramps_and_stages_are_labelled_and_keep_their_schedule() {
-    let _timing = clock::testing::timing_test_lock();
+    let _timing = testkit::timing::timing_test_lock();
     let sim = SimServer::start(SimConfig {
         ttft_ms: 1.0,
         itl_ms: 1.0,

@@ -1,7 +1,7 @@
 //! GPU telemetry and server metrics through the real binary: `runner run` against the
 //! simulator (whose `/metrics` are named as vLLM's and count what it served), with NVML
 //! played by a small library built here from a scripted timeline
-//! (`telemetry/tests/fixtures/fake_nvml.c`). Energy, power, the throttle and idle flags,
+//! (`testkit/fixtures/fake_nvml.c`). Energy, power, the throttle and idle flags,
 //! the no-driver path, the prefix-cache flag and reset, and `runner verify`'s recomputation
 //! of all of it.
 
@@ -67,8 +67,8 @@ fn run(dir: &Path, sim: &Sim, script: Option<&str>, args: &[&str]) -> (Output, s
         .env("RUST_LOG", "warn");
     match script {
         Some(text) => {
-            let s = telemetry::testing::script(dir, text);
-            c.env("PROVEBENCH_NVML_LIB", telemetry::testing::fake_nvml_lib())
+            let s = testkit::nvml::script(dir, text);
+            c.env("PROVEBENCH_NVML_LIB", testkit::nvml::fake_nvml_lib())
                 .env("FAKE_NVML_SCRIPT", s);
         }
         None => {
@@ -231,7 +231,7 @@ fn a_warm_prefix_cache_is_flagged_and_the_reset_is_recorded() {
 #[test]
 fn a_runner_killed_mid_benchmark_keeps_the_telemetry_checkpointed_so_far() {
     let (dir, sim) = (tempfile::tempdir().unwrap(), sim());
-    let script = telemetry::testing::script(
+    let script = testkit::nvml::script(
         dir.path(),
         "at_ms 0 gpu * power_mw 200000 sm 90 mem 40 mem_used_mib 1000 sm_clock 1500 temp 50 throttle 0\n",
     );
@@ -252,7 +252,7 @@ fn a_runner_killed_mid_benchmark_keeps_the_telemetry_checkpointed_so_far() {
             "--telemetry-checkpoint-s",
             "1",
         ])
-        .env("PROVEBENCH_NVML_LIB", telemetry::testing::fake_nvml_lib())
+        .env("PROVEBENCH_NVML_LIB", testkit::nvml::fake_nvml_lib())
         .env("FAKE_NVML_SCRIPT", script)
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null())

@@ -1,7 +1,7 @@
 //! The simulator against a plain HTTP client: wire shapes per API, timing against the truth,
 //! queueing, faults, the small endpoints, keep-alive. Every test is bounded by a timeout.
 
-// Timing tests hold `timing_test_lock` (directly or in `clock::timing_test`) across awaits
+// Timing tests hold `timing_test_lock` (directly or in `testkit::timing::timing_test`) across awaits
 // on purpose: each runs on its own runtime, and the lock only keeps them from running
 // beside each other.
 #![allow(clippy::await_holding_lock)]
@@ -280,7 +280,7 @@ async fn whole_responses() {
 /// The timer check: with no batching effects the truth's TTFT and ITL sit on the configured values.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timing_matches_configuration() {
-    clock::testing::timing_test(|| async {
+    testkit::timing::timing_test(|| async {
     bounded(20, async {
         let cfg = SimConfig { ttft_ms: 10.0, prefill_us_per_token: 20.0, itl_ms: 5.0, itl_growth: 0.0, max_batch: 8, ..SimConfig::default() };
         let server = SimServer::start(cfg).await.unwrap();
@@ -323,7 +323,7 @@ async fn timing_matches_configuration() {
 /// Two requests running together each get `itl × (1 + growth)` between tokens.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn itl_grows_with_the_batch() {
-    clock::testing::timing_test(|| async {
+    testkit::timing::timing_test(|| async {
         bounded(20, async {
             let cfg = SimConfig {
                 ttft_ms: 2.0,
@@ -417,7 +417,7 @@ async fn token_offsets(decode_steps: bool, delay_ms: u64) -> (f64, f64) {
 /// each keeps its own rhythm (the control, so that the check can fail).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decode_steps_send_every_running_requests_tokens_together() {
-    clock::testing::timing_test(|| async {
+    testkit::timing::timing_test(|| async {
     bounded(30, async {
         // A pair admitted a whole number of ITLs apart proves nothing: try other delays until
         // the second request is admitted well off the first one's rhythm.
@@ -447,7 +447,7 @@ async fn decode_steps_send_every_running_requests_tokens_together() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_batch_queues_fifo() {
-    clock::testing::timing_test(|| async {
+    testkit::timing::timing_test(|| async {
         bounded(20, async {
             let cfg = SimConfig {
                 ttft_ms: 5.0,
@@ -604,7 +604,7 @@ async fn reset_fault_cuts_the_stream() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stall_fault_pauses_then_continues() {
-    clock::testing::timing_test(|| async {
+    testkit::timing::timing_test(|| async {
         bounded(20, async {
             let f = Faults {
                 stall_fraction: 1.0,
@@ -1091,7 +1091,7 @@ async fn gauges_follow_the_batch_and_the_queue() {
 /// its time to first token is shorter by their prefill: the model's truth, medians of several.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeated_prompt_skips_the_prefill_of_its_cached_blocks() {
-    clock::testing::timing_test(|| async {
+    testkit::timing::timing_test(|| async {
         bounded(20, async {
             let cfg = SimConfig {
                 ttft_ms: 2.0,

@@ -15,8 +15,6 @@ pub mod periodic;
 pub mod prometheus;
 pub mod reset;
 pub mod scrape;
-#[cfg(feature = "test-support")]
-pub mod testing;
 mod watch;
 
 pub use watch::{Watch, WatchConfig};

@@ -5,7 +5,7 @@
 //! this module only reads, it keeps no history. NVML is loaded at run time, so a
 //! host without the NVIDIA driver still runs: [`Nvml::open`] says why not, and the
 //! caller goes on without GPU samples. Tests point [`Nvml::open`] at the scripted fake
-//! in `tests/fixtures/fake_nvml.c` (see `testing`).
+//! in `testkit/fixtures/fake_nvml.c` (the `testkit` crate builds it).
 
 use std::ffi::{c_void, OsStr};
 use std::mem::ManuallyDrop;

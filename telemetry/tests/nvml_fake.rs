@@ -1,4 +1,4 @@
-//! The NVML reader against the scripted fake library (tests/fixtures/fake_nvml.c).
+//! The NVML reader against the scripted fake library (testkit/fixtures/fake_nvml.c).
 //!
 //! The fake reads FAKE_NVML_SCRIPT from the process env at nvmlInit, and `open(None)`
 //! reads PROVEBENCH_NVML_LIB: every test that opens NVML holds `ENV` so none sees
@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use telemetry::nvml::{GpuReading, Nvml};
-use telemetry::testing::{fake_nvml_lib, script};
+use testkit::nvml::{fake_nvml_lib, script};
 
 static ENV: Mutex<()> = Mutex::new(());
 

@@ -1,5 +1,5 @@
-//! Test support (feature `test-support`): the fake NVML of `tests/fixtures/fake_nvml.c`,
-//! built into a shared library that [`crate::nvml::Nvml::open`] loads in place of
+//! The fake NVML of `fixtures/fake_nvml.c`,
+//! built into a shared library that `telemetry::nvml::Nvml::open` loads in place of
 //! libnvidia-ml, and its scripts. The C source is embedded so that other crates' tests
 //! use it too. The script format is documented at the top of the C file; the library
 //! reads the script named by the env var `FAKE_NVML_SCRIPT` at nvmlInit, so tests that
@@ -12,7 +12,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-const SOURCE: &str = include_str!("../tests/fixtures/fake_nvml.c");
+const SOURCE: &str = include_str!("../fixtures/fake_nvml.c");
 
 /// The fake NVML library, compiled with `cc -shared -fPIC -O2` once per process into a
 /// temp dir keyed by a hash of the source (so processes share it and an edit rebuilds).

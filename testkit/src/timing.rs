@@ -1,6 +1,6 @@
 //! Test support for every crate whose tests check timings (`loadgen`, `sim`): one lock so
 //! that they never run beside each other, and a retry when the hypervisor stole the CPUs.
-//! Behind the `test-support` feature: only dev-dependencies turn it on.
+//! Tests reach it through `testkit::timing`; the product never links it.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -28,7 +28,7 @@ where
     Fut: std::future::Future<Output = ()>,
 {
     let _timing = timing_test_lock();
-    retry_when_stolen(crate::cpu::steal_time, attempt).await
+    retry_when_stolen(clock::cpu::steal_time, attempt).await
 }
 
 /// [`timing_test`]'s loop, with the steal counter passed in (tests give it a fake one).
