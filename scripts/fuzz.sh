@@ -3,7 +3,7 @@
 # toolchain: the coverage instrumentation is plain `-C` flags, no nightly needed).
 #
 #   scripts/fuzz.sh TARGET SECONDS [LIBFUZZER_FLAG...]   fuzz one target
-#   scripts/fuzz.sh --all SECONDS                         each target in turn (CI: briefly)
+#   scripts/fuzz.sh --all SECONDS                         each target in turn (`make fuzz`: briefly)
 #   scripts/fuzz.sh --merge TARGET                        minimise what was found into
 #                                                         fuzz/corpus/TARGET (to commit)
 #   scripts/fuzz.sh --list                                the targets

@@ -2,6 +2,7 @@
 # Installs what the tests need beyond the Rust toolchain, on a fresh Debian machine, idempotently:
 #   apt:  openssl, curl, g++, nodejs, npm, chromium (each when missing), python3-venv (when venv is missing)
 #   npm:  playwright-core for tests/browser (npm ci, when node_modules is missing or stale)
+#   cargo: cargo-nextest, which runs the Rust tests (cargo install, when `cargo nextest` is missing)
 #   pip:  a project venv in .venv with the independent verifiers (securesystemslib, cryptography,
 #         jsonschema) and pytest, at pinned versions
 # The wasm toolchain is scripts/build-wasm.sh's business.
@@ -45,4 +46,11 @@ browser_tests="$root/tests/browser"
 if [ ! -f "$browser_tests/node_modules/.package-lock.json" ] || [ "$browser_tests/package-lock.json" -nt "$browser_tests/node_modules/.package-lock.json" ]; then
   say "npm ci in tests/browser"
   npm ci --prefix "$browser_tests" --no-audit --no-fund --loglevel=error
+fi
+
+# The Rust tests' runner. Rust machines here ship it; elsewhere it is built from crates.io
+# at the version its lockfile pins (a few minutes, once).
+if ! cargo nextest --version >/dev/null 2>&1; then
+  say "cargo install --locked cargo-nextest"
+  cargo install -q --locked cargo-nextest
 fi
