@@ -2,7 +2,7 @@
 # What host telemetry costs (the committed benchmark for docs/PERFORMANCE.md's telemetry rows;
 # not a test): GPU sampling of 8 GPUs through NVML and scraping a vLLM-sized /metrics page, both
 # every 100 ms, in a process that does nothing else (telemetry/examples/cost.rs), so its CPU
-# time is theirs. NVML is the fake library of the tests (telemetry/tests/fixtures/fake_nvml.c),
+# time is theirs. NVML is the fake library of the tests (testkit/fixtures/fake_nvml.c),
 # whose calls cost next to nothing: on a real host, the driver's own time per call adds to this.
 # The page is served by Python's http.server (HTTP/1.1, kept alive) from another process; it has the shape of a vLLM
 # V1 page (12 histograms of 30 buckets for 2 engines, counters, gauges, process metrics: ~80 KB).
@@ -14,7 +14,7 @@ seconds=${1:-60}
 tmp=$(mktemp -d)
 trap 'kill ${http_pid:-} 2>/dev/null || true; rm -rf "$tmp"' EXIT
 cargo build -q --release -p telemetry --example cost --manifest-path "$root/Cargo.toml"
-cc -shared -fPIC -O2 -o "$tmp/libfake_nvml.so" "$root/telemetry/tests/fixtures/fake_nvml.c"
+cc -shared -fPIC -O2 -o "$tmp/libfake_nvml.so" "$root/testkit/fixtures/fake_nvml.c"
 printf 'gpus 8\nat_ms 0 gpu * power_mw 650000 sm 97 mem 60 mem_used_mib 71000 sm_clock 1755 temp 62 throttle 0x4\n' >"$tmp/nvml.txt"
 mkdir -p "$tmp/www"
 python3 - "$tmp/www/metrics" <<'PY'

@@ -37,9 +37,9 @@ const run = (url, out, ...args) => runner('run', '--target', url, '--no-sign', '
 run(fast, 'sweep.json', '--profile', 'sweep', '--sweep-rates', '2', '--max-requests', '12', '--data', 'prompt_tokens=16,output_tokens=8');
 run(fast, 'grid.json', '--grid', 'input=16,32', 'output=4,8', '--max-requests', '3');
 run(failing, 'failed.json', '--max-requests', '4', '--data', 'prompt_tokens=16,output_tokens=8');
-// NVML played by the test library (telemetry/tests/fixtures/fake_nvml.c): two GPUs, one throttled.
+// NVML played by the test library (testkit/fixtures/fake_nvml.c): two GPUs, one throttled.
 const fakeNvml = join(dir, 'libfake_nvml.so');
-execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', fakeNvml, new URL('../../telemetry/tests/fixtures/fake_nvml.c', import.meta.url).pathname]);
+execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', fakeNvml, new URL('../../testkit/fixtures/fake_nvml.c', import.meta.url).pathname]);
 writeFileSync(join(dir, 'nvml.txt'), 'gpus 2\nat_ms 0 gpu * power_mw 250000 sm 90 mem 40 mem_used_mib 60000 sm_clock 1980 temp 60 throttle 0\nat_ms 200 gpu 1 power_mw 320000 throttle 0x40\n');
 runnerIn(dir, { ...env, PROVEBENCH_NVML_LIB: fakeNvml, FAKE_NVML_SCRIPT: join(dir, 'nvml.txt') }, 120_000)(
   'run', '--target', fast, '--no-sign', '--out', 'gpu.json', '--profile', 'concurrent', '--concurrency', '4',

@@ -9,7 +9,7 @@ LEB128 varints, zlib, base64) and recomputes every field of `summary.host.gpu` a
 must match exactly, the others to a relative 1e-12.
 
 The document comes from the real runner against `runner sim` on a fake NVML library
-(telemetry/tests/fixtures/fake_nvml.c) playing a scripted timeline: two GPUs at different
+(testkit/fixtures/fake_nvml.c) playing a scripted timeline: two GPUs at different
 constant power, one of them thermally throttled for a while. The sim resets some streams
 and the run has warm-up requests, so "output tokens of ALL completed requests" differs
 from both "measured only" and "every request". Independently of the runner's arithmetic,
@@ -165,7 +165,7 @@ def statement(tmp_path_factory):
     d = tmp_path_factory.mktemp("telemetry")
     lib = d / "libfake_nvml.so"
     cc = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib),
-                         str(ROOT / "telemetry" / "tests" / "fixtures" / "fake_nvml.c")], capture_output=True, text=True)
+                         str(ROOT / "testkit" / "fixtures" / "fake_nvml.c")], capture_output=True, text=True)
     assert cc.returncode == 0, cc.stderr
     (d / "nvml.script").write_text(SCRIPT)
     port = free_port()
