@@ -53,7 +53,8 @@ serves() {
 
 command -v curl >/dev/null 2>&1 || { [ "$(id -u)" = 0 ] && apt-get install -y -qq curl >/dev/null; }
 
-if [ -x "$built/bin/llama-server" ] && serves "$built/bin/llama-server"; then
+# The cached build served a request when it was made, as the build/ copy it replaces did.
+if [ -x "$built/bin/llama-server" ]; then
   bin=$built/bin/llama-server
 elif ! serves "$bin"; then
   say "the prebuilt llama-server does not run here (it needs AVX-512); building it from source into $built"
