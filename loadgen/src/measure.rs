@@ -435,20 +435,6 @@ impl Measurement {
                 })
             })
             .transpose()?;
-        sinks.journal.write(Line::Benchmark(Announce {
-            index,
-            label: label.clone(),
-            profile,
-            workload,
-            slo,
-            started_at: match &self.shard {
-                Some(r) => r.shard.start_at.clone(),
-                None => journal::timestamp(SystemTime::now()),
-            },
-            warmup: s.warmup_requests,
-            cooldown: s.cooldown_requests,
-            phased: split.is_some(),
-        }));
         sinks.count += 1;
         sinks
             .observer
@@ -481,10 +467,26 @@ impl Measurement {
         }
         let usage_before = Usage::now();
         let stamps_before = self.endpoint.stamps.snapshot();
-        let origin = match &self.shard {
-            Some(r) => self.reach(r, sinks).await,
-            None => Instant::now(),
+        let (origin, started_at) = match &self.shard {
+            Some(r) => (self.reach(r, sinks).await, r.shard.start_at.clone()),
+            None => (Instant::now(), journal::timestamp(SystemTime::now())),
         };
+        // Announced at its origin, not before the connections were warmed: `started_at` is
+        // the wall-clock time of the zero of every record and telemetry time, which is how
+        // a reader lines them up with anything else on the host (an energy counter read by
+        // another process). Nothing else of this benchmark is journaled before it: telemetry
+        // checkpoints start at `host.origin`.
+        sinks.journal.write(Line::Benchmark(Announce {
+            index,
+            label: label.clone(),
+            profile,
+            workload,
+            slo,
+            started_at,
+            warmup: s.warmup_requests,
+            cooldown: s.cooldown_requests,
+            phased: split.is_some(),
+        }));
         if let Some(host) = &self.host {
             host.origin(origin);
         }
