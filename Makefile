@@ -61,7 +61,7 @@ test-node: build wasm
 test-browser: deps build wasm
 	RUNNER_BIN=$(RUNNER) node --test tests/browser/
 
-test-python: deps build
+test-python: deps llama-server build
 	RUNNER_BIN=$(RUNNER) $(VENV)/bin/python -m pytest -q tests/python
 
 # libFuzzer on every target for FUZZ_SECONDS each, in an instrumented build of its own

@@ -47,7 +47,8 @@ serve() { # serve SIM-FLAGS...: the simulator on a free port, which it leaves in
   p=$(port)
   RUST_LOG=warn "${on_cpu1[@]}" "$sim" sim --host 127.0.0.1 --port "$p" "$@" >/dev/null &
   sim_pid=$!
-  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$p/health" >/dev/null 2>&1 && return; sleep 0.1; done
+  # A connect is enough to know it listens (bash's /dev/tcp: no curl needed on a bare GPU host).
+  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && return; sleep 0.1; done
   echo "the simulator did not start" >&2; exit 1
 }
 bench() { # bench NAME RUNNER-FLAGS...: one run against the simulator `serve` started, which it then stops

