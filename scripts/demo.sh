@@ -3,7 +3,8 @@
 # both signed with a demo key, then verified natively and inside the wasm module the site uses;
 # a second simulated server (a smaller batch, ITL growing faster with it) swept the same way; a
 # report of the first server's results and a diff of the two servers, rendered by report-wasm's
-# module in wasmtime; the published seed tables imported and seed 004's sweeps compared; and a
+# module in wasmtime; a result measured on a real H100 by the GPU proof, verified and reported with
+# its power charts; the published seed tables imported and seed 004's sweeps compared; and a
 # static site of all of it.
 # Usage: scripts/demo.sh RUNNER_BIN OUT_DIR
 set -euo pipefail
@@ -18,6 +19,12 @@ fi
 # The keys file the site and `runner verify --keys` read: name, keyid, PEM, validity, revocation.
 if [ ! -f "$out/keys.json" ]; then
   "$runner" trust "$out/demo.pub" --keys "$out/keys.json" --name "provebench demo key" >/dev/null
+fi
+
+# A result measured on a real H100 by the GPU proof (scripts/gpu-proof.sh), kept under its own key.
+h100=$root/tests/fixtures/gpu-proof/h100-2026-11-27
+if ! grep -q "provebench GPU proof (H100" "$out/keys.json"; then
+  "$runner" trust "$h100/proof.pub" --keys "$out/keys.json" --name "provebench GPU proof (H100, 2026-11-27)" >/dev/null
 fi
 
 sims=()
@@ -54,6 +61,12 @@ echo "== report (report-wasm in wasmtime) -> $out/report-$stamp/"
 "$runner" report "$out/sweep-$stamp.json" "$out/grid-$stamp.json" --keys "$out/keys.json" --out "$out/report-$stamp"
 echo "== diff: second server against the first -> $out/diff-$stamp/"
 "$runner" diff "$out/sweep-$stamp.json" "$out/sweep-small-batch-$stamp.json" --keys "$out/keys.json" --out "$out/diff-$stamp"
+echo "== a real H100: llama.cpp (Vulkan) serving a random-weight 1.2 B model, with NVML power -> $out/report-h100/"
+cp "$h100/result.json" "$out/h100-llama.cpp-gpu-proof.json"
+"$runner" verify "$out/h100-llama.cpp-gpu-proof.json" --keys "$out/keys.json"
+node "$root/scripts/verify-wasm.mjs" "$out/h100-llama.cpp-gpu-proof.json" "$out/keys.json"
+"$runner" report "$out/h100-llama.cpp-gpu-proof.json" --keys "$out/keys.json" --out "$out/report-h100" >/dev/null
+echo "   $(ls "$out/report-h100" | grep -c 'power') GPU power charts; the proof's checks: tests/fixtures/gpu-proof/h100-2026-11-27/summary.md"
 echo "== import the published seed tables (tests/seeds: copies of ../shared/seeds) -> $out/imported/"
 rm -rf "$out/imported"
 "$runner" import "$root"/tests/seeds/*.txt --out "$out/imported" >/dev/null
@@ -64,11 +77,12 @@ echo "   $(grep -c '^## Group' "$out/compare-seed-004/compare.md") comparable gr
 
 echo "== publish the site -> $out/site/ (preview: $runner serve $out/site)"
 "$runner" publish "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/sweep-small-batch-$stamp.json" \
-  "$out/imported" --keys "$out/keys.json" --out "$out/site" >/dev/null
+  "$out/h100-llama.cpp-gpu-proof.json" "$out/imported" --keys "$out/keys.json" --out "$out/site" >/dev/null
 echo "   gallery comparisons (open in the site):"
 echo "   vLLM vs SGLang vs lmdeploy, Qwen2-72B-Instruct on 8 x L20, with vLLM on 4 and 8 x A100 and 4 x L20:"
 echo "     #/compare/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-10.json/004_4d3f484aa116390c-12.json/004_4d3f484aa116390c-9.json/004_4d3f484aa116390c-5.json/004_4d3f484aa116390c-4.json"
 echo "   the two simulated servers:                       #/compare/sweep-$stamp.json/sweep-small-batch-$stamp.json"
+echo "   a real H100 (NVML power and energy):             #/result/h100-llama.cpp-gpu-proof.json"
 echo "   vLLM vs SGLang, Qwen2-72B-Instruct on 8 x L20:   #/diff/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-10.json"
 echo "   vLLM vs lmdeploy, Qwen2-72B-Instruct on 8 x L20: #/diff/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-12.json"
 echo "   vLLM vs TGI, Mistral-7B-OpenOrca-AWQ on A100:    #/diff/003_44f3a8b9f2336bbb-1.json/003_44f3a8b9f2336bbb-2.json"
