@@ -194,7 +194,7 @@ def main_check(a: argparse.Namespace) -> int:
               gpu_mem_above_idle_mib=grew, model_mib=model_mib)
 
     # 1. NVML columns present, and different under load from idle.
-    t_all, per_bench = [], []
+    per_bench = []
     for b in sweep + idle:
         t, gpus = columns(b)
         per_bench.append(gpus)

@@ -27,6 +27,16 @@ def validator(name):
 
 
 @pytest.fixture(scope="session")
+def fake_nvml(tmp_path_factory):
+    """The NVML library the tests build (testkit/fixtures/fake_nvml.c), played by FAKE_NVML_SCRIPT."""
+    lib = tmp_path_factory.mktemp("nvml") / "libfake_nvml.so"
+    cc = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib),
+                         str(ROOT / "testkit" / "fixtures" / "fake_nvml.c")], capture_output=True, text=True)
+    assert cc.returncode == 0, cc.stderr
+    return lib
+
+
+@pytest.fixture(scope="session")
 def signed(tmp_path_factory):
     """(directory, keyid, envelope dict, statement dict) of a signed synthetic result."""
     d = tmp_path_factory.mktemp("signed")

@@ -5,10 +5,11 @@ sweep with NVML telemetry, the independent energy reader (nvidia-ml-py on the sa
 idle benchmark, the runner benchmark, verification and every check of the summary."""
 
 import base64
+import gzip
 import json
 import os
-import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -22,19 +23,16 @@ def llama_server():
 
 
 @pytest.fixture(scope="module")
-def proof(tmp_path_factory):
+def proof(tmp_path_factory, fake_nvml):
     d = tmp_path_factory.mktemp("gpu-proof")
-    lib = d / "libfake_nvml.so"
-    cc = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib),
-                         str(ROOT / "testkit" / "fixtures" / "fake_nvml.c")], capture_output=True, text=True)
-    assert cc.returncode == 0, cc.stderr
+    lib = fake_nvml
     # The dev runner is larger than the release one and xz -1 packs less than -9, so a bundle
     # made this way that fits, fits.
     bundle = subprocess.run([str(ROOT / "scripts" / "gpu-proof.sh"), "--bundle", str(d / "bundle")],
                             capture_output=True, text=True,
                             env={**os.environ, "RUNNER_BIN": RUNNER, "PROOF_XZ_LEVEL": "1"})
     assert bundle.returncode == 0, bundle.stdout + bundle.stderr
-    env = {**os.environ, "PYTHON": os.sys.executable, "PROOF_SECONDS": "2",
+    env = {**os.environ, "PYTHON": sys.executable, "PROOF_SECONDS": "2",
            "PROOF_DATA": "prompt_tokens=32,output_tokens=16", "PROOF_BENCH_REQUESTS": "50",
            "PROOF_MODEL_ARGS": "--hidden 128 --layers 2 --ff 256 --heads 4 --kv-heads 2"}
     run = subprocess.run([str(d / "bundle" / "gpu-proof.sh"), "--run", "--out", str(d / "out"),
@@ -96,7 +94,7 @@ def test_a_failed_check_fails_the_proof(proof, tmp_path):
     scaled = [l if l.startswith("#") else " ".join([l.split()[0]] + [str(int(int(x) * 1.05)) for x in l.split()[1:]])
               for l in lines]
     log.write_text("\n".join(scaled) + "\n")
-    check = subprocess.run([os.sys.executable, str(ROOT / "scripts" / "gpu-proof-check.py"), "check",
+    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu-proof-check.py"), "check",
                             "--result", str(d / "out" / "result.json"), "--idle", str(tmp_path / "idle.json"),
                             "--energy-log", str(log), "--engine-log", "/dev/null",
                             "--bench", str(tmp_path / "bench-runner.txt"), "--smi", str(tmp_path / "smi.csv"),
@@ -120,10 +118,10 @@ def test_the_h100_proof_verifies_and_its_summary_follows_from_what_it_kept(tmp_p
     kept = json.loads((H100 / "summary.json").read_text())
     assert kept["ok"] and kept["gpu"] == "NVIDIA H100 80GB HBM3" and kept["driver"] == "580.159.04"
     engine_log = tmp_path / "engine.log"
-    engine_log.write_bytes(__import__("gzip").decompress((H100 / "result.json.engine.log.gz").read_bytes()))
+    engine_log.write_bytes(gzip.decompress((H100 / "result.json.engine.log.gz").read_bytes()))
     [gpu_check] = [c for c in kept["checks"] if c["check"] == "engine on the GPU"]
     model_bytes = round(gpu_check["figures"]["model_mib"] * 2**20)
-    check = subprocess.run([os.sys.executable, str(ROOT / "scripts" / "gpu-proof-check.py"), "check",
+    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu-proof-check.py"), "check",
                             "--result", str(H100 / "result.json"), "--idle", str(H100 / "idle.json"),
                             "--energy-log", str(H100 / "energy.log"), "--engine-log", str(engine_log),
                             "--bench", str(H100 / "bench-runner.txt"), "--smi", str(H100 / "smi.csv"),

@@ -27,7 +27,7 @@ from fractions import Fraction
 
 import pytest
 
-from conftest import ROOT, RUNNER, run_runner, validator
+from conftest import RUNNER, run_runner, validator
 
 SLOWDOWN = 0x8 | 0x20 | 0x40 | 0x80  # HwSlowdown, SwThermal, HwThermal, HwPowerBrake
 POWER_CAP = 0x4  # SwPowerCap
@@ -160,13 +160,10 @@ def wait_until_accepting(port, proc, seconds=20):
 
 
 @pytest.fixture(scope="module")
-def statement(tmp_path_factory):
+def statement(tmp_path_factory, fake_nvml):
     """An unsigned result measured with fake NVML against `runner sim`."""
     d = tmp_path_factory.mktemp("telemetry")
-    lib = d / "libfake_nvml.so"
-    cc = subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(lib),
-                         str(ROOT / "testkit" / "fixtures" / "fake_nvml.c")], capture_output=True, text=True)
-    assert cc.returncode == 0, cc.stderr
+    lib = fake_nvml
     (d / "nvml.script").write_text(SCRIPT)
     port = free_port()
     with open(d / "sim.log", "w") as log:
