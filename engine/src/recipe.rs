@@ -99,7 +99,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Role → alternatives, for [`telemetry::scrape`].
+    /// Role → alternatives: what the telemetry crate's scraper (`telemetry::scrape`) keeps.
     pub fn roles(&self) -> BTreeMap<MetricRole, Vec<String>> {
         let all = [
             (MetricRole::Running, &self.running),
