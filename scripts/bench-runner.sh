@@ -21,6 +21,7 @@
 # telemetry off, for an A/B of its cost (PROVEBENCH_NVML_LIB may point at a fake NVML).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 requests=${1:-400}
 if [ -z "${RUNNER_BIN:-}" ]; then
   cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
@@ -41,15 +42,11 @@ if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
   on_cpu0=(taskset -c "$runner_cpu"); on_cpu1=(taskset -c "$sim_cpu")
   echo "== runner on CPU $runner_cpu, simulator on CPU $sim_cpu (BENCH_CPUS to change)"
 fi
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
 serve() { # serve SIM-FLAGS...: the simulator on a free port, which it leaves in $p
-  p=$(port)
+  p=$(free_port)
   RUST_LOG=warn "${on_cpu1[@]}" "$sim" sim --host 127.0.0.1 --port "$p" "$@" >/dev/null &
   sim_pid=$!
-  # A connect is enough to know it listens (bash's /dev/tcp: no curl needed on a bare GPU host).
-  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && return; sleep 0.1; done
-  echo "the simulator did not start" >&2; exit 1
+  wait_listening "$p" "$sim_pid" || { echo "the simulator did not start" >&2; exit 1; }
 }
 bench() { # bench NAME RUNNER-FLAGS...: one run against the simulator `serve` started, which it then stops
   local name=$1; shift

@@ -10,6 +10,7 @@
 # 10-minute 8-GPU benchmark must add <= 200 KB). Usage: scripts/bench-telemetry.sh [SECONDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 seconds=${1:-60}
 tmp=$(mktemp -d)
 trap 'kill ${http_pid:-} 2>/dev/null || true; rm -rf "$tmp"' EXIT
@@ -48,13 +49,13 @@ for i in range(40):
     out.append(f"# HELP process_metric_{i} x\n# TYPE process_metric_{i} gauge\nprocess_metric_{i} {i * 1.5e6}")
 open(sys.argv[1], "w").write("\n".join(out) + "\n")
 PY
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 # HTTP/1.1 with keep-alive, as engines' servers (uvicorn, hyper, cpp-httplib) answer.
 (cd "$tmp/www" && exec python3 -c "import http.server as h, sys
 h.SimpleHTTPRequestHandler.protocol_version = 'HTTP/1.1'
 h.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), h.SimpleHTTPRequestHandler).serve_forever()" "$port" >/dev/null 2>&1) &
 http_pid=$!
-for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/metrics" >/dev/null && break; sleep 0.1; done
+wait_listening "$port" "$http_pid" 50
 echo "== metrics page: $(wc -c <"$tmp/www/metrics") bytes, $(wc -l <"$tmp/www/metrics") lines; 8 fake GPUs; ${seconds} s at 100 ms"
 PROVEBENCH_NVML_LIB="$tmp/libfake_nvml.so" FAKE_NVML_SCRIPT="$tmp/nvml.txt" \
   "$root/target/release/examples/cost" "$seconds" "http://127.0.0.1:$port/metrics" 100

@@ -12,6 +12,7 @@
 # scripts/bench-runner.sh does. Usage: scripts/bench-workloads.sh [ROUNDS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 rounds=${1:-3}
 cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
 runner=$root/target/release/runner
@@ -34,10 +35,10 @@ with open(sys.argv[1], "w") as f:
         f.write(f'{{"timestamp": {t:.4f}, "input_length": 16, "output_length": 4, "hash_ids": [{i % 8}]}}\n')
         t += random.expovariate(1.0)  # ms: 1,000 req/s
 PY
-p=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+p=$(free_port)
 RUST_LOG=warn "${on_cpu1[@]}" "$runner" sim --host 127.0.0.1 --port "$p" --ttft-ms 2 --itl-ms 1 --max-batch 256 >/dev/null &
 sim_pid=$!
-for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$p/health" >/dev/null 2>&1 && break; sleep 0.1; done
+wait_listening "$p" "$sim_pid"
 for round in $(seq 1 "$rounds"); do
   echo "== round $round: trace replay at 1,000 req/s"
   "${on_cpu0[@]}" "$runner" run --target "http://127.0.0.1:$p" --trace "$tmp/pacing.jsonl" \

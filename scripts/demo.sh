@@ -11,6 +11,7 @@ set -euo pipefail
 runner=${1:?runner binary}
 out=${2:?output directory}
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 mkdir -p "$out"
 
 if [ ! -f "$out/demo.key" ]; then
@@ -31,10 +32,10 @@ sims=()
 trap 'kill ${sims[@]} 2>/dev/null || true' EXIT
 serve() { # serve SIM-FLAGS... -> prints the base URL
   local port
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   "$runner" sim --host 127.0.0.1 --port "$port" "$@" >/dev/null &
   sims+=($!)
-  for _ in $(seq 1 100); do curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break; sleep 0.1; done
+  wait_listening "$port" "${sims[-1]}"
   target=http://127.0.0.1:$port
 }
 serve

@@ -8,6 +8,7 @@
 # what is new. The signed documents are signed with a fresh key whose public half replaces
 # fuzz/corpus-keys.json (the targets trust it).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 cd "$(dirname "$0")/.."
 runner=${1:-target/debug/runner}
 corpus=fuzz/corpus
@@ -43,13 +44,10 @@ add_prefixed() {
 }
 
 # What the simulator streams, raw: HTTP heads and chunked framing included.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 "$runner" sim --host 127.0.0.1 --port "$port" --itl-ms 0 --ttft-ms 0 --seed 7 >/dev/null 2>&1 &
 sim_pid=$!
-for _ in $(seq 100); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-    sleep 0.1
-done
+wait_listening "$port" "$sim_pid"
 base=http://127.0.0.1:$port
 post() { # NAME PATH BODY
     curl -s -i --raw -H 'content-type: application/json' -d "$3" "$base$2" >"$work/$1.http"

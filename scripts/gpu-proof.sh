@@ -37,6 +37,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 say() { printf 'gpu-proof: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 2; }
 BUNDLE_LIMIT_BYTES=$((60 * 1024 * 1024))
@@ -113,7 +114,8 @@ bundle() {
 
   # Compressed: a GPU host is sent the bundle and the project's tree together, 64 MiB in all.
   strip -o "$tmp/runner" "$runner_bin" && xz -T0 "-${PROOF_XZ_LEVEL:-9}" -c "$tmp/runner" > "$dir/runner.xz"
-  cp "$here/gpu-proof.sh" "$here/gpu-proof-check.py" "$here/gpu-proof-model.py" "$here/bench-runner.sh" "$dir/"
+  cp "$here/gpu-proof.sh" "$here/gpu-proof-check.py" "$here/gpu-proof-model.py" "$here/bench-runner.sh" \
+    "$here/lib.sh" "$dir/"
 
   pack_llama llama-server "$llama" "$dir" "$tmp"
 
@@ -218,8 +220,12 @@ run() {
 
   "$py" "$here/gpu-proof-check.py" energy-log "$work/energy.log" &
   local reader=$!
-  sleep 1
-  kill -0 "$reader" 2>/dev/null || die "the energy reader (nvidia-ml-py) did not start"
+  for _ in $(seq 1 100); do
+    grep -q '^[0-9]' "$work/energy.log" 2>/dev/null && break
+    kill -0 "$reader" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q '^[0-9]' "$work/energy.log" 2>/dev/null || die "the energy reader (nvidia-ml-py) did not start"
 
   (cd "$work" && "$runner" keygen proof >/dev/null)
   local secs=${PROOF_SECONDS:-15}
@@ -234,11 +240,11 @@ run() {
   kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null || true
 
   say "the simulator on this host while the GPU idles"
-  local sim_port=${PROOF_SIM_PORT:-18090}
+  local sim_port; sim_port=$(free_port)
   RUST_LOG=warn "$runner" sim --host 127.0.0.1 --port "$sim_port" >/dev/null 2>&1 &
   local sim=$!
   [ -n "$idle_script" ] && export FAKE_NVML_SCRIPT=$idle_script
-  sleep 1
+  wait_listening "$sim_port" "$sim" || { say "the simulator did not start"; status=2; }
   (cd "$work" && RUST_LOG=warn timeout 60 "$runner" run --target "http://127.0.0.1:$sim_port" \
       --profile concurrent --concurrency 4 --max-requests 200 --max-seconds 10 \
       --data prompt_tokens=64,output_tokens=32 --gpu-sample-ms 100 --key proof.key --out idle.json) ||

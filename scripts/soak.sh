@@ -11,6 +11,7 @@
 # RUNNER_BIN=… measures that runner instead of building this checkout's.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 minutes=${1:-30}
 rate=${2:-200}
 if [ -z "${RUNNER_BIN:-}" ]; then
@@ -25,16 +26,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 # Capacity well above the rate (no batch limit to queue behind, no slowdown with batch size):
 # the soak is about the runner, so the server must keep up.
 "$runner" sim --host 127.0.0.1 --port "$port" --ttft-ms 20 --itl-ms 5 --max-batch 1024 \
   --itl-growth 0 >/dev/null 2>&1 &
 sim=$!
-for _ in $(seq 100); do
-  curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+wait_listening "$port" "$sim"
 "$runner" keygen "$tmp/soak" >/dev/null 2>&1
 RUST_LOG=info "$runner" run --target "http://127.0.0.1:$port" --key "$tmp/soak.key" \
   --out "$tmp/soak.json" --profile constant --rate "$rate" --max-seconds $((minutes * 60)) \

@@ -47,7 +47,7 @@ def test_the_bundle_fits_in_what_a_gpu_host_may_be_sent(proof):
     assert size <= 60 * 2**20, size
     names = {f.name for f in (d / "bundle").iterdir()}
     assert {"runner.xz", "llama-server.tar.xz", "vocab.gguf", "gpu-proof.sh", "gpu-proof-check.py",
-            "gpu-proof-model.py", "bench-runner.sh", "MANIFEST.sha256", "wheels"} <= names, names
+            "gpu-proof-model.py", "bench-runner.sh", "lib.sh", "MANIFEST.sha256", "wheels"} <= names, names
     listing = subprocess.run(["tar", "-tJf", str(d / "bundle" / "llama-server.tar.xz")],
                              capture_output=True, text=True).stdout.split()
     for lib in ("llama-server/llama-server", "llama-server/libggml-vulkan.so.0", "llama-server/libvulkan.so.1"):
