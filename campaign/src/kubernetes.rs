@@ -181,6 +181,43 @@ pub fn job(cluster: &Cluster, spec: &JobSpec) -> anyhow::Result<batch::Job> {
         .join(",");
     let gpus = BTreeMap::from([(GPU_RESOURCE.to_owned(), Quantity(spec.gpus.to_string()))]);
 
+    let pod = pod(cluster, container(cluster, spec, cells, gpus));
+
+    Ok(batch::Job {
+        metadata: ObjectMeta {
+            name: Some(spec.name.clone()),
+            namespace: Some(cluster.namespace.clone()),
+            labels: Some(labels.clone()),
+            annotations: Some(BTreeMap::from([(
+                "provebench.dev/plan-sha256".to_owned(),
+                spec.plan_sha256.clone(),
+            )])),
+            ..Default::default()
+        },
+        spec: Some(batch::JobSpec {
+            completion_mode: Some("Indexed".into()),
+            completions: Some(completions),
+            parallelism: Some(parallelism),
+            // Each cell retries on its own; `maxFailedIndexes` unset: every other cell still
+            // runs, and the Job ends Failed if any index used up its retries.
+            backoff_limit_per_index: Some(backoff_limit_per_index),
+            active_deadline_seconds,
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(pod),
+            },
+            ..Default::default()
+        }),
+        status: None,
+    })
+}
+
+/// The container's environment: the completion index from the downward API, and the
+/// Hugging Face token from its Secret when the cluster names one.
+fn env(cluster: &Cluster) -> Vec<EnvVar> {
     // The completion index reaches the runner through `$(JOB_COMPLETION_INDEX)` in its args:
     // the kubelet expands `$(NAME)` in `command` and `args` from the container's `env` (an
     // unknown name is left as written, `$$` escapes). The Job controller injects this same
@@ -212,8 +249,19 @@ pub fn job(cluster: &Cluster, spec: &JobSpec) -> anyhow::Result<batch::Job> {
             ..Default::default()
         });
     }
+    env
+}
 
-    let container = Container {
+/// The one container of a cell's pod: the engine image, started as the runner's
+/// `campaign cell` for the index the Job gives it, with the GPUs, the campaign volume, the
+/// signing key and a memory-backed /dev/shm.
+fn container(
+    cluster: &Cluster,
+    spec: &JobSpec,
+    cells: String,
+    gpus: BTreeMap<String, Quantity>,
+) -> Container {
+    Container {
         name: "cell".into(),
         image: Some(spec.image.clone()),
         // `command` replaces the image's entrypoint (an engine image's is the engine itself):
@@ -232,7 +280,7 @@ pub fn job(cluster: &Cluster, spec: &JobSpec) -> anyhow::Result<batch::Job> {
             "--plan-sha256".into(),
             spec.plan_sha256.clone(),
         ]),
-        env: Some(env),
+        env: Some(env(cluster)),
         // Extended resources: the request must equal the limit.
         resources: Some(ResourceRequirements {
             limits: Some(gpus.clone()),
@@ -258,11 +306,14 @@ pub fn job(cluster: &Cluster, spec: &JobSpec) -> anyhow::Result<batch::Job> {
             },
         ]),
         ..Default::default()
-    };
+    }
+}
 
-    // `..Default::default()` everywhere: later API versions add fields to these sources.
-    #[allow(clippy::needless_update)]
-    let volumes = vec![
+/// The pod's volumes: the campaign's claim, the signing key (owner-read only) and /dev/shm.
+// `..Default::default()` everywhere: later API versions add fields to these sources.
+#[allow(clippy::needless_update)]
+fn volumes(cluster: &Cluster) -> Vec<Volume> {
+    vec![
         Volume {
             name: "campaign".into(),
             persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
@@ -297,12 +348,16 @@ pub fn job(cluster: &Cluster, spec: &JobSpec) -> anyhow::Result<batch::Job> {
             }),
             ..Default::default()
         },
-    ];
+    ]
+}
 
-    let pod = PodSpec {
+/// A cell's pod: never restarted (the Job retries the index), on the nodes and with the
+/// tolerations the cluster names.
+fn pod(cluster: &Cluster, container: Container) -> PodSpec {
+    PodSpec {
         restart_policy: Some("Never".into()),
         containers: vec![container],
-        volumes: Some(volumes),
+        volumes: Some(volumes(cluster)),
         service_account_name: cluster.service_account.clone(),
         node_selector: (!cluster.node_selector.is_empty()).then(|| cluster.node_selector.clone()),
         tolerations: (!cluster.tolerations.is_empty()).then(|| {
@@ -319,38 +374,7 @@ pub fn job(cluster: &Cluster, spec: &JobSpec) -> anyhow::Result<batch::Job> {
                 .collect()
         }),
         ..Default::default()
-    };
-
-    Ok(batch::Job {
-        metadata: ObjectMeta {
-            name: Some(spec.name.clone()),
-            namespace: Some(cluster.namespace.clone()),
-            labels: Some(labels.clone()),
-            annotations: Some(BTreeMap::from([(
-                "provebench.dev/plan-sha256".to_owned(),
-                spec.plan_sha256.clone(),
-            )])),
-            ..Default::default()
-        },
-        spec: Some(batch::JobSpec {
-            completion_mode: Some("Indexed".into()),
-            completions: Some(completions),
-            parallelism: Some(parallelism),
-            // Each cell retries on its own; `maxFailedIndexes` unset: every other cell still
-            // runs, and the Job ends Failed if any index used up its retries.
-            backoff_limit_per_index: Some(backoff_limit_per_index),
-            active_deadline_seconds,
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..Default::default()
-                }),
-                spec: Some(pod),
-            },
-            ..Default::default()
-        }),
-        status: None,
-    })
+    }
 }
 
 /// The Indexed Jobs of `specs` as YAML, one `---`-separated document per Job.
