@@ -123,7 +123,9 @@ def columns(benchmark: dict) -> tuple:
 # --- the checks ---------------------------------------------------------------------------------
 
 def read_energy_log(path: str) -> tuple:
-    meta, rows = {"uuids": []}, []
+    """(meta, times, totals): the driver and UUIDs the reader named, and each reading's time
+    (µs since the epoch) with the counter summed over the GPUs (mJ), which only grows."""
+    meta, times, totals = {"uuids": []}, [], []
     with open(path) as f:
         for line in f:
             if line.startswith("# driver "):
@@ -134,28 +136,31 @@ def read_energy_log(path: str) -> tuple:
                 meta.setdefault("reasons", set()).update(line.split()[3:])
             elif line.strip():
                 parts = line.split()
-                rows.append((int(parts[0]) // 1000, [int(x) for x in parts[1:]]))
-    return meta, rows
+                times.append(int(parts[0]) // 1000)
+                totals.append(sum(int(x) for x in parts[1:]))
+    return meta, times, totals
 
 
-def counter_at(rows: list, t_us: int) -> float:
+def counter_at(times: list, totals: list, t_us: int) -> float:
     """The summed counter (mJ) at t_us, linear between the two readings around it."""
-    times = [r[0] for r in rows]
     i = bisect.bisect_left(times, t_us)
-    if i == 0 or i == len(rows):
+    if i == 0 or i == len(times):
         raise ValueError("outside the energy log")
-    (t0, a), (t1, b) = rows[i - 1], rows[i]
-    ea, eb = sum(a), sum(b)
-    return ea + (eb - ea) * (t_us - t0) / (t1 - t0)
+    ea, eb = totals[i - 1], totals[i]
+    return ea + (eb - ea) * (t_us - times[i - 1]) / (times[i] - times[i - 1])
 
 
-def reached_at(rows: list, mj: float):
-    """When the summed counter reached mj (µs since the epoch), linear between readings."""
-    for (t0, a), (t1, b) in zip(rows, rows[1:]):
-        ea, eb = sum(a), sum(b)
-        if ea <= mj <= eb and eb > ea:
-            return t0 + (t1 - t0) * (mj - ea) / (eb - ea)
-    return None
+def reached_at(times: list, totals: list, mj: float):
+    """When the summed counter reached mj (µs since the epoch): the first rise through it,
+    linear between the two readings; None when the log never reached it."""
+    i = bisect.bisect_left(totals, mj)  # the first reading at or above mj
+    if i == 0 and totals and totals[0] == mj:
+        i = bisect.bisect_right(totals, mj)  # the counter sat at mj from the start: where it left
+        return times[i - 1] if i < len(totals) else None
+    if i == 0 or i == len(totals):
+        return None
+    ea, eb = totals[i - 1], totals[i]
+    return times[i - 1] + (times[i] - times[i - 1]) * (mj - ea) / (eb - ea)
 
 
 def main_check(a: argparse.Namespace) -> int:
@@ -164,11 +169,14 @@ def main_check(a: argparse.Namespace) -> int:
     def check(name: str, ok: bool, detail: str, **figures):
         checks.append({"check": name, "ok": bool(ok), "detail": detail, "figures": figures})
 
-    meta, rows = read_energy_log(a.energy_log)
+    meta, times, totals = read_energy_log(a.energy_log)
     st = statement(a.result)
     idle_st = statement(a.idle)
     sweep = st["predicate"]["benchmarks"]
     idle = idle_st["predicate"]["benchmarks"]
+    # Every benchmark's columns decoded once: (sample times, per-GPU columns).
+    sweep_cols = [columns(b) for b in sweep]
+    idle_cols = [columns(b) for b in idle]
 
     # 0. The engine ran on the GPU, all layers offloaded: llama-server's own words where its
     # log has them, and the weights' bytes in the GPU's memory in any case.
@@ -180,8 +188,8 @@ def main_check(a: argparse.Namespace) -> int:
     if a.cpu:
         check("engine on the GPU", True, "skipped: --cpu (a CPU llama-server, the fake NVML)")
     else:
-        used = [max(g.get("mem_used_mib") or [0]) for g in columns(sweep[0])[1]] if sweep else []
-        idle_used = [min(g.get("mem_used_mib") or [0]) for g in columns(idle[0])[1]] if idle else []
+        used = [max(g.get("mem_used_mib") or [0]) for g in sweep_cols[0][1]] if sweep else []
+        idle_used = [min(g.get("mem_used_mib") or [0]) for g in idle_cols[0][1]] if idle else []
         grew = (sum(used) - sum(idle_used)) if used and idle_used else 0
         model_mib = a.model_bytes / 2**20
         ok = not no_gpu and bool(device) and grew >= 0.9 * model_mib and \
@@ -194,10 +202,7 @@ def main_check(a: argparse.Namespace) -> int:
               gpu_mem_above_idle_mib=grew, model_mib=model_mib)
 
     # 1. NVML columns present, and different under load from idle.
-    per_bench = []
-    for b in sweep + idle:
-        t, gpus = columns(b)
-        per_bench.append(gpus)
+    per_bench = [gpus for _, gpus in sweep_cols + idle_cols]
     missing = sorted({c for gpus in per_bench for g in gpus for c in COLUMNS if g.get(c) is None}
                      | ({"(no GPU telemetry)"} if any(not g for g in per_bench) else set()))
     changing = {}
@@ -230,12 +235,11 @@ def main_check(a: argparse.Namespace) -> int:
 
     # 2. Energy: the driver's counter read by another process, and power integrated.
     energy_rows = []
-    for b in sweep:
-        t, gpus = columns(b)
+    for b, (t, gpus) in zip(sweep, sweep_cols):
         stated = b["summary"]["host"]["gpu"]["energy_j"]
         start = unix_us(b["started_at"])
         try:
-            independent = (counter_at(rows, start + t[-1]) - counter_at(rows, start + t[0])) / 1000
+            independent = (counter_at(times, totals, start + t[-1]) - counter_at(times, totals, start + t[0])) / 1000
         except ValueError:
             independent = None
         # math.fsum: the same bits on every Python (3.12's sum() of floats rounds differently).
@@ -245,7 +249,7 @@ def main_check(a: argparse.Namespace) -> int:
         # read: the runner's sample times are right when the two agree (a whole joule is a few ms).
         offsets = []
         for i in range(len(t)):
-            when = reached_at(rows, sum(g["energy_j"][i] for g in gpus) * 1000 + 500)
+            when = reached_at(times, totals, sum(g["energy_j"][i] for g in gpus) * 1000 + 500)
             if when is not None:
                 offsets.append((when - (start + t[i])) / 1000)
         offsets.sort()

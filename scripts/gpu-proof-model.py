@@ -21,17 +21,21 @@ import numpy as np
 import gguf
 
 
-def vocab(src: str, out: str) -> None:
-    reader = gguf.GGUFReader(src)
-    writer = gguf.GGUFWriter(out, "llama")
+def copy_tokenizer(reader: gguf.GGUFReader, writer: gguf.GGUFWriter) -> int:
+    """Every `tokenizer.*` key of reader into writer, types kept; how many there were."""
     kept = 0
     for key, field in reader.fields.items():
-        if not key.startswith("tokenizer."):
-            continue
-        vtype = field.types[0]
-        sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-        writer.add_key_value(key, field.contents(), vtype, sub)
-        kept += 1
+        if key.startswith("tokenizer."):
+            vtype = field.types[0]
+            sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
+            writer.add_key_value(key, field.contents(), vtype, sub)
+            kept += 1
+    return kept
+
+
+def vocab(src: str, out: str) -> None:
+    writer = gguf.GGUFWriter(out, "llama")
+    kept = copy_tokenizer(gguf.GGUFReader(src), writer)
     if kept == 0:
         sys.exit(f"gpu-proof-model: {src} holds no tokenizer.* keys")
     writer.write_header_to_file()
@@ -86,11 +90,7 @@ def model(vocab_path: str, out: str, a: argparse.Namespace) -> None:
     writer.add_layer_norm_rms_eps(1e-5)
     writer.add_vocab_size(n_vocab)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-    for key, field in reader.fields.items():
-        if key.startswith("tokenizer."):
-            vtype = field.types[0]
-            sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-            writer.add_key_value(key, field.contents(), vtype, sub)
+    copy_tokenizer(reader, writer)
 
     kv = a.kv_heads * head_dim
     shapes = {"token_embd.weight": (n_vocab, a.hidden), "output.weight": (n_vocab, a.hidden),

