@@ -271,21 +271,11 @@ impl Running {
         timeout: Duration,
     ) -> Result<Duration, StartFailed> {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::GET);
-        // Each probe on a thread of its own: the caller may be inside an async runtime,
-        // where a blocking client must not run.
         let serves = || {
-            std::thread::scope(|s| {
-                s.spawn(|| {
-                    reqwest::blocking::Client::builder()
-                        .timeout(Duration::from_secs(5))
-                        .build()
-                        .ok()
-                        .and_then(|c| c.request(method.clone(), url).send().ok())
-                        .is_some_and(|r| r.status().is_success())
-                })
-                .join()
-                .unwrap_or(false)
+            wire::blocking::request(method.clone(), url, Duration::from_secs(5), |r| {
+                Ok(r.status().is_success())
             })
+            .unwrap_or(false)
         };
         loop {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {

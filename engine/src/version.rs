@@ -9,23 +9,16 @@ pub fn probe(v: &Version, base_url: &str) -> Option<String> {
     if let (Some(request), Some(field)) = (&v.request, &v.field) {
         let (method, path) = split_request(request).ok()?;
         let url = format!("{}{path}", base_url.trim_end_matches('/'));
-        let (method, url, field) = (method.to_string(), url, field.clone());
-        // Its own thread: a blocking client must not run inside the caller's runtime.
-        return std::thread::spawn(move || {
-            let client = reqwest::blocking::Client::builder()
-                .timeout(Duration::from_secs(10))
-                .build()
-                .ok()?;
-            let method = reqwest::Method::from_bytes(method.as_bytes()).ok()?;
-            let json: serde_json::Value = client.request(method, url).send().ok()?.json().ok()?;
-            match json.get(&field)? {
-                serde_json::Value::String(s) => Some(s.clone()),
-                other => Some(other.to_string()),
-            }
-        })
-        .join()
-        .ok()
-        .flatten();
+        let method = reqwest::Method::from_bytes(method.as_bytes()).ok()?;
+        let json: serde_json::Value =
+            wire::blocking::request(method, &url, Duration::from_secs(10), |r| {
+                r.json().map_err(|e| e.to_string())
+            })
+            .ok()?;
+        return match json.get(field)? {
+            serde_json::Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        };
     }
     let command = v.command.as_ref()?;
     let out = std::process::Command::new(command.first()?)

@@ -117,7 +117,7 @@ pub struct Job<'a> {
 
 /// Builds an HTTP client with a keep-alive pool sized for `max_in_flight` connections.
 pub fn http_client(max_in_flight: usize) -> anyhow::Result<reqwest::Client> {
-    Ok(reqwest::Client::builder()
+    Ok(wire::client()
         .pool_max_idle_per_host(max_in_flight)
         // Under the 5 s keep-alive of uvicorn (vLLM, SGLang) and llama.cpp's httplib: a
         // connection the server may already have closed is never reused.

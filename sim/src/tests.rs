@@ -32,7 +32,9 @@ async fn bounded<F: Future>(secs: u64, f: F) -> F::Output {
 
 /// Posts `body`; the status and the whole response text.
 async fn post(server: &SimServer, path: &str, body: Value) -> (u16, String) {
-    let resp = reqwest::Client::new()
+    let resp = wire::client()
+        .build()
+        .unwrap()
         .post(format!("{}{path}", server.base_url()))
         .json(&body)
         .send()
@@ -284,7 +286,7 @@ async fn timing_matches_configuration() {
     bounded(20, async {
         let cfg = SimConfig { ttft_ms: 10.0, prefill_us_per_token: 20.0, itl_ms: 5.0, itl_growth: 0.0, max_batch: 8, ..SimConfig::default() };
         let server = SimServer::start(cfg).await.unwrap();
-        let client = reqwest::Client::new();
+        let client = wire::client().build().unwrap();
         let url = format!("{}/v1/completions", server.base_url());
         // 50 tokens × 20 µs = 1 ms of prefill. A prompt of its own each, as the load
         // generator's are: the prefix cache (on) must change nothing for them.
@@ -333,7 +335,7 @@ async fn itl_grows_with_the_batch() {
                 ..SimConfig::default()
             };
             let server = SimServer::start(cfg).await.unwrap();
-            let client = reqwest::Client::new();
+            let client = wire::client().build().unwrap();
             let url = format!("{}/v1/completions", server.base_url());
             let requests = (0..2).map(|_| {
                 let request = client
@@ -377,7 +379,7 @@ async fn token_offsets(decode_steps: bool, delay_ms: u64) -> (f64, f64) {
         ..SimConfig::default()
     };
     let server = SimServer::start(cfg).await.unwrap();
-    let client = reqwest::Client::new();
+    let client = wire::client().build().unwrap();
     let url = format!("{}/v1/completions", server.base_url());
     let request = |max_tokens: u32| {
         client
@@ -458,7 +460,7 @@ async fn a_full_batch_queues_fifo() {
             };
             let server = SimServer::start(cfg).await.unwrap();
             // One client, built first: building one per request takes longer than a request here.
-            let client = reqwest::Client::new();
+            let client = wire::client().build().unwrap();
             let url = format!("{}/v1/completions", server.base_url());
             // Sent about 1 ms apart, so that arrival order is unambiguous (two requests arriving within
             // microseconds of each other may take their index and their queue place in either order).
@@ -567,7 +569,9 @@ async fn reset_fault_cuts_the_stream() {
         }))
         .await
         .unwrap();
-        let resp = reqwest::Client::new()
+        let resp = wire::client()
+            .build()
+            .unwrap()
             .post(format!("{}/v1/completions", server.base_url()))
             .json(&json!({"prompt": "x", "max_tokens": 10, "stream": true}))
             .send()
@@ -736,7 +740,7 @@ async fn small_endpoints() {
         let (s, t) = get(&server, "/nope").await;
         assert_eq!(s, 404);
         serde_json::from_str::<Value>(&t).unwrap();
-        let resp = reqwest::Client::new()
+        let resp = wire::client().build().unwrap()
             .post(format!("{}/v1/completions", server.base_url()))
             .body("{not json")
             .send()
@@ -815,7 +819,9 @@ async fn client_hang_up_is_cancelled() {
         })
         .await
         .unwrap();
-        let resp = reqwest::Client::new()
+        let resp = wire::client()
+            .build()
+            .unwrap()
             .post(format!("{}/v1/completions", server.base_url()))
             .json(&json!({"prompt": "x", "max_tokens": 1000, "stream": true}))
             .send()
@@ -996,7 +1002,7 @@ async fn metrics_count_what_was_served() {
         assert!(!m.text.contains("provebench_sim"));
 
         // OpenMetrics when asked: the family without `_total`, the samples with it, `# EOF`.
-        let resp = reqwest::Client::new()
+        let resp = wire::client().build().unwrap()
             .get(format!("{}/metrics", server.base_url()))
             .header("accept", "application/openmetrics-text; version=1.0.0,text/plain;q=0.5")
             .send()
@@ -1028,7 +1034,7 @@ async fn gauges_follow_the_batch_and_the_queue() {
         })
         .await
         .unwrap();
-        let client = reqwest::Client::new();
+        let client = wire::client().build().unwrap();
         let url = format!("{}/v1/completions", server.base_url());
         let first = client
             .post(&url)
@@ -1213,7 +1219,9 @@ async fn reset_prefix_cache_makes_the_next_repeat_miss() {
         let prompt = json!({"prompt": words(30, 64, 1000), "max_tokens": 1});
         post(&server, "/v1/completions", prompt.clone()).await;
         post(&server, "/v1/completions", prompt.clone()).await;
-        let resp = reqwest::Client::new()
+        let resp = wire::client()
+            .build()
+            .unwrap()
             .post(format!("{}/reset_prefix_cache", server.base_url()))
             .send()
             .await

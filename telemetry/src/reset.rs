@@ -29,23 +29,13 @@ impl Reset {
                 detail: why.clone(),
             },
             Reset::Endpoint { method, url, shown } => {
-                let answer = std::thread::scope(|s| {
-                    s.spawn(|| -> Result<u16, String> {
-                        let client = reqwest::blocking::Client::builder()
-                            .timeout(Duration::from_secs(30))
-                            .build()
-                            .map_err(|e| e.to_string())?;
-                        let method = reqwest::Method::from_bytes(method.as_bytes())
-                            .map_err(|e| e.to_string())?;
-                        let r = client
-                            .request(method, url)
-                            .send()
-                            .map_err(|e| e.to_string())?;
-                        Ok(r.status().as_u16())
-                    })
-                    .join()
-                    .unwrap_or_else(|_| Err("the reset thread panicked".into()))
-                });
+                let answer = reqwest::Method::from_bytes(method.as_bytes())
+                    .map_err(|e| e.to_string())
+                    .and_then(|method| {
+                        wire::blocking::request(method, url, Duration::from_secs(30), |r| {
+                            Ok(r.status().as_u16())
+                        })
+                    });
                 match answer {
                     Ok(status) => CacheReset {
                         request: Some(shown.clone()),

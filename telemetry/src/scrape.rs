@@ -181,10 +181,7 @@ impl Fetch {
                 client,
             } => {
                 if client.is_none() {
-                    *client = reqwest::blocking::Client::builder()
-                        .timeout(*timeout)
-                        .build()
-                        .ok();
+                    *client = wire::blocking::client().timeout(*timeout).build().ok();
                 }
                 let bytes = client
                     .as_ref()?
