@@ -2,7 +2,7 @@
 # What each document of scripts/hostile-documents.py costs a reader: wall time and peak
 # memory of `runner report` (the report module in wasmtime) and of `runner verify
 # --allow-unsigned` (native), each with the first two lines of what it said. A benchmark, not a
-# test (runner/tests/hostile_documents.rs checks the errors); figures go to
+# test (runner/tests/it/hostile_documents.rs checks the errors); figures go to
 # docs/PERFORMANCE.md.
 #
 #   scripts/bench-hostile.sh [--large]     --large adds the two documents of ~0.5–0.8 GB

@@ -17,7 +17,7 @@ Each is an unsigned envelope (a bare statement for the nesting case), so that th
   near-limit.json        1,000,000 requests × 200 tokens: a large but honest result shape
 
 `scripts/bench-hostile.sh` runs `runner verify`/`report` over them with time and memory;
-`runner/tests/hostile_documents.rs` checks each gets its clear error.
+`runner/tests/it/hostile_documents.rs` checks each gets its clear error.
 """
 
 import base64

@@ -7,7 +7,7 @@
 // beside each other.
 #![allow(clippy::await_holding_lock)]
 
-mod common;
+use crate::common;
 
 use common::run_against;
 use loadgen::spec::{ProfileName, RunSpec};

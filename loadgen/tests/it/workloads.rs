@@ -5,7 +5,7 @@
 
 #![allow(clippy::await_holding_lock)]
 
-mod common;
+use crate::common;
 
 use common::run_against;
 use loadgen::spec::{ProfileName, RunSpec, SessionSpec, TraceSpec};

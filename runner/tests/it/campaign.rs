@@ -4,7 +4,7 @@
 //! killed cells resume without losing or duplicating a result; bad plans are refused with
 //! the file, line and field; collect verifies, signs and publishes.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

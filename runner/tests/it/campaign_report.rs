@@ -9,7 +9,7 @@ use sha2::Digest;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-mod support;
+use crate::support;
 
 use support::{run as runner, wasm_module};
 

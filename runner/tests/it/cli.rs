@@ -136,17 +136,35 @@ fn a_key_others_can_read_is_refused() {
 fn flipping_any_single_byte_makes_verify_fail() {
     let dir = signed_fixture();
     let original = std::fs::read(dir.path().join("r.json")).unwrap();
-    let tampered = dir.path().join("t.json");
-    for i in 0..original.len() {
+    // Every tampered copy is verified by one `runner verify` over them all: the verdict of
+    // each file is its own (one JSON line a file), and exit code 1 says every file was read
+    // and at least one failed, where an unreadable one would exit 3 and a panic 101.
+    let names: Vec<String> = (0..original.len()).map(|i| format!("t{i}.json")).collect();
+    for (i, name) in names.iter().enumerate() {
         let mut bytes = original.clone();
         bytes[i] ^= 0x01;
-        std::fs::write(&tampered, &bytes).unwrap();
-        let out = runner(dir.path(), &["verify", "t.json", "--key", "lab.pub"]);
+        std::fs::write(dir.path().join(name), &bytes).unwrap();
+    }
+    let mut args = vec!["verify", "--key", "lab.pub", "--json"];
+    args.extend(names.iter().map(String::as_str));
+    let out = runner(dir.path(), &args);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), original.len());
+    for (i, (line, name)) in lines.iter().zip(&names).enumerate() {
+        assert_eq!(line["file"], name.as_str());
         assert_eq!(
-            out.status.code(),
-            Some(1),
-            "byte {i} flipped still verified: {}",
-            text(&out)
+            line["verdict"]["ok"], false,
+            "byte {i} flipped still verified: {line}"
         );
     }
 }

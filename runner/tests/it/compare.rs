@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-mod support;
+use crate::support;
 
 use support::{run as runner, run_ok as ok, wasm_module};
 

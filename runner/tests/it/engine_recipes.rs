@@ -3,7 +3,7 @@
 //! it and leaves no process behind — also when its start fails and when the runner itself
 //! is killed with SIGKILL. Bad recipes are refused before anything starts.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -15,7 +15,7 @@
 //! and every child is killed when its guard drops, so a failed assertion leaves nothing
 //! running. Servers listen on 127.0.0.1 only.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::os::unix::process::ExitStatusExt;

@@ -12,7 +12,7 @@
 //! and Ctrl-C in `faults_and_journal.rs`.) Every wait is bounded and every child killed
 //! when its guard drops. Servers listen on 127.0.0.1 only.
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! the no-driver path, the prefix-cache flag and reset, and `runner verify`'s recomputation
 //! of all of it.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Child, Command, Output};

@@ -4,7 +4,7 @@
 //! reading what they need not. Figures for the large shapes are in docs/PERFORMANCE.md
 //! (`scripts/bench-hostile.sh`).
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use support::{run, run_ok};

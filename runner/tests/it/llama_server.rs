@@ -3,7 +3,7 @@
 //! concurrent and sweep runs through both OpenAI backends; every response must have the
 //! requested length by the client's count and by the server's usage.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -12,7 +12,7 @@
 //!
 //! Every wait is bounded and every child is killed when its guard drops.
 
-mod support;
+use crate::support;
 
 use base64::Engine as _;
 use serde_json::Value;
