@@ -9,7 +9,8 @@
 #
 # Both build the same thing once: `cargo build --workspace` in the dev profile, whose
 # measuring crates and dependencies are optimised (Cargo.toml says which and why), and the
-# wasm module. `make test` after `make demo` builds only the test harnesses.
+# wasm module, the two side by side. `make test` after `make demo` builds only the test
+# harnesses.
 
 SHELL := /bin/bash
 CARGO ?= cargo
@@ -18,12 +19,18 @@ RUNNER := $(CURDIR)/target/debug/runner
 DEMO ?= demo
 FUZZ_SECONDS ?= 5
 
-.PHONY: all demo test test-rust test-node test-browser test-python fuzz build build-release wasm deps llama-server slurm lint clean
+.PHONY: all demo test test-rust test-node test-browser test-python rust-suite node-suite browser-suite python-suite fuzz build build-tests build-release wasm deps llama-server slurm lint clean
 
-all: build wasm
+all: build
 
-build:
-	$(CARGO) build --workspace
+# The workspace and the wasm module at once: each build ends on a long stretch that keeps one
+# core (the runner's link; the module's single LTO unit), which the other fills.
+build: deps
+	@scripts/build-wasm.sh & wasm=$$!; $(CARGO) build --workspace; rc=$$?; wait $$wasm && exit $$rc
+
+# The same, with every test harness and example in the one cargo invocation.
+build-tests: deps
+	@scripts/build-wasm.sh & wasm=$$!; $(CARGO) build --workspace --lib --bins --tests --examples; rc=$$?; wait $$wasm && exit $$rc
 
 # The runner to copy to a GPU host (README: "Benchmarking a real server").
 build-release:
@@ -43,25 +50,39 @@ llama-server: deps
 slurm:
 	scripts/install-slurm.sh >/dev/null
 
-demo: deps build wasm
+demo: build
 	scripts/demo.sh $(RUNNER) $(DEMO)
 
-test: deps llama-server slurm build wasm test-rust test-node test-browser test-python
+test: deps llama-server slurm build-tests
+	$(MAKE) --no-print-directory rust-suite
+	$(MAKE) --no-print-directory -j3 -O node-suite browser-suite python-suite
 
-# cargo-nextest, a process per test, two at a time; the tests that measure time run alone
+# Each suite on its own builds what it needs first. `make test` builds once, runs the Rust
+# tests, then the Node, Chromium and Python suites side by side (they mostly wait on the
+# runner, the browser and llama-server; -O keeps each one's output together).
+test-rust: build-tests
+	$(MAKE) --no-print-directory rust-suite
+test-node: build
+	$(MAKE) --no-print-directory node-suite
+test-browser: build
+	$(MAKE) --no-print-directory browser-suite
+test-python: llama-server build
+	$(MAKE) --no-print-directory python-suite
+
+# cargo-nextest, a process per test, four at a time; the tests that measure time run alone
 # (.config/nextest.toml says which and why). It prints how many ran, and the slow ones.
-test-rust: build wasm
+rust-suite:
 	$(CARGO) nextest run --workspace
 
-test-node: build wasm
+node-suite:
 	RUNNER_BIN=$(RUNNER) node --test tests/node/
 
 # The published site in Debian's chromium (playwright-core drives it; no browser download).
 # Screenshots and the time-to-first-render figure land in tests/browser/artifacts/.
-test-browser: deps build wasm
+browser-suite:
 	RUNNER_BIN=$(RUNNER) node --test tests/browser/
 
-test-python: deps llama-server build
+python-suite:
 	RUNNER_BIN=$(RUNNER) $(VENV)/bin/python -m pytest -q tests/python
 
 # libFuzzer on every target for FUZZ_SECONDS each, in an instrumented build of its own
