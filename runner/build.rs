@@ -11,7 +11,9 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     let dirty = Command::new("git")
-        .args(["status", "--porcelain", "--untracked-files=no"])
+        // No optional locks: a plain `git status` may rewrite the index to refresh it, which
+        // would make this script (and the runner's compile) run again on the next build.
+        .args(["--no-optional-locks", "status", "--porcelain", "--untracked-files=no"])
         .output()
         .ok()
         .filter(|o| o.status.success())
