@@ -13,7 +13,12 @@ fn main() {
     let dirty = Command::new("git")
         // No optional locks: a plain `git status` may rewrite the index to refresh it, which
         // would make this script (and the runner's compile) run again on the next build.
-        .args(["--no-optional-locks", "status", "--porcelain", "--untracked-files=no"])
+        .args([
+            "--no-optional-locks",
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+        ])
         .output()
         .ok()
         .filter(|o| o.status.success())
