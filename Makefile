@@ -24,13 +24,12 @@ FUZZ_SECONDS ?= 5
 all: build
 
 # The workspace and the wasm module at once: each build ends on a long stretch that keeps one
-# core (the runner's link; the module's single LTO unit), which the other fills.
-build: deps
-	@scripts/build-wasm.sh & wasm=$$!; $(CARGO) build --workspace; rc=$$?; wait $$wasm && exit $$rc
-
-# The same, with every test harness and example in the one cargo invocation.
-build-tests: deps
-	@scripts/build-wasm.sh & wasm=$$!; $(CARGO) build --workspace --lib --bins --tests --examples; rc=$$?; wait $$wasm && exit $$rc
+# core (the runner's link; the module's single LTO unit), which the other fills. build-tests
+# adds every test harness and example to the same cargo invocation.
+BUILD_ARGS := --workspace
+build-tests: BUILD_ARGS += --lib --bins --tests --examples
+build build-tests: deps
+	@scripts/build-wasm.sh & wasm=$$!; $(CARGO) build $(BUILD_ARGS); rc=$$?; wait $$wasm && exit $$rc
 
 # The runner to copy to a GPU host (README: "Benchmarking a real server").
 build-release:

@@ -9,7 +9,7 @@ use crate::support;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-use support::statement;
+use support::{statement, text};
 
 const RUNNER: &str = env!("CARGO_BIN_EXE_runner");
 
@@ -17,14 +17,6 @@ fn runner(dir: &Path, args: &[&str]) -> Command {
     let mut c = support::command(dir, args);
     c.env("RUST_LOG", "info");
     c
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A campaign directory: a signing key, the simulated engine's recipe, and a plan of

@@ -1,25 +1,7 @@
 //! The runner binary as a user drives it: keygen, synth, verify and their exit codes.
 
+use crate::support::{run as runner, text};
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn runner(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_runner"))
-        .current_dir(dir)
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// A directory with a key pair `lab` and a small signed result `r.json`.
 fn signed_fixture() -> tempfile::TempDir {

@@ -76,6 +76,15 @@ pub fn command(dir: &Path, args: &[&str]) -> std::process::Command {
     c
 }
 
+/// What a finished command printed, stdout then stderr.
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// [`command`], run to its end.
 pub fn run(dir: &Path, args: &[&str]) -> std::process::Output {
     command(dir, args).output().unwrap()
