@@ -78,8 +78,17 @@ impl Lean {
 }
 
 /// Which HTTP client carries the token streams.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum HttpClient {
     /// The lean HTTP/1.1 reader for `http://` targets, reqwest for `https://`.
@@ -90,8 +99,17 @@ pub enum HttpClient {
 }
 
 /// What stamps a token event's arrival on the lean client's streams.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenClock {
     /// The kernel, as the bytes reached the socket (Linux `SO_TIMESTAMPING`, software receive

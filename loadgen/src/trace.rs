@@ -26,8 +26,7 @@ use std::path::Path;
 /// Tokens per `hash_ids` block in Mooncake traces.
 pub const MOONCAKE_BLOCK_TOKENS: u32 = 512;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum TraceFormat {
     /// JSONL with `timestamp` (ms), `input_length`, `output_length` and `hash_ids`.

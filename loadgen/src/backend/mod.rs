@@ -40,8 +40,7 @@ use std::fmt;
 use thiserror::Error;
 
 /// An inference server's streaming API.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Api {
     /// OpenAI-compatible text completions, `POST /v1/completions`.
     OpenaiCompletions,

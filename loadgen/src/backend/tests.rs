@@ -81,12 +81,9 @@ fn names_and_paths() {
     assert_eq!(Api::ALL, ALL);
     for api in ALL {
         // The command line (clap's derived names) and documents spell an API the same way.
-        #[cfg(feature = "clap")]
-        {
-            use clap::ValueEnum;
-            let clap_name = api.to_possible_value().unwrap().get_name().to_owned();
-            assert_eq!(api.as_str(), clap_name);
-        }
+        use clap::ValueEnum;
+        let clap_name = api.to_possible_value().unwrap().get_name().to_owned();
+        assert_eq!(api.as_str(), clap_name);
         assert_eq!(Api::from_name(api.as_str()), Some(api));
     }
     assert_eq!(Api::from_name("openai"), None);

@@ -13,7 +13,7 @@ use crate::{keyfile, on_host, output, Failure};
 use anyhow::anyhow;
 use loadgen::journal::{self, Journal, Line};
 use loadgen::measure::{Observer, Prepared, ShardRun};
-use loadgen::spec::{self, RunSpec};
+use loadgen::spec::RunSpec;
 use schemas::document::{Engine, Model, Run};
 use schemas::numbers::JsonU64;
 use std::path::PathBuf;
@@ -23,120 +23,7 @@ use tokio::sync::watch;
 
 /// The spec a run executes: the file's, with every flag given on top.
 pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
-    let mut s = match &args.spec {
-        Some(path) => RunSpec::from_toml_file(path)?,
-        None => RunSpec::default(),
-    };
-    macro_rules! set {
-        ($($field:ident <- $value:expr),* $(,)?) => { $( if let Some(v) = $value { s.$field = v; } )* };
-    }
-    set!(target <- args.target.clone(), backend <- args.backend, profile <- args.profile,
-        rate <- args.rate.clone(), concurrency <- args.concurrency.clone(), sweep_rates <- args.sweep_rates,
-        sweep_kind <- args.sweep_kind, warmup_requests <- args.warmup_requests,
-        cooldown_requests <- args.cooldown_requests, max_concurrency <- args.max_concurrency,
-        request_timeout_s <- args.request_timeout, stall_timeout_s <- args.stall_timeout, http_client <- args.http_client,
-        token_clock <- args.token_clock, seed <- args.seed);
-    if args.model.is_some() {
-        s.model = args.model.clone();
-    }
-    if let Some(d) = &args.data {
-        // A value of key=value pairs is a synthetic workload; anything else names a file.
-        if d.contains('=') && !std::path::Path::new(d).exists() {
-            s.data = spec::parse_data(d)?;
-            s.dataset = None;
-        } else {
-            s.dataset = Some(spec::DatasetSpec {
-                path: d.clone(),
-                format: None,
-                output_tokens: None,
-            });
-        }
-    }
-    if let Some(d) = &mut s.dataset {
-        d.format = args.data_format.or(d.format);
-        d.output_tokens = args.data_output_tokens.or(d.output_tokens);
-    } else if args.data_format.is_some() || args.data_output_tokens.is_some() {
-        anyhow::bail!("--data-format and --data-output-tokens need --data FILE");
-    }
-    if let Some(t) = &args.tokenizer {
-        s.tokenizer = Some(t.display().to_string());
-    }
-    if let Some(g) = &args.grid {
-        s.grid = Some(spec::parse_grid(g)?);
-    }
-    if let Some(x) = &args.sessions {
-        s.sessions = Some(spec::parse_sessions(x)?);
-    }
-    if let Some(path) = &args.trace {
-        s.trace = Some(spec::TraceSpec {
-            path: path.display().to_string(),
-            format: None,
-            speedup: 1.0,
-        });
-    }
-    if let Some(t) = &mut s.trace {
-        t.format = args.trace_format.or(t.format);
-        t.speedup = args.trace_speedup.unwrap_or(t.speedup);
-    } else if args.trace_format.is_some() || args.trace_speedup.is_some() {
-        anyhow::bail!("--trace-format and --trace-speedup need --trace FILE");
-    }
-    s.burstiness = args.burstiness.or(s.burstiness);
-    if let Some(r) = &args.ramp {
-        s.ramp = Some(spec::parse_ramp(r)?);
-    }
-    if let Some(st) = &args.stages {
-        s.stages = spec::parse_stages(st)?;
-    }
-    // A trace, a ramp or stages name their profile; an explicit --profile still wins.
-    if args.profile.is_none() && args.spec.is_none() {
-        if s.trace.is_some() {
-            s.profile = spec::ProfileName::Trace;
-        } else if s.ramp.is_some() {
-            s.profile = spec::ProfileName::Ramp;
-        } else if !s.stages.is_empty() {
-            s.profile = spec::ProfileName::Staged;
-        }
-    }
-    s.max_requests = args.max_requests.or(s.max_requests);
-    s.max_seconds = args.max_seconds.or(s.max_seconds);
-    if args.allow_eos {
-        s.ignore_eos = false;
-    }
-    s.slo_ttft_ms = args.slo_ttft_ms.or(s.slo_ttft_ms);
-    s.slo_tpot_ms = args.slo_tpot_ms.or(s.slo_tpot_ms);
-    s.slo_e2e_ms = args.slo_e2e_ms.or(s.slo_e2e_ms);
-    if let Some(recipe) = &args.engine {
-        let e = s.engine.get_or_insert_with(|| spec::EngineSpec {
-            recipe: recipe.clone(),
-            port: None,
-            gpus: None,
-            model_path: None,
-            args: vec![],
-            env: Default::default(),
-            container: None,
-            image: None,
-        });
-        e.recipe = recipe.clone();
-    }
-    if let Some(e) = &mut s.engine {
-        e.port = args.engine_port.or(e.port);
-        e.gpus = args.engine_gpus.or(e.gpus);
-        e.model_path = args.engine_model.clone().or(e.model_path.take());
-        e.args.extend(args.engine_arg.iter().cloned());
-        e.container = args.engine_container.clone().or(e.container.take());
-        e.image = args.engine_image.clone().or(e.image.take());
-    } else if args.engine_port.is_some()
-        || args.engine_gpus.is_some()
-        || args.engine_model.is_some()
-        || !args.engine_arg.is_empty()
-        || args.engine_container.is_some()
-        || args.engine_image.is_some()
-    {
-        anyhow::bail!(
-            "the --engine-* flags need --engine RECIPE (or an [engine] table in the spec)"
-        );
-    }
-    Ok(s)
+    args.flags.resolve(args.spec.as_deref())
 }
 
 pub fn run(args: &RunArgs) -> Result<(), Failure> {

@@ -6,9 +6,11 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+mod flags;
+pub use flags::SpecFlags;
+
 /// Load profile as the user names it; `sweep` expands into several benchmarks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum ProfileName {
     Synchronous,
@@ -26,70 +28,135 @@ pub enum ProfileName {
 }
 
 /// Everything a run needs; every field has a default so a spec file names only what differs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+///
+/// This one declaration is the spec file's fields (serde), the campaign plan's tables (the
+/// same fields) and `runner run`'s flags (clap: each doc comment below is the flag's help).
+/// Fields that take a structured value get their flags from their own type ([`DatasetSpec`],
+/// [`EngineSpec`], [`TraceSpec`]) or a parser ([`SpecFlags`] lays them over a file).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunSpec {
-    /// Base URL of the server, e.g. `http://127.0.0.1:8000`.
+    /// Base URL of the server.
+    #[arg(long)]
     pub target: String,
+    /// Server API.
     #[serde(with = "api_name")]
+    #[arg(long, value_enum)]
     pub backend: Api,
-    /// Served model name; `None`: the first of `/v1/models`.
+    /// Served model name (default: the first of /v1/models).
+    #[arg(long)]
     pub model: Option<String>,
+    /// Load profile; `sweep` runs synchronous, throughput, then --sweep-rates rates between them.
+    #[arg(long, value_enum)]
     pub profile: ProfileName,
-    /// Rates (req/s) for `constant` and `poisson`.
+    /// Request rates (req/s) for constant and poisson, comma-separated.
+    #[arg(long, value_delimiter = ',')]
     pub rate: Vec<f64>,
-    /// In-flight requests for `concurrent`.
+    /// In-flight requests for concurrent, comma-separated.
+    #[arg(long, value_delimiter = ',')]
     pub concurrency: Vec<u32>,
-    /// Rates between synchronous and throughput in a `sweep`.
+    /// Rates a sweep places strictly between its synchronous and throughput rates.
+    #[arg(long)]
     pub sweep_rates: u32,
-    /// Open-loop kind a `sweep` uses for its rates.
+    /// Open-loop kind of a sweep's rates.
+    #[arg(long, value_enum)]
     pub sweep_kind: ProfileName,
+    /// Synthetic prompts (`--data key=value,…`; a spec file's `[data]` table).
+    #[arg(skip)]
     pub data: DataSpec,
-    /// Prompts from a file instead of synthetic ones.
+    /// Prompts from a file instead of synthetic ones (`--data FILE`).
+    #[arg(skip)]
     pub dataset: Option<DatasetSpec>,
-    /// A HF `tokenizer.json` that measures prompts (default: the server's `/tokenize`).
+    /// A HF tokenizer.json that measures prompt lengths (default: the server's /tokenize).
+    #[arg(long, value_name = "FILE")]
     pub tokenizer: Option<String>,
-    /// `input × output` token grid: one benchmark (or sweep) per cell.
+    /// `input × output` token grid: one benchmark (or sweep) per cell (`--grid`).
+    #[arg(skip)]
     pub grid: Option<Grid>,
+    /// Requests per benchmark.
+    #[arg(long)]
     pub max_requests: Option<u64>,
+    /// Seconds per benchmark (no new request starts after).
+    #[arg(long)]
     pub max_seconds: Option<f64>,
+    /// Requests at the start of each benchmark left out of its summary.
+    #[arg(long)]
     pub warmup_requests: u64,
+    /// Requests at the end of each benchmark left out of its summary.
+    #[arg(long)]
     pub cooldown_requests: u64,
-    /// Cap on requests in flight for open-loop and throughput profiles.
+    /// Cap on requests in flight (throughput, and open loops).
+    #[arg(long)]
     pub max_concurrency: u32,
+    /// Seconds before a request fails as `timeout`.
+    #[arg(long = "request-timeout", value_name = "REQUEST_TIMEOUT")]
     pub request_timeout_s: f64,
-    /// A stream with no event for this long fails as `stall`.
+    /// Seconds without a stream event before a request fails as `stall`.
+    #[arg(long = "stall-timeout", value_name = "STALL_TIMEOUT")]
     pub stall_timeout_s: f64,
-    /// Which HTTP client carries the token streams.
+    /// HTTP client of the token streams: `auto` reads `http://` streams with provebench's lean
+    /// HTTP/1.1 reader (one socket read per token, no extra task) and `https://` with reqwest;
+    /// `reqwest` uses reqwest (hyper) for all.
+    #[arg(long, value_enum)]
     pub http_client: crate::client::HttpClient,
-    /// What stamps token arrivals on `http://` streams.
+    /// What stamps each token's arrival on `http://` streams: `kernel` takes the time the
+    /// kernel received its bytes (Linux receive timestamps; independent of when the runner's
+    /// thread got to read them), falling back to the read where the kernel gives none; `read`
+    /// takes the time the read returned. The result counts the tokens each stamped.
+    #[arg(long, value_enum)]
     pub token_clock: crate::client::TokenClock,
+    /// Seed of prompts and Poisson schedules.
+    #[arg(long)]
     pub seed: u64,
-    /// Ask the server to ignore EOS so every response has the requested length.
+    /// Let the server stop at EOS (default: ask it to ignore EOS for exact output lengths).
+    // The flag says the opposite of the field: `--allow-eos` sets `ignore_eos = false`, and
+    // leaves a spec file's value alone when absent (a plain SetFalse flag would default it).
+    #[arg(long = "allow-eos", num_args = 0, default_missing_value = "false",
+          action = clap::ArgAction::Set, value_parser = clap::value_parser!(bool))]
     pub ignore_eos: bool,
+    /// Sampling temperature of every request.
+    #[arg(long)]
     pub temperature: f64,
-    /// Goodput thresholds (ms).
+    /// Goodput threshold on TTFT (ms).
+    #[arg(long)]
     pub slo_ttft_ms: Option<f64>,
+    /// Goodput threshold on TPOT (ms).
+    #[arg(long)]
     pub slo_tpot_ms: Option<f64>,
+    /// Goodput threshold on end-to-end latency (ms).
+    #[arg(long)]
     pub slo_e2e_ms: Option<f64>,
-    /// An engine the runner starts from a recipe before the load, and stops after it.
+    /// An engine the runner starts from a recipe before the load, and stops after it
+    /// (`--engine` and the `--engine-*` flags; a spec file's `[engine]` table).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(skip)]
     pub engine: Option<EngineSpec>,
-    /// Multi-turn conversations instead of independent prompts (`--sessions`).
+    /// Multi-turn conversations: `turns=T[,think_ms=MS]` for synthetic ones (each user message
+    /// --data's prompt_tokens long), or `--sessions ""` with a ShareGPT --data file to replay
+    /// its conversations. Each turn sends the conversation so far with the server's real
+    /// answers; concurrency counts conversations, a rate starts them.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "turns=T,think_ms=MS", value_parser = |s: &str| parse_sessions(s))]
     pub sessions: Option<SessionSpec>,
     /// A trace replayed at its timestamps (`--trace FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(skip)]
     pub trace: Option<TraceSpec>,
-    /// Gamma shape k of the gaps between sends of poisson, ramp and staged profiles
-    /// (`vllm bench serve --burstiness`): 1 is Poisson, below 1 burstier.
+    /// Gamma shape of the gaps between sends of poisson, ramp and staged profiles, as
+    /// `vllm bench serve --burstiness`: 1 is Poisson, below 1 burstier, above 1 more even.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "K", help_heading = "Arrivals")]
     pub burstiness: Option<f64>,
-    /// `ramp`: the rate rises linearly from `from` to `to` req/s over the benchmark.
+    /// Rate rising linearly from R0 to R1 req/s over the benchmark (--max-seconds, or the time
+    /// --max-requests take at the mean rate). Implies --profile ramp.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "R0:R1", help_heading = "Arrivals", value_parser = |s: &str| parse_ramp(s))]
     pub ramp: Option<Ramp>,
-    /// `staged`: rates and how long each lasts, in order.
+    /// Rates held for durations in order, `RATE:SECONDS,…` (e.g. 2:60,8:60); the benchmark
+    /// ends with the last stage. Implies --profile staged.
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[arg(long, value_name = "R:S,…", help_heading = "Arrivals", value_delimiter = ',',
+          value_parser = |s: &str| parse_stage(s))]
     pub stages: Vec<StageSpec>,
 }
 
@@ -106,15 +173,27 @@ pub struct SessionSpec {
 }
 
 /// `--trace FILE [--trace-format F] [--trace-speedup X]`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
+#[command(next_help_heading = "Arrivals")]
 pub struct TraceSpec {
+    /// Replay a trace at its timestamps: Mooncake JSONL (`timestamp` ms, `input_length`,
+    /// `output_length`, `hash_ids` of 512-token blocks) or CSV/JSONL of timestamp, input and
+    /// output lengths (the Azure LLM inference trace layout). Implies --profile trace.
+    #[arg(id = "trace", long = "trace", value_name = "FILE")]
     pub path: String,
-    /// Absent: detected (a JSONL file with `hash_ids` is Mooncake).
+    /// Format of the --trace file (default: detected; JSONL with `hash_ids` is Mooncake).
     #[serde(default)]
+    #[arg(
+        id = "trace_format",
+        long = "trace-format",
+        value_name = "TRACE_FORMAT",
+        value_enum
+    )]
     pub format: Option<crate::trace::TraceFormat>,
-    /// Replay this many times faster than recorded.
+    /// Replay the trace this many times faster than recorded.
     #[serde(default = "one")]
+    #[arg(id = "trace_speedup", long = "trace-speedup", value_name = "X")]
     pub speedup: f64,
 }
 
@@ -139,32 +218,53 @@ pub struct StageSpec {
 }
 
 /// `[engine]`: start the server from a recipe (`--engine` and the `--engine-*` flags).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
+#[command(next_help_heading = "Engine")]
 pub struct EngineSpec {
-    /// A recipe file, or a shipped recipe's name (`vllm`, `sglang`, `tgi`, `lmdeploy`,
-    /// `llama.cpp`).
+    /// Start the server from a recipe first (a file, or a shipped one: vllm, sglang, tgi,
+    /// lmdeploy, llama.cpp), wait until it serves, benchmark it, stop it. Its argv, recipe,
+    /// version and log (saved beside the result) go into the result.
+    #[arg(id = "engine", long = "engine", value_name = "RECIPE")]
     pub recipe: String,
-    /// Where it listens (default: the recipe's port).
+    /// Port the engine listens on (default: the recipe's).
     #[serde(default)]
+    #[arg(id = "engine_port", long = "engine-port", value_name = "PORT")]
     pub port: Option<u16>,
-    /// Tensor-parallel size (default: the GPUs `CUDA_VISIBLE_DEVICES` names, else every GPU
-    /// the host lists; at least 1).
+    /// Tensor-parallel size, `{gpus}` in the recipe (default: the GPUs CUDA_VISIBLE_DEVICES
+    /// names, else every GPU the host lists).
     #[serde(default)]
+    #[arg(id = "engine_gpus", long = "engine-gpus", value_name = "N")]
     pub gpus: Option<u32>,
-    /// The model to serve, when it differs from the `model` requests name (a file path).
+    /// What the engine loads when it is not --model (a GGUF file for llama.cpp, a directory).
     #[serde(default)]
+    #[arg(id = "engine_model", long = "engine-model", value_name = "PATH")]
     pub model_path: Option<String>,
-    /// Extra arguments for the engine (`{args}` in the recipe).
+    /// An extra argument for the engine (`{args}` in the recipe); repeat for more.
     #[serde(default)]
+    #[arg(
+        id = "engine_arg",
+        long = "engine-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true
+    )]
     pub args: Vec<String>,
+    /// Environment the engine starts with (a spec file's `[engine.env]` table; no flag: the
+    /// shell that starts the runner sets the engine's environment already).
     #[serde(default)]
+    #[arg(skip)]
     pub env: std::collections::BTreeMap<String, String>,
-    /// Run the recipe's container image with `docker` or `podman`.
+    /// Run the recipe's container image with this runtime (docker or podman).
     #[serde(default)]
+    #[arg(
+        id = "engine_container",
+        long = "engine-container",
+        value_name = "RUNTIME"
+    )]
     pub container: Option<String>,
-    /// Overrides the recipe's image.
+    /// Container image instead of the recipe's.
     #[serde(default)]
+    #[arg(id = "engine_image", long = "engine-image", value_name = "IMAGE")]
     pub image: Option<String>,
 }
 
@@ -193,15 +293,32 @@ impl DataSpec {
 }
 
 /// A prompt file: `--data FILE [--data-format F] [--data-output-tokens N]`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetSpec {
+    /// Workload: synthetic `prompt_tokens=N,output_tokens=M[,prompt_tokens_stdev=S,output_tokens_stdev=S]`
+    /// (add `prefix_tokens=P,prefix_groups=G` for G shared prefixes of exactly P tokens, request
+    /// i starting with prefix i mod G), or a prompt file (JSONL with a `prompt` field a line, or
+    /// a ShareGPT JSON array).
+    // One flag for both: a value of key=value pairs is a `[data]` table, anything else a file.
+    #[arg(id = "data", long = "data", value_name = "SPEC|FILE")]
     pub path: String,
-    /// `jsonl` or `sharegpt`; absent: detected from the file.
+    /// Format of a --data file (default: detected; a file starting with `[` is ShareGPT).
     #[serde(default)]
+    #[arg(
+        id = "data_format",
+        long = "data-format",
+        value_name = "DATA_FORMAT",
+        value_enum
+    )]
     pub format: Option<crate::dataset::DatasetFormat>,
-    /// One output length for every row, overriding the file's.
+    /// One output length for every prompt of a --data file, overriding the file's.
     #[serde(default)]
+    #[arg(
+        id = "data_output_tokens",
+        long = "data-output-tokens",
+        value_name = "N"
+    )]
     pub output_tokens: Option<u32>,
 }
 
@@ -635,21 +752,24 @@ pub fn parse_ramp(text: &str) -> Result<Ramp> {
 pub fn parse_stages(text: &str) -> Result<Vec<StageSpec>> {
     text.split(',')
         .filter(|p| !p.trim().is_empty())
-        .map(|stage| {
-            let (rate, seconds) = stage
-                .split_once(':')
-                .with_context(|| format!("--stages: {stage:?} is not RATE:SECONDS, e.g. 2:30"))?;
-            let num = |v: &str, what: &str| {
-                v.trim()
-                    .parse::<f64>()
-                    .with_context(|| format!("--stages: {v:?} is not a {what}"))
-            };
-            Ok(StageSpec {
-                rate: num(rate, "rate")?,
-                seconds: num(seconds, "number of seconds")?,
-            })
-        })
+        .map(parse_stage)
         .collect()
+}
+
+/// Parses one stage of `--stages`, `RATE:SECONDS`.
+pub fn parse_stage(stage: &str) -> Result<StageSpec> {
+    let (rate, seconds) = stage
+        .split_once(':')
+        .with_context(|| format!("--stages: {stage:?} is not RATE:SECONDS, e.g. 2:30"))?;
+    let num = |v: &str, what: &str| {
+        v.trim()
+            .parse::<f64>()
+            .with_context(|| format!("--stages: {v:?} is not a {what}"))
+    };
+    Ok(StageSpec {
+        rate: num(rate, "rate")?,
+        seconds: num(seconds, "number of seconds")?,
+    })
 }
 
 /// Parses `--data prompt_tokens=512,output_tokens=128[,prompt_tokens_stdev=…,output_tokens_stdev=…]`
