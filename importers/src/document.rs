@@ -80,19 +80,7 @@ impl AggregateBenchmark {
         let (completed, failed) = (self.completed.unwrap_or(0), self.failed.unwrap_or(0));
         Benchmark {
             label: self.label,
-            profile: Profile {
-                kind: self.kind,
-                rate_per_s: opt(self.rate),
-                concurrency: self.concurrency,
-                max_requests: None,
-                max_seconds: None,
-                warmup_requests: 0,
-                cooldown_requests: 0,
-                burstiness: None,
-                ramp_to_per_s: None,
-                stages: None,
-                trace_speedup: None,
-            },
+            profile: Profile::new(self.kind, opt(self.rate), self.concurrency),
             workload: Workload::Synthetic {
                 prompt_tokens: self.prompt_tokens,
                 prompt_tokens_stdev: None,

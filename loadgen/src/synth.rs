@@ -30,17 +30,12 @@ fn jitter(rng: &mut Rng, spread: f64) -> f64 {
 /// The profiles of a small sweep: synchronous, two constant rates, throughput.
 fn profiles(requests: u32) -> Vec<(String, Profile, f64)> {
     let profile = |kind, rate: Option<f64>, concurrency| Profile {
-        kind,
-        rate_per_s: rate.map(|r| Finite::new(r).expect("finite rate")),
-        concurrency,
         max_requests: Some(u64::from(requests)),
-        max_seconds: None,
-        warmup_requests: 0,
-        cooldown_requests: 0,
-        burstiness: None,
-        ramp_to_per_s: None,
-        stages: None,
-        trace_speedup: None,
+        ..Profile::new(
+            kind,
+            rate.map(|r| Finite::new(r).expect("finite rate")),
+            concurrency,
+        )
     };
     vec![
         (

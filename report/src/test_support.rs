@@ -84,19 +84,7 @@ pub fn summary(e: &Exact) -> Summary {
 }
 
 pub fn profile(kind: ProfileKind, rate: Option<f64>, concurrency: Option<u32>) -> Profile {
-    Profile {
-        kind,
-        rate_per_s: rate.map(fin),
-        concurrency,
-        max_requests: None,
-        max_seconds: None,
-        warmup_requests: 0,
-        cooldown_requests: 0,
-        burstiness: None,
-        ramp_to_per_s: None,
-        stages: None,
-        trace_speedup: None,
-    }
+    Profile::new(kind, rate.map(fin), concurrency)
 }
 
 /// The profile a seed-004 label names: `synchronous`, `throughput`,

@@ -721,6 +721,24 @@ impl RawRecord {
 }
 
 impl Profile {
+    /// A profile of `kind` with its rate or concurrency and nothing else: no bounds, no
+    /// warm-up or cool-down, no burstiness, ramp, stages or trace (set those after).
+    pub fn new(kind: ProfileKind, rate_per_s: Option<Finite>, concurrency: Option<u32>) -> Profile {
+        Profile {
+            kind,
+            rate_per_s,
+            concurrency,
+            max_requests: None,
+            max_seconds: None,
+            warmup_requests: 0,
+            cooldown_requests: 0,
+            burstiness: None,
+            ramp_to_per_s: None,
+            stages: None,
+            trace_speedup: None,
+        }
+    }
+
     /// Whether it uses what came with `result/v0.4` (bursts, ramps, stages, traces).
     pub fn is_v0_4(&self) -> bool {
         matches!(

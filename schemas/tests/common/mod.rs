@@ -58,17 +58,12 @@ pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
     Benchmark {
         label: "constant@2.00 req/sec".into(),
         profile: Profile {
-            kind: ProfileKind::Constant,
-            rate_per_s: Some(schemas::numbers::Finite::new(2.0).unwrap()),
-            concurrency: None,
             max_requests: Some(3),
-            max_seconds: None,
-            warmup_requests: 0,
-            cooldown_requests: 0,
-            burstiness: None,
-            ramp_to_per_s: None,
-            stages: None,
-            trace_speedup: None,
+            ..Profile::new(
+                ProfileKind::Constant,
+                Some(schemas::numbers::Finite::new(2.0).unwrap()),
+                None,
+            )
         },
         workload: Workload::Synthetic {
             prompt_tokens: 10,
