@@ -9,6 +9,7 @@
 
 use crate::plan::{Cell, Plan};
 use anyhow::{anyhow, bail, Context, Result};
+use schemas::shell::quote as shell_quote;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -148,18 +149,6 @@ fn script(plan: &Plan, gpus: Option<u32>, cells: &[usize], s: &Settings, runner:
 
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
-/// Single-quoted for the shell unless it needs no quoting.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 /// Where the tasks' stdout and stderr go: `RESULTS/logs/slurm-<job>_<cell>.out`.

@@ -17,8 +17,7 @@ use crate::{ImportError, Imported};
 use schemas::document::ProfileKind;
 use schemas::metrics::{Published, PublishedStats};
 
-// The column headings the report crate writes are the ones read here: one definition.
-use report::tables::{seed_grid::HEADERS as GRID_HEADER, seed_sweep::COLUMNS as SWEEP_HEADER};
+use schemas::seed_format::{GRID_HEADINGS as GRID_HEADER, SWEEP_HEADINGS as SWEEP_HEADER};
 
 fn cells(line: &str) -> Vec<String> {
     let t = line.trim();

@@ -26,38 +26,7 @@ use schemas::document::{
     Launch, MergedShard, Predicate, Shard, ShardClock, ShardHost, TokenTimestamps,
 };
 
-/// Characters a shell word may hold unquoted.
-fn plain(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "_@%+=:,./-".contains(c)
-}
-
-/// `s` as one shell word: unchanged when plain, else single-quoted, else (with control
-/// characters) `$'…'`.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(plain) {
-        return s.to_string();
-    }
-    if !s.chars().any(char::is_control) {
-        return format!("'{}'", s.replace('\'', r"'\''"));
-    }
-    let mut out = String::from("$'");
-    for c in s.chars() {
-        match c {
-            '\n' => out.push_str(r"\n"),
-            '\t' => out.push_str(r"\t"),
-            '\r' => out.push_str(r"\r"),
-            '\\' => out.push_str(r"\\"),
-            '\'' => out.push_str(r"\'"),
-            c if c.is_control() => {
-                // bash's \u escape takes up to 4 hex digits, \U up to 8.
-                out.push_str(&format!(r"\U{:08x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
+use schemas::shell::quote as shell_quote;
 
 /// A fenced code block of `lines` (shell), fenced so that nothing inside closes it.
 fn code_block(lines: &[String]) -> String {
@@ -237,16 +206,6 @@ pub fn token_clock_line(name: &str, p: &Predicate) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn shell_words_are_quoted_only_when_needed() {
-        assert_eq!(shell_quote("--max-model-len=8192"), "--max-model-len=8192");
-        assert_eq!(shell_quote(""), "''");
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(shell_quote("a\nb'c"), r"$'a\nb\'c'");
-        assert_eq!(shell_quote("\u{1b}[0m"), r"$'\U0000001b[0m'");
-    }
 
     #[test]
     fn no_argument_closes_the_fence() {

@@ -28,16 +28,7 @@ use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::view;
 use schemas::document::{Benchmark, Statement};
-
-/// The grid's column headings, as in the seeds.
-pub const HEADERS: [&str; 6] = [
-    "Input Length",
-    "Output Length",
-    "Throughput (requests/s)",
-    "Throughput (output token/s)",
-    "Average latency per token (ms)",
-    "Average latency per output token (ms)",
-];
+use schemas::seed_format::GRID_HEADINGS as HEADERS;
 
 /// Centres `s` in `width` characters, the odd space on the right.
 fn center(s: &str, width: usize) -> String {

@@ -22,17 +22,8 @@ use crate::format::{self, MISSING};
 use crate::view::{self, Cell};
 use schemas::document::{Benchmark, Predicate};
 use schemas::metrics::Latency;
+use schemas::seed_format::SWEEP_HEADINGS as COLUMNS;
 use schemas::validity::Flag;
-
-/// The sweep table's column headings, as in seed 004 (the importer reads them too).
-pub const COLUMNS: [&str; 6] = [
-    "Benchmark",
-    "Requests per Second",
-    "Request Latency",
-    "Time to First Token",
-    "Inter Token Latency",
-    "Output Token Throughput",
-];
 
 /// The sweep table of `benchmarks` in rate order, followed (after a blank line) by the
 /// flags that concern them and the run-level flags, one list item each. A flag's
