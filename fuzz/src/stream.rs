@@ -3,8 +3,8 @@
 
 use crate::split::pieces;
 use loadgen::backend::Api;
-use loadgen::http1::framing::{self, Decoded, Framing, MAX_CHUNK_SIZE_LINE, MAX_HEAD_BYTES};
 use loadgen::sse::{Leftover, SseError, SseParser};
+use wire::http1::{self as framing, Decoded, Framing, MAX_CHUNK_SIZE_LINE, MAX_HEAD_BYTES};
 
 /// The largest event the fuzzed parser accepts: small, so that the limit is reached.
 const MAX_EVENT_BYTES: usize = 1024;

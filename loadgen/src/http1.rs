@@ -4,7 +4,7 @@
 //! to the request's task through a channel, so every streamed token costs two task polls, a
 //! channel hop and a wake-up between them; `perf` put that at about a fifth of the runner's CPU
 //! per token. Here the request's own task reads its socket: one poll per read, chunked framing
-//! decoded in place in one buffer per connection, and a token's arrival time taken from the
+//! decoded in place (`wire::http1`) in one buffer per connection, and a token's arrival time taken from the
 //! read that completed it: the kernel's receive stamp where it gives one ([`socket`]), else
 //! the read's return. reqwest still serves `https://` (TLS, HTTP/2) and everything
 //! off the hot path (probes, `/tokenize`); `--http-client reqwest` routes streams through it too.
@@ -14,11 +14,9 @@
 //! Keep-alive connections are pooled; one closed by the server while idle is detected when a
 //! request on it gets no byte back, and that request is sent once more on a fresh connection.
 
-pub mod framing;
 mod socket;
 
 use crate::client::TokenClock;
-use framing::{Decoded, Framing, Head, MAX_HEAD_BYTES};
 use socket::Socket;
 pub use socket::Stamp;
 use std::io;
@@ -26,6 +24,7 @@ use std::ops::Range;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use thiserror::Error;
+use wire::http1::{self as framing, Decoded, Framing, Head, MAX_HEAD_BYTES};
 
 /// Read buffer per connection; grows only for a head or chunk-size line longer than this.
 const BUFFER_BYTES: usize = 16 << 10;
@@ -48,6 +47,12 @@ pub enum Http1Error {
     ClosedBeforeAnswer,
     #[error("malformed HTTP response: {0}")]
     BadResponse(String),
+}
+
+impl From<wire::http1::BadHead> for Http1Error {
+    fn from(e: wire::http1::BadHead) -> Self {
+        Http1Error::BadResponse(e.0)
+    }
 }
 
 /// Where requests go: one host, a pool of keep-alive connections to it.

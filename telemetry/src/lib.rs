@@ -9,7 +9,6 @@
 //! host did meanwhile; `schemas::telemetry` defines both the columns and their summary.
 
 pub mod gpu;
-pub mod http_get;
 pub mod nvml;
 pub mod periodic;
 pub mod prometheus;

@@ -9,7 +9,6 @@
 //! benchmark's first scrape has is the one recorded.
 
 use crate::gpu::offset_us;
-use crate::http_get;
 use crate::periodic::{Periodic, Store};
 use crate::prometheus;
 use schemas::series;
@@ -146,11 +145,11 @@ impl Store for Scrapes {
     }
 }
 
-/// How a page is fetched: `http://` on our kept-alive connection ([`http_get`]), anything
+/// How a page is fetched: `http://` on our kept-alive connection ([`wire::get`]), anything
 /// else through reqwest's blocking client. Either way never longer than `timeout`, so a
 /// stuck page costs at most that long a gap in the samples.
 enum Fetch {
-    Plain(http_get::Getter),
+    Plain(wire::get::Getter),
     Reqwest {
         url: String,
         timeout: Duration,
@@ -162,8 +161,8 @@ enum Fetch {
 
 impl Fetch {
     fn new(url: &str, timeout: Duration) -> Fetch {
-        match http_get::Url::parse(url) {
-            Some(u) => Fetch::Plain(http_get::Getter::new(u, timeout)),
+        match wire::get::Url::parse(url) {
+            Some(u) => Fetch::Plain(wire::get::Getter::new(u, timeout)),
             None => Fetch::Reqwest {
                 url: url.to_string(),
                 timeout,

@@ -8,9 +8,12 @@
 //!
 //! Plain `http://` streams and metrics scrapes do not go through reqwest at all on their hot
 //! paths (loadgen's HTTP/1.1 reader, telemetry's kept-alive GET): measured faster there, see
-//! docs/PERFORMANCE.md.
+//! docs/PERFORMANCE.md. Both read responses with [`http1`], the one HTTP/1.1 parser here.
 
 use std::sync::Once;
+
+pub mod get;
+pub mod http1;
 
 /// reqwest's async client builder, with the process's TLS provider in place.
 pub fn client() -> reqwest::ClientBuilder {

@@ -1,11 +1,13 @@
 //! A blocking HTTP/1.1 GET over one kept-alive connection, for scraping `http://` metrics
-//! pages every 100 ms. Ours rather than reqwest's blocking client because of a measurement
-//! (scripts/bench-telemetry.sh, an 100 KB vLLM-shaped page): reqwest spent about 500 µs of
-//! CPU a scrape, hopping to its runtime thread and through hyper, 0.5 % of a core on its
-//! own; this spends a fraction of that (docs/PERFORMANCE.md). `https://` pages still go
-//! through reqwest ([`crate::scrape`]).
+//! pages every 100 ms (telemetry's scraper). Ours rather than reqwest's blocking client
+//! because of a measurement (scripts/bench-telemetry.sh, an 100 KB vLLM-shaped page):
+//! reqwest spent about 500 µs of CPU a scrape, hopping to its runtime thread and through
+//! hyper, 0.5 % of a core on its own; this spends a fraction of that (docs/PERFORMANCE.md).
+//! Responses are read with [`crate::http1`], as the load generator's streams are; `https://`
+//! pages go through reqwest ([`crate::blocking`]).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use crate::http1::{self, Decoded, MAX_HEAD_BYTES};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
@@ -37,7 +39,11 @@ impl Url {
 pub struct Getter {
     url: Url,
     timeout: Duration,
-    conn: Option<BufReader<TcpStream>>,
+    conn: Option<TcpStream>,
+    /// What was read and not yet used: `buf[start..end]`.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
 }
 
 impl Getter {
@@ -46,6 +52,9 @@ impl Getter {
             url,
             timeout,
             conn: None,
+            buf: vec![0; 64 * 1024],
+            start: 0,
+            end: 0,
         }
     }
 
@@ -57,11 +66,11 @@ impl Getter {
             // A kept connection the server has since closed fails at once: one retry on a
             // new one.
             Err(_) if reused => {
-                self.conn = None;
-                self.exchange(body).inspect_err(|_| self.conn = None)?
+                self.drop_conn();
+                self.exchange(body).inspect_err(|_| self.drop_conn())?
             }
             Err(e) => {
-                self.conn = None;
+                self.drop_conn();
                 return Err(e);
             }
         };
@@ -69,6 +78,11 @@ impl Getter {
             return Err(format!("HTTP {status}"));
         }
         Ok(())
+    }
+
+    fn drop_conn(&mut self) {
+        self.conn = None;
+        (self.start, self.end) = (0, 0);
     }
 
     /// One request and its answer's status and body; `Err` on I/O or protocol trouble.
@@ -80,87 +94,80 @@ impl Getter {
             s.set_write_timeout(Some(self.timeout))
                 .map_err(|e| e.to_string())?;
             s.set_nodelay(true).map_err(|e| e.to_string())?;
-            self.conn = Some(BufReader::with_capacity(64 * 1024, s));
+            self.conn = Some(s);
         }
-        let conn = self.conn.as_mut().expect("connected above");
         let request = format!(
             "GET {} HTTP/1.1\r\nHost: {}\r\nAccept: text/plain\r\nUser-Agent: provebench\r\n\r\n",
             self.url.path, self.url.authority
         );
-        conn.get_mut()
+        self.conn
+            .as_mut()
+            .expect("connected above")
             .write_all(request.as_bytes())
             .map_err(|e| e.to_string())?;
-        let mut line = String::new();
-        conn.read_line(&mut line).map_err(|e| e.to_string())?;
-        let status: u16 = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| format!("not an HTTP status line: {:?}", line.trim_end()))?;
-        let (mut length, mut chunked, mut close) = (None, false, false);
-        loop {
-            line.clear();
-            if conn.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
-                return Err("connection closed in the headers".into());
-            }
-            let header = line.trim_end();
-            if header.is_empty() {
-                break;
-            }
-            if let Some((name, value)) = header.split_once(':') {
-                let value = value.trim();
-                match name.trim().to_ascii_lowercase().as_str() {
-                    "content-length" => length = value.parse::<usize>().ok(),
-                    "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
-                    "connection" => close = value.eq_ignore_ascii_case("close"),
-                    _ => {}
-                }
-            }
-        }
-        body.clear();
-        if chunked {
-            loop {
-                line.clear();
-                conn.read_line(&mut line).map_err(|e| e.to_string())?;
-                let size_text = line.trim_end().split(';').next().unwrap_or("");
-                let size = usize::from_str_radix(size_text, 16)
-                    .map_err(|_| format!("bad chunk size {size_text:?}"))?;
-                if size == 0 {
-                    // Trailers, then the blank line.
-                    loop {
-                        line.clear();
-                        if conn.read_line(&mut line).map_err(|e| e.to_string())? == 0
-                            || line.trim_end().is_empty()
-                        {
-                            break;
-                        }
+        let head = loop {
+            match http1::parse_head(&self.buf[self.start..self.end]).map_err(|e| e.to_string())? {
+                Some((used, head)) => {
+                    self.start += used;
+                    if !head.is_interim() {
+                        break head;
                     }
-                    break;
                 }
-                let start = body.len();
-                body.resize(start + size, 0);
-                conn.read_exact(&mut body[start..])
-                    .map_err(|e| e.to_string())?;
-                line.clear();
-                conn.read_line(&mut line).map_err(|e| e.to_string())?;
+                None if self.end - self.start > MAX_HEAD_BYTES => {
+                    return Err("response head longer than 64 KiB".into())
+                }
+                None => {
+                    if self.fill()? == 0 {
+                        return Err("connection closed in the headers".into());
+                    }
+                }
             }
-        } else if let Some(n) = length {
-            body.resize(n, 0);
-            conn.read_exact(body).map_err(|e| e.to_string())?;
-        } else {
-            conn.read_to_end(body).map_err(|e| e.to_string())?;
-            close = true;
+        };
+        body.clear();
+        let mut framing = head.framing;
+        loop {
+            match http1::decode(&self.buf, &mut self.start, self.end, &mut framing)
+                .map_err(|e| e.to_string())?
+            {
+                Decoded::Piece(range) => body.extend_from_slice(&self.buf[range]),
+                Decoded::End => break,
+                Decoded::More => {
+                    if self.fill()? == 0 {
+                        http1::at_close(&mut framing).map_err(|e| e.to_string())?;
+                        break;
+                    }
+                }
+            }
         }
-        if close {
-            self.conn = None;
+        if !head.keep_alive {
+            self.drop_conn();
         }
-        Ok(status)
+        Ok(head.status)
+    }
+
+    /// Reads what the socket has after the unused bytes, moved to the front (the buffer
+    /// grows only when they fill it); the count read, 0 at the connection's end.
+    fn fill(&mut self) -> Result<usize, String> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, self.end - self.start);
+        }
+        if self.end == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let conn = self.conn.as_mut().ok_or("not connected")?;
+        let n = conn
+            .read(&mut self.buf[self.end..])
+            .map_err(|e| e.to_string())?;
+        self.end += n;
+        Ok(n)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{BufRead, BufReader};
     use std::net::TcpListener;
 
     /// A server that answers each request on one connection with the next canned reply.

@@ -1,11 +1,12 @@
 //! HTTP/1.1 response framing without I/O: what a response head says, and where the body's
 //! next piece lies in the bytes received so far.
 //!
-//! The connection ([`super::Conn`]) owns the socket and the buffer and calls these between
-//! reads; keeping them free of I/O lets the fuzzer and the tests feed them any bytes, split
-//! anywhere, at millions of responses a second.
+//! The one HTTP/1.1 parser of provebench's own clients: loadgen's token-stream reader and
+//! telemetry's metrics GET each own a socket and a buffer and call these between reads.
+//! Keeping them free of I/O lets the fuzzer and the tests feed them any bytes, split
+//! anywhere, at millions of responses a second. (Calls from those crates' read loops are
+//! `#[inline]`: they are on the per-token path.)
 
-use super::Http1Error;
 use std::io;
 use std::ops::Range;
 
@@ -62,19 +63,32 @@ pub enum Decoded {
     More,
 }
 
+/// A response head that is not HTTP/1.x, or says something impossible.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadHead(pub String);
+
+impl std::fmt::Display for BadHead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadHead {}
+
 /// Parses a response head at the start of `bytes`: `None` while it is incomplete, else the
 /// bytes it took and what it says.
-pub fn parse_head(bytes: &[u8]) -> Result<Option<(usize, Head)>, Http1Error> {
+#[inline]
+pub fn parse_head(bytes: &[u8]) -> Result<Option<(usize, Head)>, BadHead> {
     let mut headers = [httparse::EMPTY_HEADER; 64];
     let mut parsed = httparse::Response::new(&mut headers);
     match parsed.parse(bytes) {
         Ok(httparse::Status::Complete(used)) => Ok(Some((used, head_of(&parsed)?))),
         Ok(httparse::Status::Partial) => Ok(None),
-        Err(e) => Err(Http1Error::BadResponse(e.to_string())),
+        Err(e) => Err(BadHead(e.to_string())),
     }
 }
 
-fn head_of(parsed: &httparse::Response<'_, '_>) -> Result<Head, Http1Error> {
+fn head_of(parsed: &httparse::Response<'_, '_>) -> Result<Head, BadHead> {
     let status = parsed.code.unwrap_or(0);
     let mut keep_alive = parsed.version == Some(1);
     let mut chunked = false;
@@ -91,9 +105,9 @@ fn head_of(parsed: &httparse::Response<'_, '_>) -> Result<Head, Http1Error> {
                 keep_alive = false;
             }
         } else if h.name.eq_ignore_ascii_case("content-length") {
-            let n = value.parse().map_err(|_| {
-                Http1Error::BadResponse(format!("Content-Length {value:?} is not a number"))
-            })?;
+            let n = value
+                .parse()
+                .map_err(|_| BadHead(format!("Content-Length {value:?} is not a number")))?;
             length = Some(n);
         } else if h.name.eq_ignore_ascii_case("connection") {
             for token in value.split(',') {
@@ -125,6 +139,7 @@ fn head_of(parsed: &httparse::Response<'_, '_>) -> Result<Head, Http1Error> {
 
 /// The next piece of the body in `buf[*start..end]`, consuming the framing around it
 /// (`*start` moves past what was used).
+#[inline]
 pub fn decode(
     buf: &[u8],
     start: &mut usize,
