@@ -14,7 +14,6 @@ if (out.error) {
   console.error(`error: ${keys}: ${out.error}`);
   process.exit(3);
 }
-const v = out.verdict;
-const who = v.signature.status === 'verified' ? `signed by keyid ${v.signature.keyid} (${v.signature.key_name})` : v.signature.status.toUpperCase();
-console.log(`${file}: ${v.ok ? 'OK' : 'FAILED'} in wasm: ${who}; recomputed from ${v.records_checked} raw records: ${v.summary_mismatches.length ? 'summaries DISAGREE' : 'summaries match'}`);
-process.exit(v.ok ? 0 : 1);
+// The same lines as `runner verify FILE`, worded by the module (schemas::findings).
+process.stdout.write(`${file}: ${out.verifyLines}`);
+process.exit(out.verdict.ok ? 0 : 1);

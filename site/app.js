@@ -121,6 +121,12 @@ const shellQuote = (s) => (/^[A-Za-z0-9._\/@%+=:,-]+$/.test(s) ? s : `'${s.repla
 const plainDate = (s) => (typeof s === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(s) ? `${s.slice(0, 10)} ${s.slice(11, 16)} UTC` : s ?? '—');
 const engineText = (m) => (m.engine == null ? '—' : m.engineVersion ? `${m.engine} ${m.engineVersion}` : m.engine);
 
+// The one badge the page words itself: the module could not read a file at all (a fetch or
+// worker error), so there is no verdict to word. Every other badge comes from report-wasm.
+function unreadable(e) {
+  return { failed: true, badge: { kind: 'invalid', text: 'INVALID', reason: e.message } };
+}
+
 function badge(m) {
   const b = m?.badge ?? { kind: 'pending', text: 'verifying…', reason: 'report-wasm is checking this file' };
   return h('span', { class: `badge badge-${b.kind}`, title: b.reason, 'data-badge': b.kind }, b.text);
@@ -321,7 +327,7 @@ async function pumpMetas() {
     try {
       entry.resolve(await call('meta', { name }));
     } catch (e) {
-      entry.resolve({ failed: true, badge: { kind: 'invalid', text: 'INVALID', reason: e.message } });
+      entry.resolve(unreadable(e));
     }
   }
   metaBusy = false;
@@ -572,7 +578,7 @@ function campaignsSection(ctx) {
     const tr = h('tr', { 'data-file': c.name }, h('td', { class: 'file' }, h('a', { href: `#/campaign/${enc(c.name)}` }, c.name)), title, cells, status);
     tbody.append(tr);
     call('campaignMeta', { name: c.name })
-      .catch((e) => ({ badge: { kind: 'invalid', text: 'INVALID', reason: e.message } }))
+      .catch((e) => unreadable(e))
       .then((m) => {
         if (!ctx.alive()) return;
         title.textContent = m.name ?? '—';
@@ -645,19 +651,11 @@ function facts(list) {
 
 function verification(m) {
   if (m.failed) return h('p', { class: 'verification bad' }, m.badge.reason);
-  const n = m.recordsChecked.toLocaleString('en');
-  if (m.problemCount === 0 && m.parsed && m.aggregatesOnlyBenchmarks > 0) {
-    // Imported aggregates: the source's numbers, with no records to recompute them from.
-    const some = m.recordsChecked > 0 ? ` The rest: recomputed from ${n} raw records: matches.` : '';
-    return h('p', { class: 'verification aggregates', id: 'verification' },
-      `${m.aggregatesOnlyBenchmarks} benchmarks carry the source's aggregates only: nothing to recompute them from.${some}`);
-  }
-  if (m.problemCount === 0 && m.parsed) {
-    return h('p', { class: 'verification good', id: 'verification' }, `Recomputed from ${n} raw records: matches.`);
-  }
-  return h('div', { class: 'verification bad', id: 'verification' },
-    h('p', {}, m.parsed ? `Recomputed from ${n} raw records: MISMATCH (${m.problemCount} findings).` : 'Not a readable provebench result.'),
-    h('ul', {}, m.problems.map((p) => h('li', {}, p))));
+  const v = m.verification; // report-wasm's sentence (schemas::findings::recomputation)
+  const line = h('p', { class: `verification ${v.kind}`, id: 'verification' }, v.text);
+  if (v.kind !== 'bad') return line;
+  line.removeAttribute('id');
+  return h('div', { class: 'verification bad', id: 'verification' }, line, h('ul', {}, m.problems.map((p) => h('li', {}, p))));
 }
 
 function importedFacts(m) {
@@ -816,7 +814,7 @@ async function sourceOf(s) {
 
 async function metaOfSide(s) {
   if (s.name) return metaOf(s.name, true);
-  return call('meta', { file: s.file }).catch((e) => ({ failed: true, badge: { kind: 'invalid', text: 'INVALID', reason: e.message } }));
+  return call('meta', { file: s.file }).catch((e) => unreadable(e));
 }
 
 async function runDiff(ctx, sa, sb, output, share) {

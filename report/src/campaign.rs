@@ -436,7 +436,7 @@ pub fn link_target(uri: &str) -> String {
 #[serde(rename_all = "camelCase")]
 pub struct Facts {
     pub parsed: bool,
-    pub badge: crate::facts::Badge,
+    pub badge: schemas::findings::Badge,
     pub name: Option<String>,
     pub collected_at: Option<String>,
     pub cells: usize,
@@ -449,15 +449,10 @@ pub struct Facts {
 
 /// The facts of a campaign document's bytes, checked against `trusted` keys.
 pub fn facts(campaign_bytes: &[u8], trusted: &[TrustedKey]) -> Facts {
-    let invalid = |reason: String| crate::facts::Badge {
-        kind: "invalid",
-        text: "INVALID".into(),
-        reason,
-    };
     match campaign::check(campaign_bytes, trusted) {
         Err(reason) => Facts {
             parsed: false,
-            badge: invalid(format!("not a provebench campaign: {reason}")),
+            badge: schemas::findings::campaign_badge(Err(&reason)),
             name: None,
             collected_at: None,
             cells: 0,
@@ -469,15 +464,10 @@ pub fn facts(campaign_bytes: &[u8], trusted: &[TrustedKey]) -> Facts {
         Ok(checked) => {
             let c = &checked.statement.predicate;
             let outcome = |o: Outcome| c.cells.iter().filter(|cell| cell.outcome == o).count();
-            let badge = match (&checked.signed_by, checked.problems.first()) {
-                (_, Some(p)) => invalid(p.clone()),
-                (Some(name), None) => crate::facts::Badge {
-                    kind: "verified",
-                    text: format!("verified: {name}"),
-                    reason: format!("signed by trusted key {name}"),
-                },
-                (None, None) => invalid("no trusted signature".into()),
-            };
+            let badge = schemas::findings::campaign_badge(Ok((
+                checked.signed_by.as_deref(),
+                checked.problems.first().map(String::as_str),
+            )));
             Facts {
                 parsed: true,
                 badge,

@@ -19,7 +19,11 @@ const PROBLEMS_SHOWN: usize = 20;
 pub struct Facts {
     /// Whether the bytes were a result document at all.
     pub parsed: bool,
-    pub badge: Badge,
+    pub badge: findings::Badge,
+    /// What recomputing from the records found, in one sentence.
+    pub verification: findings::Recomputation,
+    /// The verdict as `runner verify` prints it after the file's name.
+    pub verify_lines: String,
     pub signature: Signature,
     /// Signed by a trusted key and nothing disagrees.
     pub ok: bool,
@@ -52,14 +56,6 @@ pub struct Facts {
     pub telemetry: Option<TelemetryFacts>,
     /// The whole verdict, as `runner verify --json` prints it.
     pub verdict: Verdict,
-}
-
-/// The badge a row wears: `verified`, `unsigned`, `imported` or `invalid`.
-#[derive(Debug, Serialize)]
-pub struct Badge {
-    pub kind: &'static str,
-    pub text: String,
-    pub reason: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -132,7 +128,11 @@ pub fn of(doc: Result<&Loaded, &NotAResult>) -> Facts {
         location: i.location.clone(),
         aggregates_only: i.aggregates_only,
     });
-    let badge = badge(&verdict, loaded.is_some(), &problems, imported.as_ref());
+    let badge = findings::badge(
+        &verdict,
+        loaded.is_some(),
+        imported.as_ref().map(|i| i.format.as_str()),
+    );
     let mut kinds: Vec<String> = Vec::new();
     for b in p.map_or(&[][..], |p| &p.benchmarks) {
         let kind = crate::view::serde_name(&b.profile.kind);
@@ -143,6 +143,8 @@ pub fn of(doc: Result<&Loaded, &NotAResult>) -> Facts {
     Facts {
         parsed: loaded.is_some(),
         badge,
+        verification: findings::recomputation(&verdict, loaded.is_some()),
+        verify_lines: findings::verify_lines(&verdict),
         signature: signature(&verdict.signature),
         ok: verdict.ok,
         records_checked: verdict.records_checked,
@@ -174,62 +176,6 @@ fn unchecked() -> Verdict {
     Verdict::nothing_checked(SignatureVerdict::Invalid {
         reason: "not checked".into(),
     })
-}
-
-fn badge(v: &Verdict, parsed: bool, problems: &[String], imported: Option<&Imported>) -> Badge {
-    let invalid = |reason: String| Badge {
-        kind: "invalid",
-        text: "INVALID".into(),
-        reason,
-    };
-    match &v.signature {
-        SignatureVerdict::Invalid { reason } => invalid(reason.clone()),
-        _ if !parsed => invalid(
-            problems
-                .first()
-                .cloned()
-                .unwrap_or_else(|| "not a provebench result".into()),
-        ),
-        _ if !problems.is_empty() => {
-            let count = findings::problem_count(v);
-            let more = if count > 1 {
-                format!(" (and {} more)", count - 1)
-            } else {
-                String::new()
-            };
-            invalid(format!("{}{more}", problems[0]))
-        }
-        signature => {
-            let signer = match signature {
-                SignatureVerdict::Verified { keyid, key_name } => Some((keyid, key_name)),
-                _ => None,
-            };
-            match (imported, signer) {
-                (Some(i), signer) => Badge {
-                    kind: "imported",
-                    text: "imported".into(),
-                    reason: format!(
-                        "imported from {}{}",
-                        i.format,
-                        match signer {
-                            Some((_, name)) => format!("; signed by {name}"),
-                            None => "; unsigned".into(),
-                        }
-                    ),
-                },
-                (None, Some((keyid, name))) => Badge {
-                    kind: "verified",
-                    text: format!("verified: {name}"),
-                    reason: format!("signed by trusted key {name} ({keyid})"),
-                },
-                (None, None) => Badge {
-                    kind: "unsigned",
-                    text: "unsigned".into(),
-                    reason: "the envelope carries no signature".into(),
-                },
-            }
-        }
-    }
 }
 
 fn signature(s: &SignatureVerdict) -> Signature {

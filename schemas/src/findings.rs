@@ -120,3 +120,176 @@ pub fn signature_status(v: &Verdict) -> String {
         SignatureVerdict::Invalid { reason } => format!("signature INVALID: {reason}"),
     }
 }
+
+/// A verdict as `runner verify` prints it after the file's name and a colon: the outcome
+/// and the signature, what was recomputed, then each problem on a line of its own. The
+/// wasm module gives the same lines (`scripts/verify-wasm.mjs` prints them).
+pub fn verify_lines(v: &Verdict) -> String {
+    let outcome = if v.ok { "OK" } else { "FAILED" };
+    let mut out = format!("{outcome}: {}\n", signature_status(v));
+    if matches!(v.signature, SignatureVerdict::Verified { .. }) || v.records_checked > 0 {
+        let summaries = if v.summary_mismatches.is_empty() {
+            "summaries match"
+        } else {
+            "summaries DISAGREE"
+        };
+        out.push_str(&format!(
+            "  recomputed from {} raw records: {summaries}\n",
+            v.records_checked
+        ));
+    }
+    for problem in problems(v) {
+        out.push_str(&format!("  {problem}\n"));
+    }
+    out
+}
+
+/// What recomputing a document from its records found, as the site's verification line
+/// says it: `kind` is `good`, `aggregates` or `bad` (the line's style), `text` the sentence.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Recomputation {
+    pub kind: &'static str,
+    pub text: String,
+}
+
+/// The recomputation in one sentence; `parsed`: whether the bytes were a result at all.
+pub fn recomputation(v: &Verdict, parsed: bool) -> Recomputation {
+    let n = thousands(v.records_checked);
+    let count = problem_count(v);
+    let (kind, text) = if !parsed {
+        ("bad", "Not a readable provebench result.".to_string())
+    } else if count > 0 {
+        (
+            "bad",
+            format!("Recomputed from {n} raw records: MISMATCH ({count} findings)."),
+        )
+    } else if v.aggregates_only > 0 {
+        let rest = if v.records_checked > 0 {
+            format!(" The rest: recomputed from {n} raw records: matches.")
+        } else {
+            String::new()
+        };
+        (
+            "aggregates",
+            format!(
+                "{} benchmarks carry the source's aggregates only: nothing to recompute them from.{rest}",
+                v.aggregates_only
+            ),
+        )
+    } else {
+        ("good", format!("Recomputed from {n} raw records: matches."))
+    };
+    Recomputation { kind, text }
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The badge a result wears where it is listed: its kind (`verified`, `unsigned`,
+/// `imported` or `invalid`), the badge's text and, on hover, why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Badge {
+    pub kind: &'static str,
+    pub text: String,
+    pub reason: String,
+}
+
+/// The badge of a verdict: `parsed` whether the bytes were a result at all, `imported_from`
+/// the format an imported document came from.
+pub fn badge(v: &Verdict, parsed: bool, imported_from: Option<&str>) -> Badge {
+    let invalid = |reason: String| Badge {
+        kind: "invalid",
+        text: "INVALID".into(),
+        reason,
+    };
+    let all = problems(v);
+    match &v.signature {
+        SignatureVerdict::Invalid { reason } => invalid(reason.clone()),
+        _ if !parsed => invalid(
+            all.first()
+                .cloned()
+                .unwrap_or_else(|| "not a provebench result".into()),
+        ),
+        _ if !all.is_empty() => {
+            let more = if all.len() > 1 {
+                format!(" (and {} more)", all.len() - 1)
+            } else {
+                String::new()
+            };
+            invalid(format!("{}{more}", all[0]))
+        }
+        signature => {
+            let signer = match signature {
+                SignatureVerdict::Verified { keyid, key_name } => Some((keyid, key_name)),
+                _ => None,
+            };
+            match (imported_from, signer) {
+                (Some(format), signer) => Badge {
+                    kind: "imported",
+                    text: "imported".into(),
+                    reason: format!(
+                        "imported from {format}{}",
+                        match signer {
+                            Some((_, name)) => format!("; signed by {name}"),
+                            None => "; unsigned".into(),
+                        }
+                    ),
+                },
+                (None, Some((keyid, name))) => Badge {
+                    kind: "verified",
+                    text: format!("verified: {name}"),
+                    reason: format!("signed by trusted key {name} ({keyid})"),
+                },
+                (None, None) => Badge {
+                    kind: "unsigned",
+                    text: "unsigned".into(),
+                    reason: "the envelope carries no signature".into(),
+                },
+            }
+        }
+    }
+}
+
+/// The badge of a campaign document: `Err(reason)` when its bytes are not one, else the
+/// trusted key that signed it (if any) and its first problem (if any).
+pub fn campaign_badge(checked: Result<(Option<&str>, Option<&str>), &str>) -> Badge {
+    let invalid = |reason: String| Badge {
+        kind: "invalid",
+        text: "INVALID".into(),
+        reason,
+    };
+    match checked {
+        Err(reason) => invalid(format!("not a provebench campaign: {reason}")),
+        Ok((_, Some(problem))) => invalid(problem.to_string()),
+        Ok((Some(name), None)) => Badge {
+            kind: "verified",
+            text: format!("verified: {name}"),
+            reason: format!("signed by trusted key {name}"),
+        },
+        Ok((None, None)) => invalid("no trusted signature".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_grouped_by_thousands() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(10_000), "10,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+    }
+}

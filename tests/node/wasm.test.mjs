@@ -49,6 +49,9 @@ test('a signed document verifies in wasm exactly as natively', () => {
   assert.deepEqual(wasm.badge, { kind: 'verified', text: 'verified: lab', reason: `signed by trusted key lab (${keyid})` });
   assert.deepEqual([wasm.parsed, wasm.ok, wasm.recordsChecked, wasm.problemCount], [true, true, 80, 0]);
   assert.deepEqual(wasm.kinds, ['synchronous', 'constant', 'throughput']);
+  // One wording: the module's lines are `runner verify`'s, byte for byte.
+  assert.equal(`signed.json: ${wasm.verifyLines}`, runner('verify', 'signed.json', '--keys', 'keys.json'));
+  assert.deepEqual(wasm.verification, { kind: 'good', text: 'Recomputed from 80 raw records: matches.' });
 });
 
 test('an unsigned document is parsed, badged unsigned, and its summaries still recomputed', () => {
@@ -60,6 +63,9 @@ test('an unsigned document is parsed, badged unsigned, and its summaries still r
   assert.equal(wasm.badge.kind, 'unsigned');
   const native = spawnSync(runnerBin, ['verify', 'unsigned.json', '--keys', 'keys.json'], { cwd: dir });
   assert.equal(native.status, 1);
+  // The site's policy (unsigned documents read, and still failed) is --allow-unsigned's.
+  const allowed = spawnSync(runnerBin, ['verify', 'unsigned.json', '--keys', 'keys.json', '--allow-unsigned'], { cwd: dir });
+  assert.equal(allowed.stdout.toString(), `unsigned.json: ${wasm.verifyLines}`);
 });
 
 test('a one-byte change is caught in wasm', () => {

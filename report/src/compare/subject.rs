@@ -54,7 +54,7 @@ pub(crate) struct Subject<'a> {
     pub number: usize,
     pub name: &'a str,
     pub doc: &'a Loaded,
-    pub badge: crate::facts::Badge,
+    pub badge: schemas::findings::Badge,
     /// Count and name of the host's GPUs; `None`: no GPU recorded.
     pub gpus: Option<(u32, String)>,
     pub style: Style,

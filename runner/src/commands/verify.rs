@@ -5,7 +5,7 @@
 use crate::cli::VerifyArgs;
 use crate::{keyfile, Failure};
 use schemas::findings;
-use schemas::verify::{Policy, SignatureVerdict, Verdict};
+use schemas::verify::{Policy, Verdict};
 
 pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
     let trusted = keyfile::load_trusted(&args.keys, &args.key_files).map_err(Failure::Key)?;
@@ -39,21 +39,5 @@ pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
 
 /// A verdict as lines a person reads: the outcome first, then each problem.
 pub fn describe(file: &str, v: &Verdict) -> String {
-    let outcome = if v.ok { "OK" } else { "FAILED" };
-    let mut out = format!("{file}: {outcome}: {}\n", findings::signature_status(v));
-    if matches!(v.signature, SignatureVerdict::Verified { .. }) || v.records_checked > 0 {
-        let summaries = if v.summary_mismatches.is_empty() {
-            "summaries match"
-        } else {
-            "summaries DISAGREE"
-        };
-        out.push_str(&format!(
-            "  recomputed from {} raw records: {summaries}\n",
-            v.records_checked
-        ));
-    }
-    for problem in findings::problems(v) {
-        out.push_str(&format!("  {problem}\n"));
-    }
-    out
+    format!("{file}: {}", findings::verify_lines(v))
 }
