@@ -1,5 +1,5 @@
 //! `runner run --shard i/N --start-at T`: this client's part of one schedule split across
-//! N clients. The flags are parsed here; the start time is converted once from the wall
+//! N clients. The flags' values are parsed in `cli::shard`; the start time is converted once from the wall
 //! clock (CLOCK_REALTIME) to the monotonic clock every record is timed with, and the
 //! shard's provenance — host, boot, the kernel's view of the clock's synchronisation — is
 //! read for the result. `loadgen` sends the requests (`loadgen::measure::ShardRun`).
@@ -8,47 +8,10 @@ use anyhow::{bail, Result};
 use loadgen::measure::ShardRun;
 use loadgen::spec::RunSpec;
 use schemas::document::{Shard, ShardClock, ShardHost};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 /// How far in the past a start time may be and still be accepted.
 const PAST_LIMIT: Duration = Duration::from_secs(1);
-
-/// `--shard i/N`: 0-based `i` below `N`, `N` at least 1.
-pub fn parse_shard(text: &str) -> Result<(u32, u32), String> {
-    let (i, n) = text
-        .split_once('/')
-        .ok_or_else(|| format!("{text:?} is not i/N (e.g. 0/4: the first of four clients)"))?;
-    let number = |v: &str| {
-        v.trim()
-            .parse::<u32>()
-            .map_err(|_| format!("{v:?} in {text:?} is not a whole number"))
-    };
-    let (i, n) = (number(i)?, number(n)?);
-    if n == 0 {
-        return Err("N (the number of clients) must be at least 1".into());
-    }
-    if i >= n {
-        return Err(format!(
-            "i is 0-based and below N: {i}/{n} names no client (0/{n} to {}/{n})",
-            n - 1
-        ));
-    }
-    Ok((i, n))
-}
-
-/// `--start-at T`: RFC 3339 in UTC (`Z`, any fraction), or unix seconds with a fraction.
-pub fn parse_start_at(text: &str) -> Result<SystemTime, String> {
-    let text = text.trim();
-    if let Ok(seconds) = text.parse::<f64>() {
-        if !(seconds.is_finite() && seconds > 0.0) {
-            return Err(format!("{text:?} is not a time after 1970"));
-        }
-        return Ok(UNIX_EPOCH + Duration::from_secs_f64(seconds));
-    }
-    humantime::parse_rfc3339(text).map_err(|e| {
-        format!("{text:?}: {e}; give RFC 3339 in UTC (2026-11-24T10:00:00.000Z) or unix seconds")
-    })
-}
 
 /// The run's shard, checked against the spec: `None` without `--shard`.
 pub fn prepare(
@@ -140,6 +103,7 @@ fn read_trimmed(path: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::shard::{parse_shard, parse_start_at};
 
     #[test]
     fn shard_and_start_flags_parse_or_say_why_not() {

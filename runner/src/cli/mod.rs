@@ -3,6 +3,10 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+pub mod campaign;
+pub mod shard;
+pub mod sim;
+
 #[derive(Parser)]
 #[command(
     name = "runner",
@@ -47,8 +51,8 @@ pub enum Command {
     /// Verifies every shard, checks they are one run split N ways, and writes their records in
     /// schedule order with every summary recomputed; `runner verify` checks the result as any other.
     Merge(MergeArgs),
-    Sim(crate::commands::sim::SimArgs),
-    Campaign(crate::commands::campaign::CampaignArgs),
+    Sim(sim::SimArgs),
+    Campaign(campaign::CampaignArgs),
     /// Render results as markdown (the seed tables and full tables), HTML and SVG charts.
     ///
     /// Runs report-wasm's module in wasmtime — the same code, byte for byte, as the site —
@@ -277,14 +281,14 @@ pub struct RunArgs {
     /// staged, trace and concurrent split; sweep, throughput and synchronous do not (they adapt
     /// or run one stream), nor --sessions, --grid, several rates or --engine. Warm-up and
     /// cool-down count in the whole schedule. Writes a shard; `runner merge` combines them.
-    #[arg(long, value_name = "i/N", value_parser = crate::commands::shard::parse_shard, help_heading = "Sharding")]
+    #[arg(long, value_name = "i/N", value_parser = shard::parse_shard, help_heading = "Sharding")]
     pub shard: Option<(u32, u32)>,
     /// Offset 0 of the schedule, on this client's wall clock: RFC 3339 UTC
     /// (2026-11-24T10:00:00.000Z) or unix seconds (1795514400.000). Required with --shard i/N
     /// when N > 1, the same on every client; at most 1 s in the past. The client prepares,
     /// then waits for it; record times count from it. Keep the clients' clocks synchronised
     /// (NTP, PTP): each shard records its kernel's clock error.
-    #[arg(long, value_name = "T", requires = "shard", value_parser = crate::commands::shard::parse_start_at, help_heading = "Sharding")]
+    #[arg(long, value_name = "T", requires = "shard", value_parser = shard::parse_start_at, help_heading = "Sharding")]
     pub start_at: Option<std::time::SystemTime>,
     /// Result file (default: provebench-<UTC time>.json); the journal goes beside it.
     // The help text is for the terminal, not rustdoc.

@@ -1,0 +1,163 @@
+//! `runner sim`'s flags (the command itself: `commands::sim`).
+
+use std::net::IpAddr;
+
+/// Serve a deterministic simulated LLM until Ctrl-C.
+///
+/// Endpoints: POST /v1/completions and /v1/chat/completions (OpenAI, as vLLM streams them),
+/// /generate_stream (TGI), /generate (SGLang when the body has "text", TGI when it has
+/// "inputs"); GET /v1/models, /health, /version, /metrics; POST /tokenize.
+///
+/// Each request waits FIFO for one of --max-batch slots, gets its first token
+/// --ttft-ms + --prefill-us-per-token × prompt tokens after admission, then one token every
+/// --itl-ms × (1 + --itl-growth × (running − 1)). Prompts count one token per
+/// whitespace-separated word; the output is always exactly max_tokens (default 16) words.
+///
+/// Faults pick requests deterministically from --seed and the request's arrival index; each
+/// request gets at most one, and the fractions should sum to at most 1.
+#[derive(clap::Args, Debug)]
+pub struct SimArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Address to listen on. The default only accepts local clients; 0.0.0.0 exposes the simulator to the network.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// Model id to serve (reported by /v1/models and echoed in responses).
+    #[arg(long, default_value = "provebench-sim")]
+    pub model: String,
+    /// Time to first token after admission into the batch, in ms.
+    #[arg(long, default_value_t = 20.0, value_parser = non_negative)]
+    pub ttft_ms: f64,
+    /// Extra time to first token per prompt token, in µs (prefill cost).
+    #[arg(long, default_value_t = 20.0, value_parser = non_negative)]
+    pub prefill_us_per_token: f64,
+    /// Inter-token latency with one running request, in ms. 0 streams as fast as possible
+    /// (useful to measure the client's own CPU cost per token).
+    #[arg(long, default_value_t = 8.0, value_parser = non_negative)]
+    pub itl_ms: f64,
+    /// Relative ITL increase per additional running request (0.05: 32 running → 2.55 × ITL).
+    #[arg(long, default_value_t = 0.05, value_parser = non_negative)]
+    pub itl_growth: f64,
+    /// Requests generating at once; the rest queue FIFO, so saturation shows up as growing TTFT.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_batch: u32,
+    /// Emit tokens at decode steps (multiples of --itl-ms since start), all running requests'
+    /// tokens together, as a continuous-batching engine does. Default: each request keeps its
+    /// own rhythm (every token arrives on its own: the client's worst case).
+    #[arg(long)]
+    pub decode_steps: bool,
+    /// Seed for the generated text and for which requests get faults.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Fraction of requests answered HTTP 500 (JSON error body, no stream).
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub error_fraction: f64,
+    /// Fraction of requests answered HTTP 429 (rate limited).
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub rate_limit_fraction: f64,
+    /// Fraction of requests whose connection is aborted mid-stream (no last chunk, no [DONE]).
+    // The help text is for the terminal, not rustdoc.
+    #[allow(rustdoc::broken_intra_doc_links)]
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub reset_fraction: f64,
+    /// Content events sent before the reset.
+    #[arg(long, default_value_t = 4, help_heading = "Faults")]
+    pub reset_after_tokens: u32,
+    /// Fraction of requests that stop sending for --stall-ms mid-stream, then carry on.
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub stall_fraction: f64,
+    /// Content events sent before the stall.
+    #[arg(long, default_value_t = 4, help_heading = "Faults")]
+    pub stall_after_tokens: u32,
+    /// Length of the stall, in ms.
+    #[arg(long, default_value_t = 2000, help_heading = "Faults")]
+    pub stall_ms: u64,
+    /// Fraction of requests that get one event whose data is not valid JSON (the stream then continues).
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub malformed_fraction: f64,
+    /// Content events sent before the malformed one.
+    #[arg(long, default_value_t = 4, help_heading = "Faults")]
+    pub malformed_after_tokens: u32,
+    /// Close each connection after it has answered this many requests, without saying so
+    /// (nginx's `keepalive_requests`); 0 keeps connections open.
+    #[arg(long, default_value_t = 0, help_heading = "Faults")]
+    pub keep_alive_requests: u32,
+    /// KV-cache capacity in tokens (`vllm:kv_cache_usage_perc` is the share in use); the
+    /// prefix cache keeps up to this many tokens' blocks.
+    #[arg(long, default_value_t = 262_144)]
+    pub kv_cache_tokens: u64,
+    /// Turn the prefix cache off (vLLM's flag): repeated prompt prefixes are prefilled again.
+    #[arg(long)]
+    pub no_enable_prefix_caching: bool,
+    /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), like a
+    /// reasoning model behind vLLM's `--reasoning-parser`.
+    #[arg(long, default_value_t = 0)]
+    pub reasoning_tokens: u32,
+}
+
+/// A finite number ≥ 0 (times, growth factors).
+fn non_negative(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v.is_finite() && v >= 0.0 {
+        Ok(v)
+    } else {
+        Err(format!("must be a finite number ≥ 0, not {s}"))
+    }
+}
+
+/// A finite number in [0, 1].
+fn fraction(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("must be a fraction in [0, 1], not {s}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: SimArgs,
+    }
+
+    #[test]
+    fn flags_parse_and_validate() {
+        let cli = Cli::try_parse_from([
+            "sim",
+            "--port",
+            "0",
+            "--itl-ms",
+            "0",
+            "--stall-fraction",
+            "0.5",
+            "--stall-ms",
+            "100",
+        ])
+        .unwrap();
+        let cfg = cli.args.config();
+        assert_eq!(
+            (cfg.itl_ms, cfg.faults.stall_fraction, cfg.faults.stall_ms),
+            (0.0, 0.5, 100)
+        );
+        assert_eq!(cfg.model, "provebench-sim");
+        for bad in [
+            ["--error-fraction", "1.5"],
+            ["--ttft-ms", "NaN"],
+            ["--itl-ms", "-1"],
+            ["--max-batch", "0"],
+            ["--itl-growth", "inf"],
+        ] {
+            assert!(
+                Cli::try_parse_from(["sim", bad[0], bad[1]]).is_err(),
+                "{bad:?} accepted"
+            );
+        }
+    }
+}
