@@ -8,13 +8,17 @@
 # V1 page (12 histograms of 30 buckets for 2 engines, counters, gauges, process metrics: ~80 KB).
 # Target: <= 0.5 % of one core. Also prints the telemetry's JSON size per GPU sample (a
 # 10-minute 8-GPU benchmark must add <= 200 KB). Usage: scripts/bench-telemetry.sh [SECONDS]
+# COST_BIN=… measures that build of the example instead of building this checkout's (an A/B).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/lib.sh"
 seconds=${1:-60}
 tmp=$(mktemp -d)
 trap 'kill ${http_pid:-} 2>/dev/null || true; rm -rf "$tmp"' EXIT
-cargo build -q --release -p telemetry --example cost --manifest-path "$root/Cargo.toml"
+if [ -z "${COST_BIN:-}" ]; then
+  cargo build -q --release -p telemetry --example cost --manifest-path "$root/Cargo.toml"
+fi
+cost=${COST_BIN:-$root/target/release/examples/cost}
 cc -shared -fPIC -O2 -o "$tmp/libfake_nvml.so" "$root/testkit/fixtures/fake_nvml.c"
 printf 'gpus 8\nat_ms 0 gpu * power_mw 650000 sm 97 mem 60 mem_used_mib 71000 sm_clock 1755 temp 62 throttle 0x4\n' >"$tmp/nvml.txt"
 mkdir -p "$tmp/www"
@@ -58,4 +62,4 @@ http_pid=$!
 wait_listening "$port" "$http_pid" 50
 echo "== metrics page: $(wc -c <"$tmp/www/metrics") bytes, $(wc -l <"$tmp/www/metrics") lines; 8 fake GPUs; ${seconds} s at 100 ms"
 PROVEBENCH_NVML_LIB="$tmp/libfake_nvml.so" FAKE_NVML_SCRIPT="$tmp/nvml.txt" \
-  "$root/target/release/examples/cost" "$seconds" "http://127.0.0.1:$port/metrics" 100
+  "$cost" "$seconds" "http://127.0.0.1:$port/metrics" 100
