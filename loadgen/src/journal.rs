@@ -307,9 +307,8 @@ pub struct Assembly {
     finished_at: Option<String>,
 }
 
-/// What a journal assembles into: the predicate (ready for `schemas::seal`, which checks
-/// the summaries again and derives the record-level flags), and whether the run reached
-/// its end line.
+/// What a journal assembles into: the predicate, its summaries not yet computed (that is
+/// `schemas::seal`'s, as for every document), and whether the run reached its end line.
 pub struct Assembled {
     pub predicate: Predicate,
     pub complete: bool,
@@ -406,12 +405,7 @@ impl Assembly {
                     if !a.phased {
                         crate::scheduler::assign_phases(&mut records, a.warmup, a.cooldown);
                     }
-                    let summary = schemas::metrics::summarize_with_host(
-                        &records,
-                        a.slo.as_ref(),
-                        telemetry.as_ref(),
-                    )?;
-                    Ok(Benchmark {
+                    Benchmark {
                         label: a.label,
                         profile: a.profile,
                         workload: a.workload,
@@ -420,11 +414,12 @@ impl Assembly {
                         records,
                         telemetry,
                         token_timestamps,
-                        summary,
-                    })
+                        // Computed once, when the predicate is sealed (`schemas::seal`).
+                        summary: Default::default(),
+                    }
                 },
             )
-            .collect::<Result<_>>()?;
+            .collect();
         Ok(Assembled {
             predicate: Predicate {
                 run,

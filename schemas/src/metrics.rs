@@ -53,7 +53,7 @@ pub struct Distribution {
     pub std: Finite,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RequestCounts {
@@ -76,7 +76,10 @@ pub struct Goodput {
 }
 
 /// Everything derived from one benchmark's records. Null fields had no samples.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+// `Summary::default()` is a benchmark not summarised yet: what an assembly puts in before
+// `seal::seal` computes the one summary a document carries. (A plain comment: doc comments
+// become the published JSON schema's descriptions.)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Summary {
