@@ -223,51 +223,8 @@ async fn measure(
             let _ = cancel_tx.send(true);
         }
     });
-    let cancel_on_signal = cancel_tx.clone();
-    tokio::spawn(async move {
-        // SIGTERM (a scheduler's stop, `kill`) ends a run as Ctrl-C does: what was measured is
-        // written and the engine, if the runner started one, is stopped in order.
-        let terminate = async {
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(mut s) => s.recv().await,
-                Err(_) => std::future::pending().await,
-            }
-        };
-        let interrupted = tokio::select! {
-            r = tokio::signal::ctrl_c() => r,
-            _ = terminate => Ok(()),
-        };
-        match interrupted {
-            Ok(()) => {
-                tracing::warn!(
-                    "interrupted: cancelling requests in flight and writing what was measured"
-                );
-                let _ = cancel_on_signal.send(true);
-            }
-            Err(e) => tracing::warn!(
-                "Ctrl-C cannot be caught ({e}); an interrupt will lose the requests in flight"
-            ),
-        }
-        // The sender lives as long as the run: a dropped sender would read as "cancel".
-        std::future::pending::<()>().await;
-    });
-    // An engine the runner started that dies mid-benchmark stops the run: every later
-    // request would only fail to connect.
-    let engine_died = Arc::new(std::sync::OnceLock::<String>::new());
-    let engine_watch = engine.as_ref().and_then(on_host::Engine::pid).map(|pid| {
-        let (died, cancel_tx) = (engine_died.clone(), cancel_tx.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                if let Some(how) = engine::launch::exited(pid) {
-                    tracing::error!("the engine exited ({how}) mid-benchmark: stopping the run");
-                    let _ = died.set(how);
-                    let _ = cancel_tx.send(true);
-                    return;
-                }
-            }
-        })
-    });
+    cancel_on_signals(cancel_tx.clone());
+    let (engine_died, engine_watch) = watch_engine(engine.as_ref(), &cancel_tx);
     let engine_log = engine.as_ref().map(|e| e.log_path().to_path_buf());
     let progress: Arc<dyn Observer> = Arc::new(Progress::default());
     let finished = measurement.run(&journal, &progress, &cancel).await;
@@ -289,8 +246,86 @@ async fn measure(
     let journal_path = journal.path().to_path_buf();
     let journal_failure = journal.failure();
     let journal = Arc::into_inner(journal).expect("the run let go of the journal");
-    let assembled = journal.finish().map_err(input)?;
-    let (statement, _) = match output::write_result(assembled.predicate, key.as_ref(), &out) {
+    write_and_show(journal, key.as_ref(), &out, spec.grid.is_some())?;
+    tracing::info!(out = %out.display(), journal = %journal_path.display(), signed = key.is_some(), "wrote result");
+    how_it_ended(
+        &out,
+        engine_died.get(),
+        engine_log.as_deref(),
+        journal_failure,
+        finished,
+    )
+}
+
+/// SIGTERM (a scheduler's stop, `kill`) and Ctrl-C end a run the same way: `cancel` is set,
+/// requests in flight are cancelled, and what was measured is written.
+fn cancel_on_signals(cancel: Arc<watch::Sender<bool>>) {
+    tokio::spawn(async move {
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => s.recv().await,
+                Err(_) => std::future::pending().await,
+            }
+        };
+        let interrupted = tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = terminate => Ok(()),
+        };
+        match interrupted {
+            Ok(()) => {
+                tracing::warn!(
+                    "interrupted: cancelling requests in flight and writing what was measured"
+                );
+                let _ = cancel.send(true);
+            }
+            Err(e) => tracing::warn!(
+                "Ctrl-C cannot be caught ({e}); an interrupt will lose the requests in flight"
+            ),
+        }
+        // The sender lives as long as the run: a dropped sender would read as "cancel".
+        std::future::pending::<()>().await;
+    });
+}
+
+/// An engine the runner started that dies mid-benchmark stops the run (every later request
+/// would only fail to connect): polled every 100 ms, `cancel` set and how it ended kept.
+fn watch_engine(
+    engine: Option<&on_host::Engine>,
+    cancel: &Arc<watch::Sender<bool>>,
+) -> (
+    Arc<std::sync::OnceLock<String>>,
+    Option<tokio::task::JoinHandle<()>>,
+) {
+    let engine_died = Arc::new(std::sync::OnceLock::<String>::new());
+    let engine_watch = engine.and_then(on_host::Engine::pid).map(|pid| {
+        let (died, cancel_tx) = (engine_died.clone(), cancel.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                if let Some(how) = engine::launch::exited(pid) {
+                    tracing::error!("the engine exited ({how}) mid-benchmark: stopping the run");
+                    let _ = died.set(how);
+                    let _ = cancel_tx.send(true);
+                    return;
+                }
+            }
+        })
+    });
+    (engine_died, engine_watch)
+}
+
+/// Seals what the journal holds into the signed result at `out` and prints its tables.
+/// When writing fails after the journal did, the error says how to get the result later.
+fn write_and_show(
+    journal: Journal,
+    key: Option<&ed25519_dalek::SigningKey>,
+    out: &std::path::Path,
+    grid: bool,
+) -> Result<(), Failure> {
+    let journal_path = journal.path().to_path_buf();
+    let journal_failure = journal.failure();
+    let assembled = journal.finish().map_err(Failure::Input)?;
+    let (statement, _) = match output::write_result(assembled.predicate, key, out) {
         Ok(written) => written,
         Err(Failure::Input(e)) if journal_failure.is_some() => {
             return Err(Failure::Input(anyhow::anyhow!(
@@ -302,7 +337,7 @@ async fn measure(
         }
         Err(e) => return Err(e),
     };
-    if spec.grid.is_some() {
+    if grid {
         println!("{}", report::grid_markdown(&[&statement]));
     }
     println!(
@@ -312,18 +347,25 @@ async fn measure(
             &statement.predicate.validity
         )
     );
-    tracing::info!(out = %out.display(), journal = %journal_path.display(), signed = key.is_some(), "wrote result");
-    if let Some(how) = engine_died.get() {
+    Ok(())
+}
+
+/// The run's exit once its result is written: the engine that died, the journal that could
+/// not be written, or the interrupt, each saying that the result holds what was measured.
+fn how_it_ended(
+    out: &std::path::Path,
+    engine_died: Option<&String>,
+    engine_log: Option<&std::path::Path>,
+    journal_failure: Option<String>,
+    finished: bool,
+) -> Result<(), Failure> {
+    if let Some(how) = engine_died {
         return Err(Failure::Engine(anyhow!(
             "the engine exited ({how}) mid-benchmark; {} holds what was measured, marked \
              incomplete\n--- last lines of {} ---\n{}",
             out.display(),
-            engine_log
-                .as_deref()
-                .map_or(String::new(), |p| p.display().to_string()),
-            engine_log
-                .as_deref()
-                .map_or(String::new(), |p| engine::launch::log_tail(p, 20))
+            engine_log.map_or(String::new(), |p| p.display().to_string()),
+            engine_log.map_or(String::new(), |p| engine::launch::log_tail(p, 20))
         )));
     }
     if let Some(why) = journal_failure {
