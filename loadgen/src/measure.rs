@@ -387,54 +387,9 @@ impl Measurement {
             .build_load(data, n, seed)
             .await
             .context("building prompts")?;
-        let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
-        let profile = Profile {
-            kind,
-            rate_per_s: rate.map(finite).transpose()?,
-            concurrency: (!kind.is_open_loop()).then_some(concurrency),
-            max_requests: s.max_requests,
-            max_seconds: s.max_seconds.map(finite).transpose()?,
-            warmup_requests: s.warmup_requests,
-            cooldown_requests: s.cooldown_requests,
-            burstiness: match kind {
-                ProfileKind::Poisson | ProfileKind::Ramp | ProfileKind::Staged => {
-                    s.burstiness.map(finite).transpose()?
-                }
-                _ => None,
-            },
-            ramp_to_per_s: match kind {
-                ProfileKind::Ramp => s.ramp.map(|r| finite(r.to)).transpose()?,
-                _ => None,
-            },
-            stages: match kind {
-                ProfileKind::Staged => Some(
-                    s.stages
-                        .iter()
-                        .map(|st| {
-                            Ok(schemas::document::Stage {
-                                rate_per_s: finite(st.rate)?,
-                                seconds: finite(st.seconds)?,
-                            })
-                        })
-                        .collect::<anyhow::Result<Vec<_>>>()?,
-                ),
-                _ => None,
-            },
-            trace_speedup: match kind {
-                ProfileKind::Trace => s.trace.as_ref().map(|t| finite(t.speedup)).transpose()?,
-                _ => None,
-            },
-        };
+        let profile = self.profile(kind, rate, concurrency)?;
         let workload = self.workload(data, &load)?;
-        let slo = (s.slo_ttft_ms.is_some() || s.slo_tpot_ms.is_some() || s.slo_e2e_ms.is_some())
-            .then(|| -> anyhow::Result<Slo> {
-                Ok(Slo {
-                    ttft_ms: s.slo_ttft_ms.map(finite).transpose()?,
-                    tpot_ms: s.slo_tpot_ms.map(finite).transpose()?,
-                    e2e_ms: s.slo_e2e_ms.map(finite).transpose()?,
-                })
-            })
-            .transpose()?;
+        let slo = self.slo()?;
         sinks.count += 1;
         sinks
             .observer
@@ -562,6 +517,71 @@ impl Measurement {
             s.warmup_requests,
             s.cooldown_requests,
         )?)
+    }
+
+    /// The profile a benchmark of `kind` records: what the spec asked of it.
+    fn profile(
+        &self,
+        kind: ProfileKind,
+        rate: Option<f64>,
+        concurrency: u32,
+    ) -> anyhow::Result<Profile> {
+        let s = &self.spec;
+        let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
+        Ok(Profile {
+            kind,
+            rate_per_s: rate.map(finite).transpose()?,
+            concurrency: (!kind.is_open_loop()).then_some(concurrency),
+            max_requests: s.max_requests,
+            max_seconds: s.max_seconds.map(finite).transpose()?,
+            warmup_requests: s.warmup_requests,
+            cooldown_requests: s.cooldown_requests,
+            burstiness: match kind {
+                ProfileKind::Poisson | ProfileKind::Ramp | ProfileKind::Staged => {
+                    s.burstiness.map(finite).transpose()?
+                }
+                _ => None,
+            },
+            ramp_to_per_s: match kind {
+                ProfileKind::Ramp => s.ramp.map(|r| finite(r.to)).transpose()?,
+                _ => None,
+            },
+            stages: match kind {
+                ProfileKind::Staged => Some(
+                    s.stages
+                        .iter()
+                        .map(|st| {
+                            Ok(schemas::document::Stage {
+                                rate_per_s: finite(st.rate)?,
+                                seconds: finite(st.seconds)?,
+                            })
+                        })
+                        .collect::<anyhow::Result<Vec<_>>>()?,
+                ),
+                _ => None,
+            },
+            trace_speedup: match kind {
+                ProfileKind::Trace => s.trace.as_ref().map(|t| finite(t.speedup)).transpose()?,
+                _ => None,
+            },
+        })
+    }
+
+    /// The goodput thresholds every benchmark records, when the spec gives any.
+    fn slo(&self) -> anyhow::Result<Option<Slo>> {
+        let s = &self.spec;
+        let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
+        Ok(
+            (s.slo_ttft_ms.is_some() || s.slo_tpot_ms.is_some() || s.slo_e2e_ms.is_some())
+                .then(|| -> anyhow::Result<Slo> {
+                    Ok(Slo {
+                        ttft_ms: s.slo_ttft_ms.map(finite).transpose()?,
+                        tpot_ms: s.slo_tpot_ms.map(finite).transpose()?,
+                        e2e_ms: s.slo_e2e_ms.map(finite).transpose()?,
+                    })
+                })
+                .transpose()?,
+        )
     }
 
     /// Waits for a shard's origin (or the run's cancellation), journals the shard with how
