@@ -571,17 +571,15 @@ impl Measurement {
     fn slo(&self) -> anyhow::Result<Option<Slo>> {
         let s = &self.spec;
         let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
-        Ok(
-            (s.slo_ttft_ms.is_some() || s.slo_tpot_ms.is_some() || s.slo_e2e_ms.is_some())
-                .then(|| -> anyhow::Result<Slo> {
-                    Ok(Slo {
-                        ttft_ms: s.slo_ttft_ms.map(finite).transpose()?,
-                        tpot_ms: s.slo_tpot_ms.map(finite).transpose()?,
-                        e2e_ms: s.slo_e2e_ms.map(finite).transpose()?,
-                    })
+        (s.slo_ttft_ms.is_some() || s.slo_tpot_ms.is_some() || s.slo_e2e_ms.is_some())
+            .then(|| -> anyhow::Result<Slo> {
+                Ok(Slo {
+                    ttft_ms: s.slo_ttft_ms.map(finite).transpose()?,
+                    tpot_ms: s.slo_tpot_ms.map(finite).transpose()?,
+                    e2e_ms: s.slo_e2e_ms.map(finite).transpose()?,
                 })
-                .transpose()?,
-        )
+            })
+            .transpose()
     }
 
     /// Waits for a shard's origin (or the run's cancellation), journals the shard with how
