@@ -117,7 +117,6 @@ function say(text, error = false) {
 }
 
 const enc = encodeURIComponent;
-const shellQuote = (s) => (/^[A-Za-z0-9._\/@%+=:,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 const plainDate = (s) => (typeof s === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(s) ? `${s.slice(0, 10)} ${s.slice(11, 16)} UTC` : s ?? '—');
 const engineText = (m) => (m.engine == null ? '—' : m.engineVersion ? `${m.engine} ${m.engineVersion}` : m.engine);
 
@@ -711,7 +710,7 @@ function showResult(ctx, name) {
       report.dataset.renderMs = ms.toFixed(0);
       const md = r.files.find((f) => f.name === 'report.md');
       const stem = name.replace(/\.json$/i, '');
-      downloads.replaceChildren(downloadsFor(ctx, name, md?.bytes, `${stem}.report.md`, `runner verify ${shellQuote(name)} --keys keys.json`));
+      downloads.replaceChildren(downloadsFor(ctx, name, md?.bytes, `${stem}.report.md`, r.verifyCommand));
       say(`Rendered in ${ms.toFixed(0)} ms.`);
     }
   });

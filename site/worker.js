@@ -293,7 +293,7 @@ async function handle(msg, progress) {
     case 'meta':
       return metaOp(msg);
     case 'render':
-      return withDocuments([msg], (doc) => files(wasm.renderDocument(doc)));
+      return withDocuments([msg], (doc) => ({ ...files(wasm.renderDocument(doc)), verifyCommand: wasm.verifyCommand(String(msg.name ?? msg.file ?? '')) }));
     case 'diff':
       return withDocuments([msg.a, msg.b], (a, b) => files(wasm.diffDocuments(a, b)));
     case 'compare':

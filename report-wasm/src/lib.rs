@@ -197,6 +197,12 @@ impl Comparison {
     }
 }
 
+/// `runner verify NAME --keys keys.json`, the name quoted for a shell.
+#[wasm_bindgen(js_name = verifyCommand)]
+pub fn verify_command(name: &str) -> String {
+    schemas::findings::verify_command(name)
+}
+
 /// The version of the contract this module implements.
 #[wasm_bindgen(js_name = predicateType)]
 pub fn predicate_type() -> String {

@@ -144,6 +144,15 @@ pub fn verify_lines(v: &Verdict) -> String {
     out
 }
 
+/// The command that checks a published file from the site's directory, its name quoted
+/// for a shell: what a page offers a reader who would rather verify it themselves.
+pub fn verify_command(file: &str) -> String {
+    format!(
+        "runner verify {} --keys keys.json",
+        crate::shell::quote(file)
+    )
+}
+
 /// What recomputing a document from its records found, as the site's verification line
 /// says it: `kind` is `good`, `aggregates` or `bad` (the line's style), `text` the sentence.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -283,6 +292,18 @@ pub fn campaign_badge(checked: Result<(Option<&str>, Option<&str>), &str>) -> Ba
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verify_command_quotes_the_name() {
+        assert_eq!(
+            verify_command("a.json"),
+            "runner verify a.json --keys keys.json"
+        );
+        assert_eq!(
+            verify_command("my run.json"),
+            "runner verify 'my run.json' --keys keys.json"
+        );
+    }
 
     #[test]
     fn counts_are_grouped_by_thousands() {

@@ -1,6 +1,7 @@
 //! Shell words: how a command line a document records (an engine's argv, its environment)
 //! or a command the reader should run is printed, so that pasting it runs exactly that
-//! argv. The report and the campaign's batch scripts quote through this.
+//! argv. The report, the campaign's batch scripts and the site (the module's `verifyCommand`)
+//! quote through this.
 
 /// Characters a shell word may hold unquoted.
 fn plain(c: char) -> bool {
