@@ -189,157 +189,11 @@ impl Plan {
             }
         };
 
-        for (axis, values) in file.axes.get_ref() {
-            if !AXES.contains(&axis.as_str()) {
-                return Err(src.at(
-                    values.span(),
-                    format!(
-                        "axes.{axis} is not an axis (the axes are {})",
-                        AXES.join(", ")
-                    ),
-                ));
-            }
-            if values.get_ref().is_empty() {
-                return Err(src.at(
-                    values.span(),
-                    format!("axes.{axis} is empty: the matrix would have no cell"),
-                ));
-            }
-        }
-        if file.axes.get_ref().is_empty() {
-            return Err(src.at(
-                file.axes.span(),
-                "[axes] names no axis: the matrix would have no cell",
-            ));
-        }
-
-        // Each axis value becomes (label, what it does to a cell's spec).
-        let mut axes: Vec<(&'static str, Vec<AxisValue>)> = Vec::new();
-        for axis in AXES {
-            let Some(values) = file.axes.get_ref().get(axis) else {
-                continue;
-            };
-            let mut parsed = Vec::new();
-            for value in values.get_ref() {
-                let at = |what: String| src.at(value.span(), format!("axes.{axis}: {what}"));
-                let v = match axis {
-                    "engine" => engine_value(value.get_ref(), &beside).map_err(at)?,
-                    "model" => model_value(value.get_ref(), &beside).map_err(at)?,
-                    "gpus" => match value.get_ref().as_integer() {
-                        Some(n) if (1..=1024).contains(&n) => AxisValue::Gpus(n as u32),
-                        _ => {
-                            return Err(at(format!(
-                                "{} is not a GPU count (1 to 1024)",
-                                value.get_ref()
-                            )))
-                        }
-                    },
-                    "workload" | "profile" => {
-                        let tables = if axis == "workload" {
-                            &file.workload
-                        } else {
-                            &file.profile
-                        };
-                        let name = value.get_ref().as_str().ok_or_else(|| {
-                            at(format!(
-                                "{} is not the name of a [{axis}.NAME] table",
-                                value.get_ref()
-                            ))
-                        })?;
-                        let table = tables.get(name).ok_or_else(|| {
-                            at(format!(
-                                "no [{axis}.{name}] table (the plan has {})",
-                                if tables.is_empty() {
-                                    "none".to_string()
-                                } else {
-                                    tables.keys().cloned().collect::<Vec<_>>().join(", ")
-                                }
-                            ))
-                        })?;
-                        AxisValue::Fragment {
-                            label: slug(name),
-                            table: table.get_ref().clone(),
-                            section: format!("{axis}.{name}"),
-                        }
-                    }
-                    _ => unreachable!("AXES lists the axes"),
-                };
-                parsed.push(v);
-            }
-            let labels: Vec<String> = parsed.iter().map(AxisValue::label).collect();
-            for (i, l) in labels.iter().enumerate() {
-                if labels[..i].contains(l) {
-                    return Err(src.at(
-                        values.get_ref()[i].span(),
-                        format!(
-                            "axes.{axis}: two values are both labelled {l:?}; give one a `label`"
-                        ),
-                    ));
-                }
-            }
-            axes.push((axis, parsed));
-        }
-
-        // Every fragment is checked alone first, so an unknown field is named where it is.
+        check_axis_names(&file, &src)?;
+        let axes = parse_axes(&file, &src, &beside)?;
+        check_fragments(&file, &axes, &src)?;
         let fixed = file.fixed.as_ref();
-        let mut fragments: Vec<(String, &toml::Table, std::ops::Range<usize>)> = Vec::new();
-        if let Some(f) = fixed {
-            fragments.push(("fixed".into(), f.get_ref(), f.span()));
-        }
-        for (kind, tables) in [("workload", &file.workload), ("profile", &file.profile)] {
-            for (name, t) in tables {
-                fragments.push((format!("{kind}.{name}"), t.get_ref(), t.span()));
-            }
-        }
-        for (section, table, span) in &fragments {
-            if let Err(e) = toml::Value::Table((*table).clone()).try_into::<RunSpec>() {
-                let message = e.message().trim().to_string();
-                let key = message
-                    .split('`')
-                    .nth(1)
-                    .filter(|_| message.starts_with("unknown field"))
-                    .unwrap_or("");
-                let line = if key.is_empty() {
-                    src.line(span.start)
-                } else {
-                    src.key_line(span.clone(), key)
-                };
-                bail!("{}, line {line}: [{section}]: {message}", path.display());
-            }
-            for owned in ["engine", "model"] {
-                if table.contains_key(owned) && axes.iter().any(|(a, _)| *a == owned) {
-                    bail!(
-                        "{}, line {}: [{section}] sets `{owned}`, which axes.{owned} gives each cell",
-                        path.display(),
-                        src.key_line(span.clone(), owned)
-                    );
-                }
-            }
-        }
-
-        let mut cells = Vec::new();
-        let mut counts: Vec<usize> = axes.iter().map(|_| 0).collect();
-        let total: usize = axes.iter().map(|(_, v)| v.len()).product();
-        for index in 0..total {
-            // Mixed-radix digits of the index, the last axis fastest.
-            let mut rest = index;
-            for (digit, (_, values)) in counts.iter_mut().zip(&axes).rev() {
-                *digit = rest % values.len();
-                rest /= values.len();
-            }
-            let chosen: Vec<(&'static str, &AxisValue)> = axes
-                .iter()
-                .zip(&counts)
-                .map(|((a, v), &d)| (*a, &v[d]))
-                .collect();
-            cells.push(cell(
-                index,
-                &chosen,
-                fixed.map(|f| f.get_ref()),
-                &beside,
-                path,
-            )?);
-        }
+        let cells = expand(&axes, fixed.map(|f| f.get_ref()), &beside, path)?;
 
         use sha2::Digest;
         Ok(Plan {
@@ -404,6 +258,179 @@ impl AxisValue {
             AxisValue::Gpus(n) => format!("{n}gpu"),
         }
     }
+}
+
+/// Every axis the plan names is one there is, and has a value.
+fn check_axis_names(file: &PlanFile, src: &Source) -> Result<()> {
+    for (axis, values) in file.axes.get_ref() {
+        if !AXES.contains(&axis.as_str()) {
+            return Err(src.at(
+                values.span(),
+                format!(
+                    "axes.{axis} is not an axis (the axes are {})",
+                    AXES.join(", ")
+                ),
+            ));
+        }
+        if values.get_ref().is_empty() {
+            return Err(src.at(
+                values.span(),
+                format!("axes.{axis} is empty: the matrix would have no cell"),
+            ));
+        }
+    }
+    if file.axes.get_ref().is_empty() {
+        return Err(src.at(
+            file.axes.span(),
+            "[axes] names no axis: the matrix would have no cell",
+        ));
+    }
+    Ok(())
+}
+
+/// Each axis value as (label, what it does to a cell's spec), axes in [`AXES`] order; labels
+/// unique within an axis.
+fn parse_axes(
+    file: &PlanFile,
+    src: &Source,
+    beside: &dyn Fn(&str) -> PathBuf,
+) -> Result<Vec<(&'static str, Vec<AxisValue>)>> {
+    let mut axes: Vec<(&'static str, Vec<AxisValue>)> = Vec::new();
+    for axis in AXES {
+        let Some(values) = file.axes.get_ref().get(axis) else {
+            continue;
+        };
+        let mut parsed = Vec::new();
+        for value in values.get_ref() {
+            let at = |what: String| src.at(value.span(), format!("axes.{axis}: {what}"));
+            let v = match axis {
+                "engine" => engine_value(value.get_ref(), beside).map_err(at)?,
+                "model" => model_value(value.get_ref(), beside).map_err(at)?,
+                "gpus" => match value.get_ref().as_integer() {
+                    Some(n) if (1..=1024).contains(&n) => AxisValue::Gpus(n as u32),
+                    _ => {
+                        return Err(at(format!(
+                            "{} is not a GPU count (1 to 1024)",
+                            value.get_ref()
+                        )))
+                    }
+                },
+                "workload" | "profile" => {
+                    let tables = if axis == "workload" {
+                        &file.workload
+                    } else {
+                        &file.profile
+                    };
+                    let name = value.get_ref().as_str().ok_or_else(|| {
+                        at(format!(
+                            "{} is not the name of a [{axis}.NAME] table",
+                            value.get_ref()
+                        ))
+                    })?;
+                    let table = tables.get(name).ok_or_else(|| {
+                        at(format!(
+                            "no [{axis}.{name}] table (the plan has {})",
+                            if tables.is_empty() {
+                                "none".to_string()
+                            } else {
+                                tables.keys().cloned().collect::<Vec<_>>().join(", ")
+                            }
+                        ))
+                    })?;
+                    AxisValue::Fragment {
+                        label: slug(name),
+                        table: table.get_ref().clone(),
+                        section: format!("{axis}.{name}"),
+                    }
+                }
+                _ => unreachable!("AXES lists the axes"),
+            };
+            parsed.push(v);
+        }
+        let labels: Vec<String> = parsed.iter().map(AxisValue::label).collect();
+        for (i, l) in labels.iter().enumerate() {
+            if labels[..i].contains(l) {
+                return Err(src.at(
+                    values.get_ref()[i].span(),
+                    format!("axes.{axis}: two values are both labelled {l:?}; give one a `label`"),
+                ));
+            }
+        }
+        axes.push((axis, parsed));
+    }
+    Ok(axes)
+}
+
+/// `[fixed]` and every `[workload.NAME]` and `[profile.NAME]` table is a spec fragment by
+/// itself (an unknown field is named where it is), and none sets what an axis gives.
+fn check_fragments(
+    file: &PlanFile,
+    axes: &[(&'static str, Vec<AxisValue>)],
+    src: &Source,
+) -> Result<()> {
+    let path = src.path;
+    let mut fragments: Vec<(String, &toml::Table, std::ops::Range<usize>)> = Vec::new();
+    if let Some(f) = file.fixed.as_ref() {
+        fragments.push(("fixed".into(), f.get_ref(), f.span()));
+    }
+    for (kind, tables) in [("workload", &file.workload), ("profile", &file.profile)] {
+        for (name, t) in tables {
+            fragments.push((format!("{kind}.{name}"), t.get_ref(), t.span()));
+        }
+    }
+    for (section, table, span) in &fragments {
+        if let Err(e) = toml::Value::Table((*table).clone()).try_into::<RunSpec>() {
+            let message = e.message().trim().to_string();
+            let key = message
+                .split('`')
+                .nth(1)
+                .filter(|_| message.starts_with("unknown field"))
+                .unwrap_or("");
+            let line = if key.is_empty() {
+                src.line(span.start)
+            } else {
+                src.key_line(span.clone(), key)
+            };
+            bail!("{}, line {line}: [{section}]: {message}", path.display());
+        }
+        for owned in ["engine", "model"] {
+            if table.contains_key(owned) && axes.iter().any(|(a, _)| *a == owned) {
+                bail!(
+                    "{}, line {}: [{section}] sets `{owned}`, which axes.{owned} gives each cell",
+                    path.display(),
+                    src.key_line(span.clone(), owned)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The matrix: one cell per combination of axis values, the last axis fastest.
+fn expand(
+    axes: &[(&'static str, Vec<AxisValue>)],
+    fixed: Option<&toml::Table>,
+    beside: &dyn Fn(&str) -> PathBuf,
+    path: &Path,
+) -> Result<Vec<Cell>> {
+    let mut cells = Vec::new();
+    let mut counts: Vec<usize> = axes.iter().map(|_| 0).collect();
+    let total: usize = axes.iter().map(|(_, v)| v.len()).product();
+    for index in 0..total {
+        // Mixed-radix digits of the index, the last axis fastest.
+        let mut rest = index;
+        for (digit, (_, values)) in counts.iter_mut().zip(axes).rev() {
+            *digit = rest % values.len();
+            rest /= values.len();
+        }
+        let chosen: Vec<(&'static str, &AxisValue)> = axes
+            .iter()
+            .zip(&counts)
+            .map(|((a, v), &d)| (*a, &v[d]))
+            .collect();
+        cells.push(cell(index, &chosen, fixed, beside, path)?);
+    }
+    Ok(cells)
 }
 
 fn engine_value(
