@@ -5,7 +5,7 @@
 //! consistency of every raw record; a recomputation of every summary and of the
 //! record-derived validity flags, compared bit for bit with what the document says.
 
-use crate::document::{RawRecord, Statement};
+use crate::document::{Benchmark, Predicate, RawRecord, Statement};
 use crate::dsse::EnvelopeView;
 use crate::keys::TrustedKey;
 use crate::subject::{check_subject, subject_matches_as_written};
@@ -155,14 +155,36 @@ pub fn verify_envelope(
 }
 
 fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
+    check_versions(s, v);
+    let p = &s.predicate;
+    check_shards(p, v);
+    let clients = p.shard.as_ref().map_or(1, |s| s.count);
+    if let Err(e) = check_subject(s, matched_as_written) {
+        v.document_errors.push(e);
+    }
+    for (field, value) in [
+        ("run.started_at", &p.run.started_at),
+        ("run.finished_at", &p.run.finished_at),
+    ] {
+        if humantime::parse_rfc3339(value).is_err() {
+            v.document_errors
+                .push(format!("{field} {value:?} is not an RFC 3339 UTC time"));
+        }
+    }
+    for (bi, b) in p.benchmarks.iter().enumerate() {
+        check_benchmark(bi, b, p, clients, v);
+    }
+}
+
+/// The statement's type, and a predicate version that carries only what it came with: a
+/// reader of that version could not have known what a later field means.
+fn check_versions(s: &Statement, v: &mut Verdict) {
     if s.type_ != STATEMENT_TYPE {
         v.document_errors.push(format!(
             "_type is {:?}, expected {STATEMENT_TYPE:?}",
             s.type_
         ));
     }
-    // Each version may carry only what it came with: a reader of that version could not
-    // have known what a later field means.
     let known = [
         PREDICATE_TYPE_V0_1,
         PREDICATE_TYPE_V0_2,
@@ -221,6 +243,11 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
             s.predicate_type
         ));
     }
+}
+
+/// A shard or a merge of shards, never both; an index below the count; the clock flag a
+/// merge's shards imply.
+fn check_shards(p: &Predicate, v: &mut Verdict) {
     if p.shard.is_some() && p.shards.is_some() {
         v.document_errors
             .push("a document is a shard or a merge of shards, not both".into());
@@ -239,100 +266,90 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
                 .push(format!("run: {:?} ({})", f.code, f.message));
         }
     }
-    let clients = p.shard.as_ref().map_or(1, |s| s.count);
-    if let Err(e) = check_subject(s, matched_as_written) {
-        v.document_errors.push(e);
+}
+
+/// One benchmark: its start time, every record consistent (a bounded number named), its
+/// token timestamps, then its summary and flags recomputed from the records and compared.
+fn check_benchmark(bi: usize, b: &Benchmark, p: &Predicate, clients: u32, v: &mut Verdict) {
+    if humantime::parse_rfc3339(&b.started_at).is_err() {
+        v.document_errors.push(format!(
+            "benchmarks[{bi}].started_at {:?} is not an RFC 3339 UTC time",
+            b.started_at
+        ));
     }
-    for (field, value) in [
-        ("run.started_at", &p.run.started_at),
-        ("run.finished_at", &p.run.finished_at),
-    ] {
-        if humantime::parse_rfc3339(value).is_err() {
-            v.document_errors
-                .push(format!("{field} {value:?} is not an RFC 3339 UTC time"));
-        }
-    }
-    for (bi, b) in p.benchmarks.iter().enumerate() {
-        if humantime::parse_rfc3339(&b.started_at).is_err() {
-            v.document_errors.push(format!(
-                "benchmarks[{bi}].started_at {:?} is not an RFC 3339 UTC time",
-                b.started_at
-            ));
-        }
-        let mut consistent = true;
-        let mut inconsistent = 0usize;
-        let mut gaps = metrics::DecodedGaps::default();
-        for (ri, r) in b.records.iter().enumerate() {
-            let decoded = gaps.push(&r.token_gaps);
-            let too_many = matches!(decoded, Err(TokenTimesError::TooMany { .. }));
-            let checked = decoded
-                .map_err(|e| e.to_string())
-                .and_then(|g| check_record(r, g));
-            if let Err(e) = checked {
-                inconsistent += 1;
-                // Each record's problem is named, up to a point: a document made to fail in
-                // every one of a million records gets a bounded verdict.
-                if inconsistent <= MAX_RECORD_ERRORS {
-                    v.document_errors
-                        .push(format!("benchmarks[{bi}].records[{ri}]: {e}"));
-                }
-                consistent = false;
-            }
-            if too_many {
-                // Every later record would be refused the same way.
-                inconsistent += b.records.len() - ri - 1;
-                break;
-            }
-        }
-        if inconsistent > MAX_RECORD_ERRORS {
-            v.document_errors.push(format!(
-                "benchmarks[{bi}]: {} more records are inconsistent or were not checked",
-                inconsistent - MAX_RECORD_ERRORS
-            ));
-        }
-        v.records_checked += b.records.len() as u64;
-        if !consistent {
-            continue;
-        }
-        if let Some(t) = &b.token_timestamps {
-            if let Err(e) = check_token_timestamps(t, &b.records) {
+    let mut consistent = true;
+    let mut inconsistent = 0usize;
+    let mut gaps = metrics::DecodedGaps::default();
+    for (ri, r) in b.records.iter().enumerate() {
+        let decoded = gaps.push(&r.token_gaps);
+        let too_many = matches!(decoded, Err(TokenTimesError::TooMany { .. }));
+        let checked = decoded
+            .map_err(|e| e.to_string())
+            .and_then(|g| check_record(r, g));
+        if let Err(e) = checked {
+            inconsistent += 1;
+            // Each record's problem is named, up to a point: a document made to fail in
+            // every one of a million records gets a bounded verdict.
+            if inconsistent <= MAX_RECORD_ERRORS {
                 v.document_errors
-                    .push(format!("benchmarks[{bi}].token_timestamps: {e}"));
+                    .push(format!("benchmarks[{bi}].records[{ri}]: {e}"));
             }
+            consistent = false;
         }
-        if b.records.is_empty() && p.imported.as_ref().is_some_and(|i| i.aggregates_only) {
-            // The source's numbers: nothing to recompute them from, and the report says so.
-            v.aggregates_only += 1;
-            continue;
+        if too_many {
+            // Every later record would be refused the same way.
+            inconsistent += b.records.len() - ri - 1;
+            break;
         }
-        let recomputed = match metrics::summarize_decoded(&b.records, &gaps, b.slo.as_ref())
-            .and_then(|mut s| {
-                s.host = metrics::host_summary(&b.records, b.telemetry.as_ref())?;
-                Ok(s)
-            }) {
+    }
+    if inconsistent > MAX_RECORD_ERRORS {
+        v.document_errors.push(format!(
+            "benchmarks[{bi}]: {} more records are inconsistent or were not checked",
+            inconsistent - MAX_RECORD_ERRORS
+        ));
+    }
+    v.records_checked += b.records.len() as u64;
+    if !consistent {
+        return;
+    }
+    if let Some(t) = &b.token_timestamps {
+        if let Err(e) = check_token_timestamps(t, &b.records) {
+            v.document_errors
+                .push(format!("benchmarks[{bi}].token_timestamps: {e}"));
+        }
+    }
+    if b.records.is_empty() && p.imported.as_ref().is_some_and(|i| i.aggregates_only) {
+        // The source's numbers: nothing to recompute them from, and the report says so.
+        v.aggregates_only += 1;
+        return;
+    }
+    let recomputed =
+        match metrics::summarize_decoded(&b.records, &gaps, b.slo.as_ref()).and_then(|mut s| {
+            s.host = metrics::host_summary(&b.records, b.telemetry.as_ref())?;
+            Ok(s)
+        }) {
             Ok(s) => s,
             Err(e) => {
                 v.document_errors.push(format!("benchmarks[{bi}]: {e}"));
-                continue;
+                return;
             }
         };
-        let stored = serde_json::to_value(&b.summary).expect("summary serialises");
-        let fresh = serde_json::to_value(&recomputed).expect("summary serialises");
-        diff_paths(
-            &format!("benchmarks[{bi}].summary"),
-            &stored,
-            &fresh,
-            &mut v.summary_mismatches,
-        );
-        for f in validity::derive(bi as u32, b, &recomputed, clients) {
-            if !p
-                .validity
-                .iter()
-                .any(|g| g.code == f.code && g.benchmark == f.benchmark)
-            {
-                v.missing_flags
-                    .push(format!("benchmarks[{bi}]: {:?} ({})", f.code, f.message));
-            }
+    let stored = serde_json::to_value(&b.summary).expect("summary serialises");
+    let fresh = serde_json::to_value(&recomputed).expect("summary serialises");
+    diff_paths(
+        &format!("benchmarks[{bi}].summary"),
+        &stored,
+        &fresh,
+        &mut v.summary_mismatches,
+    );
+    for f in validity::derive(bi as u32, b, &recomputed, clients) {
+        if !p
+            .validity
+            .iter()
+            .any(|g| g.code == f.code && g.benchmark == f.benchmark)
+        {
+            v.missing_flags
+                .push(format!("benchmarks[{bi}]: {:?} ({})", f.code, f.message));
         }
     }
 }
