@@ -108,6 +108,11 @@ async fn measure(
     shard: Option<ShardRun>,
 ) -> Result<(), Failure> {
     let input = Failure::Input;
+    // First: a stop (SIGTERM, Ctrl-C) from here on ends the run with what it has, even one
+    // that comes while the server is still being probed or the engine started.
+    let (cancel_tx, cancel) = watch::channel(false);
+    let cancel_tx = Arc::new(cancel_tx);
+    cancel_on_signals(cancel_tx.clone());
     let run_id = crate::commands::synth::run_id().map_err(input)?;
     let host = host::machine::detect();
     // The recipe is checked, and the load pointed at the engine, before anything starts.
@@ -213,8 +218,6 @@ async fn measure(
             launch: e.launch_so_far(),
         });
     }
-    let (cancel_tx, cancel) = watch::channel(false);
-    let cancel_tx = Arc::new(cancel_tx);
     journal.on_failure({
         // A run whose journal cannot be written stops: a crash after that point would lose
         // what it measured since.
@@ -223,7 +226,6 @@ async fn measure(
             let _ = cancel_tx.send(true);
         }
     });
-    cancel_on_signals(cancel_tx.clone());
     let (engine_died, engine_watch) = watch_engine(engine.as_ref(), &cancel_tx);
     let engine_log = engine.as_ref().map(|e| e.log_path().to_path_buf());
     let progress: Arc<dyn Observer> = Arc::new(Progress::default());
