@@ -119,6 +119,7 @@ impl AggregateBenchmark {
                 latency_per_output_token_ms: opt(self.latency_per_output_token_ms),
                 goodput: None,
                 host: None,
+                uncertainty: None,
                 published: Some(self.published),
                 by_prefix_group: None,
                 by_turn: None,

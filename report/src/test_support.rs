@@ -76,6 +76,7 @@ pub fn summary(e: &Exact) -> Summary {
         latency_per_output_token_ms: e.per_output_token_ms.map(fin),
         goodput: None,
         host: None,
+        uncertainty: None,
         published: None,
         by_prefix_group: None,
         by_turn: None,

@@ -31,6 +31,7 @@ pub mod shell;
 pub mod subject;
 pub mod telemetry;
 pub mod token_times;
+pub mod uncertainty;
 pub mod validity;
 pub mod verify;
 
@@ -44,9 +45,12 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.7: each summary says how sure its numbers are (`uncertainty`: 95 % intervals by batch
+/// means, LoadGen's early-stopping percentile estimates).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.7";
 /// v0.6: each benchmark says what stamped its token events (`token_timestamps`: the kernel's
-/// receive stamps or the client's reads).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.6";
+/// receive stamps or the client's reads). Still read and verified.
+pub const PREDICATE_TYPE_V0_6: &str = "https://provebench.dev/result/v0.6";
 /// v0.5: one schedule split across several clients (`shard`), and the merge of the shards
 /// (`shards`, the `clock_offset_over_1ms` flag). Still read and verified.
 pub const PREDICATE_TYPE_V0_5: &str = "https://provebench.dev/result/v0.5";

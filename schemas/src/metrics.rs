@@ -112,6 +112,10 @@ pub struct Summary {
     /// Derived from the benchmark's telemetry ([`crate::telemetry`]); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSummary>,
+    /// How sure each number above is: 95 % intervals and early-stopping estimates, from the
+    /// records ([`crate::uncertainty`]); since `result/v0.7`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<crate::uncertainty::Uncertainty>,
     /// Only in imported aggregates-only documents: the statistics the source published,
     /// exactly those and nothing derived (the distributions above are then null).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -387,7 +391,7 @@ fn assemble(
 }
 
 /// The closest ranks around percentile `p` of `n` sorted values and the weight of the upper.
-fn rank_of(n: usize, p: f64) -> (usize, usize, f64) {
+pub(crate) fn rank_of(n: usize, p: f64) -> (usize, usize, f64) {
     let rank = p / 100.0 * (n - 1) as f64;
     let lo = rank.floor() as usize;
     (lo, rank.ceil() as usize, rank - lo as f64)
@@ -395,7 +399,7 @@ fn rank_of(n: usize, p: f64) -> (usize, usize, f64) {
 
 /// `(rank, value)` for each wanted rank (ascending, distinct): the value a full sort
 /// would put there.
-fn order_statistics(mut values: Vec<f64>, ranks: Vec<usize>) -> Vec<(usize, f64)> {
+pub(crate) fn order_statistics(mut values: Vec<f64>, ranks: Vec<usize>) -> Vec<(usize, f64)> {
     let mut out = Vec::with_capacity(ranks.len());
     let mut start = 0;
     for rank in ranks {
@@ -427,7 +431,7 @@ fn per_second(count: u64, window_us: u64) -> Result<Option<Finite>, MetricsError
     finite(count as f64 / (window_us as f64 / 1e6)).map(Some)
 }
 
-fn meets(slo: &Slo, ttft_ms: f64, tpot_ms: Option<f64>, e2e_ms: f64) -> bool {
+pub(crate) fn meets(slo: &Slo, ttft_ms: f64, tpot_ms: Option<f64>, e2e_ms: f64) -> bool {
     let within = |limit: Option<Finite>, v: f64| limit.is_none_or(|l| v <= l.get());
     within(slo.ttft_ms, ttft_ms)
         && within(slo.tpot_ms, tpot_ms.unwrap_or(0.0))
@@ -597,7 +601,7 @@ pub fn summarize_decoded(
         None => None,
     };
     let breakdown = crate::breakdown::breakdown(records)?;
-    Ok(Summary {
+    let mut summary = Summary {
         by_prefix_group: breakdown.by_prefix_group,
         by_turn: breakdown.by_turn,
         reasoning: breakdown.reasoning,
@@ -617,8 +621,13 @@ pub fn summarize_decoded(
         goodput,
         requests: counts,
         host: None,
+        uncertainty: None,
         published: None,
-    })
+    };
+    summary.uncertainty = Some(crate::uncertainty::uncertainty(
+        records, gaps, slo, &summary,
+    )?);
+    Ok(summary)
 }
 
 #[cfg(test)]

@@ -12,7 +12,8 @@ use crate::subject::{check_subject, subject_matches_as_written};
 use crate::token_times::TokenTimesError;
 use crate::{
     metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_2,
-    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, STATEMENT_TYPE,
+    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6,
+    STATEMENT_TYPE,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -155,7 +156,7 @@ pub fn verify_envelope(
 }
 
 fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
-    check_versions(s, v);
+    let version = check_versions(s, v);
     let p = &s.predicate;
     check_shards(p, v);
     let clients = p.shard.as_ref().map_or(1, |s| s.count);
@@ -172,13 +173,14 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
         }
     }
     for (bi, b) in p.benchmarks.iter().enumerate() {
-        check_benchmark(bi, b, p, clients, v);
+        check_benchmark(bi, b, p, clients, version, v);
     }
 }
 
 /// The statement's type, and a predicate version that carries only what it came with: a
-/// reader of that version could not have known what a later field means.
-fn check_versions(s: &Statement, v: &mut Verdict) {
+/// reader of that version could not have known what a later field means. Returns the
+/// version's place in the list of those known (0 for v0.1).
+fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
     if s.type_ != STATEMENT_TYPE {
         v.document_errors.push(format!(
             "_type is {:?}, expected {STATEMENT_TYPE:?}",
@@ -191,6 +193,7 @@ fn check_versions(s: &Statement, v: &mut Verdict) {
         PREDICATE_TYPE_V0_3,
         PREDICATE_TYPE_V0_4,
         PREDICATE_TYPE_V0_5,
+        PREDICATE_TYPE_V0_6,
         PREDICATE_TYPE,
     ];
     let version = known
@@ -198,7 +201,8 @@ fn check_versions(s: &Statement, v: &mut Verdict) {
         .position(|t| *t == s.predicate_type)
         .unwrap_or_else(|| {
             v.document_errors.push(format!(
-                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_5:?}, \
+                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_6:?}, \
+                 {PREDICATE_TYPE_V0_5:?}, \
                  {PREDICATE_TYPE_V0_4:?}, {PREDICATE_TYPE_V0_3:?}, {PREDICATE_TYPE_V0_2:?}, \
                  {PREDICATE_TYPE_V0_1:?})",
                 s.predicate_type
@@ -239,11 +243,16 @@ fn check_versions(s: &Statement, v: &mut Verdict) {
     }
     if version < 5 && p.benchmarks.iter().any(|b| b.token_timestamps.is_some()) {
         v.document_errors.push(format!(
-            "token_timestamps in a {:?} document: they came with {PREDICATE_TYPE:?}",
+            "token_timestamps in a {:?} document: they came with {PREDICATE_TYPE_V0_6:?}",
             s.predicate_type
         ));
     }
+    version
 }
+
+/// The place of `result/v0.7` in [`check_versions`]' list: summaries from then on carry
+/// their uncertainty.
+const WITH_UNCERTAINTY: usize = 6;
 
 /// A shard or a merge of shards, never both; an index below the count; the clock flag a
 /// merge's shards imply.
@@ -270,7 +279,14 @@ fn check_shards(p: &Predicate, v: &mut Verdict) {
 
 /// One benchmark: its start time, every record consistent (a bounded number named), its
 /// token timestamps, then its summary and flags recomputed from the records and compared.
-fn check_benchmark(bi: usize, b: &Benchmark, p: &Predicate, clients: u32, v: &mut Verdict) {
+fn check_benchmark(
+    bi: usize,
+    b: &Benchmark,
+    p: &Predicate,
+    clients: u32,
+    version: usize,
+    v: &mut Verdict,
+) {
     if humantime::parse_rfc3339(&b.started_at).is_err() {
         v.document_errors.push(format!(
             "benchmarks[{bi}].started_at {:?} is not an RFC 3339 UTC time",
@@ -326,6 +342,10 @@ fn check_benchmark(bi: usize, b: &Benchmark, p: &Predicate, clients: u32, v: &mu
     let recomputed =
         match metrics::summarize_decoded(&b.records, &gaps, b.slo.as_ref()).and_then(|mut s| {
             s.host = metrics::host_summary(&b.records, b.telemetry.as_ref())?;
+            if version < WITH_UNCERTAINTY {
+                // Written before summaries said how sure they are: the rest must match.
+                s.uncertainty = None;
+            }
             Ok(s)
         }) {
             Ok(s) => s,

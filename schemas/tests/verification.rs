@@ -205,7 +205,7 @@ fn result_v0_1_documents_with_records_as_rows_still_verify() {
     assert!(v02["predicate"]["benchmarks"][0]["records"]["token_gaps"].is_array());
 
     let mut v01 = v02.clone();
-    v01["predicateType"] = schemas::PREDICATE_TYPE_V0_1.into();
+    common::relabel(&mut v01, schemas::PREDICATE_TYPE_V0_1);
     let records = &sealed.predicate.benchmarks[0].records;
     v01["predicate"]["benchmarks"][0]["records"] = serde_json::to_value(records).unwrap();
     assert!(v01["predicate"]["benchmarks"][0]["records"][0]["token_gaps"].is_string());
@@ -220,7 +220,10 @@ fn result_v0_1_documents_with_records_as_rows_still_verify() {
     };
     let (v, s) = verify_envelope(&sign(&v01), &common::trusted(), Policy::RequireSignature);
     assert!(v.ok, "{v:?}");
-    assert_eq!(s.unwrap().predicate, sealed.predicate);
+    assert_eq!(
+        s.unwrap().predicate,
+        common::without_uncertainty(sealed.predicate.clone())
+    );
 
     // The digest follows the version: rows digested as columns (or the reverse) disagree.
     let mut mislabelled = v01.clone();
@@ -315,7 +318,7 @@ fn result_v0_2_documents_still_verify_and_telemetry_is_recomputed() {
     };
     let plain = serde_json::to_value(schemas::seal::seal(common::predicate()).unwrap()).unwrap();
     let mut v02 = plain.clone();
-    v02["predicateType"] = schemas::PREDICATE_TYPE_V0_2.into();
+    common::relabel(&mut v02, schemas::PREDICATE_TYPE_V0_2);
     assert!(verify(&v02).ok, "{:?}", verify(&v02));
 
     let mut p = common::predicate();
@@ -361,7 +364,7 @@ fn result_v0_2_documents_still_verify_and_telemetry_is_recomputed() {
     );
 
     let mut mislabelled = sealed.clone();
-    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_2.into();
+    common::relabel(&mut mislabelled, schemas::PREDICATE_TYPE_V0_2);
     let v = verify(&mislabelled);
     assert!(
         v.document_errors.iter().any(|e| e.contains("telemetry")),
@@ -378,7 +381,7 @@ fn result_v0_3_documents_still_verify_and_v0_4_fields_are_recomputed() {
         verify_envelope(&sign(s), &common::trusted(), Policy::RequireSignature).0
     };
     let mut v03 = serde_json::to_value(schemas::seal::seal(common::predicate()).unwrap()).unwrap();
-    v03["predicateType"] = schemas::PREDICATE_TYPE_V0_3.into();
+    common::relabel(&mut v03, schemas::PREDICATE_TYPE_V0_3);
     assert!(verify(&v03).ok, "{:?}", verify(&v03));
 
     // Turns, prefix groups and reasoning: the breakdowns are derived and checked.
@@ -410,7 +413,7 @@ fn result_v0_3_documents_still_verify_and_v0_4_fields_are_recomputed() {
         "{v:?}"
     );
     let mut mislabelled = sealed.clone();
-    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_3.into();
+    common::relabel(&mut mislabelled, schemas::PREDICATE_TYPE_V0_3);
     let v = verify(&mislabelled);
     assert!(
         v.document_errors.iter().any(|e| e.contains("session")),
@@ -433,7 +436,7 @@ fn result_v0_4_documents_still_verify_and_shard_fields_are_refused_under_that_la
     p.benchmarks[0].profile.burstiness = Some(schemas::numbers::Finite::new(0.5).unwrap());
     let mut v04 = serde_json::to_value(schemas::seal::seal(p).unwrap()).unwrap();
     assert_eq!(v04["predicateType"], schemas::PREDICATE_TYPE);
-    v04["predicateType"] = schemas::PREDICATE_TYPE_V0_4.into();
+    common::relabel(&mut v04, schemas::PREDICATE_TYPE_V0_4);
     assert!(verify(&v04).ok, "{:?}", verify(&v04));
 
     let host = ShardHost {
@@ -470,7 +473,7 @@ fn result_v0_4_documents_still_verify_and_shard_fields_are_refused_under_that_la
         .to_string()
         .contains("saturated"));
     let mut mislabelled = shard.clone();
-    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_4.into();
+    common::relabel(&mut mislabelled, schemas::PREDICATE_TYPE_V0_4);
     let v = verify(&mislabelled);
     assert!(
         v.document_errors.iter().any(|e| e.contains("shard")),
@@ -513,7 +516,7 @@ fn result_v0_4_documents_still_verify_and_shard_fields_are_refused_under_that_la
         "{v:?}"
     );
     let mut mislabelled = merged.clone();
-    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_4.into();
+    common::relabel(&mut mislabelled, schemas::PREDICATE_TYPE_V0_4);
     let v = verify(&mislabelled);
     assert!(
         v.document_errors.iter().any(|e| e.contains("shard")),
@@ -532,7 +535,7 @@ fn result_v0_5_documents_still_verify_and_token_timestamps_must_cover_the_record
     };
     let p = common::predicate();
     let mut v05 = serde_json::to_value(schemas::seal::seal(p.clone()).unwrap()).unwrap();
-    v05["predicateType"] = schemas::PREDICATE_TYPE_V0_5.into();
+    common::relabel(&mut v05, schemas::PREDICATE_TYPE_V0_5);
     assert!(verify(&v05).ok, "{:?}", verify(&v05));
 
     let events: u64 = p.benchmarks[0]
@@ -552,7 +555,7 @@ fn result_v0_5_documents_still_verify_and_token_timestamps_must_cover_the_record
     assert!(verify(&v06).ok, "{:?}", verify(&v06));
 
     let mut mislabelled = v06.clone();
-    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_5.into();
+    common::relabel(&mut mislabelled, schemas::PREDICATE_TYPE_V0_5);
     let v = verify(&mislabelled);
     assert!(
         v.document_errors
@@ -569,6 +572,64 @@ fn result_v0_5_documents_still_verify_and_token_timestamps_must_cover_the_record
             .iter()
             .any(|e| e.contains("benchmarks[0].token_timestamps")
                 && e.contains(&format!("the records hold {events}"))),
+        "{v:?}"
+    );
+}
+
+/// `result/v0.6` documents (no uncertainty in their summaries) still verify; an uncertainty
+/// under that label is refused, and a v0.7 document's must be the one its records give.
+#[test]
+fn result_v0_6_documents_still_verify_and_the_uncertainty_is_recomputed() {
+    let verify = |s: &serde_json::Value| {
+        let signed = common::signed_payload(&serde_json::to_vec(s).unwrap());
+        verify_envelope(&signed, &common::trusted(), Policy::RequireSignature).0
+    };
+    let mut p = common::predicate();
+    // Enough requests for intervals: the known three, repeated a second apart.
+    let base = p.benchmarks[0].records.clone();
+    p.benchmarks[0].records = (0..60u64)
+        .flat_map(|i| {
+            base.iter().cloned().map(move |mut r| {
+                let shift = i * 1_000_000;
+                r.scheduled_us += shift;
+                r.sent_us += shift;
+                r.first_token_us = r.first_token_us.map(|t| t + shift);
+                r.end_us += shift;
+                r
+            })
+        })
+        .collect();
+    p.benchmarks[0].profile.max_requests = Some(180);
+    let v07 = serde_json::to_value(schemas::seal::seal(p).unwrap()).unwrap();
+    assert_eq!(v07["predicateType"], schemas::PREDICATE_TYPE);
+    assert!(
+        v07["predicate"]["benchmarks"][0]["summary"]["uncertainty"]["ttft_ms"]["mean"]["low"]
+            .is_number()
+    );
+    assert!(verify(&v07).ok, "{:?}", verify(&v07));
+
+    let mut v06 = v07.clone();
+    common::relabel(&mut v06, schemas::PREDICATE_TYPE_V0_6);
+    assert!(verify(&v06).ok, "{:?}", verify(&v06));
+
+    let mut mislabelled = v07.clone();
+    mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_6.into();
+    let v = verify(&mislabelled);
+    assert!(
+        v.summary_mismatches
+            .iter()
+            .any(|m| m.contains("summary.uncertainty")),
+        "{v:?}"
+    );
+
+    let mut narrowed = v07.clone();
+    narrowed["predicate"]["benchmarks"][0]["summary"]["uncertainty"]["ttft_ms"]["mean"]["high"] =
+        v07["predicate"]["benchmarks"][0]["summary"]["ttft_ms"]["mean"].clone();
+    let v = verify(&narrowed);
+    assert!(
+        v.summary_mismatches
+            .iter()
+            .any(|m| m.starts_with("benchmarks[0].summary.uncertainty.ttft_ms.mean.high")),
         "{v:?}"
     );
 }

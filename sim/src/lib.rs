@@ -9,6 +9,8 @@
 //! * `lib.rs` (this one) — the public configuration, [`SimServer`] (start, truth, shutdown);
 //! * `model.rs` — the latency model: FIFO admission into `max_batch` slots, token deadlines, truth;
 //! * `faults.rs` — which requests misbehave (deterministically), and how;
+//! * `noise.rs` — seeded latency noise with a known distribution (the truth intervals are
+//!   tested against);
 //! * `protocol.rs` — request parsing, the toy tokenizer, every response and event byte per API;
 //! * `http.rs` — hyper: accepting connections, routing, the streaming body;
 //! * `tests.rs` — the server against a plain HTTP client (shapes, timing, queueing, faults,
@@ -51,6 +53,7 @@
 mod faults;
 mod http;
 mod model;
+pub mod noise;
 mod protocol;
 #[cfg(test)]
 mod tests;
@@ -77,6 +80,11 @@ pub struct SimConfig {
     pub itl_ms: f64,
     /// The ITL grows with the batch: `itl_ms * (1 + itl_growth * (running - 1))`.
     pub itl_growth: f64,
+    /// Mean of an exponential draw added to each request's time to first token (ms; 0 for
+    /// none), seeded by `seed` and the request's arrival index ([`noise`]).
+    pub ttft_noise_ms: f64,
+    /// Mean of an exponential draw added to each gap between tokens (ms; 0 for none).
+    pub itl_noise_ms: f64,
     /// At most this many requests generate at once; the rest wait in FIFO order.
     pub max_batch: u32,
     /// Tokens leave at decode steps, as a continuous-batching engine's do: every deadline is
@@ -131,6 +139,8 @@ impl Default for SimConfig {
             prefill_us_per_token: 20.0,
             itl_ms: 8.0,
             itl_growth: 0.05,
+            ttft_noise_ms: 0.0,
+            itl_noise_ms: 0.0,
             max_batch: 32,
             decode_steps: false,
             // 16 384 blocks: of the order of an 8B model's KV cache on one 80 GB GPU.
@@ -157,6 +167,8 @@ impl SimConfig {
             ("prefill_us_per_token", self.prefill_us_per_token),
             ("itl_ms", self.itl_ms),
             ("itl_growth", self.itl_growth),
+            ("ttft_noise_ms", self.ttft_noise_ms),
+            ("itl_noise_ms", self.itl_noise_ms),
         ] {
             // An hour per token is surely a typo, and keeps Duration arithmetic far from overflow.
             if !v.is_finite() || !(0.0..=3.6e6).contains(&v) {

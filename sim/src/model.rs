@@ -17,6 +17,7 @@
 //! written, KV-cache tokens while a request holds a slot, successes when a request ends whole.
 
 use super::faults::Fault;
+use super::noise::{self, Draw};
 use super::{RequestTruth, SimConfig, PREFIX_BLOCK_TOKENS};
 use clock::Timer;
 use std::collections::{BTreeMap, HashMap};
@@ -238,7 +239,15 @@ impl Generation {
         self.admitted = Some(now);
         let computed = self.prompt_tokens - self.cached_tokens;
         let prefill = Duration::from_secs_f64(engine.prefill_s_per_token * computed as f64);
-        self.deadline = engine.at_step(now + engine.ttft + prefill);
+        let noise = Duration::from_secs_f64(
+            noise::exponential_ms(
+                engine.cfg.seed,
+                self.index,
+                Draw::FirstToken,
+                engine.cfg.ttft_noise_ms,
+            ) / 1e3,
+        );
+        self.deadline = engine.at_step(now + engine.ttft + prefill + noise);
     }
 
     /// Sleeps until the next token is due (at once when the server is behind, or with ITL 0).
@@ -255,9 +264,17 @@ impl Generation {
         self.engine.generation_tokens_total.fetch_add(1, Relaxed);
         self.engine.kv_tokens.fetch_add(1, Relaxed);
         let running = self.engine.running.load(Relaxed);
+        let noise = Duration::from_secs_f64(
+            noise::exponential_ms(
+                self.engine.cfg.seed,
+                self.index,
+                Draw::Gap(self.emitted),
+                self.engine.cfg.itl_noise_ms,
+            ) / 1e3,
+        );
         self.deadline = self
             .engine
-            .at_step(self.deadline + self.engine.itl(running));
+            .at_step(self.deadline + self.engine.itl(running) + noise);
     }
 
     /// Holds the next event back by `pause` on top of its ITL. With ITL 0 the deadline chain

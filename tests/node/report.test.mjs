@@ -45,6 +45,11 @@ runnerIn(dir, { ...env, PROVEBENCH_NVML_LIB: fakeNvml, FAKE_NVML_SCRIPT: join(di
   'run', '--target', fast, '--no-sign', '--out', 'gpu.json', '--profile', 'concurrent', '--concurrency', '4',
   '--max-requests', '40', '--data', 'prompt_tokens=16,output_tokens=16', '--gpu-sample-ms', '20');
 
+// Seeded latency noise and enough requests for intervals (50) and LoadGen's p90 (64).
+const noisy = await startSim('--ttft-ms', '2', '--ttft-noise-ms', '3', '--itl-ms', '1', '--itl-noise-ms', '1');
+run(noisy, 'noisy.json', '--profile', 'concurrent', '--concurrency', '8', '--max-requests', '120',
+  '--data', 'prompt_tokens=16,output_tokens=8');
+
 const files = (d) => Object.fromEntries(readdirSync(join(dir, d)).sort().map((n) => [n, readFileSync(join(dir, d, n))]));
 
 // The site's path: each document loaded (parsed and verified) once, then rendered or
@@ -120,6 +125,24 @@ test('GPU power and server queues render the same everywhere', () => {
   assert.match(md, /gpu_throttled/);
   assert.ok(out['gpu-power-1.svg'].toString().startsWith('<svg'));
   assert.ok(out['server-1.svg'].toString().startsWith('<svg'));
+});
+
+test('how sure each number is: recomputed by the module and rendered the same everywhere', () => {
+  const md = sameEverywhere('report', ['noisy.json'], 'noisy')['report.md'].toString();
+  assert.match(md, /How sure: 95 % intervals by batch means \(10 batches in schedule order\)/);
+  assert.match(md, /\| TTFT mean \(ms\) \| [0-9.]+ \| [0-9.]+ – [0-9.]+ \| [0-9.]+% \|/);
+  assert.match(md, /\| TTFT p99 \(ms\) \| [0-9.]+ \| needs 662 samples \(120 here\) \|/);
+  assert.match(md, /TTFT p90 ≤ [0-9.]+ ms \([0-9]+ slowest set aside\)/);
+  // The module's verification recomputed every interval from the records.
+  const keys = readFileSync(join(dir, 'keys.json'), 'utf8');
+  const loaded = glue.loadDocument(readFileSync(join(dir, 'noisy.json')), keys);
+  try {
+    const facts = JSON.parse(loaded.meta());
+    assert.equal(facts.verification.text, 'Recomputed from 120 raw records: matches.', JSON.stringify(facts));
+    assert.deepEqual(facts.verdict.summary_mismatches, []);
+  } finally {
+    loaded.free();
+  }
 });
 
 test('a diff is the same everywhere', () => {

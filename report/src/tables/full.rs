@@ -15,7 +15,8 @@
 //! - ⚠ **warning** `saturated`: achieved 1.50 req/s of a 2.00 req/s target
 //! ```
 //!
-//! A benchmark with a shaped workload gets its workload lines and breakdowns (TTFT by
+//! How sure each number is ([`super::uncertainty`]) follows the latency table. A benchmark
+//! with a shaped workload gets its workload lines and breakdowns (TTFT by
 //! turn and by prefix group, reasoning: [`super::workload`]) after the latency table; one
 //! with telemetry then its GPU and server tables ([`super::host`]), before the flags. A
 //! document where some benchmark's GPUs were measured starts with a table of every
@@ -134,6 +135,11 @@ pub fn benchmark_section(st: &Statement, index: usize) -> String {
     }
     out.push('\n');
     out.push_str(&latency_table(b));
+    let sure = super::uncertainty::section(b);
+    if !sure.is_empty() {
+        out.push('\n');
+        out.push_str(&sure);
+    }
     let workload = super::workload::section(b);
     if !workload.is_empty() {
         out.push('\n');

@@ -39,6 +39,13 @@ pub struct SimArgs {
     /// Relative ITL increase per additional running request (0.05: 32 running → 2.55 × ITL).
     #[arg(long, default_value_t = 0.05, value_parser = non_negative)]
     pub itl_growth: f64,
+    /// Mean (ms) of a seeded exponential draw added to each request's time to first token: noise
+    /// with a known distribution, to see what a result's intervals say (0: none).
+    #[arg(long, default_value_t = 0.0, value_parser = non_negative)]
+    pub ttft_noise_ms: f64,
+    /// Mean (ms) of a seeded exponential draw added to each gap between tokens (0: none).
+    #[arg(long, default_value_t = 0.0, value_parser = non_negative)]
+    pub itl_noise_ms: f64,
     /// Requests generating at once; the rest queue FIFO, so saturation shows up as growing TTFT.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
     pub max_batch: u32,

@@ -15,6 +15,8 @@ impl SimArgs {
             prefill_us_per_token: self.prefill_us_per_token,
             itl_ms: self.itl_ms,
             itl_growth: self.itl_growth,
+            ttft_noise_ms: self.ttft_noise_ms,
+            itl_noise_ms: self.itl_noise_ms,
             max_batch: self.max_batch,
             decode_steps: self.decode_steps,
             kv_cache_tokens: self.kv_cache_tokens,

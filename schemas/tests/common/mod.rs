@@ -169,3 +169,28 @@ pub fn signed_bytes(p: Predicate) -> Vec<u8> {
     let statement = schemas::seal::seal(p).unwrap();
     serde_json::to_vec(&schemas::seal::envelope(&statement, Some(&signing_key()))).unwrap()
 }
+
+/// A statement (as JSON) under an older `predicateType`, as that version wrote it: summaries
+/// said nothing of their uncertainty before `result/v0.7`.
+pub fn relabel(statement: &mut serde_json::Value, predicate_type: &str) {
+    statement["predicateType"] = predicate_type.into();
+    if predicate_type != schemas::PREDICATE_TYPE {
+        for b in statement["predicate"]["benchmarks"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
+            if let Some(summary) = b["summary"].as_object_mut() {
+                summary.remove("uncertainty");
+            }
+        }
+    }
+}
+
+/// `predicate` as a document older than `result/v0.7` holds it: no uncertainty.
+pub fn without_uncertainty(mut predicate: Predicate) -> Predicate {
+    for b in &mut predicate.benchmarks {
+        b.summary.uncertainty = None;
+    }
+    predicate
+}

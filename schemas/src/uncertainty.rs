@@ -1,0 +1,402 @@
+//! How sure each number of a summary is: 95 % intervals by batch means, and MLPerf LoadGen's
+//! early-stopping estimates of the tail percentiles. Computed from the records by
+//! [`crate::metrics::summarize_decoded`], so every verifier recomputes them with the rest of
+//! the summary, natively and in wasm, bit for bit (nothing random, `libm` for the one
+//! transcendental step).
+//!
+//! # The method
+//! Requests within a run are not independent: a queue carries its state from one request to
+//! the next, so intervals that assume independence (an i.i.d. bootstrap, order-statistic
+//! intervals) come out too narrow under load. Batch means holds for such correlated series:
+//! * The measured, completed requests are put in the order they were scheduled (ties by record
+//!   order); a distribution's sample is their values in that order (ITL: each request's token
+//!   gaps, in turn). The sample is cut into [`BATCHES`] consecutive batches of (nearly) equal
+//!   size; a batch far longer than the queue's memory is nearly independent of the next.
+//! * **Mean**: the sample mean ± t₀.₉₇₅,ₖ₋₁ · s / √k, s the standard deviation of the k batch
+//!   means.
+//! * **Percentiles** (median, p90, p99): each batch's share of values at or below the sample's
+//!   percentile q̂ gives the batch means of an indicator; p ± δ (δ = t · s / √k of those shares)
+//!   is an interval for the probability, and the sample's percentiles at p − δ and p + δ are the
+//!   interval for q̂ (batch means of the indicator, inverted: it follows the sample's skew).
+//!   p90 and p99 get an interval only where LoadGen's rule below supports them.
+//! * **Throughput** (requests, output and total tokens, goodput per second): the window is cut
+//!   into k equal slices of time; each slice's rate counts the requests that ended in it; the
+//!   rate ± t · s / √k of the slice rates.
+//! * Intervals need [`MIN_PER_BATCH`] values a batch (k × that in all), else they are absent.
+//!
+//! Assumptions: the run is stationary over the window (no warm-up left in it, no drift), and
+//! batches of n / k requests are long against the correlation of the series. A run that drifts
+//! (a cache filling, thermal throttling) gets an interval about its average, not about where it
+//! ended. The coverage of these intervals is measured against a known truth (`sim`'s seeded
+//! noise, independent and queueing cases) in the tests and docs/PERFORMANCE.md.
+
+pub mod early_stopping;
+pub mod student_t;
+
+use crate::document::{Phase, RawRecord, Slo};
+use crate::metrics::{self, DecodedGaps, Distribution, MetricsError};
+use crate::numbers::Finite;
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "json-schema")]
+use schemars::JsonSchema;
+
+/// The batches a sample is cut into (k).
+pub const BATCHES: usize = 10;
+/// The fewest values a batch holds for an interval to be given.
+pub const MIN_PER_BATCH: usize = 5;
+/// The intervals' confidence.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// A closed interval, `low` ≤ `high`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Interval {
+    pub low: Finite,
+    pub high: Finite,
+}
+
+impl Interval {
+    pub fn contains(&self, v: f64) -> bool {
+        self.low.get() <= v && v <= self.high.get()
+    }
+
+    /// Half the width.
+    pub fn half_width(&self) -> f64 {
+        (self.high.get() - self.low.get()) / 2.0
+    }
+}
+
+/// The 95 % intervals of a benchmark's numbers and LoadGen's early-stopping estimates, from
+/// its records; since `result/v0.7`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Uncertainty {
+    /// `batch_means`: the method (README, "How sure is a number").
+    pub method: String,
+    /// Batches a sample is cut into.
+    pub batches: u32,
+    pub ttft_ms: Option<Intervals>,
+    pub ttft_from_send_ms: Option<Intervals>,
+    pub itl_ms: Option<Intervals>,
+    pub tpot_ms: Option<Intervals>,
+    pub e2e_ms: Option<Intervals>,
+    pub request_throughput_per_s: Option<Interval>,
+    pub output_token_throughput_per_s: Option<Interval>,
+    pub total_token_throughput_per_s: Option<Interval>,
+    pub goodput_per_s: Option<Interval>,
+}
+
+/// A distribution's intervals. p90 and p99 are null where LoadGen's rule supports no estimate
+/// of them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Intervals {
+    pub mean: Interval,
+    pub median: Interval,
+    pub p90: Option<Interval>,
+    pub p99: Option<Interval>,
+    /// TTFT, TPOT and end-to-end latency only.
+    pub early_stopping: Option<EarlyStopping>,
+}
+
+/// LoadGen's early-stopping estimate of each tail percentile ([`early_stopping`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EarlyStopping {
+    pub p90: Conservative,
+    pub p99: Conservative,
+    pub p99_9: Conservative,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Conservative {
+    /// The fewest requests the rule accepts for this percentile (662 for p99).
+    pub min_requests: u64,
+    /// The estimate; null when the sample has fewer than `min_requests`.
+    pub estimate: Option<Finite>,
+    /// The slowest values the estimate passes over (LoadGen's t − 1).
+    pub discarded: u64,
+}
+
+/// One distribution's values in schedule order.
+#[derive(Default)]
+struct Series {
+    values: Vec<f64>,
+}
+
+/// What the intervals are computed from: the measured, completed requests' values in the
+/// order they were scheduled, and every measured request's end for the rates.
+struct Samples {
+    ttft: Series,
+    ttft_from_send: Series,
+    itl: Series,
+    tpot: Series,
+    e2e: Series,
+    /// (end µs, output tokens, total tokens, met the SLO) of completed requests.
+    ends: Vec<(u64, u64, u64, bool)>,
+    window: (u64, u64),
+}
+
+fn samples(records: &[RawRecord], gaps: &DecodedGaps, slo: Option<&Slo>) -> Samples {
+    let mut order: Vec<usize> = (0..records.len())
+        .filter(|&i| records[i].phase == Phase::Measured)
+        .collect();
+    order.sort_by_key(|&i| (records[i].scheduled_us, i));
+    let window = (
+        order
+            .iter()
+            .map(|&i| records[i].scheduled_us)
+            .min()
+            .unwrap_or(0),
+        order.iter().map(|&i| records[i].end_us).max().unwrap_or(0),
+    );
+    let mut s = Samples {
+        ttft: Series::default(),
+        ttft_from_send: Series::default(),
+        itl: Series::default(),
+        tpot: Series::default(),
+        e2e: Series::default(),
+        ends: Vec::new(),
+        window,
+    };
+    for i in order {
+        let r = &records[i];
+        if !r.completed() {
+            continue;
+        }
+        let e2e = r.e2e_ms();
+        s.e2e.values.push(e2e);
+        s.itl
+            .values
+            .extend(gaps.record(i).iter().map(|&g| metrics::us_to_ms(g)));
+        let ttft = r.ttft_ms();
+        let tpot = r.tpot_ms();
+        if let (Some(ttft), Some(from_send)) = (ttft, r.ttft_from_send_ms()) {
+            s.ttft.values.push(ttft);
+            s.ttft_from_send.values.push(from_send);
+            s.tpot.values.extend(tpot);
+        }
+        let good = ttft.is_some_and(|t| slo.is_some_and(|slo| metrics::meets(slo, t, tpot, e2e)));
+        let (inp, out) = (u64::from(r.input_tokens()), u64::from(r.output_tokens()));
+        s.ends.push((r.end_us, out, inp + out, good));
+    }
+    s
+}
+
+/// The intervals of a benchmark whose summary (`summary`, computed from the same records) is
+/// given: the point estimates are the summary's, the intervals surround them.
+pub fn uncertainty(
+    records: &[RawRecord],
+    gaps: &DecodedGaps,
+    slo: Option<&Slo>,
+    summary: &metrics::Summary,
+) -> Result<Uncertainty, MetricsError> {
+    let s = samples(records, gaps, slo);
+    let t = student_t::critical_value(BATCHES as u32 - 1, CONFIDENCE);
+    let with_tail = |series: &Series, d: &Option<Distribution>, tail: bool| match d {
+        Some(d) => intervals(&series.values, d, t, tail),
+        None => Ok(None),
+    };
+    let rates = Rates::new(&s, t);
+    Ok(Uncertainty {
+        method: "batch_means".into(),
+        batches: BATCHES as u32,
+        ttft_ms: with_tail(&s.ttft, &summary.ttft_ms, true)?,
+        ttft_from_send_ms: with_tail(&s.ttft_from_send, &summary.ttft_from_send_ms, false)?,
+        itl_ms: with_tail(&s.itl, &summary.itl_ms, false)?,
+        tpot_ms: with_tail(&s.tpot, &summary.tpot_ms, true)?,
+        e2e_ms: with_tail(&s.e2e, &summary.e2e_ms, true)?,
+        request_throughput_per_s: rates.interval(summary.request_throughput_per_s, |_| 1)?,
+        output_token_throughput_per_s: rates
+            .interval(summary.output_token_throughput_per_s, |e| e.1)?,
+        total_token_throughput_per_s: rates
+            .interval(summary.total_token_throughput_per_s, |e| e.2)?,
+        goodput_per_s: rates.interval(summary.goodput.as_ref().map(|g| g.requests_per_s), |e| {
+            u64::from(e.3)
+        })?,
+    })
+}
+
+fn finite(v: f64) -> Result<Finite, MetricsError> {
+    Finite::new(v).map_err(|e| MetricsError::NotFinite(e.0))
+}
+
+fn interval(low: f64, high: f64) -> Result<Interval, MetricsError> {
+    Ok(Interval {
+        low: finite(low)?,
+        high: finite(high)?,
+    })
+}
+
+/// Batch `j` of `k` over `n` values: `[j·n/k, (j+1)·n/k)`, sizes differing by at most one.
+fn batch(n: usize, j: usize) -> std::ops::Range<usize> {
+    j * n / BATCHES..(j + 1) * n / BATCHES
+}
+
+/// t · s / √k for the batch statistics `stats` (s with k − 1 in the denominator).
+fn half_width(stats: &[f64], t: f64) -> f64 {
+    let k = stats.len() as f64;
+    let mean = stats.iter().sum::<f64>() / k;
+    let ss = stats.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>();
+    t * (ss / (k - 1.0)).sqrt() / k.sqrt()
+}
+
+fn intervals(
+    values: &[f64],
+    d: &Distribution,
+    t: f64,
+    tail: bool,
+) -> Result<Option<Intervals>, MetricsError> {
+    let n = values.len();
+    if n < BATCHES * MIN_PER_BATCH {
+        return Ok(None);
+    }
+    let means: Vec<f64> = (0..BATCHES)
+        .map(|j| {
+            let b = &values[batch(n, j)];
+            b.iter().sum::<f64>() / b.len() as f64
+        })
+        .collect();
+    let mean = d.mean.get();
+    let h = half_width(&means, t);
+    // Every order statistic the intervals need, found by one selection over one copy.
+    let mut wanted: Vec<Quantile> = Vec::new();
+    for (p, at) in [(0.5, d.median), (0.9, d.p90), (0.99, d.p99)] {
+        if p > 0.5 && (n as u64) < early_stopping::min_requests(p) {
+            continue;
+        }
+        let q = at.get();
+        let shares: Vec<f64> = (0..BATCHES)
+            .map(|j| {
+                let b = &values[batch(n, j)];
+                b.iter().filter(|&&v| v <= q).count() as f64 / b.len() as f64
+            })
+            .collect();
+        let delta = half_width(&shares, t);
+        wanted.push(Quantile {
+            p,
+            q,
+            low: 100.0 * (p - delta).max(0.0),
+            high: 100.0 * (p + delta).min(1.0),
+        });
+    }
+    let tail_ps = [0.9, 0.99, 0.999];
+    let tail_ts: Vec<Option<u64>> = tail_ps
+        .iter()
+        .map(|&p| early_stopping::largest_t(n as u64, p).filter(|_| tail))
+        .collect();
+    let mut ranks: Vec<usize> = Vec::new();
+    for w in &wanted {
+        for pct in [w.low, w.high] {
+            let (lo, hi, _) = metrics::rank_of(n, pct);
+            ranks.extend([lo, hi]);
+        }
+    }
+    ranks.extend(
+        tail_ts
+            .iter()
+            .flatten()
+            .map(|&t| n - t.min(n as u64) as usize),
+    );
+    ranks.sort_unstable();
+    ranks.dedup();
+    let stats = metrics::order_statistics(values.to_vec(), ranks);
+    let at = |rank: usize| stats[stats.partition_point(|(r, _)| *r < rank)].1;
+    let pct = |p: f64| {
+        let (lo, hi, frac) = metrics::rank_of(n, p);
+        at(lo) + (at(hi) - at(lo)) * frac
+    };
+    let percentile = |p: f64| -> Result<Option<Interval>, MetricsError> {
+        match wanted.iter().find(|w| w.p == p) {
+            // The sample's own percentile lies inside even where rounding would put it a
+            // hair out.
+            Some(w) => interval(pct(w.low).min(w.q), pct(w.high).max(w.q)).map(Some),
+            None => Ok(None),
+        }
+    };
+    let conservative = |i: usize| -> Result<Conservative, MetricsError> {
+        let min_requests = early_stopping::min_requests(tail_ps[i]);
+        Ok(match tail_ts[i] {
+            Some(t) => Conservative {
+                min_requests,
+                estimate: Some(finite(at(n - t as usize))?),
+                discarded: t - 1,
+            },
+            None => Conservative {
+                min_requests,
+                estimate: None,
+                discarded: 0,
+            },
+        })
+    };
+    Ok(Some(Intervals {
+        mean: interval(mean - h, mean + h)?,
+        median: percentile(0.5)?.expect("the median is always wanted"),
+        p90: percentile(0.9)?,
+        p99: percentile(0.99)?,
+        early_stopping: if tail {
+            Some(EarlyStopping {
+                p90: conservative(0)?,
+                p99: conservative(1)?,
+                p99_9: conservative(2)?,
+            })
+        } else {
+            None
+        },
+    }))
+}
+
+/// A percentile whose interval is wanted: its fraction, the sample's value there, and the
+/// percentiles (0–100) of the interval's ends.
+struct Quantile {
+    p: f64,
+    q: f64,
+    low: f64,
+    high: f64,
+}
+
+/// The window cut into k equal slices of time, for the rates' intervals.
+struct Rates<'a> {
+    s: &'a Samples,
+    t: f64,
+}
+
+impl<'a> Rates<'a> {
+    fn new(s: &'a Samples, t: f64) -> Self {
+        Rates { s, t }
+    }
+
+    /// The interval around `rate` (the summary's) of the slice rates of `count(end)` summed
+    /// over the requests that ended in each slice.
+    fn interval(
+        &self,
+        rate: Option<Finite>,
+        count: impl Fn(&(u64, u64, u64, bool)) -> u64,
+    ) -> Result<Option<Interval>, MetricsError> {
+        let (start, end) = self.s.window;
+        let Some(rate) = rate else { return Ok(None) };
+        if end <= start || self.s.ends.len() < BATCHES * MIN_PER_BATCH {
+            return Ok(None);
+        }
+        let span = (end - start) as u128;
+        let mut per_slice = [0u64; BATCHES];
+        for e in &self.s.ends {
+            let offset = u128::from(e.0.saturating_sub(start)).min(span - 1);
+            per_slice[(offset * BATCHES as u128 / span) as usize] += count(e);
+        }
+        let slice_s = (end - start) as f64 / 1e6 / BATCHES as f64;
+        let rates: Vec<f64> = per_slice.iter().map(|&c| c as f64 / slice_s).collect();
+        let h = half_width(&rates, self.t);
+        interval(rate.get() - h, rate.get() + h).map(Some)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,206 @@
+//! The coverage of a result's 95 % intervals, measured against a known truth.
+//!
+//! Records are made in virtual time from the simulator's own seeded noise ([`sim::noise`], the
+//! draws its server adds) and a FIFO queue, then summarised by `schemas` as any result is.
+//! Two cases:
+//! * **independent**: requests far apart (no queue), time to first token 20 ms + Exp(10 ms) and
+//!   each of 8 gaps 8 ms + Exp(2 ms): every value independent of the others.
+//! * **queueing**: one batch slot, Poisson arrivals at 70 req/s, a one-token answer after an
+//!   Exp(10 ms) service (M/M/1 at 70 % load, started in its stationary state). A request's
+//!   latency carries the queue it found, so consecutive latencies are strongly correlated; the
+//!   latency is Exp(100 − 70 per s), and the throughput the arrival rate.
+//!
+//! Over many seeded runs the share of intervals holding the truth should be near 95 %.
+//! `make test` runs 200 runs a case and accepts 88–99 % (a fixed set of seeds, so the test is
+//! deterministic; a method whose coverage is 93–97 % lands outside that band over 200 runs with
+//! probability under 2 %). The queueing case takes 16,000 requests (about 4 minutes at
+//! 70 req/s): with 4,000 its p99 interval covers only about 88 %, the correlation of a loaded
+//! queue's tail outlasting batches of 400 (docs/PERFORMANCE.md). The table in docs/PERFORMANCE.md comes from more runs:
+//! `COVERAGE_RUNS=1000 cargo test --release -p sim --test coverage -- --nocapture`.
+
+use schemas::document::{Phase, RawRecord};
+use schemas::metrics::summarize;
+use schemas::token_times;
+use schemas::uncertainty::{Interval, Uncertainty};
+use sim::noise::{exponential_ms, unit, Draw};
+
+fn record(scheduled_us: u64, arrivals_us: &[u64]) -> RawRecord {
+    RawRecord {
+        phase: Phase::Measured,
+        scheduled_us,
+        sent_us: scheduled_us,
+        first_token_us: arrivals_us.first().copied(),
+        token_gaps: token_times::encode_arrivals(arrivals_us),
+        end_us: *arrivals_us.last().unwrap(),
+        output_tokens_requested: Some(arrivals_us.len() as u32),
+        input_tokens_client: Some(16),
+        input_tokens_server: Some(16),
+        output_tokens_client: arrivals_us.len() as u32,
+        output_tokens_server: Some(arrivals_us.len() as u32),
+        finish_reason: Some("length".into()),
+        error: None,
+        ..Default::default()
+    }
+}
+
+fn us(ms: f64) -> u64 {
+    (ms * 1000.0).round() as u64
+}
+
+/// Requests one second apart: each one's TTFT and gaps are the sim's noise over its base.
+fn independent(seed: u64, n: u64) -> Vec<RawRecord> {
+    (0..n)
+        .map(|i| {
+            let start = i * 1_000_000;
+            let mut t = start + us(20.0 + exponential_ms(seed, i, Draw::FirstToken, 10.0));
+            let mut arrivals = vec![t];
+            for k in 1..=8 {
+                t += us(8.0 + exponential_ms(seed, i, Draw::Gap(k), 2.0));
+                arrivals.push(t);
+            }
+            record(start, &arrivals)
+        })
+        .collect()
+}
+
+const ARRIVALS_PER_S: f64 = 70.0;
+const SERVICE_MS: f64 = 10.0;
+
+/// M/M/1 through one FIFO slot: Lindley's recursion in virtual time.
+fn queueing(seed: u64, n: u64) -> Vec<RawRecord> {
+    let arrivals_seed = seed ^ 0x0A11_1FA1;
+    let rho = ARRIVALS_PER_S * SERVICE_MS / 1e3;
+    let wait_mean_ms = 1e3 / (1e3 / SERVICE_MS - ARRIVALS_PER_S);
+    // The stationary state: busy with probability ρ, and then an Exp(μ − λ) wait for the first.
+    let busy = unit(arrivals_seed, u64::MAX, Draw::FirstToken) < rho;
+    let first_wait = if busy {
+        exponential_ms(arrivals_seed, u64::MAX, Draw::Gap(1), wait_mean_ms)
+    } else {
+        0.0
+    };
+    let (mut arrival, mut free_at) = (0.0f64, first_wait);
+    (0..n)
+        .map(|i| {
+            if i > 0 {
+                arrival += exponential_ms(arrivals_seed, i, Draw::FirstToken, 1e3 / ARRIVALS_PER_S);
+            }
+            let done = arrival.max(free_at) + exponential_ms(seed, i, Draw::FirstToken, SERVICE_MS);
+            free_at = done;
+            record(us(arrival), &[us(done)])
+        })
+        .collect()
+}
+
+struct Row {
+    name: &'static str,
+    truth: f64,
+    interval: fn(&Uncertainty) -> Option<Interval>,
+}
+
+fn coverage(
+    case: &str,
+    make: fn(u64, u64) -> Vec<RawRecord>,
+    n: u64,
+    runs: u64,
+    rows: &[Row],
+) -> Vec<f64> {
+    let mut hits = vec![0u64; rows.len()];
+    for seed in 0..runs {
+        let summary = summarize(&make(seed, n), None).unwrap();
+        let u = summary.uncertainty.unwrap();
+        for (row, hit) in rows.iter().zip(&mut hits) {
+            let i =
+                (row.interval)(&u).unwrap_or_else(|| panic!("{case} {}: no interval", row.name));
+            *hit += u64::from(i.contains(row.truth));
+        }
+    }
+    let shares: Vec<f64> = hits.iter().map(|&h| h as f64 / runs as f64).collect();
+    for (row, share) in rows.iter().zip(&shares) {
+        println!(
+            "| {case} | {} | {:.3} | {runs} | {:.1} % |",
+            row.name,
+            row.truth,
+            share * 100.0
+        );
+    }
+    shares
+}
+
+fn runs() -> u64 {
+    std::env::var("COVERAGE_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(200)
+}
+
+#[test]
+fn intervals_cover_the_truth_of_independent_latencies() {
+    let ln2 = std::f64::consts::LN_2;
+    let ln100 = 100f64.ln();
+    let rows = [
+        Row {
+            name: "TTFT mean",
+            truth: 30.0,
+            interval: |u| u.ttft_ms.as_ref().map(|i| i.mean),
+        },
+        Row {
+            name: "TTFT median",
+            truth: 20.0 + 10.0 * ln2,
+            interval: |u| u.ttft_ms.as_ref().map(|i| i.median),
+        },
+        Row {
+            name: "TTFT p99",
+            truth: 20.0 + 10.0 * ln100,
+            interval: |u| u.ttft_ms.as_ref().and_then(|i| i.p99),
+        },
+        Row {
+            name: "ITL mean",
+            truth: 10.0,
+            interval: |u| u.itl_ms.as_ref().map(|i| i.mean),
+        },
+        Row {
+            name: "ITL median",
+            truth: 8.0 + 2.0 * ln2,
+            interval: |u| u.itl_ms.as_ref().map(|i| i.median),
+        },
+        Row {
+            name: "ITL p99",
+            truth: 8.0 + 2.0 * ln100,
+            interval: |u| u.itl_ms.as_ref().and_then(|i| i.p99),
+        },
+    ];
+    for share in coverage("independent", independent, 2_000, runs(), &rows) {
+        assert!((0.88..=0.99).contains(&share), "{share}");
+    }
+}
+
+#[test]
+fn intervals_cover_the_truth_of_queueing_latencies() {
+    // M/M/1: the time in system is exponential with rate μ − λ = 30 per second.
+    let mean = 1e3 / (1e3 / SERVICE_MS - ARRIVALS_PER_S);
+    let rows = [
+        Row {
+            name: "E2E mean",
+            truth: mean,
+            interval: |u| u.e2e_ms.as_ref().map(|i| i.mean),
+        },
+        Row {
+            name: "E2E median",
+            truth: mean * std::f64::consts::LN_2,
+            interval: |u| u.e2e_ms.as_ref().map(|i| i.median),
+        },
+        Row {
+            name: "E2E p99",
+            truth: mean * 100f64.ln(),
+            interval: |u| u.e2e_ms.as_ref().and_then(|i| i.p99),
+        },
+        Row {
+            name: "requests/s",
+            truth: ARRIVALS_PER_S,
+            interval: |u| u.request_throughput_per_s,
+        },
+    ];
+    for share in coverage("queueing", queueing, 16_000, runs(), &rows) {
+        assert!((0.88..=0.99).contains(&share), "{share}");
+    }
+}
