@@ -10,9 +10,15 @@
 //!
 //! For each pair and metric: A, B, the absolute change and the relative change, judged by
 //! the metric's direction (throughput: higher is better; latencies and failures: lower is
-//! better). The markdown marker reads `▲ +3.1% better` / `▼ -5.0% worse` / `= 0.0% same`
-//! (the arrow is the direction of the value, the word the judgement); the HTML wraps it in
-//! a `better` / `worse` / `same` class (see `html`). A benchmark with no completed request
+//! better). Where both sides carry a 95 % interval for the metric (`schemas::uncertainty`),
+//! the change gets its own interval (`schemas::uncertainty::difference`), and a change whose
+//! interval holds 0 is judged "within noise", not better or worse; without intervals the
+//! values alone are judged, and the summary line counts how many were; where the documents
+//! carry intervals but not for this metric (a p99 of fewer than the 662 requests LoadGen's
+//! early-stopping rule needs), the change is shown unjudged, "too few samples". The marker
+//! reads `▲ +3.1% better` / `▼ -5.0% worse` / `▲ +0.4% within noise` / `= 0.0% same` (the
+//! arrow is the direction of the value, the word the judgement); the HTML wraps it in a
+//! `better` / `worse` / `same` class (see `html`). A benchmark with no completed request
 //! has no latencies or throughput to compare; only its failure share is compared. When
 //! both sides have GPU telemetry, energy, output tokens per joule and mean power are
 //! compared too (`HOST_METRICS` says which are judged); when either side has a reasoning
@@ -29,6 +35,7 @@ use crate::view::{self, Cell};
 use crate::{RenderError, Report};
 use schemas::document::{Benchmark, Predicate, ProfileKind};
 use schemas::metrics::{Distribution, Latency, Summary};
+use schemas::uncertainty::{difference, Interval};
 
 /// What identifies a benchmark across two runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -163,6 +170,21 @@ struct Metric {
     /// Whether the metric exists for a benchmark with no completed request.
     without_completions: bool,
     get: fn(&Summary) -> Option<f64>,
+    /// The value's 95 % interval, where the summary has one (`schemas::uncertainty`); `None`
+    /// for metrics the summaries carry no interval for.
+    interval: Option<fn(&Summary) -> Option<Interval>>,
+}
+
+macro_rules! sure {
+    ($field:ident, $stat:ident) => {
+        |s: &Summary| {
+            let i = s.uncertainty.as_ref()?.$field.as_ref()?;
+            sure!(@stat i, $stat)
+        }
+    };
+    (@stat $i:ident, mean) => { Some($i.mean) };
+    (@stat $i:ident, median) => { Some($i.median) };
+    (@stat $i:ident, p99) => { $i.p99 };
 }
 
 macro_rules! dist {
@@ -183,96 +205,112 @@ const METRICS: [Metric; 17] = [
         better: Better::Higher,
         without_completions: false,
         get: |s| s.request_throughput_per_s.map(|v| v.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.request_throughput_per_s),
     },
     Metric {
         name: "Output token throughput (tok/s)",
         better: Better::Higher,
         without_completions: false,
         get: |s| s.output_token_throughput_per_s.map(|v| v.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.output_token_throughput_per_s),
     },
     Metric {
         name: "TTFT mean (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(ttft_ms, mean),
+        interval: Some(sure!(ttft_ms, mean)),
     },
     Metric {
         name: "TTFT p50 (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(ttft_ms, median),
+        interval: Some(sure!(ttft_ms, median)),
     },
     Metric {
         name: "TTFT p99 (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(ttft_ms, p99),
+        interval: Some(sure!(ttft_ms, p99)),
     },
     Metric {
         name: "ITL mean (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(itl_ms, mean),
+        interval: Some(sure!(itl_ms, mean)),
     },
     Metric {
         name: "ITL p50 (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(itl_ms, median),
+        interval: Some(sure!(itl_ms, median)),
     },
     Metric {
         name: "ITL p99 (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(itl_ms, p99),
+        interval: Some(sure!(itl_ms, p99)),
     },
     Metric {
         name: "TPOT mean (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(tpot_ms, mean),
+        interval: Some(sure!(tpot_ms, mean)),
     },
     Metric {
         name: "TPOT p99 (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(tpot_ms, p99),
+        interval: Some(sure!(tpot_ms, p99)),
     },
     Metric {
         name: "E2E mean (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(e2e_ms, mean),
+        interval: Some(sure!(e2e_ms, mean)),
     },
     Metric {
         name: "E2E p50 (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(e2e_ms, median),
+        interval: Some(sure!(e2e_ms, median)),
     },
     Metric {
         name: "E2E p99 (ms)",
         better: Better::Lower,
         without_completions: false,
         get: dist!(e2e_ms, p99),
+        interval: Some(sure!(e2e_ms, p99)),
     },
     Metric {
         name: "Latency per token, vLLM 0.2.7 (ms)",
         better: Better::Lower,
         without_completions: false,
         get: |s| s.latency_per_token_ms.map(|v| v.get()),
+        interval: None,
     },
     Metric {
         name: "Latency per output token, vLLM 0.2.7 (ms)",
         better: Better::Lower,
         without_completions: false,
         get: |s| s.latency_per_output_token_ms.map(|v| v.get()),
+        interval: None,
     },
     Metric {
         name: "Goodput (req/s)",
         better: Better::Higher,
         without_completions: false,
         get: |s| s.goodput.as_ref().map(|g| g.requests_per_s.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.goodput_per_s),
     },
     Metric {
         name: "Failed requests (%)",
@@ -282,6 +320,7 @@ const METRICS: [Metric; 17] = [
             let r = &s.requests;
             (r.measured > 0).then(|| r.failed as f64 / r.measured as f64 * 100.0)
         },
+        interval: None,
     },
 ];
 
@@ -296,18 +335,21 @@ const HOST_METRICS: [Metric; 3] = [
         better: Better::Neither,
         without_completions: true,
         get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.energy_j? as f64),
+        interval: None,
     },
     Metric {
         name: "Output tokens per joule (tok/J)",
         better: Better::Higher,
         without_completions: false,
         get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.output_tokens_per_j?.get()),
+        interval: None,
     },
     Metric {
         name: "GPU mean power (W)",
         better: Better::Neither,
         without_completions: true,
         get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.mean_power_w?.get()),
+        interval: None,
     },
 ];
 
@@ -322,12 +364,14 @@ const REASONING_METRICS: [Metric; 3] = [
         better: Better::Lower,
         without_completions: false,
         get: |s| Some(ttfot(s)?.mean.get()),
+        interval: None,
     },
     Metric {
         name: "Time to first output token p99 (ms)",
         better: Better::Lower,
         without_completions: false,
         get: |s| Some(ttfot(s)?.p99.get()),
+        interval: None,
     },
     Metric {
         name: "Reasoning tokens per completed request",
@@ -338,6 +382,7 @@ const REASONING_METRICS: [Metric; 3] = [
             let completed = s.requests.completed;
             (completed > 0).then(|| tokens / completed as f64)
         },
+        interval: None,
     },
 ];
 
@@ -351,6 +396,11 @@ pub enum Verdict {
     Better,
     Worse,
     Same,
+    /// A change whose 95 % interval holds 0: the two runs' noise could make it.
+    WithinNoise,
+    /// The runs carry intervals, but too few samples for this metric's (a p99 under the 662
+    /// requests LoadGen's early-stopping rule needs): not judged.
+    TooFewSamples,
 }
 
 /// Absolute change, relative change (None when A is 0) and verdict. Relative changes
@@ -368,10 +418,15 @@ pub fn judge(a: f64, b: f64, higher_is_better: bool) -> (f64, Option<f64>, Verdi
     (d, rel, verdict)
 }
 
-/// `▲ +3.1% better`, `▼ -5.0% worse`, `= 0.0% same` (`from 0` when A was zero).
+/// `▲ +3.1% better`, `▼ -5.0% worse`, `▲ +0.4% within noise`, `= 0.0% same` (`from 0`
+/// when A was zero).
 pub fn marker(d: f64, rel: Option<f64>, v: Verdict) -> String {
     let rel = rel.map_or_else(|| "from 0".to_string(), format::percent);
     match v {
+        Verdict::WithinNoise => format!("{} {rel} within noise", if d > 0.0 { "▲" } else { "▼" }),
+        Verdict::TooFewSamples => {
+            format!("{} {rel} too few samples", if d > 0.0 { "▲" } else { "▼" })
+        }
         Verdict::Same => format!(
             "= {} same",
             if rel == "from 0" { "0.0%".into() } else { rel }
@@ -404,6 +459,10 @@ struct Tally {
     better: usize,
     worse: usize,
     same: usize,
+    noise: usize,
+    too_few: usize,
+    /// Judged on the point values alone: a side had no interval for the metric.
+    without_interval: usize,
 }
 
 fn value(m: &Metric, b: &Benchmark) -> Option<f64> {
@@ -416,7 +475,7 @@ fn value(m: &Metric, b: &Benchmark) -> Option<f64> {
 
 fn metrics_table(a: &Benchmark, b: &Benchmark, tally: &mut Tally) -> String {
     let mut out = String::from(
-        "| Metric | A | B | Change | Verdict |\n| :--- | ---: | ---: | ---: | :---: |\n",
+        "| Metric | A | B | Change (95 % interval) | Verdict |\n| :--- | ---: | ---: | ---: | :---: |\n",
     );
     let both_host = a.summary.host.is_some() && b.summary.host.is_some();
     let host: &[Metric] = if both_host { &HOST_METRICS } else { &[] };
@@ -439,12 +498,46 @@ fn metrics_table(a: &Benchmark, b: &Benchmark, tally: &mut Tally) -> String {
             }
             (Some(x), Some(y)) => {
                 let (d, rel, v) = judge(x, y, m.better == Better::Higher);
+                let of = |side: &Benchmark| m.interval.and_then(|f| f(&side.summary));
+                let between = match (of(a), of(b)) {
+                    (Some(ia), Some(ib)) => Some(difference::interval(x, &ia, y, &ib)),
+                    _ => None,
+                };
+                // Both sides say how sure they are, yet not of this metric: too few samples
+                // for it (a p99 under LoadGen's 662), so no side of it is judged.
+                let unsupported = between.is_none()
+                    && m.interval.is_some()
+                    && a.summary.uncertainty.is_some()
+                    && b.summary.uncertainty.is_some();
+                let v = match between {
+                    Some((low, high)) if v != Verdict::Same && !difference::is_real(low, high) => {
+                        Verdict::WithinNoise
+                    }
+                    None if unsupported && v != Verdict::Same => Verdict::TooFewSamples,
+                    _ => v,
+                };
                 match v {
                     Verdict::Better => tally.better += 1,
                     Verdict::Worse => tally.worse += 1,
                     Verdict::Same => tally.same += 1,
+                    Verdict::WithinNoise => tally.noise += 1,
+                    Verdict::TooFewSamples => tally.too_few += 1,
                 }
-                (format::signed(d, 2), marker(d, rel, v))
+                let change = match between {
+                    Some((low, high)) => format!(
+                        "{} ({} … {})",
+                        format::signed(d, 2),
+                        format::signed(low, 2),
+                        format::signed(high, 2)
+                    ),
+                    None => {
+                        if !unsupported {
+                            tally.without_interval += 1;
+                        }
+                        format::signed(d, 2)
+                    }
+                };
+                (change, marker(d, rel, v))
             }
             _ => (MISSING.to_string(), MISSING.to_string()),
         };
@@ -554,15 +647,24 @@ pub(crate) fn markdown(a: &Loaded, b: &Loaded, charts: &[ChartFile]) -> String {
         out.push_str(&flags);
     }
     out.push_str(&format!(
-        "\n{} benchmarks matched{}, {} only in A, {} only in B. B against A: {} metrics better, {} worse, {} the same.\n",
+        "\n{} benchmarks matched{}, {} only in A, {} only in B. B against A: {} metrics better, {} worse, {} within noise, {} the same, {} on too few samples to judge.\n",
         sections.len(),
         if by_step > 0 { format!(" ({by_step} by sweep position)") } else { String::new() },
         only_a.lines().count(),
         only_b.lines().count(),
         tally.better,
         tally.worse,
-        tally.same
+        tally.noise,
+        tally.same,
+        tally.too_few
     ));
+    if tally.without_interval > 0 {
+        out.push_str(&format!(
+            "{} of them judged on the values alone: a side carries no interval for the metric \
+             (too few requests, written before `result/v0.7`, or imported without records).\n",
+            tally.without_interval
+        ));
+    }
     if !sections.is_empty() {
         out.push_str("\n## Matched benchmarks\n\n");
         out.push_str(&sections.join("\n"));

@@ -9,8 +9,9 @@
 //! that is one image) is that chart's points: it is wrapped in `<details
 //! class="chart-data">` with a `<summary>` naming the chart, one click away from it.
 //! And a table cell holding only a diff marker
-//! (`▲ +3.1% better`, `▼ +5.0% worse`, `= 0.0% same`) has its text wrapped in
-//! `<span class="better">` (`worse`, `same`), so that a site can colour it. The class is
+//! (`▲ +3.1% better`, `▼ +5.0% worse`, `▲ +0.4% within noise`, `= 0.0% same`) has its text
+//! wrapped in `<span class="better">` (`worse`, `same` for the last two), so that a site can
+//! colour it. The class is
 //! chosen from the rendered text, never copied from it.
 
 use crate::escape::html_escape;
@@ -19,10 +20,13 @@ use comrak::{create_formatter, parse_document, Arena, Options};
 use std::fmt::Write as _;
 
 /// The classes a diff marker can get, by the word that ends it.
-const MARKER_CLASSES: [(&str, &str); 3] = [
+const MARKER_CLASSES: [(&str, &str); 5] = [
     (" better", "better"),
     (" worse", "worse"),
     (" same", "same"),
+    // A change the two runs' noise could make reads as no change.
+    (" within noise", "same"),
+    (" too few samples", "same"),
 ];
 
 /// The class of a diff marker text (`▲ +3.1% better` → `better`); `None` for other text.

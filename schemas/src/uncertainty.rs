@@ -30,6 +30,7 @@
 //! ended. The coverage of these intervals is measured against a known truth (`sim`'s seeded
 //! noise, independent and queueing cases) in the tests and docs/PERFORMANCE.md.
 
+pub mod difference;
 pub mod early_stopping;
 pub mod student_t;
 

@@ -84,8 +84,10 @@ pub struct Flag {
 pub const ERROR_RATE_LIMIT: f64 = 0.05;
 /// Achieved / target rate under which an open-loop benchmark is flagged as saturated.
 pub const SATURATION_RATIO: f64 = 0.9;
-/// Samples under which p99 is flagged as resting on too few.
-pub const MIN_SAMPLES_P99: u64 = 100;
+/// Samples under which documents before `result/v0.7` flagged p99 as resting on too few;
+/// since then the bound is LoadGen's early-stopping minimum (662 for p99, see
+/// [`crate::uncertainty::early_stopping`]).
+pub const MIN_SAMPLES_P99_BEFORE_V0_7: u64 = 100;
 /// Relative difference between the server's and the client's prompt length that is flagged
 /// (at least one token).
 pub const PROMPT_LENGTH_TOLERANCE: f64 = 0.01;
@@ -228,11 +230,15 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, clients: u32) -> Vec<Flag>
         );
     }
     let samples = s.e2e_ms.as_ref().map_or(0, |d| d.count);
-    if samples > 0 && samples < MIN_SAMPLES_P99 {
+    let needed = crate::uncertainty::early_stopping::min_requests(0.99);
+    if samples > 0 && samples < needed {
         flag(
             FlagCode::TooFewSamples,
             Severity::Info,
-            format!("p99 and p99.9 rest on {samples} requests"),
+            format!(
+                "p99 rests on {samples} requests; MLPerf LoadGen's early-stopping rule needs \
+                 {needed} to estimate it"
+            ),
         );
     }
     if let (Some(t), Some(host)) = (&b.telemetry, &s.host) {

@@ -612,6 +612,31 @@ fn result_v0_6_documents_still_verify_and_the_uncertainty_is_recomputed() {
     common::relabel(&mut v06, schemas::PREDICATE_TYPE_V0_6);
     assert!(verify(&v06).ok, "{:?}", verify(&v06));
 
+    // 120 completed requests: too few for LoadGen's p99 (662), enough for the rule before v0.7
+    // (100). A v0.6 document without the flag verifies; a v0.7 one must carry it.
+    let is_few = |f: &serde_json::Value| f["code"] == "too_few_samples";
+    assert!(v07["predicate"]["validity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(is_few));
+    let drop_flag = |doc: &mut serde_json::Value| {
+        doc["predicate"]["validity"]
+            .as_array_mut()
+            .unwrap()
+            .retain(|f| f["code"] != "too_few_samples");
+    };
+    let mut v06_unflagged = v06.clone();
+    drop_flag(&mut v06_unflagged);
+    assert!(verify(&v06_unflagged).ok, "{:?}", verify(&v06_unflagged));
+    let mut v07_unflagged = v07.clone();
+    drop_flag(&mut v07_unflagged);
+    let v = verify(&v07_unflagged);
+    assert!(
+        v.missing_flags.iter().any(|m| m.contains("TooFewSamples")),
+        "{v:?}"
+    );
+
     let mut mislabelled = v07.clone();
     mislabelled["predicateType"] = schemas::PREDICATE_TYPE_V0_6.into();
     let v = verify(&mislabelled);

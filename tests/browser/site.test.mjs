@@ -74,7 +74,8 @@ runner('trust', 'lab.pub', '--keys', 'keys.json', '--name', 'Lab key');
 
 const fast = await start(runnerBin, ['sim', '--host', '127.0.0.1', '--port', '0', '--ttft-ms', '2', '--itl-ms', '1'], 'the fast simulator');
 const slow = await start(runnerBin, ['sim', '--host', '127.0.0.1', '--port', '0', '--ttft-ms', '15', '--itl-ms', '3'], 'the slow simulator');
-const sweep = ['--profile', 'sweep', '--sweep-rates', '2', '--max-requests', '12', '--data', 'prompt_tokens=16,output_tokens=8'];
+// 50 requests a benchmark: the fewest with 95 % intervals, so the diff judges its changes.
+const sweep = ['--profile', 'sweep', '--sweep-rates', '2', '--max-requests', '50', '--data', 'prompt_tokens=16,output_tokens=8'];
 // The fast sweep with GPU telemetry: NVML played by the tests' library (testkit/fixtures/fake_nvml.c).
 execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', join(dir, 'libfake_nvml.so'), join(here, '../../testkit/fixtures/fake_nvml.c')]);
 writeFileSync(join(dir, 'nvml.txt'), 'gpus 2\nat_ms 0 gpu * power_mw 280000 sm 92 mem 45 mem_used_mib 70000 sm_clock 1980 temp 63 throttle 0\n');

@@ -16,3 +16,4 @@ mod host_telemetry;
 mod hostile_documents;
 mod llama_server;
 mod sharding;
+mod uncertainty;

@@ -1,0 +1,58 @@
+//! The difference of two estimates, each with its 95 % interval, and whether it is real: the
+//! one rule `runner diff` (and the pages built on it) judge a change by.
+//!
+//! The interval of B − A combines the two sides' intervals by Newcombe's MOVER ("method of
+//! variance estimates recovery"): each side's distance from its estimate to the interval's
+//! end stands for its margin of error, and margins add in quadrature, each side's in the
+//! direction it moves the difference. For symmetric intervals this is the familiar
+//! ±√(h_A² + h_B²); for the skewed intervals of percentiles it keeps the skew. The two runs
+//! are taken as independent (two runs of a benchmark share no requests). A difference whose
+//! interval holds 0 is within the noise of the two runs.
+
+use super::Interval;
+
+/// The 95 % interval of `b − a`, from each estimate and its interval.
+pub fn interval(a: f64, ia: &Interval, b: f64, ib: &Interval) -> (f64, f64) {
+    let d = b - a;
+    let (a_low, a_high) = (a - ia.low.get(), ia.high.get() - a);
+    let (b_low, b_high) = (b - ib.low.get(), ib.high.get() - b);
+    let low = d - (b_low * b_low + a_high * a_high).sqrt();
+    let high = d + (b_high * b_high + a_low * a_low).sqrt();
+    (low, high)
+}
+
+/// Whether the difference is real: its interval leaves out 0.
+pub fn is_real(low: f64, high: f64) -> bool {
+    low > 0.0 || high < 0.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::numbers::Finite;
+
+    fn iv(low: f64, high: f64) -> Interval {
+        Interval {
+            low: Finite::new(low).unwrap(),
+            high: Finite::new(high).unwrap(),
+        }
+    }
+
+    #[test]
+    fn symmetric_margins_add_in_quadrature() {
+        // 10 ± 3 and 15 ± 4: 5 ± 5.
+        let (low, high) = interval(10.0, &iv(7.0, 13.0), 15.0, &iv(11.0, 19.0));
+        assert!((low - 0.0).abs() < 1e-12 && (high - 10.0).abs() < 1e-12);
+        assert!(!is_real(low, high), "an interval touching 0 holds it");
+        let (low, high) = interval(10.0, &iv(9.0, 11.0), 15.0, &iv(14.0, 16.0));
+        assert!(is_real(low, high));
+    }
+
+    #[test]
+    fn skewed_intervals_keep_their_skew() {
+        // A's long upper tail widens the difference's lower side only.
+        let (low, high) = interval(10.0, &iv(9.0, 20.0), 10.0, &iv(9.0, 11.0));
+        assert!((low + (1.0f64 + 100.0).sqrt()).abs() < 1e-12, "{low}");
+        assert!((high - 2f64.sqrt()).abs() < 1e-12, "{high}");
+    }
+}
