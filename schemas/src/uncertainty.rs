@@ -32,7 +32,10 @@
 
 pub mod difference;
 pub mod early_stopping;
+mod sample;
 pub mod student_t;
+
+use sample::{Sample, Series};
 
 use crate::document::{Phase, RawRecord, Slo};
 use crate::metrics::{self, DecodedGaps, Distribution, MetricsError};
@@ -126,26 +129,21 @@ pub struct Conservative {
     pub discarded: u64,
 }
 
-/// One distribution's values in schedule order.
-#[derive(Default)]
-struct Series {
-    values: Vec<f64>,
-}
-
 /// What the intervals are computed from: the measured, completed requests' values in the
 /// order they were scheduled, and every measured request's end for the rates.
-struct Samples {
-    ttft: Series,
-    ttft_from_send: Series,
-    itl: Series,
-    tpot: Series,
-    e2e: Series,
+struct Samples<'a> {
+    ttft: Vec<f64>,
+    ttft_from_send: Vec<f64>,
+    /// Each request's token gaps (µs), as the records hold them: not copied.
+    itl: Series<'a, u64>,
+    tpot: Vec<f64>,
+    e2e: Vec<f64>,
     /// (end µs, output tokens, total tokens, met the SLO) of completed requests.
     ends: Vec<(u64, u64, u64, bool)>,
     window: (u64, u64),
 }
 
-fn samples(records: &[RawRecord], gaps: &DecodedGaps, slo: Option<&Slo>) -> Samples {
+fn samples<'a>(records: &[RawRecord], gaps: &'a DecodedGaps, slo: Option<&Slo>) -> Samples<'a> {
     let mut order: Vec<usize> = (0..records.len())
         .filter(|&i| records[i].phase == Phase::Measured)
         .collect();
@@ -159,11 +157,11 @@ fn samples(records: &[RawRecord], gaps: &DecodedGaps, slo: Option<&Slo>) -> Samp
         order.iter().map(|&i| records[i].end_us).max().unwrap_or(0),
     );
     let mut s = Samples {
-        ttft: Series::default(),
-        ttft_from_send: Series::default(),
+        ttft: Vec::new(),
+        ttft_from_send: Vec::new(),
         itl: Series::default(),
-        tpot: Series::default(),
-        e2e: Series::default(),
+        tpot: Vec::new(),
+        e2e: Vec::new(),
         ends: Vec::new(),
         window,
     };
@@ -173,16 +171,14 @@ fn samples(records: &[RawRecord], gaps: &DecodedGaps, slo: Option<&Slo>) -> Samp
             continue;
         }
         let e2e = r.e2e_ms();
-        s.e2e.values.push(e2e);
-        s.itl
-            .values
-            .extend(gaps.record(i).iter().map(|&g| metrics::us_to_ms(g)));
+        s.e2e.push(e2e);
+        s.itl.push(gaps.record(i));
         let ttft = r.ttft_ms();
         let tpot = r.tpot_ms();
         if let (Some(ttft), Some(from_send)) = (ttft, r.ttft_from_send_ms()) {
-            s.ttft.values.push(ttft);
-            s.ttft_from_send.values.push(from_send);
-            s.tpot.values.extend(tpot);
+            s.ttft.push(ttft);
+            s.ttft_from_send.push(from_send);
+            s.tpot.extend(tpot);
         }
         let good = ttft.is_some_and(|t| slo.is_some_and(|slo| metrics::meets(slo, t, tpot, e2e)));
         let (inp, out) = (u64::from(r.input_tokens()), u64::from(r.output_tokens()));
@@ -201,19 +197,31 @@ pub fn uncertainty(
 ) -> Result<Uncertainty, MetricsError> {
     let s = samples(records, gaps, slo);
     let t = student_t::critical_value(BATCHES as u32 - 1, CONFIDENCE);
-    let with_tail = |series: &Series, d: &Option<Distribution>, tail: bool| match d {
-        Some(d) => intervals(&series.values, d, t, tail),
-        None => Ok(None),
-    };
+    fn with_tail<T: Sample>(
+        series: &Series<T>,
+        d: &Option<Distribution>,
+        t: f64,
+        tail: bool,
+    ) -> Result<Option<Intervals>, MetricsError> {
+        match d {
+            Some(d) => intervals(series, d, t, tail),
+            None => Ok(None),
+        }
+    }
     let rates = Rates::new(&s, t);
     Ok(Uncertainty {
         method: "batch_means".into(),
         batches: BATCHES as u32,
-        ttft_ms: with_tail(&s.ttft, &summary.ttft_ms, true)?,
-        ttft_from_send_ms: with_tail(&s.ttft_from_send, &summary.ttft_from_send_ms, false)?,
-        itl_ms: with_tail(&s.itl, &summary.itl_ms, false)?,
-        tpot_ms: with_tail(&s.tpot, &summary.tpot_ms, true)?,
-        e2e_ms: with_tail(&s.e2e, &summary.e2e_ms, true)?,
+        ttft_ms: with_tail(&Series::whole(&s.ttft), &summary.ttft_ms, t, true)?,
+        ttft_from_send_ms: with_tail(
+            &Series::whole(&s.ttft_from_send),
+            &summary.ttft_from_send_ms,
+            t,
+            false,
+        )?,
+        itl_ms: with_tail(&s.itl, &summary.itl_ms, t, false)?,
+        tpot_ms: with_tail(&Series::whole(&s.tpot), &summary.tpot_ms, t, true)?,
+        e2e_ms: with_tail(&Series::whole(&s.e2e), &summary.e2e_ms, t, true)?,
         request_throughput_per_s: rates.interval(summary.request_throughput_per_s, |_| 1)?,
         output_token_throughput_per_s: rates
             .interval(summary.output_token_throughput_per_s, |e| e.1)?,
@@ -237,7 +245,7 @@ fn interval(low: f64, high: f64) -> Result<Interval, MetricsError> {
 }
 
 /// Batch `j` of `k` over `n` values: `[j·n/k, (j+1)·n/k)`, sizes differing by at most one.
-fn batch(n: usize, j: usize) -> std::ops::Range<usize> {
+pub(crate) fn batch(n: usize, j: usize) -> std::ops::Range<usize> {
     j * n / BATCHES..(j + 1) * n / BATCHES
 }
 
@@ -249,8 +257,8 @@ fn half_width(stats: &[f64], t: f64) -> f64 {
     t * (ss / (k - 1.0)).sqrt() / k.sqrt()
 }
 
-fn intervals(
-    values: &[f64],
+fn intervals<T: Sample>(
+    values: &Series<T>,
     d: &Distribution,
     t: f64,
     tail: bool,
@@ -259,39 +267,66 @@ fn intervals(
     if n < BATCHES * MIN_PER_BATCH {
         return Ok(None);
     }
+    // The percentiles with an interval: the median, and p90 and p99 where LoadGen's rule
+    // supports them.
+    let supported: Vec<(f64, f64)> = [(0.5, d.median), (0.9, d.p90), (0.99, d.p99)]
+        .into_iter()
+        .filter(|&(p, _)| p <= 0.5 || n as u64 >= early_stopping::min_requests(p))
+        .map(|(p, q)| (p, q.get()))
+        .collect();
+    // One pass: each batch's sum, and its count at or below each percentile (three bounds
+    // always, the unsupported ones repeating the median's, so the loop has a fixed shape).
+    let bound = |k: usize| T::bound(supported.get(k).unwrap_or(&supported[0]).1);
+    let bounds = [bound(0), bound(1), bound(2)];
+    let mut sums = [T::Sum::default(); BATCHES];
+    let mut counts = [[0usize; 3]; BATCHES];
+    values.batches(|j, piece| {
+        T::add(&mut sums[j], piece);
+        let mut c = [0usize; 3];
+        for &v in piece {
+            c[0] += usize::from(v.at_most(bounds[0]));
+            c[1] += usize::from(v.at_most(bounds[1]));
+            c[2] += usize::from(v.at_most(bounds[2]));
+        }
+        for k in 0..3 {
+            counts[j][k] += c[k];
+        }
+    });
     let means: Vec<f64> = (0..BATCHES)
-        .map(|j| {
-            let b = &values[batch(n, j)];
-            b.iter().sum::<f64>() / b.len() as f64
-        })
+        .map(|j| T::mean_ms(sums[j], batch(n, j).len()))
         .collect();
     let mean = d.mean.get();
     let h = half_width(&means, t);
-    // Every order statistic the intervals need, found by one selection over one copy.
-    let mut wanted: Vec<Quantile> = Vec::new();
-    for (p, at) in [(0.5, d.median), (0.9, d.p90), (0.99, d.p99)] {
-        if p > 0.5 && (n as u64) < early_stopping::min_requests(p) {
-            continue;
-        }
-        let q = at.get();
-        let shares: Vec<f64> = (0..BATCHES)
-            .map(|j| {
-                let b = &values[batch(n, j)];
-                b.iter().filter(|&&v| v <= q).count() as f64 / b.len() as f64
-            })
-            .collect();
-        let delta = half_width(&shares, t);
-        wanted.push(Quantile {
-            p,
-            q,
-            low: 100.0 * (p - delta).max(0.0),
-            high: 100.0 * (p + delta).min(1.0),
-        });
-    }
+    let shares: Vec<Vec<f64>> = (0..supported.len())
+        .map(|k| {
+            (0..BATCHES)
+                .map(|j| counts[j][k] as f64 / batch(n, j).len() as f64)
+                .collect()
+        })
+        .collect();
+    let wanted: Vec<Quantile> = supported
+        .iter()
+        .zip(&shares)
+        .map(|(&(p, q), share)| {
+            let delta = half_width(share, t);
+            Quantile {
+                p,
+                q,
+                low: 100.0 * (p - delta).max(0.0),
+                high: 100.0 * (p + delta).min(1.0),
+            }
+        })
+        .collect();
     let tail_ps = [0.9, 0.99, 0.999];
     let tail_ts: Vec<Option<u64>> = tail_ps
         .iter()
-        .map(|&p| early_stopping::largest_t(n as u64, p).filter(|_| tail))
+        .map(|&p| {
+            if tail {
+                early_stopping::largest_t(n as u64, p)
+            } else {
+                None
+            }
+        })
         .collect();
     let mut ranks: Vec<usize> = Vec::new();
     for w in &wanted {
@@ -308,8 +343,8 @@ fn intervals(
     );
     ranks.sort_unstable();
     ranks.dedup();
-    let stats = metrics::order_statistics(values.to_vec(), ranks);
-    let at = |rank: usize| stats[stats.partition_point(|(r, _)| *r < rank)].1;
+    let stats = T::order_statistics(values, ranks);
+    let at = |rank: usize| stats[stats.partition_point(|(r, _)| *r < rank)].1.ms();
     let pct = |p: f64| {
         let (lo, hi, frac) = metrics::rank_of(n, p);
         at(lo) + (at(hi) - at(lo)) * frac
@@ -364,13 +399,13 @@ struct Quantile {
 }
 
 /// The window cut into k equal slices of time, for the rates' intervals.
-struct Rates<'a> {
-    s: &'a Samples,
+struct Rates<'a, 'g> {
+    s: &'a Samples<'g>,
     t: f64,
 }
 
-impl<'a> Rates<'a> {
-    fn new(s: &'a Samples, t: f64) -> Self {
+impl<'a, 'g> Rates<'a, 'g> {
+    fn new(s: &'a Samples<'g>, t: f64) -> Self {
         Rates { s, t }
     }
 
