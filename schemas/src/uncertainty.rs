@@ -18,7 +18,8 @@
 //!   percentile q̂ gives the batch means of an indicator; p ± δ (δ = t · s / √k of those shares)
 //!   is an interval for the probability, and the sample's percentiles at p − δ and p + δ are the
 //!   interval for q̂ (batch means of the indicator, inverted: it follows the sample's skew).
-//!   p90 and p99 get an interval only where LoadGen's rule below supports them.
+//!   A percentile gets an interval only with [`min_for_interval`] values: LoadGen's rule must
+//!   support it, and each batch expect two values beyond it (2,000 for p99).
 //! * **Throughput** (requests, output and total tokens, goodput per second): the window is cut
 //!   into k equal slices of time; each slice's rate counts the requests that ended in it; the
 //!   rate ± t · s / √k of the slice rates.
@@ -51,6 +52,26 @@ pub const BATCHES: usize = 10;
 pub const MIN_PER_BATCH: usize = 5;
 /// The intervals' confidence.
 pub const CONFIDENCE: f64 = 0.95;
+
+/// The fewest values for which percentile `p` (a fraction) gets an interval: what MLPerf
+/// LoadGen's early-stopping rule needs to estimate it at all, and enough that each batch
+/// expects [`MIN_BEYOND_PER_BATCH`] values beyond it (with fewer, a batch's share is mostly
+/// 0 or 1 and the t-interval over them is not to be trusted). 50 for the median, 200 for p90,
+/// 2,000 for p99.
+pub fn min_for_interval(p: f64) -> u64 {
+    let beyond = (BATCHES * MIN_BEYOND_PER_BATCH) as f64 / (1.0 - p);
+    let beyond = (beyond - 1e-9).ceil() as u64;
+    let at_least = (BATCHES * MIN_PER_BATCH) as u64;
+    let rule = if p > 0.5 {
+        early_stopping::min_requests(p)
+    } else {
+        0
+    };
+    beyond.max(at_least).max(rule)
+}
+
+/// Values beyond a percentile each batch should expect for that percentile's interval.
+pub const MIN_BEYOND_PER_BATCH: usize = 2;
 
 /// A closed interval, `low` ≤ `high`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -271,7 +292,7 @@ fn intervals<T: Sample>(
     // supports them.
     let supported: Vec<(f64, f64)> = [(0.5, d.median), (0.9, d.p90), (0.99, d.p99)]
         .into_iter()
-        .filter(|&(p, _)| p <= 0.5 || n as u64 >= early_stopping::min_requests(p))
+        .filter(|&(p, _)| n as u64 >= min_for_interval(p))
         .map(|(p, q)| (p, q.get()))
         .collect();
     // One pass: each batch's sum, and its count at or below each percentile (three bounds

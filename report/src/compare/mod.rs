@@ -9,7 +9,8 @@
 //! overlaid (throughput against offered rate; mean TTFT, ITL and end-to-end latency against
 //! achieved throughput, means as the seed tables print them and imported tables have them), tokens per joule where GPUs
 //! were measured ([`energy`]), and every result's sweep in seed 004's layout with the
-//! best value of each column in bold ([`tables`]). Results that are not results, or fail
+//! leaders of each column marked: bold beyond the noise, `≈` when tied ([`tables`],
+//! [`leaders`]). Results that are not results, or fail
 //! verification, are listed apart and take no part.
 //!
 //! Input × output grids (seeds 000–003: one benchmark per cell) are read apart, by model, in
@@ -20,6 +21,7 @@
 
 pub(crate) mod energy;
 pub(crate) mod grids;
+pub(crate) mod leaders;
 pub(crate) mod pareto;
 pub mod subject;
 pub(crate) mod tables;
@@ -292,7 +294,7 @@ fn group_section(
         Some(c) => add(&mut md, "Energy", format!("energy{suffix}.svg"), c)?,
         None => md.push_str("\nNo result of this group has GPU telemetry: no tokens per joule.\n"),
     }
-    md.push_str("\n### Sweeps side by side\n\nEach result's sweep in seed 004's layout; bold: the best value of each column across these results.\n");
+    md.push_str("\n### Sweeps side by side\n\nEach result's sweep in seed 004's layout; bold: the best value of each column across these results, better than every other beyond the noise; ≈: leaders the noise cannot tell apart.\n");
     md.push_str(&tables::sweep_tables(subjects, &g.members));
     Ok(md)
 }

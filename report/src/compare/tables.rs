@@ -1,8 +1,9 @@
 //! The tables of a comparable group: one headline row per result, then every result's
-//! sweep in seed 004's layout, side by side, with the best value of each column in bold
-//! across the group (highest throughput, lowest latency; ties at the printed precision are
-//! all bold; a column with fewer than two values marks nothing).
+//! sweep in seed 004's layout, side by side, with the leaders of each column marked across
+//! the group (highest throughput, lowest latency): bold when better than every other beyond
+//! the noise, `≈` when the noise cannot tell the leaders apart ([`super::leaders`]).
 
+use super::leaders::{self, Estimate, Mark};
 use super::subject::{mean_tpot_ms, per_user, Better, Subject};
 use super::Member;
 use crate::escape::md_escape;
@@ -12,44 +13,55 @@ use crate::tables::seed_sweep;
 use schemas::document::Benchmark;
 use schemas::metrics::Latency;
 
-/// The printed text of the best of `values` (`format(v)`), when two or more are present.
-fn best_text(
-    values: impl Iterator<Item = Option<f64>>,
-    better: Better,
-    format: impl Fn(f64) -> String,
-) -> Option<String> {
-    let present: Vec<f64> = values.flatten().filter(|v| v.is_finite()).collect();
-    if present.len() < 2 {
-        return None;
-    }
-    present
-        .into_iter()
-        .reduce(|a, v| better.of(a, v))
-        .map(format)
-}
-
-fn bold_if_best(cell: String, best: &Option<String>) -> String {
-    match best {
-        Some(b) if *b == cell && cell != MISSING => format!("**{cell}**"),
-        _ => cell,
-    }
-}
-
 /// A result's headline numbers in a group: its peak output throughput (and per GPU), mean
 /// TTFT and TPOT at that peak, the best interactivity and the best tokens per joule.
-fn headline(s: &Subject, m: &Member) -> [Option<f64>; 6] {
+fn headline(s: &Subject, m: &Member) -> [Option<Estimate>; 6] {
     let benchmarks = &s.statement().predicate.benchmarks;
     let mine: Vec<&Benchmark> = m.benchmarks.iter().map(|&i| &benchmarks[i]).collect();
     let peak = crate::campaign::peak(mine.iter().copied());
     let ok = || mine.iter().filter(|b| crate::view::failure(b).is_none());
-    let tput = peak.and_then(|b| b.summary.output_token_throughput_per_s.map(|v| v.get()));
+    let sure = |b: &Benchmark| b.summary.uncertainty.clone();
+    let tput = peak.and_then(|b| {
+        Estimate::new(
+            b.summary.output_token_throughput_per_s.map(|v| v.get()),
+            sure(b).and_then(|u| u.output_token_throughput_per_s),
+        )
+    });
+    let tpot_mean = |b: &Benchmark| {
+        let u = sure(b);
+        let i = match b.summary.mean_ms(Latency::Tpot) {
+            Some(_) => u.and_then(|u| u.tpot_ms.map(|i| i.mean)),
+            None => u.and_then(|u| u.itl_ms.map(|i| i.mean)),
+        };
+        Estimate::new(mean_tpot_ms(b), i)
+    };
+    // 1000 / TPOT: the interval's ends swap and invert (TPOT's low end above zero).
+    let user = |b: &Benchmark| {
+        let t = tpot_mean(b)?;
+        Some(Estimate {
+            value: per_user(b)?,
+            interval: t
+                .interval
+                .filter(|(low, _)| *low > 0.0)
+                .map(|(low, high)| (1000.0 / high, 1000.0 / low)),
+        })
+    };
     [
         tput,
-        tput.map(|t| t / s.per_gpu_divisor()),
-        peak.and_then(|b| b.summary.mean_ms(Latency::Ttft)),
-        peak.and_then(mean_tpot_ms),
-        ok().filter_map(|b| per_user(b)).reduce(f64::max),
-        ok().filter_map(|b| tokens_per_joule(b)).reduce(f64::max),
+        tput.map(|t| t.scaled(1.0 / s.per_gpu_divisor())),
+        peak.and_then(|b| {
+            Estimate::new(
+                b.summary.mean_ms(Latency::Ttft),
+                sure(b).and_then(|u| u.ttft_ms.map(|i| i.mean)),
+            )
+        }),
+        peak.and_then(tpot_mean),
+        ok().filter_map(|b| user(b))
+            .reduce(|a, b| if b.value > a.value { b } else { a }),
+        Estimate::new(
+            ok().filter_map(|b| tokens_per_joule(b)).reduce(f64::max),
+            None,
+        ),
     ]
 }
 
@@ -62,9 +74,9 @@ const HEADLINE: [(&str, Better, &str, usize); 6] = [
     ("Best output tok/J", Better::Higher, "tok/J", 3),
 ];
 
-/// One row per result: who it is, then [`headline`]'s numbers, the best of each in bold.
+/// One row per result: who it is, then [`headline`]'s numbers, the leaders of each marked.
 pub(crate) fn headline_table(subjects: &[Subject], members: &[Member]) -> String {
-    let rows: Vec<(&Subject, [Option<f64>; 6])> = members
+    let rows: Vec<(&Subject, [Option<Estimate>; 6])> = members
         .iter()
         .map(|m| (&subjects[m.subject], headline(&subjects[m.subject], m)))
         .collect();
@@ -75,11 +87,10 @@ pub(crate) fn headline_table(subjects: &[Subject], members: &[Member]) -> String
             None => MISSING.to_string(),
         }
     };
-    let best: Vec<Option<String>> = (0..HEADLINE.len())
+    let marks: Vec<Vec<Mark>> = (0..HEADLINE.len())
         .map(|c| {
-            best_text(rows.iter().map(|r| r.1[c]), HEADLINE[c].1, |v| {
-                cell(c, Some(v))
-            })
+            let column: Vec<Option<Estimate>> = rows.iter().map(|r| r.1[c]).collect();
+            leaders::marks(&column, HEADLINE[c].1, |v| cell(c, Some(v)))
         })
         .collect();
     let mut out = String::from("| # | Result | Badge | Engine | Hardware |");
@@ -89,7 +100,7 @@ pub(crate) fn headline_table(subjects: &[Subject], members: &[Member]) -> String
     out.push_str("\n| ---: | :--- | :--- | :--- | :--- |");
     out.push_str(&" ---: |".repeat(HEADLINE.len()));
     out.push('\n');
-    for (s, values) in &rows {
+    for (r, (s, values)) in rows.iter().enumerate() {
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} |",
             s.number,
@@ -99,7 +110,8 @@ pub(crate) fn headline_table(subjects: &[Subject], members: &[Member]) -> String
             md_escape(&s.hardware())
         ));
         for (c, v) in values.iter().enumerate() {
-            out.push_str(&format!(" {} |", bold_if_best(cell(c, *v), &best[c])));
+            let text = cell(c, v.map(|e| e.value));
+            out.push_str(&format!(" {} |", leaders::marked(text, marks[c][r])));
         }
         out.push('\n');
     }
@@ -115,27 +127,35 @@ const SWEEP_BETTER: [Better; 5] = [
 ];
 
 /// Every result's sweep as seed 004 prints it (bullet, table, flags), under a heading
-/// with its number and link, the best value of each column across them in bold.
+/// with its number and link, the leaders of each column across them marked.
 pub(crate) fn sweep_tables(subjects: &[Subject], members: &[Member]) -> String {
-    let rows = || {
-        members.iter().flat_map(|m| {
+    let rows: Vec<&Benchmark> = members
+        .iter()
+        .flat_map(|m| {
             let bs = &subjects[m.subject].statement().predicate.benchmarks;
             m.benchmarks
                 .iter()
                 .map(|&i| &bs[i])
                 .filter(|b| crate::view::failure(b).is_none())
         })
-    };
-    let best: Vec<Option<String>> = (0..5)
+        .collect();
+    let marks: Vec<Vec<Mark>> = (0..5)
         .map(|c| {
-            best_text(
-                rows().map(|b| seed_sweep::values(b)[c]),
-                SWEEP_BETTER[c],
-                |v| format::with_unit(Some(v), seed_sweep::UNITS[c]),
-            )
+            let column: Vec<Option<Estimate>> = rows
+                .iter()
+                .map(|b| Estimate::new(seed_sweep::values(b)[c], seed_sweep::intervals(b)[c]))
+                .collect();
+            leaders::marks(&column, SWEEP_BETTER[c], |v| {
+                format::with_unit(Some(v), seed_sweep::UNITS[c])
+            })
         })
         .collect();
-    let mark = |c: usize, cell: String| bold_if_best(cell, &best[c]);
+    let mark =
+        |b: &Benchmark, c: usize, cell: String| match rows.iter().position(|r| std::ptr::eq(*r, b))
+        {
+            Some(r) => leaders::marked(cell, marks[c][r]),
+            None => cell,
+        };
     let mut out = String::new();
     for m in members {
         let s = &subjects[m.subject];

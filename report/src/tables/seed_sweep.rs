@@ -49,18 +49,41 @@ pub(crate) fn values(b: &Benchmark) -> [Option<f64>; 5] {
     ]
 }
 
+/// The 95 % intervals of a row's five numbers, where the summary has them (`result/v0.7`).
+pub(crate) fn intervals(b: &Benchmark) -> [Option<schemas::uncertainty::Interval>; 5] {
+    let Some(u) = &b.summary.uncertainty else {
+        return [None; 5];
+    };
+    let seconds = |i: schemas::uncertainty::Interval| {
+        let s = |v: schemas::numbers::Finite| {
+            schemas::numbers::Finite::new(v.get() / 1000.0).unwrap_or(v)
+        };
+        schemas::uncertainty::Interval {
+            low: s(i.low),
+            high: s(i.high),
+        }
+    };
+    [
+        u.request_throughput_per_s,
+        u.e2e_ms.as_ref().map(|i| seconds(i.mean)),
+        u.ttft_ms.as_ref().map(|i| i.mean),
+        u.itl_ms.as_ref().map(|i| i.mean),
+        u.output_token_throughput_per_s,
+    ]
+}
+
 /// A row's five cells as the table prints them.
 pub(crate) fn cells(b: &Benchmark) -> [String; 5] {
     let v = values(b);
     std::array::from_fn(|i| format::with_unit(v[i], UNITS[i]))
 }
 
-/// One table row, `label` already escaped, whose cells pass through `mark(column, cell)` (a comparison bolds the
-/// best of each column).
+/// One table row, `label` already escaped, whose cells pass through `mark(b, column, cell)`
+/// (a comparison marks the leaders of each column).
 pub(crate) fn row_with(
     label: &str,
     b: &Benchmark,
-    mark: &dyn Fn(usize, String) -> String,
+    mark: &dyn Fn(&Benchmark, usize, String) -> String,
 ) -> String {
     if let Some(what) = crate::view::failure(b) {
         return format!("| {label} | {what} | {MISSING} | {MISSING} | {MISSING} | {MISSING} |\n");
@@ -68,7 +91,7 @@ pub(crate) fn row_with(
     let cells: Vec<String> = cells(b)
         .into_iter()
         .enumerate()
-        .map(|(i, c)| mark(i, c))
+        .map(|(i, c)| mark(b, i, c))
         .collect();
     format!("| {label} | {} |\n", cells.join(" | "))
 }
@@ -83,7 +106,14 @@ pub(crate) fn table_of(
     run_flags: bool,
     strip_cell: bool,
 ) -> String {
-    table_marked(benchmarks, indices, flags, run_flags, strip_cell, &|_, c| c)
+    table_marked(
+        benchmarks,
+        indices,
+        flags,
+        run_flags,
+        strip_cell,
+        &|_, _, c| c,
+    )
 }
 
 /// [`table_of`] with each number cell passed through `mark(column, cell)`.
@@ -93,7 +123,7 @@ pub(crate) fn table_marked(
     flags: &[Flag],
     run_flags: bool,
     strip_cell: bool,
-    mark: &dyn Fn(usize, String) -> String,
+    mark: &dyn Fn(&Benchmark, usize, String) -> String,
 ) -> String {
     let order = view::sweep_order(benchmarks, indices);
     let label = |i: usize| {

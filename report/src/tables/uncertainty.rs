@@ -9,7 +9,7 @@
 //! | Metric | estimate | 95 % interval | ± |
 //! | :--- | ---: | ---: | ---: |
 //! | TTFT mean (ms) | 30.12 | 29.50 – 30.74 | 2.1% |
-//! | TTFT p99 (ms) | 66.05 | needs 662 requests | — |
+//! | TTFT p99 (ms) | 66.05 | needs 2000 samples (800 here) | — |
 //!
 //! Early stopping (LoadGen, 99 % confidence): TTFT p99 ≤ 68.20 ms (3 slowest set aside); …
 //! ```
@@ -18,7 +18,7 @@ use crate::format::{self, MISSING};
 use schemas::document::Benchmark;
 use schemas::metrics::{Distribution, Summary};
 use schemas::numbers::Finite;
-use schemas::uncertainty::{early_stopping, Conservative, Interval, Intervals};
+use schemas::uncertainty::{min_for_interval, Conservative, Interval, Intervals};
 
 /// The section, or an empty string when the summary carries no uncertainty.
 pub fn section(b: &Benchmark) -> String {
@@ -91,7 +91,7 @@ fn latency_rows(name: &str, d: &Distribution, i: Option<&Intervals>) -> String {
     let count = d.count;
     let stats = [
         ("mean", d.mean, i.map(|i| i.mean), None),
-        ("p50", d.median, i.map(|i| i.median), None),
+        ("p50", d.median, i.map(|i| i.median), Some(0.5)),
         ("p90", d.p90, i.and_then(|i| i.p90), Some(0.9)),
         ("p99", d.p99, i.and_then(|i| i.p99), Some(0.99)),
     ];
@@ -102,7 +102,7 @@ fn latency_rows(name: &str, d: &Distribution, i: Option<&Intervals>) -> String {
             match (interval, tail) {
                 (Some(_), _) | (None, None) => row(&label, v.get(), interval),
                 (None, Some(p)) => {
-                    let needs = early_stopping::min_requests(p);
+                    let needs = min_for_interval(p);
                     if count < needs {
                         format!(
                             "| {label} | {} | needs {needs} samples ({count} here) | {MISSING} |\n",

@@ -76,10 +76,18 @@ fn too_few_values_give_no_interval() {
 }
 
 /// A steady stream of requests: the throughput interval holds its rate, and the p99 interval
-/// appears once LoadGen's rule supports p99.
+/// appears from 2,000 requests (LoadGen's estimate from 662).
 #[test]
 fn rates_and_tail_percentiles() {
-    let records: Vec<RawRecord> = (0..700)
+    assert_eq!([0.5, 0.9, 0.99].map(min_for_interval), [50, 200, 2000]);
+    let short: Vec<RawRecord> = (0..1999)
+        .map(|i| record(i, 10.0 + (i * 7919 % 100) as f64, 5.0))
+        .collect();
+    let u = summarize(&short, None).unwrap().uncertainty.unwrap();
+    let ttft = u.ttft_ms.unwrap();
+    assert!(ttft.p99.is_none() && ttft.p90.is_some());
+    assert!(ttft.early_stopping.unwrap().p99.estimate.is_some());
+    let records: Vec<RawRecord> = (0..2000)
         .map(|i| record(i, 10.0 + (i * 7919 % 100) as f64, 5.0))
         .collect();
     let s = summarize(&records, None).unwrap();
