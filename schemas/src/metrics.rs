@@ -245,22 +245,74 @@ pub fn distribution(values: &[f64]) -> Result<Option<Distribution>, MetricsError
     assemble(values.len(), mean, variance, |rank| value_at(&stats, rank)).map(Some)
 }
 
+/// [`distribution_us_counted`] without the counts (the tests compare it with [`distribution`]).
+#[cfg(test)]
+fn distribution_us(segments: &[&[u64]]) -> Result<Option<Distribution>, MetricsError> {
+    distribution_us_counted(segments).map(|(d, _)| d)
+}
+
+/// Token gaps (µs) counted by value: those under 65.536 ms in a table, the rest sorted. What
+/// [`distribution_us`] ranks the gaps with, kept for the intervals of
+/// [`crate::uncertainty`], which rank the same gaps again.
+pub(crate) struct GapCounts {
+    counts: Vec<u32>,
+    large: Vec<u64>,
+}
+
+const SMALL_GAP: u64 = 1 << 16;
+
+impl GapCounts {
+    /// Counts the gaps of `pieces`.
+    pub(crate) fn of<'a>(pieces: impl Iterator<Item = &'a [u64]>) -> GapCounts {
+        let mut counts = vec![0u32; SMALL_GAP as usize];
+        let mut large = Vec::new();
+        for piece in pieces {
+            for &v in piece {
+                match counts.get_mut(v as usize) {
+                    Some(c) => *c += 1,
+                    None => large.push(v),
+                }
+            }
+        }
+        large.sort_unstable();
+        GapCounts { counts, large }
+    }
+
+    /// `(rank, gap)` for each wanted rank (ascending, distinct), as a full sort would place
+    /// them: one walk of the counts in value order.
+    pub(crate) fn order_statistics(&self, ranks: Vec<usize>) -> Vec<(usize, u64)> {
+        let mut out = Vec::with_capacity(ranks.len());
+        let mut ranks = ranks.into_iter().peekable();
+        let mut seen = 0usize;
+        for (v, &c) in self.counts.iter().enumerate() {
+            seen += c as usize;
+            while let Some(r) = ranks.next_if(|&r| r < seen) {
+                out.push((r, v as u64));
+            }
+        }
+        out.extend(ranks.map(|r| (r, self.large[r - seen])));
+        out
+    }
+}
+
 /// [`distribution`] of token gaps given in µs, as ms — the same bits as `distribution` of
 /// the gaps converted one by one, found faster (a 10,000-request result has over a million
 /// gaps): each gap is converted once, through a table for the usual ones (under 65.536 ms);
 /// the order statistics come from counting gaps by value, not from selection, and the
 /// counting rides along with the mean's pass. The gaps come as the records' own slices
 /// (`segments`, in order): a million of them are not copied into one sample first.
-fn distribution_us(segments: &[&[u64]]) -> Result<Option<Distribution>, MetricsError> {
-    const SMALL: u64 = 1 << 16;
+/// Returns the gaps' counts too, for the intervals.
+fn distribution_us_counted(
+    segments: &[&[u64]],
+) -> Result<(Option<Distribution>, Option<GapCounts>), MetricsError> {
     let len: usize = segments.iter().map(|s| s.len()).sum();
     if len == 0 {
-        return Ok(None);
+        return Ok((None, None));
     }
-    let table: Vec<f64> = (0..SMALL).map(us_to_ms).collect();
+    let table: Vec<f64> = (0..SMALL_GAP).map(us_to_ms).collect();
     let ms = |v: u64| gap_ms(&table, v);
     // As `moments`: the sum in sample order, then the squared deviations in sample order.
-    let mut counts = vec![0u32; SMALL as usize];
+    let mut counts = vec![0u32; SMALL_GAP as usize];
     let (mut sum, mut past) = (0.0, 0);
     for segment in segments {
         let (s, p) = sum_and_count(segment, sum, &table, &mut counts);
@@ -271,7 +323,7 @@ fn distribution_us(segments: &[&[u64]]) -> Result<Option<Distribution>, MetricsE
         let beyond = segments
             .iter()
             .flat_map(|s| s.iter())
-            .filter(|&&v| v >= SMALL);
+            .filter(|&&v| v >= SMALL_GAP);
         large.extend(beyond);
     }
     let n = len as f64;
@@ -281,20 +333,14 @@ fn distribution_us(segments: &[&[u64]]) -> Result<Option<Distribution>, MetricsE
     });
     let variance = squares / n;
     large.sort_unstable();
-    // Walk the counts once, in value order, picking out each wanted rank.
-    let mut stats = Vec::new();
-    let mut ranks = wanted_ranks(len).into_iter().peekable();
-    let mut seen = 0usize;
-    for (v, &c) in counts.iter().enumerate() {
-        seen += c as usize;
-        while let Some(r) = ranks.next_if(|&r| r < seen) {
-            stats.push((r, ms(v as u64)));
-        }
-    }
-    for r in ranks {
-        stats.push((r, ms(large[r - seen])));
-    }
-    assemble(len, mean, variance, |rank| value_at(&stats, rank)).map(Some)
+    let counted = GapCounts { counts, large };
+    let stats: Vec<(usize, f64)> = counted
+        .order_statistics(wanted_ranks(len))
+        .into_iter()
+        .map(|(r, v)| (r, ms(v)))
+        .collect();
+    let d = assemble(len, mean, variance, |rank| value_at(&stats, rank))?;
+    Ok((Some(d), Some(counted)))
 }
 
 /// The mean's pass over one record's gaps: adds each (as ms) to `sum`, in order, and
@@ -601,6 +647,7 @@ pub fn summarize_decoded(
         None => None,
     };
     let breakdown = crate::breakdown::breakdown(records)?;
+    let (itl_ms, gap_counts) = distribution_us_counted(&itl_us)?;
     let mut summary = Summary {
         by_prefix_group: breakdown.by_prefix_group,
         by_turn: breakdown.by_turn,
@@ -613,7 +660,7 @@ pub fn summarize_decoded(
         total_token_throughput_per_s: per_second(input_tokens + output_tokens, window_us)?,
         ttft_ms: distribution(&ttft)?,
         ttft_from_send_ms: distribution(&ttft_send)?,
-        itl_ms: distribution_us(&itl_us)?,
+        itl_ms,
         tpot_ms: distribution(&tpot)?,
         e2e_ms: distribution(&e2e)?,
         latency_per_token_ms: mean(&per_token)?,
@@ -624,8 +671,8 @@ pub fn summarize_decoded(
         uncertainty: None,
         published: None,
     };
-    summary.uncertainty = Some(crate::uncertainty::uncertainty(
-        records, gaps, slo, &summary,
+    summary.uncertainty = Some(crate::uncertainty::uncertainty_counted(
+        records, gaps, slo, &summary, gap_counts,
     )?);
     Ok(summary)
 }

@@ -216,33 +216,49 @@ pub fn uncertainty(
     slo: Option<&Slo>,
     summary: &metrics::Summary,
 ) -> Result<Uncertainty, MetricsError> {
+    uncertainty_counted(records, gaps, slo, summary, None)
+}
+
+/// [`uncertainty`], with the token gaps already counted by value (the summary's ITL counts
+/// them: the same gaps, in another order).
+pub(crate) fn uncertainty_counted(
+    records: &[RawRecord],
+    gaps: &DecodedGaps,
+    slo: Option<&Slo>,
+    summary: &metrics::Summary,
+    gap_counts: Option<metrics::GapCounts>,
+) -> Result<Uncertainty, MetricsError> {
     let s = samples(records, gaps, slo);
     let t = student_t::critical_value(BATCHES as u32 - 1, CONFIDENCE);
-    fn with_tail<T: Sample>(
-        series: &Series<T>,
+    fn with_tail(
+        series: &[f64],
         d: &Option<Distribution>,
         t: f64,
         tail: bool,
     ) -> Result<Option<Intervals>, MetricsError> {
         match d {
-            Some(d) => intervals(series, d, t, tail),
+            Some(d) => intervals(&Series::whole(series), d, t, tail, |ranks| {
+                metrics::order_statistics(series.to_vec(), ranks)
+            }),
             None => Ok(None),
         }
     }
+    let itl = match &summary.itl_ms {
+        Some(d) => {
+            let counts = gap_counts.unwrap_or_else(|| metrics::GapCounts::of(s.itl.pieces()));
+            intervals(&s.itl, d, t, false, |ranks| counts.order_statistics(ranks))?
+        }
+        None => None,
+    };
     let rates = Rates::new(&s, t);
     Ok(Uncertainty {
         method: "batch_means".into(),
         batches: BATCHES as u32,
-        ttft_ms: with_tail(&Series::whole(&s.ttft), &summary.ttft_ms, t, true)?,
-        ttft_from_send_ms: with_tail(
-            &Series::whole(&s.ttft_from_send),
-            &summary.ttft_from_send_ms,
-            t,
-            false,
-        )?,
-        itl_ms: with_tail(&s.itl, &summary.itl_ms, t, false)?,
-        tpot_ms: with_tail(&Series::whole(&s.tpot), &summary.tpot_ms, t, true)?,
-        e2e_ms: with_tail(&Series::whole(&s.e2e), &summary.e2e_ms, t, true)?,
+        ttft_ms: with_tail(&s.ttft, &summary.ttft_ms, t, true)?,
+        ttft_from_send_ms: with_tail(&s.ttft_from_send, &summary.ttft_from_send_ms, t, false)?,
+        itl_ms: itl,
+        tpot_ms: with_tail(&s.tpot, &summary.tpot_ms, t, true)?,
+        e2e_ms: with_tail(&s.e2e, &summary.e2e_ms, t, true)?,
         request_throughput_per_s: rates.interval(summary.request_throughput_per_s, |_| 1)?,
         output_token_throughput_per_s: rates
             .interval(summary.output_token_throughput_per_s, |e| e.1)?,
@@ -283,6 +299,7 @@ fn intervals<T: Sample>(
     d: &Distribution,
     t: f64,
     tail: bool,
+    rank: impl FnOnce(Vec<usize>) -> Vec<(usize, T)>,
 ) -> Result<Option<Intervals>, MetricsError> {
     let n = values.len();
     if n < BATCHES * MIN_PER_BATCH {
@@ -364,7 +381,7 @@ fn intervals<T: Sample>(
     );
     ranks.sort_unstable();
     ranks.dedup();
-    let stats = T::order_statistics(values, ranks);
+    let stats = rank(ranks);
     let at = |rank: usize| stats[stats.partition_point(|(r, _)| *r < rank)].1.ms();
     let pct = |p: f64| {
         let (lo, hi, frac) = metrics::rank_of(n, p);

@@ -2,7 +2,8 @@
 //! by batch, and the few operations the intervals need, for the two kinds of values a summary
 //! has. Latencies are `f64` ms, one per request, collected into one vector. Token gaps are the
 //! records' own `u64` µs, one slice per request, never copied (a 10,000-request result holds
-//! over a million), compared and summed as integers and ranked by counting.
+//! over a million), compared and summed as integers (and ranked by the counts the summary's ITL
+//! already made, `metrics::GapCounts`).
 
 use super::{batch, BATCHES};
 use crate::metrics;
@@ -18,9 +19,6 @@ pub(super) trait Sample: Copy {
     /// The largest value at or below `q` ms, as a bound for [`Sample::at_most`].
     fn bound(q_ms: f64) -> Self;
     fn at_most(self, bound: Self) -> bool;
-    /// `(rank, value)` for each wanted rank (ascending, distinct), as a full sort would place
-    /// them.
-    fn order_statistics(values: &Series<Self>, ranks: Vec<usize>) -> Vec<(usize, Self)>;
 }
 
 /// A sample's values in schedule order, as consecutive slices.
@@ -54,6 +52,10 @@ impl<'a, T: Copy> Series<'a, T> {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    pub fn pieces(&self) -> impl Iterator<Item = &'a [T]> + '_ {
+        self.pieces.iter().copied()
     }
 
     /// Calls `f(j, piece)` on consecutive pieces of the values, in order, each inside batch j
@@ -97,9 +99,6 @@ impl Sample for f64 {
     fn at_most(self, bound: f64) -> bool {
         self <= bound
     }
-    fn order_statistics(values: &Series<f64>, ranks: Vec<usize>) -> Vec<(usize, f64)> {
-        metrics::order_statistics(values.pieces.concat(), ranks)
-    }
 }
 
 impl Sample for u64 {
@@ -132,32 +131,6 @@ impl Sample for u64 {
     fn at_most(self, bound: u64) -> bool {
         self <= bound
     }
-    /// By counting, as the summary's ITL does: gaps under 65.536 ms by value, the rest sorted.
-    fn order_statistics(values: &Series<u64>, ranks: Vec<usize>) -> Vec<(usize, u64)> {
-        const SMALL: usize = 1 << 16;
-        let mut counts = vec![0u32; SMALL];
-        let mut large = Vec::new();
-        for piece in &values.pieces {
-            for &v in *piece {
-                match counts.get_mut(v as usize) {
-                    Some(c) => *c += 1,
-                    None => large.push(v),
-                }
-            }
-        }
-        large.sort_unstable();
-        let mut out = Vec::with_capacity(ranks.len());
-        let mut ranks = ranks.into_iter().peekable();
-        let mut seen = 0usize;
-        for (v, &c) in counts.iter().enumerate() {
-            seen += c as usize;
-            while let Some(r) = ranks.next_if(|&r| r < seen) {
-                out.push((r, v as u64));
-            }
-        }
-        out.extend(ranks.map(|r| (r, large[r - seen])));
-        out
-    }
 }
 
 #[cfg(test)]
@@ -180,12 +153,11 @@ mod tests {
             assert_eq!(v, k as u64);
             assert!(batch(103, j).contains(&k), "{k} in batch {j}");
         }
-        let ranks = series_ranks(&series);
-        assert_eq!(ranks, vec![(0, 0), (51, 51), (102, 102)]);
-    }
-
-    fn series_ranks(s: &Series<u64>) -> Vec<(usize, u64)> {
-        u64::order_statistics(s, vec![0, 51, 102])
+        let counts = metrics::GapCounts::of(series.pieces());
+        assert_eq!(
+            counts.order_statistics(vec![0, 51, 102]),
+            vec![(0, 0), (51, 51), (102, 102)]
+        );
     }
 
     #[test]
