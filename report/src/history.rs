@@ -9,13 +9,18 @@
 //! completed requests: synchronous where there is one), numbers that do not depend on
 //! where a sweep placed its rates.
 //!
-//! The newest run is judged against the earlier ones, metric by metric: it is a
-//! regression when it is worse than the earlier runs' median by more than their
-//! run-to-run spread — the largest deviation of an earlier run from that median, and at
-//! least 1 % of it, since a few runs can agree by chance. With fewer than two earlier
-//! runs there is no spread to judge by, and the page says so.
+//! The newest run is judged against the earlier ones, metric by metric. Where every run
+//! carries a 95 % interval for the metric (`result/v0.7`), by the intervals: a regression when
+//! the newest is worse than every earlier run beyond the noise (each difference's interval,
+//! as `runner diff` computes it, leaves out zero), an improvement when better than every one,
+//! else within the noise; one earlier run is enough. Otherwise by the earlier runs' spread:
+//! a regression when it is worse than the earlier runs' median by more than their run-to-run
+//! spread — the largest deviation of an earlier run from that median, and at least 1 % of
+//! it, since a few runs can agree by chance. With fewer than two earlier runs there is no
+//! spread to judge by, and the page says so.
 
 use crate::charts::{self, Chart, Line, Marker, Panel, Series, Style};
+use crate::compare::leaders::Estimate;
 use crate::compare::subject::{self, Better, Entry, Subject};
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
@@ -57,6 +62,8 @@ const METRICS: [Metric; 3] = [
 struct Run<'a> {
     subject: &'a Subject<'a>,
     values: [Option<f64>; 3],
+    /// The values with their intervals, where the result has them.
+    estimates: [Option<Estimate>; 3],
 }
 
 struct Configuration<'a> {
@@ -78,18 +85,36 @@ impl Configuration<'_> {
     }
 }
 
-/// The headline numbers of `members` of a subject (see the module doc).
-fn values(s: &Subject, members: &[usize]) -> [Option<f64>; 3] {
+/// The headline numbers of `members` of a subject (see the module doc), with their
+/// intervals where the result has them.
+fn values(s: &Subject, members: &[usize]) -> [Option<Estimate>; 3] {
     let benchmarks = &s.statement().predicate.benchmarks;
     let peak = crate::campaign::peak(members.iter().map(|&i| &benchmarks[i]));
     let lowest = view::sweep_order(benchmarks, members)
         .into_iter()
         .map(|i| &benchmarks[i])
         .find(|b| view::failure(b).is_none());
+    let sure = |b: &schemas::document::Benchmark| b.summary.uncertainty.clone();
     [
-        peak.and_then(|b| b.summary.output_token_throughput_per_s.map(|v| v.get())),
-        lowest.and_then(|b| b.summary.mean_ms(Latency::Ttft)),
-        lowest.and_then(subject::mean_tpot_ms),
+        peak.and_then(|b| {
+            Estimate::new(
+                b.summary.output_token_throughput_per_s.map(|v| v.get()),
+                sure(b).and_then(|u| u.output_token_throughput_per_s),
+            )
+        }),
+        lowest.and_then(|b| {
+            Estimate::new(
+                b.summary.mean_ms(Latency::Ttft),
+                sure(b).and_then(|u| u.ttft_ms.map(|i| i.mean)),
+            )
+        }),
+        lowest.and_then(|b| {
+            let i = match b.summary.mean_ms(Latency::Tpot) {
+                Some(_) => sure(b).and_then(|u| u.tpot_ms.map(|i| i.mean)),
+                None => sure(b).and_then(|u| u.itl_ms.map(|i| i.mean)),
+            };
+            Estimate::new(subject::mean_tpot_ms(b), i)
+        }),
     ]
 }
 
@@ -105,9 +130,11 @@ fn configurations<'a>(subjects: &'a [Subject<'a>]) -> Vec<Configuration<'a>> {
                 s.hardware(),
                 g.cell.clone(),
             );
+            let estimates = values(s, &g.members);
             let run = Run {
                 subject: s,
-                values: values(s, &g.members),
+                values: estimates.map(|e| e.map(|e| e.value)),
+                estimates,
             };
             match out.iter_mut().find(|c| c.key == key) {
                 Some(c) => c.runs.push(run),
@@ -143,6 +170,14 @@ pub(crate) enum Outcome {
 pub(crate) enum Verdict {
     /// Too few earlier runs.
     NotJudged { earlier: usize },
+    /// By the intervals. `change`: (newest − median) / median; `half`: the newest's interval's
+    /// half-width as a fraction of it.
+    ByIntervals {
+        outcome: Outcome,
+        median: f64,
+        half: f64,
+        change: f64,
+    },
     /// `change`: (newest − median) / median; `spread`: the allowed fraction.
     Judged {
         outcome: Outcome,
@@ -199,8 +234,83 @@ fn judge(earlier: &[f64], newest: f64, better: Better) -> Verdict {
     }
 }
 
+/// Judges `newest` against `earlier` by their intervals (see the module doc); `None` when a
+/// run has no interval for the metric.
+fn judge_by_intervals(earlier: &[Estimate], newest: Estimate, better: Better) -> Option<Verdict> {
+    if earlier.is_empty()
+        || newest.interval.is_none()
+        || earlier.iter().any(|e| e.interval.is_none())
+    {
+        return None;
+    }
+    let (nl, nh) = newest.interval?;
+    // The newest's gain over each earlier run, as an interval in the metric's direction.
+    let gains: Vec<(f64, f64)> = earlier
+        .iter()
+        .map(|e| {
+            let (el, eh) = e.interval.expect("checked above");
+            let iv = |l: f64, h: f64| schemas::uncertainty::Interval {
+                low: schemas::numbers::Finite::new(l).unwrap_or(schemas::numbers::Finite::ZERO),
+                high: schemas::numbers::Finite::new(h).unwrap_or(schemas::numbers::Finite::ZERO),
+            };
+            let (low, high) = schemas::uncertainty::difference::interval(
+                e.value,
+                &iv(el, eh),
+                newest.value,
+                &iv(nl, nh),
+            );
+            match better {
+                Better::Higher => (low, high),
+                Better::Lower => (-high, -low),
+            }
+        })
+        .collect();
+    let outcome = if gains.iter().all(|&(_, high)| high < 0.0) {
+        Outcome::Regression
+    } else if gains.iter().all(|&(low, _)| low > 0.0) {
+        Outcome::Improvement
+    } else {
+        Outcome::Within
+    };
+    let values: Vec<f64> = earlier.iter().map(|e| e.value).collect();
+    let m = median(&values);
+    Some(Verdict::ByIntervals {
+        outcome,
+        median: m,
+        half: if newest.value != 0.0 {
+            (nh - nl) / 2.0 / newest.value.abs()
+        } else {
+            0.0
+        },
+        change: if m != 0.0 {
+            (newest.value - m) / m.abs()
+        } else {
+            0.0
+        },
+    })
+}
+
 fn verdict_text(v: &Verdict, unit: &str) -> (String, String, String) {
     match v {
+        Verdict::ByIntervals {
+            outcome,
+            median,
+            half,
+            change,
+        } => {
+            let word = match outcome {
+                Outcome::Regression => {
+                    "✖ regression: worse than every earlier run beyond the noise"
+                }
+                Outcome::Improvement => "▲ better than every earlier run beyond the noise",
+                Outcome::Within => "= within the noise of an earlier run",
+            };
+            (
+                format!("{} {unit}", format::fixed(*median, 2)),
+                format!("±{}% (95 % interval)", format::fixed(half * 100.0, 1)),
+                format!("{word} ({})", format::percent(*change)),
+            )
+        }
         Verdict::NotJudged { earlier } => (
             MISSING.into(),
             MISSING.into(),
@@ -308,7 +418,12 @@ fn judgement_table(c: &Configuration) -> String {
             continue;
         };
         let before: Vec<f64> = earlier.iter().filter_map(|r| r.values[k]).collect();
-        let (median, spread, word) = verdict_text(&judge(&before, v, m.better), m.unit);
+        let sure: Vec<Estimate> = earlier.iter().filter_map(|r| r.estimates[k]).collect();
+        let verdict = newest.estimates[k]
+            .filter(|_| sure.len() == earlier.len())
+            .and_then(|e| judge_by_intervals(&sure, e, m.better))
+            .unwrap_or_else(|| judge(&before, v, m.better));
+        let (median, spread, word) = verdict_text(&verdict, m.unit);
         out.push_str(&format!(
             "| {} | {} {} | {median} | {spread} | {word} |\n",
             m.name,
@@ -360,6 +475,46 @@ pub fn report(entries: &[Entry]) -> Result<Report, RenderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn with_intervals_a_regression_is_worse_than_every_earlier_run_beyond_the_noise() {
+        let e = |value: f64, half: f64| Estimate {
+            value,
+            interval: Some((value - half, value + half)),
+        };
+        let outcome =
+            |earlier: &[Estimate], newest: Estimate, better: Better| match judge_by_intervals(
+                earlier, newest, better,
+            ) {
+                Some(Verdict::ByIntervals { outcome, .. }) => outcome,
+                other => panic!("{other:?}"),
+            };
+        // Latency 10 ± 0.2 twice, then 11 ± 0.2: worse than both.
+        let earlier = [e(10.0, 0.2), e(10.1, 0.2)];
+        assert_eq!(
+            outcome(&earlier, e(11.0, 0.2), Better::Lower),
+            Outcome::Regression
+        );
+        // 10.2 ± 0.2 is within the noise of the second.
+        assert_eq!(
+            outcome(&earlier, e(10.2, 0.2), Better::Lower),
+            Outcome::Within
+        );
+        // Throughput: higher is better; one earlier run is enough.
+        assert_eq!(
+            outcome(&[e(100.0, 1.0)], e(110.0, 1.0), Better::Higher),
+            Outcome::Improvement
+        );
+        // A run without an interval: the spread rule decides instead.
+        let bare = Estimate {
+            value: 10.0,
+            interval: None,
+        };
+        assert_eq!(
+            judge_by_intervals(&[bare], e(11.0, 0.2), Better::Lower),
+            None
+        );
+    }
 
     #[test]
     fn a_newest_run_outside_the_spread_is_a_regression() {
