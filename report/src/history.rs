@@ -248,17 +248,9 @@ fn judge_by_intervals(earlier: &[Estimate], newest: Estimate, better: Better) ->
     let gains: Vec<(f64, f64)> = earlier
         .iter()
         .map(|e| {
-            let (el, eh) = e.interval.expect("checked above");
-            let iv = |l: f64, h: f64| schemas::uncertainty::Interval {
-                low: schemas::numbers::Finite::new(l).unwrap_or(schemas::numbers::Finite::ZERO),
-                high: schemas::numbers::Finite::new(h).unwrap_or(schemas::numbers::Finite::ZERO),
-            };
-            let (low, high) = schemas::uncertainty::difference::interval(
-                e.value,
-                &iv(el, eh),
-                newest.value,
-                &iv(nl, nh),
-            );
+            let ie = e.interval.expect("checked above");
+            let (low, high) =
+                schemas::uncertainty::difference::between(e.value, ie, newest.value, (nl, nh));
             match better {
                 Better::Higher => (low, high),
                 Better::Lower => (-high, -low),

@@ -10,7 +10,6 @@
 //! nothing.
 
 use super::subject::Better;
-use schemas::numbers::Finite;
 use schemas::uncertainty::{difference, Interval};
 
 /// A value and, where its result says, its 95 % interval.
@@ -100,14 +99,10 @@ pub(crate) fn marks(
 
 /// Whether two estimates differ beyond the noise.
 fn apart(a: &Estimate, b: &Estimate) -> bool {
-    let (Some((al, ah)), Some((bl, bh))) = (a.interval, b.interval) else {
+    let (Some(ia), Some(ib)) = (a.interval, b.interval) else {
         return false;
     };
-    let iv = |l: f64, h: f64| Interval {
-        low: Finite::new(l).unwrap_or(Finite::ZERO),
-        high: Finite::new(h).unwrap_or(Finite::ZERO),
-    };
-    let (low, high) = difference::interval(a.value, &iv(al, ah), b.value, &iv(bl, bh));
+    let (low, high) = difference::between(a.value, ia, b.value, ib);
     difference::is_real(low, high)
 }
 

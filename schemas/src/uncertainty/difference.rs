@@ -13,9 +13,19 @@ use super::Interval;
 
 /// The 95 % interval of `b − a`, from each estimate and its interval.
 pub fn interval(a: f64, ia: &Interval, b: f64, ib: &Interval) -> (f64, f64) {
+    between(
+        a,
+        (ia.low.get(), ia.high.get()),
+        b,
+        (ib.low.get(), ib.high.get()),
+    )
+}
+
+/// [`interval`], the intervals given as `(low, high)`.
+pub fn between(a: f64, (a_lo, a_hi): (f64, f64), b: f64, (b_lo, b_hi): (f64, f64)) -> (f64, f64) {
     let d = b - a;
-    let (a_low, a_high) = (a - ia.low.get(), ia.high.get() - a);
-    let (b_low, b_high) = (b - ib.low.get(), ib.high.get() - b);
+    let (a_low, a_high) = (a - a_lo, a_hi - a);
+    let (b_low, b_high) = (b - b_lo, b_hi - b);
     let low = d - (b_low * b_low + a_high * a_high).sqrt();
     let high = d + (b_high * b_high + a_low * a_low).sqrt();
     (low, high)
