@@ -112,6 +112,13 @@ pub struct Uncertainty {
     pub output_token_throughput_per_s: Option<Interval>,
     pub total_token_throughput_per_s: Option<Interval>,
     pub goodput_per_s: Option<Interval>,
+    /// Multi-turn workloads: TTFT's intervals at each turn, in `summary.by_turn`'s order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms_by_turn: Option<Vec<Option<Intervals>>>,
+    /// Shared-prefix workloads: TTFT's intervals in each prefix group, in
+    /// `summary.by_prefix_group`'s order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms_by_prefix_group: Option<Vec<Option<Intervals>>>,
 }
 
 /// A distribution's intervals. p90 and p99 are null where LoadGen's rule supports no estimate
@@ -161,6 +168,9 @@ struct Samples<'a> {
     e2e: Vec<f64>,
     /// (end µs, output tokens, total tokens, met the SLO) of completed requests.
     ends: Vec<(u64, u64, u64, bool)>,
+    /// TTFT by turn and by prefix group, in schedule order within each.
+    ttft_by_turn: std::collections::BTreeMap<u32, Vec<f64>>,
+    ttft_by_group: std::collections::BTreeMap<u32, Vec<f64>>,
     window: (u64, u64),
 }
 
@@ -184,6 +194,8 @@ fn samples<'a>(records: &[RawRecord], gaps: &'a DecodedGaps, slo: Option<&Slo>) 
         tpot: Vec::new(),
         e2e: Vec::new(),
         ends: Vec::new(),
+        ttft_by_turn: Default::default(),
+        ttft_by_group: Default::default(),
         window,
     };
     for i in order {
@@ -196,6 +208,14 @@ fn samples<'a>(records: &[RawRecord], gaps: &'a DecodedGaps, slo: Option<&Slo>) 
         s.itl.push(gaps.record(i));
         let ttft = r.ttft_ms();
         let tpot = r.tpot_ms();
+        if let Some(ttft) = ttft {
+            if let Some(turn) = r.turn {
+                s.ttft_by_turn.entry(turn).or_default().push(ttft);
+            }
+            if let Some(group) = r.prefix_group {
+                s.ttft_by_group.entry(group).or_default().push(ttft);
+            }
+        }
         if let (Some(ttft), Some(from_send)) = (ttft, r.ttft_from_send_ms()) {
             s.ttft.push(ttft);
             s.ttft_from_send.push(from_send);
@@ -267,6 +287,30 @@ pub(crate) fn uncertainty_counted(
         goodput_per_s: rates.interval(summary.goodput.as_ref().map(|g| g.requests_per_s), |e| {
             u64::from(e.3)
         })?,
+        ttft_ms_by_turn: match &summary.by_turn {
+            Some(turns) => Some(
+                turns
+                    .iter()
+                    .map(|turn| {
+                        let values = s.ttft_by_turn.get(&turn.turn).map_or(&[][..], |v| v);
+                        with_tail(values, &turn.ttft_ms, t, false)
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            None => None,
+        },
+        ttft_ms_by_prefix_group: match &summary.by_prefix_group {
+            Some(groups) => Some(
+                groups
+                    .iter()
+                    .map(|g| {
+                        let values = s.ttft_by_group.get(&g.group).map_or(&[][..], |v| v);
+                        with_tail(values, &g.ttft_ms, t, false)
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            None => None,
+        },
     })
 }
 

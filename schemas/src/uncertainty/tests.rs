@@ -106,3 +106,35 @@ fn rates_and_tail_percentiles() {
     assert!(estimate >= s.ttft_ms.as_ref().unwrap().p99.get());
     assert_eq!(es.p99_9.estimate, None);
 }
+
+/// Conversations: each turn's TTFT gets its own interval, in `by_turn`'s order, once the turn
+/// has 50 completed requests; a shared-prefix group likewise.
+#[test]
+fn turns_and_prefix_groups_get_their_own_intervals() {
+    let records: Vec<RawRecord> = (0..160u64)
+        .map(|i| {
+            let turn = if i < 100 { 1 } else { 2 };
+            RawRecord {
+                session: Some((i % 100) as u32),
+                turn: Some(turn),
+                prefix_group: Some((i % 2) as u32),
+                ..record(i, 10.0 + (i * 37 % 11) as f64 + f64::from(turn), 5.0)
+            }
+        })
+        .collect();
+    let s = summarize(&records, None).unwrap();
+    let u = s.uncertainty.unwrap();
+    let turns = u.ttft_ms_by_turn.unwrap();
+    assert_eq!(turns.len(), 2);
+    let first = turns[0].as_ref().expect("100 requests at turn 1");
+    let mean = s.by_turn.as_ref().unwrap()[0].ttft_ms.as_ref().unwrap().mean.get();
+    assert!(first.mean.contains(mean));
+    assert!(turns[1].is_some(), "60 requests at turn 2");
+    let groups = u.ttft_ms_by_prefix_group.unwrap();
+    assert_eq!(groups.len(), 2);
+    assert!(groups.iter().all(Option::is_some));
+    // A turn of fewer than 50: none.
+    let few: Vec<RawRecord> = records[..140].to_vec();
+    let u = summarize(&few, None).unwrap().uncertainty.unwrap();
+    assert!(u.ttft_ms_by_turn.unwrap()[1].is_none());
+}
