@@ -27,7 +27,6 @@ use crate::format::{self, MISSING};
 use crate::markdown::chart_block;
 use crate::view::{self, Cell};
 use crate::{RenderError, Report};
-use schemas::metrics::Latency;
 
 /// The least spread a judgement allows, as a fraction of the median.
 const MIN_SPREAD: f64 = 0.01;
@@ -94,27 +93,10 @@ fn values(s: &Subject, members: &[usize]) -> [Option<Estimate>; 3] {
         .into_iter()
         .map(|i| &benchmarks[i])
         .find(|b| view::failure(b).is_none());
-    let sure = |b: &schemas::document::Benchmark| b.summary.uncertainty.clone();
     [
-        peak.and_then(|b| {
-            Estimate::new(
-                b.summary.output_token_throughput_per_s.map(|v| v.get()),
-                sure(b).and_then(|u| u.output_token_throughput_per_s),
-            )
-        }),
-        lowest.and_then(|b| {
-            Estimate::new(
-                b.summary.mean_ms(Latency::Ttft),
-                sure(b).and_then(|u| u.ttft_ms.map(|i| i.mean)),
-            )
-        }),
-        lowest.and_then(|b| {
-            let i = match b.summary.mean_ms(Latency::Tpot) {
-                Some(_) => sure(b).and_then(|u| u.tpot_ms.map(|i| i.mean)),
-                None => sure(b).and_then(|u| u.itl_ms.map(|i| i.mean)),
-            };
-            Estimate::new(subject::mean_tpot_ms(b), i)
-        }),
+        peak.and_then(subject::output_throughput),
+        lowest.and_then(subject::mean_ttft),
+        lowest.and_then(subject::mean_tpot),
     ]
 }
 

@@ -229,7 +229,7 @@ impl RawRecord {
     }
 }
 
-fn finite(v: f64) -> Result<Finite, MetricsError> {
+pub(crate) fn finite(v: f64) -> Result<Finite, MetricsError> {
     Finite::new(v).map_err(|e| MetricsError::NotFinite(e.0))
 }
 
@@ -407,7 +407,7 @@ fn wanted_ranks(len: usize) -> Vec<usize> {
     ranks
 }
 
-fn value_at(stats: &[(usize, f64)], rank: usize) -> f64 {
+pub(crate) fn value_at(stats: &[(usize, f64)], rank: usize) -> f64 {
     stats[stats.partition_point(|(r, _)| *r < rank)].1
 }
 
@@ -418,10 +418,7 @@ fn assemble(
     variance: f64,
     at: impl Fn(usize) -> f64,
 ) -> Result<Distribution, MetricsError> {
-    let pct = |p: f64| {
-        let (lo, hi, frac) = rank_of(len, p);
-        at(lo) + (at(hi) - at(lo)) * frac
-    };
+    let pct = |p: f64| interpolated(len, p, &at);
     Ok(Distribution {
         count: len as u64,
         mean: finite(mean)?,
@@ -434,6 +431,13 @@ fn assemble(
         max: finite(at(len - 1))?,
         std: finite(variance.sqrt())?,
     })
+}
+
+/// Percentile `p` of `n` values whose order statistics `at(rank)` gives: linear between the
+/// closest ranks (numpy's `linear`).
+pub(crate) fn interpolated(n: usize, p: f64, at: impl Fn(usize) -> f64) -> f64 {
+    let (lo, hi, frac) = rank_of(n, p);
+    at(lo) + (at(hi) - at(lo)) * frac
 }
 
 /// The closest ranks around percentile `p` of `n` sorted values and the weight of the upper.
@@ -459,8 +463,7 @@ pub(crate) fn order_statistics(mut values: Vec<f64>, ranks: Vec<usize>) -> Vec<(
 
 /// Linear interpolation between closest ranks (numpy `linear`) over a sorted sample.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let (lo, hi, frac) = rank_of(sorted.len(), p);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * frac
+    interpolated(sorted.len(), p, |rank| sorted[rank])
 }
 
 fn mean(values: &[f64]) -> Result<Option<Finite>, MetricsError> {

@@ -263,6 +263,11 @@ pub(crate) fn uncertainty_counted(
             None => Ok(None),
         }
     }
+    // TTFT of one turn or prefix group: its requests' values, in schedule order.
+    let by_key =
+        |values: &std::collections::BTreeMap<u32, Vec<f64>>, key: u32, d: &Option<Distribution>| {
+            with_tail(values.get(&key).map_or(&[][..], |v| v), d, t, false)
+        };
     let itl = match &summary.itl_ms {
         Some(d) => {
             let counts = gap_counts.unwrap_or_else(|| metrics::GapCounts::of(s.itl.pieces()));
@@ -287,41 +292,33 @@ pub(crate) fn uncertainty_counted(
         goodput_per_s: rates.interval(summary.goodput.as_ref().map(|g| g.requests_per_s), |e| {
             u64::from(e.3)
         })?,
-        ttft_ms_by_turn: match &summary.by_turn {
-            Some(turns) => Some(
+        ttft_ms_by_turn: summary
+            .by_turn
+            .as_ref()
+            .map(|turns| {
                 turns
                     .iter()
-                    .map(|turn| {
-                        let values = s.ttft_by_turn.get(&turn.turn).map_or(&[][..], |v| v);
-                        with_tail(values, &turn.ttft_ms, t, false)
-                    })
-                    .collect::<Result<_, _>>()?,
-            ),
-            None => None,
-        },
-        ttft_ms_by_prefix_group: match &summary.by_prefix_group {
-            Some(groups) => Some(
+                    .map(|x| by_key(&s.ttft_by_turn, x.turn, &x.ttft_ms))
+                    .collect()
+            })
+            .transpose()?,
+        ttft_ms_by_prefix_group: summary
+            .by_prefix_group
+            .as_ref()
+            .map(|groups| {
                 groups
                     .iter()
-                    .map(|g| {
-                        let values = s.ttft_by_group.get(&g.group).map_or(&[][..], |v| v);
-                        with_tail(values, &g.ttft_ms, t, false)
-                    })
-                    .collect::<Result<_, _>>()?,
-            ),
-            None => None,
-        },
+                    .map(|x| by_key(&s.ttft_by_group, x.group, &x.ttft_ms))
+                    .collect()
+            })
+            .transpose()?,
     })
-}
-
-fn finite(v: f64) -> Result<Finite, MetricsError> {
-    Finite::new(v).map_err(|e| MetricsError::NotFinite(e.0))
 }
 
 fn interval(low: f64, high: f64) -> Result<Interval, MetricsError> {
     Ok(Interval {
-        low: finite(low)?,
-        high: finite(high)?,
+        low: metrics::finite(low)?,
+        high: metrics::finite(high)?,
     })
 }
 
@@ -425,12 +422,9 @@ fn intervals<T: Sample>(
     );
     ranks.sort_unstable();
     ranks.dedup();
-    let stats = rank(ranks);
-    let at = |rank: usize| stats[stats.partition_point(|(r, _)| *r < rank)].1.ms();
-    let pct = |p: f64| {
-        let (lo, hi, frac) = metrics::rank_of(n, p);
-        at(lo) + (at(hi) - at(lo)) * frac
-    };
+    let stats: Vec<(usize, f64)> = rank(ranks).into_iter().map(|(r, v)| (r, v.ms())).collect();
+    let at = |rank: usize| metrics::value_at(&stats, rank);
+    let pct = |p: f64| metrics::interpolated(n, p, at);
     let percentile = |p: f64| -> Result<Option<Interval>, MetricsError> {
         match wanted.iter().find(|w| w.p == p) {
             // The sample's own percentile lies inside even where rounding would put it a
@@ -444,7 +438,7 @@ fn intervals<T: Sample>(
         Ok(match tail_ts[i] {
             Some(t) => Conservative {
                 min_requests,
-                estimate: Some(finite(at(n - t as usize))?),
+                estimate: Some(metrics::finite(at(n - t as usize))?),
                 discarded: t - 1,
             },
             None => Conservative {

@@ -162,6 +162,36 @@ pub(crate) fn mean_tpot_ms(b: &Benchmark) -> Option<f64> {
     s.mean_ms(Latency::Tpot).or_else(|| s.mean_ms(Latency::Itl))
 }
 
+/// [`mean_tpot_ms`] with its 95 % interval where the summary has one (TPOT's, else ITL's).
+pub(crate) fn mean_tpot(b: &Benchmark) -> Option<super::leaders::Estimate> {
+    let u = b.summary.uncertainty.as_ref();
+    let interval = match b.summary.mean_ms(Latency::Tpot) {
+        Some(_) => u.and_then(|u| u.tpot_ms.as_ref().map(|i| i.mean)),
+        None => u.and_then(|u| u.itl_ms.as_ref().map(|i| i.mean)),
+    };
+    super::leaders::Estimate::new(mean_tpot_ms(b), interval)
+}
+
+/// Mean TTFT with its 95 % interval where the summary has one.
+pub(crate) fn mean_ttft(b: &Benchmark) -> Option<super::leaders::Estimate> {
+    let u = b.summary.uncertainty.as_ref();
+    super::leaders::Estimate::new(
+        b.summary.mean_ms(Latency::Ttft),
+        u.and_then(|u| u.ttft_ms.as_ref().map(|i| i.mean)),
+    )
+}
+
+/// Output token throughput with its 95 % interval where the summary has one.
+pub(crate) fn output_throughput(b: &Benchmark) -> Option<super::leaders::Estimate> {
+    super::leaders::Estimate::new(
+        b.summary.output_token_throughput_per_s.map(|v| v.get()),
+        b.summary
+            .uncertainty
+            .as_ref()
+            .and_then(|u| u.output_token_throughput_per_s),
+    )
+}
+
 /// Output tokens per second each user sees in a benchmark: 1000 / [`mean_tpot_ms`].
 pub(crate) fn per_user(b: &Benchmark) -> Option<f64> {
     let ms = mean_tpot_ms(b)?;

@@ -4,14 +4,13 @@
 //! the noise, `≈` when the noise cannot tell the leaders apart ([`super::leaders`]).
 
 use super::leaders::{self, Estimate, Mark};
-use super::subject::{mean_tpot_ms, per_user, Better, Subject};
+use super::subject::{self, per_user, Better, Subject};
 use super::Member;
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::tables::host::tokens_per_joule;
 use crate::tables::seed_sweep;
 use schemas::document::Benchmark;
-use schemas::metrics::Latency;
 
 /// A result's headline numbers in a group: its peak output throughput (and per GPU), mean
 /// TTFT and TPOT at that peak, the best interactivity and the best tokens per joule.
@@ -20,24 +19,10 @@ fn headline(s: &Subject, m: &Member) -> [Option<Estimate>; 6] {
     let mine: Vec<&Benchmark> = m.benchmarks.iter().map(|&i| &benchmarks[i]).collect();
     let peak = crate::campaign::peak(mine.iter().copied());
     let ok = || mine.iter().filter(|b| crate::view::failure(b).is_none());
-    let sure = |b: &Benchmark| b.summary.uncertainty.clone();
-    let tput = peak.and_then(|b| {
-        Estimate::new(
-            b.summary.output_token_throughput_per_s.map(|v| v.get()),
-            sure(b).and_then(|u| u.output_token_throughput_per_s),
-        )
-    });
-    let tpot_mean = |b: &Benchmark| {
-        let u = sure(b);
-        let i = match b.summary.mean_ms(Latency::Tpot) {
-            Some(_) => u.and_then(|u| u.tpot_ms.map(|i| i.mean)),
-            None => u.and_then(|u| u.itl_ms.map(|i| i.mean)),
-        };
-        Estimate::new(mean_tpot_ms(b), i)
-    };
+    let tput = peak.and_then(subject::output_throughput);
     // 1000 / TPOT: the interval's ends swap and invert (TPOT's low end above zero).
     let user = |b: &Benchmark| {
-        let t = tpot_mean(b)?;
+        let t = subject::mean_tpot(b)?;
         Some(Estimate {
             value: per_user(b)?,
             interval: t
@@ -49,13 +34,8 @@ fn headline(s: &Subject, m: &Member) -> [Option<Estimate>; 6] {
     [
         tput,
         tput.map(|t| t.scaled(1.0 / s.per_gpu_divisor())),
-        peak.and_then(|b| {
-            Estimate::new(
-                b.summary.mean_ms(Latency::Ttft),
-                sure(b).and_then(|u| u.ttft_ms.map(|i| i.mean)),
-            )
-        }),
-        peak.and_then(tpot_mean),
+        peak.and_then(subject::mean_ttft),
+        peak.and_then(subject::mean_tpot),
         ok().filter_map(|b| user(b))
             .reduce(|a, b| if b.value > a.value { b } else { a }),
         Estimate::new(

@@ -127,7 +127,12 @@ fn turns_and_prefix_groups_get_their_own_intervals() {
     let turns = u.ttft_ms_by_turn.unwrap();
     assert_eq!(turns.len(), 2);
     let first = turns[0].as_ref().expect("100 requests at turn 1");
-    let mean = s.by_turn.as_ref().unwrap()[0].ttft_ms.as_ref().unwrap().mean.get();
+    let mean = s.by_turn.as_ref().unwrap()[0]
+        .ttft_ms
+        .as_ref()
+        .unwrap()
+        .mean
+        .get();
     assert!(first.mean.contains(mean));
     assert!(turns[1].is_some(), "60 requests at turn 2");
     let groups = u.ttft_ms_by_prefix_group.unwrap();
