@@ -96,6 +96,8 @@ impl AggregateBenchmark {
             records: vec![],
             telemetry: None,
             token_timestamps: None,
+            precision: None,
+            repetition: None,
             summary: Summary {
                 requests: RequestCounts {
                     measured: completed + failed,
@@ -213,6 +215,7 @@ pub fn aggregates_document(
         }),
         shard: None,
         shards: None,
+        repetitions: None,
     };
     schemas::seal::seal(predicate).expect("aggregates are not recomputed, so sealing cannot fail")
 }

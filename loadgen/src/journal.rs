@@ -8,10 +8,11 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use schemas::document::{
-    Benchmark, Engine, Host, Launch, Model, Predicate, Profile, RawRecord, Run, Shard, Slo,
-    TokenTimestamps, Workload,
+    Benchmark, Engine, Host, Launch, Model, PrecisionStop, Predicate, Profile, RawRecord, Run,
+    Shard, Slo, TokenTimestamps, Workload,
 };
 use schemas::telemetry::Telemetry;
+use schemas::uncertainty::precision::Target;
 use schemas::validity::{Flag, FlagCode, Severity};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
@@ -53,6 +54,13 @@ pub enum Line {
     Flag {
         flag: Flag,
     },
+    /// Every `--until-precise` target of a benchmark was met by the `requests` measured
+    /// records that had ended at `at_us`: no request was sent after this line.
+    PreciseAt {
+        benchmark: u32,
+        at_us: u64,
+        requests: u64,
+    },
     /// This run's part of a schedule split across clients, written once its origin is kept.
     Shard {
         shard: Shard,
@@ -80,6 +88,12 @@ pub struct Announce {
     /// schedule); otherwise phases are assigned by position when the benchmark is assembled.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub phased: bool,
+    /// `--until-precise`: the intervals the benchmark runs until.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub until_precise: Vec<Target>,
+    /// `--repeat N`: which run of the spec (1 to N).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition: Option<u32>,
 }
 
 pub struct Journal {
@@ -295,6 +309,8 @@ struct Pending {
     records: Vec<RawRecord>,
     telemetry: Option<Telemetry>,
     token_timestamps: Option<TokenTimestamps>,
+    /// (µs, measured records) of the look that met every `--until-precise` target.
+    precise_at: Option<(u64, u64)>,
 }
 
 /// The fold of journal lines into a predicate: the one place a result is assembled.
@@ -341,6 +357,7 @@ impl Assembly {
                     records: vec![],
                     telemetry: None,
                     token_timestamps: None,
+                    precise_at: None,
                 });
             }
             Line::Record { benchmark, record } => {
@@ -362,6 +379,11 @@ impl Assembly {
                 None => bail!("engine launch before the header"),
             },
             Line::Flag { flag } => self.flags.push(flag),
+            Line::PreciseAt {
+                benchmark,
+                at_us,
+                requests,
+            } => self.pending(benchmark, "precision")?.precise_at = Some((at_us, requests)),
             Line::Shard { shard } => self.shard = Some(shard),
             Line::End { finished_at } => self.finished_at = Some(finished_at),
         }
@@ -397,14 +419,18 @@ impl Assembly {
             .map(
                 |Pending {
                      announce: a,
-                     mut records,
+                     records,
                      telemetry,
                      token_timestamps,
+                     precise_at,
                  }| {
-                    records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
-                    if !a.phased {
-                        crate::scheduler::assign_phases(&mut records, a.warmup, a.cooldown);
-                    }
+                    let records = if a.phased {
+                        let mut records = records;
+                        records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
+                        records
+                    } else {
+                        crate::scheduler::in_phases(records, a.warmup, a.cooldown)
+                    };
                     Benchmark {
                         label: a.label,
                         profile: a.profile,
@@ -414,6 +440,12 @@ impl Assembly {
                         records,
                         telemetry,
                         token_timestamps,
+                        precision: (!a.until_precise.is_empty()).then(|| PrecisionStop {
+                            targets: a.until_precise,
+                            met_at_us: precise_at.map(|p| p.0),
+                            met_at_requests: precise_at.map(|p| p.1),
+                        }),
+                        repetition: a.repetition,
                         // Computed once, when the predicate is sealed (`schemas::seal`).
                         summary: Default::default(),
                     }
@@ -431,6 +463,7 @@ impl Assembly {
                 imported: None,
                 shard: self.shard,
                 shards: None,
+                repetitions: None,
             },
             complete,
         })

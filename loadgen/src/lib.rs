@@ -29,6 +29,7 @@ pub mod dataset;
 pub mod http1;
 pub mod journal;
 pub mod measure;
+pub mod precision;
 pub mod rng;
 pub mod scheduler;
 pub mod sessions;

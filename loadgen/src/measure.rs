@@ -13,7 +13,8 @@ use crate::client::{self, Endpoint};
 use crate::client_cost::{Cost, Usage};
 use crate::dataset::Dataset;
 use crate::journal::{self, Announce, Journal, Line};
-use crate::scheduler::{self, Plan};
+use crate::precision;
+use crate::scheduler::{self, Enough, Plan};
 use crate::sessions;
 use crate::spec::{DataSpec, ProfileName, RunSpec};
 use crate::trace::Trace;
@@ -216,7 +217,17 @@ struct Sinks<'a> {
     cancel: &'a watch::Receiver<bool>,
     /// Benchmarks announced so far (the next one's index).
     count: u32,
+    /// `--repeat`: the run of the spec under way (1-based), when it runs more than once.
+    repetition: Option<u32>,
+    /// The next benchmark's place within its run of the spec: what its seed derives from,
+    /// so that every repetition sends the same prompts on the same schedule.
+    position: u32,
+    /// Each cell's sweep steps as the first run chose them: later runs repeat those rates.
+    sweeps: Vec<Option<Vec<Step>>>,
 }
+
+/// A benchmark of a plan: its profile kind, rate (open loops) and concurrency (closed loops).
+type Step = (ProfileKind, Option<f64>, u32);
 
 impl Measurement {
     /// Observes the host around every benchmark (see [`HostWatch`]).
@@ -261,21 +272,34 @@ impl Measurement {
             observer,
             cancel,
             count: 0,
+            repetition: None,
+            position: 0,
+            sweeps: vec![None; cells.len()],
         };
-        for data in &cells {
-            self.run_cell(data, &mut sinks).await?;
-            if *cancel.borrow() {
-                return Ok(false);
+        let repeat = spec.repeat.max(1);
+        for k in 1..=repeat {
+            sinks.repetition = (repeat > 1).then_some(k);
+            sinks.position = 0;
+            for (c, data) in cells.iter().enumerate() {
+                self.run_cell(c, data, &mut sinks).await?;
+                if *cancel.borrow() {
+                    return Ok(false);
+                }
             }
         }
         Ok(true)
     }
 
     /// The benchmarks of one workload cell: the profile, or the sweep's sequence.
-    async fn run_cell(&self, data: &DataSpec, sinks: &mut Sinks<'_>) -> anyhow::Result<()> {
+    async fn run_cell(
+        &self,
+        cell: usize,
+        data: &DataSpec,
+        sinks: &mut Sinks<'_>,
+    ) -> anyhow::Result<()> {
         let s = &self.spec;
         let closed = |kind, concurrency: u32| (kind, None, concurrency);
-        let steps: Vec<(ProfileKind, Option<f64>, u32)> = match s.profile {
+        let steps: Vec<Step> = match s.profile {
             ProfileName::Synchronous => vec![closed(ProfileKind::Synchronous, 1)],
             ProfileName::Concurrent => s
                 .concurrency
@@ -296,6 +320,21 @@ impl Measurement {
             ProfileName::Ramp => vec![(ProfileKind::Ramp, s.ramp.map(|r| r.from), 0)],
             ProfileName::Staged => vec![(ProfileKind::Staged, None, 0)],
             ProfileName::Trace => vec![(ProfileKind::Trace, None, 0)],
+            ProfileName::Sweep if sinks.sweeps[cell].is_some() => {
+                // A later run of the spec: its synchronous and throughput benchmarks again,
+                // then the first run's rates, so that every run measures the same loads.
+                for (kind, concurrency) in [
+                    (ProfileKind::Synchronous, 1),
+                    (ProfileKind::Throughput, s.max_concurrency),
+                ] {
+                    self.run_benchmark(data, kind, None, concurrency, sinks)
+                        .await?;
+                    if *sinks.cancel.borrow() {
+                        return Ok(());
+                    }
+                }
+                sinks.sweeps[cell].clone().unwrap_or_default()
+            }
             ProfileName::Sweep => {
                 let sync = self
                     .run_benchmark(data, ProfileKind::Synchronous, None, 1, sinks)
@@ -317,7 +356,7 @@ impl Measurement {
                 } else {
                     ProfileKind::Constant
                 };
-                match (sync, max) {
+                let rates: Vec<Step> = match (sync, max) {
                     (Some(lo), Some(hi)) if hi > lo => (1..=s.sweep_rates)
                         .map(|i| {
                             let between = f64::from(i) / f64::from(s.sweep_rates + 1);
@@ -335,7 +374,9 @@ impl Measurement {
                         });
                         vec![]
                     }
-                }
+                };
+                sinks.sweeps[cell] = Some(rates.clone());
+                rates
             }
         };
         for (kind, rate, concurrency) in steps {
@@ -368,6 +409,7 @@ impl Measurement {
             warmup: s.warmup_requests,
             cooldown: s.cooldown_requests,
         });
+        let place = sinks.position;
         let label = match &s.grid {
             // A grid's cells differ by workload, not profile: the label names the cell.
             Some(_) => format!(
@@ -378,11 +420,15 @@ impl Measurement {
             ),
             None => self.label(kind, rate, concurrency),
         };
+        let label = match sinks.repetition {
+            Some(k) => format!("{label} (run {k}/{})", s.repeat),
+            None => label,
+        };
         let arrivals = self.arrivals(kind, rate);
         let n = self.budget(arrivals.as_ref(), rate);
         let seed = s
             .seed
-            .wrapping_add(u64::from(index).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            .wrapping_add(u64::from(place).wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let load = self
             .build_load(data, n, seed)
             .await
@@ -391,16 +437,29 @@ impl Measurement {
         let workload = self.workload(data, &load)?;
         let slo = self.slo()?;
         sinks.count += 1;
+        sinks.position += 1;
+        let targets = s.precision_targets()?;
+        let (precise, enough) = if targets.is_empty() {
+            (None, Enough::default())
+        } else {
+            let (watch, enough) = precision::Watch::new();
+            (Some(Arc::new(watch)), enough)
+        };
+        let cap = n.min(load.requests());
         sinks
             .observer
             .benchmark_started(&label, n.min(load.requests()));
         let (journal, observer) = (sinks.journal.clone(), sinks.observer.clone());
+        let counted = precise.clone();
         let sink: scheduler::Sink = Arc::new(move |r| {
             journal.write(Line::Record {
                 benchmark: index,
                 record: r.clone(),
             });
             observer.record(r);
+            if let Some(w) = &counted {
+                w.completed();
+            }
         });
         // A split closed loop runs its 1/N of the streams.
         let concurrency = match split {
@@ -436,14 +495,26 @@ impl Measurement {
             label: label.clone(),
             profile,
             workload,
-            slo,
+            slo: slo.clone(),
             started_at,
             warmup: s.warmup_requests,
             cooldown: s.cooldown_requests,
             phased: split.is_some(),
+            until_precise: targets.clone(),
+            repetition: sinks.repetition,
         }));
         if let Some(host) = &self.host {
             host.origin(origin);
+        }
+        if let Some(watch) = &precise {
+            let b = precision::Benchmark {
+                index,
+                warmup: s.warmup_requests,
+                slo: slo.clone(),
+                cap,
+                origin,
+            };
+            watch.start(targets.clone(), sinks.journal.clone(), b);
         }
         match load {
             Load::Prompts(prompts) => {
@@ -455,6 +526,7 @@ impl Measurement {
                     max_in_flight: s.max_concurrency,
                     seed,
                     split,
+                    enough: enough.clone(),
                 };
                 scheduler::run(
                     self.endpoint.clone(),
@@ -480,6 +552,7 @@ impl Measurement {
                     think: Duration::from_secs_f64(think_ms / 1000.0),
                     seed,
                     overhead: self.overhead,
+                    enough: enough.clone(),
                 };
                 sessions::run(
                     self.endpoint.clone(),
@@ -492,6 +565,9 @@ impl Measurement {
                 )
                 .await;
             }
+        }
+        if let Some(watch) = &precise {
+            watch.stop();
         }
         // Every record went to the journal as it completed; read back rather than kept, so
         // that a long benchmark's memory does not grow with it.
@@ -837,11 +913,11 @@ impl Load {
 
 /// Requests per second over the measured phase, as the summary will state it.
 fn achieved_rate(
-    mut records: Vec<RawRecord>,
+    records: Vec<RawRecord>,
     warmup: u64,
     cooldown: u64,
 ) -> Result<Option<f64>, schemas::metrics::MetricsError> {
-    scheduler::assign_phases(&mut records, warmup, cooldown);
+    let records = scheduler::in_phases(records, warmup, cooldown);
     Ok(schemas::metrics::summarize(&records, None)?
         .request_throughput_per_s
         .map(Finite::get))

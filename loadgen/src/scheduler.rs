@@ -39,6 +39,37 @@ pub struct Plan {
     pub seed: u64,
     /// This client's part of a schedule split across clients; `None`: all of it.
     pub split: Option<Split>,
+    /// Turns true when the benchmark has measured enough (`--until-precise`).
+    pub enough: Enough,
+}
+
+/// A signal that a benchmark has measured enough (`--until-precise`): no new request is sent
+/// once it is raised, and those in flight finish and are recorded (unlike a cancel).
+#[derive(Clone, Debug, Default)]
+pub struct Enough(Option<watch::Receiver<bool>>);
+
+impl Enough {
+    /// A signal raised by sending `true` on the returned sender.
+    pub fn channel() -> (watch::Sender<bool>, Enough) {
+        let (tx, rx) = watch::channel(false);
+        (tx, Enough(Some(rx)))
+    }
+
+    /// Whether it has been raised.
+    pub fn raised(&self) -> bool {
+        self.0.as_ref().is_some_and(|rx| *rx.borrow())
+    }
+
+    /// Resolves once it is raised (never, for a benchmark without targets or whose sender
+    /// is gone).
+    pub async fn wait(&self) {
+        if let Some(mut rx) = self.0.clone() {
+            if rx.wait_for(|v| *v).await.is_ok() {
+                return;
+            }
+        }
+        std::future::pending().await
+    }
 }
 
 /// One client's part of a schedule split across `count` clients: the requests whose index
@@ -107,7 +138,7 @@ pub async fn run(
             n,
             plan.split,
             origin,
-            stop_at,
+            (stop_at, plan.enough.clone()),
             sink,
             cancel,
         )
@@ -135,7 +166,7 @@ async fn open_loop(
         .count() as u64;
     for (i, offset) in offsets.into_iter().enumerate() {
         let at = origin + Duration::from_micros(offset);
-        if stop_at.is_some_and(|s| at > s) || *cancel.borrow() {
+        if stop_at.is_some_and(|s| at > s) || *cancel.borrow() || plan.enough.raised() {
             break;
         }
         let phase = match plan.split {
@@ -146,10 +177,12 @@ async fn open_loop(
         tokio::select! {
             _ = clock::pace_until(at) => {}
             _ = cancel.changed() => break,
+            _ = plan.enough.wait() => break,
         }
         let permit = tokio::select! {
             p = cap.clone().acquire_owned() => p.expect("semaphore never closed"),
             _ = cancel.changed() => break,
+            _ = plan.enough.wait() => break,
         };
         let (endpoint, prompts, sink, cancel) = (
             endpoint.clone(),
@@ -179,7 +212,7 @@ async fn closed_loop(
     n: u64,
     split: Option<Split>,
     origin: Instant,
-    stop_at: Option<Instant>,
+    (stop_at, enough): (Option<Instant>, Enough),
     sink: Sink,
     cancel: watch::Receiver<bool>,
 ) {
@@ -197,18 +230,23 @@ async fn closed_loop(
     let next = Arc::new(AtomicU64::new(0));
     let mut tasks = JoinSet::new();
     for _ in 0..workers.min(n_mine.max(1) as u32) {
-        let (endpoint, prompts, sink, cancel, next) = (
+        let (endpoint, prompts, sink, cancel, next, enough) = (
             endpoint.clone(),
             prompts.clone(),
             sink.clone(),
             cancel.clone(),
             next.clone(),
+            enough.clone(),
         );
         tasks.spawn(async move {
             loop {
                 let k = next.fetch_add(1, Ordering::Relaxed);
                 let now = Instant::now();
-                if k >= n_mine || stop_at.is_some_and(|s| now >= s) || *cancel.borrow() {
+                if k >= n_mine
+                    || stop_at.is_some_and(|s| now >= s)
+                    || *cancel.borrow()
+                    || enough.raised()
+                {
                     break;
                 }
                 let i = part.global(k);
@@ -287,6 +325,14 @@ async fn join_all(mut tasks: JoinSet<()>) {
     while let Some(done) = tasks.join_next().await {
         done.expect("a request task panicked");
     }
+}
+
+/// A benchmark's records as its result holds them: in schedule order, the first `warmup`
+/// and last `cooldown` marked.
+pub fn in_phases(mut records: Vec<RawRecord>, warmup: u64, cooldown: u64) -> Vec<RawRecord> {
+    records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
+    assign_phases(&mut records, warmup, cooldown);
+    records
 }
 
 /// Marks the first `warmup` and last `cooldown` records (by schedule) as excluded.

@@ -151,6 +151,8 @@ pub struct Plan {
     pub seed: u64,
     /// What the server adds to a completions prompt it counts (BOS).
     pub overhead: u32,
+    /// Raised when the benchmark has measured enough (`--until-precise`): no new turn starts.
+    pub enough: crate::scheduler::Enough,
 }
 
 /// What every conversation task shares.
@@ -162,6 +164,7 @@ struct Shared {
     started: AtomicU64,
     max_requests: u64,
     stop_at: Option<Instant>,
+    enough: crate::scheduler::Enough,
     think: Duration,
     overhead: u32,
     origin: Instant,
@@ -189,6 +192,7 @@ pub async fn run(
         stop_at: plan
             .max_seconds
             .map(|s| origin + Duration::from_secs_f64(s)),
+        enough: plan.enough.clone(),
         think: plan.think,
         overhead: plan.overhead,
         origin,
@@ -211,6 +215,7 @@ pub async fn run(
                 let at = origin + Duration::from_micros(offset);
                 if shared.stop_at.is_some_and(|s| at > s)
                     || *cancel.borrow()
+                    || shared.enough.raised()
                     || shared.started.load(Ordering::Relaxed) >= shared.max_requests
                 {
                     break;
@@ -218,6 +223,7 @@ pub async fn run(
                 tokio::select! {
                     _ = clock::pace_until(at) => {}
                     _ = cancel.changed() => break,
+                    _ = shared.enough.wait() => break,
                 }
                 let (shared, cancel) = (shared.clone(), cancel.clone());
                 tasks.spawn(async move {
@@ -236,6 +242,7 @@ pub async fn run(
                         if i >= count
                             || shared.stop_at.is_some_and(|s| now >= s)
                             || *cancel.borrow()
+                            || shared.enough.raised()
                         {
                             break;
                         }
@@ -274,7 +281,10 @@ async fn converse(
                 _ = cancel.changed() => break,
             }
         }
-        if *cancel.borrow() || s.started.fetch_add(1, Ordering::Relaxed) >= s.max_requests {
+        if *cancel.borrow()
+            || s.enough.raised()
+            || s.started.fetch_add(1, Ordering::Relaxed) >= s.max_requests
+        {
             break;
         }
         let permit = match &s.cap {

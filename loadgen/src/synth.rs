@@ -133,6 +133,8 @@ fn benchmark(
         warmup: 0,
         cooldown: 0,
         phased: false,
+        until_precise: vec![],
+        repetition: None,
     });
     std::iter::once(announce)
         .chain(records.into_iter().map(|record| Line::Record {

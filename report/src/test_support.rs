@@ -134,6 +134,8 @@ pub fn bench(label: &str, profile: Profile, workload: Workload, summary: Summary
         records: vec![],
         telemetry: None,
         token_timestamps: None,
+        precision: None,
+        repetition: None,
         summary,
     }
 }
@@ -210,6 +212,7 @@ pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Pr
         imported: None,
         shard: None,
         shards: None,
+        repetitions: None,
     }
 }
 
@@ -315,6 +318,8 @@ pub fn measured(label: &str, profile: Profile, load: &Load) -> Benchmark {
         records,
         telemetry: None,
         token_timestamps: None,
+        precision: None,
+        repetition: None,
         summary,
     }
 }

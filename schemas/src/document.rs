@@ -76,6 +76,10 @@ pub struct Predicate {
     /// each shard, in index order; since `result/v0.5`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<Vec<MergedShard>>,
+    /// `--repeat N`: how far apart the spec's runs came out ([`crate::repetitions`]),
+    /// derived from the benchmarks' summaries; since `result/v0.8`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions: Option<crate::repetitions::Repetitions>,
 }
 
 /// One client's part of a schedule split across `count` clients: it sent the requests whose
@@ -369,10 +373,36 @@ pub struct Benchmark {
     /// imported documents and those written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_timestamps: Option<TokenTimestamps>,
+    /// `--until-precise`: the intervals this benchmark ran until, and whether it stopped for
+    /// them; since `result/v0.8`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<PrecisionStop>,
+    /// `--repeat N`: which run of the spec this benchmark belongs to (1 to N); absent when the
+    /// spec ran once. Since `result/v0.8`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition: Option<u32>,
     /// Derived from `records` (and `telemetry`) by [`crate::metrics::summarize_benchmark`];
     /// verification recomputes it (except in imported aggregates-only documents, where it
     /// is the source's numbers).
     pub summary: Summary,
+}
+
+/// `--until-precise METRIC:STAT:±X%`: a benchmark that ran until each named 95 % interval
+/// was within X % of its estimate ([`crate::uncertainty::precision`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PrecisionStop {
+    /// The targets as typed: `ttft:p99:±5%`, `output_throughput:mean:±2%`.
+    #[cfg_attr(feature = "json-schema", schemars(with = "Vec<String>"))]
+    pub targets: Vec<crate::uncertainty::precision::Target>,
+    /// The look that met every target, in µs from `started_at`: it took the measured records
+    /// that had ended by then, and no request was sent after it (those in flight finished
+    /// and count in the summary). Null: the benchmark reached its limit (`max_requests`,
+    /// `max_seconds`) first.
+    pub met_at_us: Option<u64>,
+    /// The measured records that look took (those with `end_us` ≤ `met_at_us`).
+    pub met_at_requests: Option<u64>,
 }
 
 /// A benchmark's token events counted by what stamped their arrival. `kernel + read` is the

@@ -23,6 +23,7 @@ pub mod load;
 pub mod metrics;
 pub mod numbers;
 pub mod record_columns;
+pub mod repetitions;
 pub mod seal;
 pub mod seed_format;
 pub mod series;
@@ -45,9 +46,12 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.8: benchmarks that ran until their intervals were narrow enough (`precision`), and
+/// runs of a spec repeated (`repetition`, and the run-to-run intervals in `repetitions`).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.8";
 /// v0.7: each summary says how sure its numbers are (`uncertainty`: 95 % intervals by batch
-/// means, LoadGen's early-stopping percentile estimates).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.7";
+/// means, LoadGen's early-stopping percentile estimates). Still read and verified.
+pub const PREDICATE_TYPE_V0_7: &str = "https://provebench.dev/result/v0.7";
 /// v0.6: each benchmark says what stamped its token events (`token_timestamps`: the kernel's
 /// receive stamps or the client's reads). Still read and verified.
 pub const PREDICATE_TYPE_V0_6: &str = "https://provebench.dev/result/v0.6";

@@ -536,17 +536,27 @@ impl DecodedGaps {
 
 /// A benchmark's whole summary: its records' ([`summarize`]) and its telemetry's.
 pub fn summarize_benchmark(b: &Benchmark) -> Result<Summary, MetricsError> {
-    summarize_with_host(&b.records, b.slo.as_ref(), b.telemetry.as_ref())
+    let gaps = DecodedGaps::of_records(&b.records)?;
+    let mut summary = summarize_looked(&b.records, &gaps, b.slo.as_ref(), b.precision.is_some())?;
+    summary.host = host_summary(&b.records, b.telemetry.as_ref())?;
+    Ok(summary)
 }
 
-/// [`summarize`], with what `telemetry` implies when there is some.
-pub fn summarize_with_host(
+/// [`summarize_decoded`], for a benchmark that ran until precise (`looked`: its intervals
+/// were looked at as it ran) or not: the former's intervals take the wider critical value
+/// ([`crate::uncertainty::after_looks`]).
+pub fn summarize_looked(
     records: &[RawRecord],
+    gaps: &DecodedGaps,
     slo: Option<&Slo>,
-    telemetry: Option<&Telemetry>,
+    looked: bool,
 ) -> Result<Summary, MetricsError> {
-    let mut summary = summarize(records, slo)?;
-    summary.host = host_summary(records, telemetry)?;
+    let mut summary = summarize_decoded(records, gaps, slo)?;
+    if looked && summary.uncertainty.is_some() {
+        summary.uncertainty = Some(crate::uncertainty::after_looks(
+            records, gaps, slo, &summary,
+        )?);
+    }
     Ok(summary)
 }
 

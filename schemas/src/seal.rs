@@ -43,6 +43,7 @@ pub fn seal(mut predicate: Predicate) -> Result<Statement, MetricsError> {
             predicate.validity.push(flag);
         }
     }
+    predicate.repetitions = crate::repetitions::derive(&predicate.benchmarks)?;
     predicate.validity.sort_by_key(|f| (f.benchmark, f.code));
     Ok(Statement {
         type_: STATEMENT_TYPE.to_string(),

@@ -33,6 +33,7 @@
 
 pub mod difference;
 pub mod early_stopping;
+pub mod precision;
 mod sample;
 pub mod student_t;
 
@@ -52,6 +53,10 @@ pub const BATCHES: usize = 10;
 pub const MIN_PER_BATCH: usize = 5;
 /// The intervals' confidence.
 pub const CONFIDENCE: f64 = 0.95;
+/// The confidence of the critical value in the intervals of a benchmark that ran
+/// `--until-precise`: wider, so that after the looks that decided its stop they still cover
+/// 95 % ([`precision`]).
+pub const CONFIDENCE_AFTER_LOOKS: f64 = 0.98;
 
 /// The fewest values for which percentile `p` (a fraction) gets an interval: what MLPerf
 /// LoadGen's early-stopping rule needs to estimate it at all, and enough that each batch
@@ -103,6 +108,10 @@ pub struct Uncertainty {
     pub method: String,
     /// Batches a sample is cut into.
     pub batches: u32,
+    /// The confidence of the critical value when it is not 95 %'s: 0.98 for a benchmark that
+    /// ran until precise (`precision`), whose intervals then cover 95 % after its looks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub critical_value_confidence: Option<Finite>,
     pub ttft_ms: Option<Intervals>,
     pub ttft_from_send_ms: Option<Intervals>,
     pub itl_ms: Option<Intervals>,
@@ -239,6 +248,17 @@ pub fn uncertainty(
     uncertainty_counted(records, gaps, slo, summary, None)
 }
 
+/// [`uncertainty`] for a benchmark that ran until precise ([`precision`]): the critical
+/// value of [`CONFIDENCE_AFTER_LOOKS`].
+pub fn after_looks(
+    records: &[RawRecord],
+    gaps: &DecodedGaps,
+    slo: Option<&Slo>,
+    summary: &metrics::Summary,
+) -> Result<Uncertainty, MetricsError> {
+    uncertainty_at(records, gaps, slo, summary, None, CONFIDENCE_AFTER_LOOKS)
+}
+
 /// [`uncertainty`], with the token gaps already counted by value (the summary's ITL counts
 /// them: the same gaps, in another order).
 pub(crate) fn uncertainty_counted(
@@ -248,8 +268,19 @@ pub(crate) fn uncertainty_counted(
     summary: &metrics::Summary,
     gap_counts: Option<metrics::GapCounts>,
 ) -> Result<Uncertainty, MetricsError> {
+    uncertainty_at(records, gaps, slo, summary, gap_counts, CONFIDENCE)
+}
+
+fn uncertainty_at(
+    records: &[RawRecord],
+    gaps: &DecodedGaps,
+    slo: Option<&Slo>,
+    summary: &metrics::Summary,
+    gap_counts: Option<metrics::GapCounts>,
+    confidence: f64,
+) -> Result<Uncertainty, MetricsError> {
     let s = samples(records, gaps, slo);
-    let t = student_t::critical_value(BATCHES as u32 - 1, CONFIDENCE);
+    let t = student_t::critical_value(BATCHES as u32 - 1, confidence);
     fn with_tail(
         series: &[f64],
         d: &Option<Distribution>,
@@ -279,6 +310,9 @@ pub(crate) fn uncertainty_counted(
     Ok(Uncertainty {
         method: "batch_means".into(),
         batches: BATCHES as u32,
+        critical_value_confidence: (confidence != CONFIDENCE)
+            .then(|| metrics::finite(confidence))
+            .transpose()?,
         ttft_ms: with_tail(&s.ttft, &summary.ttft_ms, t, true)?,
         ttft_from_send_ms: with_tail(&s.ttft_from_send, &summary.ttft_from_send_ms, t, false)?,
         itl_ms: itl,

@@ -13,7 +13,7 @@ use crate::token_times::TokenTimesError;
 use crate::{
     metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_2,
     PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6,
-    STATEMENT_TYPE,
+    PREDICATE_TYPE_V0_7, STATEMENT_TYPE,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -175,6 +175,30 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
     for (bi, b) in p.benchmarks.iter().enumerate() {
         check_benchmark(bi, b, p, clients, version, v);
     }
+    check_repetitions(p, v);
+}
+
+/// The run-to-run section is what the benchmarks' summaries (each checked against its
+/// records) give.
+fn check_repetitions(p: &Predicate, v: &mut Verdict) {
+    let fresh = match crate::repetitions::derive(&p.benchmarks) {
+        Ok(r) => r,
+        Err(e) => {
+            v.document_errors.push(format!("repetitions: {e}"));
+            return;
+        }
+    };
+    if p.repetitions.is_some() && p.benchmarks.iter().all(|b| b.repetition.is_none()) {
+        v.document_errors
+            .push("repetitions without a benchmark that names its run".into());
+        return;
+    }
+    diff_paths(
+        "repetitions",
+        &serde_json::to_value(&p.repetitions).expect("repetitions serialise"),
+        &serde_json::to_value(&fresh).expect("repetitions serialise"),
+        &mut v.summary_mismatches,
+    );
 }
 
 /// The statement's type, and a predicate version that carries only what it came with: a
@@ -194,6 +218,7 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         PREDICATE_TYPE_V0_4,
         PREDICATE_TYPE_V0_5,
         PREDICATE_TYPE_V0_6,
+        PREDICATE_TYPE_V0_7,
         PREDICATE_TYPE,
     ];
     let version = known
@@ -201,7 +226,8 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         .position(|t| *t == s.predicate_type)
         .unwrap_or_else(|| {
             v.document_errors.push(format!(
-                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_6:?}, \
+                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_7:?}, \
+                 {PREDICATE_TYPE_V0_6:?}, \
                  {PREDICATE_TYPE_V0_5:?}, \
                  {PREDICATE_TYPE_V0_4:?}, {PREDICATE_TYPE_V0_3:?}, {PREDICATE_TYPE_V0_2:?}, \
                  {PREDICATE_TYPE_V0_1:?})",
@@ -247,8 +273,23 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
             s.predicate_type
         ));
     }
+    let repeated_or_precise = p.repetitions.is_some()
+        || p.benchmarks
+            .iter()
+            .any(|b| b.precision.is_some() || b.repetition.is_some());
+    if version < WITH_PRECISION && repeated_or_precise {
+        v.document_errors.push(format!(
+            "a benchmark's precision or repetition in a {:?} document: they came with \
+             {PREDICATE_TYPE:?}",
+            s.predicate_type
+        ));
+    }
     version
 }
+
+/// The place of `result/v0.8` in [`check_versions`]' list: benchmarks may say they ran until
+/// precise, or which repetition of the spec they were.
+const WITH_PRECISION: usize = 7;
 
 /// The place of `result/v0.7` in [`check_versions`]' list: summaries from then on carry
 /// their uncertainty.
@@ -334,20 +375,25 @@ fn check_benchmark(
                 .push(format!("benchmarks[{bi}].token_timestamps: {e}"));
         }
     }
+    if let Some(e) = crate::uncertainty::precision::check_stop(b) {
+        v.document_errors
+            .push(format!("benchmarks[{bi}].precision: {e}"));
+    }
     if b.records.is_empty() && p.imported.as_ref().is_some_and(|i| i.aggregates_only) {
         // The source's numbers: nothing to recompute them from, and the report says so.
         v.aggregates_only += 1;
         return;
     }
     let recomputed =
-        match metrics::summarize_decoded(&b.records, &gaps, b.slo.as_ref()).and_then(|mut s| {
-            s.host = metrics::host_summary(&b.records, b.telemetry.as_ref())?;
-            if version < WITH_UNCERTAINTY {
-                // Written before summaries said how sure they are: the rest must match.
-                s.uncertainty = None;
-            }
-            Ok(s)
-        }) {
+        match metrics::summarize_looked(&b.records, &gaps, b.slo.as_ref(), b.precision.is_some())
+            .and_then(|mut s| {
+                s.host = metrics::host_summary(&b.records, b.telemetry.as_ref())?;
+                if version < WITH_UNCERTAINTY {
+                    // Written before summaries said how sure they are: the rest must match.
+                    s.uncertainty = None;
+                }
+                Ok(s)
+            }) {
             Ok(s) => s,
             Err(e) => {
                 v.document_errors.push(format!("benchmarks[{bi}]: {e}"));
@@ -460,6 +506,11 @@ fn diff_paths(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
                     .filter(|k| !x.contains_key(*k))
                     .map(|k| format!("{path}.{k}")),
             );
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
+                diff_paths(&format!("{path}[{i}]"), va, vb, out);
+            }
         }
         _ if a != b => out.push(format!("{path} (stored {a}, recomputed {b})")),
         _ => {}

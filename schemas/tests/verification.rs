@@ -576,6 +576,133 @@ fn result_v0_5_documents_still_verify_and_token_timestamps_must_cover_the_record
     );
 }
 
+/// The known three records, repeated `times` a second apart (`skew` µs later each time, so
+/// that repeated runs differ a little): enough requests for intervals.
+fn repeated_records(times: u64, skew: u64) -> Vec<schemas::RawRecord> {
+    let base = common::known_records();
+    (0..times)
+        .flat_map(|i| {
+            base.iter().cloned().map(move |mut r| {
+                let shift = i * 1_000_000;
+                r.scheduled_us += shift;
+                r.sent_us += shift;
+                r.first_token_us = r.first_token_us.map(|t| t + shift + skew * (i % 3));
+                r.token_gaps = r.token_gaps.clone();
+                r.end_us += shift + skew * (i % 3);
+                r
+            })
+        })
+        .collect()
+}
+
+/// `result/v0.8`: a repeated spec's run-to-run section is what its benchmarks' summaries give,
+/// and a benchmark run until precise names a look its records meet; a `result/v0.7` document
+/// carrying either is refused, one without still verifies.
+#[test]
+fn run_to_run_intervals_and_precision_stops_are_recomputed_and_came_with_v0_8() {
+    let verify = |s: &serde_json::Value| {
+        let signed = common::signed_payload(&serde_json::to_vec(s).unwrap());
+        verify_envelope(&signed, &common::trusted(), Policy::RequireSignature).0
+    };
+    let mut p = common::predicate();
+    let mut runs = Vec::new();
+    for (run, skew) in [(1, 0), (2, 300), (3, 700)] {
+        let mut b = p.benchmarks[0].clone();
+        b.records = repeated_records(60, skew);
+        b.profile.max_requests = Some(180);
+        b.repetition = Some(run);
+        runs.push(b);
+    }
+    p.benchmarks = runs;
+    let doc = serde_json::to_value(schemas::seal::seal(p.clone()).unwrap()).unwrap();
+    assert!(verify(&doc).ok, "{:?}", verify(&doc));
+    let r = &doc["predicate"]["repetitions"];
+    assert_eq!(r["runs"], 3);
+    assert_eq!(r["benchmarks"][0]["indices"], serde_json::json!([0, 1, 2]));
+    let ttft = r["benchmarks"][0]["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["metric"] == "ttft_ms.mean")
+        .expect("a TTFT row");
+    let means: Vec<f64> = (0..3)
+        .map(|i| {
+            doc["predicate"]["benchmarks"][i]["summary"]["ttft_ms"]["mean"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    let mean = means.iter().sum::<f64>() / 3.0;
+    assert!(
+        (ttft["mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{ttft}"
+    );
+    assert!(ttft["next_run"]["high"].as_f64() > ttft["interval"]["high"].as_f64());
+
+    let mut moved = doc.clone();
+    moved["predicate"]["repetitions"]["benchmarks"][0]["metrics"][0]["mean"] = 1.0.into();
+    let v = verify(&moved);
+    assert!(
+        v.summary_mismatches
+            .iter()
+            .any(|m| m.starts_with("repetitions.benchmarks[0].metrics[0].mean")),
+        "{v:?}"
+    );
+    let mut v07 = doc.clone();
+    common::relabel(&mut v07, schemas::PREDICATE_TYPE_V0_7);
+    let v = verify(&v07);
+    assert!(
+        v.document_errors.iter().any(|e| e.contains("came with")),
+        "{v:?}"
+    );
+
+    // Run until precise: the look at the 40th second took the 80 completed requests that had
+    // ended (every third request failed), and mean TTFT was within ±50 % there.
+    let mut b = p.benchmarks[2].clone();
+    b.repetition = None;
+    let at_us = 40_000_000;
+    let taken = b.records.iter().filter(|r| r.end_us <= at_us).count() as u64;
+    b.precision = Some(schemas::document::PrecisionStop {
+        targets: vec!["ttft:mean:±50%".parse().unwrap()],
+        met_at_us: Some(at_us),
+        met_at_requests: Some(taken),
+    });
+    let mut one = common::predicate();
+    one.benchmarks = vec![b];
+    let doc = serde_json::to_value(schemas::seal::seal(one.clone()).unwrap()).unwrap();
+    assert!(verify(&doc).ok, "{:?}", verify(&doc));
+    let u = &doc["predicate"]["benchmarks"][0]["summary"]["uncertainty"];
+    assert_eq!(u["critical_value_confidence"], 0.98);
+    let mut v07 = doc.clone();
+    common::relabel(&mut v07, schemas::PREDICATE_TYPE_V0_7);
+    assert!(!verify(&v07).ok);
+    for (field, value, says) in [
+        (
+            "met_at_requests",
+            serde_json::json!(taken + 1),
+            "measured records ended by",
+        ),
+        (
+            "targets",
+            serde_json::json!(["ttft:mean:±0.01%"]),
+            "do not meet ttft:mean:±0.01%",
+        ),
+    ] {
+        let mut bad = one.clone();
+        let mut stop = serde_json::to_value(bad.benchmarks[0].precision.take()).unwrap();
+        stop[field] = value;
+        bad.benchmarks[0].precision = Some(serde_json::from_value(stop).unwrap());
+        let doc = serde_json::to_value(schemas::seal::seal(bad).unwrap()).unwrap();
+        let v = verify(&doc);
+        assert!(
+            v.document_errors
+                .iter()
+                .any(|e| e.starts_with("benchmarks[0].precision") && e.contains(says)),
+            "{field}: {v:?}"
+        );
+    }
+}
+
 /// `result/v0.6` documents (no uncertainty in their summaries) still verify; an uncertainty
 /// under that label is refused, and a v0.7 document's must be the one its records give.
 #[test]

@@ -10,6 +10,9 @@
 //!   latency carries the queue it found, so consecutive latencies are strongly correlated; the
 //!   latency is Exp(100 − 70 per s), and the throughput the arrival rate.
 //!
+//! And the independent case again, stopped as `--until-precise` stops a benchmark: the
+//! intervals it stopped with, widened for the looks, must still hold the truth.
+//!
 //! Over many seeded runs the share of intervals holding the truth should be near 95 %.
 //! `make test` runs 200 runs a case and accepts 88–99 % (a fixed set of seeds, so the test is
 //! deterministic; a method whose coverage is 93–97 % lands outside that band over 200 runs with
@@ -208,4 +211,85 @@ fn intervals_cover_the_truth_of_queueing_latencies() {
     for share in coverage("queueing", queueing, n, runs(), &rows) {
         assert!((0.88..=0.99).contains(&share), "{share}");
     }
+}
+
+/// `--until-precise`: the load generator's rule applied to each run as it grows — looks at
+/// `schemas::uncertainty::precision::checkpoints`, stopping at the first where every target
+/// is met, intervals widened for the looks as a result states them — and the interval it
+/// stopped with judged against the truth. Returns the coverage and the mean run length.
+fn coverage_when_stopped(
+    case: &str,
+    make: fn(u64, u64) -> Vec<RawRecord>,
+    cap: u64,
+    targets: &[&str],
+    row: &Row,
+) -> (f64, f64) {
+    use schemas::metrics::{summarize_looked, DecodedGaps};
+    use schemas::uncertainty::precision::{all_met, checkpoints, Target};
+    let targets: Vec<Target> = targets.iter().map(|t| t.parse().unwrap()).collect();
+    let runs = runs();
+    let (mut hits, mut requests) = (0u64, 0u64);
+    for seed in 0..runs {
+        let records = make(seed, cap);
+        let mut stopped = None;
+        for at in checkpoints(&targets, cap) {
+            let records = &records[..at as usize];
+            let gaps = DecodedGaps::of_records(records).unwrap();
+            let summary = summarize_looked(records, &gaps, None, true).unwrap();
+            if all_met(&targets, &summary) {
+                stopped = Some((at, summary));
+                break;
+            }
+        }
+        let (at, summary) = stopped.unwrap_or_else(|| panic!("{case}: seed {seed} never met"));
+        let i = (row.interval)(summary.uncertainty.as_ref().unwrap()).unwrap();
+        hits += u64::from(i.contains(row.truth));
+        requests += at;
+    }
+    let share = hits as f64 / runs as f64;
+    let mean_n = requests as f64 / runs as f64;
+    println!(
+        "| {case}, until {} | {} | {:.3} | {runs} | {:.1} % (stopped at {mean_n:.0} requests on average) |",
+        targets.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" "),
+        row.name,
+        row.truth,
+        share * 100.0
+    );
+    (share, mean_n)
+}
+
+#[test]
+fn intervals_that_stopped_when_precise_still_cover_the_truth() {
+    let ttft_mean = Row {
+        name: "TTFT mean",
+        truth: 30.0,
+        interval: |u| u.ttft_ms.as_ref().map(|i| i.mean),
+    };
+    let (share, n) = coverage_when_stopped(
+        "independent",
+        independent,
+        4_000,
+        &["ttft:mean:±3%"],
+        &ttft_mean,
+    );
+    assert!((0.88..=0.99).contains(&share), "{share}");
+    // A looser target stops sooner: the rule saves requests where precision is cheap.
+    let (_, sooner) = coverage_when_stopped(
+        "independent",
+        independent,
+        4_000,
+        &["ttft:mean:±5%"],
+        &ttft_mean,
+    );
+    assert!(sooner < n, "±5% took {sooner} requests, ±3% {n}");
+    let e2e_mean = Row {
+        name: "E2E mean",
+        truth: 1e3 / (1e3 / SERVICE_MS - ARRIVALS_PER_S),
+        interval: |u| u.e2e_ms.as_ref().map(|i| i.mean),
+    };
+    // A loaded queue: the rule stops near 2,000 requests, where batches of 200 are short
+    // against the queue's memory and even fixed-length runs of that size cover only 88 %
+    // (docs/PERFORMANCE.md): the stop cannot repair what batch means cannot see, and this row
+    // is printed, not held to the band.
+    coverage_when_stopped("queueing", queueing, 16_000, &["e2e:mean:±25%"], &e2e_mean);
 }

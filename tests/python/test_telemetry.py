@@ -189,7 +189,7 @@ def benchmark(statement):
 
 
 def test_the_document_validates_against_the_checked_in_schema(statement):
-    assert statement["predicateType"] == "https://provebench.dev/result/v0.7"
+    assert statement["predicateType"] == "https://provebench.dev/result/v0.8"
     validator("statement.schema.json").validate(statement)
 
 

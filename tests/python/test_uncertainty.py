@@ -192,8 +192,8 @@ def statement(tmp_path_factory):
     return json.loads(base64.b64decode(json.loads((d / "r.json").read_text())["payload"]))
 
 
-def test_the_document_is_v0_7_with_intervals(statement):
-    assert statement["predicateType"] == "https://provebench.dev/result/v0.7"
+def test_the_document_is_v0_8_with_intervals(statement):
+    assert statement["predicateType"] == "https://provebench.dev/result/v0.8"
     [bench] = statement["predicate"]["benchmarks"]
     u = bench["summary"]["uncertainty"]
     assert (u["method"], u["batches"]) == ("batch_means", BATCHES)

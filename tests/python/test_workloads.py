@@ -82,7 +82,7 @@ def documents(tmp_path_factory):
 
 def test_the_documents_validate_against_the_checked_in_schema(documents):
     for statement in documents.values():
-        assert statement["predicateType"] == "https://provebench.dev/result/v0.7"
+        assert statement["predicateType"] == "https://provebench.dev/result/v0.8"
         validator("statement.schema.json").validate(statement)
 
 

@@ -3,6 +3,7 @@
 
 use crate::backend::Api;
 use anyhow::{bail, Context, Result};
+use schemas::uncertainty::precision::Target;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -79,6 +80,21 @@ pub struct RunSpec {
     /// Seconds per benchmark (no new request starts after).
     #[arg(long)]
     pub max_seconds: Option<f64>,
+    /// Run each benchmark until the 95 % interval of STAT of METRIC is within ±X % of its
+    /// estimate (repeat the flag for several): `ttft:p99:±5%`, `output_throughput:mean:±2%`.
+    /// METRIC: ttft, ttft_from_send, itl, tpot, e2e, request_throughput, output_throughput,
+    /// total_throughput, goodput; STAT: mean, median, p90, p99 (rates: mean). Checked as
+    /// requests complete, from 200 measured (2,000 for p99) in steps of a tenth; then no new
+    /// request is sent. --max-requests or --max-seconds is the cap.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[arg(long, value_name = "METRIC:STAT:±X%")]
+    pub until_precise: Vec<String>,
+    /// Run the whole spec N times against the same server, each time with the same prompts,
+    /// schedule and (for a sweep) rates; one result holds every run, and its report gives the
+    /// run-to-run interval of each number beside the within-run one.
+    #[serde(skip_serializing_if = "is_one")]
+    #[arg(long, value_name = "N")]
+    pub repeat: u32,
     /// Requests at the start of each benchmark left out of its summary.
     #[arg(long)]
     pub warmup_requests: u64,
@@ -199,6 +215,10 @@ pub struct TraceSpec {
 
 fn one() -> f64 {
     1.0
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// `--ramp FROM:TO` (req/s).
@@ -359,6 +379,8 @@ impl Default for RunSpec {
             grid: None,
             max_requests: None,
             max_seconds: None,
+            until_precise: vec![],
+            repeat: 1,
             warmup_requests: 0,
             cooldown_requests: 0,
             max_concurrency: 256,
@@ -452,6 +474,12 @@ impl RunSpec {
         }
         if let Some(s) = self.max_seconds {
             positive("--max-seconds", s)?;
+        }
+        if !self.precision_targets()?.is_empty() && self.cooldown_requests > 0 {
+            bail!("--until-precise ends a benchmark where its intervals are narrow enough: it has no fixed tail for --cooldown-requests to leave out");
+        }
+        if self.repeat == 0 {
+            bail!("--repeat must be at least 1 (the number of times the spec runs)");
         }
         positive("--request-timeout", self.request_timeout_s)?;
         positive("--stall-timeout", self.stall_timeout_s)?;
@@ -613,6 +641,9 @@ impl RunSpec {
         if self.grid.is_some() || self.rate.len() > 1 || self.concurrency.len() > 1 {
             bail!("--shard runs one benchmark, whose schedule starts at --start-at: give one --rate (or --concurrency) and no --grid, and shard each benchmark as its own run");
         }
+        if !self.until_precise.is_empty() || self.repeat > 1 {
+            bail!("--shard runs a fixed schedule split across clients: no client alone can decide when the whole is precise, or repeat it (no --until-precise or --repeat)");
+        }
         if self.sessions.is_some() {
             bail!("--shard splits independent requests: a conversation's turns cannot be split across clients (no --sessions)");
         }
@@ -620,6 +651,17 @@ impl RunSpec {
             bail!("--shard points several clients at one server: start it apart (not with --engine) and give every client its --target");
         }
         Ok(())
+    }
+
+    /// The `--until-precise` targets, read; an error names the flag and what is wrong.
+    pub fn precision_targets(&self) -> Result<Vec<Target>> {
+        self.until_precise
+            .iter()
+            .map(|t| {
+                t.parse()
+                    .map_err(|e| anyhow::anyhow!("--until-precise: {e}"))
+            })
+            .collect()
     }
 
     /// Requests per benchmark when only a time limit bounds it: enough prompts for the run.

@@ -175,9 +175,10 @@ pub fn details(st: &Statement) -> String {
         .collect::<Vec<_>>()
         .join("\n");
     let energy = super::host::energy_table(st, &order);
-    if energy.is_empty() {
+    let sections = if energy.is_empty() {
         sections
     } else {
         format!("Energy per benchmark (GPU telemetry):\n\n{energy}\n{sections}")
-    }
+    };
+    format!("{}{sections}", super::repetitions::section(p))
 }

@@ -15,9 +15,10 @@
 //! ```
 
 use crate::format::{self, MISSING};
-use schemas::document::Benchmark;
+use schemas::document::{Benchmark, PrecisionStop};
 use schemas::metrics::{Distribution, Summary};
 use schemas::numbers::Finite;
+use schemas::uncertainty::precision::{self, Target};
 use schemas::uncertainty::{min_for_interval, Conservative, Interval, Intervals};
 
 /// The section, or an empty string when the summary carries no uncertainty.
@@ -46,17 +47,68 @@ pub fn section(b: &Benchmark) -> String {
     if rows.is_empty() {
         return String::new();
     }
+    let widened = match u.critical_value_confidence {
+        Some(c) => format!(
+            ", the critical value of {} % after the looks of --until-precise",
+            format::fixed(c.get() * 100.0, 0)
+        ),
+        None => String::new(),
+    };
     let mut out = format!(
-        "How sure: 95 % intervals by batch means ({} batches in schedule order).\n\n\
+        "How sure: 95 % intervals by batch means ({} batches in schedule order{widened}).\n\n\
          | Metric | estimate | 95 % interval | ± |\n| :--- | ---: | ---: | ---: |\n{rows}",
         u.batches
     );
+    if let Some(p) = &b.precision {
+        out.push('\n');
+        out.push_str(&precision_line(b, p));
+    }
     let stops = early_stopping_line(&latencies);
     if !stops.is_empty() {
         out.push('\n');
         out.push_str(&stops);
     }
     out
+}
+
+/// Why a benchmark run `--until-precise` stopped: `Ran until precise: every target met at
+/// 208 measured requests (the look at 1.52 s), then no request was sent: ttft:mean:±2% (±1.9%
+/// then; ±2.0% with the requests that were in flight).` or `Reached its limit before every
+/// target was met: ttft:mean:±2% (±2.6%).`
+fn precision_line(b: &Benchmark, p: &PrecisionStop) -> String {
+    let width = |t: &Target, s: &Summary| {
+        t.relative_half_width(s).map_or_else(
+            || MISSING.to_string(),
+            |r| format!("±{}%", format::fixed(r * 100.0, 1)),
+        )
+    };
+    let look = precision::look_summary(b).and_then(Result::ok);
+    let targets = |then: Option<&Summary>| -> String {
+        p.targets
+            .iter()
+            .map(|t| match then {
+                Some(look) => format!(
+                    "{t} ({} then; {} with the requests that were in flight)",
+                    width(t, look),
+                    width(t, &b.summary)
+                ),
+                None => format!("{t} ({})", width(t, &b.summary)),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match (p.met_at_us, p.met_at_requests) {
+        (Some(at), Some(n)) => format!(
+            "Ran until precise: every target met at {n} measured requests (the look at {} s), \
+             then no request was sent: {}.\n",
+            format::fixed(at as f64 / 1e6, 2),
+            targets(look.as_ref())
+        ),
+        _ => format!(
+            "Reached its limit before every target was met: {}.\n",
+            targets(None)
+        ),
+    }
 }
 
 fn rates<'a>(

@@ -296,6 +296,7 @@ fn merge(parts: &[Part]) -> Result<Predicate> {
         imported: None,
         shard: None,
         shards: Some(shards),
+        repetitions: None,
     })
 }
 

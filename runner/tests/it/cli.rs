@@ -311,3 +311,57 @@ fn bad_traces_and_conversation_files_name_file_line_and_field_before_any_request
         text(&out)
     );
 }
+
+#[test]
+fn bad_precision_targets_and_repeat_counts_are_refused_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    for (flag, value, says) in [
+        (
+            "--until-precise",
+            "ttfb:p99:±5%",
+            "--until-precise: unknown metric \"ttfb\"",
+        ),
+        (
+            "--until-precise",
+            "ttft:p95:±5%",
+            "unknown statistic \"p95\"",
+        ),
+        (
+            "--until-precise",
+            "ttft:p99:±0%",
+            "above 0 % and below 100 %",
+        ),
+        (
+            "--until-precise",
+            "ttft:p99:±100%",
+            "above 0 % and below 100 %",
+        ),
+        (
+            "--until-precise",
+            "goodput:p99:±5%",
+            "its statistic is mean",
+        ),
+        ("--repeat", "0", "--repeat must be at least 1"),
+    ] {
+        // Port 9 (discard) on loopback: nothing answers, and nothing must be asked.
+        let out = runner(
+            dir.path(),
+            &[
+                "run",
+                "--target",
+                "http://127.0.0.1:9",
+                "--max-requests",
+                "10",
+                "--no-sign",
+                "--out",
+                "r.json",
+                flag,
+                value,
+            ],
+        );
+        assert_eq!(out.status.code(), Some(3), "{flag} {value}: {}", text(&out));
+        assert!(text(&out).contains(says), "{flag} {value}: {}", text(&out));
+        assert!(!dir.path().join("r.json").exists());
+        assert!(!dir.path().join("r.json.journal.jsonl").exists());
+    }
+}

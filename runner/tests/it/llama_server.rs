@@ -304,3 +304,75 @@ fn multi_turn_sessions_count_exactly_and_the_prompt_cache_cheapens_later_turns()
         uncached[3]
     );
 }
+
+/// `--repeat 3` of a short sweep: three runs of the same prompts at the same rates (the first
+/// run's), one signed result that verifies, and its report's run-to-run table beside each
+/// run's own intervals.
+#[test]
+fn a_repeated_sweep_holds_every_run_and_their_run_to_run_intervals() {
+    let Some(server) = start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    support::children::keygen(p, "k");
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(p)
+        .args(["run", "--target", &server.url, "--key", "k.key"])
+        .args(["--out", "repeat.json", "--request-timeout", "120"])
+        .args([
+            "--data",
+            "prompt_tokens=24,output_tokens=12",
+            "--profile",
+            "sweep",
+        ])
+        .args(["--sweep-rates", "1", "--max-requests", "6", "--repeat", "3"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", support::text(&out));
+    support::children::assert_verifies(p, "repeat.json", "k.pub");
+    let st = statement(&p.join("repeat.json"));
+    let names = labels(&st);
+    let per_run = names.len() / 3;
+    assert!(per_run == 2 || per_run == 3, "{names:?}");
+    let b = st["predicate"]["benchmarks"].as_array().unwrap();
+    for run in 0..3 {
+        for j in 0..per_run {
+            let this = &b[run * per_run + j];
+            assert_eq!(this["repetition"], run as u64 + 1);
+            assert!(
+                this["label"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("(run {}/3)", run + 1)),
+                "{names:?}"
+            );
+            // The same prompts, schedule and rate as the first run's.
+            let first = &b[j];
+            assert_eq!(this["workload"], first["workload"]);
+            assert_eq!(
+                this["profile"]["rate_per_s"],
+                first["profile"]["rate_per_s"]
+            );
+        }
+    }
+    let r = &st["predicate"]["repetitions"];
+    assert_eq!(r["runs"], 3);
+    assert_eq!(r["benchmarks"].as_array().unwrap().len(), per_run);
+    assert_eq!(
+        r["benchmarks"][0]["indices"],
+        serde_json::json!([0, per_run, 2 * per_run])
+    );
+    let report = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(p)
+        .args(["report", "repeat.json", "--out", "r"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{}", support::text(&report));
+    let md = std::fs::read_to_string(p.join("r/report.md")).unwrap();
+    assert!(md.contains("Run to run: 3 runs of the spec"), "{md}");
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| synchronous | TTFT p50 (ms) |")),
+        "{md}"
+    );
+}

@@ -15,5 +15,6 @@ mod faults_mid_run;
 mod host_telemetry;
 mod hostile_documents;
 mod llama_server;
+mod precision;
 mod sharding;
 mod uncertainty;

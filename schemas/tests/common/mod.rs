@@ -79,6 +79,8 @@ pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
         started_at: "2026-11-22T00:00:00.000000Z".into(),
         telemetry: None,
         token_timestamps: None,
+        precision: None,
+        repetition: None,
         summary: schemas::metrics::summarize(&[], None).unwrap(),
         records,
     }
@@ -131,6 +133,7 @@ pub fn predicate() -> Predicate {
         imported: None,
         shard: None,
         shards: None,
+        repetitions: None,
     }
 }
 
@@ -174,7 +177,7 @@ pub fn signed_bytes(p: Predicate) -> Vec<u8> {
 /// said nothing of their uncertainty before `result/v0.7`.
 pub fn relabel(statement: &mut serde_json::Value, predicate_type: &str) {
     statement["predicateType"] = predicate_type.into();
-    if predicate_type != schemas::PREDICATE_TYPE {
+    if ![schemas::PREDICATE_TYPE, schemas::PREDICATE_TYPE_V0_7].contains(&predicate_type) {
         for b in statement["predicate"]["benchmarks"]
             .as_array_mut()
             .into_iter()

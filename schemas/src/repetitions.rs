@@ -1,0 +1,183 @@
+//! `--repeat N`: the same spec run N times against one server, and how far apart its runs
+//! came out. Each benchmark's own summary says how sure that run is (`uncertainty`, within the
+//! run); this says what another run would show (run to run): for each benchmark of the spec
+//! and each headline number, the mean over the runs, their spread, a t-interval of that mean,
+//! and a prediction interval for one more run, which is what a reproduction should land in.
+//!
+//! Derived from the benchmarks' summaries when a result is sealed, and recomputed by
+//! `verify` from the same (themselves recomputed from the records). The runs are taken as
+//! independent draws of the deployment's behaviour: the same prompts and schedule each time
+//! (the spec's seed), on a server that is not restarted between them, so what carries over
+//! from one run to the next (a warm prefix cache, a fuller allocator) is part of the spread
+//! only as far as it changes between runs.
+
+use crate::document::Benchmark;
+use crate::metrics::{self, MetricsError, Summary};
+use crate::numbers::Finite;
+use crate::uncertainty::{student_t, Interval, CONFIDENCE};
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "json-schema")]
+use schemars::JsonSchema;
+
+/// A repeated spec's runs side by side.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Repetitions {
+    /// Runs of the spec the result holds (an interrupted run counts if it began).
+    pub runs: u32,
+    /// One entry per benchmark of the spec, in the order a run measures them.
+    pub benchmarks: Vec<Repeated>,
+}
+
+/// One benchmark of the spec, over the runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Repeated {
+    /// Its place in `benchmarks` in each run, the first run's first.
+    pub indices: Vec<u32>,
+    /// Each headline number that every one of those runs has.
+    pub metrics: Vec<RunToRun>,
+}
+
+/// One number across the runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RunToRun {
+    /// The summary's field: `ttft_ms.median`, `output_token_throughput_per_s`, …
+    pub metric: String,
+    /// The mean over the runs.
+    pub mean: Finite,
+    /// The runs' standard deviation (n − 1).
+    pub sd: Finite,
+    /// 95 % interval of the mean over runs: x̄ ± t₀.₉₇₅,ₙ₋₁ · sd / √n.
+    pub interval: Interval,
+    /// 95 % prediction interval for one more run: x̄ ± t₀.₉₇₅,ₙ₋₁ · sd · √(1 + 1/n).
+    pub next_run: Interval,
+}
+
+/// Reads one number of a summary.
+pub type Get = fn(&Summary) -> Option<f64>;
+
+/// The headline numbers compared across runs, by the summary field that holds them.
+pub const METRICS: [(&str, Get); 16] = [
+    ("ttft_ms.mean", |s| Some(s.ttft_ms.as_ref()?.mean.get())),
+    ("ttft_ms.median", |s| Some(s.ttft_ms.as_ref()?.median.get())),
+    ("ttft_ms.p90", |s| Some(s.ttft_ms.as_ref()?.p90.get())),
+    ("ttft_ms.p99", |s| Some(s.ttft_ms.as_ref()?.p99.get())),
+    ("itl_ms.mean", |s| Some(s.itl_ms.as_ref()?.mean.get())),
+    ("itl_ms.median", |s| Some(s.itl_ms.as_ref()?.median.get())),
+    ("itl_ms.p99", |s| Some(s.itl_ms.as_ref()?.p99.get())),
+    ("tpot_ms.mean", |s| Some(s.tpot_ms.as_ref()?.mean.get())),
+    ("tpot_ms.median", |s| Some(s.tpot_ms.as_ref()?.median.get())),
+    ("tpot_ms.p99", |s| Some(s.tpot_ms.as_ref()?.p99.get())),
+    ("e2e_ms.median", |s| Some(s.e2e_ms.as_ref()?.median.get())),
+    ("e2e_ms.p99", |s| Some(s.e2e_ms.as_ref()?.p99.get())),
+    ("request_throughput_per_s", |s| {
+        s.request_throughput_per_s.map(Finite::get)
+    }),
+    ("output_token_throughput_per_s", |s| {
+        s.output_token_throughput_per_s.map(Finite::get)
+    }),
+    ("total_token_throughput_per_s", |s| {
+        s.total_token_throughput_per_s.map(Finite::get)
+    }),
+    ("goodput.requests_per_s", |s| {
+        s.goodput.as_ref().map(|g| g.requests_per_s.get())
+    }),
+];
+
+/// The run-to-run section of a result whose benchmarks say which run they belong to; `None`
+/// when none does (the spec ran once).
+pub fn derive(benchmarks: &[Benchmark]) -> Result<Option<Repetitions>, MetricsError> {
+    let runs = benchmarks.iter().filter_map(|b| b.repetition).max();
+    let Some(runs) = runs else {
+        return Ok(None);
+    };
+    // Benchmark j of each run: the j-th benchmark that names that run.
+    let mut places: Vec<Vec<u32>> = Vec::new();
+    for run in 1..=runs {
+        let of_run = benchmarks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.repetition == Some(run));
+        for (j, (i, _)) in of_run.enumerate() {
+            if places.len() <= j {
+                places.push(Vec::new());
+            }
+            places[j].push(i as u32);
+        }
+    }
+    let t_cache = |n: usize| student_t::critical_value(n as u32 - 1, CONFIDENCE);
+    let mut repeated = Vec::with_capacity(places.len());
+    for indices in places {
+        let summaries: Vec<&Summary> = indices
+            .iter()
+            .map(|&i| &benchmarks[i as usize].summary)
+            .collect();
+        let mut rows = Vec::new();
+        if summaries.len() >= 2 {
+            let t = t_cache(summaries.len());
+            for (name, get) in METRICS {
+                let values: Option<Vec<f64>> = summaries.iter().map(|s| get(s)).collect();
+                if let Some(values) = values {
+                    rows.push(run_to_run(name, &values, t)?);
+                }
+            }
+        }
+        repeated.push(Repeated {
+            indices,
+            metrics: rows,
+        });
+    }
+    Ok(Some(Repetitions {
+        runs,
+        benchmarks: repeated,
+    }))
+}
+
+fn run_to_run(metric: &str, values: &[f64], t: f64) -> Result<RunToRun, MetricsError> {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let ss = values.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>();
+    let sd = (ss / (n - 1.0)).sqrt();
+    let interval = |half: f64| -> Result<Interval, MetricsError> {
+        Ok(Interval {
+            low: metrics::finite(mean - half)?,
+            high: metrics::finite(mean + half)?,
+        })
+    };
+    Ok(RunToRun {
+        metric: metric.to_string(),
+        mean: metrics::finite(mean)?,
+        sd: metrics::finite(sd)?,
+        interval: interval(t * sd / n.sqrt())?,
+        next_run: interval(t * sd * (1.0 + 1.0 / n).sqrt())?,
+    })
+}
+
+impl Repeated {
+    /// The row of one metric, when every run has it.
+    pub fn metric(&self, name: &str) -> Option<&RunToRun> {
+        self.metrics.iter().find(|m| m.metric == name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_runs_give_the_t_interval_and_the_prediction_interval() {
+        // t₀.₉₇₅,₂ = 4.302653: mean 11, sd 1, half-widths 4.3027/√3 and 4.3027·√(4/3).
+        let t = student_t::critical_value(2, CONFIDENCE);
+        assert!((t - 4.302_653).abs() < 1e-5, "{t}");
+        let r = run_to_run("ttft_ms.mean", &[10.0, 11.0, 12.0], t).unwrap();
+        assert_eq!((r.mean.get(), r.sd.get()), (11.0, 1.0));
+        assert!((r.interval.half_width() - t / 3f64.sqrt()).abs() < 1e-12);
+        assert!((r.next_run.half_width() - t * (4.0f64 / 3.0).sqrt()).abs() < 1e-12);
+    }
+}
