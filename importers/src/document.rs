@@ -216,6 +216,7 @@ pub fn aggregates_document(
         shard: None,
         shards: None,
         repetitions: None,
+        reproduces: None,
     };
     schemas::seal::seal(predicate).expect("aggregates are not recomputed, so sealing cannot fail")
 }

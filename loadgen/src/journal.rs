@@ -8,8 +8,8 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use schemas::document::{
-    Benchmark, Engine, Host, Launch, Model, PrecisionStop, Predicate, Profile, RawRecord, Run,
-    Shard, Slo, TokenTimestamps, Workload,
+    Benchmark, Engine, Host, Launch, Model, PrecisionStop, Predicate, Profile, RawRecord,
+    Reproduces, Run, Shard, Slo, TokenTimestamps, Workload,
 };
 use schemas::telemetry::Telemetry;
 use schemas::uncertainty::precision::Target;
@@ -31,6 +31,9 @@ pub enum Line {
         host: Host,
         engine: Engine,
         model: Model,
+        /// `runner reproduce`: the result this run re-runs.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reproduces: Option<Reproduces>,
     },
     Benchmark(Announce),
     Record {
@@ -317,6 +320,7 @@ struct Pending {
 #[derive(Default)]
 pub struct Assembly {
     header: Option<(Run, Host, Engine, Model)>,
+    reproduces: Option<Reproduces>,
     benchmarks: Vec<Pending>,
     flags: Vec<Flag>,
     shard: Option<Shard>,
@@ -347,7 +351,11 @@ impl Assembly {
                 host,
                 engine,
                 model,
-            } => self.header = Some((run, host, engine, model)),
+                reproduces,
+            } => {
+                self.header = Some((run, host, engine, model));
+                self.reproduces = reproduces;
+            }
             Line::Benchmark(announce) => {
                 if announce.index as usize != self.benchmarks.len() {
                     bail!("benchmark {} out of order", announce.index);
@@ -464,6 +472,7 @@ impl Assembly {
                 shard: self.shard,
                 shards: None,
                 repetitions: None,
+                reproduces: self.reproduces,
             },
             complete,
         })

@@ -191,6 +191,7 @@ impl Prepared {
             spec,
             host: None,
             shard: None,
+            expected: None,
         })
     }
 }
@@ -208,6 +209,8 @@ pub struct Measurement {
     spec: RunSpec,
     host: Option<Arc<dyn HostWatch>>,
     shard: Option<ShardRun>,
+    /// `runner reproduce`: the workload each benchmark must send, in order.
+    expected: Option<Vec<Workload>>,
 }
 
 /// One run's moving parts: where lines go, who watches, when to stop.
@@ -424,17 +427,11 @@ impl Measurement {
             Some(k) => format!("{label} (run {k}/{})", s.repeat),
             None => label,
         };
-        let arrivals = self.arrivals(kind, rate);
-        let n = self.budget(arrivals.as_ref(), rate);
-        let seed = s
-            .seed
-            .wrapping_add(u64::from(place).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let load = self
-            .build_load(data, n, seed)
-            .await
-            .context("building prompts")?;
+        let (arrivals, n, seed, load, workload) = self.prepare(data, kind, rate, place).await?;
+        if let Some(expected) = &self.expected {
+            same_workload(index, expected.get(index as usize), &workload)?;
+        }
         let profile = self.profile(kind, rate, concurrency)?;
-        let workload = self.workload(data, &load)?;
         let slo = self.slo()?;
         sinks.count += 1;
         sinks.position += 1;
@@ -593,6 +590,76 @@ impl Measurement {
             s.warmup_requests,
             s.cooldown_requests,
         )?)
+    }
+
+    /// What the benchmark at `place` in its run of the spec sends: its arrivals, request
+    /// budget, seed, prompts and the workload the result records of them.
+    async fn prepare(
+        &self,
+        data: &DataSpec,
+        kind: ProfileKind,
+        rate: Option<f64>,
+        place: u32,
+    ) -> anyhow::Result<(Option<Arrivals>, u64, u64, Load, Workload)> {
+        let arrivals = self.arrivals(kind, rate);
+        let n = self.budget(arrivals.as_ref(), rate);
+        let seed = self
+            .spec
+            .seed
+            .wrapping_add(u64::from(place).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let load = self
+            .build_load(data, n, seed)
+            .await
+            .context("building prompts")?;
+        let workload = self.workload(data, &load)?;
+        Ok((arrivals, n, seed, load, workload))
+    }
+
+    /// Holds every benchmark to the workload a published result recorded for it, in order
+    /// (`runner reproduce`): a benchmark whose prompts would differ is refused before it
+    /// sends anything.
+    pub fn expect_workloads(mut self, workloads: Vec<Workload>) -> Measurement {
+        self.expected = Some(workloads);
+        self
+    }
+
+    /// Checks the first benchmark's workload against the expected one without sending
+    /// anything: what `runner reproduce` does before it journals a line.
+    pub async fn check_first_workload(&self) -> anyhow::Result<()> {
+        let Some(expected) = &self.expected else {
+            return Ok(());
+        };
+        let s = &self.spec;
+        let data = match &s.grid {
+            Some(g) => DataSpec {
+                prompt_tokens: g.input.first().copied().unwrap_or(s.data.prompt_tokens),
+                output_tokens: g.output.first().copied().unwrap_or(s.data.output_tokens),
+                ..s.data.clone()
+            },
+            None => s.data.clone(),
+        };
+        let (kind, rate, _) = self.first_step();
+        let (.., workload) = self.prepare(&data, kind, rate, 0).await?;
+        same_workload(0, expected.first(), &workload)
+    }
+
+    /// The first benchmark a run of the spec measures.
+    fn first_step(&self) -> Step {
+        let s = &self.spec;
+        match s.profile {
+            ProfileName::Synchronous | ProfileName::Sweep => (ProfileKind::Synchronous, None, 1),
+            ProfileName::Concurrent => (
+                ProfileKind::Concurrent,
+                None,
+                s.concurrency.first().copied().unwrap_or(1),
+            ),
+            ProfileName::Throughput => (ProfileKind::Throughput, None, s.max_concurrency),
+            ProfileName::Constant => (ProfileKind::Constant, s.rate.first().copied(), 0),
+            ProfileName::Poisson => (ProfileKind::Poisson, s.rate.first().copied(), 0),
+            ProfileName::Ramp => (ProfileKind::Ramp, s.ramp.map(|r| r.from), 0),
+            ProfileName::Staged => (ProfileKind::Staged, None, 0),
+            ProfileName::Trace => (ProfileKind::Trace, None, 0),
+        }
     }
 
     /// The profile a benchmark of `kind` records: what the spec asked of it.
@@ -909,6 +976,45 @@ impl Load {
             Load::Conversations(c) => c.turns(),
         }
     }
+}
+
+/// Benchmark `index` must send what `expected` (a published result's) recorded: the first
+/// field that differs is named, with both values.
+fn same_workload(
+    index: u32,
+    expected: Option<&Workload>,
+    workload: &Workload,
+) -> anyhow::Result<()> {
+    let Some(expected) = expected else {
+        anyhow::bail!(
+            "benchmarks[{index}]: the original result has no such benchmark; this spec makes more"
+        );
+    };
+    // How prompt lengths were measured names the server whose /tokenize did it: another
+    // server may count, as long as the prompts come out the same (`prompts_sha256`).
+    let without_tokenizer = |w: &Workload| {
+        let mut v = serde_json::to_value(w).expect("workloads serialise");
+        if let Some(o) = v.as_object_mut() {
+            o.remove("tokenizer");
+        }
+        v
+    };
+    let (a, b) = (without_tokenizer(expected), without_tokenizer(workload));
+    if a == b {
+        return Ok(());
+    }
+    let fields = a.as_object().into_iter().flatten();
+    let field = fields
+        .filter(|(k, v)| b.get(k.as_str()) != Some(v))
+        .map(|(k, v)| {
+            format!(
+                "{k}: the original sent {v}, this spec would send {}",
+                b.get(k.as_str()).unwrap_or(&serde_json::Value::Null)
+            )
+        })
+        .next()
+        .unwrap_or_else(|| "its fields".into());
+    anyhow::bail!("benchmarks[{index}].workload.{field}; the spec no longer makes the same prompts")
 }
 
 /// Requests per second over the measured phase, as the summary will state it.

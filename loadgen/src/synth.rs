@@ -173,6 +173,7 @@ pub fn predicate(
             revision: None,
             digest: None,
         },
+        reproduces: None,
     })?;
     for (index, (label, profile, load)) in profiles(spec.requests).into_iter().enumerate() {
         for line in benchmark(

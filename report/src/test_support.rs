@@ -213,6 +213,7 @@ pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Pr
         shard: None,
         shards: None,
         repetitions: None,
+        reproduces: None,
     }
 }
 

@@ -31,10 +31,13 @@ pub enum Failure {
     Engine(anyhow::Error),
     /// A campaign has cells without a verified result (exit 6); the error lists them.
     Cells(anyhow::Error),
+    /// A reproduction differs from its original beyond the noise (exit 7); the error names
+    /// the metrics.
+    NotReproduced(anyhow::Error),
 }
 
 impl Failure {
-    fn code(&self) -> u8 {
+    pub fn code(&self) -> u8 {
         match self {
             Failure::Verification => 1,
             Failure::Input(_) => 3,
@@ -42,6 +45,7 @@ impl Failure {
             Failure::Interrupted => 130,
             Failure::Engine(_) => 5,
             Failure::Cells(_) => 6,
+            Failure::NotReproduced(_) => 7,
         }
     }
 }
@@ -66,6 +70,7 @@ fn main() -> ExitCode {
         cli::Command::Sim(args) => commands::sim::run(&args),
         cli::Command::Campaign(args) => commands::campaign::run(&args),
         cli::Command::Synth(args) => commands::synth::run(&args),
+        cli::Command::Reproduce(args) => commands::reproduce::run(&args),
         cli::Command::Publish(args) => commands::publish::run(&args),
         cli::Command::Serve(args) => commands::serve::run(&args),
         #[cfg(feature = "polars")]
@@ -80,9 +85,11 @@ fn main() -> ExitCode {
         Err(failure) => {
             match &failure {
                 Failure::Verification | Failure::Interrupted => {}
-                Failure::Input(e) | Failure::Key(e) | Failure::Engine(e) | Failure::Cells(e) => {
-                    eprintln!("error: {e:#}")
-                }
+                Failure::Input(e)
+                | Failure::Key(e)
+                | Failure::Engine(e)
+                | Failure::Cells(e)
+                | Failure::NotReproduced(e) => eprintln!("error: {e:#}"),
             }
             ExitCode::from(failure.code())
         }

@@ -80,6 +80,10 @@ pub struct Predicate {
     /// derived from the benchmarks' summaries; since `result/v0.8`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetitions: Option<crate::repetitions::Repetitions>,
+    /// `runner reproduce`: the published result this run re-ran, spec for spec; since
+    /// `result/v0.8`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduces: Option<Reproduces>,
 }
 
 /// One client's part of a schedule split across `count` clients: it sent the requests whose
@@ -385,6 +389,20 @@ pub struct Benchmark {
     /// verification recomputes it (except in imported aggregates-only documents, where it
     /// is the source's numbers).
     pub summary: Summary,
+}
+
+/// The result a reproduction re-ran: named as a material is (where it was read, the
+/// sha256 of its bytes) and by its run's id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Reproduces {
+    /// The file or URL as given to `runner reproduce`.
+    pub uri: String,
+    /// sha256 of the original document's bytes, lowercase hex.
+    pub sha256: String,
+    /// The original's `run.id`.
+    pub run_id: String,
 }
 
 /// `--until-precise METRIC:STAT:±X%`: a benchmark that ran until each named 95 % interval

@@ -176,6 +176,16 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
         check_benchmark(bi, b, p, clients, version, v);
     }
     check_repetitions(p, v);
+    if let Some(r) = &p.reproduces {
+        let hex =
+            |x: &str| x.len() == 64 && x.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
+        if !hex(&r.sha256) {
+            v.document_errors.push(format!(
+                "reproduces.sha256 {:?} is not 64 lowercase hex digits",
+                r.sha256
+            ));
+        }
+    }
 }
 
 /// The run-to-run section is what the benchmarks' summaries (each checked against its
@@ -274,12 +284,13 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         ));
     }
     let repeated_or_precise = p.repetitions.is_some()
+        || p.reproduces.is_some()
         || p.benchmarks
             .iter()
             .any(|b| b.precision.is_some() || b.repetition.is_some());
     if version < WITH_PRECISION && repeated_or_precise {
         v.document_errors.push(format!(
-            "a benchmark's precision or repetition in a {:?} document: they came with \
+            "a benchmark's precision or repetition, or what a run reproduces, in a {:?} document: they came with \
              {PREDICATE_TYPE:?}",
             s.predicate_type
         ));

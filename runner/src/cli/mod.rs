@@ -81,6 +81,15 @@ pub enum Command {
     ///
     /// For exercising the document path end to end; the engine is named `synthetic` in the result.
     Synth(SynthArgs),
+    /// Re-run a published result's exact spec against a server, and say whether it reproduces.
+    ///
+    /// Takes the original's spec (workload, seed, profile, limits) as it recorded it, and
+    /// refuses to send anything when the prompts it would send differ from those the original
+    /// recorded (naming the field). Writes a signed result that names the original (its uri,
+    /// sha256 and run id) and, into --report, a diff against it that opens with the verdict:
+    /// reproduced (no metric differs beyond the two runs' combined uncertainty), or which
+    /// metrics differ and by how much. Exits 0 when reproduced, 7 when not.
+    Reproduce(ReproduceArgs),
     /// Write a static site of results: every badge, table and chart is computed in the browser by report-wasm.
     ///
     /// DIR gets the page, the wasm module, the result files (byte for byte), index.json and
@@ -100,6 +109,37 @@ pub enum Command {
     /// Reads signed envelopes or bare statements; signatures are not checked (use `verify`).
     #[cfg(feature = "polars")]
     Export(ExportArgs),
+}
+
+/// `runner reproduce RESULT --target URL --key K --out R.json`.
+#[derive(Args, Debug)]
+#[command(after_help = "Example:\n  \
+runner reproduce published.json --keys keys.json --target http://127.0.0.1:8000 --key me.key --out again.json")]
+pub struct ReproduceArgs {
+    /// The result to re-run (a signed envelope).
+    #[arg(value_name = "RESULT.json")]
+    pub result: PathBuf,
+    /// Base URL of the server to run it against.
+    #[arg(long)]
+    pub target: String,
+    /// Served model to ask for (default: the model the original measured).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Trusted-keys file the original's signature must verify with.
+    #[arg(long, value_name = "keys.json")]
+    pub keys: Option<PathBuf>,
+    /// Re-run a result that is not signed by a trusted key (its spec is then taken on trust).
+    #[arg(long)]
+    pub allow_unsigned: bool,
+    #[command(flatten)]
+    pub sign: SignArgs,
+    /// The reproduction's result file.
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Directory for the verdict (diff.md, diff.html, charts; default: OUT's name with
+    /// `.reproduction` in place of `.json`).
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 #[derive(Args)]

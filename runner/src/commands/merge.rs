@@ -297,6 +297,7 @@ fn merge(parts: &[Part]) -> Result<Predicate> {
         shard: None,
         shards: Some(shards),
         repetitions: None,
+        reproduces: None,
     })
 }
 

@@ -9,6 +9,7 @@ pub mod keygen;
 pub mod merge;
 pub mod publish;
 pub mod report;
+pub mod reproduce;
 pub mod run;
 pub mod serve;
 pub mod shard;

@@ -14,7 +14,7 @@ use anyhow::anyhow;
 use loadgen::journal::{self, Journal, Line};
 use loadgen::measure::{Observer, Prepared, ShardRun};
 use loadgen::spec::RunSpec;
-use schemas::document::{Engine, Model, Run};
+use schemas::document::{Engine, Model, Reproduces, Run, Workload};
 use schemas::numbers::JsonU64;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,6 +34,26 @@ pub fn run(args: &RunArgs) -> Result<(), Failure> {
 /// Runs `spec` as `runner run` would, with `args` for everything outside the spec: the
 /// key, the result file, telemetry. A campaign's cell comes this way with its plan's spec.
 pub fn run_spec(spec: RunSpec, args: &RunArgs) -> Result<(), Failure> {
+    run_with(spec, args, None)
+}
+
+/// A run that re-runs a published result (`runner reproduce`): every benchmark must send
+/// the workload the original recorded, and the result names the original.
+pub struct Reproducing {
+    pub workloads: Vec<Workload>,
+    pub reproduces: Reproduces,
+}
+
+/// [`run_spec`], reproducing a published result.
+pub fn run_reproduction(spec: RunSpec, args: &RunArgs, r: Reproducing) -> Result<(), Failure> {
+    run_with(spec, args, Some(r))
+}
+
+fn run_with(
+    spec: RunSpec,
+    args: &RunArgs,
+    reproducing: Option<Reproducing>,
+) -> Result<(), Failure> {
     spec.validate().map_err(Failure::Input)?;
     // Before anything slow: a start time already past is refused at once.
     let shard = super::shard::prepare(&spec, args.shard, args.start_at).map_err(Failure::Input)?;
@@ -46,7 +66,7 @@ pub fn run_spec(spec: RunSpec, args: &RunArgs) -> Result<(), Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::Input(e.into()))?;
-    runtime.block_on(execute(spec, args, key, out, shard))
+    runtime.block_on(execute(spec, args, key, out, shard, reproducing))
 }
 
 /// The spec as the result records it: the engine's secret-named variables redacted.
@@ -87,11 +107,12 @@ async fn execute(
     key: Option<ed25519_dalek::SigningKey>,
     out: PathBuf,
     shard: Option<ShardRun>,
+    reproducing: Option<Reproducing>,
 ) -> Result<(), Failure> {
     // First, before asking the server anything: a journal left by an earlier run is never overwritten.
     let path = journal::path_for(&out);
     let journal = Arc::new(Journal::create(&path).map_err(Failure::Input)?);
-    let result = measure(spec, args, key, out, journal, shard).await;
+    let result = measure(spec, args, key, out, journal, shard, reproducing).await;
     if result.is_err() && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
         // Nothing was journaled (the server could not be used): leave no obstacle to a rerun.
         let _ = std::fs::remove_file(&path);
@@ -106,6 +127,7 @@ async fn measure(
     out: PathBuf,
     journal: Arc<Journal>,
     shard: Option<ShardRun>,
+    reproducing: Option<Reproducing>,
 ) -> Result<(), Failure> {
     let input = Failure::Input;
     // First: a stop (SIGTERM, Ctrl-C) from here on ends the run with what it has, even one
@@ -186,6 +208,16 @@ async fn measure(
     if let Some(shard) = shard {
         measurement = measurement.shard(shard);
     }
+    let reproduces = match reproducing {
+        Some(r) => {
+            measurement = measurement.expect_workloads(r.workloads);
+            // Before the journal's first line: a spec that no longer makes the original's
+            // prompts runs nothing.
+            measurement.check_first_workload().await.map_err(input)?;
+            Some(r.reproduces)
+        }
+        None => None,
+    };
     journal.write(Line::Header {
         run: Run {
             id: run_id,
@@ -211,6 +243,7 @@ async fn measure(
             revision: model_revision,
             digest: model_digest,
         },
+        reproduces,
     });
 
     if let Some(e) = &engine {

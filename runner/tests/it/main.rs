@@ -16,5 +16,6 @@ mod host_telemetry;
 mod hostile_documents;
 mod llama_server;
 mod precision;
+mod reproduce;
 mod sharding;
 mod uncertainty;

@@ -134,6 +134,7 @@ pub fn predicate() -> Predicate {
         shard: None,
         shards: None,
         repetitions: None,
+        reproduces: None,
     }
 }
 

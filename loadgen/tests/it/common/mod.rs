@@ -46,6 +46,7 @@ pub async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str)
             revision: None,
             digest: None,
         },
+        reproduces: None,
     });
     // As the runner does: the context length from what the server says about itself.
     let prepared = Prepared::new(spec).unwrap();
