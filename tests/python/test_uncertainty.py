@@ -1,4 +1,5 @@
-"""How sure a summary is (`summary.uncertainty`, `result/v0.7`), re-derived with no provebench code.
+"""How sure a summary is (`summary.uncertainty`), how far repeated runs lie apart (`repetitions`) and
+where a run until precise stopped (`precision`), re-derived with no provebench code (`result/v0.8`).
 
 The definitions are public (README, "How sure is a number"; schemas/src/uncertainty.rs):
 measured, completed requests in the order they were scheduled (ties by record order); each
@@ -224,3 +225,85 @@ def test_the_early_stopping_minimums_are_loadgens():
     # LoadGen: "Need to process at least 662 queries" at p99, c = 0.99, no tolerance.
     assert [h(1, p) + 1 for p in (0.9, 0.99, 0.999)] == [64, 662, 6636]
     assert [min_for_interval(p) for p in (0.5, 0.9, 0.99)] == [50, 200, 2000]
+
+
+T98 = student_t.ppf(0.99, BATCHES - 1)
+
+
+@pytest.fixture(scope="module")
+def repeated_and_precise(tmp_path_factory):
+    """A spec run three times (`--repeat 3`), and one run until mean TTFT is within ±3 %."""
+    d = tmp_path_factory.mktemp("repeated")
+    port = free_port()
+    with open(d / "sim.log", "w") as log:
+        sim = subprocess.Popen([RUNNER, "sim", "--port", str(port), "--ttft-ms", "4", "--ttft-noise-ms", "4",
+                                "--itl-ms", "1", "--seed", "7"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until_accepting(port, sim)
+        common = ["--target", f"http://127.0.0.1:{port}", "--no-sign", "--data", "prompt_tokens=16,output_tokens=6"]
+        run = run_runner("run", *common, "--out", str(d / "repeat.json"), "--profile", "concurrent",
+                         "--concurrency", "4", "--max-requests", "120", "--repeat", "3", cwd=d)
+        assert run.returncode == 0, run.stdout + run.stderr
+        run = run_runner("run", *common, "--out", str(d / "precise.json"), "--profile", "concurrent",
+                         "--concurrency", "4", "--max-requests", "4000", "--until-precise", "ttft:mean:±3%", cwd=d)
+        assert run.returncode == 0, run.stdout + run.stderr
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+    load = lambda name: json.loads(base64.b64decode(json.loads((d / name).read_text())["payload"]))
+    return load("repeat.json"), load("precise.json")
+
+
+def field(summary, name):
+    """`ttft_ms.median` → summary["ttft_ms"]["median"]."""
+    value = summary
+    for part in name.split("."):
+        value = None if value is None else value.get(part)
+    return value
+
+
+def test_run_to_run_intervals_follow_from_the_runs(repeated_and_precise):
+    statement, _ = repeated_and_precise
+    p = statement["predicate"]
+    reps = p["repetitions"]
+    assert reps["runs"] == 3
+    [repeated] = reps["benchmarks"]
+    assert repeated["indices"] == [0, 1, 2]
+    assert [p["benchmarks"][i]["repetition"] for i in range(3)] == [1, 2, 3]
+    t = student_t.ppf(0.975, 2)
+    assert repeated["metrics"], "no metric compared"
+    for row in repeated["metrics"]:
+        values = np.array([field(p["benchmarks"][i]["summary"], row["metric"]) for i in range(3)], dtype=float)
+        mean, sd = values.mean(), values.std(ddof=1)
+        assert close(row["mean"], mean) and close(row["sd"], sd), row
+        assert close(row["interval"]["low"], mean - t * sd / math.sqrt(3)), row
+        assert close(row["next_run"]["high"], mean + t * sd * math.sqrt(1 + 1 / 3)), row
+
+
+def test_a_run_until_precise_met_its_target_at_the_look_it_names(repeated_and_precise):
+    _, statement = repeated_and_precise
+    [bench] = statement["predicate"]["benchmarks"]
+    stop = bench["precision"]
+    assert stop["targets"] == ["ttft:mean:±3%"]
+    records = bench["records"]
+    at = stop["met_at_us"]
+    taken = [i for i in range(len(records["phase"]))
+             if records["phase"][i] == "measured" and records["end_us"][i] <= at]
+    assert len(taken) == stop["met_at_requests"]
+    # The look's TTFT, in schedule order, and its mean's interval at the 98 % critical value.
+    taken.sort(key=lambda i: (records["scheduled_us"][i], i))
+    ttft = np.array([(records["first_token_us"][i] - records["scheduled_us"][i]) / 1000 for i in taken
+                     if records["error"][i] is None])
+    n = len(ttft)
+    means = [ttft[j * n // BATCHES:(j + 1) * n // BATCHES].mean() for j in range(BATCHES)]
+    hw = T98 * np.std(means, ddof=1) / math.sqrt(BATCHES)
+    assert hw <= 0.03 * ttft.mean(), (hw, ttft.mean())
+    # The summary of every record states its intervals at that critical value too.
+    u = bench["summary"]["uncertainty"]
+    assert u["critical_value_confidence"] == 0.98
+    series, _, _ = samples(records, None)
+    v = np.array(series["ttft_ms"])
+    n = len(v)
+    means = [v[j * n // BATCHES:(j + 1) * n // BATCHES].mean() for j in range(BATCHES)]
+    hw = T98 * np.std(means, ddof=1) / math.sqrt(BATCHES)
+    assert close(u["ttft_ms"]["mean"]["high"], bench["summary"]["ttft_ms"]["mean"] + hw)
