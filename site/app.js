@@ -693,6 +693,7 @@ function showResult(ctx, name) {
   const heading = h('section', { class: 'heading', id: 'heading' }, h('p', { class: 'muted' }, 'Verifying…'));
   const downloads = h('div', { id: 'downloads' });
   const report = h('section', { class: 'report', id: 'report', 'aria-busy': 'true', 'data-file': name }, h('p', { class: 'muted' }, 'Rendering in this browser…'));
+  const reproductions = h('div', { id: 'reproductions' });
   view.replaceChildren(h('p', { class: 'crumbs' }, h('a', { href: '#/', text: '← All results' })), title, subtitle, heading, downloads, report);
   say(`Rendering ${name}…`);
 
@@ -735,9 +736,42 @@ function showResult(ctx, name) {
         hostFact(m),
         moduleFact(),
         ['File', `${name}: ${entry.size.toLocaleString('en')} bytes, sha256 ${entry.sha256}`, { class: 'hash' }],
-      ]));
+      ]),
+      reproductions);
     heading.dataset.ready = 'true';
   });
+  reproducedBy(ctx, name, entry, reproductions);
+}
+
+// Published reproductions of this result: those whose `reproduces` names its bytes (sha256).
+// Each is judged by the diff the module renders (its verdict section), and links to it.
+async function reproducedBy(ctx, name, entry, into) {
+  try {
+    await reproductionsOf(ctx, name, entry, into);
+  } catch (e) {
+    into.append(h('p', { class: 'error' }, `Looking for reproductions failed: ${e.message}`));
+  }
+  into.dataset.ready = 'true';
+}
+
+async function reproductionsOf(ctx, name, entry, into) {
+  for (const other of site.results) {
+    if (other.name === name) continue;
+    const m = await metaOf(other.name);
+    if (!ctx.alive()) return;
+    if (m.reproduces?.sha256 !== entry.sha256) continue;
+    const r = await call('diff', { a: { name }, b: { name: other.name } });
+    if (r.error) throw new Error(r.error);
+    if (!ctx.alive()) return;
+    const md = r.files?.find((f) => f.name === 'diff.md');
+    const text = md ? new TextDecoder().decode(md.bytes) : '';
+    const word = text.includes('**Reproduced.**') ? 'reproduced' : 'not reproduced';
+    const p = h('p', { class: 'reproduced', 'data-verdict': word },
+      `${word === 'reproduced' ? 'Reproduced' : 'Not reproduced'} by `,
+      h('a', { href: `#/diff/${enc(name)}/${enc(other.name)}` }, other.name),
+      ` (${badge(m).textContent}; the verdict is the diff's first section).`);
+    into.append(p);
+  }
 }
 
 // What the GPU host adds: the recipe the runner started the engine from, and the best output

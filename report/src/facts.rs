@@ -54,6 +54,10 @@ pub struct Facts {
     /// without either, so their facts stay as they were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<TelemetryFacts>,
+    /// `runner reproduce`: the result this one re-ran (`uri`, `sha256`, `run_id`); absent
+    /// (not null) otherwise, so other documents' facts stay as they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproduces: Option<schemas::document::Reproduces>,
     /// The whole verdict, as `runner verify --json` prints it.
     pub verdict: Verdict,
 }
@@ -167,6 +171,7 @@ pub fn of(doc: Result<&Loaded, &NotAResult>) -> Facts {
         flags: p.map_or(0, |p| p.validity.len()),
         imported,
         telemetry: p.and_then(telemetry),
+        reproduces: p.and_then(|p| p.reproduces.clone()),
         verdict,
     }
 }

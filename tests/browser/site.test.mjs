@@ -7,6 +7,8 @@
 //   * a result page's report equals `runner report`'s for the same file and keys: the
 //     downloaded markdown byte for byte, and every table element for element;
 //   * the diff of two results shows the expected deltas (a slower simulator is "worse");
+//   * a result page names the published reproductions of it, with the verdict `runner
+//     reproduce` reached, and links to its diff (the verdict page, byte for byte);
 //     published pairs get a shareable URL, local files never leave the page;
 //   * a document whose strings are XSS payloads renders them as inert text: no dialog, no
 //     injected element, no request beyond the site's own files;
@@ -83,6 +85,11 @@ runnerIn(dir, { ...env, PROVEBENCH_NVML_LIB: join(dir, 'libfake_nvml.so'), FAKE_
   'run', '--target', fast, ...sweep, '--gpu-sample-ms', '20', '--key', 'lab.key', '--out', 'results/sweep-fast.json');
 runner('run', '--target', slow, ...sweep, '--key', 'lab.key', '--out', 'results/sweep-slow.json');
 runner('run', '--target', fast, '--grid', 'input=16,32', 'output=4,8', '--max-requests', '3', '--no-sign', '--out', 'results/grid-unsigned.json');
+// A reproduction of the slow sweep, against the same simulator: `runner reproduce` says
+// whether it reproduces (exit 0) or not (exit 7); the site must say the same.
+const reproduced = spawnSync(runnerBin, ['reproduce', 'results/sweep-slow.json', '--keys', 'keys.json', '--target', slow,
+  '--key', 'lab.key', '--out', 'results/sweep-slow-again.json', '--report', 'again-verdict'], { cwd: dir, env, encoding: 'utf8', timeout: 180_000 });
+assert.ok([0, 7].includes(reproduced.status), reproduced.stderr);
 runner('synth', '--key', 'lab.key', '--out', 'results/synth-signed.json', '--requests', '40', '--output-tokens', '16');
 
 // Tampered: one base64 character of the payload changed (the payload still decodes).
@@ -500,6 +507,29 @@ async function assertInert(p, where) {
   assert.deepEqual(dom, { imgX: 0, scripts: ['app.js'], frames: 0, links: [], handlers: [], images: [] }, where);
   assertSafeCharts(await chartsIn(p, 'body'), where);
 }
+
+test('a result shows who reproduced it, with the verdict runner reproduce gave', { timeout: 180_000 }, async () => {
+  const word = reproduced.status === 0 ? 'reproduced' : 'not reproduced';
+  await openResult('sweep-slow.json');
+  await page.waitForSelector('#reproductions[data-ready="true"]', { state: 'attached', timeout: WAIT });
+  const found = await page.$$eval('#reproductions p.reproduced', (ps) => ps.map((p) => ({
+    verdict: p.dataset.verdict, link: p.querySelector('a')?.getAttribute('href'), text: p.textContent,
+  })));
+  assert.deepEqual(found.map((f) => [f.verdict, f.link]), [[word, '#/diff/sweep-slow.json/sweep-slow-again.json']], JSON.stringify(found));
+  // No other result names it.
+  await openResult('sweep-fast.json');
+  await page.waitForSelector('#reproductions[data-ready="true"]', { state: 'attached', timeout: WAIT });
+  assert.equal(await page.$$eval('#reproductions p', (ps) => ps.length), 0);
+  // The diff it links to is `runner reproduce`'s verdict page, byte for byte, with the
+  // reproduction's verdict first and each change judged better, worse or within noise.
+  await open(page, `${origin}/#/diff/sweep-slow.json/sweep-slow-again.json`);
+  await page.waitForSelector('#diff-output[data-ready="true"]', { timeout: WAIT });
+  const md = await download(page, '#download-md');
+  assert.ok(md.equals(readFileSync(join(dir, 'again-verdict', 'diff.md'))), 'diff.md byte for byte');
+  const text = md.toString('utf8');
+  assert.match(text, word === 'reproduced' ? /\*\*Reproduced\.\*\*/ : /\*\*Not reproduced\.\*\*/);
+  assert.match(text, /within noise|same/);
+});
 
 test('document strings that are XSS payloads render as inert text', { timeout: 180_000 }, async () => {
   const check = (where) => assertInert(page, where);
