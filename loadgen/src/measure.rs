@@ -192,6 +192,7 @@ impl Prepared {
             host: None,
             shard: None,
             expected: None,
+            sweep_rates: None,
         })
     }
 }
@@ -211,6 +212,8 @@ pub struct Measurement {
     shard: Option<ShardRun>,
     /// `runner reproduce`: the workload each benchmark must send, in order.
     expected: Option<Vec<Workload>>,
+    /// `runner reproduce` of a sweep: each cell's rates as the original measured them.
+    sweep_rates: Option<Vec<Vec<f64>>>,
 }
 
 /// One run's moving parts: where lines go, who watches, when to stop.
@@ -279,6 +282,16 @@ impl Measurement {
             position: 0,
             sweeps: vec![None; cells.len()],
         };
+        if let Some(rates) = &self.sweep_rates {
+            let kind = if spec.sweep_kind == ProfileName::Poisson {
+                ProfileKind::Poisson
+            } else {
+                ProfileKind::Constant
+            };
+            for (cell, rates) in sinks.sweeps.iter_mut().zip(rates) {
+                *cell = Some(rates.iter().map(|&r| (kind, Some(r), 0)).collect());
+            }
+        }
         let repeat = spec.repeat.max(1);
         for k in 1..=repeat {
             sinks.repetition = (repeat > 1).then_some(k);
@@ -324,8 +337,9 @@ impl Measurement {
             ProfileName::Staged => vec![(ProfileKind::Staged, None, 0)],
             ProfileName::Trace => vec![(ProfileKind::Trace, None, 0)],
             ProfileName::Sweep if sinks.sweeps[cell].is_some() => {
-                // A later run of the spec: its synchronous and throughput benchmarks again,
-                // then the first run's rates, so that every run measures the same loads.
+                // A later run of the spec (or a reproduction): its synchronous and throughput
+                // benchmarks again, then the rates chosen before, so that every run measures
+                // the same loads.
                 for (kind, concurrency) in [
                     (ProfileKind::Synchronous, 1),
                     (ProfileKind::Throughput, s.max_concurrency),
@@ -620,6 +634,14 @@ impl Measurement {
     /// sends anything.
     pub fn expect_workloads(mut self, workloads: Vec<Workload>) -> Measurement {
         self.expected = Some(workloads);
+        self
+    }
+
+    /// Runs a sweep at the rates a published result's sweep chose, one list per cell in
+    /// order (`runner reproduce`), rather than at rates between what this run measures: the
+    /// two results then compare rate for rate.
+    pub fn sweep_rates(mut self, rates: Vec<Vec<f64>>) -> Measurement {
+        self.sweep_rates = Some(rates);
         self
     }
 

@@ -33,7 +33,10 @@ pub fn run(args: &ReproduceArgs) -> Result<(), Failure> {
             .clone()
             .unwrap_or_else(|| original.predicate.model.id.clone()),
     );
+    let sweep_rates = (spec.profile == loadgen::spec::ProfileName::Sweep)
+        .then(|| sweep_rates(&original.predicate));
     let reproducing = Reproducing {
+        sweep_rates,
         workloads: original
             .predicate
             .benchmarks
@@ -129,6 +132,29 @@ fn original(bytes: &[u8], name: &str, args: &ReproduceArgs) -> Result<schemas::S
         )));
     }
     Ok(loaded.statement)
+}
+
+/// The rates the original's sweep chose, one list per cell: in its first run, each
+/// synchronous benchmark opens a cell, and the open-loop benchmarks after it are its rates.
+fn sweep_rates(p: &schemas::Predicate) -> Vec<Vec<f64>> {
+    use schemas::document::ProfileKind;
+    let mut cells: Vec<Vec<f64>> = Vec::new();
+    for b in p
+        .benchmarks
+        .iter()
+        .filter(|b| b.repetition.unwrap_or(1) == 1)
+    {
+        match b.profile.kind {
+            ProfileKind::Synchronous => cells.push(Vec::new()),
+            ProfileKind::Constant | ProfileKind::Poisson => {
+                if let (Some(cell), Some(rate)) = (cells.last_mut(), b.profile.rate_per_s) {
+                    cell.push(rate.get());
+                }
+            }
+            _ => {}
+        }
+    }
+    cells
 }
 
 /// `runner run`'s arguments for the reproduction: its result file and key, the defaults

@@ -42,6 +42,8 @@ pub fn run_spec(spec: RunSpec, args: &RunArgs) -> Result<(), Failure> {
 pub struct Reproducing {
     pub workloads: Vec<Workload>,
     pub reproduces: Reproduces,
+    /// A sweep's rates as the original chose them, one list per cell.
+    pub sweep_rates: Option<Vec<Vec<f64>>>,
 }
 
 /// [`run_spec`], reproducing a published result.
@@ -211,6 +213,9 @@ async fn measure(
     let reproduces = match reproducing {
         Some(r) => {
             measurement = measurement.expect_workloads(r.workloads);
+            if let Some(rates) = r.sweep_rates {
+                measurement = measurement.sweep_rates(rates);
+            }
             // Before the journal's first line: a spec that no longer makes the original's
             // prompts runs nothing.
             measurement.check_first_workload().await.map_err(input)?;
