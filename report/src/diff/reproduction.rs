@@ -1,19 +1,26 @@
 //! Whether B reproduces A: a result `runner reproduce` wrote names the one it re-ran
 //! (`reproduces.run_id`), and its diff then opens with a verdict. Reproduced means every
-//! benchmark of A has its partner in B and none of the [`HEADLINE`] metrics of any pair
-//! differs beyond the two runs' combined uncertainty. With five metrics judged per pair, each
-//! change's 95 % interval is widened so that the five hold together (Bonferroni:
-//! `schemas::uncertainty::difference::family_factor`): otherwise one honest reproduction in
-//! four would "differ" somewhere by chance. The other rows of the diff (tails, the vLLM 0.2.7
-//! columns, failures) are shown, not held against a reproduction; a metric without an
-//! interval on both sides (too few requests) is not judged.
+//! benchmark of A has its partner in B and none of the [`HEADLINE`] numbers differs beyond
+//! what the two results say of their own uncertainty:
+//! * when both ran the spec several times (`--repeat`, and a reproduction repeats what its
+//!   original did), run to run: the difference of the two means over runs against Welch's
+//!   t-interval from the runs' spread (`repetitions`), which holds what moves between runs;
+//! * otherwise, within each run: the diff's interval of the change (each side's 95 %
+//!   interval by batch means), which knows nothing of what moves between runs.
+//!
+//! Either way the five numbers of a benchmark are held jointly at 95 % (Bonferroni: each
+//! interval at 1 − 0.05 / 5; `schemas::uncertainty::difference::family_factor` for the
+//! within-run ones): otherwise one honest reproduction in four would "differ" somewhere by
+//! chance. The other rows of the diff (tails, the vLLM 0.2.7 columns, failures) are shown, not
+//! held against a reproduction; a number without an interval on both sides is not judged.
 
-use super::judge::{judgements, marker, Verdict};
-use super::{match_benchmarks, Pair};
+use super::judge::{judge, judgements, marker, Verdict};
+use super::match_benchmarks;
 use crate::escape::md_escape;
 use crate::view;
-use schemas::document::Predicate;
-use schemas::uncertainty::difference;
+use schemas::document::{Benchmark, Predicate};
+use schemas::repetitions::Repeated;
+use schemas::uncertainty::{difference, student_t};
 
 /// The verdict on B as a reproduction of A.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -26,6 +33,8 @@ pub struct Reproduction {
     pub differing: Vec<String>,
     /// Headline metrics judged with an interval on both sides.
     pub judged: usize,
+    /// Judged run to run (both results repeated their spec), not within each run.
+    pub run_to_run: bool,
 }
 
 impl Reproduction {
@@ -34,53 +43,112 @@ impl Reproduction {
     }
 }
 
-/// The metrics a reproduction is judged on, as the diff names them.
-pub const HEADLINE: [&str; 5] = [
-    "Request throughput (req/s)",
-    "Output token throughput (tok/s)",
-    "TTFT p50 (ms)",
-    "TPOT mean (ms)",
-    "E2E p50 (ms)",
+/// The numbers a reproduction is judged on: as the diff names them, as `repetitions` names
+/// them, and whether higher is better.
+pub const HEADLINE: [(&str, &str, bool); 5] = [
+    (
+        "Request throughput (req/s)",
+        "request_throughput_per_s",
+        true,
+    ),
+    (
+        "Output token throughput (tok/s)",
+        "output_token_throughput_per_s",
+        true,
+    ),
+    ("TTFT p50 (ms)", "ttft_ms.median", false),
+    ("TPOT mean (ms)", "tpot_ms.mean", false),
+    ("E2E p50 (ms)", "e2e_ms.median", false),
 ];
 
 /// Judges B against A as a reproduction (whether or not B names A).
 pub fn verdict(a: &Predicate, b: &Predicate) -> Reproduction {
-    let factor = difference::family_factor(HEADLINE.len());
     let mut r = Reproduction::default();
-    for Pair { a: i, b: j, .. } in match_benchmarks(a, b) {
-        match (i, j) {
-            (Some(i), Some(j)) => {
-                r.matched += 1;
-                let (ba, bb) = (&a.benchmarks[i], &b.benchmarks[j]);
-                for m in judgements(ba, bb) {
-                    if !HEADLINE.contains(&m.name) {
-                        continue;
-                    }
-                    let Some(c) = m.change else { continue };
-                    let (Some(v), Some(between)) = (c.verdict, c.between) else {
-                        continue;
-                    };
-                    r.judged += 1;
-                    let (low, high) = difference::widened(c.d, between, factor);
-                    if matches!(v, Verdict::Better | Verdict::Worse)
-                        && difference::is_real(low, high)
-                    {
-                        r.differing.push(format!(
-                            "{} · {}: {}",
-                            view::short_label(ba),
-                            m.name,
-                            marker(c.d, c.rel, v)
-                        ));
-                    }
-                }
-            }
+    let pairs = match_benchmarks(a, b);
+    for pair in &pairs {
+        match (pair.a, pair.b) {
+            (Some(_), Some(_)) => r.matched += 1,
             (Some(i), None) => r
                 .missing
                 .push(view::short_label(&a.benchmarks[i]).to_string()),
             _ => {}
         }
     }
+    match (&a.repetitions, &b.repetitions) {
+        (Some(ra), Some(rb)) if ra.benchmarks.len() == rb.benchmarks.len() => {
+            r.run_to_run = true;
+            for (ga, gb) in ra.benchmarks.iter().zip(&rb.benchmarks) {
+                if let Some(&first) = ga.indices.first() {
+                    let label = view::short_label(&a.benchmarks[first as usize]);
+                    run_to_run(label, ga, gb, &mut r);
+                }
+            }
+        }
+        _ => {
+            for pair in &pairs {
+                if let (Some(i), Some(j)) = (pair.a, pair.b) {
+                    within_run(&a.benchmarks[i], &b.benchmarks[j], &mut r);
+                }
+            }
+        }
+    }
     r
+}
+
+/// One benchmark of the spec over both results' runs: Welch's interval of the difference
+/// of the means, each at 1 − 0.05 / 5 (degrees of freedom rounded down).
+fn run_to_run(label: &str, a: &Repeated, b: &Repeated, r: &mut Reproduction) {
+    let each = 1.0 - 0.05 / HEADLINE.len() as f64;
+    let label = label.rsplit_once(" (run ").map_or(label, |(l, _)| l);
+    for (name, key, higher) in HEADLINE {
+        let (Some(x), Some(y)) = (a.metric(key), b.metric(key)) else {
+            continue;
+        };
+        let (na, nb) = (a.indices.len() as f64, b.indices.len() as f64);
+        let (va, vb) = (x.sd.get().powi(2) / na, y.sd.get().powi(2) / nb);
+        let se = (va + vb).sqrt();
+        let (d, rel, v) = judge(x.mean.get(), y.mean.get(), higher);
+        r.judged += 1;
+        let real = if se > 0.0 {
+            let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
+            let t = student_t::critical_value((df.floor() as u32).max(1), each);
+            d.abs() > t * se
+        } else {
+            d != 0.0
+        };
+        if real && matches!(v, Verdict::Better | Verdict::Worse) {
+            r.differing.push(format!(
+                "{label} · {name}: {} (means over {} and {} runs)",
+                marker(d, rel, v),
+                a.indices.len(),
+                b.indices.len()
+            ));
+        }
+    }
+}
+
+/// One matched pair, by each run's own intervals, widened for the five numbers.
+fn within_run(ba: &Benchmark, bb: &Benchmark, r: &mut Reproduction) {
+    let factor = difference::family_factor(HEADLINE.len());
+    for m in judgements(ba, bb) {
+        if !HEADLINE.iter().any(|h| h.0 == m.name) {
+            continue;
+        }
+        let Some(c) = m.change else { continue };
+        let (Some(v), Some(between)) = (c.verdict, c.between) else {
+            continue;
+        };
+        r.judged += 1;
+        let (low, high) = difference::widened(c.d, between, factor);
+        if matches!(v, Verdict::Better | Verdict::Worse) && difference::is_real(low, high) {
+            r.differing.push(format!(
+                "{} · {}: {}",
+                view::short_label(ba),
+                m.name,
+                marker(c.d, c.rel, v)
+            ));
+        }
+    }
 }
 
 /// Whether `b` says it re-ran `a`.
@@ -95,15 +163,18 @@ pub(crate) fn section(r: &Reproduction) -> String {
         out.push_str(&format!(
             "**Reproduced.** B re-ran A's spec; all {} benchmarks matched, and none of their {} \
              headline numbers (request and output throughput, TTFT p50, TPOT mean, E2E p50) \
-             differs beyond the two runs' combined uncertainty, held jointly at 95 %.\n",
-            r.matched, r.judged
+             differs beyond the two results' combined uncertainty ({}), held jointly at 95 %.\n",
+            r.matched,
+            r.judged,
+            yardstick(r)
         ));
         return out;
     }
-    out.push_str(
-        "**Not reproduced.** B re-ran A's spec, and beyond the two runs' combined uncertainty \
-         (held jointly at 95 % over the headline numbers):\n\n",
-    );
+    out.push_str(&format!(
+        "**Not reproduced.** B re-ran A's spec, and beyond the two results' combined \
+             uncertainty ({}, held jointly at 95 % over the headline numbers):\n\n",
+        yardstick(r)
+    ));
     for label in &r.missing {
         out.push_str(&format!("- {}: no such benchmark in B\n", md_escape(label)));
     }
@@ -114,4 +185,75 @@ pub(crate) fn section(r: &Reproduction) -> String {
         out.push_str("- no benchmark of A has a partner in B\n");
     }
     out
+}
+
+/// Which uncertainty the verdict weighed.
+fn yardstick(r: &Reproduction) -> &'static str {
+    if r.run_to_run {
+        "run to run, from the spread of each result's repeated runs"
+    } else {
+        "within each run"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{bench, predicate, profile, summary, synthetic, Doc, Exact};
+    use schemas::document::ProfileKind;
+
+    /// A result of `runs` runs of one synchronous benchmark whose request rate is `rates[k]`
+    /// in run k, its run-to-run section derived as sealing derives it.
+    fn repeated(rates: &[f64]) -> Predicate {
+        let doc = Doc {
+            model: "m",
+            revision: None,
+            engine: "e",
+            version: None,
+            gpus: None,
+        };
+        let benchmarks = rates
+            .iter()
+            .enumerate()
+            .map(|(k, &rps)| {
+                let mut b = bench(
+                    &format!("synchronous (run {}/{})", k + 1, rates.len()),
+                    profile(ProfileKind::Synchronous, None, Some(1)),
+                    synthetic(16, 8),
+                    summary(&Exact {
+                        rps: Some(rps),
+                        ..Default::default()
+                    }),
+                );
+                b.repetition = Some(k as u32 + 1);
+                b
+            })
+            .collect();
+        let mut p = predicate(&doc, benchmarks, vec![]);
+        p.repetitions = schemas::repetitions::derive(&p.benchmarks).unwrap();
+        p
+    }
+
+    #[test]
+    fn repeated_results_are_judged_run_to_run() {
+        let original = repeated(&[10.0, 10.4, 9.8]);
+        // Within the runs' spread: reproduced, though each run differs from its partner.
+        let again = repeated(&[10.2, 9.9, 10.5]);
+        let v = verdict(&original, &again);
+        assert!(v.run_to_run && v.reproduced(), "{v:?}");
+        assert_eq!((v.matched, v.judged), (3, 1));
+        // Fifteen per cent slower in every run: beyond a spread of about 3 % over three runs.
+        let slower = repeated(&[8.5, 8.8, 8.3]);
+        let v = verdict(&original, &slower);
+        assert!(!v.reproduced(), "{v:?}");
+        assert_eq!(v.differing.len(), 1, "{v:?}");
+        assert!(
+            v.differing[0].starts_with("synchronous · Request throughput (req/s): ▼"),
+            "{v:?}"
+        );
+        assert!(
+            v.differing[0].ends_with("(means over 3 and 3 runs)"),
+            "{v:?}"
+        );
+    }
 }
