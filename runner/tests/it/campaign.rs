@@ -476,7 +476,10 @@ fn slurm_array_runs_the_matrix_and_a_cancelled_task_is_resubmitted() {
             let (id, state) = l.split_once(' ')?;
             let cell: usize = id.split_once('_')?.1.parse().ok()?;
             let journal = d.join(format!("results/{}.json.journal.jsonl", IDS[cell]));
-            (state == "RUNNING" && journal.exists()).then(|| (id.to_string(), cell))
+            // Begun: its first record journaled (the journal itself is created before the
+            // engine the cell starts serves, and a cancel then leaves nothing measured).
+            (state == "RUNNING" && support::children::journal_records(&journal) > 0)
+                .then(|| (id.to_string(), cell))
         });
         if let Some(found) = running {
             break found;
