@@ -96,10 +96,8 @@ async fn look(
         let met = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<u64>> {
             // Phases as the result will mark them: a run until precise has no cool-down.
             let records = scheduler::in_phases(journal_.records(index)?, warmup, 0);
-            let taken = precision::at_look(&records, at_us);
-            let gaps = schemas::metrics::DecodedGaps::of_records(&taken)?;
-            let summary = schemas::metrics::summarize_looked(&taken, &gaps, slo.as_ref(), true)?;
-            Ok(precision::all_met(&targets_, &summary).then_some(taken.len() as u64))
+            let (taken, summary) = precision::look(&records, at_us, slo.as_ref())?;
+            Ok(precision::all_met(&targets_, &summary).then_some(taken))
         })
         .await;
         match met {

@@ -542,24 +542,6 @@ pub fn summarize_benchmark(b: &Benchmark) -> Result<Summary, MetricsError> {
     Ok(summary)
 }
 
-/// [`summarize_decoded`], for a benchmark that ran until precise (`looked`: its intervals
-/// were looked at as it ran) or not: the former's intervals take the wider critical value
-/// ([`crate::uncertainty::after_looks`]).
-pub fn summarize_looked(
-    records: &[RawRecord],
-    gaps: &DecodedGaps,
-    slo: Option<&Slo>,
-    looked: bool,
-) -> Result<Summary, MetricsError> {
-    let mut summary = summarize_decoded(records, gaps, slo)?;
-    if looked && summary.uncertainty.is_some() {
-        summary.uncertainty = Some(crate::uncertainty::after_looks(
-            records, gaps, slo, &summary,
-        )?);
-    }
-    Ok(summary)
-}
-
 /// What a benchmark's telemetry implies, beside the summary of its `records`.
 pub fn host_summary(
     records: &[RawRecord],
@@ -586,6 +568,18 @@ pub fn summarize_decoded(
     records: &[RawRecord],
     gaps: &DecodedGaps,
     slo: Option<&Slo>,
+) -> Result<Summary, MetricsError> {
+    summarize_looked(records, gaps, slo, false)
+}
+
+/// [`summarize_decoded`], for a benchmark that ran until precise (`looked`: its intervals
+/// were looked at as it ran) or not: the former's intervals take the wider critical value
+/// ([`crate::uncertainty::CONFIDENCE_AFTER_LOOKS`]).
+pub fn summarize_looked(
+    records: &[RawRecord],
+    gaps: &DecodedGaps,
+    slo: Option<&Slo>,
+    looked: bool,
 ) -> Result<Summary, MetricsError> {
     assert_eq!(
         gaps.ends.len(),
@@ -684,8 +678,13 @@ pub fn summarize_decoded(
         uncertainty: None,
         published: None,
     };
+    let confidence = if looked {
+        crate::uncertainty::CONFIDENCE_AFTER_LOOKS
+    } else {
+        crate::uncertainty::CONFIDENCE
+    };
     summary.uncertainty = Some(crate::uncertainty::uncertainty_counted(
-        records, gaps, slo, &summary, gap_counts,
+        records, gaps, slo, &summary, gap_counts, confidence,
     )?);
     Ok(summary)
 }

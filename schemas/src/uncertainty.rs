@@ -245,33 +245,14 @@ pub fn uncertainty(
     slo: Option<&Slo>,
     summary: &metrics::Summary,
 ) -> Result<Uncertainty, MetricsError> {
-    uncertainty_counted(records, gaps, slo, summary, None)
+    uncertainty_counted(records, gaps, slo, summary, None, CONFIDENCE)
 }
 
-/// [`uncertainty`] for a benchmark that ran until precise ([`precision`]): the critical
-/// value of [`CONFIDENCE_AFTER_LOOKS`].
-pub fn after_looks(
-    records: &[RawRecord],
-    gaps: &DecodedGaps,
-    slo: Option<&Slo>,
-    summary: &metrics::Summary,
-) -> Result<Uncertainty, MetricsError> {
-    uncertainty_at(records, gaps, slo, summary, None, CONFIDENCE_AFTER_LOOKS)
-}
-
-/// [`uncertainty`], with the token gaps already counted by value (the summary's ITL counts
-/// them: the same gaps, in another order).
+/// [`uncertainty`] at the critical value of `confidence` ([`CONFIDENCE`], or
+/// [`CONFIDENCE_AFTER_LOOKS`] for a benchmark that ran until precise), with the token gaps
+/// already counted by value where the caller has them (the summary's ITL counts them: the
+/// same gaps, in another order).
 pub(crate) fn uncertainty_counted(
-    records: &[RawRecord],
-    gaps: &DecodedGaps,
-    slo: Option<&Slo>,
-    summary: &metrics::Summary,
-    gap_counts: Option<metrics::GapCounts>,
-) -> Result<Uncertainty, MetricsError> {
-    uncertainty_at(records, gaps, slo, summary, gap_counts, CONFIDENCE)
-}
-
-fn uncertainty_at(
     records: &[RawRecord],
     gaps: &DecodedGaps,
     slo: Option<&Slo>,

@@ -82,7 +82,7 @@ fn precision_line(b: &Benchmark, p: &PrecisionStop) -> String {
             |r| format!("±{}%", format::fixed(r * 100.0, 1)),
         )
     };
-    let look = precision::look_summary(b).and_then(Result::ok);
+    let look = precision::look_of(b).and_then(Result::ok).map(|(_, s)| s);
     let targets = |then: Option<&Summary>| -> String {
         p.targets
             .iter()

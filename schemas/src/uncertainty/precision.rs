@@ -16,7 +16,7 @@
 //! docs/PERFORMANCE.md).
 
 use super::{min_for_interval, Intervals, Uncertainty, BATCHES};
-use crate::document::{Benchmark, Phase, RawRecord};
+use crate::document::{Benchmark, Phase, RawRecord, Slo};
 use crate::metrics::{DecodedGaps, MetricsError, Summary};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
@@ -167,26 +167,29 @@ impl Target {
     }
 }
 
-/// The records the look at `at_us` took: the measured ones that had ended by then, in the
-/// document's order (schedule order).
-pub fn at_look(records: &[RawRecord], at_us: u64) -> Vec<RawRecord> {
-    records
+/// What a look at `at_us` saw: the measured records that had ended by then (in the order
+/// given: schedule order), counted and summarised with their intervals as a run until
+/// precise states them. The load generator decides on it; verifiers recompute it.
+pub fn look(
+    records: &[RawRecord],
+    at_us: u64,
+    slo: Option<&Slo>,
+) -> Result<(u64, Summary), MetricsError> {
+    let taken: Vec<RawRecord> = records
         .iter()
         .filter(|r| r.phase == Phase::Measured && r.end_us <= at_us)
         .cloned()
-        .collect()
+        .collect();
+    let gaps = DecodedGaps::of_records(&taken)?;
+    let summary = crate::metrics::summarize_looked(&taken, &gaps, slo, true)?;
+    Ok((taken.len() as u64, summary))
 }
 
-/// The summary a benchmark's stopping look saw ([`at_look`]), with its intervals as a run
-/// until precise states them; `None` for a benchmark that did not stop for precision.
-pub fn look_summary(b: &Benchmark) -> Option<Result<Summary, MetricsError>> {
+/// The [`look`] a benchmark's stop names; `None` for a benchmark that did not stop for
+/// precision.
+pub fn look_of(b: &Benchmark) -> Option<Result<(u64, Summary), MetricsError>> {
     let at = b.precision.as_ref()?.met_at_us?;
-    let records = at_look(&b.records, at);
-    Some(
-        DecodedGaps::of_records(&records).and_then(|gaps| {
-            crate::metrics::summarize_looked(&records, &gaps, b.slo.as_ref(), true)
-        }),
-    )
+    Some(look(&b.records, at, b.slo.as_ref()))
 }
 
 /// What is wrong with a benchmark's claim to have stopped for precision: the look it names
@@ -194,11 +197,10 @@ pub fn look_summary(b: &Benchmark) -> Option<Result<Summary, MetricsError>> {
 pub fn check_stop(b: &Benchmark) -> Option<String> {
     let p = b.precision.as_ref()?;
     let at = p.met_at_us?;
-    let summary = match look_summary(b)? {
-        Ok(s) => s,
+    let (n, summary) = match look_of(b)? {
+        Ok(seen) => seen,
         Err(e) => return Some(format!("its look at {at} µs: {e}")),
     };
-    let n = at_look(&b.records, at).len() as u64;
     if p.met_at_requests != Some(n) {
         return Some(format!(
             "met_at_requests is {:?}, but {n} measured records ended by met_at_us {at}",
