@@ -259,20 +259,7 @@ impl Measurement {
         cancel: &watch::Receiver<bool>,
     ) -> anyhow::Result<bool> {
         let spec = &self.spec;
-        let cells: Vec<DataSpec> = match &spec.grid {
-            Some(g) => g
-                .input
-                .iter()
-                .flat_map(|&i| {
-                    g.output.iter().map(move |&o| DataSpec {
-                        prompt_tokens: i,
-                        output_tokens: o,
-                        ..spec.data.clone()
-                    })
-                })
-                .collect(),
-            None => vec![spec.data.clone()],
-        };
+        let cells = self.cells();
         let mut sinks = Sinks {
             journal,
             observer,
@@ -306,16 +293,32 @@ impl Measurement {
         Ok(true)
     }
 
-    /// The benchmarks of one workload cell: the profile, or the sweep's sequence.
-    async fn run_cell(
-        &self,
-        cell: usize,
-        data: &DataSpec,
-        sinks: &mut Sinks<'_>,
-    ) -> anyhow::Result<()> {
+    /// The workload cells a run of the spec measures in order: the grid's input × output
+    /// cells, or the one workload.
+    fn cells(&self) -> Vec<DataSpec> {
+        let spec = &self.spec;
+        match &spec.grid {
+            Some(g) => g
+                .input
+                .iter()
+                .flat_map(|&i| {
+                    g.output.iter().map(move |&o| DataSpec {
+                        prompt_tokens: i,
+                        output_tokens: o,
+                        ..spec.data.clone()
+                    })
+                })
+                .collect(),
+            None => vec![spec.data.clone()],
+        }
+    }
+
+    /// The benchmarks of a cell that the spec fixes in advance; `None` for a sweep, whose
+    /// rates follow from its synchronous and throughput benchmarks.
+    fn fixed_steps(&self) -> Option<Vec<Step>> {
         let s = &self.spec;
         let closed = |kind, concurrency: u32| (kind, None, concurrency);
-        let steps: Vec<Step> = match s.profile {
+        Some(match s.profile {
             ProfileName::Synchronous => vec![closed(ProfileKind::Synchronous, 1)],
             ProfileName::Concurrent => s
                 .concurrency
@@ -336,7 +339,21 @@ impl Measurement {
             ProfileName::Ramp => vec![(ProfileKind::Ramp, s.ramp.map(|r| r.from), 0)],
             ProfileName::Staged => vec![(ProfileKind::Staged, None, 0)],
             ProfileName::Trace => vec![(ProfileKind::Trace, None, 0)],
-            ProfileName::Sweep if sinks.sweeps[cell].is_some() => {
+            ProfileName::Sweep => return None,
+        })
+    }
+
+    /// The benchmarks of one workload cell: the profile, or the sweep's sequence.
+    async fn run_cell(
+        &self,
+        cell: usize,
+        data: &DataSpec,
+        sinks: &mut Sinks<'_>,
+    ) -> anyhow::Result<()> {
+        let s = &self.spec;
+        let steps: Vec<Step> = match self.fixed_steps() {
+            Some(steps) => steps,
+            None if sinks.sweeps[cell].is_some() => {
                 // A later run of the spec (or a reproduction): its synchronous and throughput
                 // benchmarks again, then the rates chosen before, so that every run measures
                 // the same loads.
@@ -352,7 +369,7 @@ impl Measurement {
                 }
                 sinks.sweeps[cell].clone().unwrap_or_default()
             }
-            ProfileName::Sweep => {
+            None => {
                 let sync = self
                     .run_benchmark(data, ProfileKind::Synchronous, None, 1, sinks)
                     .await?;
@@ -457,9 +474,7 @@ impl Measurement {
             (Some(Arc::new(watch)), enough)
         };
         let cap = n.min(load.requests());
-        sinks
-            .observer
-            .benchmark_started(&label, n.min(load.requests()));
+        sinks.observer.benchmark_started(&label, cap);
         let (journal, observer) = (sinks.journal.clone(), sinks.observer.clone());
         let counted = precise.clone();
         let sink: scheduler::Sink = Arc::new(move |r| {
@@ -651,37 +666,14 @@ impl Measurement {
         let Some(expected) = &self.expected else {
             return Ok(());
         };
-        let s = &self.spec;
-        let data = match &s.grid {
-            Some(g) => DataSpec {
-                prompt_tokens: g.input.first().copied().unwrap_or(s.data.prompt_tokens),
-                output_tokens: g.output.first().copied().unwrap_or(s.data.output_tokens),
-                ..s.data.clone()
-            },
-            None => s.data.clone(),
-        };
-        let (kind, rate, _) = self.first_step();
+        let data = self.cells().swap_remove(0);
+        // A sweep starts with its synchronous benchmark.
+        let (kind, rate, _) = self
+            .fixed_steps()
+            .and_then(|steps| steps.first().copied())
+            .unwrap_or((ProfileKind::Synchronous, None, 1));
         let (.., workload) = self.prepare(&data, kind, rate, 0).await?;
         same_workload(0, expected.first(), &workload)
-    }
-
-    /// The first benchmark a run of the spec measures.
-    fn first_step(&self) -> Step {
-        let s = &self.spec;
-        match s.profile {
-            ProfileName::Synchronous | ProfileName::Sweep => (ProfileKind::Synchronous, None, 1),
-            ProfileName::Concurrent => (
-                ProfileKind::Concurrent,
-                None,
-                s.concurrency.first().copied().unwrap_or(1),
-            ),
-            ProfileName::Throughput => (ProfileKind::Throughput, None, s.max_concurrency),
-            ProfileName::Constant => (ProfileKind::Constant, s.rate.first().copied(), 0),
-            ProfileName::Poisson => (ProfileKind::Poisson, s.rate.first().copied(), 0),
-            ProfileName::Ramp => (ProfileKind::Ramp, s.ramp.map(|r| r.from), 0),
-            ProfileName::Staged => (ProfileKind::Staged, None, 0),
-            ProfileName::Trace => (ProfileKind::Trace, None, 0),
-        }
     }
 
     /// The profile a benchmark of `kind` records: what the spec asked of it.
