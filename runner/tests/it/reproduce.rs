@@ -7,11 +7,10 @@
 //! field; an unsigned copy without `--allow-unsigned`, and an imported result, are refused.
 
 use crate::support::{self, children::start_sim, run as runner, run_ok as ok, statement, text};
+use crate::uncertainty::{steady_run, SIM};
 use sha2::Digest;
 use std::path::Path;
 use std::time::Duration;
-
-const SIM: &str = "--ttft-ms 5 --ttft-noise-ms 5 --itl-noise-ms 1 --seed 11 --max-batch 64";
 
 fn reproduce(
     dir: &Path,
@@ -46,28 +45,7 @@ fn the_same_server_reproduces_a_slower_one_does_not_and_a_changed_spec_is_refuse
     let limit = Duration::from_secs(30);
     {
         let sim = start_sim(p, &format!("{SIM} --itl-ms 4"), limit);
-        ok(
-            p,
-            &[
-                "run",
-                "--target",
-                &sim.url,
-                "--key",
-                "k.key",
-                "--out",
-                "orig.json",
-                "--profile",
-                "constant",
-                "--rate",
-                "200",
-                "--max-requests",
-                "900",
-                "--warmup-requests",
-                "200",
-                "--data",
-                "prompt_tokens=16,output_tokens=8",
-            ],
-        );
+        steady_run(p, &sim.url, "42", "orig.json", &["--key", "k.key"]);
     }
     let original_bytes = std::fs::read(p.join("orig.json")).unwrap();
 

@@ -19,18 +19,18 @@ use std::time::Duration;
 use support::children::start_sim;
 use support::run_ok as ok;
 
-const SIM: &str = "--ttft-ms 5 --ttft-noise-ms 5 --itl-noise-ms 1 --seed 11 --max-batch 64";
+/// A simulator with seeded latency noise; each run gets a fresh one, so runs draw the same
+/// noise request by request (also `reproduce`'s).
+pub(crate) const SIM: &str =
+    "--ttft-ms 5 --ttft-noise-ms 5 --itl-noise-ms 1 --seed 11 --max-batch 64";
 
-fn run(dir: &Path, url: &str, seed: &str, out: &str) {
-    ok(
-        dir,
+/// A steady constant-rate run the intervals can judge, into `out`; `sign` is `--no-sign` or
+/// `--key K` (also `reproduce`'s original).
+pub(crate) fn steady_run(dir: &Path, url: &str, seed: &str, out: &str, sign: &[&str]) {
+    let args = [
+        &["run", "--target", url, "--out", out][..],
+        sign,
         &[
-            "run",
-            "--target",
-            url,
-            "--no-sign",
-            "--out",
-            out,
             "--profile",
             "constant",
             "--rate",
@@ -46,7 +46,9 @@ fn run(dir: &Path, url: &str, seed: &str, out: &str) {
             "--data",
             "prompt_tokens=16,output_tokens=8",
         ],
-    );
+    ]
+    .concat();
+    ok(dir, &args);
 }
 
 /// The verdict cell of each latency row of the diff's (one) matched benchmark.
@@ -88,7 +90,7 @@ fn two_runs_of_one_simulator_are_within_noise_and_a_slower_decode_is_worse() {
         ("4.4", "1", "b.json"),
     ] {
         let sim = start_sim(p, &format!("{SIM} --itl-ms {itl}"), limit);
-        run(p, &sim.url, seed, out);
+        steady_run(p, &sim.url, seed, out, &["--no-sign"]);
     }
 
     let md = diff(p, "a.json", "a2.json", "same");
