@@ -207,6 +207,14 @@ pub(crate) fn conversations(w: &Workload) -> bool {
     }
 }
 
+/// A label without the `(run k/N)` a repeated spec's run gave it (`--repeat`).
+pub(crate) fn without_run(label: &str) -> &str {
+    match label.rfind(" (run ") {
+        Some(at) if label.ends_with(')') => &label[..at],
+        _ => label,
+    }
+}
+
 /// The label without the grid cell suffix the runner adds (`synchronous in=128 out=128`
 /// → `synchronous`), for tables whose heading already names the cell.
 pub(crate) fn short_label(b: &Benchmark) -> &str {

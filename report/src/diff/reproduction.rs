@@ -99,7 +99,7 @@ pub fn verdict(a: &Predicate, b: &Predicate) -> Reproduction {
 /// of the means, each at 1 − 0.05 / 5 (degrees of freedom rounded down).
 fn run_to_run(label: &str, a: &Repeated, b: &Repeated, r: &mut Reproduction) {
     let each = 1.0 - 0.05 / HEADLINE.len() as f64;
-    let label = label.rsplit_once(" (run ").map_or(label, |(l, _)| l);
+    let label = view::without_run(label);
     for (name, key, higher) in HEADLINE {
         let (Some(x), Some(y)) = (a.metric(key), b.metric(key)) else {
             continue;

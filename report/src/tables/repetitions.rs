@@ -58,7 +58,7 @@ pub fn section(p: &Predicate) -> String {
         let Some(&first) = repeated.indices.first() else {
             continue;
         };
-        let label = base_label(&p.benchmarks[first as usize].label);
+        let label = crate::view::without_run(&p.benchmarks[first as usize].label);
         for (name, key, within) in ROWS {
             let Some(m) = repeated.metric(key) else {
                 continue;
@@ -93,7 +93,7 @@ pub fn section(p: &Predicate) -> String {
             };
             rows.push_str(&format!(
                 "| {} | {name} | {} | {} | {} | {within} |\n",
-                md_escape(&label),
+                md_escape(label),
                 format::fixed(m.mean.get(), 2),
                 range(&m.interval),
                 range(&m.next_run)
@@ -112,12 +112,4 @@ pub fn section(p: &Predicate) -> String {
          | :--- | :--- | ---: | ---: | ---: | ---: |\n{rows}\n",
         runs = r.runs
     )
-}
-
-/// A benchmark's label without the `(run k/N)` its run gave it.
-fn base_label(label: &str) -> String {
-    match label.rfind(" (run ") {
-        Some(at) if label.ends_with(')') => label[..at].to_string(),
-        _ => label.to_string(),
-    }
 }
