@@ -17,7 +17,7 @@ import time
 import pytest
 
 from conftest import RUNNER, run_runner, validator
-from test_telemetry import free_port, wait_until_accepting
+from test_telemetry import running_sim
 
 
 def statement_of(path):
@@ -28,14 +28,9 @@ def statement_of(path):
 def runs(tmp_path_factory):
     d = tmp_path_factory.mktemp("sharding")
     assert run_runner("keygen", "lab", cwd=d).returncode == 0
-    port = free_port()
-    with open(d / "sim.log", "w") as log:
-        sim = subprocess.Popen([RUNNER, "sim", "--port", str(port), "--ttft-ms", "5", "--itl-ms", "1"],
-                               stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_until_accepting(port, sim)
+    with running_sim(d, "--ttft-ms", "5", "--itl-ms", "1") as target:
         start = f"{time.time() + 4:.6f}"
-        common = ["run", "--target", f"http://127.0.0.1:{port}", "--profile", "poisson", "--rate", "20",
+        common = ["run", "--target", target, "--profile", "poisson", "--rate", "20",
                   "--max-requests", "30", "--data", "prompt_tokens=16,output_tokens=4", "--warmup-requests", "3",
                   "--key", "lab.key", "--start-at", start]
         clients = [subprocess.Popen([RUNNER, *common, "--shard", f"{i}/2", "--out", f"shard-{i}.json"], cwd=d,
@@ -45,9 +40,6 @@ def runs(tmp_path_factory):
         for c in clients:
             out, _ = c.communicate(timeout=60)
             assert c.returncode == 0, out
-    finally:
-        sim.terminate()
-        sim.wait(timeout=10)
     merge = run_runner("merge", "shard-1.json", "shard-0.json", "--trust-key", "lab.pub", "--key", "lab.key",
                        "--out", "merged.json", cwd=d)
     assert merge.returncode == 0, merge.stdout + merge.stderr

@@ -23,6 +23,7 @@ import socket
 import subprocess
 import time
 import zlib
+from contextlib import contextmanager
 from fractions import Fraction
 
 import pytest
@@ -159,25 +160,32 @@ def wait_until_accepting(port, proc, seconds=20):
     pytest.fail(f"runner sim did not accept connections on {port} within {seconds} s")
 
 
+@contextmanager
+def running_sim(directory, *flags):
+    """`runner sim FLAGS` on a free loopback port, its output in DIRECTORY/sim.log; yields the
+    target URL once it accepts connections, and stops it on the way out."""
+    port = free_port()
+    with open(directory / "sim.log", "w") as log:
+        sim = subprocess.Popen([RUNNER, "sim", "--port", str(port), *flags], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until_accepting(port, sim)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        sim.terminate()
+        sim.wait(timeout=10)
+
+
 @pytest.fixture(scope="module")
 def statement(tmp_path_factory, fake_nvml):
     """An unsigned result measured with fake NVML against `runner sim`."""
     d = tmp_path_factory.mktemp("telemetry")
     lib = fake_nvml
     (d / "nvml.script").write_text(SCRIPT)
-    port = free_port()
-    with open(d / "sim.log", "w") as log:
-        sim = subprocess.Popen([RUNNER, "sim", "--port", str(port), "--reset-fraction", "0.1"],
-                               stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_until_accepting(port, sim)
-        run = run_runner("run", "--target", f"http://127.0.0.1:{port}", "--no-sign", "--out", str(d / "t.json"),
+    with running_sim(d, "--reset-fraction", "0.1") as target:
+        run = run_runner("run", "--target", target, "--no-sign", "--out", str(d / "t.json"),
                          "--profile", "concurrent", "--concurrency", "4", "--max-requests", "40",
                          "--warmup-requests", "4", "--data", "prompt_tokens=64,output_tokens=16",
                          cwd=d, env={"PROVEBENCH_NVML_LIB": str(lib), "FAKE_NVML_SCRIPT": str(d / "nvml.script")})
-    finally:
-        sim.terminate()
-        sim.wait(timeout=10)
     assert run.returncode == 0, run.stdout + run.stderr
     return json.loads(base64.b64decode(json.loads((d / "t.json").read_text())["payload"]))
 

@@ -19,15 +19,14 @@ its regularized incomplete beta) and compares. The document comes from the real 
 import base64
 import json
 import math
-import subprocess
 
 import numpy as np
 import pytest
 from scipy.special import betainc
 from scipy.stats import t as student_t
 
-from conftest import RUNNER, run_runner
-from test_telemetry import free_port, wait_until_accepting
+from conftest import run_runner
+from test_telemetry import running_sim
 
 BATCHES = 10
 T = student_t.ppf(0.975, BATCHES - 1)
@@ -176,20 +175,12 @@ def check_rate(stated, ends, window, rate, count):
 @pytest.fixture(scope="module")
 def statement(tmp_path_factory):
     d = tmp_path_factory.mktemp("uncertainty")
-    port = free_port()
-    with open(d / "sim.log", "w") as log:
-        sim = subprocess.Popen([RUNNER, "sim", "--port", str(port), "--ttft-ms", "4", "--ttft-noise-ms", "4",
-                                "--itl-ms", "1", "--itl-noise-ms", "1", "--seed", "7"],
-                               stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_until_accepting(port, sim)
-        run = run_runner("run", "--target", f"http://127.0.0.1:{port}", "--no-sign", "--out", str(d / "r.json"),
+    with running_sim(d, "--ttft-ms", "4", "--ttft-noise-ms", "4", "--itl-ms", "1", "--itl-noise-ms", "1",
+                     "--seed", "7") as target:
+        run = run_runner("run", "--target", target, "--no-sign", "--out", str(d / "r.json"),
                          "--profile", "poisson", "--rate", "150", "--max-requests", "700", "--seed", "3",
                          "--data", "prompt_tokens=16,output_tokens=6", "--slo-ttft-ms", "12", cwd=d)
         assert run.returncode == 0, run.stdout + run.stderr
-    finally:
-        sim.terminate()
-        sim.wait(timeout=10)
     return json.loads(base64.b64decode(json.loads((d / "r.json").read_text())["payload"]))
 
 
@@ -234,22 +225,14 @@ T98 = student_t.ppf(0.99, BATCHES - 1)
 def repeated_and_precise(tmp_path_factory):
     """A spec run three times (`--repeat 3`), and one run until mean TTFT is within ±3 %."""
     d = tmp_path_factory.mktemp("repeated")
-    port = free_port()
-    with open(d / "sim.log", "w") as log:
-        sim = subprocess.Popen([RUNNER, "sim", "--port", str(port), "--ttft-ms", "4", "--ttft-noise-ms", "4",
-                                "--itl-ms", "1", "--seed", "7"], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_until_accepting(port, sim)
-        common = ["--target", f"http://127.0.0.1:{port}", "--no-sign", "--data", "prompt_tokens=16,output_tokens=6"]
+    with running_sim(d, "--ttft-ms", "4", "--ttft-noise-ms", "4", "--itl-ms", "1", "--seed", "7") as target:
+        common = ["--target", target, "--no-sign", "--data", "prompt_tokens=16,output_tokens=6"]
         run = run_runner("run", *common, "--out", str(d / "repeat.json"), "--profile", "concurrent",
                          "--concurrency", "4", "--max-requests", "120", "--repeat", "3", cwd=d)
         assert run.returncode == 0, run.stdout + run.stderr
         run = run_runner("run", *common, "--out", str(d / "precise.json"), "--profile", "concurrent",
                          "--concurrency", "4", "--max-requests", "4000", "--until-precise", "ttft:mean:±3%", cwd=d)
         assert run.returncode == 0, run.stdout + run.stderr
-    finally:
-        sim.terminate()
-        sim.wait(timeout=10)
     load = lambda name: json.loads(base64.b64decode(json.loads((d / name).read_text())["payload"]))
     return load("repeat.json"), load("precise.json")
 

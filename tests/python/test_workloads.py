@@ -13,12 +13,11 @@ the prefix cache the simulator keeps shows: later turns and shared prefixes are 
 
 import base64
 import json
-import subprocess
 
 import pytest
 
-from conftest import RUNNER, run_runner, validator
-from test_telemetry import free_port, wait_until_accepting
+from conftest import run_runner, validator
+from test_telemetry import running_sim
 
 
 def percentile(sorted_values, p):
@@ -57,13 +56,8 @@ def check_distribution(stated, sample):
 @pytest.fixture(scope="module")
 def documents(tmp_path_factory):
     d = tmp_path_factory.mktemp("workloads")
-    port = free_port()
-    with open(d / "sim.log", "w") as log:
-        sim = subprocess.Popen([RUNNER, "sim", "--port", str(port), "--ttft-ms", "5", "--prefill-us-per-token", "50",
-                                "--itl-ms", "2"], stdout=log, stderr=subprocess.STDOUT)
-    try:
-        wait_until_accepting(port, sim)
-        target = ["--target", f"http://127.0.0.1:{port}", "--no-sign"]
+    with running_sim(d, "--ttft-ms", "5", "--prefill-us-per-token", "50", "--itl-ms", "2") as url:
+        target = ["--target", url, "--no-sign"]
         runs = {
             "prefix": ["--data", "prompt_tokens=512,output_tokens=4,prefix_tokens=384,prefix_groups=3",
                        "--profile", "concurrent", "--concurrency", "2", "--max-requests", "18", "--warmup-requests", "2"],
@@ -73,9 +67,6 @@ def documents(tmp_path_factory):
         for name, args in runs.items():
             run = run_runner("run", *target, "--out", str(d / f"{name}.json"), *args, cwd=d)
             assert run.returncode == 0, run.stdout + run.stderr
-    finally:
-        sim.terminate()
-        sim.wait(timeout=10)
     return {name: json.loads(base64.b64decode(json.loads((d / f"{name}.json").read_text())["payload"]))
             for name in runs}
 
