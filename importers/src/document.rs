@@ -79,6 +79,7 @@ impl AggregateBenchmark {
         let opt = |v: Option<f64>| v.and_then(finite);
         let (completed, failed) = (self.completed.unwrap_or(0), self.failed.unwrap_or(0));
         Benchmark {
+            capacity_step: None,
             label: self.label,
             profile: Profile::new(self.kind, opt(self.rate), self.concurrency),
             workload: Workload::Synthetic {
@@ -161,6 +162,7 @@ pub fn aggregates_document(
             .collect(),
     });
     let predicate = Predicate {
+        capacity: None,
         run: Run {
             id: hex::encode(&id.finalize()[..16]),
             started_at: UNKNOWN_TIME.into(),

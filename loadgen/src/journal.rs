@@ -64,6 +64,18 @@ pub enum Line {
         at_us: u64,
         requests: u64,
     },
+    /// A capacity step's look at `at_us` decided it (pass or fail) on the `requests`
+    /// measured records that had ended by then: no request was sent after this line.
+    DecidedAt {
+        benchmark: u32,
+        at_us: u64,
+        requests: u64,
+    },
+    /// `--profile capacity`: the search the steps that follow belong to (its answer is
+    /// derived when the result is sealed).
+    Capacity {
+        capacity: schemas::capacity::Capacity,
+    },
     /// This run's part of a schedule split across clients, written once its origin is kept.
     Shard {
         shard: Shard,
@@ -97,6 +109,9 @@ pub struct Announce {
     /// `--repeat N`: which run of the spec (1 to N).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition: Option<u32>,
+    /// `--profile capacity`: the benchmark is a step of the search.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub capacity_step: bool,
 }
 
 pub struct Journal {
@@ -314,6 +329,8 @@ struct Pending {
     token_timestamps: Option<TokenTimestamps>,
     /// (µs, measured records) of the look that met every `--until-precise` target.
     precise_at: Option<(u64, u64)>,
+    /// (µs, measured records) of the look that decided a capacity step.
+    decided_at: Option<(u64, u64)>,
 }
 
 /// The fold of journal lines into a predicate: the one place a result is assembled.
@@ -321,6 +338,7 @@ struct Pending {
 pub struct Assembly {
     header: Option<(Run, Host, Engine, Model)>,
     reproduces: Option<Reproduces>,
+    capacity: Option<schemas::capacity::Capacity>,
     benchmarks: Vec<Pending>,
     flags: Vec<Flag>,
     shard: Option<Shard>,
@@ -366,6 +384,7 @@ impl Assembly {
                     telemetry: None,
                     token_timestamps: None,
                     precise_at: None,
+                    decided_at: None,
                 });
             }
             Line::Record { benchmark, record } => {
@@ -392,6 +411,12 @@ impl Assembly {
                 at_us,
                 requests,
             } => self.pending(benchmark, "precision")?.precise_at = Some((at_us, requests)),
+            Line::DecidedAt {
+                benchmark,
+                at_us,
+                requests,
+            } => self.pending(benchmark, "decided_at")?.decided_at = Some((at_us, requests)),
+            Line::Capacity { capacity } => self.capacity = Some(capacity),
             Line::Shard { shard } => self.shard = Some(shard),
             Line::End { finished_at } => self.finished_at = Some(finished_at),
         }
@@ -431,6 +456,7 @@ impl Assembly {
                      telemetry,
                      token_timestamps,
                      precise_at,
+                     decided_at,
                  }| {
                     let records = if a.phased {
                         let mut records = records;
@@ -454,6 +480,13 @@ impl Assembly {
                             met_at_requests: precise_at.map(|p| p.1),
                         }),
                         repetition: a.repetition,
+                        // The verdict is judged when the predicate is sealed, as the summary.
+                        capacity_step: a.capacity_step.then(|| schemas::capacity::Step {
+                            decided_at_us: decided_at.map(|d| d.0),
+                            decided_at_requests: decided_at.map(|d| d.1),
+                            verdict: schemas::capacity::Verdict::Undecided,
+                            objectives: vec![],
+                        }),
                         // Computed once, when the predicate is sealed (`schemas::seal`).
                         summary: Default::default(),
                     }
@@ -473,6 +506,7 @@ impl Assembly {
                 shards: None,
                 repetitions: None,
                 reproduces: self.reproduces,
+                capacity: self.capacity,
             },
             complete,
         })

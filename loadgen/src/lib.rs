@@ -15,6 +15,8 @@
 //! * [`journal`] — every line of a run on disk as it happens, and the one fold that
 //!   assembles a result from them (live, after a crash, or from [`synth`]'s records);
 //! * [`client_cost`] — what a benchmark cost the client, and whether that bent it;
+//! * [`watch`] — ends a benchmark early once its records settle it (`--until-precise`, a
+//!   capacity step's verdict); [`capacity`] — the loads a capacity search tries;
 //! * [`measure`] — the composition: [`measure::Prepared`] → [`measure::Measurement::run`].
 //!
 //! Nothing here prints or parses a command line: the `runner` binary owns the console, the
@@ -23,13 +25,13 @@
 
 pub mod arrivals;
 pub mod backend;
+pub mod capacity;
 pub mod client;
 pub mod client_cost;
 pub mod dataset;
 pub mod http1;
 pub mod journal;
 pub mod measure;
-pub mod precision;
 pub mod rng;
 pub mod scheduler;
 pub mod sessions;
@@ -37,6 +39,7 @@ pub mod spec;
 pub mod sse;
 pub mod synth;
 pub mod trace;
+pub mod watch;
 pub mod workload;
 
 pub use journal::{Assembled, Journal};

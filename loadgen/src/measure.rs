@@ -13,13 +13,14 @@ use crate::client::{self, Endpoint};
 use crate::client_cost::{Cost, Usage};
 use crate::dataset::Dataset;
 use crate::journal::{self, Announce, Journal, Line};
-use crate::precision;
 use crate::scheduler::{self, Enough, Plan};
 use crate::sessions;
 use crate::spec::{DataSpec, ProfileName, RunSpec};
 use crate::trace::Trace;
+use crate::watch::{Rule, Watch};
 use crate::workload::{self, TokenCounter};
 use anyhow::{anyhow, Context};
+use schemas::capacity::{self as capacity, Capacity, Objective, Search, Verdict};
 use schemas::document::{Profile, ProfileKind, RawRecord, Slo, Workload};
 use schemas::numbers::Finite;
 use schemas::validity::{Flag, FlagCode, Severity};
@@ -36,6 +37,14 @@ pub trait Observer: Send + Sync {
     fn record(&self, _record: &RawRecord) {}
     /// The benchmark's requests are all done.
     fn benchmark_finished(&self, _label: &str) {}
+}
+
+/// What one benchmark gave the benchmarks after it.
+struct Ran {
+    /// Its achieved request rate.
+    rate: Option<f64>,
+    /// A capacity step's verdict.
+    verdict: Option<Verdict>,
 }
 
 /// What happens on the host around each benchmark (the runner's GPU sampling, metric
@@ -270,11 +279,7 @@ impl Measurement {
             sweeps: vec![None; cells.len()],
         };
         if let Some(rates) = &self.sweep_rates {
-            let kind = if spec.sweep_kind == ProfileName::Poisson {
-                ProfileKind::Poisson
-            } else {
-                ProfileKind::Constant
-            };
+            let kind = spec.open_loop_kind();
             for (cell, rates) in sinks.sweeps.iter_mut().zip(rates) {
                 *cell = Some(rates.iter().map(|&r| (kind, Some(r), 0)).collect());
             }
@@ -339,7 +344,7 @@ impl Measurement {
             ProfileName::Ramp => vec![(ProfileKind::Ramp, s.ramp.map(|r| r.from), 0)],
             ProfileName::Staged => vec![(ProfileKind::Staged, None, 0)],
             ProfileName::Trace => vec![(ProfileKind::Trace, None, 0)],
-            ProfileName::Sweep => return None,
+            ProfileName::Sweep | ProfileName::Capacity => return None,
         })
     }
 
@@ -351,6 +356,9 @@ impl Measurement {
         sinks: &mut Sinks<'_>,
     ) -> anyhow::Result<()> {
         let s = &self.spec;
+        if s.profile == ProfileName::Capacity {
+            return self.run_capacity(data, sinks).await;
+        }
         let steps: Vec<Step> = match self.fixed_steps() {
             Some(steps) => steps,
             None if sinks.sweeps[cell].is_some() => {
@@ -361,7 +369,7 @@ impl Measurement {
                     (ProfileKind::Synchronous, 1),
                     (ProfileKind::Throughput, s.max_concurrency),
                 ] {
-                    self.run_benchmark(data, kind, None, concurrency, sinks)
+                    self.run_benchmark(data, kind, None, concurrency, sinks, None)
                         .await?;
                     if *sinks.cancel.borrow() {
                         return Ok(());
@@ -371,8 +379,9 @@ impl Measurement {
             }
             None => {
                 let sync = self
-                    .run_benchmark(data, ProfileKind::Synchronous, None, 1, sinks)
-                    .await?;
+                    .run_benchmark(data, ProfileKind::Synchronous, None, 1, sinks, None)
+                    .await?
+                    .rate;
                 if *sinks.cancel.borrow() {
                     return Ok(());
                 }
@@ -383,13 +392,11 @@ impl Measurement {
                         None,
                         s.max_concurrency,
                         sinks,
+                        None,
                     )
-                    .await?;
-                let kind = if s.sweep_kind == ProfileName::Poisson {
-                    ProfileKind::Poisson
-                } else {
-                    ProfileKind::Constant
-                };
+                    .await?
+                    .rate;
+                let kind = s.open_loop_kind();
                 let rates: Vec<Step> = match (sync, max) {
                     (Some(lo), Some(hi)) if hi > lo => (1..=s.sweep_rates)
                         .map(|i| {
@@ -417,13 +424,83 @@ impl Measurement {
             if *sinks.cancel.borrow() {
                 break;
             }
-            self.run_benchmark(data, kind, rate, concurrency, sinks)
+            self.run_benchmark(data, kind, rate, concurrency, sinks, None)
                 .await?;
         }
         Ok(())
     }
 
-    /// Runs one benchmark into the journal and returns its achieved request rate.
+    /// `--profile capacity`: the search's steps, one benchmark each, until its course ends
+    /// ([`crate::capacity::Course`]). A rate search without `--search-from` starts at the
+    /// rate a synchronous benchmark achieves, which is measured first (it is no step).
+    async fn run_capacity(&self, data: &DataSpec, sinks: &mut Sinks<'_>) -> anyhow::Result<()> {
+        let s = &self.spec;
+        let search = s.search.unwrap_or(Search::Rate);
+        let slo = s.slo_objectives()?;
+        let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
+        sinks.journal.write(Line::Capacity {
+            capacity: Capacity {
+                search,
+                slo: slo.clone(),
+                precision: finite(s.search_precision())?,
+                passed: None,
+                failed: None,
+                passed_benchmark: None,
+                goodput_per_s: None,
+                undecided_steps: 0,
+                converged: false,
+            },
+        });
+        let start = match (s.search_from, search) {
+            (Some(from), _) => from,
+            (None, Search::Concurrency) => 1.0,
+            (None, Search::Rate) => {
+                let sync = self
+                    .run_benchmark(data, ProfileKind::Synchronous, None, 1, sinks, None)
+                    .await?
+                    .rate;
+                if *sinks.cancel.borrow() {
+                    return Ok(());
+                }
+                match sync {
+                    Some(r) if r > 0.0 => r,
+                    _ => anyhow::bail!(
+                        "the synchronous benchmark completed no request, so the search has no \
+                         rate to start from: give --search-from"
+                    ),
+                }
+            }
+        };
+        let kind = match search {
+            Search::Rate => s.open_loop_kind(),
+            Search::Concurrency => ProfileKind::Concurrent,
+        };
+        let mut course = crate::capacity::Course::new(search, s.search_precision(), start);
+        while let Some(load) = course.next() {
+            if *sinks.cancel.borrow() {
+                break;
+            }
+            let (rate, concurrency) = match search {
+                Search::Rate => (Some(load), 0),
+                Search::Concurrency => (None, load as u32),
+            };
+            let ran = self
+                .run_benchmark(data, kind, rate, concurrency, sinks, Some(&slo))
+                .await?;
+            let verdict = ran.verdict.unwrap_or(Verdict::Undecided);
+            tracing::info!(
+                load,
+                unit = search.unit(),
+                verdict = verdict.as_str(),
+                "capacity step"
+            );
+            course.record(load, verdict);
+        }
+        Ok(())
+    }
+
+    /// Runs one benchmark into the journal and returns its achieved request rate, and a
+    /// capacity step's verdict on `step`'s objectives.
     async fn run_benchmark(
         &self,
         data: &DataSpec,
@@ -431,7 +508,8 @@ impl Measurement {
         rate: Option<f64>,
         concurrency: u32,
         sinks: &mut Sinks<'_>,
-    ) -> anyhow::Result<Option<f64>> {
+        step: Option<&[Objective]>,
+    ) -> anyhow::Result<Ran> {
         let s = &self.spec;
         let index = sinks.count;
         if self.shard.is_some() && index > 0 {
@@ -463,15 +541,26 @@ impl Measurement {
             same_workload(index, expected.get(index as usize), &workload)?;
         }
         let profile = self.profile(kind, rate, concurrency)?;
-        let slo = self.slo()?;
+        // A step's goodput counts the requests within its SLO's bounds, unless the spec
+        // gives goodput thresholds of its own.
+        let slo = match (self.slo()?, step) {
+            (None, Some(objectives)) => capacity::goodput_thresholds(objectives),
+            (slo, _) => slo,
+        };
         sinks.count += 1;
         sinks.position += 1;
         let targets = s.precision_targets()?;
-        let (precise, enough) = if targets.is_empty() {
-            (None, Enough::default())
-        } else {
-            let (watch, enough) = precision::Watch::new();
-            (Some(Arc::new(watch)), enough)
+        let rule = match step {
+            Some(objectives) => Some(Rule::Decided(objectives.to_vec())),
+            None if !targets.is_empty() => Some(Rule::Precise(targets.clone())),
+            None => None,
+        };
+        let (precise, enough) = match rule {
+            Some(_) => {
+                let (watch, enough) = Watch::new();
+                (Some(Arc::new(watch)), enough)
+            }
+            None => (None, Enough::default()),
         };
         let cap = n.min(load.requests());
         sinks.observer.benchmark_started(&label, cap);
@@ -528,19 +617,20 @@ impl Measurement {
             phased: split.is_some(),
             until_precise: targets.clone(),
             repetition: sinks.repetition,
+            capacity_step: step.is_some(),
         }));
         if let Some(host) = &self.host {
             host.origin(origin);
         }
-        if let Some(watch) = &precise {
-            let b = precision::Benchmark {
+        if let (Some(watch), Some(rule)) = (&precise, rule) {
+            let b = crate::watch::Benchmark {
                 index,
                 warmup: s.warmup_requests,
                 slo: slo.clone(),
                 cap,
                 origin,
             };
-            watch.start(targets.clone(), sinks.journal.clone(), b);
+            watch.start(rule, sinks.journal.clone(), b);
         }
         match load {
             Load::Prompts(prompts) => {
@@ -614,11 +704,21 @@ impl Measurement {
         for flag in cost.flags(index) {
             sinks.journal.write(Line::Flag { flag });
         }
-        Ok(achieved_rate(
-            records,
-            s.warmup_requests,
-            s.cooldown_requests,
-        )?)
+        // The step's verdict as the sealed result will judge it: on the look that decided
+        // it, else on every measured record.
+        let verdict = match step {
+            Some(objectives) => {
+                let phased = scheduler::in_phases(records.clone(), s.warmup_requests, 0);
+                let at = precise.as_ref().and_then(|w| w.settled_at());
+                let taken = capacity::judge::taken(&phased, at);
+                Some(capacity::judge::judge(objectives, &taken)?.0)
+            }
+            None => None,
+        };
+        Ok(Ran {
+            rate: achieved_rate(records, s.warmup_requests, s.cooldown_requests)?,
+            verdict,
+        })
     }
 
     /// What the benchmark at `place` in its run of the spec sends: its arrivals, request

@@ -135,6 +135,7 @@ fn benchmark(
         phased: false,
         until_precise: vec![],
         repetition: None,
+        capacity_step: false,
     });
     std::iter::once(announce)
         .chain(records.into_iter().map(|record| Line::Record {

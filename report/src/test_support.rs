@@ -126,6 +126,7 @@ pub fn synthetic(input: u32, output: u32) -> Workload {
 
 pub fn bench(label: &str, profile: Profile, workload: Workload, summary: Summary) -> Benchmark {
     Benchmark {
+        capacity_step: None,
         label: label.to_string(),
         profile,
         workload,
@@ -179,6 +180,7 @@ pub struct Doc<'a> {
 
 pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Predicate {
     Predicate {
+        capacity: None,
         run: Run {
             id: "0123456789abcdef0123456789abcdef".into(),
             started_at: "2026-11-22T00:00:00Z".into(),
@@ -311,6 +313,7 @@ pub fn measured(label: &str, profile: Profile, load: &Load) -> Benchmark {
     let records = records(load);
     let summary = schemas::metrics::summarize(&records, None).expect("summarize");
     Benchmark {
+        capacity_step: None,
         label: label.to_string(),
         profile,
         workload: synthetic(load.input, load.output),

@@ -84,6 +84,10 @@ pub struct Predicate {
     /// `result/v0.8`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproduces: Option<Reproduces>,
+    /// `--profile capacity`: the search for the highest load within an SLO and its answer
+    /// ([`crate::capacity`]), derived from the steps' verdicts; since `result/v0.9`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::capacity::Capacity>,
 }
 
 /// One client's part of a schedule split across `count` clients: it sent the requests whose
@@ -385,6 +389,10 @@ pub struct Benchmark {
     /// spec ran once. Since `result/v0.8`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition: Option<u32>,
+    /// `--profile capacity`: this benchmark is a step of the search, and whether it met the
+    /// SLO ([`crate::capacity`]); since `result/v0.9`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_step: Option<crate::capacity::Step>,
     /// Derived from `records` (and `telemetry`) by [`crate::metrics::summarize_benchmark`];
     /// verification recomputes it (except in imported aggregates-only documents, where it
     /// is the source's numbers).

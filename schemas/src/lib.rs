@@ -13,6 +13,7 @@
 
 pub mod breakdown;
 pub mod campaign;
+pub mod capacity;
 pub mod document;
 pub mod dsse;
 pub mod ed25519;
@@ -46,9 +47,13 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.9: capacity searches under an SLO (the result's `capacity`, each step's
+/// `capacity_step`).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.9";
 /// v0.8: benchmarks that ran until their intervals were narrow enough (`precision`), and
 /// runs of a spec repeated (`repetition`, and the run-to-run intervals in `repetitions`).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.8";
+/// Still read and verified.
+pub const PREDICATE_TYPE_V0_8: &str = "https://provebench.dev/result/v0.8";
 /// v0.7: each summary says how sure its numbers are (`uncertainty`: 95 % intervals by batch
 /// means, LoadGen's early-stopping percentile estimates). Still read and verified.
 pub const PREDICATE_TYPE_V0_7: &str = "https://provebench.dev/result/v0.7";

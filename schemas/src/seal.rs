@@ -44,6 +44,9 @@ pub fn seal(mut predicate: Predicate) -> Result<Statement, MetricsError> {
         }
     }
     predicate.repetitions = crate::repetitions::derive(&predicate.benchmarks)?;
+    if let Some(declared) = predicate.capacity.take() {
+        predicate.capacity = Some(crate::capacity::seal(&declared, &mut predicate.benchmarks)?);
+    }
     predicate.validity.sort_by_key(|f| (f.benchmark, f.code));
     Ok(Statement {
         type_: STATEMENT_TYPE.to_string(),

@@ -13,7 +13,7 @@ use crate::token_times::TokenTimesError;
 use crate::{
     metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_2,
     PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6,
-    PREDICATE_TYPE_V0_7, STATEMENT_TYPE,
+    PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, STATEMENT_TYPE,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -176,6 +176,8 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
         check_benchmark(bi, b, p, clients, version, v);
     }
     check_repetitions(p, v);
+    v.document_errors
+        .extend(crate::capacity::check(p.capacity.as_ref(), &p.benchmarks));
     if let Some(r) = &p.reproduces {
         let hex =
             |x: &str| x.len() == 64 && x.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
@@ -229,6 +231,7 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         PREDICATE_TYPE_V0_5,
         PREDICATE_TYPE_V0_6,
         PREDICATE_TYPE_V0_7,
+        PREDICATE_TYPE_V0_8,
         PREDICATE_TYPE,
     ];
     let version = known
@@ -236,7 +239,8 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         .position(|t| *t == s.predicate_type)
         .unwrap_or_else(|| {
             v.document_errors.push(format!(
-                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_7:?}, \
+                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_8:?}, \
+                 {PREDICATE_TYPE_V0_7:?}, \
                  {PREDICATE_TYPE_V0_6:?}, \
                  {PREDICATE_TYPE_V0_5:?}, \
                  {PREDICATE_TYPE_V0_4:?}, {PREDICATE_TYPE_V0_3:?}, {PREDICATE_TYPE_V0_2:?}, \
@@ -291,12 +295,22 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
     if version < WITH_PRECISION && repeated_or_precise {
         v.document_errors.push(format!(
             "a benchmark's precision or repetition, or what a run reproduces, in a {:?} document: they came with \
-             {PREDICATE_TYPE:?}",
+             {PREDICATE_TYPE_V0_8:?}",
+            s.predicate_type
+        ));
+    }
+    let searched = p.capacity.is_some() || p.benchmarks.iter().any(|b| b.capacity_step.is_some());
+    if version < WITH_CAPACITY && searched {
+        v.document_errors.push(format!(
+            "a capacity search in a {:?} document: it came with {PREDICATE_TYPE:?}",
             s.predicate_type
         ));
     }
     version
 }
+
+/// The place of `result/v0.9` in [`check_versions`]' list: a capacity search and its steps.
+const WITH_CAPACITY: usize = 8;
 
 /// The place of `result/v0.8` in [`check_versions`]' list: benchmarks may say they ran until
 /// precise, or which repetition of the spec they were.

@@ -3,6 +3,7 @@
 
 use crate::backend::Api;
 use anyhow::{bail, Context, Result};
+use schemas::capacity::{Objective, Search};
 use schemas::uncertainty::precision::Target;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -26,6 +27,8 @@ pub enum ProfileName {
     Staged,
     /// A trace's own send times (`--trace FILE`).
     Trace,
+    /// The highest load that meets every --slo objective with 99 % confidence (--search).
+    Capacity,
 }
 
 /// Everything a run needs; every field has a default so a spec file names only what differs.
@@ -59,9 +62,11 @@ pub struct RunSpec {
     /// Rates a sweep places strictly between its synchronous and throughput rates.
     #[arg(long)]
     pub sweep_rates: u32,
-    /// Open-loop kind of a sweep's rates.
+    /// Open-loop kind of a sweep's rates, and of a capacity search's: constant or poisson
+    /// [default: constant for a sweep, poisson for a capacity search].
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_enum)]
-    pub sweep_kind: ProfileName,
+    pub sweep_kind: Option<ProfileName>,
     /// Synthetic prompts (`--data key=value,…`; a spec file's `[data]` table).
     #[arg(skip)]
     pub data: DataSpec,
@@ -133,6 +138,34 @@ pub struct RunSpec {
     /// Sampling temperature of every request.
     #[arg(long)]
     pub temperature: f64,
+    /// The service-level objective of `--profile capacity`, objectives separated by commas:
+    /// `ttft:p99<=500ms,tpot:p99<=50ms`. METRIC: ttft, ttft_from_send, itl, tpot, e2e (a
+    /// percentile p50 … p99.9 at most a duration: 500ms, 0.5s, 800us) or `error_rate<=1%`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[arg(
+        long,
+        value_name = "METRIC:STAT<=BOUND,…",
+        value_delimiter = ',',
+        help_heading = "Capacity"
+    )]
+    pub slo: Vec<String>,
+    /// What `--profile capacity` varies: `rate` (an open loop, --sweep-kind's arrivals) or
+    /// `concurrency` (a closed loop) [default: rate].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "rate|concurrency", help_heading = "Capacity",
+          value_parser = |s: &str| Search::parse(s))]
+    pub search: Option<Search>,
+    /// The first load the search tries (req/s, or requests in flight) [default: the rate a
+    /// synchronous benchmark achieves first; concurrency 1].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "LOAD", help_heading = "Capacity")]
+    pub search_from: Option<f64>,
+    /// The search stops once the lowest failing load is within this much above the highest
+    /// passing one, in percent (above 0, at most 50) [default: 5%].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "X%", help_heading = "Capacity",
+          value_parser = |s: &str| parse_percent(s))]
+    pub search_precision: Option<f64>,
     /// Goodput threshold on TTFT (ms).
     #[arg(long)]
     pub slo_ttft_ms: Option<f64>,
@@ -372,7 +405,7 @@ impl Default for RunSpec {
             rate: vec![],
             concurrency: vec![],
             sweep_rates: 8,
-            sweep_kind: ProfileName::Constant,
+            sweep_kind: None,
             data: DataSpec::default(),
             dataset: None,
             tokenizer: None,
@@ -391,6 +424,10 @@ impl Default for RunSpec {
             seed: 42,
             ignore_eos: true,
             temperature: 0.0,
+            slo: vec![],
+            search: None,
+            search_from: None,
+            search_precision: None,
             slo_ttft_ms: None,
             slo_tpot_ms: None,
             slo_e2e_ms: None,
@@ -451,11 +488,10 @@ impl RunSpec {
             ProfileName::Concurrent if self.concurrency.is_empty() => {
                 bail!("--profile concurrent needs --concurrency N")
             }
-            ProfileName::Sweep
-                if !matches!(
-                    self.sweep_kind,
-                    ProfileName::Constant | ProfileName::Poisson
-                ) =>
+            _ if !matches!(
+                self.sweep_kind,
+                None | Some(ProfileName::Constant | ProfileName::Poisson)
+            ) =>
             {
                 bail!("--sweep-kind must be constant or poisson")
             }
@@ -510,6 +546,7 @@ impl RunSpec {
                 bail!("--data-output-tokens must be at least 1");
             }
         }
+        self.validate_capacity()?;
         if let Some(g) = &self.grid {
             if g.input.is_empty() || g.output.is_empty() || g.output.contains(&0) {
                 bail!("--grid needs input=… and output=… lists of positive token counts");
@@ -560,8 +597,8 @@ impl RunSpec {
         }
         if let Some(k) = self.burstiness {
             positive("--burstiness", k)?;
-            let poisson_sweep =
-                self.profile == ProfileName::Sweep && self.sweep_kind == ProfileName::Poisson;
+            let poisson_sweep = matches!(self.profile, ProfileName::Sweep | ProfileName::Capacity)
+                && self.open_loop_kind() == schemas::document::ProfileKind::Poisson;
             if !(matches!(
                 self.profile,
                 ProfileName::Poisson | ProfileName::Ramp | ProfileName::Staged
@@ -619,12 +656,18 @@ impl RunSpec {
     /// divide evenly — of independent requests, against a server started apart.
     pub fn validate_shard(&self, count: u32) -> Result<()> {
         match self.profile {
-            ProfileName::Sweep | ProfileName::Throughput | ProfileName::Synchronous => bail!(
+            ProfileName::Sweep
+            | ProfileName::Throughput
+            | ProfileName::Synchronous
+            | ProfileName::Capacity => bail!(
                 "--shard cannot split --profile {}: {} (shard constant, poisson, ramp, staged, \
                  trace or concurrent)",
                 self.profile.as_str(),
                 match self.profile {
                     ProfileName::Sweep => "a sweep chooses its rates from what it measured",
+                    ProfileName::Capacity => {
+                        "one client must decide each step of a capacity search from all its records"
+                    }
                     ProfileName::Throughput => "throughput adapts its in-flight load to the server",
                     _ => "synchronous is one stream",
                 }
@@ -664,6 +707,77 @@ impl RunSpec {
             .collect()
     }
 
+    /// `--slo`'s objectives, read and checked.
+    pub fn slo_objectives(&self) -> Result<Vec<Objective>> {
+        self.slo
+            .iter()
+            .map(|t| t.parse().map_err(|e| anyhow::anyhow!("--slo: {e}")))
+            .collect()
+    }
+
+    /// The arrivals of a sweep's or a rate search's open loops (`--sweep-kind`).
+    pub fn open_loop_kind(&self) -> schemas::document::ProfileKind {
+        use schemas::document::ProfileKind;
+        match (self.sweep_kind, self.profile) {
+            (Some(ProfileName::Poisson), _) | (None, ProfileName::Capacity) => ProfileKind::Poisson,
+            _ => ProfileKind::Constant,
+        }
+    }
+
+    /// `--search-precision` as a fraction (5 % unless given).
+    pub fn search_precision(&self) -> f64 {
+        self.search_precision.unwrap_or(5.0) / 100.0
+    }
+
+    /// What a capacity search checks before it runs: an SLO, a precision, a start, and none of
+    /// the flags that would make a step something else.
+    fn validate_capacity(&self) -> Result<()> {
+        if self.profile != ProfileName::Capacity {
+            for (given, flag) in [
+                (!self.slo.is_empty(), "--slo"),
+                (self.search.is_some(), "--search"),
+                (self.search_from.is_some(), "--search-from"),
+                (self.search_precision.is_some(), "--search-precision"),
+            ] {
+                if given {
+                    bail!(
+                        "{flag} belongs to --profile capacity (profile is {}); goodput thresholds are --slo-ttft-ms, --slo-tpot-ms and --slo-e2e-ms",
+                        self.profile.as_str()
+                    );
+                }
+            }
+            return Ok(());
+        }
+        if self.slo.is_empty() {
+            bail!("--profile capacity needs --slo (e.g. --slo ttft:p99<=500ms,tpot:p99<=50ms)");
+        }
+        self.slo_objectives()?;
+        let pct = self.search_precision.unwrap_or(5.0);
+        if !(pct > 0.0 && pct <= 50.0) {
+            bail!("--search-precision must be above 0 % and at most 50 %, got {pct} %");
+        }
+        if let Some(from) = self.search_from {
+            let whole = self.search != Some(Search::Concurrency) || from.fract() == 0.0;
+            if !(from.is_finite() && from > 0.0 && whole) {
+                bail!("--search-from must be a positive load (a whole number for --search concurrency), got {from}");
+            }
+        }
+        for (given, flag) in [
+            (self.grid.is_some(), "--grid"),
+            (!self.precision_targets()?.is_empty(), "--until-precise"),
+            (self.repeat > 1, "--repeat"),
+            (self.sessions.is_some(), "--sessions"),
+            (!self.rate.is_empty(), "--rate"),
+            (!self.concurrency.is_empty(), "--concurrency"),
+            (self.cooldown_requests > 0, "--cooldown-requests"),
+        ] {
+            if given {
+                bail!("--profile capacity decides each step itself: it does not take {flag}");
+            }
+        }
+        Ok(())
+    }
+
     /// Requests per benchmark when only a time limit bounds it: enough prompts for the run.
     pub fn prompt_budget(&self, rate: Option<f64>) -> u64 {
         match (self.max_requests, self.max_seconds) {
@@ -689,6 +803,7 @@ impl ProfileName {
             ProfileName::Ramp => "ramp",
             ProfileName::Staged => "staged",
             ProfileName::Trace => "trace",
+            ProfileName::Capacity => "capacity",
         }
     }
 }
@@ -772,6 +887,15 @@ pub fn parse_sessions(text: &str) -> Result<SessionSpec> {
         }
     }
     Ok(spec)
+}
+
+/// Parses `--search-precision 5%` (the `%` optional): the percent.
+pub fn parse_percent(text: &str) -> Result<f64> {
+    let number = text.trim();
+    let number = number.strip_suffix('%').unwrap_or(number).trim();
+    number
+        .parse()
+        .with_context(|| format!("{text:?} is not a percentage like 5%"))
 }
 
 /// Parses `--ramp 1:8` (req/s at the start and at the end).

@@ -68,6 +68,35 @@ pub fn largest_t(n: u64, p: f64) -> Option<u64> {
     }
 }
 
+/// The mirror of [`largest_t`]: whether `over` values above a bound among `n` make it
+/// certain, at the same confidence, that the bound is not percentile `p` or above: seeing
+/// `over` or more such values would be unlikely (below 1 − c) if the true p-th percentile
+/// were at the bound, P(Binomial(n, 1 − p) ≥ over) < 1 − c. The capacity search ends a step
+/// that violates its SLO on it ([`crate::capacity`]).
+pub fn certainly_above(n: u64, over: u64, p: f64) -> bool {
+    assert!(p > 0.0 && p < 1.0);
+    if over == 0 || over > n {
+        return false;
+    }
+    let q = 1.0 - p;
+    let (ln_q, ln_p) = (libm::log(q), libm::log(p));
+    let nf = n as f64;
+    let ln_n_fact = libm::lgamma(nf + 1.0);
+    // P(X ≥ over) = 1 − P(X ≤ over − 1): the lower tail summed term by term, as above.
+    let mut below = 0.0;
+    for x in 0..over {
+        let xf = x as f64;
+        let ln_term = ln_n_fact - libm::lgamma(xf + 1.0) - libm::lgamma(nf - xf + 1.0)
+            + xf * ln_q
+            + (nf - xf) * ln_p;
+        below += libm::exp(ln_term);
+        if below > CONFIDENCE {
+            return true;
+        }
+    }
+    false
+}
+
 /// LoadGen's estimate of percentile `p` from `values` (any order): `None` when `values` are
 /// too few for the rule. Returns the estimate and t − 1, the slowest values it discards.
 /// (The summaries find it with their other order statistics, in one selection.)
@@ -112,6 +141,29 @@ mod tests {
         ] {
             assert_eq!(largest_t(n, p), Some(t), "N {n}, p {p}");
         }
+    }
+
+    /// scipy's `binom.sf(over − 1, n, 1 − p) < 0.01`, computed apart: the fewest values over
+    /// the bound that make a violation certain.
+    #[test]
+    fn certainly_above_agrees_with_scipy() {
+        for (n, p, fewest) in [
+            (20, 0.99, 3),
+            (100, 0.99, 5),
+            (662, 0.99, 14),
+            (1000, 0.99, 19),
+            (50, 0.9, 11),
+            (11, 0.5, 10),
+            (200, 0.99, 7),
+        ] {
+            assert!(certainly_above(n, fewest, p), "N {n}, p {p}, {fewest} over");
+            assert!(
+                !certainly_above(n, fewest - 1, p),
+                "N {n}, p {p}, {} over",
+                fewest - 1
+            );
+        }
+        assert!(!certainly_above(10, 0, 0.99));
     }
 
     #[test]

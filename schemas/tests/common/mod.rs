@@ -56,6 +56,7 @@ pub fn known_records() -> Vec<RawRecord> {
 
 pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
     Benchmark {
+        capacity_step: None,
         label: "constant@2.00 req/sec".into(),
         profile: Profile {
             max_requests: Some(3),
@@ -88,6 +89,7 @@ pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
 
 pub fn predicate() -> Predicate {
     Predicate {
+        capacity: None,
         run: Run {
             id: "0123456789abcdef0123456789abcdef".into(),
             started_at: "2026-11-22T00:00:00.000000Z".into(),

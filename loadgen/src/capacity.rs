@@ -1,0 +1,158 @@
+//! `--profile capacity`: the course of the search — the loads it tries, in order, given the
+//! verdicts so far. It doubles the load from its start until a step does not pass (halving
+//! instead when the first does not), then bisects between the highest passing load and the
+//! lowest one that did not pass, until they are within `--search-precision` of each other.
+//! Each step is a benchmark that [`crate::watch`] ends as soon as its verdict is decided; the
+//! verdict and the answer are `schemas::capacity`'s, which every verifier recomputes.
+
+use schemas::capacity::{Search, Verdict};
+
+/// Steps at most, whatever the verdicts: a search that needs more has a precision finer than
+/// its steps can resolve.
+pub const MAX_STEPS: u32 = 24;
+
+/// Halvings below the start before a rate search concludes that nothing passes.
+const MAX_HALVINGS: u32 = 8;
+
+/// The measured-request counts at which a step is looked at: 10, then each a tenth more than
+/// the last (at least 10 more), up to `cap`. A failure can be certain after a few requests; a
+/// pass needs the early-stopping minimum of the tightest percentile (662 for p99).
+pub fn checkpoints(cap: u64) -> impl Iterator<Item = u64> {
+    std::iter::successors(Some(10u64), |&n| Some(n + (n / 10).max(10)))
+        .take_while(move |&n| n <= cap)
+}
+
+/// Where the search stands.
+#[derive(Clone, Debug)]
+pub struct Course {
+    search: Search,
+    precision: f64,
+    start: f64,
+    passed: Option<f64>,
+    failed: Option<f64>,
+    next: Option<f64>,
+    steps: u32,
+}
+
+impl Course {
+    /// A search from `start` (a concurrency is rounded down, to at least 1).
+    pub fn new(search: Search, precision: f64, start: f64) -> Course {
+        let start = match search {
+            Search::Rate => start,
+            Search::Concurrency => start.floor().max(1.0),
+        };
+        Course {
+            search,
+            precision,
+            start,
+            passed: None,
+            failed: None,
+            next: Some(start),
+            steps: 0,
+        }
+    }
+
+    /// The load of the next step; `None` when the search is over.
+    pub fn next(&self) -> Option<f64> {
+        self.next
+    }
+
+    /// The verdict of the step at `load`.
+    pub fn record(&mut self, load: f64, verdict: Verdict) {
+        self.steps += 1;
+        if verdict == Verdict::Pass {
+            self.passed = Some(self.passed.map_or(load, |p| p.max(load)));
+        } else if self.passed.is_none_or(|p| load > p) {
+            self.failed = Some(self.failed.map_or(load, |f| f.min(load)));
+        }
+        self.next = if self.steps >= MAX_STEPS {
+            None
+        } else {
+            self.plan()
+        };
+    }
+
+    fn plan(&self) -> Option<f64> {
+        let whole = self.search == Search::Concurrency;
+        match (self.passed, self.failed) {
+            (Some(p), None) => Some(2.0 * p),
+            (None, Some(f)) => {
+                let half = if whole { (f / 2.0).floor() } else { f / 2.0 };
+                let floor = self.start / f64::from(1u32 << MAX_HALVINGS);
+                (half >= 1.0 || !whole)
+                    .then_some(half)
+                    .filter(|&h| h >= floor && h > 0.0)
+            }
+            (Some(p), Some(f)) => {
+                let close = f - p <= self.precision * p * (1.0 + 1e-9);
+                let mid = if whole {
+                    ((p + f) / 2.0).floor()
+                } else {
+                    (p + f) / 2.0
+                };
+                (!close && mid > p && mid < f).then_some(mid)
+            }
+            (None, None) => Some(self.start),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs a course against a load limit: loads at or below it pass.
+    fn course(search: Search, start: f64, limit: f64) -> (Vec<f64>, Course) {
+        let mut c = Course::new(search, 0.05, start);
+        let mut tried = vec![];
+        while let Some(load) = c.next() {
+            tried.push(load);
+            let verdict = if load <= limit {
+                Verdict::Pass
+            } else {
+                Verdict::Fail
+            };
+            c.record(load, verdict);
+        }
+        (tried, c)
+    }
+
+    #[test]
+    fn a_rate_search_doubles_then_bisects_to_its_precision() {
+        let (tried, c) = course(Search::Rate, 10.0, 54.0);
+        assert_eq!(&tried[..4], &[10.0, 20.0, 40.0, 80.0]);
+        let (p, f) = (c.passed.unwrap(), c.failed.unwrap());
+        assert!(
+            p <= 54.0 && f > 54.0 && f - p <= 0.05 * p,
+            "{p} {f}: {tried:?}"
+        );
+        assert!(tried.len() <= 10, "{tried:?}");
+    }
+
+    #[test]
+    fn a_first_step_that_fails_halves_down() {
+        let (tried, c) = course(Search::Rate, 100.0, 30.0);
+        assert_eq!(&tried[..3], &[100.0, 50.0, 25.0]);
+        assert!(c.passed.unwrap() <= 30.0 && c.failed.unwrap() > 30.0);
+        // Nothing passes: the search gives up after its halvings.
+        let (tried, c) = course(Search::Rate, 100.0, 0.0);
+        assert!(c.passed.is_none());
+        assert_eq!(tried.len(), MAX_HALVINGS as usize + 1);
+    }
+
+    #[test]
+    fn a_concurrency_search_ends_on_neighbouring_integers() {
+        let (tried, c) = course(Search::Concurrency, 1.0, 6.0);
+        assert_eq!(&tried[..4], &[1.0, 2.0, 4.0, 8.0]);
+        assert_eq!((c.passed, c.failed), (Some(6.0), Some(7.0)));
+        let (_, c) = course(Search::Concurrency, 1.0, 0.0);
+        assert_eq!((c.passed, c.failed), (None, Some(1.0)));
+    }
+
+    #[test]
+    fn checkpoints_start_at_ten_and_grow_by_a_tenth() {
+        let at: Vec<u64> = checkpoints(200).collect();
+        assert_eq!(&at[..4], &[10, 20, 30, 40]);
+        assert!(checkpoints(100_000).count() < 100);
+    }
+}

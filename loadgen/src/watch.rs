@@ -1,0 +1,192 @@
+//! Watches a benchmark's records as they complete and raises its [`Enough`] signal once
+//! those measured so far settle what the benchmark runs for: every `--until-precise` target
+//! met, or a capacity step's verdict decided.
+//!
+//! The rules themselves — the targets and what "met" means, the SLO and what "decided"
+//! means — are `schemas::uncertainty::precision`'s and `schemas::capacity`'s, so the
+//! verifiers and the report read them the same way. Here they are only applied: at each
+//! checkpoint the benchmark's records are read back from the journal (nothing is kept in
+//! memory), put in schedule order with their phases, and judged off the thread that drives
+//! the requests, so a look never delays a token.
+
+use crate::journal::{Journal, Line};
+use crate::scheduler::{self, Enough};
+use schemas::capacity::{judge, Objective, Verdict};
+use schemas::document::{RawRecord, Slo};
+use schemas::uncertainty::precision::{self, Target};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// A benchmark being watched: count each completed record with [`Watch::completed`], start
+/// looking once its origin is known, and [`Watch::stop`] it when the benchmark ends.
+pub struct Watch {
+    completed: watch::Sender<u64>,
+    raise: watch::Sender<bool>,
+    /// The time (µs from the origin) of the look that settled the rule.
+    settled: Arc<std::sync::OnceLock<u64>>,
+    task: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What ends the benchmark early.
+#[derive(Clone)]
+pub enum Rule {
+    /// `--until-precise`: every target met.
+    Precise(Vec<Target>),
+    /// A capacity step: its verdict decided, pass or fail.
+    Decided(Vec<Objective>),
+}
+
+impl Rule {
+    /// The measured-request counts at which to look, up to `cap`.
+    fn checkpoints(&self, cap: u64) -> Vec<u64> {
+        match self {
+            Rule::Precise(targets) => precision::checkpoints(targets, cap).collect(),
+            Rule::Decided(_) => crate::capacity::checkpoints(cap).collect(),
+        }
+    }
+
+    /// Whether the measured `records` that ended by `at_us` settle it: the count they are.
+    fn settled(
+        &self,
+        records: &[RawRecord],
+        at_us: u64,
+        slo: Option<&Slo>,
+    ) -> anyhow::Result<Option<u64>> {
+        Ok(match self {
+            Rule::Precise(targets) => {
+                let (taken, summary) = precision::look(records, at_us, slo)?;
+                precision::all_met(targets, &summary).then_some(taken)
+            }
+            Rule::Decided(objectives) => {
+                let taken = judge::taken(records, Some(at_us));
+                let (verdict, _) = judge::judge(objectives, &taken)?;
+                (verdict != Verdict::Undecided).then_some(taken.len() as u64)
+            }
+        })
+    }
+
+    /// The journal line of the look that settled it.
+    fn line(&self, benchmark: u32, at_us: u64, requests: u64) -> Line {
+        match self {
+            Rule::Precise(_) => Line::PreciseAt {
+                benchmark,
+                at_us,
+                requests,
+            },
+            Rule::Decided(_) => Line::DecidedAt {
+                benchmark,
+                at_us,
+                requests,
+            },
+        }
+    }
+}
+
+/// What a watch needs to know of its benchmark.
+pub struct Benchmark {
+    pub index: u32,
+    pub warmup: u64,
+    pub slo: Option<Slo>,
+    /// Requests the benchmark sends at most: no look is planned beyond it.
+    pub cap: u64,
+    /// The zero of its records' times.
+    pub origin: Instant,
+}
+
+/// How long before a look the records it takes must have ended: a record is journaled the
+/// moment its request ends, so every record that ended this long ago is in the journal, and
+/// the look's set is exactly what a verifier selects by `end_us`.
+const SETTLED: Duration = Duration::from_millis(100);
+
+impl Watch {
+    /// A watch, and the signal it raises at the first look where every target is met.
+    pub fn new() -> (Watch, Enough) {
+        let (raise, enough) = Enough::channel();
+        let (completed, _) = watch::channel(0u64);
+        let task = std::sync::Mutex::new(None);
+        (
+            Watch {
+                completed,
+                raise,
+                settled: Arc::default(),
+                task,
+            },
+            enough,
+        )
+    }
+
+    /// Starts looking (at the rule's checkpoints); the look that settles the rule journals
+    /// its line (`precise_at`, `decided_at`) and raises the signal.
+    pub fn start(&self, rule: Rule, journal: Arc<Journal>, b: Benchmark) {
+        let count = self.completed.subscribe();
+        let raise = self.raise.clone();
+        let settled = self.settled.clone();
+        let task = tokio::spawn(look(rule, journal, b, count, raise, settled));
+        *self.task.lock().expect("watch lock") = Some(task);
+    }
+
+    /// The time of the look that settled the rule (µs from the benchmark's origin), if one did.
+    pub fn settled_at(&self) -> Option<u64> {
+        self.settled.get().copied()
+    }
+
+    /// One more record of the benchmark has completed.
+    pub fn completed(&self) {
+        self.completed.send_modify(|c| *c += 1);
+    }
+
+    /// The benchmark ended: a look still under way is dropped (it ran to its limit).
+    pub fn stop(&self) {
+        if let Some(task) = self.task.lock().expect("watch lock").take() {
+            task.abort();
+        }
+    }
+}
+
+async fn look(
+    rule: Rule,
+    journal: Arc<Journal>,
+    b: Benchmark,
+    mut count: watch::Receiver<u64>,
+    raise: watch::Sender<bool>,
+    settled_at: Arc<std::sync::OnceLock<u64>>,
+) {
+    for at in rule.checkpoints(b.cap.saturating_sub(b.warmup)) {
+        if count.wait_for(|&c| c >= at + b.warmup).await.is_err() {
+            return;
+        }
+        let settled = Instant::now().checked_sub(SETTLED).unwrap_or(b.origin);
+        let at_us = clock::us_since(b.origin, settled.max(b.origin));
+        let (journal_, rule_, slo) = (journal.clone(), rule.clone(), b.slo.clone());
+        let (index, warmup) = (b.index, b.warmup);
+        let met = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<u64>> {
+            // Phases as the result will mark them: a benchmark that stops early has no
+            // cool-down.
+            let records = scheduler::in_phases(journal_.records(index)?, warmup, 0);
+            rule_.settled(&records, at_us, slo.as_ref())
+        })
+        .await;
+        match met {
+            Ok(Ok(None)) => {}
+            Ok(Ok(Some(requests))) => {
+                match &rule {
+                    Rule::Precise(_) => {
+                        tracing::info!(requests, "every --until-precise target met")
+                    }
+                    Rule::Decided(_) => tracing::info!(requests, "capacity step decided"),
+                }
+                journal.write(rule.line(b.index, at_us, requests));
+                let _ = settled_at.set(at_us);
+                let _ = raise.send(true);
+                return;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!("a look at the records failed ({e:#}); running to the limit");
+                return;
+            }
+            Err(_) => return,
+        }
+    }
+}
