@@ -14,12 +14,13 @@ pub const MAX_STEPS: u32 = 24;
 /// Halvings below the start before a rate search concludes that nothing passes.
 const MAX_HALVINGS: u32 = 8;
 
-/// The measured-request counts at which a step is looked at: 10, then each a tenth more than
-/// the last (at least 10 more), up to `cap`. A failure can be certain after a few requests; a
-/// pass needs the early-stopping minimum of the tightest percentile (662 for p99).
+/// The measured-request counts at which a step is looked at: 50 (the fewest that make ten
+/// batches), then each twice the last, up to `cap`: at most ten looks up to 25,600 requests,
+/// which is what `schemas::capacity::judge::LOOK_CONFIDENCE` shares its 1 % among. A failure
+/// can be certain at the first look; a pass needs the tightest percentile's early-stopping
+/// minimum at 99.9 % (920 requests for p99).
 pub fn checkpoints(cap: u64) -> impl Iterator<Item = u64> {
-    std::iter::successors(Some(10u64), |&n| Some(n + (n / 10).max(10)))
-        .take_while(move |&n| n <= cap)
+    std::iter::successors(Some(50u64), |&n| Some(2 * n)).take_while(move |&n| n <= cap)
 }
 
 /// Where the search stands.
@@ -29,7 +30,8 @@ pub struct Course {
     precision: f64,
     start: f64,
     passed: Option<f64>,
-    failed: Option<f64>,
+    /// The lowest load above `passed` that did not pass (failed, or stayed undecided).
+    above: Option<f64>,
     next: Option<f64>,
     steps: u32,
 }
@@ -46,7 +48,7 @@ impl Course {
             precision,
             start,
             passed: None,
-            failed: None,
+            above: None,
             next: Some(start),
             steps: 0,
         }
@@ -60,10 +62,12 @@ impl Course {
     /// The verdict of the step at `load`.
     pub fn record(&mut self, load: f64, verdict: Verdict) {
         self.steps += 1;
+        // An undecided step bounds the search as a failure does: no load above it can be
+        // shown to pass by steps of the same length.
         if verdict == Verdict::Pass {
             self.passed = Some(self.passed.map_or(load, |p| p.max(load)));
         } else if self.passed.is_none_or(|p| load > p) {
-            self.failed = Some(self.failed.map_or(load, |f| f.min(load)));
+            self.above = Some(self.above.map_or(load, |f| f.min(load)));
         }
         self.next = if self.steps >= MAX_STEPS {
             None
@@ -74,7 +78,7 @@ impl Course {
 
     fn plan(&self) -> Option<f64> {
         let whole = self.search == Search::Concurrency;
-        match (self.passed, self.failed) {
+        match (self.passed, self.above) {
             (Some(p), None) => Some(2.0 * p),
             (None, Some(f)) => {
                 let half = if whole { (f / 2.0).floor() } else { f / 2.0 };
@@ -121,7 +125,7 @@ mod tests {
     fn a_rate_search_doubles_then_bisects_to_its_precision() {
         let (tried, c) = course(Search::Rate, 10.0, 54.0);
         assert_eq!(&tried[..4], &[10.0, 20.0, 40.0, 80.0]);
-        let (p, f) = (c.passed.unwrap(), c.failed.unwrap());
+        let (p, f) = (c.passed.unwrap(), c.above.unwrap());
         assert!(
             p <= 54.0 && f > 54.0 && f - p <= 0.05 * p,
             "{p} {f}: {tried:?}"
@@ -133,7 +137,7 @@ mod tests {
     fn a_first_step_that_fails_halves_down() {
         let (tried, c) = course(Search::Rate, 100.0, 30.0);
         assert_eq!(&tried[..3], &[100.0, 50.0, 25.0]);
-        assert!(c.passed.unwrap() <= 30.0 && c.failed.unwrap() > 30.0);
+        assert!(c.passed.unwrap() <= 30.0 && c.above.unwrap() > 30.0);
         // Nothing passes: the search gives up after its halvings.
         let (tried, c) = course(Search::Rate, 100.0, 0.0);
         assert!(c.passed.is_none());
@@ -144,15 +148,15 @@ mod tests {
     fn a_concurrency_search_ends_on_neighbouring_integers() {
         let (tried, c) = course(Search::Concurrency, 1.0, 6.0);
         assert_eq!(&tried[..4], &[1.0, 2.0, 4.0, 8.0]);
-        assert_eq!((c.passed, c.failed), (Some(6.0), Some(7.0)));
+        assert_eq!((c.passed, c.above), (Some(6.0), Some(7.0)));
         let (_, c) = course(Search::Concurrency, 1.0, 0.0);
-        assert_eq!((c.passed, c.failed), (None, Some(1.0)));
+        assert_eq!((c.passed, c.above), (None, Some(1.0)));
     }
 
     #[test]
-    fn checkpoints_start_at_ten_and_grow_by_a_tenth() {
-        let at: Vec<u64> = checkpoints(200).collect();
-        assert_eq!(&at[..4], &[10, 20, 30, 40]);
-        assert!(checkpoints(100_000).count() < 100);
+    fn checkpoints_start_at_fifty_and_double() {
+        let at: Vec<u64> = checkpoints(1000).collect();
+        assert_eq!(at, [50, 100, 200, 400, 800]);
+        assert_eq!(checkpoints(25_600).count(), 10);
     }
 }

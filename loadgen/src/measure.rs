@@ -445,6 +445,7 @@ impl Measurement {
                 precision: finite(s.search_precision())?,
                 passed: None,
                 failed: None,
+                undecided: None,
                 passed_benchmark: None,
                 goodput_per_s: None,
                 undecided_steps: 0,

@@ -4,5 +4,6 @@
 
 mod common;
 
+mod capacity;
 mod known_answers;
 mod workloads;

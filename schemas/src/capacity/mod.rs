@@ -89,15 +89,20 @@ pub struct Capacity {
     pub precision: Finite,
     /// The capacity: the highest load whose step passed; null when none did.
     pub passed: Option<Finite>,
-    /// The lowest load above it whose step failed or stayed undecided; null when none did.
+    /// The lowest load above it whose step failed (violated an objective with 99 %
+    /// confidence); null when none did.
     pub failed: Option<Finite>,
+    /// The lowest load above `passed` whose step could not decide within its limit: near
+    /// the capacity, where steps of this length cannot tell; null when none.
+    pub undecided: Option<Finite>,
     /// The index of the benchmark that passed at `passed`.
     pub passed_benchmark: Option<u32>,
     /// That benchmark's goodput (req/s meeting every latency bound, by its `slo`).
     pub goodput_per_s: Option<Finite>,
     /// Steps that could not decide within their limit.
     pub undecided_steps: u32,
-    /// Whether `failed` is within `precision` of `passed`.
+    /// Whether the lowest load above `passed` that did not pass (`failed` or `undecided`) is
+    /// within `precision` of it.
     pub converged: bool,
 }
 
@@ -138,15 +143,25 @@ pub fn derive(declared: &Capacity, benchmarks: &[Benchmark]) -> Result<Capacity,
         .filter(|s| s.2 == Verdict::Pass)
         .max_by(|a, b| a.1.total_cmp(&b.1));
     let passed = best.map(|s| s.1);
-    let failed = steps
-        .iter()
-        .filter(|s| s.2 != Verdict::Pass && passed.is_none_or(|p| s.1 > p))
-        .map(|s| s.1)
-        .min_by(f64::total_cmp);
+    let lowest_above = |v: Verdict| {
+        steps
+            .iter()
+            .filter(|s| s.2 == v && passed.is_none_or(|p| s.1 > p))
+            .map(|s| s.1)
+            .min_by(f64::total_cmp)
+    };
+    let (failed, undecided) = (
+        lowest_above(Verdict::Fail),
+        lowest_above(Verdict::Undecided),
+    );
     let goodput = best
         .and_then(|s| benchmarks[s.0 as usize].summary.goodput.as_ref())
         .map(|g| g.requests_per_s);
-    let converged = match (passed, failed) {
+    let bound = match (failed, undecided) {
+        (Some(f), Some(u)) => Some(f.min(u)),
+        (f, u) => f.or(u),
+    };
+    let converged = match (passed, bound) {
         (Some(p), Some(f)) => f - p <= declared.precision.get() * p * (1.0 + 1e-9),
         _ => false,
     };
@@ -154,6 +169,7 @@ pub fn derive(declared: &Capacity, benchmarks: &[Benchmark]) -> Result<Capacity,
     Ok(Capacity {
         passed: passed.map(finite).transpose()?,
         failed: failed.map(finite).transpose()?,
+        undecided: undecided.map(finite).transpose()?,
         passed_benchmark: best.map(|s| s.0),
         goodput_per_s: goodput,
         undecided_steps: steps.iter().filter(|s| s.2 == Verdict::Undecided).count() as u32,

@@ -41,6 +41,11 @@ pub fn min_requests(p: f64) -> u64 {
 /// The number t of slow requests the rule allows among `n` for percentile `p`: the largest
 /// t ≥ 1 with P(Binomial(n, 1 − p) ≤ t) < 1 − c, or `None` when even t = 1 fails.
 pub fn largest_t(n: u64, p: f64) -> Option<u64> {
+    largest_t_at(n, p, CONFIDENCE)
+}
+
+/// [`largest_t`] at confidence `c` rather than LoadGen's.
+pub fn largest_t_at(n: u64, p: f64, c: f64) -> Option<u64> {
     assert!(p > 0.0 && p < 1.0);
     if n < 2 {
         return None;
@@ -57,7 +62,7 @@ pub fn largest_t(n: u64, p: f64) -> Option<u64> {
             + xf * ln_q
             + (nf - xf) * ln_p;
         cumulative += libm::exp(ln_term);
-        if cumulative >= 1.0 - CONFIDENCE {
+        if cumulative >= 1.0 - c {
             // x is the first count the rule refuses; x − 1 is the largest it allows.
             return (x >= 2).then(|| x - 1);
         }
@@ -74,6 +79,11 @@ pub fn largest_t(n: u64, p: f64) -> Option<u64> {
 /// were at the bound, P(Binomial(n, 1 − p) ≥ over) < 1 − c. The capacity search ends a step
 /// that violates its SLO on it ([`crate::capacity`]).
 pub fn certainly_above(n: u64, over: u64, p: f64) -> bool {
+    certainly_above_at(n, over, p, CONFIDENCE)
+}
+
+/// [`certainly_above`] at confidence `c`.
+pub fn certainly_above_at(n: u64, over: u64, p: f64, c: f64) -> bool {
     assert!(p > 0.0 && p < 1.0);
     if over == 0 || over > n {
         return false;
@@ -90,7 +100,7 @@ pub fn certainly_above(n: u64, over: u64, p: f64) -> bool {
             + xf * ln_q
             + (nf - xf) * ln_p;
         below += libm::exp(ln_term);
-        if below > CONFIDENCE {
+        if below > c {
             return true;
         }
     }
