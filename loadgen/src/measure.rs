@@ -684,7 +684,7 @@ impl Measurement {
             }
         }
         if let Some(watch) = &precise {
-            watch.stop();
+            watch.stop().await;
         }
         // Every record went to the journal as it completed; read back rather than kept, so
         // that a long benchmark's memory does not grow with it.

@@ -26,6 +26,8 @@ pub struct Watch {
     raise: watch::Sender<bool>,
     /// The time (µs from the origin) of the look that settled the rule.
     settled: Arc<std::sync::OnceLock<u64>>,
+    /// Turned true when the benchmark ends: the watch stops looking.
+    stopped: watch::Sender<bool>,
     task: std::sync::Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -111,6 +113,7 @@ impl Watch {
                 completed,
                 raise,
                 settled: Arc::default(),
+                stopped: watch::channel(false).0,
                 task,
             },
             enough,
@@ -122,8 +125,8 @@ impl Watch {
     pub fn start(&self, rule: Rule, journal: Arc<Journal>, b: Benchmark) {
         let count = self.completed.subscribe();
         let raise = self.raise.clone();
-        let settled = self.settled.clone();
-        let task = tokio::spawn(look(rule, journal, b, count, raise, settled));
+        let (settled, stopped) = (self.settled.clone(), self.stopped.subscribe());
+        let task = tokio::spawn(look(rule, journal, b, (count, stopped), raise, settled));
         *self.task.lock().expect("watch lock") = Some(task);
     }
 
@@ -137,10 +140,14 @@ impl Watch {
         self.completed.send_modify(|c| *c += 1);
     }
 
-    /// The benchmark ended: a look still under way is dropped (it ran to its limit).
-    pub fn stop(&self) {
-        if let Some(task) = self.task.lock().expect("watch lock").take() {
-            task.abort();
+    /// The benchmark ended: no more looks. A look under way finishes first (what it finds
+    /// is not used unless it journaled first), so that nothing of the watch holds the journal
+    /// once this returns: the run takes the journal back to assemble its result.
+    pub async fn stop(&self) {
+        let _ = self.stopped.send(true);
+        let task = self.task.lock().expect("watch lock").take();
+        if let Some(task) = task {
+            let _ = task.await;
         }
     }
 }
@@ -149,13 +156,18 @@ async fn look(
     rule: Rule,
     journal: Arc<Journal>,
     b: Benchmark,
-    mut count: watch::Receiver<u64>,
+    (mut count, mut stopped): (watch::Receiver<u64>, watch::Receiver<bool>),
     raise: watch::Sender<bool>,
     settled_at: Arc<std::sync::OnceLock<u64>>,
 ) {
     for at in rule.checkpoints(b.cap.saturating_sub(b.warmup)) {
-        if count.wait_for(|&c| c >= at + b.warmup).await.is_err() {
-            return;
+        tokio::select! {
+            reached = count.wait_for(|&c| c >= at + b.warmup) => {
+                if reached.is_err() {
+                    return;
+                }
+            }
+            _ = stopped.wait_for(|&s| s) => return,
         }
         let settled = Instant::now().checked_sub(SETTLED).unwrap_or(b.origin);
         let at_us = clock::us_since(b.origin, settled.max(b.origin));

@@ -180,5 +180,9 @@ pub fn details(st: &Statement) -> String {
     } else {
         format!("Energy per benchmark (GPU telemetry):\n\n{energy}\n{sections}")
     };
-    format!("{}{sections}", super::repetitions::section(p))
+    format!(
+        "{}{}{sections}",
+        super::capacity::section(p),
+        super::repetitions::section(p)
+    )
 }

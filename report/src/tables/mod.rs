@@ -1,8 +1,10 @@
 //! The markdown tables of a report: the seed formats (grid, sweep) that readers of the
 //! original benchmark pages know, and the full per-benchmark detail the seeds lack
 //! (with what the GPU host did, when the document has telemetry, and the breakdowns of a
-//! shaped workload, and how sure each number is, within a run and from run to run).
+//! shaped workload, and how sure each number is, within a run and from run to run), and a
+//! capacity search's answer and steps.
 
+pub mod capacity;
 pub mod full;
 pub mod host;
 pub mod repetitions;

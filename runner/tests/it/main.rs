@@ -7,6 +7,7 @@ mod support;
 
 mod campaign;
 mod campaign_report;
+mod capacity;
 mod cli;
 mod compare;
 mod engine_recipes;

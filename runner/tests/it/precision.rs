@@ -42,10 +42,7 @@ fn run(dir: &Path, url: &str, out: &str) {
 /// summary of every record states it.
 fn stopped(dir: &Path, file: &str) -> (u64, f64, f64) {
     let json = statement(&dir.join(file));
-    assert_eq!(
-        json["predicateType"], "https://provebench.dev/result/v0.8",
-        "{file}"
-    );
+    assert_eq!(json["predicateType"], schemas::PREDICATE_TYPE, "{file}");
     let s: schemas::Statement = serde_json::from_value(json).unwrap();
     let b = &s.predicate.benchmarks[0];
     let p = b.precision.as_ref().expect("a precision stop");

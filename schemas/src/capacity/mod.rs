@@ -102,7 +102,7 @@ pub struct Capacity {
     /// Steps that could not decide within their limit.
     pub undecided_steps: u32,
     /// Whether the lowest load above `passed` that did not pass (`failed` or `undecided`) is
-    /// within `precision` of it.
+    /// within `precision` of it (or, for concurrencies, the next one up).
     pub converged: bool,
 }
 
@@ -162,6 +162,8 @@ pub fn derive(declared: &Capacity, benchmarks: &[Benchmark]) -> Result<Capacity,
         (f, u) => f.or(u),
     };
     let converged = match (passed, bound) {
+        // Concurrencies are whole: neighbours are as close as a search can come.
+        (Some(p), Some(f)) if declared.search == Search::Concurrency && f - p <= 1.0 => true,
         (Some(p), Some(f)) => f - p <= declared.precision.get() * p * (1.0 + 1e-9),
         _ => false,
     };
