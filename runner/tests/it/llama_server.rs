@@ -1,7 +1,8 @@
 //! The real engine: llama.cpp's `llama-server` with SmolLM2-135M on the CPU, installed by
 //! `scripts/install-llama-server.sh` (which `make test` runs). Short synchronous,
 //! concurrent and sweep runs through both OpenAI backends; every response must have the
-//! requested length by the client's count and by the server's usage.
+//! requested length by the client's count and by the server's usage. A capacity search
+//! under a TTFT objective, checked against fixed rates beside it.
 
 use crate::support;
 
@@ -374,5 +375,112 @@ fn a_repeated_sweep_holds_every_run_and_their_run_to_run_intervals() {
         md.lines()
             .any(|l| l.starts_with("| synchronous | TTFT p50 (ms) |")),
         "{md}"
+    );
+}
+
+/// The median TTFT (ms) of a result's only benchmark, from its summary.
+fn median_ttft(st: &serde_json::Value, benchmark: usize) -> f64 {
+    st["predicate"]["benchmarks"][benchmark]["summary"]["ttft_ms"]["median"]
+        .as_f64()
+        .unwrap()
+}
+
+#[test]
+fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
+    let Some(server) = start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    // The bound: three times the median TTFT of requests one at a time, on this machine now.
+    let sync = run(&server, p, "sync.json", &["--max-requests", "12"]);
+    let bound = (3.0 * median_ttft(&sync, 0)).ceil();
+    let slo = format!("ttft:p50<={bound}ms");
+    support::children::keygen(p, "k");
+    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(p)
+        .args(["run", "--target", &server.url, "--key", "k.key"])
+        .args(["--out", "capacity.json", "--request-timeout", "120"])
+        .args(["--data", "prompt_tokens=24,output_tokens=12"])
+        .args([
+            "--profile",
+            "capacity",
+            "--slo",
+            &slo,
+            "--search-precision",
+            "25%",
+        ])
+        .args(["--max-requests", "60", "--max-seconds", "60"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", support::text(&out));
+    support::children::assert_verifies(p, "capacity.json", "k.pub");
+    let st = statement(&p.join("capacity.json"));
+    let c = &st["predicate"]["capacity"];
+    let steps: Vec<String> = st["predicate"]["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            format!(
+                "{} {} {} measured {}",
+                b["label"],
+                b["capacity_step"]["verdict"],
+                b["capacity_step"]["objectives"],
+                b["summary"]["requests"]
+            )
+        })
+        .collect();
+    let passed = c["passed"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("nothing passed {slo}: {c}\n{}", steps.join("\n")));
+    let above = [&c["failed"], &c["undecided"]]
+        .iter()
+        .filter_map(|v| v.as_f64())
+        .reduce(f64::min)
+        .unwrap_or_else(|| panic!("nothing above {passed} req/s: {c}"));
+    // Fixed rates beside it: half the capacity meets the objective, twice the first load
+    // that did not pass misses it. Prompts of seeds of their own: llama-server's prompt
+    // cache would answer prompts it has seen (those of the first benchmarks) at once.
+    let rate = |r: f64| format!("{r:.3}");
+    let low = run(
+        &server,
+        p,
+        "low.json",
+        &[
+            "--profile",
+            "poisson",
+            "--rate",
+            &rate(passed / 2.0),
+            "--max-requests",
+            "40",
+            "--seed",
+            "101",
+        ],
+    );
+    let high = run(
+        &server,
+        p,
+        "high.json",
+        &[
+            "--profile",
+            "poisson",
+            "--rate",
+            &rate(above * 2.0),
+            "--max-requests",
+            "80",
+            "--seed",
+            "202",
+        ],
+    );
+    let (l, h) = (median_ttft(&low, 0), median_ttft(&high, 0));
+    assert!(
+        l <= bound,
+        "{slo}: {l} ms at {} req/s, below the capacity {passed}",
+        passed / 2.0
+    );
+    assert!(
+        h > bound,
+        "{slo}: {h} ms at {} req/s, above {above}",
+        above * 2.0
     );
 }
