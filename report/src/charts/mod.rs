@@ -10,6 +10,7 @@
 //! before drawing.
 
 pub mod axis;
+pub mod capacity;
 pub mod grid;
 pub mod host;
 pub mod latency;
@@ -473,6 +474,13 @@ pub(crate) fn report_charts(docs: &[&Statement]) -> Result<Vec<ChartFile>, crate
             ("ttft-timeline.svg".to_string(), String::new())
         };
         if let Some(c) = timeline::chart(d, &suffix) {
+            out.push(file(&name, c)?);
+        }
+        if let Some(c) = capacity::chart(d, &suffix) {
+            let name = match many {
+                true => format!("capacity-{}.svg", n + 1),
+                false => "capacity.svg".to_string(),
+            };
             out.push(file(&name, c)?);
         }
         out.extend(benchmark_charts(d, many.then_some(n), &suffix)?);
