@@ -59,8 +59,10 @@ impl Course {
         self.next
     }
 
-    /// The verdict of the step at `load`.
-    pub fn record(&mut self, load: f64, verdict: Verdict) {
+    /// The verdict of the step at `load`; `starved` when it ended with too few values to
+    /// decide anything (fewer than ten batches' worth): lower loads would only give fewer,
+    /// so a search that has passed nothing yet stops there rather than halve on.
+    pub fn record(&mut self, load: f64, verdict: Verdict, starved: bool) {
         self.steps += 1;
         // An undecided step bounds the search as a failure does: no load above it can be
         // shown to pass by steps of the same length.
@@ -69,7 +71,7 @@ impl Course {
         } else if self.passed.is_none_or(|p| load > p) {
             self.above = Some(self.above.map_or(load, |f| f.min(load)));
         }
-        self.next = if self.steps >= MAX_STEPS {
+        self.next = if self.steps >= MAX_STEPS || (starved && self.passed.is_none()) {
             None
         } else {
             self.plan()
@@ -116,7 +118,7 @@ mod tests {
             } else {
                 Verdict::Fail
             };
-            c.record(load, verdict);
+            c.record(load, verdict, false);
         }
         (tried, c)
     }
@@ -142,6 +144,15 @@ mod tests {
         let (tried, c) = course(Search::Rate, 100.0, 0.0);
         assert!(c.passed.is_none());
         assert_eq!(tried.len(), MAX_HALVINGS as usize + 1);
+    }
+
+    #[test]
+    fn a_step_too_short_to_decide_ends_a_search_that_passed_nothing() {
+        let mut c = Course::new(Search::Rate, 0.05, 8.0);
+        c.record(8.0, Verdict::Fail, false);
+        assert_eq!(c.next(), Some(4.0));
+        c.record(4.0, Verdict::Undecided, true);
+        assert_eq!(c.next(), None);
     }
 
     #[test]

@@ -45,6 +45,8 @@ struct Ran {
     rate: Option<f64>,
     /// A capacity step's verdict.
     verdict: Option<Verdict>,
+    /// The measured requests that verdict was judged on.
+    judged: u64,
 }
 
 /// What happens on the host around each benchmark (the runner's GPU sampling, metric
@@ -495,7 +497,15 @@ impl Measurement {
                 verdict = verdict.as_str(),
                 "capacity step"
             );
-            course.record(load, verdict);
+            let starved = verdict == Verdict::Undecided && ran.judged < capacity::judge::MIN_VALUES;
+            if starved {
+                tracing::warn!(
+                    load,
+                    requests = ran.judged,
+                    "a capacity step ended with too few requests to decide anything; raise --max-seconds or --max-requests"
+                );
+            }
+            course.record(load, verdict, starved);
         }
         Ok(())
     }
@@ -707,18 +717,20 @@ impl Measurement {
         }
         // The step's verdict as the sealed result will judge it: on the look that decided
         // it, else on every measured record.
-        let verdict = match step {
+        let (verdict, judged) = match step {
             Some(objectives) => {
                 let phased = scheduler::in_phases(records.clone(), s.warmup_requests, 0);
                 let at = precise.as_ref().and_then(|w| w.settled_at());
                 let taken = capacity::judge::taken(&phased, at);
-                Some(capacity::judge::judge(objectives, &taken)?.0)
+                let verdict = capacity::judge::judge(objectives, &taken)?.0;
+                (Some(verdict), taken.len() as u64)
             }
-            None => None,
+            None => (None, 0),
         };
         Ok(Ran {
             rate: achieved_rate(records, s.warmup_requests, s.cooldown_requests)?,
             verdict,
+            judged,
         })
     }
 

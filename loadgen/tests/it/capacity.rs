@@ -100,7 +100,7 @@ fn search(seed: u64) -> (Option<f64>, Option<f64>, f64) {
         } else if verdict == Verdict::Fail && passed.is_none_or(|p| rate > p) {
             failed = Some(failed.map_or(rate, |f: f64| f.min(rate)));
         }
-        course.record(rate, verdict);
+        course.record(rate, verdict, false);
     }
     (passed, failed, seconds)
 }

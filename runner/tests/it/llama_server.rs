@@ -408,7 +408,7 @@ fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
             "--search-precision",
             "25%",
         ])
-        .args(["--max-requests", "60", "--max-seconds", "60"])
+        .args(["--max-requests", "60", "--max-seconds", "45"])
         .env("RUST_LOG", "warn")
         .output()
         .unwrap();

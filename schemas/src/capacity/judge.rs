@@ -184,6 +184,9 @@ fn outcome(
 /// stretch decided.
 pub const LOOK_CONFIDENCE: f64 = 0.999;
 
+/// The fewest values on which anything is decided: ten batches of [`MIN_PER_BATCH`].
+pub const MIN_VALUES: u64 = (BATCHES * MIN_PER_BATCH) as u64;
+
 /// The one-sided confidence of the trend test (a guard: a false alarm only runs the step on).
 const TREND_CONFIDENCE: f64 = 0.99;
 
