@@ -9,7 +9,7 @@
 //!   rather than a p99: on this project's 2-vCPU machine the client's own late sends reach
 //!   milliseconds in bursts, which a p99 of a few tens of ms would count against the server.
 //! * Concurrency: four batch slots and a 40 ms answer: four streams never queue (TTFT 10 ms),
-//!   a fifth always waits for a slot (about 10 ms more), so p90 TTFT ≤ 15 ms holds up to a
+//!   a fifth always waits for a slot (TTFT about 50 ms), so p90 TTFT ≤ 25 ms holds up to a
 //!   concurrency of exactly 4.
 //!
 //! Both results verify; with one step's verdict or the stored answer edited (and signed
@@ -169,7 +169,7 @@ fn a_concurrency_search_finds_the_batch_limit() {
             "--search",
             "concurrency",
             "--slo",
-            "ttft:p90<=15ms",
+            "ttft:p90<=25ms",
             "--max-requests",
             "1600",
             "--max-seconds",
@@ -197,7 +197,7 @@ fn a_concurrency_search_finds_the_batch_limit() {
     let md = std::fs::read_to_string(p.join("r/report.md")).unwrap();
     assert_eq!(md, std::fs::read_to_string(p.join("n/report.md")).unwrap());
     assert!(
-        md.contains("Capacity at ttft:p90<=15ms: 4 concurrent"),
+        md.contains("Capacity at ttft:p90<=25ms: 4 concurrent"),
         "{md}"
     );
 }

@@ -165,7 +165,7 @@ fn outcome(
         .map(|(v, _)| crate::metrics::finite(v))
         .transpose()?;
     let verdict = match verdict(&over, p) {
-        Verdict::Pass if rising(&values) => Verdict::Undecided,
+        Verdict::Pass if rising(&values, o.bound) => Verdict::Undecided,
         v => v,
     };
     Ok(Outcome {
@@ -211,8 +211,11 @@ pub fn verdict(over: &[bool], p: f64) -> Verdict {
 
 /// Whether the batches' means of `values` (in schedule order) rise with their order: the
 /// least-squares slope over its standard error above the one-sided [`TREND_CONFIDENCE`]
-/// Student-t quantile with `BATCHES − 2` degrees of freedom.
-pub fn rising(values: &[f64]) -> bool {
+/// Student-t quantile with `BATCHES − 2` degrees of freedom, and the rise it fits from the
+/// first batch to the last more than [`MATERIAL_RISE`] of the `bound` (a drift of a few
+/// milliseconds under a bound of hundreds, a neighbour's load on the host, is no queue
+/// building up).
+pub fn rising(values: &[f64], bound: f64) -> bool {
     let n = values.len();
     if n < BATCHES * MIN_PER_BATCH {
         return false;
@@ -240,8 +243,11 @@ pub fn rising(values: &[f64]) -> bool {
         .sum();
     let se = (residual / (k - 2.0) / sxx).sqrt();
     let t = student_t::critical_value(BATCHES as u32 - 2, 1.0 - 2.0 * (1.0 - TREND_CONFIDENCE));
-    slope > t * se
+    slope > t * se && slope * (k - 1.0) > MATERIAL_RISE * bound
 }
+
+/// The share of an objective's bound that a step's latency must rise by to count as rising.
+pub const MATERIAL_RISE: f64 = 0.1;
 
 /// The one-sided [`LOOK_CONFIDENCE`] bounds on the share of values above the bound, by
 /// batch means; `None` with fewer than [`MIN_PER_BATCH`] values a batch.
@@ -304,11 +310,13 @@ mod tests {
         // A queue growing from nothing: every value within the bound so far, but each later
         // one longer than the last.
         let growing: Vec<f64> = (0..1000).map(|i| 5.0 + 0.2 * f64::from(i)).collect();
-        assert!(rising(&growing));
+        assert!(rising(&growing, 250.0));
+        // The same rise under a bound twenty times its size is no queue building.
+        assert!(!rising(&growing, 4000.0));
         let flat: Vec<f64> = (0..1000).map(|i| 5.0 + f64::from(i % 7)).collect();
-        assert!(!rising(&flat));
+        assert!(!rising(&flat, 250.0));
         let falling: Vec<f64> = growing.iter().rev().copied().collect();
-        assert!(!rising(&falling));
+        assert!(!rising(&falling, 250.0));
     }
 
     #[test]
