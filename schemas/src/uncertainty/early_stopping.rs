@@ -46,31 +46,16 @@ pub fn largest_t(n: u64, p: f64) -> Option<u64> {
 
 /// [`largest_t`] at confidence `c` rather than LoadGen's.
 pub fn largest_t_at(n: u64, p: f64, c: f64) -> Option<u64> {
-    assert!(p > 0.0 && p < 1.0);
     if n < 2 {
         return None;
     }
-    let q = 1.0 - p;
-    let (ln_q, ln_p) = (libm::log(q), libm::log(p));
-    let nf = n as f64;
-    let ln_n_fact = libm::lgamma(nf + 1.0);
-    let mut cumulative = 0.0;
-    let mut x = 0u64;
-    loop {
-        let xf = x as f64;
-        let ln_term = ln_n_fact - libm::lgamma(xf + 1.0) - libm::lgamma(nf - xf + 1.0)
-            + xf * ln_q
-            + (nf - xf) * ln_p;
-        cumulative += libm::exp(ln_term);
+    for (x, cumulative) in (0u64..).zip(lower_tail(n, p)) {
         if cumulative >= 1.0 - c {
             // x is the first count the rule refuses; x − 1 is the largest it allows.
             return (x >= 2).then(|| x - 1);
         }
-        if x == n {
-            return Some(n);
-        }
-        x += 1;
     }
+    Some(n)
 }
 
 /// The mirror of [`largest_t`]: whether `over` values above a bound among `n` make it
@@ -84,27 +69,29 @@ pub fn certainly_above(n: u64, over: u64, p: f64) -> bool {
 
 /// [`certainly_above`] at confidence `c`.
 pub fn certainly_above_at(n: u64, over: u64, p: f64, c: f64) -> bool {
-    assert!(p > 0.0 && p < 1.0);
     if over == 0 || over > n {
         return false;
     }
+    // P(X ≥ over) = 1 − P(X ≤ over − 1).
+    lower_tail(n, p).take(over as usize).any(|below| below > c)
+}
+
+/// P(X ≤ x) for x = 0, 1, …, n, X ~ Binomial(n, 1 − p): the terms summed in x's order from
+/// their logarithms.
+fn lower_tail(n: u64, p: f64) -> impl Iterator<Item = f64> {
+    assert!(p > 0.0 && p < 1.0);
     let q = 1.0 - p;
     let (ln_q, ln_p) = (libm::log(q), libm::log(p));
     let nf = n as f64;
     let ln_n_fact = libm::lgamma(nf + 1.0);
-    // P(X ≥ over) = 1 − P(X ≤ over − 1): the lower tail summed term by term, as above.
-    let mut below = 0.0;
-    for x in 0..over {
+    (0..=n).scan(0.0, move |cumulative, x| {
         let xf = x as f64;
         let ln_term = ln_n_fact - libm::lgamma(xf + 1.0) - libm::lgamma(nf - xf + 1.0)
             + xf * ln_q
             + (nf - xf) * ln_p;
-        below += libm::exp(ln_term);
-        if below > c {
-            return true;
-        }
-    }
-    false
+        *cumulative += libm::exp(ln_term);
+        Some(*cumulative)
+    })
 }
 
 /// LoadGen's estimate of percentile `p` from `values` (any order): `None` when `values` are
