@@ -374,8 +374,16 @@ fn cell_text(cell: &CellEntry, s: &Shown) -> String {
             .or_else(|| published.and_then(|p| p.median).map(|m| m.get()))
     };
     let published = s.published.as_ref();
+    // A capacity search's cell leads with its answer: the number the search was run for.
+    let capacity = p.capacity.as_ref().map_or(String::new(), |c| {
+        let slo: Vec<String> = c.slo.iter().map(ToString::to_string).collect();
+        let answer = c.passed.map_or("none passed".to_string(), |v| {
+            crate::tables::capacity::load(c.search, v.get())
+        });
+        format!(" · capacity {answer} at {}", md_escape(&slo.join(", ")))
+    });
     format!(
-        "{id} verified ✓ · {} · {} · TTFT p50 {} · TPOT p50 {}",
+        "{id} verified ✓{capacity} · {} · {} · TTFT p50 {} · TPOT p50 {}",
         format::with_unit(otps, "tok/s"),
         format::with_unit(per_gpu, "tok/s/GPU"),
         format::with_unit(
@@ -646,6 +654,65 @@ mod tests {
         assert!(md.contains("\n## Cells without a verified result\n\n- **sglang-8gpu** (engine sglang, gpus 8gpu, model m): failed: engine did not start: \\<oom\\>\n- **lmdeploy-2gpu** (engine lmdeploy, gpus 2gpu, model m): missing: not run\n"), "{md}");
         // The same input, the same bytes.
         assert_eq!(md, render_md(&campaign, &files, &[key(7).1]));
+    }
+
+    /// A cell whose result searched for its capacity leads with the answer.
+    #[test]
+    fn a_capacity_cell_leads_with_its_answer() {
+        let (k, trusted) = key(7);
+        let d = Doc {
+            model: "m",
+            revision: None,
+            engine: "vllm",
+            version: Some("1.0"),
+            gpus: Some((2, "H100")),
+        };
+        let mut p = predicate(&d, sweep(64, 16, 1.0), vec![]);
+        p.capacity = Some(schemas::capacity::Capacity {
+            search: schemas::capacity::Search::Rate,
+            slo: vec!["ttft:p50<=100000ms".parse().unwrap()],
+            precision: schemas::numbers::Finite::new(0.05).unwrap(),
+            passed: None,
+            failed: None,
+            undecided: None,
+            passed_benchmark: None,
+            goodput_per_s: None,
+            undecided_steps: 0,
+            converged: false,
+        });
+        for b in p
+            .benchmarks
+            .iter_mut()
+            .filter(|b| b.profile.rate_per_s.is_some())
+        {
+            b.capacity_step = Some(schemas::capacity::Step {
+                decided_at_us: None,
+                decided_at_requests: None,
+                verdict: schemas::capacity::Verdict::Undecided,
+                objectives: vec![],
+            });
+        }
+        let st = sealed(p);
+        let c = st.predicate.capacity.clone().unwrap();
+        // 24 requests a step: fewer than any verdict needs, so every step is undecided.
+        assert_eq!((c.passed, c.undecided_steps), (None, 3), "{c:?}");
+        let bytes = serde_json::to_vec(&schemas::seal::envelope(&st, Some(&k))).unwrap();
+        let loaded = crate::input::load_or_why(&bytes, &[trusted]).unwrap();
+        let cell = CellEntry {
+            index: 0,
+            id: "vllm-2gpu".into(),
+            axes: BTreeMap::new(),
+            outcome: Outcome::Verified,
+            result: Some("vllm-2gpu.json".into()),
+            reason: None,
+        };
+        let text = cell_text(&cell, &Shown::Verified(&loaded));
+        assert!(
+            text.starts_with(
+                "[vllm-2gpu](vllm-2gpu.json) verified ✓ · capacity none passed at ttft:p50\\<=100000ms · "
+            ),
+            "{text}"
+        );
     }
 
     #[test]
