@@ -424,3 +424,66 @@ fn grids_are_compared_in_their_seeds_layout_not_as_sweeps() {
     );
     assert!(!md.contains("## Comparable groups"));
 }
+
+/// Capacities compare under the same SLO and search: the highest of those is bold, a result
+/// with another SLO shows its own, unmarked, and per GPU divides by the host's GPUs.
+#[test]
+fn capacities_are_compared_only_under_the_same_slo() {
+    let with = |engine: &str, gpus: u32, slo: &str, passed: f64| {
+        let mut st = exact(engine, "m", gpus, &[("constant@1.00 req/sec", 500.0, 20.0)]);
+        st.predicate.capacity = Some(schemas::capacity::Capacity {
+            search: schemas::capacity::Search::Rate,
+            slo: vec![slo.parse().unwrap()],
+            precision: schemas::numbers::Finite::new(0.05).unwrap(),
+            passed: Some(schemas::numbers::Finite::new(passed).unwrap()),
+            failed: Some(schemas::numbers::Finite::new(passed * 1.05).unwrap()),
+            undecided: None,
+            passed_benchmark: Some(0),
+            goodput_per_s: None,
+            undecided_steps: 0,
+            converged: true,
+        });
+        st
+    };
+    let entries = vec![
+        entry("a.json", with("vllm", 1, "ttft:p99<=500ms", 8.0)),
+        entry("b.json", with("sglang", 2, "ttft:p99<=500ms", 12.0)),
+        entry("c.json", with("tgi", 1, "ttft:p99<=200ms", 20.0)),
+        entry(
+            "d.json",
+            exact(
+                "lmdeploy",
+                "m",
+                1,
+                &[("constant@1.00 req/sec", 400.0, 20.0)],
+            ),
+        ),
+    ];
+    let md = text(&super::report(&entries).unwrap(), "compare.md");
+    assert!(md.contains("### Capacity at SLO"), "{md}");
+    let row = |name: &str| {
+        md.lines()
+            .find(|l| {
+                l.contains(&format!("[{name}]")) && l.contains("req/s") && l.contains("ttft:")
+            })
+            .unwrap_or_else(|| panic!("{name}: {md}"))
+            .to_string()
+    };
+    assert!(
+        row("a.json").contains("| 8.00 req/s | 8.00 req/s | 8.40 req/s |"),
+        "{md}"
+    );
+    assert!(
+        row("b.json").contains("| **12.00 req/s** | 6.00 req/s |"),
+        "{md}"
+    );
+    // Another SLO: its own capacity, higher, and not marked against the others.
+    assert!(row("c.json").contains("| 20.00 req/s |"), "{md}");
+    assert!(!row("c.json").contains("**"), "{md}");
+    // A result that did not search has no row.
+    assert!(
+        !md.lines()
+            .any(|l| l.contains("[d.json]") && l.contains("ttft:p99")),
+        "{md}"
+    );
+}
