@@ -441,18 +441,7 @@ impl Measurement {
         let slo = s.slo_objectives()?;
         let finite = |v: f64| Finite::new(v).map_err(|e| anyhow!("{e}"));
         sinks.journal.write(Line::Capacity {
-            capacity: Capacity {
-                search,
-                slo: slo.clone(),
-                precision: finite(s.search_precision())?,
-                passed: None,
-                failed: None,
-                undecided: None,
-                passed_benchmark: None,
-                goodput_per_s: None,
-                undecided_steps: 0,
-                converged: false,
-            },
+            capacity: Capacity::declared(search, slo.clone(), finite(s.search_precision())?),
         });
         let start = match (s.search_from, search) {
             (Some(from), _) => from,

@@ -668,18 +668,11 @@ mod tests {
             gpus: Some((2, "H100")),
         };
         let mut p = predicate(&d, sweep(64, 16, 1.0), vec![]);
-        p.capacity = Some(schemas::capacity::Capacity {
-            search: schemas::capacity::Search::Rate,
-            slo: vec!["ttft:p50<=100000ms".parse().unwrap()],
-            precision: schemas::numbers::Finite::new(0.05).unwrap(),
-            passed: None,
-            failed: None,
-            undecided: None,
-            passed_benchmark: None,
-            goodput_per_s: None,
-            undecided_steps: 0,
-            converged: false,
-        });
+        p.capacity = Some(schemas::capacity::Capacity::declared(
+            schemas::capacity::Search::Rate,
+            vec!["ttft:p50<=100000ms".parse().unwrap()],
+            schemas::numbers::Finite::new(0.05).unwrap(),
+        ));
         for b in p
             .benchmarks
             .iter_mut()

@@ -106,6 +106,24 @@ pub struct Capacity {
     pub converged: bool,
 }
 
+impl Capacity {
+    /// A search as declared before it runs: what [`derive`] fills in is empty until sealing.
+    pub fn declared(search: Search, slo: Vec<Objective>, precision: Finite) -> Capacity {
+        Capacity {
+            search,
+            slo,
+            precision,
+            passed: None,
+            failed: None,
+            undecided: None,
+            passed_benchmark: None,
+            goodput_per_s: None,
+            undecided_steps: 0,
+            converged: false,
+        }
+    }
+}
+
 /// The load a step ran at: its rate (open loop) or concurrency (closed loop).
 pub fn load_of(b: &Benchmark) -> Option<f64> {
     match b.profile.kind {
