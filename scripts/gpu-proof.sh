@@ -188,7 +188,10 @@ run() {
   "$runner" --version
 
   # The scripted GPU of CI: busy with changing readings for the sweep (one timeline for every
-  # process that reads it, as a real counter is), idle for the simulator's benchmark.
+  # process that reads it, as a real counter is), idle for the simulator's benchmark. Power
+  # climbs and falls 10 W a step, as a real board's 100 ms average does: steps of hundreds of
+  # watts would make the check of the runner's power integral a check of where a loaded host
+  # happened to place its samples around each step.
   local busy_script='' idle_script=''
   if [ -n "$fake_lib" ]; then
     export PROVEBENCH_NVML_LIB=$fake_lib
@@ -197,7 +200,7 @@ run() {
       echo "origin_unix_ms $(($(date +%s%N) / 1000000))"
       echo "driver_version 580.00.00-fake"
       for i in $(seq 0 599); do
-        echo "at_ms $((i * 500)) gpu * power_mw $((150000 + (i * 7 % 11) * 30000)) sm $((80 + i % 15)) mem $((30 + i % 9)) mem_used_mib $((9000 + i % 3)) sm_clock $((1980 - (i % 4) * 15)) temp $((55 + i % 11)) throttle 0x4"
+        echo "at_ms $((i * 500)) gpu * power_mw $((250000 + ((i % 20) < 10 ? i % 20 : 20 - i % 20) * 10000)) sm $((80 + i % 15)) mem $((30 + i % 9)) mem_used_mib $((9000 + i % 3)) sm_clock $((1980 - (i % 4) * 15)) temp $((55 + i % 11)) throttle 0x4"
       done
     } > "$busy_script"
     printf 'driver_version 580.00.00-fake\nat_ms 0 gpu * power_mw 70000 sm 0 mem 0 mem_used_mib 500 sm_clock 345 temp 31 throttle 0x1\n' > "$idle_script"
