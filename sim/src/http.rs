@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{HeaderValue, ACCEPT, CACHE_CONTROL, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ACCEPT, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::collections::VecDeque;
@@ -105,6 +105,21 @@ async fn connection(stream: TcpStream, engine: Arc<Engine>, mut stop: watch::Rec
 /// a non-streaming request is reset.
 async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<Body>, io::Error> {
     let received = Instant::now();
+    if let Some(key) = &engine.cfg.api_key {
+        // vLLM guards what its API serves under /v1, not /health or /metrics.
+        let presented = req
+            .headers()
+            .get(AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        if req.uri().path().starts_with("/v1")
+            && presented != Some(format!("Bearer {key}").as_str())
+        {
+            return Ok(json_response(
+                StatusCode::UNAUTHORIZED,
+                Bytes::from_static(br#"{"error":"Unauthorized"}"#),
+            ));
+        }
+    }
     let route = match req.uri().path() {
         "/v1/completions" => Some(Route::Completions),
         "/v1/chat/completions" => Some(Route::Chat),

@@ -104,6 +104,9 @@ pub struct SimConfig {
     pub faults: Faults,
     /// Seeds token texts and fault selection.
     pub seed: u64,
+    /// As vLLM's `--api-key`: every `/v1/...` request without `Authorization: Bearer <key>`
+    /// is answered 401 `{"error": "Unauthorized"}`; `None` lets every client in.
+    pub api_key: Option<String>,
 }
 
 /// Misbehaviour to inject. Each fraction in `[0, 1]` picks requests deterministically from
@@ -149,6 +152,7 @@ impl Default for SimConfig {
             reasoning_tokens: 0,
             faults: Faults::default(),
             seed: 0,
+            api_key: None,
         }
     }
 }

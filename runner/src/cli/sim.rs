@@ -54,6 +54,10 @@ pub struct SimArgs {
     /// own rhythm (every token arrives on its own: the client's worst case).
     #[arg(long)]
     pub decode_steps: bool,
+    /// Answer every /v1 request without `Authorization: Bearer KEY` with HTTP 401, as vLLM's
+    /// `--api-key` does.
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
     /// Seed for the generated text and for which requests get faults.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -23,6 +23,7 @@ impl SimArgs {
             prefix_caching: !self.no_enable_prefix_caching,
             reasoning_tokens: self.reasoning_tokens,
             seed: self.seed,
+            api_key: self.api_key.clone(),
             faults: Faults {
                 error_fraction: self.error_fraction,
                 rate_limit_fraction: self.rate_limit_fraction,
