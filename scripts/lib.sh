@@ -15,3 +15,25 @@ wait_listening() {
   done
   return 1
 }
+
+# start_sim RUNNER [SIM FLAGS...]: starts `RUNNER sim` on 127.0.0.1 and a port the kernel picks,
+# and sets SIM_PID and SIM_URL once it serves (the URL is the first line it prints). Fails after
+# 30 s, or as soon as the simulator exits. The caller stops it: kill "$SIM_PID".
+start_sim() {
+  local runner=$1; shift
+  local url_file
+  url_file=$(mktemp)
+  "$runner" sim --host 127.0.0.1 --port 0 "$@" > "$url_file" 2> "$url_file.log" &
+  SIM_PID=$!
+  SIM_URL=
+  for _ in $(seq 1 300); do
+    SIM_URL=$(head -n 1 "$url_file" 2>/dev/null)
+    case $SIM_URL in http://*) break ;; esac
+    kill -0 "$SIM_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  case $SIM_URL in
+    http://*) rm -f "$url_file" "$url_file.log" ;;
+    *) echo "the simulator did not start: $(cat "$url_file.log")" >&2; rm -f "$url_file" "$url_file.log"; return 1 ;;
+  esac
+}

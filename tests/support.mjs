@@ -52,6 +52,9 @@ export function trustNewKey(runner, dir, name) {
 // first start so a child that never printed is killed too.
 export function children({ cwd, env }) {
   const all = [];
+  // A test file that throws at its top level runs no `after` hook: its children must not
+  // outlive it, or `node --test` waits on their pipes for ever.
+  process.once('exit', () => { for (const c of all) c.kill(); });
   return {
     start(cmd, args, what, pattern = /^(http:\/\/\S+?)\/?$/, stderr = 'inherit') {
       const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', stderr] });

@@ -58,7 +58,7 @@ pub struct Facts {
     /// (not null) otherwise, so other documents' facts stay as they were.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reproduces: Option<schemas::document::Reproduces>,
-    /// The whole verdict, as `runner verify --json` prints it.
+    /// The whole verdict, as `runner verify --json` prints each file's.
     pub verdict: Verdict,
 }
 

@@ -6,6 +6,7 @@
 mod cli;
 mod commands;
 mod console;
+mod fail_on;
 mod keyfile;
 mod on_host;
 mod output;
@@ -14,38 +15,67 @@ mod tool;
 mod wasm_host;
 
 use clap::Parser;
+use schemas::outcome::{Exit, ExitReason, Outcome};
 use std::process::ExitCode;
 
-/// What went wrong, and so which exit code the shell sees.
+/// What went wrong, and so which exit code the shell sees (`schemas::outcome::ExitReason`
+/// declares the codes).
 #[derive(Debug)]
 pub enum Failure {
-    /// A result did not verify (exit 1).
+    /// A result did not verify.
     Verification,
-    /// Bad input or an I/O error (exit 3).
+    /// Bad input or an I/O error.
     Input(anyhow::Error),
-    /// A key was refused: wrong permissions, unreadable, wrong type (exit 4).
+    /// A key was refused: wrong permissions, unreadable, wrong type.
     Key(anyhow::Error),
-    /// Ctrl-C: what was measured is written, marked incomplete (exit 130).
+    /// Ctrl-C: what was measured is written, marked incomplete.
     Interrupted,
-    /// The engine did not start or serve (exit 5); the error ends with its log's last lines.
+    /// The engine did not start or serve; the error ends with its log's last lines.
     Engine(anyhow::Error),
-    /// A campaign has cells without a verified result (exit 6); the error lists them.
+    /// A campaign has cells without a verified result; the error lists them.
     Cells(anyhow::Error),
-    /// A reproduction differs from its original beyond the noise (exit 7); the error names
-    /// the metrics.
+    /// A reproduction differs from its original beyond the noise; the error names the metrics.
     NotReproduced(anyhow::Error),
+    /// The result is written but carries a validity flag at or above `--fail-on`.
+    Flagged(anyhow::Error),
+    /// The server could not be reached before any load: nothing measured, nothing written.
+    Unreachable(anyhow::Error),
+    /// `runner gate`: a metric regressed beyond the noise and the allowed regression.
+    Regressed(anyhow::Error),
 }
 
 impl Failure {
-    pub fn code(&self) -> u8 {
+    pub fn reason(&self) -> ExitReason {
         match self {
-            Failure::Verification => 1,
-            Failure::Input(_) => 3,
-            Failure::Key(_) => 4,
-            Failure::Interrupted => 130,
-            Failure::Engine(_) => 5,
-            Failure::Cells(_) => 6,
-            Failure::NotReproduced(_) => 7,
+            Failure::Verification => ExitReason::VerificationFailed,
+            Failure::Input(_) => ExitReason::Input,
+            Failure::Key(_) => ExitReason::Key,
+            Failure::Interrupted => ExitReason::Interrupted,
+            Failure::Engine(_) => ExitReason::Engine,
+            Failure::Cells(_) => ExitReason::Cells,
+            Failure::NotReproduced(_) => ExitReason::NotReproduced,
+            Failure::Flagged(_) => ExitReason::Flagged,
+            Failure::Unreachable(_) => ExitReason::Unreachable,
+            Failure::Regressed(_) => ExitReason::Regressed,
+        }
+    }
+
+    pub fn code(&self) -> u8 {
+        self.reason().code()
+    }
+
+    /// The error as the console prints it; `None` for the two that print their own.
+    pub fn message(&self) -> Option<String> {
+        match self {
+            Failure::Verification | Failure::Interrupted => None,
+            Failure::Input(e)
+            | Failure::Key(e)
+            | Failure::Engine(e)
+            | Failure::Cells(e)
+            | Failure::NotReproduced(e)
+            | Failure::Flagged(e)
+            | Failure::Unreachable(e)
+            | Failure::Regressed(e) => Some(format!("{e:#}")),
         }
     }
 }
@@ -60,10 +90,13 @@ fn main() -> ExitCode {
         .with_target(false)
         .init();
     let cli = cli::Cli::parse();
+    // `--json`: the command fills its outcome, and it is printed here, however it ended.
+    let json = cli.command.json();
+    let mut outcome = Outcome::new(cli.command.name());
     let result = match cli.command {
         cli::Command::Keygen { name } => commands::keygen::run(&name),
-        cli::Command::Verify(args) => commands::verify::run(&args),
-        cli::Command::Run(args) => commands::run::run(&args),
+        cli::Command::Verify(args) => commands::verify::run(&args, &mut outcome),
+        cli::Command::Run(args) => commands::run::run(&args, &mut outcome),
         cli::Command::Finalize(args) => commands::finalize::run(&args),
         cli::Command::Trust(args) => commands::trust::run(&args),
         cli::Command::Merge(args) => commands::merge::run(&args),
@@ -76,22 +109,26 @@ fn main() -> ExitCode {
         #[cfg(feature = "polars")]
         cli::Command::Export(args) => commands::export::run(&args),
         cli::Command::Report(args) => commands::report::render_files(&args.files, &args.render),
-        cli::Command::Diff(args) => commands::report::diff(&args),
+        cli::Command::Diff(args) => commands::report::diff(&args, &mut outcome),
+        cli::Command::Gate(args) => commands::gate::run(&args, &mut outcome),
         cli::Command::Compare(args) => commands::report::compare(&args),
         cli::Command::Import(args) => commands::import::run(&args),
     };
-    match result {
+    let code = match &result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            match &failure {
-                Failure::Verification | Failure::Interrupted => {}
-                Failure::Input(e)
-                | Failure::Key(e)
-                | Failure::Engine(e)
-                | Failure::Cells(e)
-                | Failure::NotReproduced(e) => eprintln!("error: {e:#}"),
+            if let Some(message) = failure.message() {
+                eprintln!("error: {message}");
             }
+            outcome.exit = Exit::new(failure.reason(), failure.message());
             ExitCode::from(failure.code())
         }
+    };
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&outcome).expect("an outcome serialises")
+        );
     }
+    code
 }

@@ -16,6 +16,10 @@ pub fn all() -> Vec<(&'static str, Schema)> {
             with_id(schema_for!(crate::dsse::Envelope), "envelope"),
         ),
         (
+            "cli-output.schema.json",
+            with_id(schema_for!(crate::outcome::Outcome), "cli-output"),
+        ),
+        (
             "trusted-keys.schema.json",
             with_id(schema_for!(crate::keys::TrustedKeysFile), "trusted-keys"),
         ),

@@ -23,6 +23,7 @@ pub mod limits;
 pub mod load;
 pub mod metrics;
 pub mod numbers;
+pub mod outcome;
 pub mod record_columns;
 pub mod repetitions;
 pub mod seal;

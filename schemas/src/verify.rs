@@ -23,6 +23,7 @@ const MAX_RECORD_ERRORS: usize = 20;
 
 /// What the signature says.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum SignatureVerdict {
     /// Signed by this trusted key.
@@ -35,6 +36,7 @@ pub enum SignatureVerdict {
 
 /// The full outcome; `ok` only when signed by a trusted key and nothing disagrees.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "json-schema", derive(schemars::JsonSchema))]
 pub struct Verdict {
     pub ok: bool,
     pub signature: SignatureVerdict,

@@ -36,7 +36,8 @@ const failing = await startSim('--error-fraction', '1');
 const run = (url, out, ...args) => runner('run', '--target', url, '--no-sign', '--out', out, ...args);
 run(fast, 'sweep.json', '--profile', 'sweep', '--sweep-rates', '2', '--max-requests', '12', '--data', 'prompt_tokens=16,output_tokens=8');
 run(fast, 'grid.json', '--grid', 'input=16,32', 'output=4,8', '--max-requests', '3');
-run(failing, 'failed.json', '--max-requests', '4', '--data', 'prompt_tokens=16,output_tokens=8');
+// Every request fails: written and flagged `all_failed` (`--fail-on never`: that is the point).
+run(failing, 'failed.json', '--max-requests', '4', '--data', 'prompt_tokens=16,output_tokens=8', '--fail-on', 'never');
 // NVML played by the test library (testkit/fixtures/fake_nvml.c): two GPUs, one throttled.
 const fakeNvml = join(dir, 'libfake_nvml.so');
 execFileSync('cc', ['-shared', '-fPIC', '-O2', '-o', fakeNvml, new URL('../../testkit/fixtures/fake_nvml.c', import.meta.url).pathname]);

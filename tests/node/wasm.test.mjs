@@ -43,7 +43,7 @@ test('a signed document verifies in wasm exactly as natively', () => {
   assert.equal(wasm.verdict.ok, true);
   assert.deepEqual(wasm.verdict.signature, { status: 'verified', keyid, key_name: 'lab' });
   assert.equal(wasm.verdict.records_checked, 80);
-  const native = JSON.parse(runner('verify', 'signed.json', '--keys', 'keys.json', '--json'));
+  const native = JSON.parse(runner('verify', 'signed.json', '--keys', 'keys.json', '--json')).files[0];
   assert.deepEqual(wasm.verdict, native.verdict);
   assert.equal(wasm.engine, 'synthetic');
   assert.deepEqual(wasm.badge, { kind: 'verified', text: 'verified: lab', reason: `signed by trusted key lab (${keyid})` });

@@ -19,6 +19,8 @@ enum Better {
 
 /// A compared metric: its name with unit, its direction, and how to read it.
 struct Metric {
+    /// How `runner gate --metric` and `--json` name it: `ttft:p99`, `output_throughput`.
+    key: &'static str,
     name: &'static str,
     better: Better,
     /// Whether the metric exists for a benchmark with no completed request.
@@ -55,6 +57,7 @@ macro_rules! dist {
 
 const METRICS: [Metric; 17] = [
     Metric {
+        key: "request_throughput",
         name: "Request throughput (req/s)",
         better: Better::Higher,
         without_completions: false,
@@ -62,6 +65,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(|s| s.uncertainty.as_ref()?.request_throughput_per_s),
     },
     Metric {
+        key: "output_throughput",
         name: "Output token throughput (tok/s)",
         better: Better::Higher,
         without_completions: false,
@@ -69,6 +73,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(|s| s.uncertainty.as_ref()?.output_token_throughput_per_s),
     },
     Metric {
+        key: "ttft:mean",
         name: "TTFT mean (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -76,6 +81,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(ttft_ms, mean)),
     },
     Metric {
+        key: "ttft:p50",
         name: "TTFT p50 (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -83,6 +89,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(ttft_ms, median)),
     },
     Metric {
+        key: "ttft:p99",
         name: "TTFT p99 (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -90,6 +97,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(ttft_ms, p99)),
     },
     Metric {
+        key: "itl:mean",
         name: "ITL mean (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -97,6 +105,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(itl_ms, mean)),
     },
     Metric {
+        key: "itl:p50",
         name: "ITL p50 (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -104,6 +113,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(itl_ms, median)),
     },
     Metric {
+        key: "itl:p99",
         name: "ITL p99 (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -111,6 +121,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(itl_ms, p99)),
     },
     Metric {
+        key: "tpot:mean",
         name: "TPOT mean (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -118,6 +129,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(tpot_ms, mean)),
     },
     Metric {
+        key: "tpot:p99",
         name: "TPOT p99 (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -125,6 +137,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(tpot_ms, p99)),
     },
     Metric {
+        key: "e2e:mean",
         name: "E2E mean (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -132,6 +145,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(e2e_ms, mean)),
     },
     Metric {
+        key: "e2e:p50",
         name: "E2E p50 (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -139,6 +153,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(e2e_ms, median)),
     },
     Metric {
+        key: "e2e:p99",
         name: "E2E p99 (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -146,6 +161,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(sure!(e2e_ms, p99)),
     },
     Metric {
+        key: "latency_per_token",
         name: "Latency per token, vLLM 0.2.7 (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -153,6 +169,7 @@ const METRICS: [Metric; 17] = [
         interval: None,
     },
     Metric {
+        key: "latency_per_output_token",
         name: "Latency per output token, vLLM 0.2.7 (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -160,6 +177,7 @@ const METRICS: [Metric; 17] = [
         interval: None,
     },
     Metric {
+        key: "goodput",
         name: "Goodput (req/s)",
         better: Better::Higher,
         without_completions: false,
@@ -167,6 +185,7 @@ const METRICS: [Metric; 17] = [
         interval: Some(|s| s.uncertainty.as_ref()?.goodput_per_s),
     },
     Metric {
+        key: "error_rate",
         name: "Failed requests (%)",
         better: Better::Lower,
         without_completions: true,
@@ -185,6 +204,7 @@ const METRICS: [Metric; 17] = [
 /// for a shorter time), so their change is shown without a verdict.
 const HOST_METRICS: [Metric; 3] = [
     Metric {
+        key: "gpu_energy",
         name: "GPU energy (J)",
         better: Better::Neither,
         without_completions: true,
@@ -192,6 +212,7 @@ const HOST_METRICS: [Metric; 3] = [
         interval: None,
     },
     Metric {
+        key: "output_tokens_per_j",
         name: "Output tokens per joule (tok/J)",
         better: Better::Higher,
         without_completions: false,
@@ -199,6 +220,7 @@ const HOST_METRICS: [Metric; 3] = [
         interval: None,
     },
     Metric {
+        key: "gpu_mean_power",
         name: "GPU mean power (W)",
         better: Better::Neither,
         without_completions: true,
@@ -214,6 +236,7 @@ const HOST_METRICS: [Metric; 3] = [
 /// without a verdict.
 const REASONING_METRICS: [Metric; 3] = [
     Metric {
+        key: "ttfot:mean",
         name: "Time to first output token mean (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -221,6 +244,7 @@ const REASONING_METRICS: [Metric; 3] = [
         interval: None,
     },
     Metric {
+        key: "ttfot:p99",
         name: "Time to first output token p99 (ms)",
         better: Better::Lower,
         without_completions: false,
@@ -228,6 +252,7 @@ const REASONING_METRICS: [Metric; 3] = [
         interval: None,
     },
     Metric {
+        key: "reasoning_tokens",
         name: "Reasoning tokens per completed request",
         better: Better::Neither,
         without_completions: false,
@@ -244,18 +269,8 @@ fn ttfot(s: &Summary) -> Option<&Distribution> {
     s.reasoning.as_ref()?.time_to_first_output_token_ms.as_ref()
 }
 
-/// How B compares with A on one metric.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    Better,
-    Worse,
-    Same,
-    /// A change whose 95 % interval holds 0: the two runs' noise could make it.
-    WithinNoise,
-    /// The runs carry intervals, but too few samples for this metric's (a p99 under the 662
-    /// requests LoadGen's early-stopping rule needs): not judged.
-    TooFewSamples,
-}
+/// How B compares with A on one metric: declared with the words `--json` prints.
+pub use schemas::outcome::ChangeVerdict as Verdict;
 
 /// Absolute change, relative change (None when A is 0) and verdict. Relative changes
 /// under 0.05 % (which print as 0.0 %) count as the same.
@@ -329,7 +344,9 @@ fn value(m: &Metric, b: &Benchmark) -> Option<f64> {
 
 /// One metric of a matched pair, judged.
 pub(crate) struct Judged {
+    pub key: &'static str,
     pub name: &'static str,
+    pub higher_is_better: bool,
     pub a: Option<f64>,
     pub b: Option<f64>,
     /// B − A, its relative change, and the 95 % interval of the change where both sides
@@ -406,7 +423,9 @@ pub(crate) fn judgements(a: &Benchmark, b: &Benchmark) -> Vec<Judged> {
             _ => None,
         };
         out.push(Judged {
+            key: m.key,
             name: m.name,
+            higher_is_better: m.better == Better::Higher,
             a: va,
             b: vb,
             change,
@@ -459,4 +478,14 @@ pub(crate) fn metrics_table(a: &Benchmark, b: &Benchmark, tally: &mut Tally) -> 
         ));
     }
     out
+}
+
+/// Every metric's key, with whether a gate can hold a result to it (a direction and an
+/// interval).
+pub(crate) fn metric_keys() -> impl Iterator<Item = (&'static str, bool)> {
+    METRICS
+        .iter()
+        .chain(&HOST_METRICS)
+        .chain(&REASONING_METRICS)
+        .map(|m| (m.key, m.better != Better::Neither && m.interval.is_some()))
 }

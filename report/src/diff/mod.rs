@@ -34,6 +34,7 @@ use crate::markdown::{doc_line, provenance, run_flags};
 use crate::view::{self, Cell};
 use crate::{RenderError, Report};
 
+pub mod gate;
 mod judge;
 pub mod reproduction;
 pub use judge::{judge, marker, Verdict};

@@ -16,14 +16,38 @@ pub mod sim;
 A result is one JSON file: a DSSE envelope (Ed25519) around an in-toto Statement whose \
 predicate holds the workload, the provenance (host, GPU, engine, model) and every request's \
 raw record. Anyone with the public key can check the signature and recompute every summary.",
-    after_help = "Exit codes: 0 success; 1 verification failed; 2 usage error; 3 bad input or I/O \
-error; 4 key refused; 5 the engine did not start or serve; 6 a campaign has cells without a verified result; 130 interrupted (the result is still written).\n\nLogs go to stderr; set RUST_LOG=debug for more.\n\n\
+    after_help = format!("{}\n\nLogs go to stderr; set RUST_LOG=debug for more.\n\n\
 Typical first steps:\n  runner keygen lab            # writes lab.key (0600) and lab.pub\n  \
-runner synth --key lab.key --out synthetic.json\n  runner verify synthetic.json --key lab.pub"
+runner synth --key lab.key --out synthetic.json\n  runner verify synthetic.json --key lab.pub",
+        exit_codes())
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Command {
+    /// Whether the command was asked for `--json`.
+    pub fn json(&self) -> bool {
+        match self {
+            Command::Run(a) => a.json,
+            Command::Verify(a) => a.json,
+            Command::Diff(a) => a.json,
+            Command::Gate(a) => a.json,
+            _ => false,
+        }
+    }
+
+    /// The subcommand's name, as `--json` prints it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Run(_) => "run",
+            Command::Verify(_) => "verify",
+            Command::Diff(_) => "diff",
+            Command::Gate(_) => "gate",
+            _ => "",
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -67,6 +91,15 @@ pub enum Command {
     ///
     /// Writes diff.md, diff.html and overlaid charts into --out, like `report`.
     Diff(DiffArgs),
+    /// Fail a pipeline when serving got slower: B (candidate) against a baseline, beyond the noise.
+    ///
+    /// Verifies both, matches their benchmarks as `diff` does, and fails (exit 10) naming each
+    /// metric whose whole interval of change lies beyond --max-regression on the worse side;
+    /// the intervals are the diff's, widened so that all metrics judged together hold at 95 %.
+    /// With a directory as --baseline, the newest verified result of the same configuration
+    /// (engine, model, GPUs, workloads) is the baseline. A candidate carrying a flag at or
+    /// above --fail-on fails too (exit 8).
+    Gate(GateArgs),
     /// Compare any number of results: comparable groups, the Pareto frontier, sweeps side by side.
     ///
     /// Writes compare.md, compare.html and the charts into --out, like `report`: a headline row
@@ -153,13 +186,86 @@ pub struct VerifyArgs {
     /// A trusted-keys file (JSON: name, keyid, PEM, validity window, revocation). Repeatable.
     #[arg(long = "keys", value_name = "keys.json")]
     pub key_files: Vec<PathBuf>,
-    /// Print each verdict as one JSON line instead of text.
+    /// Print one JSON object instead of text: each file's verdict and flags, and the exit
+    /// (schemas/json/cli-output.schema.json).
     #[arg(long)]
     pub json: bool,
     /// Check unsigned documents' contents too, as the site does (they still fail: only a
     /// trusted signature passes). Without it only signed payload bytes are ever parsed.
     #[arg(long)]
     pub allow_unsigned: bool,
+    /// Exit 8 when a verified result carries a validity flag of this severity or worse.
+    #[arg(long, value_enum, default_value_t = FailOn::Error, value_name = "SEVERITY")]
+    pub fail_on: FailOn,
+}
+
+/// Which validity flags fail a command (exit 8): `error` (the numbers must not be used),
+/// `warning` (or suspect), `never`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Never,
+}
+
+/// `runner gate CANDIDATE --baseline FILE|DIR --keys keys.json`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+runner gate candidate.json --baseline bench/baseline.json --keys keys.json\n  \
+runner gate candidate.json --baseline results/ --keys keys.json --metric ttft:p99 --metric output_throughput --max-regression 3%\n\n\
+Metrics (--metric, repeatable; default: all of them): request_throughput, output_throughput, goodput, \
+ttft|itl|e2e:mean|p50|p99, tpot:mean|p99. A p99 has an interval from 662 requests a benchmark \
+(LoadGen's early-stopping minimum); a metric without one on both sides is listed, not judged.\n\n\
+Exit codes: 0 no metric regressed; 1 a file does not verify; 3 bad input, or nothing to compare; \
+8 the candidate carries a flag at or above --fail-on; 10 a metric regressed.")]
+pub struct GateArgs {
+    /// The new result (a signed envelope).
+    #[arg(value_name = "CANDIDATE.json")]
+    pub candidate: PathBuf,
+    /// The result to hold it to, or a directory of results: the newest verified one of the
+    /// candidate's configuration is taken.
+    #[arg(long, value_name = "FILE|DIR")]
+    pub baseline: PathBuf,
+    /// Trusted-keys file both results must verify under.
+    #[arg(long, value_name = "keys.json")]
+    pub keys: PathBuf,
+    /// A metric to hold the candidate to. Repeatable; default: every metric with a direction
+    /// and an interval.
+    #[arg(long = "metric", value_name = "NAME")]
+    pub metrics: Vec<String>,
+    /// The regression allowed beyond the noise, in % (`5%` or `5`): within-run intervals do
+    /// not know what moves between runs.
+    #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_percent)]
+    pub max_regression: f64,
+    /// Fail (exit 8) when the candidate carries a validity flag of this severity or worse.
+    #[arg(long, value_enum, default_value_t = FailOn::Error, value_name = "SEVERITY")]
+    pub fail_on: FailOn,
+    /// Print one JSON object instead of text (schemas/json/cli-output.schema.json).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `5%`, `5` or `0.5%` as a fraction (0.05); at least 0, below 1000 %.
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a percentage (5% or 5)"))?;
+    if !(0.0..1000.0).contains(&v) {
+        return Err(format!("{s}: give a percentage from 0 to under 1000"));
+    }
+    Ok(v / 100.0)
+}
+
+/// The exit-code line of `--help`, from `schemas::outcome::ExitReason`.
+fn exit_codes() -> String {
+    let codes: Vec<String> = schemas::outcome::ExitReason::ALL
+        .iter()
+        .map(|r| format!("{} {}", r.code(), r.describe()))
+        .collect();
+    format!("Exit codes: {}.", codes.join("; "))
 }
 
 /// Where and how `report` and `diff` render.
@@ -206,6 +312,10 @@ pub struct DiffArgs {
     pub files: Vec<PathBuf>,
     #[command(flatten)]
     pub render: RenderArgs,
+    /// Print every compared metric as one JSON object instead of the directory's name
+    /// (schemas/json/cli-output.schema.json); the files are written as without it.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -330,6 +440,14 @@ pub struct RunArgs {
     /// (NTP, PTP): each shard records its kernel's clock error.
     #[arg(long, value_name = "T", requires = "shard", value_parser = shard::parse_start_at, help_heading = "Sharding")]
     pub start_at: Option<std::time::SystemTime>,
+    /// Exit 8 once the result is written when it carries a validity flag of this severity or
+    /// worse (every request failed is an error; a saturated rate a warning).
+    #[arg(long, value_enum, default_value_t = FailOn::Error, value_name = "SEVERITY")]
+    pub fail_on: FailOn,
+    /// Print one JSON object on stdout instead of the tables: the result file, its flags and
+    /// the exit (schemas/json/cli-output.schema.json).
+    #[arg(long)]
+    pub json: bool,
     /// Result file (default: provebench-<UTC time>.json); the journal goes beside it.
     // The help text is for the terminal, not rustdoc.
     #[allow(rustdoc::invalid_html_tags)]
@@ -448,4 +566,31 @@ pub struct ServeArgs {
     /// Port on 127.0.0.1 (0 picks a free one).
     #[arg(long, default_value_t = 8080)]
     pub port: u16,
+}
+
+#[cfg(test)]
+mod tests {
+    use schemas::outcome::ExitReason;
+
+    #[test]
+    fn the_readme_and_help_name_every_exit_code() {
+        let readme = include_str!("../../../README.md");
+        let help = super::exit_codes();
+        for r in ExitReason::ALL {
+            assert!(
+                readme.contains(&format!("\n| {} | ", r.code())),
+                "README's exit-code table lacks {} ({r:?})",
+                r.code()
+            );
+            assert!(help.contains(&format!("{} {}", r.code(), r.describe())));
+        }
+    }
+
+    #[test]
+    fn an_allowed_regression_reads_as_a_percentage() {
+        assert_eq!(super::parse_percent("5%"), Ok(0.05));
+        assert_eq!(super::parse_percent("2.5"), Ok(0.025));
+        assert!(super::parse_percent("-1%").is_err());
+        assert!(super::parse_percent("five").is_err());
+    }
 }

@@ -4,6 +4,7 @@ pub mod campaign;
 #[cfg(feature = "polars")]
 pub mod export;
 pub mod finalize;
+pub mod gate;
 pub mod import;
 pub mod keygen;
 pub mod merge;

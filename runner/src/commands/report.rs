@@ -13,10 +13,37 @@ use crate::wasm_host::{self, ReportModule};
 use crate::{output, Failure};
 use anyhow::{anyhow, Context, Result};
 use report::abi::{self, Op};
+use schemas::outcome::Outcome;
+use schemas::verify::Policy;
 use std::path::{Path, PathBuf};
 
-pub fn diff(args: &DiffArgs) -> Result<(), Failure> {
-    render(&args.render, Op::Diff, &args.files)
+/// `runner diff`: the pages, and with `--json` every compared metric on stdout (judged by
+/// the same `report::diff` code, linked in).
+pub fn diff(args: &DiffArgs, outcome: &mut Outcome) -> Result<(), Failure> {
+    render(&args.render, Op::Diff, &args.files, !args.json)?;
+    if args.json {
+        let trusted = match &args.render.keys {
+            Some(k) => {
+                crate::keyfile::load_trusted(&[], std::slice::from_ref(k)).map_err(Failure::Key)?
+            }
+            None => vec![],
+        };
+        let mut predicates = Vec::new();
+        for file in &args.files {
+            let bytes = crate::read::document(file).map_err(Failure::Input)?;
+            // As the pages do: an unverified result is compared, and its badge says so.
+            let loaded = schemas::load::load(&bytes, &trusted, Policy::AllowUnsigned)
+                .map_err(|e| Failure::Input(anyhow!("{}: {}", file.display(), e.reason)))?;
+            predicates.push(loaded.statement.predicate);
+        }
+        let (comparisons, unmatched) =
+            report::diff::gate::comparisons(&predicates[0], &predicates[1]);
+        outcome.baseline = Some(args.files[0].display().to_string());
+        outcome.candidate = Some(args.files[1].display().to_string());
+        outcome.comparisons = Some(comparisons);
+        outcome.unmatched = Some(unmatched);
+    }
+    Ok(())
 }
 
 /// `runner compare`: the comparison, and the history when some configuration repeats.
@@ -61,7 +88,7 @@ pub fn render_files(files: &[PathBuf], args: &RenderArgs) -> Result<(), Failure>
         .filter(|f| crate::read::document(f).is_ok_and(|b| schemas::campaign::is_campaign(&b)))
         .count();
     match (campaigns, files) {
-        (0, _) => render(args, Op::Render, files),
+        (0, _) => render(args, Op::Render, files, true),
         (1, [campaign]) => {
             if args.native {
                 campaign_report(campaign, &args.out, None, args.keys.as_deref(), true)?;
@@ -85,13 +112,15 @@ pub fn render_files(files: &[PathBuf], args: &RenderArgs) -> Result<(), Failure>
 
 /// Frames the keys and `files` into one request, runs it in the module (or, with
 /// `--native`, through the same `report::abi::handle` linked in), writes the files.
-fn render(args: &RenderArgs, op: Op, files: &[PathBuf]) -> Result<(), Failure> {
+fn render(args: &RenderArgs, op: Op, files: &[PathBuf], say_where: bool) -> Result<(), Failure> {
     let mut parts = vec![read_keys(args.keys.as_deref())?];
     parts.extend(read_all(files).map_err(Failure::Input)?);
     let request = abi::encode_parts(&parts);
     let (report, module_line) = call(op, &request, args.native, args.module.as_deref())?;
     write_files(&args.out, &report, &module_line).map_err(Failure::Input)?;
-    println!("{}", args.out.display());
+    if say_where {
+        println!("{}", args.out.display());
+    }
     Ok(())
 }
 

@@ -185,15 +185,19 @@ fn beside(out: &Path) -> PathBuf {
 /// diff` renders it (natively when no module is at hand: the result is written already).
 fn write_verdict_page(args: &ReproduceArgs, dir: &Path) -> Result<(), Failure> {
     let diff = |native: bool| {
-        super::report::diff(&DiffArgs {
-            files: vec![args.result.clone(), args.out.clone()],
-            render: RenderArgs {
-                out: dir.to_path_buf(),
-                keys: args.keys.clone(),
-                module: None,
-                native,
+        super::report::diff(
+            &DiffArgs {
+                files: vec![args.result.clone(), args.out.clone()],
+                render: RenderArgs {
+                    out: dir.to_path_buf(),
+                    keys: args.keys.clone(),
+                    module: None,
+                    native,
+                },
+                json: false,
             },
-        })
+            &mut schemas::outcome::Outcome::new("diff"),
+        )
     };
     diff(false)
         .or_else(|e| {

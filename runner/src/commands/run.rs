@@ -16,6 +16,7 @@ use loadgen::measure::{Observer, Prepared, ShardRun};
 use loadgen::spec::RunSpec;
 use schemas::document::{Engine, Model, Reproduces, Run, Workload};
 use schemas::numbers::JsonU64;
+use schemas::outcome::Outcome;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -26,15 +27,22 @@ pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
     args.flags.resolve(args.spec.as_deref())
 }
 
-pub fn run(args: &RunArgs) -> Result<(), Failure> {
+/// `runner run`: the run, then `--fail-on` held to the flags of the result it wrote.
+pub fn run(args: &RunArgs, outcome: &mut Outcome) -> Result<(), Failure> {
     let spec = resolve_spec(args).map_err(Failure::Input)?;
-    run_spec(spec, args)
+    run_with(spec, args, None, outcome)?;
+    let written = outcome.result.clone().unwrap_or_default();
+    crate::fail_on::check(
+        args.fail_on,
+        outcome.flags.as_deref().unwrap_or_default(),
+        &written,
+    )
 }
 
 /// Runs `spec` as `runner run` would, with `args` for everything outside the spec: the
 /// key, the result file, telemetry. A campaign's cell comes this way with its plan's spec.
 pub fn run_spec(spec: RunSpec, args: &RunArgs) -> Result<(), Failure> {
-    run_with(spec, args, None)
+    run_with(spec, args, None, &mut Outcome::new("run"))
 }
 
 /// A run that re-runs a published result (`runner reproduce`): every benchmark must send
@@ -48,13 +56,15 @@ pub struct Reproducing {
 
 /// [`run_spec`], reproducing a published result.
 pub fn run_reproduction(spec: RunSpec, args: &RunArgs, r: Reproducing) -> Result<(), Failure> {
-    run_with(spec, args, Some(r))
+    run_with(spec, args, Some(r), &mut Outcome::new("run"))
 }
 
+/// The run; `outcome` gets the result file and its flags once it is written.
 fn run_with(
     spec: RunSpec,
     args: &RunArgs,
     reproducing: Option<Reproducing>,
+    outcome: &mut Outcome,
 ) -> Result<(), Failure> {
     spec.validate().map_err(Failure::Input)?;
     // Before anything slow: a start time already past is refused at once.
@@ -68,7 +78,8 @@ fn run_with(
         .enable_all()
         .build()
         .map_err(|e| Failure::Input(e.into()))?;
-    runtime.block_on(execute(spec, args, key, out, shard, reproducing))
+    let dest = Destination { out, key };
+    runtime.block_on(execute(spec, args, dest, shard, reproducing, outcome))
 }
 
 /// The spec as the result records it: the engine's secret-named variables redacted.
@@ -103,18 +114,24 @@ fn default_out() -> PathBuf {
     PathBuf::from(format!("provebench-{t}.json"))
 }
 
+/// Where the result goes, and the key that signs it.
+struct Destination {
+    out: PathBuf,
+    key: Option<ed25519_dalek::SigningKey>,
+}
+
 async fn execute(
     spec: RunSpec,
     args: &RunArgs,
-    key: Option<ed25519_dalek::SigningKey>,
-    out: PathBuf,
+    dest: Destination,
     shard: Option<ShardRun>,
     reproducing: Option<Reproducing>,
+    outcome: &mut Outcome,
 ) -> Result<(), Failure> {
     // First, before asking the server anything: a journal left by an earlier run is never overwritten.
-    let path = journal::path_for(&out);
+    let path = journal::path_for(&dest.out);
     let journal = Arc::new(Journal::create(&path).map_err(Failure::Input)?);
-    let result = measure(spec, args, key, out, journal, shard, reproducing).await;
+    let result = measure(spec, args, dest, journal, shard, reproducing, outcome).await;
     if result.is_err() && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
         // Nothing was journaled (the server could not be used): leave no obstacle to a rerun.
         let _ = std::fs::remove_file(&path);
@@ -125,12 +142,13 @@ async fn execute(
 async fn measure(
     mut spec: RunSpec,
     args: &RunArgs,
-    key: Option<ed25519_dalek::SigningKey>,
-    out: PathBuf,
+    dest: Destination,
     journal: Arc<Journal>,
     shard: Option<ShardRun>,
     reproducing: Option<Reproducing>,
+    outcome: &mut Outcome,
 ) -> Result<(), Failure> {
+    let Destination { out, key } = dest;
     let input = Failure::Input;
     // First: a stop (SIGTERM, Ctrl-C) from here on ends the run with what it has, even one
     // that comes while the server is still being probed or the engine started.
@@ -159,6 +177,12 @@ async fn measure(
         _ => None,
     };
     let base = prepared.base_url().to_string();
+    // Before anything is asked or journaled: a server that cannot be reached, or that refuses
+    // this client, ends the run here with one line and no result.
+    let endpoint = format!("{base}{}", spec.backend.path());
+    host::preflight::check(prepared.http(), &endpoint, prepared.api_key())
+        .await
+        .map_err(|why| Failure::Unreachable(anyhow!("{endpoint}: {why}")))?;
     let reported = host::probe::self_report(prepared.http(), &base, prepared.api_key()).await;
     let model = spec
         .model
@@ -286,7 +310,14 @@ async fn measure(
     let journal_path = journal.path().to_path_buf();
     let journal_failure = journal.failure();
     let journal = Arc::into_inner(journal).expect("the run let go of the journal");
-    write_and_show(journal, key.as_ref(), &out, spec.grid.is_some())?;
+    write_and_show(
+        journal,
+        key.as_ref(),
+        &out,
+        spec.grid.is_some(),
+        args.json,
+        outcome,
+    )?;
     tracing::info!(out = %out.display(), journal = %journal_path.display(), signed = key.is_some(), "wrote result");
     how_it_ended(
         &out,
@@ -361,6 +392,8 @@ fn write_and_show(
     key: Option<&ed25519_dalek::SigningKey>,
     out: &std::path::Path,
     grid: bool,
+    json: bool,
+    outcome: &mut Outcome,
 ) -> Result<(), Failure> {
     let journal_path = journal.path().to_path_buf();
     let journal_failure = journal.failure();
@@ -377,6 +410,12 @@ fn write_and_show(
         }
         Err(e) => return Err(e),
     };
+    outcome.result = Some(out.display().to_string());
+    outcome.flags = Some(statement.predicate.validity.clone());
+    if json {
+        // stdout is the JSON outcome's alone.
+        return Ok(());
+    }
     if grid {
         println!("{}", report::grid_markdown(&[&statement]));
     }

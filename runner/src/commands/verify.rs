@@ -1,15 +1,19 @@
 //! `runner verify FILE… --key K.pub`: the same verification the site runs, natively, in
 //! `schemas::findings`' words. Only payload bytes signed by a trusted key are parsed, unless
-//! `--allow-unsigned` asks for the site's policy.
+//! `--allow-unsigned` asks for the site's policy. A result that verifies yet carries a flag at
+//! or above `--fail-on` exits 8.
 
 use crate::cli::VerifyArgs;
 use crate::{keyfile, Failure};
 use schemas::findings;
+use schemas::outcome::{FileOutcome, Outcome};
 use schemas::verify::{Policy, Verdict};
 
-pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
+pub fn run(args: &VerifyArgs, outcome: &mut Outcome) -> Result<(), Failure> {
     let trusted = keyfile::load_trusted(&args.keys, &args.key_files).map_err(Failure::Key)?;
     let mut all_ok = true;
+    let mut flagged = Ok(());
+    let mut files = Vec::new();
     for file in &args.files {
         let bytes = crate::read::document(file).map_err(Failure::Input)?;
         let policy = if args.allow_unsigned {
@@ -17,21 +21,27 @@ pub fn run(args: &VerifyArgs) -> Result<(), Failure> {
         } else {
             Policy::RequireSignature
         };
-        let verdict = match schemas::load::load(&bytes, &trusted, policy) {
-            Ok(loaded) => loaded.verdict,
-            Err(not_a_result) => *not_a_result.verdict,
+        let (verdict, flags) = match schemas::load::load(&bytes, &trusted, policy) {
+            Ok(loaded) => (loaded.verdict, loaded.statement.predicate.validity),
+            Err(not_a_result) => (*not_a_result.verdict, vec![]),
         };
+        let name = file.display().to_string();
         all_ok &= verdict.ok;
-        if args.json {
-            let line =
-                serde_json::json!({ "file": file.display().to_string(), "verdict": verdict });
-            println!("{line}");
-        } else {
-            print!("{}", describe(&file.display().to_string(), &verdict));
+        if verdict.ok && flagged.is_ok() {
+            flagged = crate::fail_on::check(args.fail_on, &flags, &name);
         }
+        if !args.json {
+            print!("{}", describe(&name, &verdict));
+        }
+        files.push(FileOutcome {
+            file: name,
+            verdict,
+            flags,
+        });
     }
+    outcome.files = Some(files);
     if all_ok {
-        Ok(())
+        flagged
     } else {
         Err(Failure::Verification)
     }

@@ -397,7 +397,7 @@ fn an_engine_that_dies_mid_benchmark_stops_the_run_and_its_result_verifies() {
         "lab.pub",
     ]);
     let verdict: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
-    let verdict = &verdict["verdict"];
+    let verdict = &verdict["files"][0]["verdict"];
     assert_eq!(verdict["signature"]["status"], "unsigned", "{verdict}");
     assert_eq!(
         verdict["document_errors"],

@@ -46,7 +46,9 @@ fn the_server_killed_mid_benchmark_leaves_a_result_that_verifies() {
     let journaled = wait_for_records(&mut run.0, &d.join("k.json.journal.jsonl"), 4);
     drop(sim); // SIGKILL: its sockets close under the streams in flight.
     let status = wait_bounded(&mut run.0, LIMIT, "the run whose server died");
-    assert!(status.success(), "{status}: {}", output_of(d, "run"));
+    // The result is written; most of its requests failed, so it is flagged and the run says
+    // so with exit 8 (`--fail-on error`).
+    assert_eq!(status.code(), Some(8), "{status}: {}", output_of(d, "run"));
 
     assert_verifies(d, "k.json", "lab.pub");
     let stmt = statement(&d.join("k.json"));
@@ -91,7 +93,8 @@ fn every_connection_stalled_at_once_is_abandoned_at_the_stall_timeout() {
         &run_args(&sim.url, "s.json", "--max-requests 8 --stall-timeout 0.3"),
         LIMIT,
     );
-    assert!(status.success(), "{out}");
+    // Written, every request abandoned: flagged `all_failed`, exit 8.
+    assert_eq!(status.code(), Some(8), "{out}");
     // Two rounds of four stalled streams: bounded by the timeout, not by the 30 s stall.
     assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
     assert_verifies(d, "s.json", "lab.pub");

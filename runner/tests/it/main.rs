@@ -13,6 +13,7 @@ mod compare;
 mod engine_recipes;
 mod faults_and_journal;
 mod faults_mid_run;
+mod gate;
 mod host_telemetry;
 mod hostile_documents;
 mod llama_server;
