@@ -71,7 +71,12 @@ fn cause(e: &reqwest::Error) -> String {
         "connection refused: nothing listens at this address and port".into()
     } else if all.contains("dns error") || all.contains("failed to lookup address") {
         format!("the host name does not resolve ({innermost})")
-    } else if all.contains("certificate") || all.contains("tls") || all.contains("handshake") {
+    } else if e.url().is_some_and(|u| u.scheme() == "https")
+        || all.contains("certificate")
+        || all.contains("tls")
+        || all.contains("handshake")
+    {
+        // Past the name and the connection, an https request fails in the handshake.
         format!("TLS failed: {innermost}")
     } else {
         format!("cannot connect: {innermost}")

@@ -2,7 +2,7 @@
 //!
 //! Every exit code end to end through the binary: a server that cannot be reached (a refused
 //! connection, a name that does not resolve, a 401 from a simulator that wants a key, a path
-//! that serves nothing) exits 9 with one line and no file; a result whose every request
+//! that serves nothing, a TLS handshake with a plain-HTTP server) exits 9 with one line and no file; a result whose every request
 //! failed is written, flagged `all_failed` and exits 8, unless `--fail-on never`. Then the
 //! gate: the same simulator twice passes; one that decodes 10 % slower fails naming ITL and
 //! TPOT; from a directory holding other configurations and two of the candidate's, the
@@ -89,8 +89,11 @@ fn each_exit_code_means_what_it_says() {
     assert_eq!(served.status.code(), Some(0), "{}", text(&served));
     drop(keyed);
 
-    // A path that serves nothing.
+    // A path that serves nothing, and TLS spoken to a server that speaks plain HTTP.
     let sim = start_sim(p, "", LIMIT);
+    let out = short_run(p, &sim.url.replace("http://", "https://"), "r.json", &[]);
+    assert_eq!(out.status.code(), Some(9), "{}", text(&out));
+    assert!(text(&out).contains("TLS failed"), "{}", text(&out));
     let out = short_run(p, &format!("{}/nope", sim.url), "r.json", &[]);
     assert_eq!(out.status.code(), Some(9), "{}", text(&out));
     assert!(text(&out).contains("HTTP 404"), "{}", text(&out));
