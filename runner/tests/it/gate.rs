@@ -145,21 +145,7 @@ fn each_exit_code_means_what_it_says() {
     assert_eq!(o["files"][0]["verdict"]["ok"], true);
     assert_eq!(o["files"][0]["flags"][0]["code"], "all_failed");
     // --fail-on never: the same run exits 0.
-    let out = runner(
-        p,
-        &[
-            "run",
-            "--target",
-            &failing.url,
-            "--max-requests",
-            "3",
-            "--no-sign",
-            "--out",
-            "accepted.json",
-            "--fail-on",
-            "never",
-        ],
-    );
+    let out = short_run(p, &failing.url, "accepted.json", &["--fail-on", "never"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
