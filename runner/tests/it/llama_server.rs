@@ -385,6 +385,10 @@ fn median_ttft(st: &serde_json::Value, benchmark: usize) -> f64 {
         .unwrap()
 }
 
+/// The capacity test's requests: four tokens out, so that each step's 50 requests (the least a
+/// verdict rests on) take seconds, not half a minute, on a CPU.
+const DATA: &str = "prompt_tokens=24,output_tokens=4";
+
 #[test]
 fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
     let Some(server) = start() else { return };
@@ -393,11 +397,11 @@ fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
     // The bound: three times the median TTFT of requests one at a time, on this machine now.
     // (Prompts of another seed: llama-server's prompt cache would answer the search's first
     // step at once had it seen them, and its latency would seem to rise.)
-    let sync = run(
+    let sync = run_with_data(
         &server,
         p,
         "sync.json",
-        &["--max-requests", "12", "--seed", "7"],
+        &["--data", DATA, "--max-requests", "12", "--seed", "7"],
     );
     let bound = (3.0 * median_ttft(&sync, 0)).ceil();
     let slo = format!("ttft:p50<={bound}ms");
@@ -411,7 +415,7 @@ fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
         .current_dir(p)
         .args(["run", "--target", &server.url, "--key", "k.key"])
         .args(["--out", "capacity.json", "--request-timeout", "120"])
-        .args(["--data", "prompt_tokens=24,output_tokens=12"])
+        .args(["--data", DATA])
         .args([
             "--profile",
             "capacity",
@@ -461,32 +465,40 @@ fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
     // that did not pass misses it. Prompts of seeds of their own: llama-server's prompt
     // cache would answer prompts it has seen (those of the first benchmarks) at once.
     let rate = |r: f64| format!("{r:.3}");
-    let low = run(
+    let low = run_with_data(
         &server,
         p,
         "low.json",
         &[
+            "--data",
+            DATA,
             "--profile",
             "poisson",
             "--rate",
             &rate(passed / 2.0),
+            // A median of 15: at half the capacity each request waits on few others, and at
+            // such a rate every request costs most of a second of the test.
             "--max-requests",
-            "40",
+            "15",
             "--seed",
             "101",
         ],
     );
-    let high = run(
+    let high = run_with_data(
         &server,
         p,
         "high.json",
         &[
+            "--data",
+            DATA,
             "--profile",
             "poisson",
             "--rate",
             &rate(above * 2.0),
+            // At twice a load that did not pass, the queue grows with every request: the
+            // median of 40 waits behind about ten.
             "--max-requests",
-            "80",
+            "40",
             "--seed",
             "202",
         ],
