@@ -10,6 +10,10 @@
 //! not what moves between runs (GPU clocks, placement, a neighbour): the allowed regression
 //! is what covers that, 5 % unless told. A metric with no interval on both sides (a p99 of
 //! fewer than 662 requests, a result before `result/v0.7`) is not judged.
+//!
+//! When both results ran their spec several times (`--repeat`), the gate judges run to run
+//! instead, as a reproduction's verdict does: the means over runs and Welch's interval of their
+//! difference, from the runs' own spread.
 
 use super::judge::{judgements, metric_keys};
 use super::match_benchmarks;
@@ -21,15 +25,13 @@ use schemas::uncertainty::difference;
 /// The allowed regression when none is given.
 pub const DEFAULT_MAX_REGRESSION: f64 = 0.05;
 
-/// The keys `--metric` accepts (`p50` also as `median`), in the diff's order.
-pub fn metric_names() -> Vec<&'static str> {
-    metric_keys().map(|(k, _)| k).collect()
-}
-
 /// The keys a gate holds a result to when none are named: every metric with a direction
 /// and an interval.
 pub fn default_metrics() -> Vec<&'static str> {
-    metric_keys().filter(|(_, g)| *g).map(|(k, _)| k).collect()
+    metric_keys()
+        .filter(|m| m.gateable)
+        .map(|m| m.key)
+        .collect()
 }
 
 /// `--metric` values as keys: `ttft:median` is `ttft:p50`; an unknown name or one a gate
@@ -39,7 +41,10 @@ pub fn resolve(names: &[String]) -> Result<Vec<&'static str>, String> {
     let mut out = Vec::new();
     for name in names {
         let wanted = name.trim().to_ascii_lowercase().replace(":median", ":p50");
-        match metric_keys().find(|(k, _)| *k == wanted) {
+        match metric_keys()
+            .find(|m| m.key == wanted)
+            .map(|m| (m.key, m.gateable))
+        {
             Some((k, true)) => {
                 if !out.contains(&k) {
                     out.push(k)
@@ -96,12 +101,25 @@ impl Gate {
     }
 }
 
-/// Judges B against A on `metrics` (keys from [`resolve`] or [`default_metrics`]).
+/// Judges B against A on `metrics` (keys from [`resolve`] or [`default_metrics`]): run to run
+/// when both results repeated their spec as many times over the same benchmarks, else by each
+/// run's own intervals.
 pub fn gate(a: &Predicate, b: &Predicate, metrics: &[&str], max_regression: f64) -> Gate {
+    match (&a.repetitions, &b.repetitions) {
+        (Some(ra), Some(rb))
+            if !ra.benchmarks.is_empty() && ra.benchmarks.len() == rb.benchmarks.len() =>
+        {
+            run_to_run(a, ra, rb, metrics, max_regression)
+        }
+        _ => within_run(a, b, metrics, max_regression),
+    }
+}
+
+/// Each matched pair by the diff's intervals of the change, widened for all judged together.
+fn within_run(a: &Predicate, b: &Predicate, metrics: &[&str], max_regression: f64) -> Gate {
     let mut gate = Gate::default();
-    let pairs = match_benchmarks(a, b);
     let mut rows = Vec::new();
-    for pair in &pairs {
+    for pair in match_benchmarks(a, b) {
         match (pair.a, pair.b) {
             (Some(i), Some(j)) => {
                 let (ba, bb) = (&a.benchmarks[i], &b.benchmarks[j]);
@@ -125,38 +143,156 @@ pub fn gate(a: &Predicate, b: &Predicate, metrics: &[&str], max_regression: f64)
         row.gate = Some(GateMark::NotJudged);
         if let (Some(c), Some(x)) = (&m.change, m.a) {
             if let Some(between) = c.between {
-                let (low, high) = difference::widened(c.d, between, factor);
-                row.interval = Some([low, high]);
-                gate.judged += 1;
-                let allowed = max_regression * x.abs();
-                // Worse is down for a metric where up is better, and the other way round.
-                let beyond = if m.higher_is_better {
-                    high < -allowed
-                } else {
-                    low > allowed
+                let held = Held {
+                    label: &label,
+                    key: m.key,
+                    a: x,
+                    b: m.b.unwrap_or(x),
+                    interval: difference::widened(c.d, between, factor),
+                    higher_is_better: m.higher_is_better,
                 };
-                row.gate = Some(if beyond {
-                    GateMark::Fail
-                } else {
-                    GateMark::Pass
-                });
-                if beyond {
-                    gate.failed.push(format!(
-                        "{label} · {}: {} → {} ({}, interval {} … {}, {:.1}% allowed)",
-                        m.key,
-                        crate::format::fixed_opt(m.a, 2),
-                        crate::format::fixed_opt(m.b, 2),
-                        relative(c.d, x),
-                        relative(low, x),
-                        relative(high, x),
-                        max_regression * 100.0
-                    ));
-                }
+                held.mark(&mut row, &mut gate, max_regression);
             }
         }
         gate.comparisons.push(row);
     }
     gate
+}
+
+/// The run-to-run numbers (`schemas::repetitions`) of a gate's metric key.
+fn repeated_key(key: &str) -> Option<&'static str> {
+    Some(match key {
+        "ttft:mean" => "ttft_ms.mean",
+        "ttft:p50" => "ttft_ms.median",
+        "ttft:p99" => "ttft_ms.p99",
+        "itl:mean" => "itl_ms.mean",
+        "itl:p50" => "itl_ms.median",
+        "itl:p99" => "itl_ms.p99",
+        "tpot:mean" => "tpot_ms.mean",
+        "tpot:p99" => "tpot_ms.p99",
+        "e2e:p50" => "e2e_ms.median",
+        "e2e:p99" => "e2e_ms.p99",
+        "request_throughput" => "request_throughput_per_s",
+        "output_throughput" => "output_token_throughput_per_s",
+        "goodput" => "goodput.requests_per_s",
+        _ => return None,
+    })
+}
+
+/// Both results ran their spec several times (`--repeat`): each benchmark of the spec by the
+/// means over runs and Welch's interval of their difference from the runs' spread, which holds
+/// what moves between runs (at 1 − 0.05 / m for the m judged together, as the reproduction
+/// verdict does for its five). A metric without run-to-run numbers (E2E mean) is not judged.
+fn run_to_run(
+    a: &Predicate,
+    ra: &schemas::repetitions::Repetitions,
+    rb: &schemas::repetitions::Repetitions,
+    metrics: &[&str],
+    max_regression: f64,
+) -> Gate {
+    let mut gate = Gate::default();
+    let mut rows = Vec::new();
+    for (ga, gb) in ra.benchmarks.iter().zip(&rb.benchmarks) {
+        let Some(&first) = ga.indices.first() else {
+            continue;
+        };
+        let label = view::without_run(&a.benchmarks[first as usize].label).to_string();
+        for m in metric_keys().filter(|m| metrics.contains(&m.key)) {
+            let found = repeated_key(m.key).and_then(|k| Some((ga.metric(k)?, gb.metric(k)?)));
+            rows.push((label.clone(), m, found, ga.indices.len(), gb.indices.len()));
+        }
+    }
+    let judged = rows.iter().filter(|r| r.2.is_some()).count();
+    let each = 1.0 - (1.0 - schemas::uncertainty::CONFIDENCE) / judged.max(1) as f64;
+    for (label, m, found, na, nb) in rows {
+        let mut row = Comparison {
+            benchmark: label.clone(),
+            metric: m.key.to_string(),
+            name: m.name.to_string(),
+            a: None,
+            b: None,
+            change: None,
+            relative_change: None,
+            interval: None,
+            verdict: None,
+            gate: Some(GateMark::NotJudged),
+        };
+        if let Some((x, y)) = found {
+            let (xa, yb) = (x.mean.get(), y.mean.get());
+            let (d, rel, v) = super::judge(xa, yb, m.higher_is_better);
+            row.a = Some(xa);
+            row.b = Some(yb);
+            row.change = Some(d);
+            row.relative_change = rel;
+            let interval = difference::welch((xa, x.sd.get(), na), (yb, y.sd.get(), nb), each);
+            row.verdict = Some(match interval {
+                Some((low, high))
+                    if v != super::Verdict::Same && !difference::is_real(low, high) =>
+                {
+                    super::Verdict::WithinNoise
+                }
+                _ => v,
+            });
+            if let Some(interval) = interval {
+                let held = Held {
+                    label: &label,
+                    key: m.key,
+                    a: xa,
+                    b: yb,
+                    interval,
+                    higher_is_better: m.higher_is_better,
+                };
+                held.mark(&mut row, &mut gate, max_regression);
+            }
+        }
+        gate.comparisons.push(row);
+    }
+    gate
+}
+
+/// One metric with the interval of its change, held to the allowed regression.
+struct Held<'a> {
+    label: &'a str,
+    key: &'a str,
+    a: f64,
+    b: f64,
+    /// The interval of B − A the gate judges by.
+    interval: (f64, f64),
+    higher_is_better: bool,
+}
+
+impl Held<'_> {
+    /// Marks `row` pass or fail, counting it, and names a failure in `gate.failed`.
+    fn mark(&self, row: &mut Comparison, gate: &mut Gate, max_regression: f64) {
+        let (low, high) = self.interval;
+        row.interval = Some([low, high]);
+        gate.judged += 1;
+        let allowed = max_regression * self.a.abs();
+        // Worse is down for a metric where up is better, and the other way round.
+        let beyond = if self.higher_is_better {
+            high < -allowed
+        } else {
+            low > allowed
+        };
+        row.gate = Some(if beyond {
+            GateMark::Fail
+        } else {
+            GateMark::Pass
+        });
+        if beyond {
+            gate.failed.push(format!(
+                "{} · {}: {} → {} ({}, interval {} … {}, {:.1}% allowed)",
+                self.label,
+                self.key,
+                crate::format::fixed_opt(Some(self.a), 2),
+                crate::format::fixed_opt(Some(self.b), 2),
+                relative(self.b - self.a, self.a),
+                relative(low, self.a),
+                relative(high, self.a),
+                max_regression * 100.0
+            ));
+        }
+    }
 }
 
 fn relative(d: f64, of: f64) -> String {
@@ -294,6 +430,67 @@ mod tests {
         let ttft = resolve(&["ttft:median".into()]).unwrap();
         assert_eq!(ttft, ["ttft:p50"]);
         assert!(gate(&base.predicate, &slower.predicate, &ttft, 0.0).passed());
+    }
+
+    /// A result that ran one synchronous benchmark `rates.len()` times, run k at `rates[k]`
+    /// requests a second, its run-to-run section derived as sealing derives it.
+    fn repeated(rates: &[f64]) -> schemas::Predicate {
+        use crate::test_support::{bench, summary, synthetic, Exact};
+        let doc = Doc {
+            model: "m",
+            revision: None,
+            engine: "e",
+            version: None,
+            gpus: None,
+        };
+        let benchmarks = rates
+            .iter()
+            .enumerate()
+            .map(|(k, &rps)| {
+                let mut b = bench(
+                    &format!("synchronous (run {}/{})", k + 1, rates.len()),
+                    profile(ProfileKind::Synchronous, None, Some(1)),
+                    synthetic(16, 8),
+                    summary(&Exact {
+                        rps: Some(rps),
+                        ..Default::default()
+                    }),
+                );
+                b.repetition = Some(k as u32 + 1);
+                b
+            })
+            .collect();
+        let mut p = predicate(&doc, benchmarks, vec![]);
+        p.repetitions = schemas::repetitions::derive(&p.benchmarks).unwrap();
+        p
+    }
+
+    #[test]
+    fn repeated_results_are_held_run_to_run() {
+        let base = repeated(&[10.0, 10.4, 9.8]);
+        let rps = ["request_throughput"];
+        let same = gate(&base, &repeated(&[10.1, 9.9, 10.2]), &rps, 0.05);
+        assert!(same.passed() && same.judged == 1, "{same:?}");
+        assert_eq!(same.comparisons[0].benchmark, "synchronous");
+        // 20 % fewer requests a second, run after run: beyond the runs' spread and the 5 %.
+        let slower = gate(&base, &repeated(&[8.0, 8.2, 7.9]), &rps, 0.05);
+        assert!(!slower.passed(), "{slower:?}");
+        let c = &slower.comparisons[0];
+        let [low, high] = c.interval.unwrap();
+        assert!(high < -0.05 * 10.0 && low < high, "{c:?}");
+        assert_eq!(c.verdict, Some(crate::diff::Verdict::Worse));
+        // The same 5 % drop with runs that scatter by 20 %: the spread covers it.
+        let scattered = gate(
+            &repeated(&[8.0, 12.0, 10.0]),
+            &repeated(&[7.6, 11.4, 9.5]),
+            &rps,
+            0.0,
+        );
+        assert!(scattered.passed(), "{scattered:?}");
+        assert_eq!(
+            scattered.comparisons[0].verdict,
+            Some(crate::diff::Verdict::WithinNoise)
+        );
     }
 
     #[test]

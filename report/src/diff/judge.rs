@@ -480,12 +480,26 @@ pub(crate) fn metrics_table(a: &Benchmark, b: &Benchmark, tally: &mut Tally) -> 
     out
 }
 
-/// Every metric's key, with whether a gate can hold a result to it (a direction and an
-/// interval).
-pub(crate) fn metric_keys() -> impl Iterator<Item = (&'static str, bool)> {
+/// A metric as a gate reads it: its key, its name in the diff, whether a gate can hold a result
+/// to it (a direction and an interval), and whether higher is better.
+#[derive(Clone, Copy)]
+pub(crate) struct Keyed {
+    pub key: &'static str,
+    pub name: &'static str,
+    pub gateable: bool,
+    pub higher_is_better: bool,
+}
+
+/// Every metric of the diff, in its order.
+pub(crate) fn metric_keys() -> impl Iterator<Item = Keyed> {
     METRICS
         .iter()
         .chain(&HOST_METRICS)
         .chain(&REASONING_METRICS)
-        .map(|m| (m.key, m.better != Better::Neither && m.interval.is_some()))
+        .map(|m| Keyed {
+            key: m.key,
+            name: m.name,
+            gateable: m.better != Better::Neither && m.interval.is_some(),
+            higher_is_better: m.better == Better::Higher,
+        })
 }

@@ -20,7 +20,7 @@ use crate::escape::md_escape;
 use crate::view;
 use schemas::document::{Benchmark, Predicate};
 use schemas::repetitions::Repeated;
-use schemas::uncertainty::{difference, student_t};
+use schemas::uncertainty::difference;
 
 /// The verdict on B as a reproduction of A.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -104,18 +104,13 @@ fn run_to_run(label: &str, a: &Repeated, b: &Repeated, r: &mut Reproduction) {
         let (Some(x), Some(y)) = (a.metric(key), b.metric(key)) else {
             continue;
         };
-        let (na, nb) = (a.indices.len() as f64, b.indices.len() as f64);
-        let (va, vb) = (x.sd.get().powi(2) / na, y.sd.get().powi(2) / nb);
-        let se = (va + vb).sqrt();
         let (d, rel, v) = judge(x.mean.get(), y.mean.get(), higher);
         r.judged += 1;
-        let real = if se > 0.0 {
-            let df = (va + vb).powi(2) / (va * va / (na - 1.0) + vb * vb / (nb - 1.0));
-            let t = student_t::critical_value((df.floor() as u32).max(1), each);
-            d.abs() > t * se
-        } else {
-            d != 0.0
+        let runs = |g: &Repeated, m: &schemas::repetitions::RunToRun| {
+            (m.mean.get(), m.sd.get(), g.indices.len())
         };
+        let real = difference::welch(runs(a, x), runs(b, y), each)
+            .is_some_and(|(low, high)| difference::is_real(low, high));
         if real && matches!(v, Verdict::Better | Verdict::Worse) {
             r.differing.push(format!(
                 "{label} · {name}: {} (means over {} and {} runs)",

@@ -46,6 +46,25 @@ pub fn widened(d: f64, (low, high): (f64, f64), factor: f64) -> (f64, f64) {
     (d - factor * (d - low), d + factor * (high - d))
 }
 
+/// Welch's interval of `b − a` for two means over runs, each side given as (mean, standard
+/// deviation, runs), at two-sided `confidence`, the degrees of freedom by Welch–Satterthwaite
+/// rounded down. It holds what moves between runs, which within-run intervals do not. `None`
+/// with fewer than two runs on a side; the point itself when neither side spreads.
+pub fn welch(a: (f64, f64, usize), b: (f64, f64, usize), confidence: f64) -> Option<(f64, f64)> {
+    if a.2 < 2 || b.2 < 2 {
+        return None;
+    }
+    let (va, vb) = (a.1.powi(2) / a.2 as f64, b.1.powi(2) / b.2 as f64);
+    let se = (va + vb).sqrt();
+    let d = b.0 - a.0;
+    if se == 0.0 {
+        return Some((d, d));
+    }
+    let df = (va + vb).powi(2) / (va * va / (a.2 as f64 - 1.0) + vb * vb / (b.2 as f64 - 1.0));
+    let t = super::student_t::critical_value((df.floor() as u32).max(1), confidence);
+    Some((d - t * se, d + t * se))
+}
+
 /// Whether the difference is real: its interval leaves out 0.
 pub fn is_real(low: f64, high: f64) -> bool {
     low > 0.0 || high < 0.0
