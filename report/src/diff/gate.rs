@@ -109,7 +109,7 @@ pub fn gate(a: &Predicate, b: &Predicate, metrics: &[&str], max_regression: f64)
         (Some(ra), Some(rb))
             if !ra.benchmarks.is_empty() && ra.benchmarks.len() == rb.benchmarks.len() =>
         {
-            run_to_run(a, ra, rb, metrics, max_regression)
+            run_to_run(a, b, ra, rb, metrics, max_regression)
         }
         _ => within_run(a, b, metrics, max_regression),
     }
@@ -185,6 +185,7 @@ fn repeated_key(key: &str) -> Option<&'static str> {
 /// verdict does for its five). A metric without run-to-run numbers (E2E mean) is not judged.
 fn run_to_run(
     a: &Predicate,
+    b: &Predicate,
     ra: &schemas::repetitions::Repetitions,
     rb: &schemas::repetitions::Repetitions,
     metrics: &[&str],
@@ -193,10 +194,20 @@ fn run_to_run(
     let mut gate = Gate::default();
     let mut rows = Vec::new();
     for (ga, gb) in ra.benchmarks.iter().zip(&rb.benchmarks) {
-        let Some(&first) = ga.indices.first() else {
+        let (Some(&first), Some(&first_b)) = (ga.indices.first(), gb.indices.first()) else {
             continue;
         };
-        let label = view::without_run(&a.benchmarks[first as usize].label).to_string();
+        let (ba, bb) = (
+            &a.benchmarks[first as usize],
+            &b.benchmarks[first_b as usize],
+        );
+        let label = view::without_run(&ba.label).to_string();
+        // The k-th benchmark of each spec: the same workload and kind of load, or no partner
+        // (a sweep's rates may differ between the two).
+        if Cell::of(ba) != Cell::of(bb) || ba.profile.kind != bb.profile.kind {
+            gate.unmatched.push(label);
+            continue;
+        }
         for m in metric_keys().filter(|m| metrics.contains(&m.key)) {
             let found = repeated_key(m.key).and_then(|k| Some((ga.metric(k)?, gb.metric(k)?)));
             rows.push((label.clone(), m, found, ga.indices.len(), gb.indices.len()));
