@@ -682,3 +682,35 @@ pub fn merged_shards(shards: &[Shard]) -> Vec<MergedShard> {
         })
         .collect()
 }
+
+/// A result of `rates.len()` runs of one synchronous benchmark whose request rate is
+/// `rates[k]` in run k, its run-to-run section derived as sealing derives it.
+pub fn repeated(rates: &[f64]) -> Predicate {
+    let doc = Doc {
+        model: "m",
+        revision: None,
+        engine: "e",
+        version: None,
+        gpus: None,
+    };
+    let benchmarks = rates
+        .iter()
+        .enumerate()
+        .map(|(k, &rps)| {
+            let mut b = bench(
+                &format!("synchronous (run {}/{})", k + 1, rates.len()),
+                profile(ProfileKind::Synchronous, None, Some(1)),
+                synthetic(16, 8),
+                summary(&Exact {
+                    rps: Some(rps),
+                    ..Default::default()
+                }),
+            );
+            b.repetition = Some(k as u32 + 1);
+            b
+        })
+        .collect();
+    let mut p = predicate(&doc, benchmarks, vec![]);
+    p.repetitions = schemas::repetitions::derive(&p.benchmarks).unwrap();
+    p
+}

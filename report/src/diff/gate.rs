@@ -373,7 +373,7 @@ pub fn same_configuration(a: &Statement, b: &Statement) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{measured, predicate, profile, sealed, Doc, Load};
+    use crate::test_support::{measured, predicate, profile, repeated, sealed, Doc, Load};
     use schemas::document::ProfileKind;
 
     /// A sealed result of one constant-rate benchmark whose tokens come `itl_us` apart.
@@ -441,39 +441,6 @@ mod tests {
         let ttft = resolve(&["ttft:median".into()]).unwrap();
         assert_eq!(ttft, ["ttft:p50"]);
         assert!(gate(&base.predicate, &slower.predicate, &ttft, 0.0).passed());
-    }
-
-    /// A result that ran one synchronous benchmark `rates.len()` times, run k at `rates[k]`
-    /// requests a second, its run-to-run section derived as sealing derives it.
-    fn repeated(rates: &[f64]) -> schemas::Predicate {
-        use crate::test_support::{bench, summary, synthetic, Exact};
-        let doc = Doc {
-            model: "m",
-            revision: None,
-            engine: "e",
-            version: None,
-            gpus: None,
-        };
-        let benchmarks = rates
-            .iter()
-            .enumerate()
-            .map(|(k, &rps)| {
-                let mut b = bench(
-                    &format!("synchronous (run {}/{})", k + 1, rates.len()),
-                    profile(ProfileKind::Synchronous, None, Some(1)),
-                    synthetic(16, 8),
-                    summary(&Exact {
-                        rps: Some(rps),
-                        ..Default::default()
-                    }),
-                );
-                b.repetition = Some(k as u32 + 1);
-                b
-            })
-            .collect();
-        let mut p = predicate(&doc, benchmarks, vec![]);
-        p.repetitions = schemas::repetitions::derive(&p.benchmarks).unwrap();
-        p
     }
 
     #[test]

@@ -194,40 +194,7 @@ fn yardstick(r: &Reproduction) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{bench, predicate, profile, summary, synthetic, Doc, Exact};
-    use schemas::document::ProfileKind;
-
-    /// A result of `runs` runs of one synchronous benchmark whose request rate is `rates[k]`
-    /// in run k, its run-to-run section derived as sealing derives it.
-    fn repeated(rates: &[f64]) -> Predicate {
-        let doc = Doc {
-            model: "m",
-            revision: None,
-            engine: "e",
-            version: None,
-            gpus: None,
-        };
-        let benchmarks = rates
-            .iter()
-            .enumerate()
-            .map(|(k, &rps)| {
-                let mut b = bench(
-                    &format!("synchronous (run {}/{})", k + 1, rates.len()),
-                    profile(ProfileKind::Synchronous, None, Some(1)),
-                    synthetic(16, 8),
-                    summary(&Exact {
-                        rps: Some(rps),
-                        ..Default::default()
-                    }),
-                );
-                b.repetition = Some(k as u32 + 1);
-                b
-            })
-            .collect();
-        let mut p = predicate(&doc, benchmarks, vec![]);
-        p.repetitions = schemas::repetitions::derive(&p.benchmarks).unwrap();
-        p
-    }
+    use crate::test_support::repeated;
 
     #[test]
     fn repeated_results_are_judged_run_to_run() {
