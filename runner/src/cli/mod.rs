@@ -95,8 +95,9 @@ pub enum Command {
     ///
     /// Verifies both, matches their benchmarks as `diff` does, and fails (exit 10) naming each
     /// metric whose whole interval of change lies beyond --max-regression on the worse side;
-    /// the intervals are the diff's, widened so that all metrics judged together hold at 95 %.
-    /// With a directory as --baseline, the newest verified result of the same configuration
+    /// the intervals are the diff's, widened so that all metrics judged together hold at 95 %;
+    /// results that both repeated their spec (--repeat) are held run to run instead (Welch's
+    /// interval of the means over runs). With a directory as --baseline, the newest verified result of the same configuration
     /// (engine, model, GPUs, workloads) is the baseline. A candidate carrying a flag at or
     /// above --fail-on fails too (exit 8).
     Gate(GateArgs),
