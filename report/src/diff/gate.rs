@@ -159,26 +159,6 @@ fn within_run(a: &Predicate, b: &Predicate, metrics: &[&str], max_regression: f6
     gate
 }
 
-/// The run-to-run numbers (`schemas::repetitions`) of a gate's metric key.
-fn repeated_key(key: &str) -> Option<&'static str> {
-    Some(match key {
-        "ttft:mean" => "ttft_ms.mean",
-        "ttft:p50" => "ttft_ms.median",
-        "ttft:p99" => "ttft_ms.p99",
-        "itl:mean" => "itl_ms.mean",
-        "itl:p50" => "itl_ms.median",
-        "itl:p99" => "itl_ms.p99",
-        "tpot:mean" => "tpot_ms.mean",
-        "tpot:p99" => "tpot_ms.p99",
-        "e2e:p50" => "e2e_ms.median",
-        "e2e:p99" => "e2e_ms.p99",
-        "request_throughput" => "request_throughput_per_s",
-        "output_throughput" => "output_token_throughput_per_s",
-        "goodput" => "goodput.requests_per_s",
-        _ => return None,
-    })
-}
-
 /// Both results ran their spec several times (`--repeat`): each benchmark of the spec by the
 /// means over runs and Welch's interval of their difference from the runs' spread, which holds
 /// what moves between runs (at 1 − 0.05 / m for the m judged together, as the reproduction
@@ -209,7 +189,9 @@ fn run_to_run(
             continue;
         }
         for m in metric_keys().filter(|m| metrics.contains(&m.key)) {
-            let found = repeated_key(m.key).and_then(|k| Some((ga.metric(k)?, gb.metric(k)?)));
+            let found = m
+                .repeated
+                .and_then(|k| Some((ga.metric(k)?, gb.metric(k)?)));
             rows.push((label.clone(), m, found, ga.indices.len(), gb.indices.len()));
         }
     }
@@ -485,6 +467,22 @@ mod tests {
             resolve(&["TTFT:P99".into(), "ttft:p99".into()]).unwrap(),
             ["ttft:p99"]
         );
+    }
+
+    #[test]
+    fn every_run_to_run_name_is_one_the_repetitions_carry() {
+        let carried: Vec<&str> = schemas::repetitions::METRICS.iter().map(|m| m.0).collect();
+        for m in metric_keys() {
+            if let Some(k) = m.repeated {
+                assert!(carried.contains(&k), "{}: {k}", m.key);
+            }
+        }
+        // Every gated metric but E2E mean can be held run to run.
+        let without: Vec<&str> = metric_keys()
+            .filter(|m| m.gateable && m.repeated.is_none())
+            .map(|m| m.key)
+            .collect();
+        assert_eq!(without, ["e2e:mean"]);
     }
 
     #[test]

@@ -22,6 +22,9 @@ struct Metric {
     /// How `runner gate --metric` and `--json` name it: `ttft:p99`, `output_throughput`.
     key: &'static str,
     name: &'static str,
+    /// Its name among the run-to-run numbers (`schemas::repetitions::METRICS`), where the
+    /// runs of a repeated spec have one.
+    repeated: Option<&'static str>,
     better: Better,
     /// Whether the metric exists for a benchmark with no completed request.
     without_completions: bool,
@@ -59,6 +62,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "request_throughput",
         name: "Request throughput (req/s)",
+        repeated: Some("request_throughput_per_s"),
         better: Better::Higher,
         without_completions: false,
         get: |s| s.request_throughput_per_s.map(|v| v.get()),
@@ -67,6 +71,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "output_throughput",
         name: "Output token throughput (tok/s)",
+        repeated: Some("output_token_throughput_per_s"),
         better: Better::Higher,
         without_completions: false,
         get: |s| s.output_token_throughput_per_s.map(|v| v.get()),
@@ -75,6 +80,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "ttft:mean",
         name: "TTFT mean (ms)",
+        repeated: Some("ttft_ms.mean"),
         better: Better::Lower,
         without_completions: false,
         get: dist!(ttft_ms, mean),
@@ -83,6 +89,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "ttft:p50",
         name: "TTFT p50 (ms)",
+        repeated: Some("ttft_ms.median"),
         better: Better::Lower,
         without_completions: false,
         get: dist!(ttft_ms, median),
@@ -91,6 +98,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "ttft:p99",
         name: "TTFT p99 (ms)",
+        repeated: Some("ttft_ms.p99"),
         better: Better::Lower,
         without_completions: false,
         get: dist!(ttft_ms, p99),
@@ -99,6 +107,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "itl:mean",
         name: "ITL mean (ms)",
+        repeated: Some("itl_ms.mean"),
         better: Better::Lower,
         without_completions: false,
         get: dist!(itl_ms, mean),
@@ -107,6 +116,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "itl:p50",
         name: "ITL p50 (ms)",
+        repeated: Some("itl_ms.median"),
         better: Better::Lower,
         without_completions: false,
         get: dist!(itl_ms, median),
@@ -115,6 +125,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "itl:p99",
         name: "ITL p99 (ms)",
+        repeated: Some("itl_ms.p99"),
         better: Better::Lower,
         without_completions: false,
         get: dist!(itl_ms, p99),
@@ -123,6 +134,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "tpot:mean",
         name: "TPOT mean (ms)",
+        repeated: Some("tpot_ms.mean"),
         better: Better::Lower,
         without_completions: false,
         get: dist!(tpot_ms, mean),
@@ -131,6 +143,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "tpot:p99",
         name: "TPOT p99 (ms)",
+        repeated: Some("tpot_ms.p99"),
         better: Better::Lower,
         without_completions: false,
         get: dist!(tpot_ms, p99),
@@ -139,6 +152,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "e2e:mean",
         name: "E2E mean (ms)",
+        repeated: None,
         better: Better::Lower,
         without_completions: false,
         get: dist!(e2e_ms, mean),
@@ -147,6 +161,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "e2e:p50",
         name: "E2E p50 (ms)",
+        repeated: Some("e2e_ms.median"),
         better: Better::Lower,
         without_completions: false,
         get: dist!(e2e_ms, median),
@@ -155,6 +170,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "e2e:p99",
         name: "E2E p99 (ms)",
+        repeated: Some("e2e_ms.p99"),
         better: Better::Lower,
         without_completions: false,
         get: dist!(e2e_ms, p99),
@@ -163,6 +179,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "latency_per_token",
         name: "Latency per token, vLLM 0.2.7 (ms)",
+        repeated: None,
         better: Better::Lower,
         without_completions: false,
         get: |s| s.latency_per_token_ms.map(|v| v.get()),
@@ -171,6 +188,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "latency_per_output_token",
         name: "Latency per output token, vLLM 0.2.7 (ms)",
+        repeated: None,
         better: Better::Lower,
         without_completions: false,
         get: |s| s.latency_per_output_token_ms.map(|v| v.get()),
@@ -179,6 +197,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "goodput",
         name: "Goodput (req/s)",
+        repeated: Some("goodput.requests_per_s"),
         better: Better::Higher,
         without_completions: false,
         get: |s| s.goodput.as_ref().map(|g| g.requests_per_s.get()),
@@ -187,6 +206,7 @@ const METRICS: [Metric; 17] = [
     Metric {
         key: "error_rate",
         name: "Failed requests (%)",
+        repeated: None,
         better: Better::Lower,
         without_completions: true,
         get: |s| {
@@ -206,6 +226,7 @@ const HOST_METRICS: [Metric; 3] = [
     Metric {
         key: "gpu_energy",
         name: "GPU energy (J)",
+        repeated: None,
         better: Better::Neither,
         without_completions: true,
         get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.energy_j? as f64),
@@ -214,6 +235,7 @@ const HOST_METRICS: [Metric; 3] = [
     Metric {
         key: "output_tokens_per_j",
         name: "Output tokens per joule (tok/J)",
+        repeated: None,
         better: Better::Higher,
         without_completions: false,
         get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.output_tokens_per_j?.get()),
@@ -222,6 +244,7 @@ const HOST_METRICS: [Metric; 3] = [
     Metric {
         key: "gpu_mean_power",
         name: "GPU mean power (W)",
+        repeated: None,
         better: Better::Neither,
         without_completions: true,
         get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.mean_power_w?.get()),
@@ -238,6 +261,7 @@ const REASONING_METRICS: [Metric; 3] = [
     Metric {
         key: "ttfot:mean",
         name: "Time to first output token mean (ms)",
+        repeated: None,
         better: Better::Lower,
         without_completions: false,
         get: |s| Some(ttfot(s)?.mean.get()),
@@ -246,6 +270,7 @@ const REASONING_METRICS: [Metric; 3] = [
     Metric {
         key: "ttfot:p99",
         name: "Time to first output token p99 (ms)",
+        repeated: None,
         better: Better::Lower,
         without_completions: false,
         get: |s| Some(ttfot(s)?.p99.get()),
@@ -254,6 +279,7 @@ const REASONING_METRICS: [Metric; 3] = [
     Metric {
         key: "reasoning_tokens",
         name: "Reasoning tokens per completed request",
+        repeated: None,
         better: Better::Neither,
         without_completions: false,
         get: |s| {
@@ -488,6 +514,8 @@ pub(crate) struct Keyed {
     pub name: &'static str,
     pub gateable: bool,
     pub higher_is_better: bool,
+    /// Its name among the run-to-run numbers, where it has one.
+    pub repeated: Option<&'static str>,
 }
 
 /// Every metric of the diff, in its order.
@@ -501,5 +529,6 @@ pub(crate) fn metric_keys() -> impl Iterator<Item = Keyed> {
             name: m.name,
             gateable: m.better != Better::Neither && m.interval.is_some(),
             higher_is_better: m.better == Better::Higher,
+            repeated: m.repeated,
         })
 }

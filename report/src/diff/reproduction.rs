@@ -14,7 +14,7 @@
 //! chance. The other rows of the diff (tails, the vLLM 0.2.7 columns, failures) are shown, not
 //! held against a reproduction; a number without an interval on both sides is not judged.
 
-use super::judge::{judge, judgements, marker, Verdict};
+use super::judge::{judge, judgements, marker, metric_keys, Verdict};
 use super::match_benchmarks;
 use crate::escape::md_escape;
 use crate::view;
@@ -43,22 +43,13 @@ impl Reproduction {
     }
 }
 
-/// The numbers a reproduction is judged on: as the diff names them, as `repetitions` names
-/// them, and whether higher is better.
-pub const HEADLINE: [(&str, &str, bool); 5] = [
-    (
-        "Request throughput (req/s)",
-        "request_throughput_per_s",
-        true,
-    ),
-    (
-        "Output token throughput (tok/s)",
-        "output_token_throughput_per_s",
-        true,
-    ),
-    ("TTFT p50 (ms)", "ttft_ms.median", false),
-    ("TPOT mean (ms)", "tpot_ms.mean", false),
-    ("E2E p50 (ms)", "e2e_ms.median", false),
+/// The numbers a reproduction is judged on, as the diff keys them (`runner gate --metric`).
+pub const HEADLINE: [&str; 5] = [
+    "request_throughput",
+    "output_throughput",
+    "ttft:p50",
+    "tpot:mean",
+    "e2e:p50",
 ];
 
 /// Judges B against A as a reproduction (whether or not B names A).
@@ -100,20 +91,22 @@ pub fn verdict(a: &Predicate, b: &Predicate) -> Reproduction {
 fn run_to_run(label: &str, a: &Repeated, b: &Repeated, r: &mut Reproduction) {
     let each = 1.0 - 0.05 / HEADLINE.len() as f64;
     let label = view::without_run(label);
-    for (name, key, higher) in HEADLINE {
+    for m in metric_keys().filter(|m| HEADLINE.contains(&m.key)) {
+        let Some(key) = m.repeated else { continue };
         let (Some(x), Some(y)) = (a.metric(key), b.metric(key)) else {
             continue;
         };
-        let (d, rel, v) = judge(x.mean.get(), y.mean.get(), higher);
+        let (d, rel, v) = judge(x.mean.get(), y.mean.get(), m.higher_is_better);
         r.judged += 1;
-        let runs = |g: &Repeated, m: &schemas::repetitions::RunToRun| {
-            (m.mean.get(), m.sd.get(), g.indices.len())
+        let runs = |g: &Repeated, r: &schemas::repetitions::RunToRun| {
+            (r.mean.get(), r.sd.get(), g.indices.len())
         };
         let real = difference::welch(runs(a, x), runs(b, y), each)
             .is_some_and(|(low, high)| difference::is_real(low, high));
         if real && matches!(v, Verdict::Better | Verdict::Worse) {
             r.differing.push(format!(
-                "{label} · {name}: {} (means over {} and {} runs)",
+                "{label} · {}: {} (means over {} and {} runs)",
+                m.name,
                 marker(d, rel, v),
                 a.indices.len(),
                 b.indices.len()
@@ -126,7 +119,7 @@ fn run_to_run(label: &str, a: &Repeated, b: &Repeated, r: &mut Reproduction) {
 fn within_run(ba: &Benchmark, bb: &Benchmark, r: &mut Reproduction) {
     let factor = difference::family_factor(HEADLINE.len());
     for m in judgements(ba, bb) {
-        if !HEADLINE.iter().any(|h| h.0 == m.name) {
+        if !HEADLINE.contains(&m.key) {
             continue;
         }
         let Some(c) = m.change else { continue };
