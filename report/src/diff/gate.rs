@@ -15,7 +15,7 @@
 //! instead, as a reproduction's verdict does: the means over runs and Welch's interval of their
 //! difference, from the runs' own spread.
 
-use super::judge::{judgements, metric_keys};
+use super::judge::{judgements, metric_keys, Judged};
 use super::match_benchmarks;
 use crate::view::{self, Cell};
 use schemas::document::{Predicate, Statement};
@@ -117,22 +117,12 @@ pub fn gate(a: &Predicate, b: &Predicate, metrics: &[&str], max_regression: f64)
 
 /// Each matched pair by the diff's intervals of the change, widened for all judged together.
 fn within_run(a: &Predicate, b: &Predicate, metrics: &[&str], max_regression: f64) -> Gate {
-    let mut gate = Gate::default();
-    let mut rows = Vec::new();
-    for pair in match_benchmarks(a, b) {
-        match (pair.a, pair.b) {
-            (Some(i), Some(j)) => {
-                let (ba, bb) = (&a.benchmarks[i], &b.benchmarks[j]);
-                for m in judgements(ba, bb) {
-                    if metrics.contains(&m.key) {
-                        rows.push((ba.label.clone(), m));
-                    }
-                }
-            }
-            (Some(i), None) => gate.unmatched.push(a.benchmarks[i].label.clone()),
-            _ => {}
-        }
-    }
+    let (mut rows, unmatched) = judged_pairs(a, b);
+    rows.retain(|(_, m)| metrics.contains(&m.key));
+    let mut gate = Gate {
+        unmatched,
+        ..Gate::default()
+    };
     let with_interval = rows
         .iter()
         .filter(|(_, m)| m.change.as_ref().is_some_and(|c| c.between.is_some()))
@@ -299,24 +289,35 @@ fn relative(d: f64, of: f64) -> String {
 /// Every metric of every matched pair, as `runner diff --json` prints them (95 % intervals,
 /// not widened), and the labels of A's benchmarks with no partner.
 pub fn comparisons(a: &Predicate, b: &Predicate) -> (Vec<Comparison>, Vec<String>) {
-    let mut out = Vec::new();
+    let (judged, unmatched) = judged_pairs(a, b);
+    let out = judged
+        .iter()
+        .map(|(label, m)| comparison(label, m))
+        .collect();
+    (out, unmatched)
+}
+
+/// Every metric of every matched pair as the diff judges it, with A's label, and the labels of
+/// A's benchmarks with no partner.
+fn judged_pairs(a: &Predicate, b: &Predicate) -> (Vec<(String, Judged)>, Vec<String>) {
+    let mut judged = Vec::new();
     let mut unmatched = Vec::new();
     for pair in match_benchmarks(a, b) {
         match (pair.a, pair.b) {
             (Some(i), Some(j)) => {
                 let ba = &a.benchmarks[i];
                 for m in judgements(ba, &b.benchmarks[j]) {
-                    out.push(comparison(&ba.label, &m));
+                    judged.push((ba.label.clone(), m));
                 }
             }
             (Some(i), None) => unmatched.push(a.benchmarks[i].label.clone()),
             _ => {}
         }
     }
-    (out, unmatched)
+    (judged, unmatched)
 }
 
-fn comparison(label: &str, m: &super::judge::Judged) -> Comparison {
+fn comparison(label: &str, m: &Judged) -> Comparison {
     Comparison {
         benchmark: label.to_string(),
         metric: m.key.to_string(),
