@@ -117,10 +117,11 @@ fn main() -> ExitCode {
     let code = match &result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            if let Some(message) = failure.message() {
+            let message = failure.message();
+            if let Some(message) = &message {
                 eprintln!("error: {message}");
             }
-            outcome.exit = Exit::new(failure.reason(), failure.message());
+            outcome.exit = Exit::new(failure.reason(), message);
             ExitCode::from(failure.code())
         }
     };

@@ -236,7 +236,12 @@ pub struct GateArgs {
     pub metrics: Vec<String>,
     /// The regression allowed beyond the noise, in % (`5%` or `5`): within-run intervals do
     /// not know what moves between runs.
-    #[arg(long, value_name = "PCT", default_value = "5%", value_parser = parse_percent)]
+    #[arg(
+        long,
+        value_name = "PCT",
+        default_value_t = report::diff::gate::DEFAULT_MAX_REGRESSION * 100.0,
+        value_parser = parse_percent
+    )]
     pub max_regression: f64,
     /// Fail (exit 8) when the candidate carries a validity flag of this severity or worse.
     #[arg(long, value_enum, default_value_t = FailOn::Error, value_name = "SEVERITY")]
