@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 /// `runner diff`: the pages, and with `--json` every compared metric on stdout (judged by
 /// the same `report::diff` code, linked in).
 pub fn diff(args: &DiffArgs, outcome: &mut Outcome) -> Result<(), Failure> {
-    render(&args.render, Op::Diff, &args.files, !args.json)?;
+    let documents = read_all(&args.files).map_err(Failure::Input)?;
+    render(&args.render, Op::Diff, &documents, !args.json)?;
     if args.json {
         let trusted = match &args.render.keys {
             Some(k) => {
@@ -29,10 +30,9 @@ pub fn diff(args: &DiffArgs, outcome: &mut Outcome) -> Result<(), Failure> {
             None => vec![],
         };
         let mut predicates = Vec::new();
-        for file in &args.files {
-            let bytes = crate::read::document(file).map_err(Failure::Input)?;
+        for (file, bytes) in args.files.iter().zip(&documents) {
             // As the pages do: an unverified result is compared, and its badge says so.
-            let loaded = schemas::load::load(&bytes, &trusted, Policy::AllowUnsigned)
+            let loaded = schemas::load::load(bytes, &trusted, Policy::AllowUnsigned)
                 .map_err(|e| Failure::Input(anyhow!("{}: {}", file.display(), e.reason)))?;
             predicates.push(loaded.statement.predicate);
         }
@@ -88,7 +88,12 @@ pub fn render_files(files: &[PathBuf], args: &RenderArgs) -> Result<(), Failure>
         .filter(|f| crate::read::document(f).is_ok_and(|b| schemas::campaign::is_campaign(&b)))
         .count();
     match (campaigns, files) {
-        (0, _) => render(args, Op::Render, files, true),
+        (0, _) => render(
+            args,
+            Op::Render,
+            &read_all(files).map_err(Failure::Input)?,
+            true,
+        ),
         (1, [campaign]) => {
             if args.native {
                 campaign_report(campaign, &args.out, None, args.keys.as_deref(), true)?;
@@ -110,11 +115,18 @@ pub fn render_files(files: &[PathBuf], args: &RenderArgs) -> Result<(), Failure>
     }
 }
 
-/// Frames the keys and `files` into one request, runs it in the module (or, with
+/// Frames the keys and the `documents` into one request, runs it in the module (or, with
 /// `--native`, through the same `report::abi::handle` linked in), writes the files.
-fn render(args: &RenderArgs, op: Op, files: &[PathBuf], say_where: bool) -> Result<(), Failure> {
-    let mut parts = vec![read_keys(args.keys.as_deref())?];
-    parts.extend(read_all(files).map_err(Failure::Input)?);
+fn render(
+    args: &RenderArgs,
+    op: Op,
+    documents: &[Vec<u8>],
+    say_where: bool,
+) -> Result<(), Failure> {
+    let keys = read_keys(args.keys.as_deref())?;
+    let parts: Vec<&[u8]> = std::iter::once(keys.as_slice())
+        .chain(documents.iter().map(Vec::as_slice))
+        .collect();
     let request = abi::encode_parts(&parts);
     let (report, module_line) = call(op, &request, args.native, args.module.as_deref())?;
     write_files(&args.out, &report, &module_line).map_err(Failure::Input)?;
