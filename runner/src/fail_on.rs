@@ -4,6 +4,7 @@
 use crate::cli::FailOn;
 use crate::Failure;
 use anyhow::anyhow;
+use schemas::document::serde_name;
 use schemas::validity::{Flag, Severity};
 
 /// `Err(Failure::Flagged)` naming every flag of `file` at or above `level`.
@@ -21,11 +22,8 @@ pub fn check(level: FailOn, flags: &[Flag], file: &str) -> Result<(), Failure> {
     if named.is_empty() {
         return Ok(());
     }
-    let level = match level {
-        FailOn::Error => "error",
-        FailOn::Warning => "warning",
-        FailOn::Never => "never",
-    };
+    let level = clap::ValueEnum::to_possible_value(&level)
+        .map_or_else(String::new, |v| v.get_name().to_string());
     Err(Failure::Flagged(anyhow!(
         "{file} carries {} flag{} at or above --fail-on {level}:\n  {}",
         named.len(),
@@ -36,14 +34,7 @@ pub fn check(level: FailOn, flags: &[Flag], file: &str) -> Result<(), Failure> {
 
 /// `benchmark 0: all_failed (error): every measured request failed`.
 fn describe(f: &Flag) -> String {
-    let code = serde_json::to_value(f.code)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
-    let severity = serde_json::to_value(f.severity)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default();
+    let (code, severity) = (serde_name(&f.code), serde_name(&f.severity));
     let whom = f
         .benchmark
         .map_or_else(|| "the run".to_string(), |b| format!("benchmark {b}"));

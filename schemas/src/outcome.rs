@@ -98,14 +98,6 @@ impl ExitReason {
             ExitReason::Interrupted => "interrupted (the result is still written)",
         }
     }
-
-    /// The name `--json` prints (`flagged`).
-    pub fn name(self) -> String {
-        serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default()
-    }
 }
 
 /// How a command ended.
@@ -258,7 +250,9 @@ mod tests {
         codes.sort_unstable();
         codes.dedup();
         assert_eq!(codes.len(), ExitReason::ALL.len());
-        assert_eq!(ExitReason::Flagged.name(), "flagged");
-        assert_eq!(ExitReason::VerificationFailed.name(), "verification_failed");
+        // The names `--json` prints.
+        let name = crate::document::serde_name::<ExitReason>;
+        assert_eq!(name(&ExitReason::Flagged), "flagged");
+        assert_eq!(name(&ExitReason::VerificationFailed), "verification_failed");
     }
 }
