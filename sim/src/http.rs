@@ -110,10 +110,9 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
         let presented = req
             .headers()
             .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        if req.uri().path().starts_with("/v1")
-            && presented != Some(format!("Bearer {key}").as_str())
-        {
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if req.uri().path().starts_with("/v1") && presented != Some(key.as_str()) {
             return Ok(json_response(
                 StatusCode::UNAUTHORIZED,
                 Bytes::from_static(br#"{"error":"Unauthorized"}"#),
