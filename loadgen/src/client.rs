@@ -229,6 +229,28 @@ impl Endpoint {
         (record, text.unwrap_or_default())
     }
 
+    /// Runs `job` as an accuracy check asks it — greedy (temperature 0), stopping at
+    /// end-of-sequence, with `extra` (the suite's stop sequences) in the body — and keeps the
+    /// answer's text.
+    pub async fn execute_greedy(
+        &self,
+        job: &Job<'_>,
+        extra: &serde_json::Map<String, serde_json::Value>,
+        origin: Instant,
+    ) -> (RawRecord, String) {
+        let body = self.api.request_body(&GenerationRequest {
+            model: &self.model,
+            prompt: job.prompt,
+            history: job.history,
+            max_tokens: job.output_tokens,
+            ignore_eos: false,
+            temperature: 0.0,
+            extra: Some(extra),
+        });
+        let (record, text) = self.run_body(body, job, origin, true).await;
+        (record, text.unwrap_or_default())
+    }
+
     async fn run(
         &self,
         job: &Job<'_>,
@@ -244,6 +266,16 @@ impl Endpoint {
             temperature: self.temperature,
             extra: None,
         });
+        self.run_body(body, job, origin, keep_text).await
+    }
+
+    async fn run_body(
+        &self,
+        body: Vec<u8>,
+        job: &Job<'_>,
+        origin: Instant,
+        keep_text: bool,
+    ) -> (RawRecord, Option<String>) {
         let mut p = Progress {
             arrivals: Vec::with_capacity(job.output_tokens as usize),
             text: keep_text.then(String::new),

@@ -80,6 +80,17 @@ pub enum Line {
     Shard {
         shard: Shard,
     },
+    /// `--accuracy`: the suite and its items, before the phase's first answer (records and
+    /// answers empty; the grade is computed when the result is sealed).
+    Accuracy {
+        accuracy: Box<schemas::accuracy::Accuracy>,
+    },
+    /// One item of the accuracy phase answered: its record and the answer's text.
+    Answer {
+        item: u32,
+        record: RawRecord,
+        answer: String,
+    },
     End {
         finished_at: String,
     },
@@ -333,6 +344,34 @@ struct Pending {
     decided_at: Option<(u64, u64)>,
 }
 
+/// The accuracy phase with the items that were answered, in item order: a run stopped
+/// mid-phase keeps every answer it got, and leaves out only the items never answered.
+fn answered(mut a: schemas::accuracy::Accuracy, answers: Answers) -> schemas::accuracy::Accuracy {
+    use schemas::accuracy::texts;
+    let prompts = texts::decode(&a.items.prompts).unwrap_or_default();
+    let keep: Vec<usize> = (0..answers.len())
+        .filter(|&i| answers[i].is_some())
+        .collect();
+    let pick = |v: &[String]| {
+        keep.iter()
+            .filter_map(|&i| v.get(i).cloned())
+            .collect::<Vec<_>>()
+    };
+    a.items.id = pick(&a.items.id);
+    a.items.gold = pick(&a.items.gold);
+    a.items.prompts = texts::encode(&pick(&prompts));
+    if let Some(c) = &a.items.choices {
+        a.items.choices = Some(keep.iter().map(|&i| c[i]).collect());
+    }
+    let (records, texts_): (Vec<RawRecord>, Vec<String>) = answers.into_iter().flatten().unzip();
+    a.records = records;
+    a.answers = texts::encode(&texts_);
+    a
+}
+
+/// Each accuracy item's record and answer, once it came.
+type Answers = Vec<Option<(RawRecord, String)>>;
+
 /// The fold of journal lines into a predicate: the one place a result is assembled.
 #[derive(Default)]
 pub struct Assembly {
@@ -342,6 +381,8 @@ pub struct Assembly {
     benchmarks: Vec<Pending>,
     flags: Vec<Flag>,
     shard: Option<Shard>,
+    /// The accuracy phase declared, and each item's answer as it came.
+    accuracy: Option<(schemas::accuracy::Accuracy, Answers)>,
     finished_at: Option<String>,
 }
 
@@ -418,6 +459,22 @@ impl Assembly {
             } => self.pending(benchmark, "decided_at")?.decided_at = Some((at_us, requests)),
             Line::Capacity { capacity } => self.capacity = Some(capacity),
             Line::Shard { shard } => self.shard = Some(shard),
+            Line::Accuracy { accuracy } => {
+                let n = accuracy.items.id.len();
+                self.accuracy = Some((*accuracy, vec![None; n]));
+            }
+            Line::Answer {
+                item,
+                record,
+                answer,
+            } => match self
+                .accuracy
+                .as_mut()
+                .and_then(|(_, answers)| answers.get_mut(item as usize))
+            {
+                Some(slot) => *slot = Some((record, answer)),
+                None => bail!("an answer to unknown accuracy item {item}"),
+            },
             Line::End { finished_at } => self.finished_at = Some(finished_at),
         }
         Ok(())
@@ -507,6 +564,7 @@ impl Assembly {
                 repetitions: None,
                 reproduces: self.reproduces,
                 capacity: self.capacity,
+                accuracy: self.accuracy.map(|(a, answers)| answered(a, answers)),
             },
             complete,
         })

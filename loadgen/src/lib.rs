@@ -23,6 +23,7 @@
 //! result's provenance (the `host` crate) and signing. `examples/measure.rs` drives a
 //! benchmark against the simulator in a few lines.
 
+pub mod accuracy;
 pub mod arrivals;
 pub mod backend;
 pub mod capacity;

@@ -20,6 +20,7 @@ use crate::trace::Trace;
 use crate::watch::{Rule, Watch};
 use crate::workload::{self, TokenCounter};
 use anyhow::{anyhow, Context};
+use schemas::accuracy::Placement;
 use schemas::capacity::{self as capacity, Capacity, Objective, Search, Verdict};
 use schemas::document::{Profile, ProfileKind, RawRecord, Slo, Workload};
 use schemas::numbers::Finite;
@@ -73,6 +74,10 @@ pub struct ShardRun {
     pub shard: schemas::document::Shard,
 }
 
+/// Requests in flight during an accuracy phase at most (`--max-concurrency` when lower): a
+/// phase measures answers, not load, and a handful keeps a server busy without queueing.
+const ACCURACY_CONCURRENCY: usize = 16;
+
 /// An observer that watches nothing.
 pub struct Quiet;
 impl Observer for Quiet {}
@@ -83,6 +88,8 @@ pub struct Prepared {
     dataset: Option<Dataset>,
     trace: Option<Trace>,
     tokenizer: Option<TokenCounter>,
+    /// `--accuracy`: the suite, read and checked.
+    accuracy: Option<crate::accuracy::Suite>,
     http: reqwest::Client,
     base: String,
     api_key: Option<String>,
@@ -120,6 +127,24 @@ impl Prepared {
             Some(path) => Some(TokenCounter::from_tokenizer_json(Path::new(path))?),
             None => None,
         };
+        let accuracy = match &spec.accuracy {
+            Some(value) => {
+                let suite = crate::accuracy::suite::load(
+                    value,
+                    spec.accuracy_grader.as_deref(),
+                    spec.seed,
+                )?;
+                if suite.messages && spec.backend != crate::backend::Api::OpenaiChat {
+                    anyhow::bail!(
+                        "{}: its items are chat messages: use --backend openai-chat",
+                        suite.name
+                    );
+                }
+                tracing::info!(suite = %suite.name, items = suite.items.len(), grader = suite.grader.as_str(), "accuracy suite");
+                Some(suite)
+            }
+            None => None,
+        };
         let api_key = std::env::var("OPENAI_API_KEY")
             .or_else(|_| std::env::var("PROVEBENCH_API_KEY"))
             .ok();
@@ -130,6 +155,7 @@ impl Prepared {
             dataset,
             trace,
             tokenizer,
+            accuracy,
             api_key,
         })
     }
@@ -198,6 +224,7 @@ impl Prepared {
             counter: Arc::new(counter),
             dataset: self.dataset,
             trace: self.trace,
+            accuracy: self.accuracy,
             overhead,
             spec,
             host: None,
@@ -216,6 +243,8 @@ pub struct Measurement {
     dataset: Option<Dataset>,
     /// The trace, when the workload replays one.
     trace: Option<Trace>,
+    /// `--accuracy`: the suite the phase asks.
+    accuracy: Option<crate::accuracy::Suite>,
     /// Tokens the server adds to every prompt (BOS, chat template).
     overhead: u32,
     spec: RunSpec,
@@ -286,6 +315,12 @@ impl Measurement {
                 *cell = Some(rates.iter().map(|&r| (kind, Some(r), 0)).collect());
             }
         }
+        if !spec.accuracy_after {
+            self.run_accuracy(&sinks, Placement::Before).await;
+            if *cancel.borrow() {
+                return Ok(false);
+            }
+        }
         let repeat = spec.repeat.max(1);
         for k in 1..=repeat {
             sinks.repetition = (repeat > 1).then_some(k);
@@ -297,7 +332,37 @@ impl Measurement {
                 }
             }
         }
+        if spec.accuracy_after {
+            self.run_accuracy(&sinks, Placement::After).await;
+            if *cancel.borrow() {
+                return Ok(false);
+            }
+        }
         Ok(true)
+    }
+
+    /// `--accuracy`: the phase, journaled (nothing when no suite was given).
+    async fn run_accuracy(&self, sinks: &Sinks<'_>, placement: Placement) {
+        let Some(suite) = &self.accuracy else {
+            return;
+        };
+        sinks.journal.write(Line::Accuracy {
+            accuracy: Box::new(crate::accuracy::declared(
+                suite,
+                placement,
+                self.spec.accuracy_min,
+            )),
+        });
+        let concurrency = (self.spec.max_concurrency as usize).min(ACCURACY_CONCURRENCY);
+        tracing::info!(suite = %suite.name, items = suite.items.len(), concurrency, "accuracy phase");
+        crate::accuracy::run(
+            suite,
+            &self.endpoint,
+            concurrency,
+            sinks.journal,
+            sinks.cancel,
+        )
+        .await;
     }
 
     /// The workload cells a run of the spec measures in order: the grid's input × output

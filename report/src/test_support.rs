@@ -181,6 +181,7 @@ pub struct Doc<'a> {
 pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Predicate {
     Predicate {
         capacity: None,
+        accuracy: None,
         run: Run {
             id: "0123456789abcdef0123456789abcdef".into(),
             started_at: "2026-11-22T00:00:00Z".into(),

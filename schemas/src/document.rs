@@ -88,6 +88,10 @@ pub struct Predicate {
     /// ([`crate::capacity`]), derived from the steps' verdicts; since `result/v0.9`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<crate::capacity::Capacity>,
+    /// `--accuracy`: the suite asked, every answer, and the grade they give
+    /// ([`crate::accuracy`]); since `result/v0.10`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<crate::accuracy::Accuracy>,
 }
 
 /// One client's part of a schedule split across `count` clients: it sent the requests whose

@@ -11,6 +11,7 @@
 //! Nothing here touches the clock, the file system or randomness: the crate builds
 //! for `wasm32-unknown-unknown` with no imports.
 
+pub mod accuracy;
 pub mod breakdown;
 pub mod campaign;
 pub mod capacity;
@@ -48,9 +49,11 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.10: an accuracy phase graded from its stored answers (the result's `accuracy`).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.10";
 /// v0.9: capacity searches under an SLO (the result's `capacity`, each step's
-/// `capacity_step`).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.9";
+/// `capacity_step`). Still read and verified.
+pub const PREDICATE_TYPE_V0_9: &str = "https://provebench.dev/result/v0.9";
 /// v0.8: benchmarks that ran until their intervals were narrow enough (`precision`), and
 /// runs of a spec repeated (`repetition`, and the run-to-run intervals in `repetitions`).
 /// Still read and verified.

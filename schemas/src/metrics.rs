@@ -192,6 +192,8 @@ pub enum MetricsError {
     NotFinite(f64),
     #[error("telemetry: {0}")]
     Telemetry(#[from] TelemetryError),
+    #[error("accuracy: {0}")]
+    Accuracy(String),
 }
 
 /// Microseconds (how records count time) as milliseconds (how metrics are stated).

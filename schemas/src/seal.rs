@@ -47,6 +47,16 @@ pub fn seal(mut predicate: Predicate) -> Result<Statement, MetricsError> {
     if let Some(declared) = predicate.capacity.take() {
         predicate.capacity = Some(crate::capacity::seal(&declared, &mut predicate.benchmarks)?);
     }
+    if let Some(a) = &mut predicate.accuracy {
+        crate::accuracy::seal(a).map_err(MetricsError::Accuracy)?;
+    }
+    if let Some(flag) =
+        crate::accuracy::flag(predicate.accuracy.as_ref(), predicate.imported.is_some())
+    {
+        if !predicate.validity.iter().any(|f| f.code == flag.code) {
+            predicate.validity.push(flag);
+        }
+    }
     predicate.validity.sort_by_key(|f| (f.benchmark, f.code));
     Ok(Statement {
         type_: STATEMENT_TYPE.to_string(),

@@ -55,6 +55,11 @@ pub enum FlagCode {
     /// by over [`CLOCK_OFFSET_LIMIT_US`] (or is unsynchronised): its times may be shifted.
     #[serde(rename = "clock_offset_over_1ms")]
     ClockOffsetOver1ms,
+    /// The accuracy phase's headline score is under `--accuracy-min`: faster, perhaps, but
+    /// the answers are wrong too often.
+    AccuracyBelowThreshold,
+    /// The run measured speed with no accuracy phase: nothing says its answers were right.
+    NoAccuracy,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use crate::token_times::TokenTimesError;
 use crate::{
     metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_2,
     PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6,
-    PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, STATEMENT_TYPE,
+    PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9, STATEMENT_TYPE,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -180,6 +180,9 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
     check_repetitions(p, v);
     v.document_errors
         .extend(crate::capacity::check(p.capacity.as_ref(), &p.benchmarks));
+    if version >= WITH_ACCURACY {
+        check_accuracy(p, v);
+    }
     if let Some(r) = &p.reproduces {
         let hex =
             |x: &str| x.len() == 64 && x.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
@@ -188,6 +191,38 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
                 "reproduces.sha256 {:?} is not 64 lowercase hex digits",
                 r.sha256
             ));
+        }
+    }
+}
+
+/// The accuracy phase: its records consistent, its grade what its answers give, and the
+/// run-level flag it implies present.
+fn check_accuracy(p: &Predicate, v: &mut Verdict) {
+    if let Some(a) = &p.accuracy {
+        if humantime::parse_rfc3339(&a.started_at).is_err() {
+            v.document_errors.push(format!(
+                "accuracy.started_at {:?} is not an RFC 3339 UTC time",
+                a.started_at
+            ));
+        }
+        let inconsistent = a.records.iter().enumerate().filter_map(|(ri, r)| {
+            crate::token_times::decode(&r.token_gaps)
+                .map_err(|e| e.to_string())
+                .and_then(|g| check_record(r, &g))
+                .err()
+                .map(|e| format!("accuracy.records[{ri}]: {e}"))
+        });
+        v.document_errors
+            .extend(inconsistent.take(MAX_RECORD_ERRORS));
+        v.records_checked += a.records.len() as u64;
+        let (errors, mismatches) = crate::accuracy::check(a);
+        v.document_errors.extend(errors);
+        v.summary_mismatches.extend(mismatches);
+    }
+    if let Some(f) = crate::accuracy::flag(p.accuracy.as_ref(), p.imported.is_some()) {
+        if !p.validity.iter().any(|g| g.code == f.code) {
+            v.missing_flags
+                .push(format!("run: {:?} ({})", f.code, f.message));
         }
     }
 }
@@ -234,6 +269,7 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         PREDICATE_TYPE_V0_6,
         PREDICATE_TYPE_V0_7,
         PREDICATE_TYPE_V0_8,
+        PREDICATE_TYPE_V0_9,
         PREDICATE_TYPE,
     ];
     let version = known
@@ -241,7 +277,8 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         .position(|t| *t == s.predicate_type)
         .unwrap_or_else(|| {
             v.document_errors.push(format!(
-                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_8:?}, \
+                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_9:?}, \
+                 {PREDICATE_TYPE_V0_8:?}, \
                  {PREDICATE_TYPE_V0_7:?}, \
                  {PREDICATE_TYPE_V0_6:?}, \
                  {PREDICATE_TYPE_V0_5:?}, \
@@ -304,12 +341,28 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
     let searched = p.capacity.is_some() || p.benchmarks.iter().any(|b| b.capacity_step.is_some());
     if version < WITH_CAPACITY && searched {
         v.document_errors.push(format!(
-            "a capacity search in a {:?} document: it came with {PREDICATE_TYPE:?}",
+            "a capacity search in a {:?} document: it came with {PREDICATE_TYPE_V0_9:?}",
+            s.predicate_type
+        ));
+    }
+    let graded = p.accuracy.is_some()
+        || p.validity.iter().any(|f| {
+            matches!(
+                f.code,
+                validity::FlagCode::AccuracyBelowThreshold | validity::FlagCode::NoAccuracy
+            )
+        });
+    if version < WITH_ACCURACY && graded {
+        v.document_errors.push(format!(
+            "an accuracy phase or flag in a {:?} document: it came with {PREDICATE_TYPE:?}",
             s.predicate_type
         ));
     }
     version
 }
+
+/// The place of `result/v0.10` in [`check_versions`]' list: an accuracy phase, graded.
+const WITH_ACCURACY: usize = 9;
 
 /// The place of `result/v0.9` in [`check_versions`]' list: a capacity search and its steps.
 const WITH_CAPACITY: usize = 8;
@@ -519,7 +572,7 @@ fn check_record(r: &RawRecord, gaps: &[u64]) -> Result<(), String> {
 }
 
 /// Collects the paths where two JSON trees differ.
-fn diff_paths(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+pub(crate) fn diff_paths(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             for (k, va) in x {

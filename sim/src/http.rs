@@ -206,6 +206,13 @@ async fn generate(
         Err(refusal) => return Ok(refused(refusal)),
     };
     let cfg = &engine.cfg;
+    if parsed.stream && matches!(parsed.api, Api::Completions | Api::Chat) {
+        if let Some(a) = super::answers::answer(&parsed.last_text, cfg.seed, cfg.wrong_answers) {
+            let words: Vec<String> = a.split_whitespace().map(str::to_string).collect();
+            parsed.max_tokens = parsed.max_tokens.min(words.len() as u32);
+            parsed.answer = Some(words);
+        }
+    }
     let index = engine.next_index.fetch_add(1, Relaxed);
     let fault = super::faults::pick(&cfg.faults, cfg.seed, index);
     let ident = Ident::new(parsed.api, cfg.seed, index, &engine.model_json);
@@ -324,6 +331,8 @@ struct Stream {
     gen: Generation,
     events: Events,
     seed: u64,
+    /// The answering mode's words, sent instead of generated ones.
+    answer: Option<Vec<String>>,
     /// Reused output buffer: events are split off it, so allocations are amortised.
     buf: BytesMut,
     /// Frames ready to hand over; `true` marks content events (the ones counted as tokens).
@@ -336,6 +345,7 @@ struct Stream {
 fn stream_body(gen: Generation, req: &GenRequest, ident: Ident) -> Body {
     let state = Stream {
         seed: gen.engine().cfg.seed,
+        answer: req.answer.clone(),
         events: Events::new(req, ident, gen.engine().cfg.reasoning_tokens),
         gen,
         buf: BytesMut::with_capacity(16 << 10),
@@ -412,7 +422,10 @@ impl Stream {
                     }
                     if k < n {
                         // Format first, then wait: the bytes leave as close to the deadline as possible.
-                        let word = Word::new(self.seed, k);
+                        let word = match &self.answer {
+                            Some(words) => Word::answer(&words[k as usize]),
+                            None => Word::new(self.seed, k),
+                        };
                         let event = self.events.token(k, &word, &mut self.buf);
                         self.gen.wait_due().await;
                         if k == 0 {

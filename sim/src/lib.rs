@@ -50,6 +50,7 @@
 //! counter's `# TYPE` line names it with `_total`), OpenMetrics 1.0 when the `Accept` header asks
 //! for `application/openmetrics-text` (where it does not, and the page ends in `# EOF`).
 
+pub mod answers;
 mod faults;
 mod http;
 mod model;
@@ -104,6 +105,9 @@ pub struct SimConfig {
     pub faults: Faults,
     /// Seeds token texts and fault selection.
     pub seed: u64,
+    /// The answering mode ([`answers`]): the share of builtin arithmetic questions answered
+    /// wrongly (off by one), in `[0, 1]`.
+    pub wrong_answers: f64,
     /// As vLLM's `--api-key`: every `/v1/...` request without `Authorization: Bearer <key>`
     /// is answered 401 `{"error": "Unauthorized"}`; `None` lets every client in.
     pub api_key: Option<String>,
@@ -152,6 +156,7 @@ impl Default for SimConfig {
             reasoning_tokens: 0,
             faults: Faults::default(),
             seed: 0,
+            wrong_answers: 0.0,
             api_key: None,
         }
     }
@@ -194,6 +199,7 @@ impl SimConfig {
             ("reset_fraction", f.reset_fraction),
             ("stall_fraction", f.stall_fraction),
             ("malformed_fraction", f.malformed_fraction),
+            ("wrong_answers", self.wrong_answers),
         ] {
             if !(0.0..=1.0).contains(&v) {
                 return bad(&format!("{name} must be in [0, 1], not {v}"));

@@ -52,6 +52,11 @@ pub(crate) struct GenRequest {
     pub include_usage: bool,
     /// TGI `parameters.details`: finish reason and token count in the last event.
     pub details: bool,
+    /// The prompt's text, or the last chat message's: what the answering mode reads.
+    pub last_text: String,
+    /// The answering mode's answer, one word a token ([`crate::answers`]); the request then
+    /// ends after it with `finish_reason: "stop"` (or at `max_tokens`, with `length`).
+    pub answer: Option<Vec<String>>,
 }
 
 /// Why a request was refused before generation.
@@ -90,10 +95,14 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
     let section = |key: &str| obj.get(key).and_then(Value::as_object).unwrap_or(&empty);
 
     let mut prompt = PromptTokens::default();
+    let mut last_text = String::new();
     let (max_tokens, stream, include_usage, details) = match api {
         Api::Completions => {
             match obj.get("prompt") {
-                Some(Value::String(s)) => prompt.text(s),
+                Some(Value::String(s)) => {
+                    last_text = s.clone();
+                    prompt.text(s)
+                }
                 Some(Value::Array(a)) => match a.as_slice() {
                     [Value::String(s)] => prompt.text(s),
                     [Value::Array(ids)] if ids.iter().all(Value::is_u64) => prompt.ids(ids),
@@ -117,6 +126,9 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
             let Some(Value::Array(messages)) = obj.get("messages") else {
                 return Err(invalid("messages must be a list of {role, content}"));
             };
+            if let Some(Value::String(s)) = messages.last().and_then(|m| m.get("content")) {
+                last_text = s.clone();
+            }
             for m in messages {
                 // The messages' words in order: no chat template (its tokens are not counted).
                 if !prompt.content(m.get("content")) {
@@ -177,6 +189,8 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
         stream,
         include_usage,
         details,
+        last_text,
+        answer: None,
     })
 }
 
@@ -348,6 +362,17 @@ impl Word {
         }
     }
 
+    /// An answer's word (at most 11 ASCII digits, `-` or letters), with its leading space.
+    pub(crate) fn answer(text: &str) -> Word {
+        let mut bytes = [b' '; 12];
+        let len = text.len().min(11);
+        bytes[1..=len].copy_from_slice(&text.as_bytes()[..len]);
+        Word {
+            bytes,
+            len: len + 1,
+        }
+    }
+
     /// With its leading space. Plain ASCII: safe inside a JSON string as is.
     pub(crate) fn text(&self) -> &[u8] {
         &self.bytes[..self.len]
@@ -434,6 +459,8 @@ pub(crate) struct Events {
     reasoning_head: Vec<u8>,
     /// SGLang: the text so far (sent whole in every event); TGI: sent whole in the last event.
     text: String,
+    /// `stop` when an answer ended before `max_tokens`, else `length`.
+    finish_reason: &'static str,
 }
 
 /// OpenAI content chunk: the rest after the token text.
@@ -486,6 +513,10 @@ impl Events {
             reasoning,
             reasoning_head: reasoning_head.into_bytes(),
             text: String::with_capacity(text_capacity),
+            finish_reason: match &req.answer {
+                Some(words) if words.len() as u32 <= req.max_tokens => "stop",
+                _ => "length",
+            },
         }
     }
 
@@ -579,15 +610,20 @@ impl Events {
         let mut events = Vec::with_capacity(3);
         match self.api {
             Api::Completions | Api::Chat => {
+                let reason = self.finish_reason;
                 let (object, choice) = if self.api == Api::Chat {
                     (
                         "chat.completion.chunk",
-                        r#"{"index":0,"delta":{},"logprobs":null,"finish_reason":"length"}"#,
+                        format!(
+                            r#"{{"index":0,"delta":{{}},"logprobs":null,"finish_reason":"{reason}"}}"#
+                        ),
                     )
                 } else {
                     (
                         "text_completion",
-                        r#"{"index":0,"text":"","logprobs":null,"finish_reason":"length","stop_reason":null}"#,
+                        format!(
+                            r#"{{"index":0,"text":"","logprobs":null,"finish_reason":"{reason}","stop_reason":null}}"#
+                        ),
                     )
                 };
                 let fields = self.ident.openai_fields(object);

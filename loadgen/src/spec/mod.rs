@@ -166,6 +166,25 @@ pub struct RunSpec {
     #[arg(long, value_name = "X%", help_heading = "Capacity",
           value_parser = |s: &str| parse_percent(s))]
     pub search_precision: Option<f64>,
+    /// An accuracy check on the same server: every item of SUITE asked once at temperature 0
+    /// before the benchmarks, graded from the answers the result stores. SUITE is a JSONL
+    /// file (README, "Accuracy checks") or `builtin:arithmetic`; `:N` asks a seeded N items.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "SUITE[:N]", help_heading = "Accuracy")]
+    pub accuracy: Option<String>,
+    /// The grader, over the one the suite's first line names: gsm8k, exact, choice, number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "NAME", help_heading = "Accuracy")]
+    pub accuracy_grader: Option<String>,
+    /// The lowest accuracy (0 to 1) that passes: under it the result carries an
+    /// `accuracy_below_threshold` error (and `--fail-on error` exits 8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "FRACTION", help_heading = "Accuracy")]
+    pub accuracy_min: Option<f64>,
+    /// Asks the suite after the benchmarks rather than before them.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[arg(long, help_heading = "Accuracy")]
+    pub accuracy_after: bool,
     /// Goodput threshold on TTFT (ms).
     #[arg(long)]
     pub slo_ttft_ms: Option<f64>,
@@ -428,6 +447,10 @@ impl Default for RunSpec {
             search: None,
             search_from: None,
             search_precision: None,
+            accuracy: None,
+            accuracy_grader: None,
+            accuracy_min: None,
+            accuracy_after: false,
             slo_ttft_ms: None,
             slo_tpot_ms: None,
             slo_e2e_ms: None,
@@ -547,6 +570,7 @@ impl RunSpec {
             }
         }
         self.validate_capacity()?;
+        self.validate_accuracy()?;
         if let Some(g) = &self.grid {
             if g.input.is_empty() || g.output.is_empty() || g.output.contains(&0) {
                 bail!("--grid needs input=… and output=… lists of positive token counts");
@@ -774,6 +798,35 @@ impl RunSpec {
             if given {
                 bail!("--profile capacity decides each step itself: it does not take {flag}");
             }
+        }
+        Ok(())
+    }
+
+    /// The accuracy flags: a fraction for the threshold, a suite for the others, and an API
+    /// whose answers' text the client reads.
+    fn validate_accuracy(&self) -> Result<()> {
+        if let Some(min) = self.accuracy_min {
+            if !(0.0..=1.0).contains(&min) {
+                bail!("--accuracy-min must be a fraction between 0 and 1, got {min}");
+            }
+        }
+        if self.accuracy.is_none() {
+            for (given, flag) in [
+                (self.accuracy_grader.is_some(), "--accuracy-grader"),
+                (self.accuracy_min.is_some(), "--accuracy-min"),
+                (self.accuracy_after, "--accuracy-after"),
+            ] {
+                if given {
+                    bail!("{flag} needs --accuracy SUITE");
+                }
+            }
+            return Ok(());
+        }
+        if !matches!(self.backend, Api::OpenaiCompletions | Api::OpenaiChat) {
+            bail!(
+                "--accuracy grades the answers' text, which the client reads from the OpenAI APIs: use --backend openai-completions or openai-chat (not {})",
+                self.backend.as_str()
+            );
         }
         Ok(())
     }

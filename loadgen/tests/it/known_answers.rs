@@ -493,8 +493,9 @@ async fn dataset_files_drive_requests_with_their_own_lengths() {
             assert_eq!(Some(pair.1), r.output_tokens_requested);
             assert_eq!(r.input_tokens_client, Some(pair.0));
         }
-        // Lengths agree everywhere, so nothing beyond the small-sample note is flagged
-        // (`client_bound` speaks of this machine, not of the lengths: a VM's steal raises it).
+        // Lengths agree everywhere, so nothing beyond the notes on the sample's size and on the
+        // missing accuracy check is flagged (`client_bound` speaks of this machine, not of the
+        // lengths: a VM's steal raises it).
         let codes: Vec<_> = st
             .predicate
             .validity
@@ -504,7 +505,10 @@ async fn dataset_files_drive_requests_with_their_own_lengths() {
             .collect();
         assert_eq!(
             codes,
-            [schemas::validity::FlagCode::TooFewSamples],
+            [
+                schemas::validity::FlagCode::NoAccuracy,
+                schemas::validity::FlagCode::TooFewSamples
+            ],
             "{:?}",
             st.predicate.validity
         );

@@ -58,6 +58,11 @@ pub struct SimArgs {
     /// `--api-key` does.
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
+    /// The share of the builtin accuracy suite's arithmetic questions answered wrongly (off by
+    /// one), chosen by the seed from each question; the rest are answered right. Streamed
+    /// OpenAI answers only: every other prompt gets generated words as usual.
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, value_name = "FRACTION")]
+    pub wrong_answers: f64,
     /// Seed for the generated text and for which requests get faults.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

@@ -279,6 +279,7 @@ fn merge(parts: &[Part]) -> Result<Predicate> {
         .collect();
     Ok(Predicate {
         capacity: None,
+        accuracy: None,
         run: Run {
             id: super::synth::run_id()?,
             started_at: loadgen::journal::timestamp(started),

@@ -24,6 +24,7 @@ impl SimArgs {
             reasoning_tokens: self.reasoning_tokens,
             seed: self.seed,
             api_key: self.api_key.clone(),
+            wrong_answers: self.wrong_answers,
             faults: Faults {
                 error_fraction: self.error_fraction,
                 rate_limit_fraction: self.rate_limit_fraction,

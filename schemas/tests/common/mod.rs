@@ -90,6 +90,7 @@ pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
 pub fn predicate() -> Predicate {
     Predicate {
         capacity: None,
+        accuracy: None,
         run: Run {
             id: "0123456789abcdef0123456789abcdef".into(),
             started_at: "2026-11-22T00:00:00.000000Z".into(),

@@ -1,0 +1,102 @@
+//! The accuracy phase: a suite's items asked once each, greedily, on the server under test,
+//! before the performance benchmarks (or after them, `--accuracy-after`). Requests are timed
+//! and journaled like any benchmark's; their answers' text goes with them, and the grade is
+//! computed when the result is sealed (`schemas::accuracy`), so a verifier grades the same
+//! stored answers again.
+
+pub mod builtin;
+pub mod suite;
+
+use crate::client::{Endpoint, Job};
+use crate::journal::{Journal, Line};
+use schemas::document::Phase;
+use serde_json::{json, Map};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::watch;
+
+pub use suite::Suite;
+
+/// Asks every item of `suite` through `endpoint`, `concurrency` at a time, and journals each
+/// answer as it completes. Stops scheduling when `cancel` turns true.
+pub async fn run(
+    suite: &Suite,
+    endpoint: &Endpoint,
+    concurrency: usize,
+    journal: &Arc<Journal>,
+    cancel: &watch::Receiver<bool>,
+) {
+    let mut extra = Map::new();
+    if !suite.stop.is_empty() {
+        extra.insert("stop".into(), json!(suite.stop));
+    }
+    let origin = Instant::now();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let worker = || async {
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if i >= suite.items.len() || *cancel.borrow() {
+                return;
+            }
+            let item = &suite.items[i];
+            let job = Job {
+                prompt: &item.prompt,
+                history: &item.history,
+                prompt_tokens: None,
+                output_tokens: suite.output_tokens,
+                scheduled: Instant::now(),
+                phase: Phase::Measured,
+            };
+            let (record, answer) = endpoint.execute_greedy(&job, &extra, origin).await;
+            journal.write(Line::Answer {
+                item: i as u32,
+                record,
+                answer,
+            });
+        }
+    };
+    futures_util::future::join_all((0..concurrency.max(1)).map(|_| worker())).await;
+}
+
+/// What the journal's accuracy line declares: the suite and its items, before any answer.
+pub fn declared(
+    suite: &Suite,
+    placement: schemas::accuracy::Placement,
+    min: Option<f64>,
+) -> schemas::accuracy::Accuracy {
+    use schemas::accuracy::{texts, Accuracy, Grade, Items};
+    use schemas::numbers::Finite;
+    let finite = |v: f64| Finite::new(v).ok();
+    let prompts: Vec<String> = suite
+        .items
+        .iter()
+        .map(|i| i.shown(suite.messages))
+        .collect();
+    let choices: Vec<Option<u32>> = suite.items.iter().map(|i| i.choices).collect();
+    Accuracy {
+        suite: schemas::accuracy::Suite {
+            name: suite.name.clone(),
+            sha256: suite.sha256.clone(),
+            rows: suite.rows,
+            sampled: suite.sampled,
+            grader: suite.grader,
+            grader_version: schemas::accuracy::grader::GRADER_VERSION,
+            tolerance: suite.tolerance.and_then(finite),
+            output_tokens: suite.output_tokens,
+            stop: suite.stop.clone(),
+            messages: suite.messages,
+            min: min.and_then(finite),
+        },
+        placement,
+        started_at: crate::journal::timestamp(std::time::SystemTime::now()),
+        items: Items {
+            id: suite.items.iter().map(|i| i.id.clone()).collect(),
+            gold: suite.items.iter().map(|i| i.gold.clone()).collect(),
+            choices: choices.iter().any(Option::is_some).then_some(choices),
+            prompts: texts::encode(&prompts),
+        },
+        records: vec![],
+        answers: texts::encode::<&str>(&[]),
+        grade: Grade::default(),
+    }
+}

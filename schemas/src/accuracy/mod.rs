@@ -1,0 +1,329 @@
+//! Whether the answers were right: a run's accuracy phase (`--accuracy SUITE`), stored beside
+//! its benchmarks and graded from the stored answers.
+//!
+//! The phase asks every item of a suite once, at temperature 0, and the result keeps what is
+//! needed to grade it again without the suite file: each item's id, gold answer and the
+//! prompt sent, each request's record (timed like any benchmark's) and each answer's text.
+//! [`seal`] grades it with the [`grader`]'s rules; [`check`] grades it again when a document
+//! is verified and names what differs, so a stored grade no answer supports fails. The grade
+//! of each rule is correct / total with its 95 % Wilson interval, unparsed answers and failed
+//! requests counted apart (neither is correct).
+
+pub mod grader;
+pub mod texts;
+
+use crate::document::RawRecord;
+use crate::numbers::Finite;
+use crate::uncertainty::Interval;
+use crate::validity::{Flag, FlagCode, Severity};
+use grader::{Gold, Grader, Mark, GRADER_VERSION};
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "json-schema")]
+use schemars::JsonSchema;
+
+/// A run's accuracy phase; since `result/v0.10`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Accuracy {
+    pub suite: Suite,
+    /// Whether the phase ran `before` the performance benchmarks or `after` them.
+    pub placement: Placement,
+    /// When the phase began; record times are µs from here.
+    pub started_at: String,
+    pub items: Items,
+    /// One record per item, in item order (see `benchmarks[].records`).
+    #[serde(with = "crate::record_columns")]
+    #[cfg_attr(
+        feature = "json-schema",
+        schemars(with = "crate::record_columns::RecordColumns")
+    )]
+    pub records: Vec<RawRecord>,
+    /// Each answer's text, in item order ([`texts`]: zlib-compressed JSON, base64); empty for
+    /// a request that failed.
+    pub answers: String,
+    /// Computed from the answers when the result is sealed, and again by every verifier.
+    pub grade: Grade,
+}
+
+/// The suite as the run read it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Suite {
+    /// The file as named (`--accuracy FILE`), or `builtin:arithmetic`.
+    pub name: String,
+    /// sha256 of the suite's bytes (the generated JSONL for a builtin suite).
+    pub sha256: String,
+    /// Items in the suite.
+    pub rows: u64,
+    /// `--accuracy SUITE:N`: the size of the seeded subset asked; null when all were.
+    pub sampled: Option<u64>,
+    pub grader: Grader,
+    /// [`grader::GRADER_VERSION`] when it was graded.
+    pub grader_version: u32,
+    /// `number`: the largest absolute difference still correct.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<Finite>,
+    /// The output limit every request asked for.
+    pub output_tokens: u32,
+    /// Stop sequences every request sent.
+    pub stop: Vec<String>,
+    /// Whether items were chat messages (each prompt is then their JSON) rather than prompts.
+    pub messages: bool,
+    /// `--accuracy-min`: the lowest accuracy of the grader's first rule that passes.
+    pub min: Option<Finite>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    Before,
+    After,
+}
+
+/// The items asked, as columns: entry `i` of each belongs to item `i`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Items {
+    pub id: Vec<String>,
+    /// The gold answer as the suite gives it.
+    pub gold: Vec<String>,
+    /// Multiple choice: each item's number of choices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<Option<u32>>>,
+    /// The prompt each request sent, template and few-shot examples included ([`texts`]).
+    pub prompts: String,
+}
+
+/// Each rule's score, in the grader's order ([`Grader::rules`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Grade {
+    pub rules: Vec<Score>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Score {
+    /// `strict-match`, `flexible-extract`, `exact`, `choice` or `number`.
+    pub rule: String,
+    /// Items asked: correct + wrong + unparsed + failed.
+    pub total: u64,
+    pub correct: u64,
+    pub wrong: u64,
+    /// Answers the rule could read no answer from.
+    pub unparsed: u64,
+    /// Requests that failed: no answer to grade.
+    pub failed: u64,
+    /// correct / total (0 when nothing was asked).
+    pub accuracy: Finite,
+    /// The 95 % Wilson score interval of the accuracy.
+    pub interval: Interval,
+}
+
+impl Accuracy {
+    /// The score `--accuracy-min` holds the run to: the grader's first rule.
+    pub fn headline(&self) -> Option<&Score> {
+        self.grade.rules.first()
+    }
+
+    /// Each item's marks, one per rule; `None` for an item whose request failed.
+    pub fn marks(&self) -> Result<Vec<Option<Vec<Mark>>>, String> {
+        let answers = texts::decode(&self.answers).map_err(|e| format!("answers: {e}"))?;
+        let n = self.items.id.len();
+        let lengths = [
+            ("items.gold", self.items.gold.len()),
+            ("records", self.records.len()),
+            ("answers", answers.len()),
+        ];
+        for (what, len) in lengths {
+            if len != n {
+                return Err(format!("{what} has {len} entries for {n} items"));
+            }
+        }
+        if let Some(c) = &self.items.choices {
+            if c.len() != n {
+                return Err(format!(
+                    "items.choices has {} entries for {n} items",
+                    c.len()
+                ));
+            }
+        }
+        Ok((0..n)
+            .map(|i| {
+                let r = &self.records[i];
+                r.completed()
+                    .then(|| grader::grade(self.suite.grader, &answers[i], &self.gold(i)))
+            })
+            .collect())
+    }
+
+    /// What the grader compares item `i`'s answer with.
+    pub fn gold(&self, i: usize) -> Gold<'_> {
+        Gold {
+            answer: &self.items.gold[i],
+            choices: self.items.choices.as_ref().and_then(|c| c[i]),
+            tolerance: self.suite.tolerance.map_or(0.0, Finite::get),
+        }
+    }
+}
+
+/// The grade the answers give.
+pub fn grade(a: &Accuracy) -> Result<Grade, String> {
+    let marks = a.marks()?;
+    let rules = a.suite.grader.rules();
+    Ok(Grade {
+        rules: rules
+            .iter()
+            .enumerate()
+            .map(|(k, rule)| {
+                let mut s = [0u64; 4];
+                for m in &marks {
+                    let slot = match m.as_ref().map(|m| m[k]) {
+                        Some(Mark::Correct) => 0,
+                        Some(Mark::Wrong) => 1,
+                        Some(Mark::Unparsed) => 2,
+                        None => 3,
+                    };
+                    s[slot] += 1;
+                }
+                let total = marks.len() as u64;
+                score(rule, total, s)
+            })
+            .collect(),
+    })
+}
+
+fn score(rule: &str, total: u64, [correct, wrong, unparsed, failed]: [u64; 4]) -> Score {
+    let accuracy = if total == 0 {
+        0.0
+    } else {
+        correct as f64 / total as f64
+    };
+    Score {
+        rule: rule.to_string(),
+        total,
+        correct,
+        wrong,
+        unparsed,
+        failed,
+        accuracy: Finite::new(accuracy).expect("a ratio of counts"),
+        interval: wilson95(correct, total),
+    }
+}
+
+/// z for a two-sided 95 % interval: the normal distribution's 0.975 quantile.
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// The Wilson score interval of `successes` in `n` at 95 %, computed in this order (the
+/// Python verifier follows it): p = s/n, d = 1 + z²/n, centre = (p + z²/2n)/d,
+/// half = z·√(p(1−p)/n + z²/4n²)/d, clamped to [0, 1]; exactly 0 below when nothing
+/// succeeded and 1 above when everything did (where rounding would leave a hair's breadth).
+/// All of [0, 1] when `n` is 0.
+pub fn wilson95(successes: u64, n: u64) -> Interval {
+    let finite = |v: f64| Finite::new(v.clamp(0.0, 1.0)).expect("within [0, 1]");
+    if n == 0 {
+        return Interval {
+            low: Finite::ZERO,
+            high: finite(1.0),
+        };
+    }
+    let (s, n) = (successes as f64, n as f64);
+    let p = s / n;
+    let z2 = Z95 * Z95;
+    let d = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / d;
+    let half = Z95 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt() / d;
+    Interval {
+        low: finite(if successes == 0 { 0.0 } else { centre - half }),
+        high: finite(if s == n { 1.0 } else { centre + half }),
+    }
+}
+
+/// Grades a phase when its result is sealed: the version of the rules, then the grade.
+pub fn seal(a: &mut Accuracy) -> Result<(), String> {
+    a.suite.grader_version = GRADER_VERSION;
+    a.grade = grade(a)?;
+    Ok(())
+}
+
+/// Problems with a stored phase and the stored grade's differences from the answers' grade
+/// (as `(errors, mismatching JSON paths)`).
+pub fn check(a: &Accuracy) -> (Vec<String>, Vec<String>) {
+    let mut errors = vec![];
+    if a.suite.grader_version != GRADER_VERSION {
+        errors.push(format!(
+            "accuracy.suite.grader_version is {}: this verifier grades with version {GRADER_VERSION}",
+            a.suite.grader_version
+        ));
+        return (errors, vec![]);
+    }
+    if let Some(min) = a.suite.min {
+        if !(0.0..=1.0).contains(&min.get()) {
+            errors.push(format!("accuracy.suite.min {min} is outside [0, 1]"));
+        }
+    }
+    let fresh = match grade(a) {
+        Ok(g) => g,
+        Err(e) => {
+            errors.push(format!("accuracy: {e}"));
+            return (errors, vec![]);
+        }
+    };
+    let mut mismatches = vec![];
+    crate::verify::diff_paths(
+        "accuracy.grade",
+        &serde_json::to_value(&a.grade).expect("grades serialise"),
+        &serde_json::to_value(&fresh).expect("grades serialise"),
+        &mut mismatches,
+    );
+    (errors, mismatches)
+}
+
+/// The run-level flag the phase implies: its headline under `--accuracy-min` (an error),
+/// or, for a run that measured with no phase, that nothing says the answers were right.
+pub fn flag(accuracy: Option<&Accuracy>, imported: bool) -> Option<Flag> {
+    let flag = |code, severity, message| Flag {
+        code,
+        severity,
+        benchmark: None,
+        message,
+    };
+    match accuracy {
+        None if imported => None,
+        None => Some(flag(
+            FlagCode::NoAccuracy,
+            Severity::Info,
+            "no accuracy check ran: nothing here says the answers were right \
+             (--accuracy builtin:arithmetic adds one)"
+                .into(),
+        )),
+        Some(a) => {
+            let (min, s) = (a.suite.min?, a.headline()?);
+            (s.accuracy.get() < min.get()).then(|| {
+                flag(
+                    FlagCode::AccuracyBelowThreshold,
+                    Severity::Error,
+                    format!(
+                        "{} {}: {} of {} correct ({:.1} %), under the --accuracy-min of {:.1} %",
+                        a.suite.name,
+                        s.rule,
+                        s.correct,
+                        s.total,
+                        s.accuracy.get() * 100.0,
+                        min.get() * 100.0
+                    ),
+                )
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
