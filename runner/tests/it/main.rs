@@ -5,6 +5,7 @@
 
 mod support;
 
+mod accuracy;
 mod campaign;
 mod campaign_report;
 mod capacity;
