@@ -20,7 +20,8 @@
 //! turn and by prefix group, reasoning: [`super::workload`]) after the latency table; one
 //! with telemetry then its GPU and server tables ([`super::host`]), before the flags. A
 //! document where some benchmark's GPUs were measured starts with a table of every
-//! benchmark's energy and output tokens per joule.
+//! benchmark's energy and output tokens per joule; a run with an accuracy phase or a capacity
+//! search starts with those ([`super::accuracy`], [`super::capacity`]).
 
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
@@ -181,7 +182,8 @@ pub fn details(st: &Statement) -> String {
         format!("Energy per benchmark (GPU telemetry):\n\n{energy}\n{sections}")
     };
     format!(
-        "{}{}{sections}",
+        "{}{}{}{sections}",
+        super::accuracy::section(p),
         super::capacity::section(p),
         super::repetitions::section(p)
     )

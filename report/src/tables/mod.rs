@@ -2,8 +2,9 @@
 //! original benchmark pages know, and the full per-benchmark detail the seeds lack
 //! (with what the GPU host did, when the document has telemetry, and the breakdowns of a
 //! shaped workload, and how sure each number is, within a run and from run to run), and a
-//! capacity search's answer and steps.
+//! capacity search's answer and steps, and an accuracy phase's grade and answers.
 
+pub mod accuracy;
 pub mod capacity;
 pub mod full;
 pub mod host;
