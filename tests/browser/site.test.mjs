@@ -85,6 +85,19 @@ runnerIn(dir, { ...env, PROVEBENCH_NVML_LIB: join(dir, 'libfake_nvml.so'), FAKE_
   'run', '--target', fast, ...sweep, '--gpu-sample-ms', '20', '--key', 'lab.key', '--out', 'results/sweep-fast.json');
 runner('run', '--target', slow, ...sweep, '--key', 'lab.key', '--out', 'results/sweep-slow.json');
 runner('run', '--target', fast, '--grid', 'input=16,32', 'output=4,8', '--max-requests', '3', '--no-sign', '--out', 'results/grid-unsigned.json');
+// An accuracy phase against the simulator's answering mode (a seeded 30 % of its answers wrong),
+// signed; and an unsigned one whose stored grade claims one more correct answer than it has.
+const answering = await start(runnerBin, ['sim', '--host', '127.0.0.1', '--port', '0', '--ttft-ms', '1', '--itl-ms', '1', '--wrong-answers', '0.3'], 'the answering simulator');
+const graded = ['--profile', 'synchronous', '--max-requests', '3', '--accuracy', 'builtin:arithmetic:30'];
+runner('run', '--target', answering, ...graded, '--key', 'lab.key', '--out', 'results/accuracy.json');
+runner('run', '--target', answering, ...graded, '--no-sign', '--out', 'accuracy-base.json');
+{
+  const envelope = JSON.parse(readFileSync(join(dir, 'accuracy-base.json'), 'utf8'));
+  const statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8'));
+  statement.predicate.accuracy.grade.rules[0].correct += 1;
+  envelope.payload = Buffer.from(JSON.stringify(statement)).toString('base64');
+  writeFileSync(join(dir, 'results', 'accuracy-regraded.json'), JSON.stringify(envelope));
+}
 // A reproduction of the slow sweep, against the same simulator: `runner reproduce` says
 // whether it reproduces (exit 0) or not (exit 7); the site must say the same.
 const reproduced = spawnSync(runnerBin, ['reproduce', 'results/sweep-slow.json', '--keys', 'keys.json', '--target', slow,
@@ -386,7 +399,7 @@ test('the index lists every result with the right badge', { timeout: 180_000 }, 
   await page.fill('#filter', '');
   await page.selectOption('#status-filter', 'invalid');
   const invalid = await page.$$eval('#index tbody tr:not([hidden])', (t) => t.map((r) => r.dataset.file));
-  assert.deepEqual(invalid.sort(), importedKnown ? ['synth-tampered.json'] : ['imported.json', 'synth-tampered.json']);
+  assert.deepEqual(invalid.sort(), importedKnown ? ['accuracy-regraded.json', 'synth-tampered.json'] : ['accuracy-regraded.json', 'imported.json', 'synth-tampered.json']);
   await page.selectOption('#status-filter', 'all');
   await page.click('th[data-col="name"] button');
   const order = await page.$$eval('#index tbody tr', (t) => t.map((r) => r.dataset.file));
@@ -442,6 +455,26 @@ test("a result page's report equals `runner report`'s, byte for byte", { timeout
   assert.equal(await page.textContent('#verify-command'), `runner verify ${name} --keys keys.json`);
   execFileSync(runnerBin, ['verify', name, '--keys', '../keys.json'], { cwd: join(dir, 'site', 'results'), env, timeout: 60_000 });
   await page.screenshot({ path: join(artifacts, 'result.png'), fullPage: true });
+});
+
+test('the browser regrades an accuracy phase from its stored answers', { timeout: 120_000 }, async () => {
+  const stored = JSON.parse(Buffer.from(JSON.parse(readFileSync(join(dir, 'results', 'accuracy.json'), 'utf8')).payload, 'base64'));
+  const score = stored.predicate.accuracy.grade.rules[0];
+  assert.equal(score.total, 30);
+  assert.ok(score.wrong > 0 && score.correct > 0, JSON.stringify(score));
+  await openResult('accuracy.json');
+  assert.equal(await page.getAttribute('#heading .badge', 'data-badge'), 'verified');
+  assert.match(await page.textContent('#verification'), /^Recomputed from \d+ raw records: matches\.$/);
+  const report = await page.textContent('#report');
+  assert.match(report, /Accuracy of builtin:arithmetic \(30 of its 200 items, graded exact, before the benchmarks\)/);
+  // Every answer is shown beside its gold answer, marked as the module grades it.
+  const marks = await page.$$eval('#report tr', (trs) => trs.map((tr) => tr.cells[3]?.textContent ?? '').filter((t) => /correct|wrong/.test(t)));
+  assert.equal(marks.length, 30);
+  assert.equal(marks.filter((m) => m.includes('wrong')).length, score.wrong);
+  // A grade the answers do not give: the module's regrading says so.
+  await openResult('accuracy-regraded.json');
+  assert.equal(await page.getAttribute('#heading .badge', 'data-badge'), 'invalid');
+  assert.match(await page.textContent('#verification'), /MISMATCH/);
 });
 
 test('the diff of two results shows the expected deltas', { timeout: 180_000 }, async () => {

@@ -515,3 +515,65 @@ fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
         above * 2.0
     );
 }
+
+/// `--accuracy builtin:arithmetic:50` against SmolLM2-135M: every item answered (greedily,
+/// ending at the suite's newline stop or its 8 tokens), the grade stored, and the result
+/// regraded by the native verifier and by the wasm module in wasmtime (`runner report`).
+/// What the model scores is its own: a 135M model gets some sums right, and nothing here
+/// depends on how many.
+#[test]
+fn an_accuracy_check_is_graded_and_regraded_by_the_module() {
+    let Some(server) = start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    support::run_ok(p, &["keygen", "k"]);
+    let out = p.join("a.json");
+    support::run_ok(
+        p,
+        &[
+            "run",
+            "--target",
+            &server.url,
+            "--key",
+            "k.key",
+            "--out",
+            "a.json",
+            "--profile",
+            "synchronous",
+            "--max-requests",
+            "2",
+            "--data",
+            "prompt_tokens=24,output_tokens=12",
+            "--accuracy",
+            "builtin:arithmetic:50",
+        ],
+    );
+    let st = statement(&out);
+    let a = &st["predicate"]["accuracy"];
+    let score = &a["grade"]["rules"][0];
+    assert_eq!(
+        (score["total"].as_u64(), score["failed"].as_u64()),
+        (Some(50), Some(0)),
+        "{score}"
+    );
+    let answers = schemas::accuracy::texts::decode(a["answers"].as_str().unwrap()).unwrap();
+    assert!(
+        answers.iter().all(|t| !t.contains('\n')),
+        "the newline stop was not honoured: {answers:?}"
+    );
+    support::run_ok(
+        p,
+        &["verify", "a.json", "--key", "k.pub", "--fail-on", "never"],
+    );
+    support::run_ok(p, &["trust", "k.pub", "--keys", "keys.json"]);
+    support::run_ok(
+        p,
+        &["report", "a.json", "--keys", "keys.json", "--out", "report"],
+    );
+    let md = std::fs::read_to_string(p.join("report/report.md")).unwrap();
+    assert!(
+        md.contains("Accuracy of builtin:arithmetic (50 of its 200 items"),
+        "{md}"
+    );
+    assert!(md.contains(": all match."), "{md}");
+}
