@@ -177,11 +177,23 @@ pub fn signed_bytes(p: Predicate) -> Vec<u8> {
     serde_json::to_vec(&schemas::seal::envelope(&statement, Some(&signing_key()))).unwrap()
 }
 
-/// A statement (as JSON) under an older `predicateType`, as that version wrote it: summaries
-/// said nothing of their uncertainty before `result/v0.7`.
+/// A statement (as JSON) under an older `predicateType`, as that version wrote it: no
+/// `no_accuracy` flag before `result/v0.10`, and summaries said nothing of their uncertainty
+/// before `result/v0.7`.
 pub fn relabel(statement: &mut serde_json::Value, predicate_type: &str) {
     statement["predicateType"] = predicate_type.into();
-    if ![schemas::PREDICATE_TYPE, schemas::PREDICATE_TYPE_V0_7].contains(&predicate_type) {
+    if predicate_type != schemas::PREDICATE_TYPE {
+        if let Some(flags) = statement["predicate"]["validity"].as_array_mut() {
+            flags.retain(|f| f["code"] != "no_accuracy");
+        }
+    }
+    let with_uncertainty = [
+        schemas::PREDICATE_TYPE,
+        schemas::PREDICATE_TYPE_V0_9,
+        schemas::PREDICATE_TYPE_V0_8,
+        schemas::PREDICATE_TYPE_V0_7,
+    ];
+    if !with_uncertainty.contains(&predicate_type) {
         for b in statement["predicate"]["benchmarks"]
             .as_array_mut()
             .into_iter()
@@ -194,8 +206,12 @@ pub fn relabel(statement: &mut serde_json::Value, predicate_type: &str) {
     }
 }
 
-/// `predicate` as a document older than `result/v0.7` holds it: no uncertainty.
+/// `predicate` as a document older than `result/v0.7` holds it: no uncertainty (and, as
+/// every document before `result/v0.10`, no `no_accuracy` flag).
 pub fn without_uncertainty(mut predicate: Predicate) -> Predicate {
+    predicate
+        .validity
+        .retain(|f| f.code != schemas::validity::FlagCode::NoAccuracy);
     for b in &mut predicate.benchmarks {
         b.summary.uncertainty = None;
     }
