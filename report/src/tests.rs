@@ -1345,8 +1345,8 @@ fn documents_without_telemetry_render_as_before() {
     );
     // The bytes the renderer gave before telemetry existed (sha256 of each file). A change
     // here is a change for every published result: make it on purpose or not at all (the
-    // last: each benchmark's "How sure" table, and the diff's change intervals and
-    // "within noise" verdicts).
+    // last: the `no_accuracy` note of a run that asked no accuracy suite, in the report's and
+    // the diff's flags).
     let docs = [sweep_doc("a", 1.0), sweep_doc("b", 0.5), grid_doc()];
     let bytes: Vec<Vec<u8>> = docs.iter().map(envelope_bytes).collect();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
@@ -1361,16 +1361,16 @@ fn documents_without_telemetry_render_as_before() {
     assert_eq!(
         got,
         [
-            "report.md 2a87998f91b682cbf34304e04a0a8533cdb8710265248e7f0b3882815071aca2",
-            "report.html e6b993f0bc125c6d7107d344a9283df703f8117dd9a9fdff6e1e41b98068260b",
+            "report.md df87301ab03c002a34818083a80bf16abd4495057fbe425444612f46855c764a",
+            "report.html 240735eb1b1b4369c3ec71e79a90ec1b657c163f9fceebd45809840da1149b90",
             "throughput.svg 6febfde1d479897c72da5caffb0dafbdd6196573d1e1a99436e281090455922e",
             "latency.svg 707e0cceb54c13c098c21a405bd7ea1454738448a0e61272f68091268e179094",
             "grid.svg cf96023417b74997712d8d7cdc411ee9ad23fb5a3b0e5c55dbce2dc14e0c29c8",
             "ttft-timeline-1.svg cc6e8002ee818bbe63888036f74505c777d2594110a1c35b2d7b170e598215d2",
             "ttft-timeline-2.svg 14c3c477cfdd7cb5e3106bf50ce4ecad421cb4230d9d450c3b523103422f8216",
             "ttft-timeline-3.svg 231f898a6a95c1316cf7c46b0673edbe98579269f80b319edec2718d54576675",
-            "diff.md dcd5682caf266cd05dfc65fbdc066eb4f85236bf29ab7eca88fdee36a39c3ffd",
-            "diff.html d263b6bfe9d665302864919b71102ae4202fb77f03b2c7fdf22482e9bb73990c",
+            "diff.md 3a9aaabf30d97dd5a495e4a983f6256ede6f7c476f5bdee6853cfabc04745bbf",
+            "diff.html c1182eeca838b874b72d14160c77fd530e24f00499d6ec60b88eed6178438a31",
             "throughput.svg a5110356d5f9eb8649a45741efe24192b0f2fbd9f83c0c9c876751b4650a5e21",
             "latency.svg 713b4fc4f72943d846832c2b7f4c45281d0ec2802c595892df22e6d90701a23b",
         ]
