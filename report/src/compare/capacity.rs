@@ -1,7 +1,8 @@
 //! Capacity at SLO across a group: one row per result that ran a capacity search, its
 //! answer (and per GPU), with the SLO it answers to. Capacities compare only under the same
 //! SLO and search: the leader is marked among the results that share them, and each result
-//! shows its own, so that two different SLOs are never read as one column.
+//! shows its own, so that two different SLOs are never read as one column. A result whose
+//! answers scored under its accuracy threshold leads nothing.
 
 use super::subject::Subject;
 use super::Member;
@@ -28,7 +29,10 @@ pub(crate) fn table(subjects: &[Subject], members: &[Member]) -> String {
     };
     // The highest capacity of each SLO shared by two results or more.
     let mut best: BTreeMap<String, (f64, usize)> = BTreeMap::new();
-    for (_, c) in &rows {
+    for (s, c) in &rows {
+        if s.below_accuracy() {
+            continue;
+        }
         if let Some(p) = c.passed {
             let e = best.entry(key(c)).or_insert((f64::MIN, 0));
             e.1 += 1;
@@ -46,9 +50,10 @@ pub(crate) fn table(subjects: &[Subject], members: &[Member]) -> String {
         let capacity = match c.passed {
             Some(p) => {
                 let text = load(c.search, p.get());
-                let lead = best
-                    .get(&key(c))
-                    .is_some_and(|&(b, n)| n > 1 && b == p.get());
+                let lead = !s.below_accuracy()
+                    && best
+                        .get(&key(c))
+                        .is_some_and(|&(b, n)| n > 1 && b == p.get());
                 if lead {
                     format!("**{text}**")
                 } else {

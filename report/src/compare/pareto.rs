@@ -3,7 +3,9 @@
 //! tokens/s per GPU (y, what the hardware yields), as InferenceMAX draws its headline
 //! chart. A point is dominated when another point of the group is at least as good on
 //! both axes and better on one; the others form the frontier: at each interactivity, the
-//! most throughput any of the compared configurations reached.
+//! most throughput any of the compared configurations reached. The points of a result whose
+//! answers scored under its accuracy threshold are drawn hollow and take no part in the
+//! frontier: speed bought with wrong answers is no trade-off.
 
 use super::subject::{per_user, Subject};
 use super::Member;
@@ -21,18 +23,23 @@ pub(crate) struct Point {
     pub per_user: f64,
     pub per_gpu: f64,
     pub frontier: bool,
+    /// Its result scored under its accuracy threshold: off the frontier, dominating nothing.
+    pub below_accuracy: bool,
 }
 
-/// Marks the points no other point dominates (exact ties both stay on the frontier).
+/// Marks the points no other point dominates (exact ties both stay on the frontier); points
+/// below their accuracy threshold are never on it, nor dominate another.
 pub(crate) fn mark_frontier(points: &mut [Point]) {
     let dominated: Vec<bool> = points
         .iter()
         .map(|p| {
-            points.iter().any(|q| {
-                q.per_user >= p.per_user
-                    && q.per_gpu >= p.per_gpu
-                    && (q.per_user > p.per_user || q.per_gpu > p.per_gpu)
-            })
+            p.below_accuracy
+                || points.iter().any(|q| {
+                    !q.below_accuracy
+                        && q.per_user >= p.per_user
+                        && q.per_gpu >= p.per_gpu
+                        && (q.per_user > p.per_user || q.per_gpu > p.per_gpu)
+                })
         })
         .collect();
     for (p, d) in points.iter_mut().zip(dominated) {
@@ -66,6 +73,7 @@ pub(crate) fn points(subjects: &[Subject], members: &[Member]) -> Vec<Point> {
                     per_user: user,
                     per_gpu,
                     frontier: false,
+                    below_accuracy: s.below_accuracy(),
                 });
             }
         }
@@ -83,7 +91,13 @@ fn title(subjects: &[Subject], p: &Point) -> String {
         "{}: {}{}",
         subjects[p.subject].label(),
         bench_label(subjects, p),
-        if p.frontier { "" } else { " (dominated)" }
+        if p.below_accuracy {
+            " (below its accuracy threshold)"
+        } else if p.frontier {
+            ""
+        } else {
+            " (dominated)"
+        }
     )
 }
 
@@ -122,11 +136,16 @@ pub(crate) fn chart(subjects: &[Subject], points: &[Point]) -> Option<Chart> {
             if mine.is_empty() {
                 continue;
             }
+            let hollow = mine.iter().any(|p| p.below_accuracy);
             series.push(Series {
                 style: Style {
-                    color: if frontier { style.color } else { GRAY },
+                    color: if frontier || hollow {
+                        style.color
+                    } else {
+                        GRAY
+                    },
                     line: Line::None,
-                    marker: style.marker,
+                    marker: if hollow { Marker::Ring } else { style.marker },
                 },
                 points: mine.iter().map(|p| (p.per_user, p.per_gpu)).collect(),
                 titles: mine.iter().map(|p| title(subjects, p)).collect(),
@@ -148,6 +167,16 @@ pub(crate) fn chart(subjects: &[Subject], points: &[Point]) -> Option<Chart> {
         },
         label: "dominated".into(),
     });
+    if points.iter().any(|p| p.below_accuracy) {
+        legend.push(LegendEntry {
+            style: Style {
+                color: GRAY,
+                line: Line::None,
+                marker: Marker::Ring,
+            },
+            label: "below its accuracy threshold".into(),
+        });
+    }
     legend.push(LegendEntry {
         style: Style {
             color: GRAY,
@@ -187,12 +216,18 @@ pub(crate) fn frontier_table(subjects: &[Subject], points: &[Point]) -> String {
             format::fixed(p.per_gpu, 2)
         ));
     }
+    let below = points.iter().filter(|p| p.below_accuracy).count();
     out.push_str(&format!(
         "\n{} of {} points are on the frontier; the other {} are dominated: another point gives each user and each GPU at least as many tokens per second, and one of them more.\n",
         front.len(),
-        points.len(),
-        points.len() - front.len()
+        points.len() - below,
+        points.len() - below - front.len()
     ));
+    if below > 0 {
+        out.push_str(&format!(
+            "\n{below} points belong to results whose answers scored under their accuracy threshold: drawn hollow, and left off the frontier.\n"
+        ));
+    }
     out
 }
 
@@ -207,6 +242,7 @@ mod tests {
             per_user,
             per_gpu,
             frontier: false,
+            below_accuracy: false,
         }
     }
 
@@ -227,6 +263,15 @@ mod tests {
         mark_frontier(&mut pts);
         let front: Vec<bool> = pts.iter().map(|p| p.frontier).collect();
         assert_eq!(front, [true, false, false, true, false, true, true]);
+    }
+
+    #[test]
+    fn a_point_below_its_accuracy_threshold_neither_leads_nor_dominates() {
+        let mut pts = vec![p(10.0, 100.0), p(20.0, 200.0), p(15.0, 50.0)];
+        pts[1].below_accuracy = true;
+        mark_frontier(&mut pts);
+        let front: Vec<bool> = pts.iter().map(|p| p.frontier).collect();
+        assert_eq!(front, [true, false, true]);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! The tables of a comparable group: one headline row per result, then every result's
 //! sweep in seed 004's layout, side by side, with the leaders of each column marked across
 //! the group (highest throughput, lowest latency): bold when better than every other beyond
-//! the noise, `≈` when the noise cannot tell the leaders apart ([`super::leaders`]).
+//! the noise, `≈` when the noise cannot tell the leaders apart ([`super::leaders`]). A result
+//! whose answers scored under its accuracy threshold is shown but leads nothing; when some
+//! result of the group was graded, the headline says each one's accuracy.
 
 use super::leaders::{self, Estimate, Mark};
 use super::subject::{self, per_user, Better, Subject};
@@ -69,16 +71,23 @@ pub(crate) fn headline_table(subjects: &[Subject], members: &[Member]) -> String
     };
     let marks: Vec<Vec<Mark>> = (0..HEADLINE.len())
         .map(|c| {
-            let column: Vec<Option<Estimate>> = rows.iter().map(|r| r.1[c]).collect();
+            let column: Vec<Option<Estimate>> = rows
+                .iter()
+                .map(|r| r.1[c].filter(|_| !r.0.below_accuracy()))
+                .collect();
             leaders::marks(&column, HEADLINE[c].1, |v| cell(c, Some(v)))
         })
         .collect();
+    let graded = rows.iter().any(|r| r.0.accuracy().is_some());
     let mut out = String::from("| # | Result | Badge | Engine | Hardware |");
     for (name, ..) in HEADLINE {
         out.push_str(&format!(" {name} |"));
     }
+    if graded {
+        out.push_str(" Accuracy |");
+    }
     out.push_str("\n| ---: | :--- | :--- | :--- | :--- |");
-    out.push_str(&" ---: |".repeat(HEADLINE.len()));
+    out.push_str(&" ---: |".repeat(HEADLINE.len() + usize::from(graded)));
     out.push('\n');
     for (r, (s, values)) in rows.iter().enumerate() {
         out.push_str(&format!(
@@ -92,6 +101,10 @@ pub(crate) fn headline_table(subjects: &[Subject], members: &[Member]) -> String
         for (c, v) in values.iter().enumerate() {
             let text = cell(c, v.map(|e| e.value));
             out.push_str(&format!(" {} |", leaders::marked(text, marks[c][r])));
+        }
+        if graded {
+            let accuracy = s.accuracy().unwrap_or_else(|| MISSING.to_string());
+            out.push_str(&format!(" {} |", md_escape(&accuracy)));
         }
         out.push('\n');
     }
@@ -111,6 +124,7 @@ const SWEEP_BETTER: [Better; 5] = [
 pub(crate) fn sweep_tables(subjects: &[Subject], members: &[Member]) -> String {
     let rows: Vec<&Benchmark> = members
         .iter()
+        .filter(|m| !subjects[m.subject].below_accuracy())
         .flat_map(|m| {
             let bs = &subjects[m.subject].statement().predicate.benchmarks;
             m.benchmarks

@@ -487,3 +487,92 @@ fn capacities_are_compared_only_under_the_same_slo() {
         "{md}"
     );
 }
+
+/// `known_dominance` with B's answers graded under its threshold: B's peak (2000 tok/s) leads
+/// nothing and B's points leave the frontier, drawn hollow; the headline says each result's
+/// accuracy.
+#[test]
+fn a_result_below_its_accuracy_threshold_is_shown_but_leads_nothing() {
+    use schemas::accuracy::grader::{Grader, GRADER_VERSION};
+    use schemas::accuracy::{texts, Accuracy, Grade, Items, Placement, Suite};
+    use schemas::validity::{Flag, FlagCode, Severity};
+    let mut entries = known_dominance();
+    let graded = |correct: usize, min: f64| {
+        let answers: Vec<&str> = (0..10)
+            .map(|i| if i < correct { "4" } else { "5" })
+            .collect();
+        let mut a = Accuracy {
+            suite: Suite {
+                name: "builtin:arithmetic".into(),
+                sha256: "0".repeat(64),
+                rows: 10,
+                sampled: None,
+                grader: Grader::Exact,
+                grader_version: GRADER_VERSION,
+                tolerance: None,
+                output_tokens: 8,
+                stop: vec![],
+                messages: false,
+                min: Some(schemas::numbers::Finite::new(min).unwrap()),
+            },
+            placement: Placement::Before,
+            started_at: "2026-11-28T00:00:00Z".into(),
+            items: Items {
+                id: (0..10).map(|i| i.to_string()).collect(),
+                gold: vec!["4".into(); 10],
+                choices: None,
+                prompts: texts::encode(&[""; 10]),
+            },
+            records: vec![Default::default(); 10],
+            answers: texts::encode(&answers),
+            grade: Grade::default(),
+        };
+        schemas::accuracy::seal(&mut a).unwrap();
+        a
+    };
+    for (e, (correct, below)) in entries.iter_mut().zip([(9, false), (3, true), (8, false)]) {
+        let Ok(loaded) = &mut e.loaded else { panic!() };
+        let p = &mut loaded.statement.predicate;
+        p.accuracy = Some(graded(correct, 0.8));
+        if below {
+            p.validity.push(Flag {
+                code: FlagCode::AccuracyBelowThreshold,
+                severity: Severity::Error,
+                benchmark: None,
+                message: "under".into(),
+            });
+        }
+    }
+    let r = super::report(&entries).unwrap();
+    let md = text(&r, "compare.md");
+    assert!(md.contains("| Accuracy |"), "{md}");
+    assert!(md.contains("| 90.0 % exact |"), "{md}");
+    assert!(md.contains("| 30.0 % exact ✖ under 80.0 % |"), "{md}");
+    // B's 2000 tok/s peak is shown, not bold: C's 950 leads the column now.
+    assert!(
+        md.contains("| 2000.00 tok/s |") && !md.contains("**2000.00 tok/s**"),
+        "{md}"
+    );
+    assert!(
+        md.contains("| **950.00 tok/s** | **950.00 tok/s** |"),
+        "{md}"
+    );
+    // B's (40, 1000) left the frontier, and so C's (20, 950), which only B dominated, joins it.
+    assert!(md.contains("3 of 3 points are on the frontier"), "{md}");
+    assert!(
+        md.contains(
+            "2 points belong to results whose answers scored under their accuracy threshold"
+        ),
+        "{md}"
+    );
+    let svg = text(&r, "pareto.svg");
+    assert_eq!(
+        svg.matches("(below its accuracy threshold) —").count(),
+        2,
+        "{svg}"
+    );
+    assert!(
+        svg.contains("\nbelow its accuracy threshold\n</text>"),
+        "the legend says so: {svg}"
+    );
+}
