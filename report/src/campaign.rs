@@ -382,8 +382,11 @@ fn cell_text(cell: &CellEntry, s: &Shown) -> String {
         });
         format!(" · capacity {answer} at {}", md_escape(&slo.join(", ")))
     });
+    // Then the grade, when the cell asked a suite: a fast cell with wrong answers says so.
+    let accuracy = crate::tables::accuracy::headline(p)
+        .map_or(String::new(), |a| format!(" · accuracy {}", md_escape(&a)));
     format!(
-        "{id} verified ✓{capacity} · {} · {} · TTFT p50 {} · TPOT p50 {}",
+        "{id} verified ✓{capacity}{accuracy} · {} · {} · TTFT p50 {} · TPOT p50 {}",
         format::with_unit(otps, "tok/s"),
         format::with_unit(per_gpu, "tok/s/GPU"),
         format::with_unit(

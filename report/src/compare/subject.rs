@@ -144,30 +144,12 @@ impl Subject<'_> {
     /// Whether the result's answers scored under its `--accuracy-min` (the verified
     /// `accuracy_below_threshold` flag): shown, but never a leader or on a frontier.
     pub fn below_accuracy(&self) -> bool {
-        self.statement()
-            .predicate
-            .validity
-            .iter()
-            .any(|f| f.code == schemas::validity::FlagCode::AccuracyBelowThreshold)
+        crate::tables::accuracy::below_threshold(&self.statement().predicate)
     }
 
-    /// The accuracy phase's headline, `72.0 % exact` (`✖ under 90.0 %` when below its
-    /// threshold); `None` without a phase.
+    /// The accuracy phase's headline ([`crate::tables::accuracy::headline`]).
     pub fn accuracy(&self) -> Option<String> {
-        let a = self.statement().predicate.accuracy.as_ref()?;
-        let s = a.headline()?;
-        let mut text = format!(
-            "{} % {}",
-            crate::format::fixed(s.accuracy.get() * 100.0, 1),
-            s.rule
-        );
-        if let (true, Some(min)) = (self.below_accuracy(), a.suite.min) {
-            text.push_str(&format!(
-                " ✖ under {} %",
-                crate::format::fixed(min.get() * 100.0, 1)
-            ));
-        }
-        Some(text)
+        crate::tables::accuracy::headline(&self.statement().predicate)
     }
 
     pub fn per_gpu_divisor(&self) -> f64 {

@@ -25,6 +25,26 @@ fn pct(v: f64) -> String {
     format!("{} %", format::fixed(v * 100.0, 1))
 }
 
+/// Whether the result carries the (verified) `accuracy_below_threshold` flag.
+pub fn below_threshold(p: &Predicate) -> bool {
+    p.validity
+        .iter()
+        .any(|f| f.code == schemas::validity::FlagCode::AccuracyBelowThreshold)
+}
+
+/// The phase's headline in a few words, `72.0 % exact` (with `✖ under 90.0 %` when under its
+/// threshold), where a result is one line among others (compare, a campaign's matrix);
+/// `None` without a phase.
+pub fn headline(p: &Predicate) -> Option<String> {
+    let a = p.accuracy.as_ref()?;
+    let s = a.headline()?;
+    let mut text = format!("{} {}", pct(s.accuracy.get()), s.rule);
+    if let (true, Some(min)) = (below_threshold(p), a.suite.min) {
+        text.push_str(&format!(" ✖ under {}", pct(min.get())));
+    }
+    Some(text)
+}
+
 /// The section (empty without a phase).
 pub fn section(p: &Predicate) -> String {
     let Some(a) = &p.accuracy else {

@@ -45,7 +45,7 @@ version = {{ request = "GET /version", field = "version" }}
 key = "lab.key"
 
 [axes]
-engine = ["sim.toml", {{ recipe = "sim.toml", label = "sim-slow", args = ["--ttft-ms", "60"] }}]
+engine = ["sim.toml", {{ recipe = "sim.toml", label = "sim-slow", args = ["--ttft-ms", "60", "--wrong-answers", "1"] }}]
 gpus = [1, 2]
 
 [fixed]
@@ -54,6 +54,7 @@ profile = "poisson"
 rate = [20.0]
 max_requests = {requests}
 data = {{ prompt_tokens = 64, output_tokens = 32 }}
+accuracy = "builtin:arithmetic:5"
 "#
         ),
     )
@@ -341,6 +342,18 @@ fn collect_and_check(d: &Path) {
     assert!(matrix.contains("| engine | 1gpu | 2gpu |"), "{matrix}");
     assert_eq!(matrix.matches("verified ✓").count(), 4, "{matrix}");
     assert!(matrix.contains("4 cells: 4 verified"), "{matrix}");
+    // Every cell asked the suite ([fixed] accuracy); the slow engine answers every question
+    // wrongly, and each cell says its grade.
+    assert_eq!(
+        matrix.matches("accuracy 100.0 % exact").count(),
+        2,
+        "{matrix}"
+    );
+    assert_eq!(
+        matrix.matches("accuracy 0.0 % exact").count(),
+        2,
+        "{matrix}"
+    );
     let site = d.join("site");
     for f in ["index.html", "index.json", "keys.json"] {
         assert!(site.join(f).exists(), "site/{f}");
