@@ -1030,8 +1030,8 @@ test('the site works from a subpath of python3 -m http.server (relative URLs onl
   await openIndex(p, base);
   const badges = await p.$$eval('#index tbody tr', (t) => t.map((r) => r.dataset.badge));
   assert.equal(badges.length, published.length);
-  // The two sweeps, the slow one's reproduction and the signed synthetic result.
-  assert.equal(badges.filter((b) => b === 'verified').length, 4);
+  // The two sweeps, the slow one's reproduction, the signed synthetic result and the graded one.
+  assert.equal(badges.filter((b) => b === 'verified').length, 5);
   await p.close();
   assert.deepEqual(watch.foreign, []);
 });
