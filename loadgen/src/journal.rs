@@ -91,6 +91,13 @@ pub enum Line {
         record: RawRecord,
         answer: String,
     },
+    /// `--accuracy-during-load`: an item asked again during a benchmark, and its answer.
+    LoadAnswer {
+        benchmark: u32,
+        item: u32,
+        record: RawRecord,
+        answer: String,
+    },
     End {
         finished_at: String,
     },
@@ -345,13 +352,32 @@ struct Pending {
 }
 
 /// The accuracy phase with the items that were answered, in item order: a run stopped
-/// mid-phase keeps every answer it got, and leaves out only the items never answered.
-fn answered(mut a: schemas::accuracy::Accuracy, answers: Answers) -> schemas::accuracy::Accuracy {
+/// mid-phase keeps every answer it got, and leaves out only the items never answered (and
+/// the answers under load to those items, which have nothing to be compared with).
+fn answered(
+    mut a: schemas::accuracy::Accuracy,
+    answers: Answers,
+    under_load: Vec<(u32, u32, RawRecord, String)>,
+) -> schemas::accuracy::Accuracy {
     use schemas::accuracy::texts;
     let prompts = texts::decode(&a.items.prompts).unwrap_or_default();
     let keep: Vec<usize> = (0..answers.len())
         .filter(|&i| answers[i].is_some())
         .collect();
+    if let Some(u) = &mut a.under_load {
+        // Items asked again are named by their place among the items kept.
+        let place = |item: u32| keep.binary_search(&(item as usize)).ok();
+        let mut texts_ = vec![];
+        for (benchmark, item, record, answer) in under_load {
+            if let Some(k) = place(item) {
+                u.benchmark.push(benchmark);
+                u.item.push(k as u32);
+                u.records.push(record);
+                texts_.push(answer);
+            }
+        }
+        u.answers = texts::encode(&texts_);
+    }
     let pick = |v: &[String]| {
         keep.iter()
             .filter_map(|&i| v.get(i).cloned())
@@ -383,6 +409,8 @@ pub struct Assembly {
     shard: Option<Shard>,
     /// The accuracy phase declared, and each item's answer as it came.
     accuracy: Option<(schemas::accuracy::Accuracy, Answers)>,
+    /// Items asked again during the benchmarks: (benchmark, item, record, answer).
+    load_answers: Vec<(u32, u32, RawRecord, String)>,
     finished_at: Option<String>,
 }
 
@@ -475,6 +503,12 @@ impl Assembly {
                 Some(slot) => *slot = Some((record, answer)),
                 None => bail!("an answer to unknown accuracy item {item}"),
             },
+            Line::LoadAnswer {
+                benchmark,
+                item,
+                record,
+                answer,
+            } => self.load_answers.push((benchmark, item, record, answer)),
             Line::End { finished_at } => self.finished_at = Some(finished_at),
         }
         Ok(())
@@ -564,7 +598,9 @@ impl Assembly {
                 repetitions: None,
                 reproduces: self.reproduces,
                 capacity: self.capacity,
-                accuracy: self.accuracy.map(|(a, answers)| answered(a, answers)),
+                accuracy: self
+                    .accuracy
+                    .map(|(a, answers)| answered(a, answers, self.load_answers)),
             },
             complete,
         })

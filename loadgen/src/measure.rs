@@ -26,6 +26,7 @@ use schemas::document::{Profile, ProfileKind, RawRecord, Slo, Workload};
 use schemas::numbers::Finite;
 use schemas::validity::{Flag, FlagCode, Severity};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::watch;
@@ -270,6 +271,9 @@ struct Sinks<'a> {
     position: u32,
     /// Each cell's sweep steps as the first run chose them: later runs repeat those rates.
     sweeps: Vec<Option<Vec<Step>>>,
+    /// `--accuracy-during-load`: the next suite item to ask again (benchmarks carry on
+    /// through the suite).
+    reasked: usize,
 }
 
 /// A benchmark of a plan: its profile kind, rate (open loops) and concurrency (closed loops).
@@ -308,6 +312,7 @@ impl Measurement {
             repetition: None,
             position: 0,
             sweeps: vec![None; cells.len()],
+            reasked: 0,
         };
         if let Some(rates) = &self.sweep_rates {
             let kind = spec.open_loop_kind();
@@ -351,6 +356,7 @@ impl Measurement {
                 suite,
                 placement,
                 self.spec.accuracy_min,
+                self.spec.accuracy_during_load,
             )),
         });
         let concurrency = (self.spec.max_concurrency as usize).min(ACCURACY_CONCURRENCY);
@@ -631,12 +637,15 @@ impl Measurement {
         sinks.observer.benchmark_started(&label, cap);
         let (journal, observer) = (sinks.journal.clone(), sinks.observer.clone());
         let counted = precise.clone();
+        let completed = Arc::new(AtomicU64::new(0));
+        let tally = completed.clone();
         let sink: scheduler::Sink = Arc::new(move |r| {
             journal.write(Line::Record {
                 benchmark: index,
                 record: r.clone(),
             });
             observer.record(r);
+            tally.fetch_add(1, Relaxed);
             if let Some(w) = &counted {
                 w.completed();
             }
@@ -697,55 +706,91 @@ impl Measurement {
             };
             watch.start(rule, sinks.journal.clone(), b);
         }
-        match load {
-            Load::Prompts(prompts) => {
-                let plan = Plan {
-                    arrivals,
-                    concurrency,
-                    max_requests: n,
-                    max_seconds: s.max_seconds,
-                    max_in_flight: s.max_concurrency,
-                    seed,
-                    split,
-                    enough: enough.clone(),
-                };
-                scheduler::run(
-                    self.endpoint.clone(),
-                    Arc::new(prompts.prompts),
-                    &plan,
-                    origin,
-                    sink,
-                    sinks.cancel.clone(),
-                )
-                .await;
+        // The load, and beside it (`--accuracy-during-load`) the suite's items asked again.
+        let done = AtomicBool::new(false);
+        let (journal, cancel, reasked_from) = (sinks.journal, sinks.cancel, sinks.reasked);
+        let reasking = async {
+            match (&self.accuracy, s.accuracy_during_load) {
+                (Some(suite), Some(pct)) => Some(
+                    crate::accuracy::ask_under_load(
+                        suite,
+                        &self.endpoint,
+                        pct / 100.0,
+                        index,
+                        origin,
+                        &completed,
+                        &done,
+                        journal,
+                        reasked_from,
+                    )
+                    .await,
+                ),
+                _ => None,
             }
-            Load::Conversations(_) if split.is_some() => {
-                anyhow::bail!("--shard splits independent requests, not --sessions")
+        };
+        let loading = async {
+            // Whatever ends the load (a refusal included) ends the asking beside it.
+            let loaded = async {
+                match load {
+                    Load::Prompts(prompts) => {
+                        let plan = Plan {
+                            arrivals,
+                            concurrency,
+                            max_requests: n,
+                            max_seconds: s.max_seconds,
+                            max_in_flight: s.max_concurrency,
+                            seed,
+                            split,
+                            enough: enough.clone(),
+                        };
+                        scheduler::run(
+                            self.endpoint.clone(),
+                            Arc::new(prompts.prompts),
+                            &plan,
+                            origin,
+                            sink,
+                            cancel.clone(),
+                        )
+                        .await;
+                    }
+                    Load::Conversations(_) if split.is_some() => {
+                        anyhow::bail!("--shard splits independent requests, not --sessions")
+                    }
+                    Load::Conversations(conversations) => {
+                        let think_ms = s.sessions.as_ref().and_then(|x| x.think_ms).unwrap_or(0.0);
+                        let plan = sessions::Plan {
+                            arrivals,
+                            concurrency,
+                            max_requests: n,
+                            max_seconds: s.max_seconds,
+                            max_in_flight: s.max_concurrency,
+                            think: Duration::from_secs_f64(think_ms / 1000.0),
+                            seed,
+                            overhead: self.overhead,
+                            enough: enough.clone(),
+                        };
+                        sessions::run(
+                            self.endpoint.clone(),
+                            self.counter.clone(),
+                            Arc::new(conversations),
+                            &plan,
+                            origin,
+                            sink,
+                            cancel.clone(),
+                        )
+                        .await;
+                    }
+                }
+                anyhow::Ok(())
             }
-            Load::Conversations(conversations) => {
-                let think_ms = s.sessions.as_ref().and_then(|x| x.think_ms).unwrap_or(0.0);
-                let plan = sessions::Plan {
-                    arrivals,
-                    concurrency,
-                    max_requests: n,
-                    max_seconds: s.max_seconds,
-                    max_in_flight: s.max_concurrency,
-                    think: Duration::from_secs_f64(think_ms / 1000.0),
-                    seed,
-                    overhead: self.overhead,
-                    enough: enough.clone(),
-                };
-                sessions::run(
-                    self.endpoint.clone(),
-                    self.counter.clone(),
-                    Arc::new(conversations),
-                    &plan,
-                    origin,
-                    sink,
-                    sinks.cancel.clone(),
-                )
-                .await;
-            }
+            .await;
+            done.store(true, Relaxed);
+            loaded
+        };
+        let (loaded, reasked) = tokio::join!(loading, reasking);
+        loaded?;
+        if let Some(next) = reasked {
+            sinks.reasked = next;
         }
         if let Some(watch) = &precise {
             watch.stop().await;

@@ -50,9 +50,7 @@ pub fn seal(mut predicate: Predicate) -> Result<Statement, MetricsError> {
     if let Some(a) = &mut predicate.accuracy {
         crate::accuracy::seal(a).map_err(MetricsError::Accuracy)?;
     }
-    if let Some(flag) =
-        crate::accuracy::flag(predicate.accuracy.as_ref(), predicate.imported.is_some())
-    {
+    for flag in crate::accuracy::flags(predicate.accuracy.as_ref(), predicate.imported.is_some()) {
         if !predicate.validity.iter().any(|f| f.code == flag.code) {
             predicate.validity.push(flag);
         }

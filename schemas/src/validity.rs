@@ -60,6 +60,9 @@ pub enum FlagCode {
     AccuracyBelowThreshold,
     /// The run measured speed with no accuracy phase: nothing says its answers were right.
     NoAccuracy,
+    /// Items asked again during the benchmarks got other answers than on an idle server,
+    /// beyond what temperature 0 allows (`schemas::accuracy::under_load`).
+    AnswersChangeUnderLoad,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

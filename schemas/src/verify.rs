@@ -205,21 +205,33 @@ fn check_accuracy(p: &Predicate, v: &mut Verdict) {
                 a.started_at
             ));
         }
-        let inconsistent = a.records.iter().enumerate().filter_map(|(ri, r)| {
+        let under_load = a.under_load.as_ref().map_or(&[][..], |u| &u.records[..]);
+        let all = (a
+            .records
+            .iter()
+            .map(|r| ("accuracy.records", r))
+            .enumerate())
+        .chain(
+            under_load
+                .iter()
+                .map(|r| ("accuracy.under_load.records", r))
+                .enumerate(),
+        );
+        let inconsistent = all.filter_map(|(ri, (path, r))| {
             crate::token_times::decode(&r.token_gaps)
                 .map_err(|e| e.to_string())
                 .and_then(|g| check_record(r, &g))
                 .err()
-                .map(|e| format!("accuracy.records[{ri}]: {e}"))
+                .map(|e| format!("{path}[{ri}]: {e}"))
         });
         v.document_errors
             .extend(inconsistent.take(MAX_RECORD_ERRORS));
-        v.records_checked += a.records.len() as u64;
+        v.records_checked += (a.records.len() + under_load.len()) as u64;
         let (errors, mismatches) = crate::accuracy::check(a);
         v.document_errors.extend(errors);
         v.summary_mismatches.extend(mismatches);
     }
-    if let Some(f) = crate::accuracy::flag(p.accuracy.as_ref(), p.imported.is_some()) {
+    for f in crate::accuracy::flags(p.accuracy.as_ref(), p.imported.is_some()) {
         if !p.validity.iter().any(|g| g.code == f.code) {
             v.missing_flags
                 .push(format!("run: {:?} ({})", f.code, f.message));
@@ -349,7 +361,9 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         || p.validity.iter().any(|f| {
             matches!(
                 f.code,
-                validity::FlagCode::AccuracyBelowThreshold | validity::FlagCode::NoAccuracy
+                validity::FlagCode::AccuracyBelowThreshold
+                    | validity::FlagCode::NoAccuracy
+                    | validity::FlagCode::AnswersChangeUnderLoad
             )
         });
     if version < WITH_ACCURACY && graded {

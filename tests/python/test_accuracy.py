@@ -114,28 +114,28 @@ def texts(column):
     return json.loads(zlib.decompress(base64.b64decode(column)))
 
 
-def regrade(accuracy):
-    """Each rule's score, from the stored answers and gold answers."""
+def regrade(accuracy, which=None):
+    """Each rule's score, from the stored answers and gold answers (`which`: the items each of
+    `answers` and `errors` belong to, for answers asked again under load)."""
     suite, items = accuracy["suite"], accuracy["items"]
-    answers = texts(accuracy["answers"])
-    errors = accuracy["records"]["error"]
-    choices = items.get("choices") or [None] * len(items["id"])
+    n_items = len(items["id"])
+    which = which or {"item": list(range(n_items)), "answers": texts(accuracy["answers"]),
+                      "errors": accuracy["records"]["error"]}
+    choices = items.get("choices") or [None] * n_items
     tolerance = suite.get("tolerance") or 0.0
     rules = RULES[suite["grader"]]
     tally = [{"correct": 0, "wrong": 0, "unparsed": 0, "failed": 0} for _ in rules]
-    for answer, gold, error, c in zip(answers, items["gold"], errors, choices):
-        got = ["failed"] * len(rules) if error else marks(suite["grader"], answer, gold, c, tolerance)
+    for i, answer, error in zip(which["item"], which["answers"], which["errors"]):
+        got = ["failed"] * len(rules) if error else marks(suite["grader"], answer, items["gold"][i], choices[i], tolerance)
         for t, m in zip(tally, got):
             t[m] += 1
-    n = len(items["id"])
+    n = len(which["item"])
     return [{"rule": r, "total": n, **t, "accuracy": t["correct"] / n if n else 0.0,
              "interval": dict(zip(["low", "high"], wilson(t["correct"], n)))}
             for r, t in zip(rules, tally)]
 
 
-def check(statement):
-    accuracy = statement["predicate"]["accuracy"]
-    fresh, stored = regrade(accuracy), accuracy["grade"]["rules"]
+def same_grade(fresh, stored):
     assert len(fresh) == len(stored)
     for f, s in zip(fresh, stored):
         for key in ["rule", "total", "correct", "wrong", "unparsed", "failed"]:
@@ -143,6 +143,27 @@ def check(statement):
         assert math.isclose(f["accuracy"], s["accuracy"], rel_tol=0, abs_tol=1e-12)
         for end in ["low", "high"]:
             assert math.isclose(f["interval"][end], s["interval"][end], rel_tol=0, abs_tol=1e-12), (f, s)
+
+
+def check(statement):
+    """Regrades the phase and, when items were asked again under load, compares each of those
+    answers (trimmed) with the phase's answer to its item: more changed than 5 % of those
+    compared (at least one) must be flagged `answers_change_under_load`."""
+    accuracy = statement["predicate"]["accuracy"]
+    fresh = regrade(accuracy)
+    same_grade(fresh, accuracy["grade"]["rules"])
+    under = accuracy.get("under_load")
+    if under is not None:
+        phase, again = texts(accuracy["answers"]), texts(under["answers"])
+        failed = accuracy["records"]["error"]
+        pairs = [(phase[i], a) for i, a, e in zip(under["item"], again, under["records"]["error"])
+                 if e is None and failed[i] is None]
+        changed = sum(p.strip() != a.strip() for p, a in pairs)
+        assert (under["compared"], under["changed"]) == (len(pairs), changed), under
+        same_grade(regrade(accuracy, {"item": under["item"], "answers": again,
+                                      "errors": under["records"]["error"]}), under["grade"]["rules"])
+        flagged = any(f["code"] == "answers_change_under_load" for f in statement["predicate"]["validity"])
+        assert flagged == (changed > max(1, math.floor(len(pairs) * 0.05))), (changed, len(pairs))
     return fresh
 
 
@@ -176,8 +197,10 @@ def simulated(tmp_path_factory):
     d = tmp_path_factory.mktemp("accuracy")
     with running_sim(d, "--wrong-answers", "0.25", "--seed", "9", "--ttft-ms", "1", "--itl-ms", "1") as target:
         run = run_runner("run", "--target", target, "--no-sign", "--out", str(d / "a.json"),
-                         "--profile", "synchronous", "--max-requests", "2",
-                         "--accuracy", "builtin:arithmetic:60", "--accuracy-min", "0.5", cwd=d)
+                         "--profile", "concurrent", "--concurrency", "4", "--max-requests", "200",
+                         "--data", "prompt_tokens=16,output_tokens=4",
+                         "--accuracy", "builtin:arithmetic:60", "--accuracy-min", "0.5",
+                         "--accuracy-during-load", "10%", cwd=d)
     assert run.returncode == 0, run.stdout + run.stderr
     return statement_of(d / "a.json")
 
@@ -186,6 +209,9 @@ def test_a_simulated_phase_regrades_to_its_stored_grade(simulated):
     assert simulated["predicateType"] == "https://provebench.dev/result/v0.10"
     (score,) = check(simulated)
     assert score["total"] == 60 and 0 < score["wrong"] < 60 and score["unparsed"] == 0
+    # Asked again under load: the simulator's answers do not depend on its load.
+    under = simulated["predicate"]["accuracy"]["under_load"]
+    assert under["compared"] >= 10 and under["changed"] == 0, under
     assert not any(f["code"] == "accuracy_below_threshold" for f in simulated["predicate"]["validity"])
 
 

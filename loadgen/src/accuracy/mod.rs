@@ -58,11 +58,13 @@ pub async fn run(
     futures_util::future::join_all((0..concurrency.max(1)).map(|_| worker())).await;
 }
 
-/// What the journal's accuracy line declares: the suite and its items, before any answer.
+/// What the journal's accuracy line declares: the suite and its items, before any answer;
+/// `during_load`: the share of each benchmark's requests an item is asked again beside.
 pub fn declared(
     suite: &Suite,
     placement: schemas::accuracy::Placement,
     min: Option<f64>,
+    during_load: Option<f64>,
 ) -> schemas::accuracy::Accuracy {
     use schemas::accuracy::{texts, Accuracy, Grade, Items};
     use schemas::numbers::Finite;
@@ -98,5 +100,68 @@ pub fn declared(
         records: vec![],
         answers: texts::encode::<&str>(&[]),
         grade: Grade::default(),
+        under_load: during_load.and_then(finite).map(|share| {
+            schemas::accuracy::under_load::UnderLoad {
+                share,
+                item: vec![],
+                benchmark: vec![],
+                records: vec![],
+                answers: texts::encode::<&str>(&[]),
+                compared: 0,
+                changed: 0,
+                grade: Grade::default(),
+            }
+        }),
     }
+}
+
+/// `--accuracy-during-load`: while one benchmark's load runs (until `done`), asks the suite's
+/// items again, one at a time and in turn from `first`, one for every `1 / share` of the
+/// benchmark's requests completed so far (`completed`), and journals each answer. Returns
+/// the next item to ask, so that the next benchmark carries on through the suite.
+#[allow(clippy::too_many_arguments)]
+pub async fn ask_under_load(
+    suite: &Suite,
+    endpoint: &Endpoint,
+    share: f64,
+    benchmark: u32,
+    origin: Instant,
+    completed: &std::sync::atomic::AtomicU64,
+    done: &std::sync::atomic::AtomicBool,
+    journal: &Journal,
+    first: usize,
+) -> usize {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut extra = Map::new();
+    if !suite.stop.is_empty() {
+        extra.insert("stop".into(), json!(suite.stop));
+    }
+    let (mut next, mut asked) = (first, 0u64);
+    while !done.load(Relaxed) && !suite.items.is_empty() {
+        // Item k goes out once (k + 1) / share requests have completed.
+        if (completed.load(Relaxed) as f64) * share < (asked + 1) as f64 {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            continue;
+        }
+        let i = next % suite.items.len();
+        let item = &suite.items[i];
+        let job = Job {
+            prompt: &item.prompt,
+            history: &item.history,
+            prompt_tokens: None,
+            output_tokens: suite.output_tokens,
+            scheduled: Instant::now(),
+            phase: Phase::Measured,
+        };
+        let (record, answer) = endpoint.execute_greedy(&job, &extra, origin).await;
+        journal.write(Line::LoadAnswer {
+            benchmark,
+            item: i as u32,
+            record,
+            answer,
+        });
+        next += 1;
+        asked += 1;
+    }
+    next
 }

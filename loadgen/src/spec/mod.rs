@@ -181,6 +181,14 @@ pub struct RunSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "FRACTION", help_heading = "Accuracy")]
     pub accuracy_min: Option<f64>,
+    /// MLPerf's TEST01 idea: while each benchmark runs, asks the suite's items again beside
+    /// its requests, one for every 1/P of them (`1%`), and compares each answer with the same
+    /// item's answer from the phase; too many changed answers flag
+    /// `answers_change_under_load`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "P%", help_heading = "Accuracy",
+          value_parser = |s: &str| parse_percent(s))]
+    pub accuracy_during_load: Option<f64>,
     /// Asks the suite after the benchmarks rather than before them.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     #[arg(long, help_heading = "Accuracy")]
@@ -450,6 +458,7 @@ impl Default for RunSpec {
             accuracy: None,
             accuracy_grader: None,
             accuracy_min: None,
+            accuracy_during_load: None,
             accuracy_after: false,
             slo_ttft_ms: None,
             slo_tpot_ms: None,
@@ -705,6 +714,9 @@ impl RunSpec {
             }
             _ => {}
         }
+        if self.accuracy.is_some() {
+            bail!("--shard splits one benchmark's load across clients: ask --accuracy in a run of its own against the same server, not in every shard");
+        }
         if self.grid.is_some() || self.rate.len() > 1 || self.concurrency.len() > 1 {
             bail!("--shard runs one benchmark, whose schedule starts at --start-at: give one --rate (or --concurrency) and no --grid, and shard each benchmark as its own run");
         }
@@ -810,10 +822,19 @@ impl RunSpec {
                 bail!("--accuracy-min must be a fraction between 0 and 1, got {min}");
             }
         }
+        if let Some(p) = self.accuracy_during_load {
+            if !(p > 0.0 && p <= 100.0) {
+                bail!("--accuracy-during-load must be above 0 % and at most 100 %, got {p} %");
+            }
+        }
         if self.accuracy.is_none() {
             for (given, flag) in [
                 (self.accuracy_grader.is_some(), "--accuracy-grader"),
                 (self.accuracy_min.is_some(), "--accuracy-min"),
+                (
+                    self.accuracy_during_load.is_some(),
+                    "--accuracy-during-load",
+                ),
                 (self.accuracy_after, "--accuracy-after"),
             ] {
                 if given {

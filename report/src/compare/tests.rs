@@ -526,6 +526,7 @@ fn a_result_below_its_accuracy_threshold_is_shown_but_leads_nothing() {
             records: vec![Default::default(); 10],
             answers: texts::encode(&answers),
             grade: Grade::default(),
+            under_load: None,
         };
         schemas::accuracy::seal(&mut a).unwrap();
         a

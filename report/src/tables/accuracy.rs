@@ -84,6 +84,29 @@ pub fn section(p: &Predicate) -> String {
         ));
     }
     out.push('\n');
+    if let Some(u) = &a.under_load {
+        let grades: Vec<String> = u
+            .grade
+            .rules
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {} of {} correct",
+                    md_escape(&r.rule),
+                    r.correct,
+                    r.total
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "Asked again under load ({} of each benchmark's requests): {} answers compared with \
+             the phase's, {} changed; {}.\n\n",
+            pct(u.share.get()),
+            u.compared,
+            u.changed,
+            grades.join(", ")
+        ));
+    }
     out.push_str(&items(a));
     out
 }
@@ -185,6 +208,7 @@ mod tests {
             records: vec![RawRecord::default(); 3],
             answers: texts::encode(&["so\n#### 72", "It is 5.", "no idea"]),
             grade: Grade::default(),
+            under_load: None,
         });
         let md = super::section(&sealed(p).predicate);
         assert!(

@@ -11,6 +11,7 @@
 
 pub mod grader;
 pub mod texts;
+pub mod under_load;
 
 use crate::document::RawRecord;
 use crate::numbers::Finite;
@@ -45,6 +46,10 @@ pub struct Accuracy {
     pub answers: String,
     /// Computed from the answers when the result is sealed, and again by every verifier.
     pub grade: Grade,
+    /// `--accuracy-during-load`: items asked again while the benchmarks ran
+    /// ([`under_load`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<under_load::UnderLoad>,
 }
 
 /// The suite as the run read it.
@@ -176,15 +181,38 @@ impl Accuracy {
 
 /// The grade the answers give.
 pub fn grade(a: &Accuracy) -> Result<Grade, String> {
-    let marks = a.marks()?;
+    Ok(tally(a, &a.marks()?))
+}
+
+/// The grade of `answers` to the items at `indices` of `a`, each with its record.
+pub(crate) fn grade_of(
+    a: &Accuracy,
+    indices: &[usize],
+    answers: &[String],
+    records: &[RawRecord],
+) -> Grade {
+    let marks: Vec<Option<Vec<Mark>>> = indices
+        .iter()
+        .zip(answers)
+        .zip(records)
+        .map(|((&i, answer), r)| {
+            r.completed()
+                .then(|| grader::grade(a.suite.grader, answer, &a.gold(i)))
+        })
+        .collect();
+    tally(a, &marks)
+}
+
+/// Each rule's score over `marks` (`None`: a failed request).
+fn tally(a: &Accuracy, marks: &[Option<Vec<Mark>>]) -> Grade {
     let rules = a.suite.grader.rules();
-    Ok(Grade {
+    Grade {
         rules: rules
             .iter()
             .enumerate()
             .map(|(k, rule)| {
                 let mut s = [0u64; 4];
-                for m in &marks {
+                for m in marks {
                     let slot = match m.as_ref().map(|m| m[k]) {
                         Some(Mark::Correct) => 0,
                         Some(Mark::Wrong) => 1,
@@ -197,7 +225,7 @@ pub fn grade(a: &Accuracy) -> Result<Grade, String> {
                 score(rule, total, s)
             })
             .collect(),
-    })
+    }
 }
 
 fn score(rule: &str, total: u64, [correct, wrong, unparsed, failed]: [u64; 4]) -> Score {
@@ -250,6 +278,11 @@ pub fn wilson95(successes: u64, n: u64) -> Interval {
 pub fn seal(a: &mut Accuracy) -> Result<(), String> {
     a.suite.grader_version = GRADER_VERSION;
     a.grade = grade(a)?;
+    if let Some(u) = &a.under_load {
+        let (compared, changed, grade) = under_load::derive(a, u)?;
+        let u = a.under_load.as_mut().expect("present");
+        (u.compared, u.changed, u.grade) = (compared, changed, grade);
+    }
     Ok(())
 }
 
@@ -283,7 +316,33 @@ pub fn check(a: &Accuracy) -> (Vec<String>, Vec<String>) {
         &serde_json::to_value(&fresh).expect("grades serialise"),
         &mut mismatches,
     );
+    if let Some(u) = &a.under_load {
+        match under_load::derive(a, u) {
+            Ok((compared, changed, grade)) => {
+                let stored = serde_json::json!([u.compared, u.changed, u.grade]);
+                let fresh = serde_json::json!([compared, changed, grade]);
+                crate::verify::diff_paths(
+                    "accuracy.under_load[compared, changed, grade]",
+                    &stored,
+                    &fresh,
+                    &mut mismatches,
+                );
+            }
+            Err(e) => errors.push(format!("accuracy: {e}")),
+        }
+    }
     (errors, mismatches)
+}
+
+/// The run-level flags the phase implies: [`flag`]'s, and answers that changed under load.
+pub fn flags(accuracy: Option<&Accuracy>, imported: bool) -> Vec<Flag> {
+    let under_load = accuracy
+        .and_then(|a| a.under_load.as_ref())
+        .and_then(under_load::flag);
+    flag(accuracy, imported)
+        .into_iter()
+        .chain(under_load)
+        .collect()
 }
 
 /// The run-level flag the phase implies: its headline under `--accuracy-min` (an error),

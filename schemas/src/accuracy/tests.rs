@@ -36,6 +36,7 @@ fn phase(grader: Grader, gold: &[&str], answers: &[&str], failed: &[usize]) -> A
             .collect(),
         answers: texts::encode(answers),
         grade: Grade::default(),
+        under_load: None,
     }
 }
 
@@ -105,4 +106,64 @@ fn no_phase_is_said_once_quietly_except_for_imported_results() {
     let f = flag(None, false).unwrap();
     assert_eq!((f.code, f.severity), (FlagCode::NoAccuracy, Severity::Info));
     assert!(flag(None, true).is_none());
+}
+
+fn under_load(items: &[u32], answers: &[&str]) -> under_load::UnderLoad {
+    under_load::UnderLoad {
+        share: Finite::new(0.01).unwrap(),
+        item: items.to_vec(),
+        benchmark: vec![0; items.len()],
+        records: vec![RawRecord::default(); items.len()],
+        answers: texts::encode(answers),
+        compared: 0,
+        changed: 0,
+        grade: Grade::default(),
+    }
+}
+
+#[test]
+fn answers_under_load_are_compared_with_the_phase_and_flagged_past_the_allowance() {
+    let gold: Vec<String> = (0..40).map(|i| i.to_string()).collect();
+    let gold: Vec<&str> = gold.iter().map(String::as_str).collect();
+    let mut a = phase(Grader::Exact, &gold, &gold, &[]);
+    a.suite.min = None;
+    // 40 asked again: two changed answers are within 5 % (at most 2), three are not.
+    let items: Vec<u32> = (0..40).collect();
+    let mut again: Vec<String> = gold.iter().map(|g| format!(" {g}\n")).collect();
+    again[0] = "wrong".into();
+    again[1] = "wrong".into();
+    let again_refs: Vec<&str> = again.iter().map(String::as_str).collect();
+    a.under_load = Some(under_load(&items, &again_refs));
+    seal(&mut a).unwrap();
+    let u = a.under_load.as_ref().unwrap();
+    assert_eq!((u.compared, u.changed), (40, 2));
+    assert_eq!(u.grade.rules[0].correct, 38);
+    assert!(flags(Some(&a), false).is_empty());
+    again[2] = "wrong".into();
+    let again_refs: Vec<&str> = again.iter().map(String::as_str).collect();
+    a.under_load = Some(under_load(&items, &again_refs));
+    seal(&mut a).unwrap();
+    let f = flags(Some(&a), false);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].code, FlagCode::AnswersChangeUnderLoad);
+    assert!(
+        f[0].message.starts_with("3 of 40 answers"),
+        "{}",
+        f[0].message
+    );
+    assert_eq!(check(&a), (vec![], vec![]));
+    // A stored count the answers do not give is named.
+    a.under_load.as_mut().unwrap().changed = 0;
+    let (_, mismatches) = check(&a);
+    assert!(
+        mismatches.iter().any(|m| m.contains("accuracy.under_load")),
+        "{mismatches:?}"
+    );
+    // An item the phase never asked is an error.
+    a.under_load = Some(under_load(&[40], &["x"]));
+    assert!(
+        check(&a).0[0].contains("names item 40 of 40"),
+        "{:?}",
+        check(&a)
+    );
 }
