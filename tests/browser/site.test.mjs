@@ -467,10 +467,15 @@ test('the browser regrades an accuracy phase from its stored answers', { timeout
   assert.match(await page.textContent('#verification'), /^Recomputed from \d+ raw records: matches\.$/);
   const report = await page.textContent('#report');
   assert.match(report, /Accuracy of builtin:arithmetic \(30 of its 200 items, graded exact, before the benchmarks\)/);
-  // Every answer is shown beside its gold answer, marked as the module grades it.
-  const marks = await page.$$eval('#report tr', (trs) => trs.map((tr) => tr.cells[3]?.textContent ?? '').filter((t) => /correct|wrong/.test(t)));
-  assert.equal(marks.length, 30);
-  assert.equal(marks.filter((m) => m.includes('wrong')).length, score.wrong);
+  // Every answer is shown beside its question and gold answer, marked as the module grades it.
+  const rows = await page.$$eval('#report tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent))
+    .filter((cells) => /correct|wrong/.test(cells[4] ?? '')));
+  assert.equal(rows.length, 30);
+  assert.equal(rows.filter((r) => r[4].includes('wrong')).length, score.wrong);
+  for (const [, asked, gold, answer, mark] of rows) {
+    assert.match(asked, /What is -?\d+ [-+*] -?\d+\? Answer:$/, asked);
+    assert.equal(mark.includes('correct'), answer.trim() === gold, `${asked} ${gold} ${answer} ${mark}`);
+  }
   // A grade the answers do not give: the module's regrading says so.
   await openResult('accuracy-regraded.json');
   assert.equal(await page.getAttribute('#heading .badge', 'data-badge'), 'invalid');

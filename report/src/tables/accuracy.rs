@@ -1,6 +1,7 @@
 //! A run's accuracy phase (`--accuracy`): what was asked and how it was graded, each rule's
-//! score with its 95 % interval, then every item — its gold answer, the answer the server gave
-//! and each rule's mark — so a reader can check any grade by eye. The scores are the
+//! score with its 95 % interval, then every item — the end of its prompt (what was asked, after
+//! any few-shot examples), its gold answer, the answer the server gave and each rule's mark —
+//! so a reader can check any grade by eye. The scores are the
 //! document's own (`schemas::accuracy`, which verification regrades); the marks are graded
 //! here from the stored answers by the same rules. Absent when the run had no phase.
 //!
@@ -111,23 +112,49 @@ pub fn section(p: &Predicate) -> String {
     out
 }
 
-/// Every item: its id, gold answer, the answer given and each rule's mark.
+/// What an item asked: a prompt's text, or a chat item's last message.
+fn asked(prompt: &str, messages: bool) -> String {
+    if !messages {
+        return prompt.to_string();
+    }
+    serde_json::from_str::<serde_json::Value>(prompt)
+        .ok()
+        .and_then(|m| {
+            m.as_array()?
+                .last()?
+                .get("content")?
+                .as_str()
+                .map(str::to_string)
+        })
+        .unwrap_or_default()
+}
+
+/// Every item: its id, the end of its prompt, gold answer, the answer given and each rule's
+/// mark.
 fn items(a: &Accuracy) -> String {
-    let (Ok(answers), Ok(marks)) = (texts::decode(&a.answers), a.marks()) else {
+    let (Ok(answers), Ok(prompts), Ok(marks)) = (
+        texts::decode(&a.answers),
+        texts::decode(&a.items.prompts),
+        a.marks(),
+    ) else {
         return "The answers could not be read.\n\n".into();
     };
     let rules = a.suite.grader.rules();
-    let mut out = String::from("Answers:\n\n| Item | Gold answer | Answer |");
+    let mut out = String::from("Answers:\n\n| Item | Asked | Gold answer | Answer |");
     for r in rules {
         out.push_str(&format!(" {} |", md_escape(r)));
     }
-    out.push_str("\n| :--- | :--- | :--- |");
+    out.push_str("\n| :--- | :--- | :--- | :--- |");
     out.push_str(&" :--- |".repeat(rules.len()));
     out.push('\n');
     for (i, m) in marks.iter().enumerate() {
+        let prompt = prompts
+            .get(i)
+            .map_or(String::new(), |p| asked(p, a.suite.messages));
         out.push_str(&format!(
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {} |",
             md_escape(&a.items.id[i]),
+            shown(&prompt),
             shown(&a.items.gold[i]),
             shown(&answers[i])
         ));
@@ -203,7 +230,7 @@ mod tests {
                 id: vec!["a".into(), "b".into(), "c".into()],
                 gold: vec!["#### 72".into(), "#### 5".into(), "#### 9".into()],
                 choices: None,
-                prompts: texts::encode(&["", "", ""]),
+                prompts: texts::encode(&["Q: 1", "Q: 2", "Q: 3"]),
             },
             records: vec![RawRecord::default(); 3],
             answers: texts::encode(&["so\n#### 72", "It is 5.", "no idea"]),
@@ -221,11 +248,11 @@ mod tests {
             "{md}"
         );
         assert!(
-            md.contains("| b | \\#\\#\\#\\# 5 | It is 5. | unparsed | ✔ correct |"),
+            md.contains("| b | Q: 2 | \\#\\#\\#\\# 5 | It is 5. | unparsed | ✔ correct |"),
             "{md}"
         );
         assert!(
-            md.contains("| c | \\#\\#\\#\\# 9 | no idea | unparsed | unparsed |"),
+            md.contains("| c | Q: 3 | \\#\\#\\#\\# 9 | no idea | unparsed | unparsed |"),
             "{md}"
         );
     }
