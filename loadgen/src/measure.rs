@@ -135,13 +135,13 @@ impl Prepared {
                     spec.accuracy_grader.as_deref(),
                     spec.seed,
                 )?;
-                if suite.messages && spec.backend != crate::backend::Api::OpenaiChat {
+                if suite.meta.messages && spec.backend != crate::backend::Api::OpenaiChat {
                     anyhow::bail!(
                         "{}: its items are chat messages: use --backend openai-chat",
-                        suite.name
+                        suite.meta.name
                     );
                 }
-                tracing::info!(suite = %suite.name, items = suite.items.len(), grader = suite.grader.as_str(), "accuracy suite");
+                tracing::info!(suite = %suite.meta.name, items = suite.items.len(), grader = suite.meta.grader.as_str(), "accuracy suite");
                 Some(suite)
             }
             None => None,
@@ -360,7 +360,7 @@ impl Measurement {
             )),
         });
         let concurrency = (self.spec.max_concurrency as usize).min(ACCURACY_CONCURRENCY);
-        tracing::info!(suite = %suite.name, items = suite.items.len(), concurrency, "accuracy phase");
+        tracing::info!(suite = %suite.meta.name, items = suite.items.len(), concurrency, "accuracy phase");
         crate::accuracy::run(
             suite,
             &self.endpoint,

@@ -26,10 +26,7 @@ pub async fn run(
     journal: &Arc<Journal>,
     cancel: &watch::Receiver<bool>,
 ) {
-    let mut extra = Map::new();
-    if !suite.stop.is_empty() {
-        extra.insert("stop".into(), json!(suite.stop));
-    }
+    let extra = stop_sequences(suite);
     let origin = Instant::now();
     let next = std::sync::atomic::AtomicUsize::new(0);
     let worker = || async {
@@ -38,16 +35,7 @@ pub async fn run(
             if i >= suite.items.len() || *cancel.borrow() {
                 return;
             }
-            let item = &suite.items[i];
-            let job = Job {
-                prompt: &item.prompt,
-                history: &item.history,
-                prompt_tokens: None,
-                output_tokens: suite.output_tokens,
-                scheduled: Instant::now(),
-                phase: Phase::Measured,
-            };
-            let (record, answer) = endpoint.execute_greedy(&job, &extra, origin).await;
+            let (record, answer) = ask(suite, i, endpoint, &extra, origin).await;
             journal.write(Line::Answer {
                 item: i as u32,
                 record,
@@ -56,6 +44,35 @@ pub async fn run(
         }
     };
     futures_util::future::join_all((0..concurrency.max(1)).map(|_| worker())).await;
+}
+
+/// The body fields every request of `suite` adds: its stop sequences, when it has some.
+fn stop_sequences(suite: &Suite) -> Map<String, serde_json::Value> {
+    let mut extra = Map::new();
+    if !suite.meta.stop.is_empty() {
+        extra.insert("stop".into(), json!(suite.meta.stop));
+    }
+    extra
+}
+
+/// Asks item `i` once, greedily: its record (µs from `origin`) and the answer's text.
+async fn ask(
+    suite: &Suite,
+    i: usize,
+    endpoint: &Endpoint,
+    extra: &Map<String, serde_json::Value>,
+    origin: Instant,
+) -> (schemas::document::RawRecord, String) {
+    let item = &suite.items[i];
+    let job = Job {
+        prompt: &item.prompt,
+        history: &item.history,
+        prompt_tokens: None,
+        output_tokens: suite.meta.output_tokens,
+        scheduled: Instant::now(),
+        phase: Phase::Measured,
+    };
+    endpoint.execute_greedy(&job, extra, origin).await
 }
 
 /// What the journal's accuracy line declares: the suite and its items, before any answer;
@@ -72,22 +89,13 @@ pub fn declared(
     let prompts: Vec<String> = suite
         .items
         .iter()
-        .map(|i| i.shown(suite.messages))
+        .map(|i| i.shown(suite.meta.messages))
         .collect();
     let choices: Vec<Option<u32>> = suite.items.iter().map(|i| i.choices).collect();
     Accuracy {
         suite: schemas::accuracy::Suite {
-            name: suite.name.clone(),
-            sha256: suite.sha256.clone(),
-            rows: suite.rows,
-            sampled: suite.sampled,
-            grader: suite.grader,
-            grader_version: schemas::accuracy::grader::GRADER_VERSION,
-            tolerance: suite.tolerance.and_then(finite),
-            output_tokens: suite.output_tokens,
-            stop: suite.stop.clone(),
-            messages: suite.messages,
             min: min.and_then(finite),
+            ..suite.meta.clone()
         },
         placement,
         started_at: crate::journal::timestamp(std::time::SystemTime::now()),
@@ -132,10 +140,7 @@ pub async fn ask_under_load(
     first: usize,
 ) -> usize {
     use std::sync::atomic::Ordering::Relaxed;
-    let mut extra = Map::new();
-    if !suite.stop.is_empty() {
-        extra.insert("stop".into(), json!(suite.stop));
-    }
+    let extra = stop_sequences(suite);
     let (mut next, mut asked) = (first, 0u64);
     while !done.load(Relaxed) && !suite.items.is_empty() {
         // Item k goes out once (k + 1) / share requests have completed.
@@ -144,16 +149,7 @@ pub async fn ask_under_load(
             continue;
         }
         let i = next % suite.items.len();
-        let item = &suite.items[i];
-        let job = Job {
-            prompt: &item.prompt,
-            history: &item.history,
-            prompt_tokens: None,
-            output_tokens: suite.output_tokens,
-            scheduled: Instant::now(),
-            phase: Phase::Measured,
-        };
-        let (record, answer) = endpoint.execute_greedy(&job, &extra, origin).await;
+        let (record, answer) = ask(suite, i, endpoint, &extra, origin).await;
         journal.write(Line::LoadAnswer {
             benchmark,
             item: i as u32,

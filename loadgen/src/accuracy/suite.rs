@@ -16,6 +16,7 @@
 use crate::rng::Rng;
 use anyhow::{anyhow, bail, Result};
 use schemas::accuracy::grader::{check_gold, Gold, Grader};
+use schemas::numbers::Finite;
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -27,17 +28,8 @@ pub const DEFAULT_OUTPUT_TOKENS: u32 = 256;
 /// A suite ready to ask.
 #[derive(Clone, Debug)]
 pub struct Suite {
-    /// The file as named, or `builtin:arithmetic`.
-    pub name: String,
-    pub sha256: String,
-    /// Items in the suite, before any subset.
-    pub rows: u64,
-    pub sampled: Option<u64>,
-    pub grader: Grader,
-    pub tolerance: Option<f64>,
-    pub output_tokens: u32,
-    pub stop: Vec<String>,
-    pub messages: bool,
+    /// What the result will say of it (the run sets `min`).
+    pub meta: schemas::accuracy::Suite,
     /// The items asked, in suite order.
     pub items: Vec<Item>,
 }
@@ -145,13 +137,13 @@ pub fn load(value: &str, grader: Option<&str>, seed: u64) -> Result<Suite> {
         bail!("--accuracy-grader: the builtin suite is graded `exact`");
     }
     if let Some(n) = n {
-        if n > suite.rows {
+        if n > suite.meta.rows {
             bail!(
                 "--accuracy {value}: the suite has {} items, fewer than {n}",
-                suite.rows
+                suite.meta.rows
             );
         }
-        suite.sampled = Some(n);
+        suite.meta.sampled = Some(n);
         suite.items = subset(std::mem::take(&mut suite.items), n as usize, seed);
     }
     Ok(suite)
@@ -300,15 +292,19 @@ pub fn parse(name: &str, text: &str, grader_flag: Option<&str>) -> Result<Suite>
         bail!("{name}: no items");
     }
     Ok(Suite {
-        name: name.to_string(),
-        sha256: hex::encode(Sha256::digest(text.as_bytes())),
-        rows: items.len() as u64,
-        sampled: None,
-        grader,
-        tolerance,
-        output_tokens,
-        stop: header.map(|h| h.stop).unwrap_or_default(),
-        messages: messages.unwrap_or(false),
+        meta: schemas::accuracy::Suite {
+            name: name.to_string(),
+            sha256: hex::encode(Sha256::digest(text.as_bytes())),
+            rows: items.len() as u64,
+            sampled: None,
+            grader,
+            grader_version: schemas::accuracy::grader::GRADER_VERSION,
+            tolerance: tolerance.and_then(|t| Finite::new(t).ok()),
+            output_tokens,
+            stop: header.map(|h| h.stop).unwrap_or_default(),
+            messages: messages.unwrap_or(false),
+            min: None,
+        },
         items,
     })
 }

@@ -4,31 +4,16 @@
 //! result verifies; with one answer or the stored grade edited (and signed again) it does not.
 //! Bad suites and flags are refused before anything is sent.
 
-use crate::support::children::{assert_verifies, keygen, start_sim, validity_codes};
+use crate::support::children::{
+    assert_verifies, keygen, refused, resign, start_sim, validity_codes,
+};
 use crate::support::{run, run_ok, statement, text};
 use schemas::accuracy::texts;
 use serde_json::Value;
-use std::path::Path;
 use std::time::Duration;
 
 const SIM_SEED: u64 = 5;
 const WRONG: f64 = 0.2;
-
-fn resign(dir: &Path, stmt: &Value, name: &str) {
-    let pem = std::fs::read_to_string(dir.join("k.key")).unwrap();
-    let key =
-        <ed25519_dalek::SigningKey as ed25519_dalek::pkcs8::DecodePrivateKey>::from_pkcs8_pem(&pem)
-            .unwrap();
-    let parsed: schemas::Statement = serde_json::from_value(stmt.clone()).unwrap();
-    let envelope = schemas::seal::envelope(&parsed, Some(&key));
-    std::fs::write(dir.join(name), serde_json::to_vec(&envelope).unwrap()).unwrap();
-}
-
-fn refused(dir: &Path, file: &str, says: &str) {
-    let o = run(dir, &["verify", file, "--key", "k.pub"]);
-    assert_eq!(o.status.code(), Some(1), "{file}: {}", text(&o));
-    assert!(text(&o).contains(says), "{file}: {}", text(&o));
-}
 
 fn decoded(v: &Value) -> Vec<String> {
     texts::decode(v.as_str().unwrap()).unwrap()

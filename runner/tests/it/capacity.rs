@@ -15,10 +15,9 @@
 //! Both results verify; with one step's verdict or the stored answer edited (and signed
 //! again), they do not. Bad flags are refused before anything is sent.
 
-use crate::support::children::{assert_verifies, keygen, run_to_end, start_sim};
-use crate::support::{run, run_ok, statement, text};
+use crate::support::children::{assert_verifies, keygen, refused, resign, run_to_end, start_sim};
+use crate::support::{run_ok, statement};
 use serde_json::Value;
-use std::path::Path;
 use std::time::Duration;
 
 fn steps(stmt: &Value) -> Vec<(f64, String)> {
@@ -39,23 +38,6 @@ fn steps(stmt: &Value) -> Vec<(f64, String)> {
             )
         })
         .collect()
-}
-
-fn resign(dir: &Path, stmt: &Value, name: &str) {
-    let pem = std::fs::read_to_string(dir.join("k.key")).unwrap();
-    let key =
-        <ed25519_dalek::SigningKey as ed25519_dalek::pkcs8::DecodePrivateKey>::from_pkcs8_pem(&pem)
-            .unwrap();
-    let parsed: schemas::Statement = serde_json::from_value(stmt.clone()).unwrap();
-    let envelope = schemas::seal::envelope(&parsed, Some(&key));
-    std::fs::write(dir.join(name), serde_json::to_vec(&envelope).unwrap()).unwrap();
-}
-
-/// `runner verify` refuses `file`, saying `says`.
-fn refused(dir: &Path, file: &str, says: &str) {
-    let o = run(dir, &["verify", file, "--key", "k.pub"]);
-    assert_eq!(o.status.code(), Some(1), "{file}: {}", text(&o));
-    assert!(text(&o).contains(says), "{file}: {}", text(&o));
 }
 
 #[test]

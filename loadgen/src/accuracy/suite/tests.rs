@@ -10,9 +10,9 @@ fn a_suite_renders_its_template_few_shot_examples_and_choices() {
 {"id": 1, "prompt": "1+1?", "answer": "A", "choices": ["2", "3"]}
 "#;
     let s = parse("s.jsonl", text, None).unwrap();
-    assert_eq!(s.grader, Grader::Choice);
+    assert_eq!(s.meta.grader, Grader::Choice);
     assert_eq!(
-        (s.rows, s.output_tokens, s.stop.clone()),
+        (s.meta.rows, s.meta.output_tokens, s.meta.stop.clone()),
         (1, 4, vec!["\n".to_string()])
     );
     let item = &s.items[0];
@@ -22,14 +22,14 @@ fn a_suite_renders_its_template_few_shot_examples_and_choices() {
         item.prompt,
         "Q: 2+2?\nA. 3\nB. 4\nA: B\n\nQ: 1+1?\nA. 2\nB. 3\nA:"
     );
-    assert_eq!(s.sha256, hex::encode(Sha256::digest(text.as_bytes())));
+    assert_eq!(s.meta.sha256, hex::encode(Sha256::digest(text.as_bytes())));
 }
 
 #[test]
 fn chat_items_are_sent_as_their_messages() {
     let text = r#"{"id": "a", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}, {"role": "user", "content": "2+3?"}], "answer": 5}"#;
     let s = parse("s.jsonl", text, Some("number")).unwrap();
-    assert!(s.messages);
+    assert!(s.meta.messages);
     assert_eq!(s.items[0].history, ["hi", "hello"]);
     assert_eq!(s.items[0].prompt, "2+3?");
     assert_eq!(s.items[0].gold, "5");
@@ -72,7 +72,10 @@ fn a_subset_is_seeded_in_suite_order_and_no_larger_than_the_suite() {
     let b = load("builtin:arithmetic:20", None, 7).unwrap();
     let ids = |s: &Suite| s.items.iter().map(|i| i.id.clone()).collect::<Vec<_>>();
     assert_eq!(ids(&a), ids(&b));
-    assert_eq!((a.rows, a.sampled, a.items.len()), (200, Some(20), 20));
+    assert_eq!(
+        (a.meta.rows, a.meta.sampled, a.items.len()),
+        (200, Some(20), 20)
+    );
     let order: Vec<usize> = a
         .items
         .iter()

@@ -192,3 +192,26 @@ pub fn assert_verifies(dir: &Path, file: &str, public_key: &str) {
     );
     assert!(status.success(), "verify {file}: {out}");
 }
+
+/// `stmt` signed again with `DIR/k.key` into `DIR/NAME`: an edit a verifier must catch by
+/// recomputation, the signature being good.
+pub fn resign(dir: &Path, stmt: &Value, name: &str) {
+    let pem = std::fs::read_to_string(dir.join("k.key")).unwrap();
+    let key =
+        <ed25519_dalek::SigningKey as ed25519_dalek::pkcs8::DecodePrivateKey>::from_pkcs8_pem(&pem)
+            .unwrap();
+    let parsed: schemas::Statement = serde_json::from_value(stmt.clone()).unwrap();
+    let envelope = schemas::seal::envelope(&parsed, Some(&key));
+    std::fs::write(dir.join(name), serde_json::to_vec(&envelope).unwrap()).unwrap();
+}
+
+/// `runner verify FILE --key k.pub` refuses the file (exit 1), saying `says`.
+pub fn refused(dir: &Path, file: &str, says: &str) {
+    let o = super::run(dir, &["verify", file, "--key", "k.pub"]);
+    assert_eq!(o.status.code(), Some(1), "{file}: {}", super::text(&o));
+    assert!(
+        super::text(&o).contains(says),
+        "{file}: {}",
+        super::text(&o)
+    );
+}
