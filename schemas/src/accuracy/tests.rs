@@ -167,3 +167,61 @@ fn answers_under_load_are_compared_with_the_phase_and_flagged_past_the_allowance
         check(&a)
     );
 }
+
+/// The probability that the interval computed from a Binomial(n, p) count covers p, summed
+/// exactly over every count (log-space, so that no term underflows).
+fn exact_coverage(n: u64, p: f64) -> f64 {
+    let ln_choose = |k: u64| {
+        libm::lgamma(n as f64 + 1.0)
+            - libm::lgamma(k as f64 + 1.0)
+            - libm::lgamma((n - k) as f64 + 1.0)
+    };
+    (0..=n)
+        .filter(|&k| wilson95(k, n).contains(p))
+        .map(|k| (ln_choose(k) + k as f64 * p.ln() + (n - k) as f64 * (1.0 - p).ln()).exp())
+        .sum()
+}
+
+/// The Wilson interval's coverage against a known truth, for accuracies from 0.1 to 0.95
+/// and suites of 20 to 500 items whose answers are independent right-or-wrong draws (the
+/// assumption the interval rests on). Exactly: never under 92 % (Wilson's coverage dips a
+/// little under its level at some (n, p), 92.5 % at worst on this grid) and 95 % on average.
+/// By seeded draws: 4,000 suites at each of a few points land within 3.5 standard errors of
+/// the exact coverage, so the implementation is the formula.
+#[test]
+fn the_wilson_interval_covers_the_true_accuracy_95_percent_of_the_time() {
+    let mut all = vec![];
+    for p in [0.1, 0.3, 0.5, 0.72, 0.9, 0.95] {
+        for n in [20u64, 50, 100, 500] {
+            let c = exact_coverage(n, p);
+            assert!(c >= 0.92, "p {p}, n {n}: coverage {c}");
+            all.push(c);
+        }
+    }
+    let mean = all.iter().sum::<f64>() / all.len() as f64;
+    assert!((0.94..=0.96).contains(&mean), "mean coverage {mean}");
+
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut unit = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 11) as f64 / (1u64 << 53) as f64
+    };
+    for (p, n) in [(0.5, 50u64), (0.9, 100), (0.95, 20), (0.72, 500)] {
+        let trials = 4_000;
+        let covered = (0..trials)
+            .filter(|_| {
+                let correct = (0..n).filter(|_| unit() < p).count() as u64;
+                wilson95(correct, n).contains(p)
+            })
+            .count();
+        let seen = covered as f64 / trials as f64;
+        let exact = exact_coverage(n, p);
+        let se = (exact * (1.0 - exact) / trials as f64).sqrt();
+        assert!(
+            (seen - exact).abs() <= 3.5 * se,
+            "p {p}, n {n}: {seen} drawn, {exact} exactly"
+        );
+    }
+}
