@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The demo: the built-in simulator on loopback, a sweep and a small input x output grid against it,
-# both signed with a demo key, then verified natively and inside the wasm module the site uses;
-# a second simulated server (a smaller batch, ITL growing faster with it) swept the same way; a
+# The demo: the built-in simulator on loopback, a sweep (with an accuracy check the simulator
+# answers, a seeded 2 % wrongly) and a small input x output grid against it, both signed with a
+# demo key, then verified natively and inside the wasm module the site uses; a second simulated
+# server (a smaller batch, ITL growing faster with it, 30 % of its answers wrong) swept the same
+# way, its grade under the threshold flagged; a
 # report of the first server's results and a diff of the two servers, rendered by report-wasm's
 # module in wasmtime; a result measured on a real H100 by the GPU proof, verified and reported with
 # its power charts; the published seed tables imported and seed 004's sweeps compared; and a
@@ -38,11 +40,13 @@ serve() { # serve SIM-FLAGS... -> prints the base URL
   wait_listening "$port" "${sims[-1]}"
   target=http://127.0.0.1:$port
 }
-serve
+serve --wrong-answers 0.02
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
+# An accuracy check before each sweep: 50 seeded arithmetic questions, at least 90 % right.
+accuracy=(--accuracy builtin:arithmetic:50 --accuracy-min 0.9)
 
-echo "== sweep against the simulator ($target): synchronous, throughput, 4 rates between"
-"$runner" run --target "$target" --profile sweep --sweep-rates 4 --max-requests 20 \
+echo "== sweep against the simulator ($target): an accuracy check, then synchronous, throughput, 4 rates between"
+"$runner" run --target "$target" --profile sweep --sweep-rates 4 --max-requests 20 "${accuracy[@]}" \
   --data prompt_tokens=256,output_tokens=32 --key "$out/demo.key" --out "$out/sweep-$stamp.json"
 echo "== grid: input 128,512 x output 32,64, synchronous"
 "$runner" run --target "$target" --grid input=128,512 output=32,64 --max-requests 8 \
@@ -53,9 +57,11 @@ for f in "$out/sweep-$stamp.json" "$out/grid-$stamp.json"; do
   "$runner" verify "$f" --keys "$out/keys.json"
   node "$root/scripts/verify-wasm.mjs" "$f" "$out/keys.json"
 done
-serve --max-batch 8 --itl-growth 0.2
-echo "== the same sweep against a second server ($target): batch of 8, ITL growing faster"
-"$runner" run --target "$target" --profile sweep --sweep-rates 4 --max-requests 20 \
+serve --max-batch 8 --itl-growth 0.2 --wrong-answers 0.3
+echo "== the same sweep against a second server ($target): batch of 8, ITL growing faster, 30 % of answers wrong"
+# Its grade falls under --accuracy-min: the result is written and flagged (--fail-on never:
+# the demo goes on; by default the run would exit 8).
+"$runner" run --target "$target" --profile sweep --sweep-rates 4 --max-requests 20 "${accuracy[@]}" --fail-on never \
   --data prompt_tokens=256,output_tokens=32 --key "$out/demo.key" --out "$out/sweep-small-batch-$stamp.json"
 
 echo "== report (report-wasm in wasmtime) -> $out/report-$stamp/"
