@@ -39,10 +39,10 @@
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { closeSync, copyFileSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash, createPrivateKey, sign } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -97,6 +97,35 @@ runner('run', '--target', answering, ...graded, '--no-sign', '--out', 'accuracy-
   statement.predicate.accuracy.grade.rules[0].correct += 1;
   envelope.payload = Buffer.from(JSON.stringify(statement)).toString('base64');
   writeFileSync(join(dir, 'results', 'accuracy-regraded.json'), JSON.stringify(envelope));
+}
+// The same check against a real model: llama-server with SmolLM2-135M on the CPU (installed by
+// scripts/install-llama-server.sh, which `make test` runs), 20 items through completions.
+const llamaEnv = (() => {
+  const file = join(here, '../../build/llama-server.env');
+  let text = '';
+  try { text = readFileSync(file, 'utf8'); } catch { /* not installed */ }
+  const get = (k) => process.env[k] ?? text.match(new RegExp(`^${k}=(.*)$`, 'm'))?.[1];
+  const found = get('LLAMA_SERVER_BIN') && get('LLAMA_MODEL') ? { bin: get('LLAMA_SERVER_BIN'), model: get('LLAMA_MODEL') } : null;
+  assert.ok(found || !process.env.CI, 'llama-server is not installed: run scripts/install-llama-server.sh');
+  return found;
+})();
+if (llamaEnv) {
+  const port = await new Promise((ok) => { const s = createServer().listen(0, '127.0.0.1', () => { const p = s.address().port; s.close(() => ok(p)); }); });
+  const llama = spawn(llamaEnv.bin, ['-m', llamaEnv.model, '--host', '127.0.0.1', '--port', String(port), '-t', '1', '-np', '4', '-c', '4096', '--no-webui', '-a', 'smollm2-135m'],
+    { env: { ...env, LD_LIBRARY_PATH: dirname(llamaEnv.bin) }, stdio: 'ignore' });
+  try {
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
+      if (ok) break;
+      assert.ok(Date.now() < deadline, 'llama-server did not become healthy in 120 s');
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    runner('run', '--target', `http://127.0.0.1:${port}`, '--profile', 'synchronous', '--max-requests', '1',
+      '--data', 'prompt_tokens=16,output_tokens=4', '--accuracy', 'builtin:arithmetic:20', '--key', 'lab.key', '--out', 'results/accuracy-llama.json');
+  } finally {
+    llama.kill();
+  }
 }
 // A reproduction of the slow sweep, against the same simulator: `runner reproduce` says
 // whether it reproduces (exit 0) or not (exit 7); the site must say the same.
@@ -480,6 +509,22 @@ test('the browser regrades an accuracy phase from its stored answers', { timeout
   await openResult('accuracy-regraded.json');
   assert.equal(await page.getAttribute('#heading .badge', 'data-badge'), 'invalid');
   assert.match(await page.textContent('#verification'), /MISMATCH/);
+});
+
+test("the browser regrades SmolLM2's answers behind llama-server", {
+  timeout: 120_000, skip: llamaEnv ? false : 'llama-server is not installed',
+}, async () => {
+  const stored = JSON.parse(Buffer.from(JSON.parse(readFileSync(join(dir, 'results', 'accuracy-llama.json'), 'utf8')).payload, 'base64'));
+  assert.equal(stored.predicate.engine.name, 'llama.cpp');
+  const score = stored.predicate.accuracy.grade.rules[0];
+  assert.equal(score.total, 20);
+  await openResult('accuracy-llama.json');
+  assert.equal(await page.getAttribute('#heading .badge', 'data-badge'), 'verified');
+  assert.match(await page.textContent('#verification'), /^Recomputed from \d+ raw records: matches\.$/);
+  assert.match(await page.textContent('#report'), /Accuracy of builtin:arithmetic \(20 of its 200 items/);
+  const marks = await page.$$eval('#report tr', (trs) => trs.map((tr) => tr.cells[4]?.textContent ?? '').filter((t) => /correct|wrong|unparsed/.test(t)));
+  assert.equal(marks.length, 20);
+  assert.equal(marks.filter((m) => m.includes('correct')).length, score.correct);
 });
 
 test('the diff of two results shows the expected deltas', { timeout: 180_000 }, async () => {
@@ -1035,8 +1080,8 @@ test('the site works from a subpath of python3 -m http.server (relative URLs onl
   await openIndex(p, base);
   const badges = await p.$$eval('#index tbody tr', (t) => t.map((r) => r.dataset.badge));
   assert.equal(badges.length, published.length);
-  // The two sweeps, the slow one's reproduction, the signed synthetic result and the graded one.
-  assert.equal(badges.filter((b) => b === 'verified').length, 5);
+  // The two sweeps, the slow one's reproduction, the signed synthetic result and the graded ones.
+  assert.equal(badges.filter((b) => b === 'verified').length, llamaEnv ? 6 : 5);
   await p.close();
   assert.deepEqual(watch.foreign, []);
 });
