@@ -346,6 +346,88 @@ impl Measurement {
         Ok(true)
     }
 
+    /// Sends a benchmark's load as `plan` says: independent prompts through the scheduler,
+    /// or conversations turn by turn. Each record goes to `sink` as it completes.
+    async fn drive(
+        &self,
+        load: Load,
+        plan: Plan,
+        origin: Instant,
+        sink: scheduler::Sink,
+        cancel: watch::Receiver<bool>,
+    ) -> anyhow::Result<()> {
+        match load {
+            Load::Prompts(prompts) => {
+                scheduler::run(
+                    self.endpoint.clone(),
+                    Arc::new(prompts.prompts),
+                    &plan,
+                    origin,
+                    sink,
+                    cancel,
+                )
+                .await
+            }
+            Load::Conversations(_) if plan.split.is_some() => {
+                anyhow::bail!("--shard splits independent requests, not --sessions")
+            }
+            Load::Conversations(conversations) => {
+                let s = &self.spec;
+                let think_ms = s.sessions.as_ref().and_then(|x| x.think_ms).unwrap_or(0.0);
+                let plan = sessions::Plan {
+                    arrivals: plan.arrivals,
+                    concurrency: plan.concurrency,
+                    max_requests: plan.max_requests,
+                    max_seconds: plan.max_seconds,
+                    max_in_flight: plan.max_in_flight,
+                    think: Duration::from_secs_f64(think_ms / 1000.0),
+                    seed: plan.seed,
+                    overhead: self.overhead,
+                    enough: plan.enough,
+                };
+                sessions::run(
+                    self.endpoint.clone(),
+                    self.counter.clone(),
+                    Arc::new(conversations),
+                    &plan,
+                    origin,
+                    sink,
+                    cancel,
+                )
+                .await
+            }
+        }
+        Ok(())
+    }
+
+    /// `--accuracy-during-load`: the suite's items asked again beside benchmark `index` until
+    /// `done` ([`crate::accuracy::ask_under_load`]); the next item to ask, when it asked any.
+    async fn reask_beside(
+        &self,
+        index: u32,
+        origin: Instant,
+        completed: &AtomicU64,
+        done: &AtomicBool,
+        sinks: &Sinks<'_>,
+    ) -> Option<usize> {
+        let (Some(suite), Some(pct)) = (&self.accuracy, self.spec.accuracy_during_load) else {
+            return None;
+        };
+        let next = crate::accuracy::ask_under_load(
+            suite,
+            &self.endpoint,
+            pct / 100.0,
+            index,
+            origin,
+            completed,
+            done,
+            sinks.journal,
+            sinks.reasked,
+        )
+        .await;
+        Some(next)
+    }
+
     /// `--accuracy`: the phase, journaled (nothing when no suite was given).
     async fn run_accuracy(&self, sinks: &Sinks<'_>, placement: Placement) {
         let Some(suite) = &self.accuracy else {
@@ -707,86 +789,25 @@ impl Measurement {
             watch.start(rule, sinks.journal.clone(), b);
         }
         // The load, and beside it (`--accuracy-during-load`) the suite's items asked again.
-        let done = AtomicBool::new(false);
-        let (journal, cancel, reasked_from) = (sinks.journal, sinks.cancel, sinks.reasked);
-        let reasking = async {
-            match (&self.accuracy, s.accuracy_during_load) {
-                (Some(suite), Some(pct)) => Some(
-                    crate::accuracy::ask_under_load(
-                        suite,
-                        &self.endpoint,
-                        pct / 100.0,
-                        index,
-                        origin,
-                        &completed,
-                        &done,
-                        journal,
-                        reasked_from,
-                    )
-                    .await,
-                ),
-                _ => None,
-            }
+        let plan = Plan {
+            arrivals,
+            concurrency,
+            max_requests: n,
+            max_seconds: s.max_seconds,
+            max_in_flight: s.max_concurrency,
+            seed,
+            split,
+            enough: enough.clone(),
         };
+        let done = AtomicBool::new(false);
         let loading = async {
-            // Whatever ends the load (a refusal included) ends the asking beside it.
-            let loaded = async {
-                match load {
-                    Load::Prompts(prompts) => {
-                        let plan = Plan {
-                            arrivals,
-                            concurrency,
-                            max_requests: n,
-                            max_seconds: s.max_seconds,
-                            max_in_flight: s.max_concurrency,
-                            seed,
-                            split,
-                            enough: enough.clone(),
-                        };
-                        scheduler::run(
-                            self.endpoint.clone(),
-                            Arc::new(prompts.prompts),
-                            &plan,
-                            origin,
-                            sink,
-                            cancel.clone(),
-                        )
-                        .await;
-                    }
-                    Load::Conversations(_) if split.is_some() => {
-                        anyhow::bail!("--shard splits independent requests, not --sessions")
-                    }
-                    Load::Conversations(conversations) => {
-                        let think_ms = s.sessions.as_ref().and_then(|x| x.think_ms).unwrap_or(0.0);
-                        let plan = sessions::Plan {
-                            arrivals,
-                            concurrency,
-                            max_requests: n,
-                            max_seconds: s.max_seconds,
-                            max_in_flight: s.max_concurrency,
-                            think: Duration::from_secs_f64(think_ms / 1000.0),
-                            seed,
-                            overhead: self.overhead,
-                            enough: enough.clone(),
-                        };
-                        sessions::run(
-                            self.endpoint.clone(),
-                            self.counter.clone(),
-                            Arc::new(conversations),
-                            &plan,
-                            origin,
-                            sink,
-                            cancel.clone(),
-                        )
-                        .await;
-                    }
-                }
-                anyhow::Ok(())
-            }
-            .await;
+            let loaded = self
+                .drive(load, plan, origin, sink, sinks.cancel.clone())
+                .await;
             done.store(true, Relaxed);
             loaded
         };
+        let reasking = self.reask_beside(index, origin, &completed, &done, sinks);
         let (loaded, reasked) = tokio::join!(loading, reasking);
         loaded?;
         if let Some(next) = reasked {

@@ -170,31 +170,15 @@ pub fn parse(name: &str, text: &str, grader_flag: Option<&str>) -> Result<Suite>
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .peekable();
-    let mut header = None;
-    if let Some((i, first)) = lines.peek() {
-        let v: Value =
-            serde_json::from_str(first).map_err(|e| anyhow!("{name}:{}: not JSON: {e}", i + 1))?;
-        if v.get("grader").is_some() && v.get("answer").is_none() {
-            let h: Header = serde_json::from_value(v)
-                .map_err(|e| anyhow!("{name}:{}: the header: {e}", i + 1))?;
-            header = Some(h);
-            lines.next();
-        }
+    let header = match lines.peek() {
+        Some(&(i, first)) => read_header(&format!("{name}:{}", i + 1), first)?,
+        None => None,
+    };
+    if header.is_some() {
+        lines.next();
     }
-    let grader_name = grader_flag
-        .map(str::to_string)
-        .or_else(|| header.as_ref().map(|h| h.grader.clone()))
-        .ok_or_else(|| {
-            anyhow!("{name}: no grader: name one in the first line ({{\"grader\": \"gsm8k\"}}) or with --accuracy-grader")
-        })?;
-    let grader = Grader::from_name(&grader_name).ok_or_else(|| {
-        let known: Vec<_> = Grader::ALL.iter().map(|g| g.as_str()).collect();
-        anyhow!(
-            "{name}: unknown grader {grader_name:?} (known: {})",
-            known.join(", ")
-        )
-    })?;
-    let template = header.as_ref().and_then(|h| h.template.clone());
+    let grader = grader_named(name, grader_flag, header.as_ref())?;
+    let form = Form::of(header.as_ref());
     let tolerance = header.as_ref().and_then(|h| h.tolerance);
     if let Some(t) = tolerance {
         if !(t.is_finite() && t >= 0.0) {
@@ -208,85 +192,15 @@ pub fn parse(name: &str, text: &str, grader_flag: Option<&str>) -> Result<Suite>
     if output_tokens == 0 {
         bail!("{name}:1: output_tokens must be at least 1");
     }
-    let render = |prompt: &str, choices: Option<&[String]>| -> String {
-        let t = template.as_deref().unwrap_or("{prompt}");
-        let listed = choices.map_or(String::new(), |c| {
-            c.iter()
-                .enumerate()
-                .map(|(k, text)| format!("{}. {text}", char::from(b'A' + k as u8)))
-                .collect::<Vec<_>>()
-                .join("\n")
-        });
-        t.replace("{prompt}", prompt).replace("{choices}", &listed)
-    };
-    let fewshot: String = header.as_ref().map_or(String::new(), |h| {
-        h.fewshot
-            .iter()
-            .map(|e| {
-                format!(
-                    "{} {}\n\n",
-                    render(&e.prompt, e.choices.as_deref()),
-                    answer_text(&e.answer)
-                )
-            })
-            .collect()
-    });
     let mut items = Vec::new();
     let mut messages = None;
     for (i, raw) in lines {
         let at = format!("{name}:{}", i + 1);
-        let line: Line = serde_json::from_str(raw).map_err(|e| anyhow!("{at}: {e}"))?;
-        let id = match line.id {
-            Some(Value::String(s)) => s,
-            Some(Value::Number(n)) => n.to_string(),
-            Some(_) => bail!("{at}: id must be a string or a number"),
-            None => bail!("{at}: no id"),
-        };
-        let gold = match line.answer {
-            Some(a @ (Value::String(_) | Value::Number(_))) => answer_text(&a),
-            Some(_) => bail!("{at}: answer must be a string or a number"),
-            None => bail!("{at}: no answer"),
-        };
-        let choices = line.choices.as_ref().map(|c| c.len() as u32);
-        if choices.is_some_and(|c| c == 0 || c > 26) {
-            bail!("{at}: choices must list 1 to 26 options");
-        }
-        check_gold(
-            grader,
-            &Gold {
-                answer: &gold,
-                choices,
-                tolerance: tolerance.unwrap_or(0.0),
-            },
-        )
-        .map_err(|e| anyhow!("{at}: answer: {e}"))?;
-        let (prompt, history, chat) = match (line.prompt, line.messages) {
-            (Some(p), None) => (
-                format!("{fewshot}{}", render(&p, line.choices.as_deref())),
-                vec![],
-                false,
-            ),
-            (None, Some(m)) => {
-                let (history, last) =
-                    conversation(&m).map_err(|e| anyhow!("{at}: messages: {e}"))?;
-                (last, history, true)
-            }
-            (Some(_), Some(_)) => bail!("{at}: give prompt or messages, not both"),
-            (None, None) => bail!("{at}: no prompt (or messages)"),
-        };
+        let (item, chat) = read_item(&at, raw, grader, tolerance.unwrap_or(0.0), &form)?;
         if *messages.get_or_insert(chat) != chat {
             bail!("{at}: every item gives a prompt, or every item messages, not a mix");
         }
-        if chat && (template.is_some() || !fewshot.is_empty()) {
-            bail!("{at}: chat messages are sent as they are: a template or few-shot examples apply to prompts");
-        }
-        items.push(Item {
-            id,
-            prompt,
-            history,
-            gold,
-            choices,
-        });
+        items.push(item);
     }
     if items.is_empty() {
         bail!("{name}: no items");
@@ -307,6 +221,136 @@ pub fn parse(name: &str, text: &str, grader_flag: Option<&str>) -> Result<Suite>
         },
         items,
     })
+}
+
+/// The first line as the suite's header, when it names a grader and holds no answer.
+fn read_header(at: &str, first: &str) -> Result<Option<Header>> {
+    let v: Value = serde_json::from_str(first).map_err(|e| anyhow!("{at}: not JSON: {e}"))?;
+    if v.get("grader").is_none() || v.get("answer").is_some() {
+        return Ok(None);
+    }
+    serde_json::from_value(v)
+        .map(Some)
+        .map_err(|e| anyhow!("{at}: the header: {e}"))
+}
+
+/// `--accuracy-grader`, else the header's grader.
+fn grader_named(name: &str, flag: Option<&str>, header: Option<&Header>) -> Result<Grader> {
+    let named = flag
+        .map(str::to_string)
+        .or_else(|| header.map(|h| h.grader.clone()))
+        .ok_or_else(|| {
+            anyhow!("{name}: no grader: name one in the first line ({{\"grader\": \"gsm8k\"}}) or with --accuracy-grader")
+        })?;
+    Grader::from_name(&named).ok_or_else(|| {
+        let known: Vec<_> = Grader::ALL.iter().map(|g| g.as_str()).collect();
+        anyhow!(
+            "{name}: unknown grader {named:?} (known: {})",
+            known.join(", ")
+        )
+    })
+}
+
+/// How a prompt item is sent: its template, after the few-shot examples rendered by it.
+struct Form {
+    template: Option<String>,
+    fewshot: String,
+}
+
+impl Form {
+    fn of(header: Option<&Header>) -> Form {
+        let mut form = Form {
+            template: header.and_then(|h| h.template.clone()),
+            fewshot: String::new(),
+        };
+        if let Some(h) = header {
+            form.fewshot = h
+                .fewshot
+                .iter()
+                .map(|e| {
+                    let shown = form.render(&e.prompt, e.choices.as_deref());
+                    format!("{shown} {}\n\n", answer_text(&e.answer))
+                })
+                .collect();
+        }
+        form
+    }
+
+    /// `{prompt}` and `{choices}` (as `A. …` lines) in the template, or the prompt alone.
+    fn render(&self, prompt: &str, choices: Option<&[String]>) -> String {
+        let listed = choices.map_or(String::new(), |c| {
+            c.iter()
+                .enumerate()
+                .map(|(k, text)| format!("{}. {text}", char::from(b'A' + k as u8)))
+                .collect::<Vec<_>>()
+                .join("\n")
+        });
+        self.template
+            .as_deref()
+            .unwrap_or("{prompt}")
+            .replace("{prompt}", prompt)
+            .replace("{choices}", &listed)
+    }
+
+    fn shapes_prompts(&self) -> bool {
+        self.template.is_some() || !self.fewshot.is_empty()
+    }
+}
+
+/// One item line (`at`: the file and line), checked against the grader; and whether it is
+/// chat messages.
+fn read_item(
+    at: &str,
+    raw: &str,
+    grader: Grader,
+    tolerance: f64,
+    form: &Form,
+) -> Result<(Item, bool)> {
+    let line: Line = serde_json::from_str(raw).map_err(|e| anyhow!("{at}: {e}"))?;
+    let id = match line.id {
+        Some(Value::String(s)) => s,
+        Some(Value::Number(n)) => n.to_string(),
+        Some(_) => bail!("{at}: id must be a string or a number"),
+        None => bail!("{at}: no id"),
+    };
+    let gold = match line.answer {
+        Some(a @ (Value::String(_) | Value::Number(_))) => answer_text(&a),
+        Some(_) => bail!("{at}: answer must be a string or a number"),
+        None => bail!("{at}: no answer"),
+    };
+    let choices = line.choices.as_ref().map(|c| c.len() as u32);
+    if choices.is_some_and(|c| c == 0 || c > 26) {
+        bail!("{at}: choices must list 1 to 26 options");
+    }
+    let g = Gold {
+        answer: &gold,
+        choices,
+        tolerance,
+    };
+    check_gold(grader, &g).map_err(|e| anyhow!("{at}: answer: {e}"))?;
+    let (prompt, history, chat) = match (line.prompt, line.messages) {
+        (Some(p), None) => {
+            let shown = form.render(&p, line.choices.as_deref());
+            (format!("{}{shown}", form.fewshot), vec![], false)
+        }
+        (None, Some(m)) => {
+            let (history, last) = conversation(&m).map_err(|e| anyhow!("{at}: messages: {e}"))?;
+            (last, history, true)
+        }
+        (Some(_), Some(_)) => bail!("{at}: give prompt or messages, not both"),
+        (None, None) => bail!("{at}: no prompt (or messages)"),
+    };
+    if chat && form.shapes_prompts() {
+        bail!("{at}: chat messages are sent as they are: a template or few-shot examples apply to prompts");
+    }
+    let item = Item {
+        id,
+        prompt,
+        history,
+        gold,
+        choices,
+    };
+    Ok((item, chat))
 }
 
 /// A gold answer as text (a number as JSON writes it).
