@@ -231,7 +231,8 @@ impl Endpoint {
 
     /// Runs `job` as an accuracy check asks it — greedy (temperature 0), stopping at
     /// end-of-sequence, with `extra` (the suite's stop sequences) in the body — and keeps the
-    /// answer's text.
+    /// answer's text. Its token events stay out of [`Endpoint::stamps`]: asked beside a
+    /// benchmark (`--accuracy-during-load`), they are none of the benchmark's.
     pub async fn execute_greedy(
         &self,
         job: &Job<'_>,
@@ -247,7 +248,7 @@ impl Endpoint {
             temperature: 0.0,
             extra: Some(extra),
         });
-        let (record, text) = self.run_body(body, job, origin, true).await;
+        let (record, text) = self.run_body(body, job, origin, true, false).await;
         (record, text.unwrap_or_default())
     }
 
@@ -266,7 +267,7 @@ impl Endpoint {
             temperature: self.temperature,
             extra: None,
         });
-        self.run_body(body, job, origin, keep_text).await
+        self.run_body(body, job, origin, keep_text, true).await
     }
 
     async fn run_body(
@@ -275,6 +276,7 @@ impl Endpoint {
         job: &Job<'_>,
         origin: Instant,
         keep_text: bool,
+        tallied: bool,
     ) -> (RawRecord, Option<String>) {
         let mut p = Progress {
             arrivals: Vec::with_capacity(job.output_tokens as usize),
@@ -285,7 +287,9 @@ impl Endpoint {
         let deadline = sent + self.request_timeout;
         let outcome = self.stream(body, &mut sent, deadline, origin, &mut p).await;
         let end = p.end.unwrap_or_else(Instant::now);
-        self.stamps.add(&p.stamps);
+        if tallied {
+            self.stamps.add(&p.stamps);
+        }
         let error = outcome.err().or_else(|| {
             (!p.done && p.finish_reason.is_none()).then(|| RequestError {
                 class: ErrorClass::Reset,

@@ -3,7 +3,8 @@
 //! first) is answered with the number — wrongly, off by one, for a seeded fraction of the
 //! questions (`--wrong-answers`) — so that an accuracy check has a known answer. Only the
 //! OpenAI APIs answer (the ones an accuracy check reads text from); every other prompt gets
-//! the usual generated words.
+//! the usual generated words. With `wrong_answers_when_busy` every question that arrives while
+//! the server is that busy is answered wrongly: a batching bug for `--accuracy-during-load`.
 
 use super::faults::mix;
 

@@ -207,7 +207,10 @@ async fn generate(
     };
     let cfg = &engine.cfg;
     if parsed.stream && matches!(parsed.api, Api::Completions | Api::Chat) {
-        if let Some(a) = super::answers::answer(&parsed.last_text, cfg.seed, cfg.wrong_answers) {
+        let load = engine.running.load(Relaxed) + engine.waiting.load(Relaxed);
+        let busy = cfg.wrong_answers_when_busy > 0 && load >= cfg.wrong_answers_when_busy;
+        let wrong = if busy { 1.0 } else { cfg.wrong_answers };
+        if let Some(a) = super::answers::answer(&parsed.last_text, cfg.seed, wrong) {
             let words: Vec<String> = a.split_whitespace().map(str::to_string).collect();
             parsed.max_tokens = parsed.max_tokens.min(words.len() as u32);
             parsed.answer = Some(words);

@@ -108,6 +108,9 @@ pub struct SimConfig {
     /// The answering mode ([`answers`]): the share of builtin arithmetic questions answered
     /// wrongly (off by one), in `[0, 1]`.
     pub wrong_answers: f64,
+    /// A batching bug to find: every question that arrives while at least this many requests
+    /// are running or queued is answered wrongly (off by one); 0 for none.
+    pub wrong_answers_when_busy: u32,
     /// As vLLM's `--api-key`: every `/v1/...` request without `Authorization: Bearer <key>`
     /// is answered 401 `{"error": "Unauthorized"}`; `None` lets every client in.
     pub api_key: Option<String>,
@@ -157,6 +160,7 @@ impl Default for SimConfig {
             faults: Faults::default(),
             seed: 0,
             wrong_answers: 0.0,
+            wrong_answers_when_busy: 0,
             api_key: None,
         }
     }

@@ -63,6 +63,11 @@ pub struct SimArgs {
     /// OpenAI answers only: every other prompt gets generated words as usual.
     #[arg(long, default_value_t = 0.0, value_parser = fraction, value_name = "FRACTION")]
     pub wrong_answers: f64,
+    /// A batching bug to find (`runner run --accuracy-during-load`): every builtin arithmetic
+    /// question that arrives while at least N requests are running or queued is answered
+    /// wrongly (off by one); 0 for none.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub wrong_answers_when_busy: u32,
     /// Seed for the generated text and for which requests get faults.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,

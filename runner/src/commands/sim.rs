@@ -25,6 +25,7 @@ impl SimArgs {
             seed: self.seed,
             api_key: self.api_key.clone(),
             wrong_answers: self.wrong_answers,
+            wrong_answers_when_busy: self.wrong_answers_when_busy,
             faults: Faults {
                 error_fraction: self.error_fraction,
                 rate_limit_fraction: self.rate_limit_fraction,

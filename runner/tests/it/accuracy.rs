@@ -187,3 +187,61 @@ fn bad_suites_and_flags_are_refused_before_anything_is_sent() {
         assert!(!p.join("r.json").exists() && !p.join("r.json.journal.jsonl").exists());
     }
 }
+
+/// A server with a batching bug — every question it gets while eight requests are running or
+/// queued is answered wrongly — passes the phase (asked at most eight at a time, so never
+/// that busy) but not the same items asked again beside a concurrency-8 benchmark: the result
+/// is flagged `answers_change_under_load`, and verifies.
+#[test]
+fn answers_that_change_under_load_are_flagged() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    keygen(p, "k");
+    let sim = start_sim(
+        p,
+        "--ttft-ms 5 --itl-ms 2 --seed 1 --wrong-answers-when-busy 8",
+        Duration::from_secs(30),
+    );
+    run_ok(
+        p,
+        &[
+            "run",
+            "--target",
+            &sim.url,
+            "--profile",
+            "concurrent",
+            "--concurrency",
+            "8",
+            "--max-concurrency",
+            "8",
+            "--max-requests",
+            "400",
+            "--data",
+            "prompt_tokens=16,output_tokens=16",
+            "--accuracy",
+            "builtin:arithmetic:20",
+            "--accuracy-during-load",
+            "5%",
+            "--key",
+            "k.key",
+            "--out",
+            "busy.json",
+        ],
+    );
+    let stmt = statement(&p.join("busy.json"));
+    let a = &stmt["predicate"]["accuracy"];
+    assert_eq!(a["grade"]["rules"][0]["correct"], 20, "{}", a["grade"]);
+    let u = &a["under_load"];
+    let (compared, changed) = (
+        u["compared"].as_u64().unwrap(),
+        u["changed"].as_u64().unwrap(),
+    );
+    assert!(compared >= 10, "{u}");
+    assert!(changed * 2 >= compared, "{changed} of {compared} changed");
+    assert!(
+        validity_codes(&stmt).contains(&"answers_change_under_load"),
+        "{:?}",
+        validity_codes(&stmt)
+    );
+    assert_verifies(p, "busy.json", "k.pub");
+}
