@@ -195,13 +195,16 @@ def test_the_other_graders_follow_their_rules():
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
     d = tmp_path_factory.mktemp("accuracy")
+    assert run_runner("keygen", "lab", cwd=d).returncode == 0
     with running_sim(d, "--wrong-answers", "0.25", "--seed", "9", "--ttft-ms", "1", "--itl-ms", "1") as target:
-        run = run_runner("run", "--target", target, "--no-sign", "--out", str(d / "a.json"),
+        run = run_runner("run", "--target", target, "--key", "lab.key", "--out", str(d / "a.json"),
                          "--profile", "concurrent", "--concurrency", "4", "--max-requests", "200",
                          "--data", "prompt_tokens=16,output_tokens=4",
                          "--accuracy", "builtin:arithmetic:60", "--accuracy-min", "0.5",
                          "--accuracy-during-load", "10%", cwd=d)
     assert run.returncode == 0, run.stdout + run.stderr
+    verify = run_runner("verify", "a.json", "--key", "lab.pub", "--fail-on", "never", cwd=d)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
     return statement_of(d / "a.json")
 
 
