@@ -36,16 +36,27 @@ pub fn encode(values: &[i64]) -> String {
         push_varint(&mut bytes, zigzag(v.wrapping_sub(previous)));
         previous = v;
     }
-    STANDARD.encode(miniz_oxide::deflate::compress_to_vec_zlib(&bytes, 9))
+    zip(&bytes)
+}
+
+/// `bytes` zlib-compressed and in standard base64: how the document writes a compressed
+/// column (these series, and the texts of `crate::accuracy::texts`).
+pub(crate) fn zip(bytes: &[u8]) -> String {
+    STANDARD.encode(miniz_oxide::deflate::compress_to_vec_zlib(bytes, 9))
+}
+
+/// The bytes [`zip`] wrote, at most 64 MiB of them.
+pub(crate) fn unzip(text: &str) -> Result<Vec<u8>, SeriesError> {
+    let zipped = STANDARD
+        .decode(text)
+        .map_err(|e| SeriesError::Base64(e.to_string()))?;
+    miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&zipped, MAX_DECODED_BYTES)
+        .map_err(|e| SeriesError::Zlib(format!("{:?}", e.status)))
 }
 
 /// Decodes what [`encode`] wrote.
 pub fn decode(text: &str) -> Result<Vec<i64>, SeriesError> {
-    let zipped = STANDARD
-        .decode(text)
-        .map_err(|e| SeriesError::Base64(e.to_string()))?;
-    let bytes = miniz_oxide::inflate::decompress_to_vec_zlib_with_limit(&zipped, MAX_DECODED_BYTES)
-        .map_err(|e| SeriesError::Zlib(format!("{:?}", e.status)))?;
+    let bytes = unzip(text)?;
     let mut values = Vec::with_capacity(bytes.len());
     let (mut i, mut previous) = (0, 0i64);
     while i < bytes.len() {
