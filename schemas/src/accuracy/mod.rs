@@ -160,13 +160,27 @@ impl Accuracy {
                 ));
             }
         }
-        Ok((0..n)
-            .map(|i| {
-                let r = &self.records[i];
+        let every: Vec<usize> = (0..n).collect();
+        Ok(self.marks_of(&every, &answers, &self.records))
+    }
+
+    /// The marks of `answers` to the items at `indices`, each with its record; `None` where
+    /// the request failed.
+    fn marks_of(
+        &self,
+        indices: &[usize],
+        answers: &[String],
+        records: &[RawRecord],
+    ) -> Vec<Option<Vec<Mark>>> {
+        indices
+            .iter()
+            .zip(answers)
+            .zip(records)
+            .map(|((&i, answer), r)| {
                 r.completed()
-                    .then(|| grader::grade(self.suite.grader, &answers[i], &self.gold(i)))
+                    .then(|| grader::grade(self.suite.grader, answer, &self.gold(i)))
             })
-            .collect())
+            .collect()
     }
 
     /// What the grader compares item `i`'s answer with.
@@ -191,16 +205,7 @@ pub(crate) fn grade_of(
     answers: &[String],
     records: &[RawRecord],
 ) -> Grade {
-    let marks: Vec<Option<Vec<Mark>>> = indices
-        .iter()
-        .zip(answers)
-        .zip(records)
-        .map(|((&i, answer), r)| {
-            r.completed()
-                .then(|| grader::grade(a.suite.grader, answer, &a.gold(i)))
-        })
-        .collect();
-    tally(a, &marks)
+    tally(a, &a.marks_of(indices, answers, records))
 }
 
 /// Each rule's score over `marks` (`None`: a failed request).
