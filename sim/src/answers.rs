@@ -8,39 +8,69 @@
 
 use super::faults::mix;
 
-/// The answer to the last question of the form in `prompt`, or `None` when it holds none.
-/// Whether it is wrong follows from `(seed, question)` alone: the same question gets the
-/// same answer on every request and every run.
-pub fn answer(prompt: &str, seed: u64, wrong_fraction: f64) -> Option<String> {
-    let at = prompt.rfind("What is ")?;
-    let question = &prompt[at..];
-    let rest = question.strip_prefix("What is ")?;
-    let end = rest.find('?')?;
-    let mut parts = rest[..end].split(' ');
-    let (a, op, b) = (parts.next()?, parts.next()?, parts.next()?);
-    if parts.next().is_some() {
-        return None;
+/// The last question of the form in a prompt: which question, and its right answer. Found
+/// where the request is parsed, without copying the prompt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Question {
+    /// FNV-1a of the question's text (`What is A op B?`): what picks a wrong answer.
+    hash: u64,
+    right: i64,
+}
+
+impl Question {
+    /// The last question of the form in `prompt`, or `None` when it holds none.
+    pub fn find(prompt: &str) -> Option<Question> {
+        let at = prompt.rfind("What is ")?;
+        let rest = &prompt[at + "What is ".len()..];
+        let end = rest.find('?')?;
+        let mut parts = rest[..end].split(' ');
+        let (a, op, b) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() {
+            return None;
+        }
+        let (a, b): (i64, i64) = (a.parse().ok()?, b.parse().ok()?);
+        let right = match op {
+            "+" => a.checked_add(b)?,
+            "-" => a.checked_sub(b)?,
+            "*" => a.checked_mul(b)?,
+            _ => return None,
+        };
+        let asked = &prompt[at..at + "What is ".len() + end + 1];
+        Some(Question {
+            hash: fnv1a(asked),
+            right,
+        })
     }
-    let (a, b): (i64, i64) = (a.parse().ok()?, b.parse().ok()?);
-    let right = match op {
-        "+" => a.checked_add(b)?,
-        "-" => a.checked_sub(b)?,
-        "*" => a.checked_mul(b)?,
-        _ => return None,
-    };
-    let asked = &question[..("What is ".len() + end + 1)];
-    let wrong = answers_wrong(seed, asked, wrong_fraction);
-    Some((if wrong { right + 1 } else { right }).to_string())
+
+    /// The answer given: right, or off by one when `(seed, question)` falls in the
+    /// `wrong_fraction`. The same question gets the same answer on every request and run.
+    pub fn answer(self, seed: u64, wrong_fraction: f64) -> String {
+        let wrong = wrongly(seed, self.hash, wrong_fraction);
+        (if wrong { self.right + 1 } else { self.right }).to_string()
+    }
+}
+
+/// The answer to the last question of the form in `prompt`, or `None` when it holds none.
+pub fn answer(prompt: &str, seed: u64, wrong_fraction: f64) -> Option<String> {
+    Some(Question::find(prompt)?.answer(seed, wrong_fraction))
 }
 
 /// Whether the simulator answers `question` (`What is A op B?`) wrongly.
 pub fn answers_wrong(seed: u64, question: &str, wrong_fraction: f64) -> bool {
+    wrongly(seed, fnv1a(question), wrong_fraction)
+}
+
+fn wrongly(seed: u64, hash: u64, wrong_fraction: f64) -> bool {
+    let unit = (mix(seed ^ hash) >> 11) as f64 / (1u64 << 53) as f64;
+    unit < wrong_fraction
+}
+
+fn fnv1a(text: &str) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for b in question.bytes() {
+    for b in text.bytes() {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
     }
-    let unit = (mix(seed ^ h) >> 11) as f64 / (1u64 << 53) as f64;
-    unit < wrong_fraction
+    h
 }
 
 #[cfg(test)]

@@ -206,15 +206,13 @@ async fn generate(
         Err(refusal) => return Ok(refused(refusal)),
     };
     let cfg = &engine.cfg;
-    if parsed.stream && matches!(parsed.api, Api::Completions | Api::Chat) {
+    // The answering mode: a streamed question gets its number as one token, then "stop".
+    if let (true, Some(q)) = (parsed.stream, parsed.question) {
         let load = engine.running.load(Relaxed) + engine.waiting.load(Relaxed);
         let busy = cfg.wrong_answers_when_busy > 0 && load >= cfg.wrong_answers_when_busy;
         let wrong = if busy { 1.0 } else { cfg.wrong_answers };
-        if let Some(a) = super::answers::answer(&parsed.last_text, cfg.seed, wrong) {
-            let words: Vec<String> = a.split_whitespace().map(str::to_string).collect();
-            parsed.max_tokens = parsed.max_tokens.min(words.len() as u32);
-            parsed.answer = Some(words);
-        }
+        parsed.answer = Some(q.answer(cfg.seed, wrong));
+        parsed.max_tokens = 1;
     }
     let index = engine.next_index.fetch_add(1, Relaxed);
     let fault = super::faults::pick(&cfg.faults, cfg.seed, index);
@@ -334,8 +332,8 @@ struct Stream {
     gen: Generation,
     events: Events,
     seed: u64,
-    /// The answering mode's words, sent instead of generated ones.
-    answer: Option<Vec<String>>,
+    /// The answering mode's answer, sent instead of a generated word.
+    answer: Option<String>,
     /// Reused output buffer: events are split off it, so allocations are amortised.
     buf: BytesMut,
     /// Frames ready to hand over; `true` marks content events (the ones counted as tokens).
@@ -426,7 +424,7 @@ impl Stream {
                     if k < n {
                         // Format first, then wait: the bytes leave as close to the deadline as possible.
                         let word = match &self.answer {
-                            Some(words) => Word::answer(&words[k as usize]),
+                            Some(answer) => Word::answer(answer),
                             None => Word::new(self.seed, k),
                         };
                         let event = self.events.token(k, &word, &mut self.buf);

@@ -52,11 +52,12 @@ pub(crate) struct GenRequest {
     pub include_usage: bool,
     /// TGI `parameters.details`: finish reason and token count in the last event.
     pub details: bool,
-    /// The prompt's text, or the last chat message's: what the answering mode reads.
-    pub last_text: String,
-    /// The answering mode's answer, one word a token ([`crate::answers`]); the request then
-    /// ends after it with `finish_reason: "stop"` (or at `max_tokens`, with `length`).
-    pub answer: Option<Vec<String>>,
+    /// A builtin arithmetic question at the end of the prompt (or the last chat message):
+    /// what the answering mode answers.
+    pub question: Option<crate::answers::Question>,
+    /// The answering mode's answer, one token ([`crate::answers`]); the request then ends
+    /// with `finish_reason: "stop"`.
+    pub answer: Option<String>,
 }
 
 /// Why a request was refused before generation.
@@ -95,12 +96,12 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
     let section = |key: &str| obj.get(key).and_then(Value::as_object).unwrap_or(&empty);
 
     let mut prompt = PromptTokens::default();
-    let mut last_text = String::new();
+    let mut question = None;
     let (max_tokens, stream, include_usage, details) = match api {
         Api::Completions => {
             match obj.get("prompt") {
                 Some(Value::String(s)) => {
-                    last_text = s.clone();
+                    question = crate::answers::Question::find(s);
                     prompt.text(s)
                 }
                 Some(Value::Array(a)) => match a.as_slice() {
@@ -127,7 +128,7 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
                 return Err(invalid("messages must be a list of {role, content}"));
             };
             if let Some(Value::String(s)) = messages.last().and_then(|m| m.get("content")) {
-                last_text = s.clone();
+                question = crate::answers::Question::find(s);
             }
             for m in messages {
                 // The messages' words in order: no chat template (its tokens are not counted).
@@ -189,7 +190,7 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
         stream,
         include_usage,
         details,
-        last_text,
+        question,
         answer: None,
     })
 }
@@ -459,7 +460,7 @@ pub(crate) struct Events {
     reasoning_head: Vec<u8>,
     /// SGLang: the text so far (sent whole in every event); TGI: sent whole in the last event.
     text: String,
-    /// `stop` when an answer ended before `max_tokens`, else `length`.
+    /// `stop` after an answering-mode answer, else `length`.
     finish_reason: &'static str,
 }
 
@@ -513,9 +514,10 @@ impl Events {
             reasoning,
             reasoning_head: reasoning_head.into_bytes(),
             text: String::with_capacity(text_capacity),
-            finish_reason: match &req.answer {
-                Some(words) if words.len() as u32 <= req.max_tokens => "stop",
-                _ => "length",
+            finish_reason: if req.answer.is_some() {
+                "stop"
+            } else {
+                "length"
             },
         }
     }
