@@ -357,7 +357,7 @@ struct Pending {
 fn answered(
     mut a: schemas::accuracy::Accuracy,
     answers: Answers,
-    under_load: Vec<(u32, u32, RawRecord, String)>,
+    under_load: LoadAnswers,
 ) -> schemas::accuracy::Accuracy {
     use schemas::accuracy::texts;
     let prompts = texts::decode(&a.items.prompts).unwrap_or_default();
@@ -398,6 +398,9 @@ fn answered(
 /// Each accuracy item's record and answer, once it came.
 type Answers = Vec<Option<(RawRecord, String)>>;
 
+/// Items asked again during the benchmarks: (benchmark, item, record, answer).
+type LoadAnswers = Vec<(u32, u32, RawRecord, String)>;
+
 /// The fold of journal lines into a predicate: the one place a result is assembled.
 #[derive(Default)]
 pub struct Assembly {
@@ -409,8 +412,7 @@ pub struct Assembly {
     shard: Option<Shard>,
     /// The accuracy phase declared, and each item's answer as it came.
     accuracy: Option<(schemas::accuracy::Accuracy, Answers)>,
-    /// Items asked again during the benchmarks: (benchmark, item, record, answer).
-    load_answers: Vec<(u32, u32, RawRecord, String)>,
+    load_answers: LoadAnswers,
     finished_at: Option<String>,
 }
 
