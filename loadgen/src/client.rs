@@ -239,17 +239,31 @@ impl Endpoint {
         extra: &serde_json::Map<String, serde_json::Value>,
         origin: Instant,
     ) -> (RawRecord, String) {
-        let body = self.api.request_body(&GenerationRequest {
+        let body = self.body(job, Some(extra));
+        let (record, text) = self.run_body(body, job, origin, true, false).await;
+        (record, text.unwrap_or_default())
+    }
+
+    /// The request body of `job`: the benchmark's sampling, or with `greedy` an accuracy
+    /// check's (temperature 0, stopping at end-of-sequence, `greedy`'s fields merged in).
+    fn body(
+        &self,
+        job: &Job<'_>,
+        greedy: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Vec<u8> {
+        self.api.request_body(&GenerationRequest {
             model: &self.model,
             prompt: job.prompt,
             history: job.history,
             max_tokens: job.output_tokens,
-            ignore_eos: false,
-            temperature: 0.0,
-            extra: Some(extra),
-        });
-        let (record, text) = self.run_body(body, job, origin, true, false).await;
-        (record, text.unwrap_or_default())
+            ignore_eos: greedy.is_none() && self.ignore_eos,
+            temperature: if greedy.is_some() {
+                0.0
+            } else {
+                self.temperature
+            },
+            extra: greedy,
+        })
     }
 
     async fn run(
@@ -258,16 +272,8 @@ impl Endpoint {
         origin: Instant,
         keep_text: bool,
     ) -> (RawRecord, Option<String>) {
-        let body = self.api.request_body(&GenerationRequest {
-            model: &self.model,
-            prompt: job.prompt,
-            history: job.history,
-            max_tokens: job.output_tokens,
-            ignore_eos: self.ignore_eos,
-            temperature: self.temperature,
-            extra: None,
-        });
-        self.run_body(body, job, origin, keep_text, true).await
+        self.run_body(self.body(job, None), job, origin, keep_text, true)
+            .await
     }
 
     async fn run_body(
