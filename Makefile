@@ -4,7 +4,7 @@
 #   make test   every test there is: Rust (unit, integration, CLI; the committed fuzz corpora
 #               and every kept crash replayed), the wasm module in Node, the site in Chromium,
 #               the independent verifiers in Python (securesystemslib, OpenSSL,
-#               pyca/cryptography, jsonschema)
+#               pyca/cryptography, jsonschema), and the module rebuilt elsewhere to the same bytes
 #   make fuzz   libFuzzer on every target for a few seconds each (FUZZ_SECONDS, default 5)
 #
 # Both build the same thing once: `cargo build --workspace` in the dev profile, whose
@@ -19,7 +19,7 @@ RUNNER := $(CURDIR)/target/debug/runner
 DEMO ?= demo
 FUZZ_SECONDS ?= 5
 
-.PHONY: all demo test test-rust test-node test-browser test-python rust-suite node-suite browser-suite python-suite fuzz build build-tests build-release wasm deps llama-server slurm lint clean
+.PHONY: all demo test test-rust test-node test-browser test-python test-wasm-repro rust-suite node-suite browser-suite python-suite wasm-repro-suite fuzz build build-tests build-release wasm deps llama-server slurm lint clean
 
 all: build
 
@@ -54,11 +54,12 @@ demo: build
 
 test: deps llama-server slurm build-tests
 	$(MAKE) --no-print-directory rust-suite
-	$(MAKE) --no-print-directory -j3 -O node-suite browser-suite python-suite
+	$(MAKE) --no-print-directory -j4 -O node-suite browser-suite python-suite wasm-repro-suite
 
 # Each suite on its own builds what it needs first. `make test` builds once, runs the Rust
 # tests, then the Node, Chromium and Python suites side by side (they mostly wait on the
-# runner, the browser and llama-server; -O keeps each one's output together).
+# runner, the browser and llama-server; -O keeps each one's output together), and beside them,
+# niced, the module's second build from a copy of the source elsewhere.
 test-rust: build-tests
 	$(MAKE) --no-print-directory rust-suite
 test-node: build
@@ -67,6 +68,8 @@ test-browser: build
 	$(MAKE) --no-print-directory browser-suite
 test-python: llama-server build
 	$(MAKE) --no-print-directory python-suite
+test-wasm-repro: wasm
+	$(MAKE) --no-print-directory wasm-repro-suite
 
 # cargo-nextest, a process per test, four at a time; the tests that measure time run alone
 # (.config/nextest.toml says which and why). It prints how many ran, and the slow ones.
@@ -83,6 +86,11 @@ browser-suite:
 
 python-suite:
 	RUNNER_BIN=$(RUNNER) $(VENV)/bin/python -m pytest -q tests/python
+
+# The module is reproducible: another toolchain is refused, and a clean build from a copy of
+# the source in a temporary directory gives build/wasm's bytes and report-wasm/expected.sha256.
+wasm-repro-suite:
+	scripts/check-wasm-reproducible.sh
 
 # libFuzzer on every target for FUZZ_SECONDS each, in an instrumented build of its own
 # (target/fuzz). `make test` replays the committed corpora and every kept crash

@@ -9,7 +9,8 @@
 //!   (`render`: `report::campaign`); `newComparison` takes any number of documents
 //!   (`add`, best their `lite()` copies) and renders them read together (`render`:
 //!   `report::compare`) or over time (`history`: `report::history`); `predicateType`
-//!   names the contract. The render path
+//!   names the contract; `SiteCheck` checks a published site against its signed manifest
+//!   and `moduleProvenance` opens the module's own provenance. The render path
 //!   calls no JavaScript: the module imports only wasm-bindgen's two intrinsics;
 //! * a plain C ABI for hosts without JavaScript (the runner's wasmtime host):
 //!   `pb_alloc`/`pb_free` and `pb_render`/`pb_diff`/`pb_campaign`/`pb_compare`/`pb_history` over [`report::abi`]
@@ -201,6 +202,60 @@ impl Comparison {
 #[wasm_bindgen(js_name = verifyCommand)]
 pub fn verify_command(name: &str) -> String {
     schemas::findings::verify_command(name)
+}
+
+/// A published site checked against its signed manifest, file by file
+/// (`schemas::site::check`, as `runner verify-site` runs it): made from the manifest's
+/// bytes (none: the site has no manifest) and the trusted-keys file; `listed()` names the
+/// paths to fetch (JSON array), `file(path, bytes)` takes each (none: not there), and
+/// `finish()` gives the verdict (JSON). The page cannot list a site, so files it does not
+/// name are found only through `index.json`, which must name listed files.
+#[wasm_bindgen]
+pub struct SiteCheck {
+    check: Result<schemas::site::SiteCheck, String>,
+}
+
+#[wasm_bindgen]
+impl SiteCheck {
+    #[wasm_bindgen(constructor)]
+    pub fn new(manifest: Option<Vec<u8>>, keys_json: &str) -> SiteCheck {
+        let check = trusted_keys(keys_json)
+            .map(|trusted| schemas::site::SiteCheck::open(manifest.as_deref(), trusted));
+        SiteCheck { check }
+    }
+
+    pub fn listed(&self) -> String {
+        let listed = self.check.as_ref().map(|c| c.listed()).unwrap_or_default();
+        serde_json::to_string(&listed).expect("paths serialise")
+    }
+
+    pub fn file(&mut self, path: &str, bytes: Option<Vec<u8>>) {
+        if let Ok(check) = &mut self.check {
+            check.file(path, bytes.as_deref());
+        }
+    }
+
+    /// The verdict; `{"error": …}` when the trusted-keys file is unusable. Once only.
+    pub fn finish(&mut self) -> String {
+        let check = std::mem::replace(&mut self.check, Err("finished".into()));
+        match check {
+            Ok(check) => serde_json::to_string(&check.finish()).expect("a verdict serialises"),
+            Err(message) => serde_json::json!({ "error": message }).to_string(),
+        }
+    }
+}
+
+/// The module's provenance (`wasm/report_wasm.provenance.json`) opened against the
+/// trusted-keys file: its facts (source commit, toolchain, subjects' sha256) as JSON, or
+/// `{"error": …}` when it is not signed by a trusted key or not provenance at all.
+#[wasm_bindgen(js_name = moduleProvenance)]
+pub fn module_provenance(bytes: &[u8], keys_json: &str) -> String {
+    let facts = trusted_keys(keys_json)
+        .and_then(|trusted| schemas::site::provenance::open(bytes, &trusted));
+    match facts {
+        Ok(facts) => serde_json::to_string(&facts).expect("facts serialise"),
+        Err(message) => serde_json::json!({ "error": message }).to_string(),
+    }
 }
 
 /// The version of the contract this module implements.

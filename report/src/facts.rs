@@ -32,6 +32,9 @@ pub struct Facts {
     /// The first problems, in `schemas::findings`' words.
     pub problems: Vec<String>,
     pub problem_count: usize,
+    /// What a reader calls the result: engine · model · hardware (`vLLM · Qwen2-72B-Instruct
+    /// · 8 × L20 48GB`; a run without a GPU ends with its CPU), parts the document lacks left out.
+    pub title: Option<String>,
     pub model: Option<String>,
     pub model_revision: Option<String>,
     pub engine: Option<String>,
@@ -155,6 +158,7 @@ pub fn of(doc: Result<&Loaded, &NotAResult>) -> Facts {
         aggregates_only_benchmarks: verdict.aggregates_only,
         problem_count: findings::problem_count(&verdict),
         problems,
+        title: p.map(title).filter(|t| !t.is_empty()),
         model: p.map(|p| p.model.id.clone()),
         model_revision: p.and_then(|p| p.model.revision.clone()),
         engine: p.map(|p| p.engine.name.clone()),
@@ -212,4 +216,19 @@ fn hardware(host: &Host) -> String {
         Some(label) => label,
         None => format!("no GPU ({})", crate::view::hardware_name(host)),
     }
+}
+
+/// `engine · model · hardware`, the engine as the report's tables name it.
+fn title(p: &schemas::Predicate) -> String {
+    let hardware = match p.host.gpus.as_ref().and_then(|g| g.label()) {
+        Some(gpus) => gpus,
+        None => crate::view::hardware_name(&p.host),
+    };
+    let parts = [
+        crate::view::engine_display(&p.engine.name),
+        p.model.id.clone(),
+        hardware,
+    ];
+    let parts: Vec<String> = parts.into_iter().filter(|s| !s.trim().is_empty()).collect();
+    parts.join(" · ")
 }

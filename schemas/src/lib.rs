@@ -32,6 +32,7 @@ pub mod seed_format;
 pub mod series;
 pub mod shape;
 pub mod shell;
+pub mod site;
 pub mod subject;
 pub mod telemetry;
 pub mod token_times;
