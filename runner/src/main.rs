@@ -106,6 +106,7 @@ fn main() -> ExitCode {
         cli::Command::Reproduce(args) => commands::reproduce::run(&args),
         cli::Command::Publish(args) => commands::publish::run(&args),
         cli::Command::Serve(args) => commands::serve::run(&args),
+        cli::Command::VerifySite(args) => commands::verify_site::run(&args),
         #[cfg(feature = "polars")]
         cli::Command::Export(args) => commands::export::run(&args),
         cli::Command::Report(args) => commands::report::render_files(&args.files, &args.render),

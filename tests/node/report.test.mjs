@@ -77,8 +77,14 @@ function sameEverywhere(kind, inputs, name) {
   const wasmtime = files(`${name}-wasmtime`);
   const native = files(`${name}-native`);
   assert.equal(wasmtime['module.sha256'].toString(), `${moduleSha}  report_wasm_bg.wasm\n`);
+  // The build's facts beside the module (its source commit) come with a wasmtime report.
+  const build = JSON.parse(wasmtime['module.build.json'].toString());
+  assert.equal(build.outputs['report_wasm_bg.wasm'], moduleSha);
+  assert.match(build.source.commit ?? '', /^([0-9a-f]{40})?$/);
+  assert.equal(native['module.build.json'], undefined);
   delete wasmtime['module.sha256'];
   delete native['module.sha256'];
+  delete wasmtime['module.build.json'];
   assert.deepEqual(Object.keys(native).sort(), Object.keys(wasmtime));
   for (const [file, bytes] of Object.entries(wasmtime)) {
     assert.ok(bytes.equals(native[file]), `${name}/${file}: wasmtime and native differ`);

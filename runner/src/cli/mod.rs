@@ -130,6 +130,12 @@ pub enum Command {
     /// the trusted keys (--keys; the page trusts no other key). Relative URLs only: any static
     /// file host serves it.
     Publish(PublishArgs),
+    /// Check a published site against its signed manifest: every file, every result, the module's provenance.
+    ///
+    /// Exits 0 only when the manifest is signed by a trusted key, every file is the one it
+    /// lists and nothing else is there, every result verifies, and the module is the one its
+    /// signed provenance names (source commit, pinned toolchain).
+    VerifySite(VerifySiteArgs),
     /// Preview a published site on 127.0.0.1 (prints the URL).
     Serve(ServeArgs),
     /// Export results' raw records or summaries as one Parquet or CSV table (for polars, pandas, DuckDB, …).
@@ -545,7 +551,8 @@ pub struct ExportArgs {
 /// `runner publish RESULTS… --out DIR [--keys keys.json]`.
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  \
-runner publish results/ --out site --keys keys.json\n  \
+runner publish results/ --out site --keys keys.json --key publisher.key\n  \
+runner verify-site site --key publisher.pub\n  \
 runner serve site   # or: cd site && python3 -m http.server")]
 pub struct PublishArgs {
     /// Result files, or directories whose *.json files are results (each must be JSON).
@@ -558,9 +565,44 @@ pub struct PublishArgs {
     #[arg(long, value_name = "keys.json")]
     pub keys: Option<PathBuf>,
     /// The report-wasm module (default: $PROVEBENCH_WASM, else build/wasm/report_wasm_bg.wasm
-    /// found above the current directory or the runner); its glue report_wasm.js lies beside it.
+    /// found above the current directory or the runner); its glue report_wasm.js and the
+    /// build's facts report_wasm.build.json (both written by scripts/build-wasm.sh) lie beside it.
     #[arg(long, value_name = "FILE.wasm")]
     pub module: Option<PathBuf>,
+    /// The publisher's signing key (as `runner keygen` writes it): signs the site's manifest
+    /// (site-manifest.json: every file's path, size and sha256) and the module's provenance.
+    /// Without it both are unsigned, and `runner verify-site` refuses the site.
+    #[arg(long, value_name = "NAME.key")]
+    pub key: Option<PathBuf>,
+}
+
+/// `runner verify-site DIR|URL --keys keys.json`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+runner verify-site site --keys publisher-keys.json\n  \
+runner verify-site https://bench.example.org/ --key publisher.pub\n\n\
+Checks, in order: the manifest (site-manifest.json) is signed by a trusted key; every file it \
+lists is there with its size and sha256; no file is there that it does not list (a directory \
+only: a URL cannot be listed, but index.json, which names what the page loads, must name \
+listed files); every result verifies (signed by a trusted key, every summary recomputed) or is \
+an unsigned imported document; every campaign verifies; the module is the one its SLSA \
+provenance (signed by a trusted key) describes. Trust only keys you got from the publisher, \
+not the site's own keys.json.\n\n\
+Exit codes: 0 the site is what its publisher signed; 1 it is not (each problem named); 3 bad \
+input (no such directory, the URL unreachable); 4 a key file unusable.")]
+pub struct VerifySiteArgs {
+    /// A published site: its directory, or its http(s) URL.
+    #[arg(value_name = "DIR|URL")]
+    pub site: String,
+    /// A trusted public key (SPKI PEM, as written by `runner keygen`). Repeatable.
+    #[arg(long = "key", value_name = "NAME.pub")]
+    pub keys: Vec<PathBuf>,
+    /// A trusted-keys file (JSON, as `runner trust` writes it). Repeatable.
+    #[arg(long = "keys", value_name = "keys.json")]
+    pub key_files: Vec<PathBuf>,
+    /// Print the verdict as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `runner serve DIR [--port P]`.

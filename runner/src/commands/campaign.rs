@@ -499,5 +499,7 @@ fn collect(args: &CollectArgs) -> Result<(), Failure> {
         out: site,
         keys: Some(keys_path),
         module: args.module.clone(),
+        // The campaign's key signs the site too (campaign_key found it in the plan).
+        key: plan.key.clone(),
     })
 }

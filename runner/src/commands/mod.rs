@@ -18,3 +18,4 @@ pub mod sim;
 pub mod synth;
 pub mod trust;
 pub mod verify;
+pub mod verify_site;

@@ -9,7 +9,15 @@
 //! DIR/results/NAME.json                       the result and campaign files, byte for byte
 //! DIR/index.json                              metadata only: file name, sha256, size
 //! DIR/keys.json                               the trusted keys (from --keys; else none)
+//! DIR/wasm/report_wasm.provenance.json        the module's SLSA provenance, signed (--key)
+//! DIR/site-manifest.json                      every file above: path, size, sha256, signed (--key)
 //! ```
+//!
+//! The manifest and the provenance are what `runner verify-site` and the site's "verify this
+//! site" page check (`schemas::site`): that the site is exactly what its publisher signed, and
+//! that the module is the one a named commit builds reproducibly (`scripts/build-wasm.sh`
+//! writes the build's facts beside the module, `report_wasm.build.json`, which become the
+//! provenance). Without --key both are written unsigned, and verify-site refuses the site.
 //!
 //! Campaign documents (`schemas::campaign`) among the inputs go to `results/` beside the
 //! results their cells name (which they name by file name), and are listed in
@@ -21,8 +29,12 @@
 //! JSON. The keys the page trusts are only the site's own `keys.json`.
 
 use crate::cli::PublishArgs;
-use crate::{wasm_host, Failure};
+use crate::{keyfile, wasm_host, Failure};
 use anyhow::{anyhow, bail, Context, Result};
+use ed25519_dalek::SigningKey;
+use schemas::site::manifest::{self, SiteFile, SiteManifest};
+use schemas::site::provenance::{self, BuildInfo};
+use schemas::site::{GLUE_PATH, MANIFEST_PATH, MODULE_PATH, PROVENANCE_PATH};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -32,6 +44,7 @@ pub const ASSETS: &[(&str, &[u8])] = &[
     ("index.html", include_bytes!("../../../site/index.html")),
     ("app.js", include_bytes!("../../../site/app.js")),
     ("worker.js", include_bytes!("../../../site/worker.js")),
+    ("verify.js", include_bytes!("../../../site/verify.js")),
     ("style.css", include_bytes!("../../../site/style.css")),
     ("favicon.svg", include_bytes!("../../../site/favicon.svg")),
 ];
@@ -39,9 +52,16 @@ pub const ASSETS: &[(&str, &[u8])] = &[
 /// Marks a directory as a site this command wrote (so that publishing again may replace it).
 const SITE_MARKER: &str = "provebench_site";
 /// Where the module and its glue go, relative to the site root.
-const WASM_DIR: &str = "wasm";
 const GLUE: &str = "report_wasm.js";
-const MODULE: &str = "report_wasm_bg.wasm";
+/// What `scripts/build-wasm.sh` says about the module, beside it.
+const BUILD_INFO: &str = "report_wasm.build.json";
+
+/// The module as published: its bytes, its glue's, and the build's facts.
+struct Module {
+    bytes: Vec<u8>,
+    glue: Vec<u8>,
+    build: BuildInfo,
+}
 
 /// One result or campaign file to publish.
 #[derive(Debug)]
@@ -53,6 +73,7 @@ struct Published {
 }
 
 pub fn run(args: &PublishArgs) -> Result<(), Failure> {
+    let signer = keyfile::load_optional(args.key.as_deref())?;
     let keys = match &args.keys {
         Some(path) => {
             let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()));
@@ -66,30 +87,70 @@ pub fn run(args: &PublishArgs) -> Result<(), Failure> {
     };
     let results = collect(&args.results, args.keys.as_deref()).map_err(Failure::Input)?;
     warn_unpublished_cells(&results);
-    let module = wasm_host::locate(args.module.as_deref()).map_err(Failure::Input)?;
-    let glue = module.with_file_name(GLUE);
-    let module_bytes = std::fs::read(&module)
-        .with_context(|| format!("reading {}", module.display()))
-        .map_err(Failure::Input)?;
-    let glue_bytes = std::fs::read(&glue)
-        .with_context(|| {
-            format!(
-                "reading {} (the wasm-bindgen glue beside the module; build both with scripts/build-wasm.sh)",
-                glue.display()
-            )
-        })
-        .map_err(Failure::Input)?;
-    write_site(&args.out, &results, &keys, &module_bytes, &glue_bytes).map_err(Failure::Input)?;
+    let path = wasm_host::locate(args.module.as_deref()).map_err(Failure::Input)?;
+    let module = read_module(&path).map_err(Failure::Input)?;
+    if signer.is_none() {
+        tracing::warn!("no --key: the site's manifest and the module's provenance are unsigned, and `runner verify-site` will refuse the site");
+    }
+    let published_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    write_site(
+        &args.out,
+        &results,
+        &keys,
+        &module,
+        signer.as_ref(),
+        &published_at,
+    )
+    .map_err(Failure::Input)?;
     tracing::info!(
         out = %args.out.display(),
         results = results.len(),
         trusted_keys = args.keys.is_some(),
-        module = %module.display(),
-        module_sha256 = %hex::encode(Sha256::digest(&module_bytes)),
+        signed = signer.is_some(),
+        module = %path.display(),
+        module_sha256 = %hex::encode(Sha256::digest(&module.bytes)),
+        source_commit = module.build.source.commit.as_deref().unwrap_or("unknown"),
         "published"
     );
     println!("{}", args.out.display());
     Ok(())
+}
+
+/// The module at `path`, its glue and its build info beside it.
+fn read_module(path: &Path) -> Result<Module> {
+    let beside = |name: &str, what: &str| {
+        let file = path.with_file_name(name);
+        std::fs::read(&file).with_context(|| {
+            format!(
+                "reading {} ({what} beside the module; scripts/build-wasm.sh writes it)",
+                file.display()
+            )
+        })
+    };
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let glue = beside(GLUE, "the wasm-bindgen glue")?;
+    let info = beside(
+        BUILD_INFO,
+        "the build's facts, which become the module's provenance",
+    )?;
+    let build: BuildInfo = serde_json::from_slice(&info).with_context(|| {
+        format!(
+            "{}: not the build info scripts/build-wasm.sh writes",
+            path.with_file_name(BUILD_INFO).display()
+        )
+    })?;
+    let sha = |b: &[u8]| hex::encode(Sha256::digest(b));
+    for (name, b) in [("report_wasm_bg.wasm", &bytes), (GLUE, &glue)] {
+        if build.outputs.get(name).map(String::as_str) != Some(sha(b).as_str()) {
+            bail!(
+                "{}: says {name} has sha256 {:?}, but the file beside it has {}; rebuild with scripts/build-wasm.sh",
+                path.with_file_name(BUILD_INFO).display(),
+                build.outputs.get(name),
+                sha(b)
+            );
+        }
+    }
+    Ok(Module { bytes, glue, build })
 }
 
 /// The result files named by `paths`: a file as given, a directory's `*.json` files (not
@@ -200,8 +261,9 @@ fn write_site(
     dir: &Path,
     results: &[Published],
     keys: &[u8],
-    module: &[u8],
-    glue: &[u8],
+    module: &Module,
+    signer: Option<&SigningKey>,
+    published_at: &str,
 ) -> Result<()> {
     check_out_dir(dir)?;
     let results_dir = dir.join("results");
@@ -210,26 +272,61 @@ fn write_site(
         std::fs::remove_dir_all(&results_dir)
             .with_context(|| format!("removing {}", results_dir.display()))?;
     }
-    let wasm_dir = dir.join(WASM_DIR);
-    for d in [dir, results_dir.as_path(), wasm_dir.as_path()] {
+    for d in [dir, results_dir.as_path(), dir.join("wasm").as_path()] {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
-    for (name, bytes) in ASSETS {
-        write(&dir.join(name), bytes)?;
-    }
-    write(&wasm_dir.join(GLUE), glue)?;
-    write(&wasm_dir.join(MODULE), module)?;
-    write(&dir.join("keys.json"), keys)?;
+    // Every file as (site path, bytes), the manifest's subjects.
+    let mut files: Vec<(String, Vec<u8>)> = ASSETS
+        .iter()
+        .map(|(name, bytes)| (name.to_string(), bytes.to_vec()))
+        .collect();
+    files.push((GLUE_PATH.into(), module.glue.clone()));
+    files.push((MODULE_PATH.into(), module.bytes.clone()));
+    let statement = provenance::statement(
+        &module.build,
+        ("report_wasm_bg.wasm", &module.bytes),
+        (GLUE, &module.glue),
+        env!("CARGO_PKG_REPOSITORY"),
+    );
+    files.push((
+        PROVENANCE_PATH.into(),
+        json_file(&provenance::envelope(&statement, signer)),
+    ));
+    files.push(("keys.json".into(), keys.to_vec()));
     for r in results {
-        write(&results_dir.join(&r.name), &r.bytes)?;
+        files.push((format!("results/{}", r.name), r.bytes.clone()));
     }
-    write(&dir.join("index.json"), &index_json(results, module))?;
-    Ok(())
+    let commit = module.build.source.commit.as_deref();
+    files.push((
+        "index.json".into(),
+        index_json(results, &module.bytes, commit),
+    ));
+    for (path, bytes) in &files {
+        write(&dir.join(path), bytes)?;
+    }
+    let meta = SiteManifest {
+        generator: format!("provebench runner {}", env!("CARGO_PKG_VERSION")),
+        published_at: published_at.to_string(),
+        module: MODULE_PATH.into(),
+        provenance: PROVENANCE_PATH.into(),
+    };
+    let listed = files.iter().map(|(p, b)| SiteFile::of(p, b)).collect();
+    write(
+        &dir.join(MANIFEST_PATH),
+        &json_file(&manifest::envelope(listed, meta, signer)),
+    )
+}
+
+/// A DSSE envelope as a file: pretty JSON (the payload is base64 either way), a newline.
+fn json_file(envelope: &schemas::Envelope) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(envelope).expect("an envelope serialises");
+    bytes.push(b'\n');
+    bytes
 }
 
 /// `index.json`: metadata only; the page computes everything else from the files.
 /// Campaigns are listed apart (`campaigns`), their files in `results/` too.
-fn index_json(results: &[Published], module: &[u8]) -> Vec<u8> {
+fn index_json(results: &[Published], module: &[u8], commit: Option<&str>) -> Vec<u8> {
     let list = |campaigns: bool| -> Vec<serde_json::Value> {
         results
             .iter()
@@ -246,7 +343,13 @@ fn index_json(results: &[Published], module: &[u8]) -> Vec<u8> {
     let index = serde_json::json!({
         SITE_MARKER: 1,
         "generator": format!("provebench runner {}", env!("CARGO_PKG_VERSION")),
-        "module": { "path": format!("{WASM_DIR}/{MODULE}"), "sha256": hex::encode(Sha256::digest(module)) },
+        "module": {
+            "path": MODULE_PATH,
+            "sha256": hex::encode(Sha256::digest(module)),
+            "provenance": PROVENANCE_PATH,
+            "source_commit": commit,
+        },
+        "manifest": MANIFEST_PATH,
         "keys": "keys.json",
         "results": list(false),
         "campaigns": list(true),
@@ -259,6 +362,23 @@ fn index_json(results: &[Published], module: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const NOW: &str = "2026-11-28T00:00:00Z";
+
+    fn module() -> Module {
+        let build = serde_json::from_value(serde_json::json!({
+            "source": { "commit": "0123456789abcdef0123456789abcdef01234567", "dirty": false, "cargo_lock_sha256": "00" },
+            "command": "scripts/build-wasm.sh", "cargo": "cargo build", "rustflags": "",
+            "toolchain": { "pinned": true, "kind": "debian", "rustc": "rustc 1.96.0", "rustc_commit": "ac68", "wasm_ld": "22.1.8", "wasm_bindgen": "0.2.130" },
+            "outputs": {}
+        }))
+        .unwrap();
+        Module {
+            bytes: b"\0asm".to_vec(),
+            glue: b"// glue".to_vec(),
+            build,
+        }
+    }
 
     fn tmp() -> tempfile::TempDir {
         tempfile::tempdir().unwrap()
@@ -344,7 +464,7 @@ mod tests {
                 campaign: true,
             },
         ];
-        write_site(&out, &results, b"{\"keys\":[]}", b"\0asm", b"// glue").unwrap();
+        write_site(&out, &results, b"{\"keys\":[]}", &module(), None, NOW).unwrap();
         assert_eq!(
             std::fs::read(out.join("results/r.json")).unwrap(),
             b"{\"a\": 1}"
@@ -374,14 +494,14 @@ mod tests {
             bytes: b"{}".to_vec(),
             campaign: false,
         }];
-        write_site(&out, &again, b"{\"keys\":[]}", b"\0asm", b"// glue").unwrap();
+        write_site(&out, &again, b"{\"keys\":[]}", &module(), None, NOW).unwrap();
         assert!(!out.join("results/r.json").exists());
         assert!(out.join("results/s.json").exists());
         // A directory with other things in it is left alone.
         let foreign = d.path().join("foreign");
         std::fs::create_dir(&foreign).unwrap();
         std::fs::write(foreign.join("notes.txt"), b"mine").unwrap();
-        let err = write_site(&foreign, &again, b"{}", b"", b"")
+        let err = write_site(&foreign, &again, b"{}", &module(), None, NOW)
             .unwrap_err()
             .to_string();
         assert!(err.contains("refusing"), "{err}");

@@ -153,7 +153,7 @@ fn call(
     request: &[u8],
     native: bool,
     module: Option<&Path>,
-) -> Result<(report::Report, String), Failure> {
+) -> Result<(report::Report, MadeBy), Failure> {
     let (mut reports, line) = call_ops(&[op], request, native, module)?;
     Ok((reports.remove(0), line))
 }
@@ -164,7 +164,7 @@ fn call_ops(
     request: &[u8],
     native: bool,
     module: Option<&Path>,
-) -> Result<(Vec<report::Report>, String), Failure> {
+) -> Result<(Vec<report::Report>, MadeBy), Failure> {
     if native {
         let reports = ops
             .iter()
@@ -174,7 +174,10 @@ fn call_ops(
             .collect::<Result<Vec<_>, _>>()?;
         return Ok((
             reports,
-            "native (linked into the runner; no wasm module)\n".to_string(),
+            MadeBy {
+                line: "native (linked into the runner; no wasm module)\n".to_string(),
+                build: None,
+            },
         ));
     }
     let path = wasm_host::locate(module).map_err(Failure::Input)?;
@@ -194,7 +197,20 @@ fn call_ops(
     );
     Ok((
         reports,
-        format!("{}  {}\n", module.sha256, file_name(&path)),
+        MadeBy {
+            line: format!("{}  {}\n", module.sha256, file_name(&path)),
+            // What the build says about the module (its source commit, its toolchain):
+            // only when it describes these very bytes.
+            build: std::fs::read(path.with_file_name("report_wasm.build.json"))
+                .ok()
+                .filter(|b| {
+                    serde_json::from_slice::<serde_json::Value>(b)
+                        .ok()
+                        .is_some_and(|v| {
+                            v["outputs"]["report_wasm_bg.wasm"] == module.sha256.as_str()
+                        })
+                }),
+        },
     ))
 }
 
@@ -247,7 +263,7 @@ fn campaign_report(
         parts.push(crate::read::document(&path).map_err(Failure::Input)?);
     }
     let (report, module_line) = call(Op::Campaign, &abi::encode_parts(&parts), native, module)?;
-    tracing::debug!(made_by = module_line.trim_end(), "campaign rendered");
+    tracing::debug!(made_by = module_line.line.trim_end(), "campaign rendered");
     std::fs::create_dir_all(out)
         .with_context(|| format!("creating {}", out.display()))
         .map_err(Failure::Input)?;
@@ -276,7 +292,15 @@ fn file_name(path: &Path) -> String {
     )
 }
 
-fn write_files(dir: &Path, report: &report::Report, module_line: &str) -> Result<()> {
+/// Which module rendered a report: `module.sha256`'s line, and the build's facts beside the
+/// module (`report_wasm.build.json`: the source commit and toolchain), written as
+/// `module.build.json`, so that a reader can go from a chart to the code that drew it.
+pub struct MadeBy {
+    line: String,
+    build: Option<Vec<u8>>,
+}
+
+fn write_files(dir: &Path, report: &report::Report, module_line: &MadeBy) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for (name, bytes) in &report.files {
         // Names come from the module: plain file names, never paths.
@@ -286,5 +310,8 @@ fn write_files(dir: &Path, report: &report::Report, module_line: &str) -> Result
         );
         output::write_atomically(&dir.join(name), bytes)?;
     }
-    output::write_atomically(&dir.join("module.sha256"), module_line.as_bytes())
+    if let Some(build) = &module_line.build {
+        output::write_atomically(&dir.join("module.build.json"), build)?;
+    }
+    output::write_atomically(&dir.join("module.sha256"), module_line.line.as_bytes())
 }

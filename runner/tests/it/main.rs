@@ -21,4 +21,5 @@ mod llama_server;
 mod precision;
 mod reproduce;
 mod sharding;
+mod site;
 mod uncertainty;
