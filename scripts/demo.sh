@@ -7,7 +7,7 @@
 # report of the first server's results and a diff of the two servers, rendered by report-wasm's
 # module in wasmtime; a result measured on a real H100 by the GPU proof, verified and reported with
 # its power charts; the published seed tables imported and seed 004's sweeps compared; and a
-# static site of all of it.
+# static site of all of it, signed (its manifest and the module's provenance) and verified.
 # Usage: scripts/demo.sh RUNNER_BIN OUT_DIR
 set -euo pipefail
 runner=${1:?runner binary}
@@ -84,7 +84,9 @@ echo "   $(grep -c '^## Group' "$out/compare-seed-004/compare.md") comparable gr
 
 echo "== publish the site -> $out/site/ (preview: $runner serve $out/site)"
 "$runner" publish "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/sweep-small-batch-$stamp.json" \
-  "$out/h100-llama.cpp-gpu-proof.json" "$out/imported" --keys "$out/keys.json" --out "$out/site" >/dev/null
+  "$out/h100-llama.cpp-gpu-proof.json" "$out/imported" --keys "$out/keys.json" --key "$out/demo.key" --out "$out/site" >/dev/null
+echo "== runner verify-site $out/site: the signed manifest, every file, every result, the module's provenance"
+"$runner" verify-site "$out/site" --keys "$out/keys.json"
 echo "   gallery comparisons (open in the site):"
 echo "   vLLM vs SGLang vs lmdeploy, Qwen2-72B-Instruct on 8 x L20, with vLLM on 4 and 8 x A100 and 4 x L20:"
 echo "     #/compare/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-10.json/004_4d3f484aa116390c-12.json/004_4d3f484aa116390c-9.json/004_4d3f484aa116390c-5.json/004_4d3f484aa116390c-4.json"

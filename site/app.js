@@ -14,6 +14,8 @@
 // anywhere (the Content-Security-Policy forbids them), and no request leaves the site:
 // index.json, keys.json, results/*, the module and these files.
 
+import { showVerifySite } from './verify.js';
+
 const view = document.getElementById('view');
 const statusLine = document.getElementById('status');
 const moduleLine = document.getElementById('module-sha');
@@ -117,8 +119,24 @@ function say(text, error = false) {
 }
 
 const enc = encodeURIComponent;
-const plainDate = (s) => (typeof s === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(s) ? `${s.slice(0, 10)} ${s.slice(11, 16)} UTC` : s ?? '—');
+// Imported documents have no run date of their own: `runner import` writes the Unix epoch
+// there for "unknown" (importers/src/document.rs, UNKNOWN_TIME). No result ran in 1970, so
+// a date at or before the epoch is shown as unknown, never as 1970-01-01.
+const knownDate = (s) => typeof s === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(s) && !(Date.parse(s) <= 0);
+function plainDate(s) {
+  if (knownDate(s)) return `${s.slice(0, 10)} ${s.slice(11, 16)} UTC`;
+  return typeof s === 'string' && Date.parse(s) <= 0 ? 'date unknown' : s ?? '—';
+}
+// When a run ran, from start to end; an imported one's is unknown (both ends the epoch).
+const runDates = (m) => (knownDate(m.date) || knownDate(m.finished) ? `${plainDate(m.date)} to ${plainDate(m.finished)}` : 'date unknown');
 const engineText = (m) => (m.engine == null ? '—' : m.engineVersion ? `${m.engine} ${m.engineVersion}` : m.engine);
+
+// What a reader calls a result: engine · model · hardware, e.g. "vLLM · Qwen2-72B-Instruct ·
+// 8 × L20 48GB", as report-wasm names it (report::facts `title`); null when the facts name
+// nothing (a file the module could not read): the file name is its name.
+function resultTitle(m) {
+  return typeof m?.title === 'string' && m.title.trim() !== '' ? m.title : null;
+}
 
 // The one badge the page words itself: the module could not read a file at all (a fetch or
 // worker error), so there is no verdict to word. Every other badge comes from report-wasm.
@@ -371,6 +389,7 @@ function route() {
   if (parts[0] === 'diff' && args.length === 2) return showDiff(ctx, args[0], args[1]);
   if (parts[0] === 'compare') return showCompare(ctx, args.filter((a) => a !== ''));
   if (parts[0] === 'history' && args.length === 0) return showHistory(ctx);
+  if (parts[0] === 'verify-site' && args.length === 0) return showVerifySite(ctx, { h, call, view, say, facts });
   return notFound(ctx, 'There is no such page.');
 }
 
@@ -385,16 +404,17 @@ const COLUMNS = [
   ['name', 'Result'], ['model', 'Model'], ['engine', 'Engine'], ['gpu', 'GPU'], ['date', 'Date'],
   ['kinds', 'Profiles'], ['status', 'Status'],
 ];
+const COLUMN_LABEL = new Map(COLUMNS);
 const STATUS_ORDER = { invalid: 0, unsigned: 1, imported: 2, verified: 3, pending: 4 };
 
 function sortValue(row, key) {
   const m = row.meta ?? {};
   switch (key) {
-    case 'name': return row.name;
+    case 'name': return `${resultTitle(m) ?? row.name}\u0000${row.name}`;
     case 'model': return m.model ?? '';
     case 'engine': return m.engine == null ? '' : engineText(m);
     case 'gpu': return m.gpu ?? '';
-    case 'date': return m.date ?? '';
+    case 'date': return knownDate(m.date) ? m.date : '';
     case 'kinds': return (m.kinds ?? []).join(', ');
     case 'status': return `${STATUS_ORDER[m.badge?.kind ?? 'pending']}${m.badge?.text ?? ''}`;
     default: return '';
@@ -476,22 +496,34 @@ function showIndex(ctx) {
       updatePicked();
     });
     row.pick = pick;
+    // Each cell names its column too (data-label): on a phone a row is laid out as a card,
+    // without the table's header over it (style.css).
+    const cell = (key, ...children) => h('td', { class: key, 'data-label': COLUMN_LABEL.get(key) }, ...children);
     row.cells = {
-      model: h('td', { class: 'model' }, '…'),
-      engine: h('td', { class: 'engine' }),
-      gpu: h('td', { class: 'gpu' }),
-      date: h('td', { class: 'date' }),
-      kinds: h('td', { class: 'kinds' }),
-      status: h('td', { class: 'status' }, badge(null)),
+      model: cell('model', '…'),
+      engine: cell('engine'),
+      gpu: cell('gpu'),
+      date: cell('date'),
+      kinds: cell('kinds'),
+      status: cell('status', badge(null)),
     };
+    // The result's name: its file name until the module's facts give it a reader's name,
+    // then that, with the file name under it.
+    row.link = h('a', { href: `#/result/${enc(row.name)}`, class: 'result-name' }, row.name);
+    row.fileCell = h('td', { class: 'file', 'data-label': COLUMN_LABEL.get('name') }, row.link);
     row.tr = h('tr', { 'data-file': row.name },
       h('td', { class: 'pick' }, pick),
-      h('td', { class: 'file' }, h('a', { href: `#/result/${enc(row.name)}` }, row.name)),
+      row.fileCell,
       Object.values(row.cells));
     metaOf(row.name).then((m) => {
       if (!ctx.alive()) return;
       row.meta = m;
       const c = row.cells;
+      const title = resultTitle(m);
+      if (title) {
+        row.link.textContent = title;
+        row.fileCell.append(h('span', { class: 'file-name' }, row.name));
+      }
       c.model.textContent = m.model == null ? '—' : m.modelRevision ? `${m.model} (${m.modelRevision})` : m.model;
       c.engine.textContent = engineText(m);
       c.gpu.textContent = m.gpu ?? '—';
@@ -525,7 +557,7 @@ function showIndex(ctx) {
     let shown = 0;
     sorted.forEach((row, i) => {
       const m = row.meta ?? {};
-      const hay = [row.name, m.model, m.modelRevision, m.engine, m.engineVersion, m.gpu, m.date, ...(m.kinds ?? []), m.badge?.text, m.badge?.reason]
+      const hay = [row.name, resultTitle(m), m.model, m.modelRevision, m.engine, m.engineVersion, m.gpu, plainDate(m.date), ...(m.kinds ?? []), m.badge?.text, m.badge?.reason]
         .filter((s) => s != null).join(' ').toLowerCase();
       const visible = terms.every((t) => hay.includes(t)) && (indexState.status === 'all' || m.badge?.kind === indexState.status);
       row.tr.hidden = !visible;
@@ -612,7 +644,7 @@ function showCampaign(ctx, name) {
       if (!ctx.alive()) return;
       if (m.name != null) title.textContent = `Campaign: ${m.name}`;
       heading.replaceChildren(h('p', { class: 'badges' }, badge(m), ' ', h('span', { class: 'reason' }, m.badge.reason)),
-        facts([['File', `${name}: ${entry.size.toLocaleString('en')} bytes, sha256 ${entry.sha256}`, { class: 'hash' }], moduleFact()]));
+        facts([['File', `${name}: ${entry.size.toLocaleString('en')} bytes, sha256 ${entry.sha256}`, { class: 'hash' }], moduleFact(), moduleSourceFact()]));
       heading.dataset.ready = 'true';
       // The campaign's results this site publishes, side by side.
       const results = [...new Set(Array.isArray(m.results) ? m.results.filter((n) => typeof n === 'string' && site.byName.has(n)) : [])];
@@ -667,6 +699,14 @@ function importedFacts(m) {
     i.sourceSha256 ? `; source sha256 ${i.sourceSha256}` : '',
     i.aggregatesOnly ? '; aggregates only: the raw records were not available, so nothing was recomputed' : '',
   ].join('')];
+}
+
+// The commit the module was built from: its verified provenance's once the footer has read
+// it, else index.json's (as published).
+function moduleSourceFact() {
+  const commit = site.sourceCommit ?? site.publishedSourceCommit;
+  if (!commit) return null;
+  return ['Report module source', `commit ${commit}${site.sourceCommit ? ' (its signed provenance)' : ' (as published)'}`, { class: 'hash', id: 'module-source' }];
 }
 
 function moduleFact() {
@@ -730,11 +770,12 @@ function showResult(ctx, name) {
         ['GPU', m.gpu ?? '—', { id: 'fact-gpu' }],
         ['Engine', engineText(m), { id: 'fact-engine' }],
         ['Runner', m.runner == null ? '—' : m.runnerCommit ? `${m.runner} (commit ${m.runnerCommit})` : m.runner, { id: 'fact-runner' }],
-        ['Run', m.runId == null ? '—' : `${m.runId}, ${plainDate(m.date)} to ${plainDate(m.finished)}${m.complete ? '' : ' (interrupted)'}`],
+        ['Run', m.runId == null ? '—' : `${m.runId}, ${runDates(m)}${m.complete ? '' : ' (interrupted)'}`],
         ['Profiles', (m.kinds ?? []).join(', ') || '—'],
         importedFacts(m),
         hostFact(m),
         moduleFact(),
+        moduleSourceFact(),
         ['File', `${name}: ${entry.size.toLocaleString('en')} bytes, sha256 ${entry.sha256}`, { class: 'hash' }],
       ]),
       reproductions);
@@ -1065,7 +1106,8 @@ function checkIndex(json) {
   };
   const [results, byName] = entries('results');
   const [campaigns, campaignsByName] = entries('campaigns');
-  return { results, byName, campaigns, campaignsByName, publishedModuleSha256: typeof json?.module?.sha256 === 'string' ? json.module.sha256 : null };
+  return { results, byName, campaigns, campaignsByName, publishedModuleSha256: typeof json?.module?.sha256 === 'string' ? json.module.sha256 : null,
+    publishedSourceCommit: typeof json?.module?.source_commit === 'string' ? json.module.source_commit : null };
 }
 
 // On paper every chart's table is shown: the closed <details> are opened for printing and
@@ -1078,6 +1120,26 @@ function openForPrint() {
 function closeAfterPrint() {
   for (const d of openedForPrint) d.open = false;
   openedForPrint = [];
+}
+
+// The footer's second line: the commit the module was built from, as its provenance (signed
+// by a key of the site's keys.json) says, and whether it names the module this page runs.
+async function showProvenance() {
+  const line = document.getElementById('module-provenance');
+  try {
+    const p = await call('provenance');
+    if (p.error) {
+      line.textContent = `Its provenance does not verify: ${p.error}.`;
+      line.classList.add('error');
+    } else {
+      site.sourceCommit = p.commit ?? null;
+      const which = p.matches === false ? ' — but names another module than this one' : '';
+      line.textContent = `Built from ${p.commit ? `commit ${p.commit}` : 'an unknown commit'}${p.dirty ? ' with uncommitted changes' : ''} by ${p.rustc ?? '?'}${p.pinned ? ' (pinned)' : ' (NOT the pinned toolchain)'}; provenance signed by "${p.signed_by}"${which}.`;
+      line.classList.toggle('error', p.matches === false);
+    }
+  } catch (e) {
+    line.textContent = `Its provenance could not be read: ${e.message}.`;
+  }
 }
 
 async function boot() {
@@ -1104,6 +1166,7 @@ async function boot() {
   moduleLine.textContent = site.moduleSha256
     ? `report-wasm module sha256 ${site.moduleSha256}`
     : `report-wasm module sha256 ${site.publishedModuleSha256 ?? '?'} (as published)`;
+  showProvenance();
   say(site.keysError ? `Warning: ${site.keysError}; no signature can verify.` : '', !!site.keysError);
   window.addEventListener('hashchange', route);
   route();

@@ -18,6 +18,12 @@
 //   campaignMeta   {name}        -> a campaign's facts (name, badge, the counts it claims)
 //   campaignRender {name}        -> as render (campaign.md, campaign.html): the campaign's
 //                                   matrix from it and the result files it names
+//   provenance                   -> the module's signed provenance (source commit, toolchain),
+//                                   {error} when it does not verify, and `matches`: whether it
+//                                   names the module this page runs (by sha256)
+//   verifySite {keys}            -> the site checked against its signed manifest, file by file
+//                                   (schemas::site, as `runner verify-site`): the verdict;
+//                                   `keys`: a trusted-keys file's text, else the site's own
 //
 // A campaign is checked by the module, not here: its signature against the site's keys,
 // each result file's sha256 against its materials, each result's own verification. This
@@ -27,6 +33,7 @@
 import init, * as wasm from './wasm/report_wasm.js';
 
 let keysText = '{"keys":[]}';
+let moduleSha256 = null;
 let keysError = null;
 let setup = null;
 // name -> Document, parsed and verified once (most of the work for a large result), the few
@@ -114,7 +121,7 @@ async function start() {
   const bytes = await wasmRes.arrayBuffer();
   // sha256 of the very bytes instantiated (WebCrypto exists in secure contexts only:
   // https, or http on localhost).
-  const moduleSha256 = globalThis.crypto?.subtle ? hex(await crypto.subtle.digest('SHA-256', bytes)) : null;
+  moduleSha256 = globalThis.crypto?.subtle ? hex(await crypto.subtle.digest('SHA-256', bytes)) : null;
   await init({ module_or_path: bytes });
   if (keysRes instanceof Error) {
     keysError = keysRes.message;
@@ -286,6 +293,43 @@ async function campaignRender(name) {
   }
 }
 
+// A file of the site by its path (checked safe by the module: relative, no `..`), each
+// segment encoded; null when the site has no such file.
+async function siteFile(path) {
+  const url = path.split('/').map(encodeURIComponent).join('/');
+  const res = await fetch(url, { cache: 'no-cache', credentials: 'same-origin', redirect: 'error' });
+  if (res.status === 404 || res.status === 410) return null;
+  if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+  return readCapped(res, path);
+}
+
+async function provenance() {
+  const bytes = await siteFile('wasm/report_wasm.provenance.json');
+  if (!bytes) return { error: 'wasm/report_wasm.provenance.json: missing' };
+  const facts = JSON.parse(wasm.moduleProvenance(bytes, keysText));
+  if (!facts.error) facts.matches = moduleSha256 ? facts.subjects?.['report_wasm_bg.wasm'] === moduleSha256 : null;
+  return facts;
+}
+
+// The module checks; this only fetches what the manifest lists, one file at a time (a
+// result of many megabytes is checked and dropped before the next is read).
+async function verifySite(keys, progress) {
+  const manifest = await siteFile('site-manifest.json');
+  const check = new wasm.SiteCheck(manifest ?? undefined, typeof keys === 'string' ? keys : keysText);
+  try {
+    const paths = JSON.parse(check.listed());
+    for (let i = 0; i < paths.length; i++) {
+      progress(i, paths.length);
+      const bytes = await siteFile(paths[i]);
+      check.file(paths[i], bytes ?? undefined);
+    }
+    progress(paths.length, paths.length);
+    return JSON.parse(check.finish());
+  } finally {
+    check.free();
+  }
+}
+
 async function handle(msg, progress) {
   if (msg.op === 'init') return (setup ??= start());
   await (setup ??= start());
@@ -304,6 +348,10 @@ async function handle(msg, progress) {
       return campaignMeta(msg.name);
     case 'campaignRender':
       return campaignRender(msg.name);
+    case 'provenance':
+      return provenance();
+    case 'verifySite':
+      return verifySite(msg.keys, progress);
     default:
       throw new Error(`unknown request ${msg.op}`);
   }

@@ -4,6 +4,10 @@
 //
 //   * the index lists every result with the right badge: signed, tampered (one byte
 //     flipped), unsigned, imported;
+//   * the index at 1,400 px shows every column (Status included) with no horizontal
+//     overflow, and at 390 px overflows nowhere; results are named engine · model · GPUs
+//     above their file name, and an imported result's date reads "date unknown", not 1970
+//     (screenshots index-1400.png, index-390.png);
 //   * a result page's report equals `runner report`'s for the same file and keys: the
 //     downloaded markdown byte for byte, and every table element for element;
 //   * the diff of two results shows the expected deltas (a slower simulator is "worse");
@@ -430,9 +434,11 @@ test('the index lists every result with the right badge', { timeout: 180_000 }, 
   const invalid = await page.$$eval('#index tbody tr:not([hidden])', (t) => t.map((r) => r.dataset.file));
   assert.deepEqual(invalid.sort(), importedKnown ? ['accuracy-regraded.json', 'synth-tampered.json'] : ['accuracy-regraded.json', 'imported.json', 'synth-tampered.json']);
   await page.selectOption('#status-filter', 'all');
+  // By the name a reader sees (engine · model · GPUs), then the file name.
   await page.click('th[data-col="name"] button');
-  const order = await page.$$eval('#index tbody tr', (t) => t.map((r) => r.dataset.file));
-  assert.deepEqual(order, [...published].sort((a, b) => (a < b ? -1 : 1)));
+  const order = await page.$$eval('#index tbody tr', (t) => t.map((r) => `${r.querySelector('a.result-name').textContent}\u0000${r.dataset.file}`));
+  assert.deepEqual(order, [...order].sort((a, b) => (a < b ? -1 : 1)));
+  assert.deepEqual(order.map((k) => k.split('\u0000')[1]).sort(), published);
   await page.screenshot({ path: join(artifacts, 'index.png'), fullPage: true });
 });
 
@@ -443,6 +449,154 @@ test('an imported document gets the "imported" badge', {
   await openResult('imported.json');
   assert.equal(await page.getAttribute('#heading .badge', 'data-badge'), 'imported');
   assert.match(await page.textContent('#heading'), /imported from vllm-bench-json/);
+});
+
+// The index as a new reader sees it, on a desktop and on a phone, published from simulator
+// results and seed 004's tables as `runner import` makes them (no date of their own).
+test('the index reads well at 1,400 and 390 px: every column in view, reader names, no epoch dates', { timeout: 180_000 }, async () => {
+  const IMPORTED = '004_4d3f484aa116390c-11.json';
+  const SIM = 'sweep-fast.json';
+  mkdirSync(join(dir, 'layout'));
+  runner('import', join(here, '../seeds/004_4d3f484aa116390c.txt'), '--out', 'layout');
+  for (const f of [SIM, 'sweep-slow.json', 'synth-tampered.json', xssFile]) copyFileSync(join(dir, 'results', f), join(dir, 'layout', f));
+  runner('publish', 'layout', '--out', 'site-layout', '--keys', 'keys.json');
+  const layoutOrigin = (await start(runnerBin, ['serve', 'site-layout', '--port', '0'], 'runner serve (layout)')).replace(/\/$/, '');
+  allowedOrigins = [...allowedOrigins, layoutOrigin];
+  const p = await context.newPage();
+  // Where the index's columns and cells lie, and what the names and dates say.
+  const layout = () => p.evaluate(([sim, imported]) => {
+    const right = (e) => e.getBoundingClientRect().right;
+    const row = (n) => document.querySelector(`#index tr[data-file="${CSS.escape(n)}"]`);
+    const wrap = document.querySelector('#index').parentElement;
+    return {
+      innerWidth,
+      scrollWidth: document.documentElement.scrollWidth,
+      headers: [...document.querySelectorAll('#index thead th')].map((th) => ({ col: th.dataset.col ?? 'pick', right: right(th) })),
+      statusRights: [...document.querySelectorAll('#index td.status')].map(right),
+      wrap: { scrollWidth: wrap.scrollWidth, clientWidth: wrap.clientWidth, overflowX: getComputedStyle(wrap).overflowX },
+      simName: row(sim).querySelector('a.result-name').textContent,
+      simFile: row(sim).querySelector('.file-name')?.textContent,
+      importedName: row(imported).querySelector('a.result-name').textContent,
+      importedFile: row(imported).querySelector('.file-name')?.textContent,
+      importedDate: row(imported).querySelector('td.date').textContent,
+      text: document.querySelector('#index').textContent,
+    };
+  }, [SIM, IMPORTED]);
+  try {
+    await p.setViewportSize({ width: 1400, height: 900 });
+    await openIndex(p, layoutOrigin);
+    const wide = await layout();
+    assert.equal(wide.innerWidth, 1400);
+    assert.equal(wide.headers.length, 8, 'the tick box and seven columns');
+    for (const th of wide.headers) assert.ok(th.right <= wide.innerWidth, `the ${th.col} column's header ends at ${th.right} px, past the window`);
+    assert.ok(wide.statusRights.length >= 16, `${wide.statusRights.length} status cells`);
+    for (const r of wide.statusRights) assert.ok(r <= wide.innerWidth, `a status cell ends at ${r} px, past the ${wide.innerWidth} px window`);
+    assert.ok(wide.scrollWidth <= wide.innerWidth, `the page is ${wide.scrollWidth} px wide in a ${wide.innerWidth} px window`);
+    assert.ok(wide.wrap.scrollWidth <= wide.wrap.clientWidth, `the table (${wide.wrap.scrollWidth} px) fits its box (${wide.wrap.clientWidth} px)`);
+    // Names a reader knows, the file name kept under them; an imported run's date is unknown.
+    assert.match(wide.simName, / · /);
+    assert.equal(wide.simFile, SIM);
+    assert.equal(wide.importedName, 'vLLM · Qwen2-72B-Instruct · 8 × L20 48GB');
+    assert.equal(wide.importedFile, IMPORTED);
+    assert.doesNotMatch(wide.importedDate, /1970/);
+    assert.equal(wide.importedDate, 'date unknown');
+    assert.doesNotMatch(wide.text, /1970/, 'no Unix epoch anywhere in the index');
+    await p.screenshot({ path: join(artifacts, 'index-1400.png'), fullPage: true });
+
+    await p.setViewportSize({ width: 390, height: 844 });
+    await p.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const phone = await layout();
+    assert.equal(phone.innerWidth, 390);
+    assert.ok(phone.scrollWidth <= phone.innerWidth, `the page is ${phone.scrollWidth} px wide in a ${phone.innerWidth} px window`);
+    // What does not fit scrolls inside the table's own box, never out of reach.
+    if (phone.wrap.scrollWidth > phone.wrap.clientWidth) assert.match(phone.wrap.overflowX, /^(auto|scroll)$/, 'the table is wider than its box, which does not scroll');
+    else for (const r of phone.statusRights) assert.ok(r <= phone.innerWidth, `a status cell ends at ${r} px, past the ${phone.innerWidth} px window`);
+    assert.match(phone.simName, / · /);
+    assert.equal(phone.importedFile, IMPORTED);
+    await p.screenshot({ path: join(artifacts, 'index-390.png'), fullPage: true });
+  } finally {
+    await p.close();
+  }
+  assert.deepEqual(watch.foreign, []);
+});
+
+// A site signed with --key, checked by its "verify this site" page (the module's
+// schemas::site, as `runner verify-site`): as published, and after each way it can differ
+// from what its publisher signed, each served on its own; the footer names the module's
+// source commit from its signed provenance.
+test('"verify this site" passes a site as signed and names each change to it', { timeout: 240_000 }, async () => {
+  mkdirSync(join(dir, 'signed'));
+  for (const f of ['sweep-fast.json', 'sweep-slow.json']) copyFileSync(join(dir, 'results', f), join(dir, 'signed', f));
+  runner('import', join(here, '../seeds/003_44f3a8b9f2336bbb.txt'), '--out', 'signed');
+  runner('keygen', 'other');
+  const publishSigned = (out, key = 'lab.key') => runner('publish', 'signed', '--out', out, '--keys', 'keys.json', '--key', key);
+  publishSigned('site-signed');
+  const build = JSON.parse(readFileSync(join(dirname(wasmPath), 'report_wasm.build.json'), 'utf8'));
+  // (name, how the copy differs, the path the page must name, a phrase of the reason)
+  const flip = (f) => { const b = readFileSync(f); b[b.length >> 1] ^= 1; writeFileSync(f, b); };
+  const cases = [
+    ['as-signed', () => {}, null, null],
+    ['one-byte', (s) => flip(join(s, 'results', 'sweep-fast.json')), 'results/sweep-fast.json', 'the manifest lists'],
+    ['other-module', (s) => {
+      // Still a valid module (a custom section appended), so the page runs it: other bytes.
+      const f = join(s, 'wasm', 'report_wasm_bg.wasm');
+      writeFileSync(f, Buffer.concat([readFileSync(f), Buffer.from([0, 6, 5, 0x6f, 0x74, 0x68, 0x65, 0x72])]));
+    }, 'wasm/report_wasm_bg.wasm', 'the manifest lists'],
+    ['file-added', (s) => {
+      // A page finds what it loads through index.json: a result added there and beside it.
+      writeFileSync(join(s, 'results', 'extra.json'), readFileSync(join(s, 'results', 'sweep-slow.json')));
+      const index = JSON.parse(readFileSync(join(s, 'index.json'), 'utf8'));
+      index.results.push({ name: 'extra.json', sha256: index.results[0].sha256, size: index.results[0].size });
+      writeFileSync(join(s, 'index.json'), JSON.stringify(index));
+    }, 'index.json', 'the manifest lists'],
+    ['file-removed', (s) => rmSync(join(s, 'results', 'sweep-slow.json')), 'results/sweep-slow.json', 'missing from the site'],
+    ['re-signed', null, 'site-manifest.json', 'not signed by a trusted key'],
+  ];
+  const p = await context.newPage();
+  try {
+    for (const [name, change, path, reason] of cases) {
+      const out = `site-verify-${name}`;
+      if (change) {
+        execFileSync('cp', ['-r', join(dir, 'site-signed'), join(dir, out)]);
+        change(join(dir, out));
+      } else {
+        publishSigned(out, 'other.key');
+      }
+      const o = (await start(runnerBin, ['serve', out, '--port', '0'], `runner serve (${out})`)).replace(/\/$/, '');
+      allowedOrigins = [...allowedOrigins, o];
+      await open(p, `${o}/#/verify-site`);
+      await p.waitForSelector('#site-verdict', { timeout: WAIT });
+      const ok = await p.getAttribute('#site-verdict', 'data-ok');
+      const problems = await p.$$eval('#site-problems li', (lis) => lis.map((li) => li.textContent));
+      if (!path) {
+        assert.equal(ok, 'true', `${name}: ${problems.join(' | ')}`);
+        assert.equal(problems.length, 0);
+        const text = await p.textContent('#site-verdict-output');
+        assert.match(text, /2 verified, 2 imported/, text);
+        assert.ok(text.includes(build.outputs['report_wasm_bg.wasm']), text);
+        if (build.source.commit) {
+          assert.ok(text.includes(build.source.commit), text);
+          await p.waitForFunction(() => /Built from commit/.test(document.getElementById('module-provenance').textContent), null, { timeout: WAIT });
+          assert.ok((await p.textContent('#module-provenance')).includes(build.source.commit));
+        }
+        await p.screenshot({ path: join(artifacts, 'verify-site.png'), fullPage: true });
+      } else {
+        assert.equal(ok, 'false', `${name}: the page passed it`);
+        assert.ok(problems.some((t) => t.startsWith(`${path}: `) && t.includes(reason)), `${name}: ${problems.join(' | ')}`);
+        // The native check names the same file.
+        const native = spawnSync(runnerBin, ['verify-site', out, '--keys', 'keys.json'], { cwd: dir, env, encoding: 'utf8' });
+        assert.equal(native.status, 1, native.stdout + native.stderr);
+        assert.ok(native.stdout.includes(`✖ ${path}: `), native.stdout);
+      }
+    }
+    // The first site, published without --key, is refused for it.
+    await open(p, `${origin}/#/verify-site`);
+    await p.waitForSelector('#site-verdict', { timeout: WAIT });
+    assert.equal(await p.getAttribute('#site-verdict', 'data-ok'), 'false');
+    assert.ok((await p.textContent('#site-problems')).includes('site-manifest.json: not signed (publish with --key)'));
+  } finally {
+    await p.close();
+  }
 });
 
 test("a result page's report equals `runner report`'s, byte for byte", { timeout: 180_000 }, async () => {
