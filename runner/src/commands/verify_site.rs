@@ -5,8 +5,9 @@
 
 use crate::cli::VerifySiteArgs;
 use crate::{keyfile, Failure};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use schemas::site::{SiteCheck, SiteVerdict, MANIFEST_PATH};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -68,15 +69,25 @@ impl Site {
                     .send()
                     .with_context(|| format!("GET {url}"))?;
                 match response.status().as_u16() {
-                    200 => Ok(Some(
-                        response
-                            .bytes()
-                            .with_context(|| format!("GET {url}"))?
-                            .to_vec(),
-                    )),
-                    404 | 410 => Ok(None),
+                    200 => {}
+                    404 | 410 => return Ok(None),
                     status => bail!("GET {url}: HTTP {status}"),
                 }
+                // Within the limit a document has, whatever the server says or sends.
+                let limit = schemas::limits::MAX_DOCUMENT_BYTES;
+                let declared = response.content_length().unwrap_or(0);
+                if let Err(why) = schemas::limits::check_size(declared) {
+                    bail!("GET {url}: not read: {why}");
+                }
+                let mut bytes = Vec::new();
+                response
+                    .take(limit + 1)
+                    .read_to_end(&mut bytes)
+                    .with_context(|| format!("GET {url}"))?;
+                if let Err(why) = schemas::limits::check_size(bytes.len() as u64) {
+                    bail!("GET {url}: not read: {why}");
+                }
+                Ok(Some(bytes))
             };
             return Ok(Site::Url(Box::new(get)));
         }
@@ -92,11 +103,10 @@ impl Site {
         match self {
             Site::Dir(dir) => {
                 let file = dir.join(path);
-                match std::fs::read(&file) {
-                    Ok(bytes) => Ok(Some(bytes)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(anyhow!("reading {}: {e}", file.display())),
+                if !file.exists() {
+                    return Ok(None);
                 }
+                crate::read::document(&file).map(Some)
             }
             Site::Url(get) => get(path),
         }

@@ -56,7 +56,7 @@ fn compare_writes_the_same_bytes_through_the_module_and_natively() {
         let mut n: Vec<String> = std::fs::read_dir(p.join(dir))
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n != "module.sha256")
+            .filter(|n| n != "module.sha256" && n != "module.build.json")
             .collect();
         n.sort();
         n
@@ -71,6 +71,11 @@ fn compare_writes_the_same_bytes_through_the_module_and_natively() {
     }
     if wasm_module().is_some() {
         assert!(read(&p.join("wasm"), "module.sha256").contains("report_wasm_bg.wasm"));
+        // The module's build facts (its source commit) beside a report it made.
+        let build: serde_json::Value =
+            serde_json::from_str(&read(&p.join("wasm"), "module.build.json")).unwrap();
+        assert!(read(&p.join("wasm"), "module.sha256")
+            .starts_with(build["outputs"]["report_wasm_bg.wasm"].as_str().unwrap()));
     }
     let md = read(&p.join("wasm"), "compare.md");
     assert!(
