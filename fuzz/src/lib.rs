@@ -20,8 +20,8 @@ pub use documents::{
     import, record_columns, report_diff, report_render, token_gaps, verify_document,
 };
 pub use stream::{
-    chunk_openai, chunk_sglang, chunk_tgi, dataset_file, http1_response, prometheus_text,
-    sse_events, trace_file,
+    chunk_openai, chunk_responses, chunk_sglang, chunk_tgi, dataset_file, http1_response,
+    prometheus_text, sse_events, trace_file,
 };
 
 /// A fuzz target: any bytes in, a panic for a finding.
@@ -34,6 +34,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("chunk_openai", chunk_openai),
     ("chunk_tgi", chunk_tgi),
     ("chunk_sglang", chunk_sglang),
+    ("chunk_responses", chunk_responses),
     ("prometheus_text", prometheus_text),
     ("trace_file", trace_file),
     ("dataset_file", dataset_file),

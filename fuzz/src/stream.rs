@@ -127,6 +127,12 @@ pub fn chunk_openai(data: &[u8]) {
     chunks(api, payloads);
 }
 
+/// The Responses API's typed events: one payload a line, through the parser (a token per
+/// payload at most; the terminal events and ids read without a panic).
+pub fn chunk_responses(data: &[u8]) {
+    chunks(Api::OpenaiResponses, data);
+}
+
 /// TGI's `generate_stream` chunks.
 pub fn chunk_tgi(data: &[u8]) {
     chunks(Api::Tgi, data);

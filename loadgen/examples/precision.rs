@@ -200,6 +200,7 @@ fn endpoint(sim: &SimServer, streams: usize, clock: TokenClock) -> anyhow::Resul
         request_timeout: Duration::from_secs(30),
         stall_timeout: Duration::from_secs(30),
         stamps: Default::default(),
+        ignored_events: Default::default(),
     })
 }
 
@@ -272,6 +273,7 @@ async fn drive(
             let job = Job {
                 prompt,
                 history: &[],
+                previous_response_id: None,
                 prompt_tokens: None,
                 output_tokens: case.output_tokens,
                 scheduled: Instant::now(),

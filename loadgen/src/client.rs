@@ -30,6 +30,8 @@ pub struct Endpoint {
     pub stall_timeout: Duration,
     /// What stamped the token events of every request so far.
     pub stamps: StampTally,
+    /// Stream events of types the API does not define, skipped, over all requests.
+    pub ignored_events: AtomicU64,
 }
 
 /// Token events counted by what stamped them (see [`TokenTimestamps`]), over all requests.
@@ -121,12 +123,23 @@ pub enum TokenClock {
     Read,
 }
 
+/// What a request answered, when its caller keeps it.
+#[derive(Clone, Debug, Default)]
+pub struct Answer {
+    pub text: String,
+    /// The Responses API's id of this response.
+    pub response_id: Option<String>,
+}
+
 /// One request to make.
 pub struct Job<'a> {
     pub prompt: &'a str,
     /// A conversation's earlier turns, alternating user message and answer (chat sends them
     /// as messages before `prompt`); empty for a single-turn request.
     pub history: &'a [String],
+    /// The Responses API: the conversation's previous response, which holds `history` on the
+    /// server (the request then sends only `prompt`).
+    pub previous_response_id: Option<&'a str>,
     pub prompt_tokens: Option<u32>,
     pub output_tokens: u32,
     pub scheduled: Instant,
@@ -155,6 +168,7 @@ impl Endpoint {
             let job = Job {
                 prompt: "the",
                 history: &[],
+                previous_response_id: None,
                 prompt_tokens: None,
                 output_tokens: 1,
                 scheduled: now,
@@ -185,6 +199,10 @@ struct Progress {
     reasoning_server: Option<u32>,
     /// The answer text, when the caller keeps it (a conversation's next turn needs it).
     text: Option<String>,
+    /// The response's id (Responses API), which a conversation's next turn names.
+    response_id: Option<String>,
+    /// Events of types the API does not define.
+    ignored: u64,
     finish_reason: Option<String>,
     input_tokens_server: Option<u32>,
     output_tokens_server: Option<u32>,
@@ -219,14 +237,15 @@ impl Endpoint {
         self.run(job, origin, false).await.0
     }
 
-    /// Runs `job` and keeps the answer's text (a conversation's history).
+    /// Runs `job` and keeps the answer (a conversation's history): its text and, from the
+    /// Responses API, its id.
     pub async fn execute_keeping_text(
         &self,
         job: &Job<'_>,
         origin: Instant,
-    ) -> (RawRecord, String) {
-        let (record, text) = self.run(job, origin, true).await;
-        (record, text.unwrap_or_default())
+    ) -> (RawRecord, Answer) {
+        let (record, answer) = self.run(job, origin, true).await;
+        (record, answer)
     }
 
     /// Runs `job` as an accuracy check asks it — greedy (temperature 0), stopping at
@@ -240,8 +259,8 @@ impl Endpoint {
         origin: Instant,
     ) -> (RawRecord, String) {
         let body = self.body(job, Some(extra));
-        let (record, text) = self.run_body(body, job, origin, true, false).await;
-        (record, text.unwrap_or_default())
+        let (record, answer) = self.run_body(body, job, origin, true, false).await;
+        (record, answer.text)
     }
 
     /// The request body of `job`: the benchmark's sampling, or with `greedy` an accuracy
@@ -255,6 +274,7 @@ impl Endpoint {
             model: &self.model,
             prompt: job.prompt,
             history: job.history,
+            previous_response_id: job.previous_response_id,
             max_tokens: job.output_tokens,
             ignore_eos: greedy.is_none() && self.ignore_eos,
             temperature: if greedy.is_some() {
@@ -266,12 +286,7 @@ impl Endpoint {
         })
     }
 
-    async fn run(
-        &self,
-        job: &Job<'_>,
-        origin: Instant,
-        keep_text: bool,
-    ) -> (RawRecord, Option<String>) {
+    async fn run(&self, job: &Job<'_>, origin: Instant, keep_text: bool) -> (RawRecord, Answer) {
         self.run_body(self.body(job, None), job, origin, keep_text, true)
             .await
     }
@@ -283,7 +298,7 @@ impl Endpoint {
         origin: Instant,
         keep_text: bool,
         tallied: bool,
-    ) -> (RawRecord, Option<String>) {
+    ) -> (RawRecord, Answer) {
         let mut p = Progress {
             arrivals: Vec::with_capacity(job.output_tokens as usize),
             text: keep_text.then(String::new),
@@ -295,6 +310,9 @@ impl Endpoint {
         let end = p.end.unwrap_or_else(Instant::now);
         if tallied {
             self.stamps.add(&p.stamps);
+        }
+        if p.ignored > 0 {
+            self.ignored_events.fetch_add(p.ignored, Relaxed);
         }
         let error = outcome.err().or_else(|| {
             (!p.done && p.finish_reason.is_none()).then(|| RequestError {
@@ -323,7 +341,11 @@ impl Endpoint {
             first_answer_token_us: p.first_answer.filter(|_| reasoned),
             ..Default::default()
         };
-        (record, p.text)
+        let answer = Answer {
+            text: p.text.unwrap_or_default(),
+            response_id: p.response_id,
+        };
+        (record, answer)
     }
 
     /// Sends the request and reads its stream into `p`; `sent` is restamped if the send
@@ -435,6 +457,10 @@ impl Endpoint {
                                     u.completion_tokens.or(p.output_tokens_server);
                             }
                             p.done |= ev.done;
+                            if ev.response_id.is_some() {
+                                p.response_id = ev.response_id;
+                            }
+                            p.ignored += u64::from(ev.ignored);
                             if let Some(message) = ev.server_error {
                                 event_error =
                                     Some(fail(ErrorClass::Stream, truncate(&message, 300)));

@@ -202,6 +202,7 @@ impl Prepared {
             request_timeout: Duration::from_secs_f64(spec.request_timeout_s),
             stall_timeout: Duration::from_secs_f64(spec.stall_timeout_s),
             stamps: Default::default(),
+            ignored_events: Default::default(),
         });
         let overhead = if matches!(counter, TokenCounter::Words) {
             0
@@ -381,6 +382,8 @@ impl Measurement {
                     max_seconds: plan.max_seconds,
                     max_in_flight: plan.max_in_flight,
                     think: Duration::from_secs_f64(think_ms / 1000.0),
+                    chained: self.chain()
+                        == Some(schemas::document::SessionChain::PreviousResponseId),
                     seed: plan.seed,
                     overhead: self.overhead,
                     enough: plan.enough,
@@ -752,6 +755,10 @@ impl Measurement {
         }
         let usage_before = Usage::now();
         let stamps_before = self.endpoint.stamps.snapshot();
+        let ignored_before = self
+            .endpoint
+            .ignored_events
+            .load(std::sync::atomic::Ordering::Relaxed);
         let (origin, started_at) = match &self.shard {
             Some(r) => (self.reach(r, sinks).await, r.shard.start_at.clone()),
             None => (Instant::now(), journal::timestamp(SystemTime::now())),
@@ -820,6 +827,18 @@ impl Measurement {
         // that a long benchmark's memory does not grow with it.
         let records = sinks.journal.records(index)?;
         let cost = Cost::since(&usage_before, origin.elapsed(), kind, &records);
+        let ignored = self
+            .endpoint
+            .ignored_events
+            .load(std::sync::atomic::Ordering::Relaxed)
+            - ignored_before;
+        if ignored > 0 {
+            tracing::warn!(
+                benchmark = index,
+                events = ignored,
+                "stream events of types the API does not define were skipped"
+            );
+        }
         sinks.journal.write(Line::TokenTimestamps {
             benchmark: index,
             token_timestamps: self.endpoint.stamps.snapshot().since(&stamps_before),
@@ -1109,6 +1128,14 @@ impl Measurement {
         }?))
     }
 
+    /// How a Responses API conversation goes to the server (none for the other APIs).
+    fn chain(&self) -> Option<schemas::document::SessionChain> {
+        (self.endpoint.api == crate::backend::Api::OpenaiResponses).then(|| {
+            let given = self.spec.sessions.as_ref().and_then(|s| s.chain);
+            given.unwrap_or(schemas::document::SessionChain::PreviousResponseId)
+        })
+    }
+
     /// The workload as the result records it.
     fn workload(&self, data: &DataSpec, load: &Load) -> anyhow::Result<Workload> {
         let s = &self.spec;
@@ -1122,6 +1149,7 @@ impl Measurement {
                 count: c.conversations.len() as u64,
                 turns: x.turns,
                 think_ms: x.think_ms.map(finite).transpose()?,
+                chain: self.chain(),
             }),
             _ => None,
         };

@@ -284,6 +284,7 @@ async fn one(
     let job = Job {
         prompt: &text,
         history: &[],
+        previous_response_id: None,
         prompt_tokens: prompt.tokens,
         output_tokens: prompt.output_tokens,
         scheduled,
@@ -398,6 +399,7 @@ mod tests {
             &Job {
                 prompt: "",
                 history: &[],
+                previous_response_id: None,
                 prompt_tokens: None,
                 output_tokens: 1,
                 scheduled: Instant::now(),

@@ -9,7 +9,10 @@
 //! cuts short simply ends.
 //!
 //! With the chat API the history goes as messages (the server applies its chat template);
-//! with completions, as one text, turns joined by a newline. Each turn's prompt length is
+//! with completions, as one text, turns joined by a newline; with the Responses API the
+//! server holds the conversation: each turn after the first sends only its user message and
+//! names the previous turn's response (`previous_response_id`), so the server's conversation
+//! store is measured as agents use it. Each turn's prompt length is
 //! counted with the run's tokenizer while the request is in flight, so that counting never
 //! delays a send.
 
@@ -148,6 +151,8 @@ pub struct Plan {
     pub max_seconds: Option<f64>,
     pub max_in_flight: u32,
     pub think: Duration,
+    /// The Responses API: each turn names the previous response instead of resending.
+    pub chained: bool,
     pub seed: u64,
     /// What the server adds to a completions prompt it counts (BOS).
     pub overhead: u32,
@@ -166,6 +171,7 @@ struct Shared {
     stop_at: Option<Instant>,
     enough: crate::scheduler::Enough,
     think: Duration,
+    chained: bool,
     overhead: u32,
     origin: Instant,
     sink: crate::scheduler::Sink,
@@ -194,6 +200,7 @@ pub async fn run(
             .map(|s| origin + Duration::from_secs_f64(s)),
         enough: plan.enough.clone(),
         think: plan.think,
+        chained: plan.chained,
         overhead: plan.overhead,
         origin,
         sink,
@@ -266,7 +273,9 @@ async fn converse(
     mut cancel: watch::Receiver<bool>,
 ) -> Vec<RawRecord> {
     let turns = &s.conversations.conversations[index];
-    let chat = s.endpoint.api == Api::OpenaiChat;
+    let chat = matches!(s.endpoint.api, Api::OpenaiChat | Api::OpenaiResponses);
+    let chained = s.chained;
+    let mut previous: Option<String> = None;
     let mut history: Vec<String> = Vec::with_capacity(turns.len() * 2);
     let mut records = Vec::with_capacity(turns.len());
     let mut scheduled = start;
@@ -296,7 +305,9 @@ async fn converse(
         };
         // Completions: the whole conversation as one text; chat: messages.
         let joined;
-        let (prompt, earlier): (&str, &[String]) = if chat {
+        let (prompt, earlier): (&str, &[String]) = if chained && previous.is_some() {
+            (&turn.text, &[])
+        } else if chat {
             (&turn.text, &history)
         } else {
             joined = history
@@ -310,6 +321,7 @@ async fn converse(
         let job = Job {
             prompt,
             history: earlier,
+            previous_response_id: previous.as_deref().filter(|_| chained),
             prompt_tokens: None,
             output_tokens: turn.output_tokens,
             scheduled,
@@ -324,7 +336,7 @@ async fn converse(
         };
         let ((mut record, answer), counted) = tokio::select! {
             both = async { tokio::join!(s.endpoint.execute_keeping_text(&job, s.origin), counting) } => both,
-            _ = cancel.wait_for(|c| *c) => ((crate::scheduler::cancelled(&job, s.origin), String::new()), None),
+            _ = cancel.wait_for(|c| *c) => ((crate::scheduler::cancelled(&job, s.origin), Default::default()), None),
         };
         drop(permit);
         record.input_tokens_client = counted;
@@ -337,8 +349,15 @@ async fn converse(
             // The conversation cannot go on without its answer.
             break;
         }
+        if chained {
+            let Some(id) = answer.response_id else {
+                tracing::warn!(conversation = index, turn = k + 1, "the response named no id (no response.created event): the conversation cannot go on");
+                break;
+            };
+            previous = Some(id);
+        }
         history.push(turn.text.clone());
-        history.push(answer);
+        history.push(answer.text);
     }
     records
 }

@@ -139,6 +139,7 @@ impl TokenCounter {
         let job = crate::client::Job {
             prompt: text,
             history: &[],
+            previous_response_id: None,
             prompt_tokens: None,
             output_tokens: 1,
             scheduled: now,

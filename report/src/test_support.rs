@@ -566,6 +566,7 @@ pub fn with_conversations(mut b: Benchmark, sessions: u32, groups: u32, prefix: 
             count: u64::from(sessions),
             turns: Some(turns),
             think_ms: Some(fin(500.0)),
+            chain: None,
         });
     }
     b.summary = schemas::metrics::summarize_benchmark(&b).expect("summarize");

@@ -659,6 +659,21 @@ pub struct Sessions {
     pub turns: Option<u32>,
     /// Pause between an answer's end and the next turn's scheduled send (ms).
     pub think_ms: Option<Finite>,
+    /// The Responses API (`openai-responses`): how a turn carries the conversation so far;
+    /// absent for the other APIs, which always resend it. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<SessionChain>,
+}
+
+/// How a Responses API conversation reaches the server turn after turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SessionChain {
+    /// The server holds it: each turn sends its user message and the previous response's id.
+    PreviousResponseId,
+    /// Each turn sends the whole conversation as input messages, as chat does.
+    Resend,
 }
 
 impl Workload {
@@ -696,6 +711,16 @@ impl Workload {
             } => shared_prefix.is_some() || sessions.is_some(),
             Workload::Dataset { sessions, .. } => sessions.is_some(),
             Workload::Trace { .. } => true,
+        }
+    }
+
+    /// Its conversations, when it has some.
+    pub fn sessions(&self) -> Option<&Sessions> {
+        match self {
+            Workload::Synthetic { sessions, .. } | Workload::Dataset { sessions, .. } => {
+                sessions.as_ref()
+            }
+            Workload::Trace { .. } => None,
         }
     }
 }

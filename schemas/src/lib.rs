@@ -50,8 +50,12 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
-/// v0.10: an accuracy phase graded from its stored answers (the result's `accuracy`).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.10";
+/// v0.11: OpenAI's Responses API (`api: openai-responses`), whose conversations the server
+/// holds (`workload.sessions.chain`).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.11";
+/// v0.10: an accuracy phase graded from its stored answers (the result's `accuracy`). Still
+/// read and verified.
+pub const PREDICATE_TYPE_V0_10: &str = "https://provebench.dev/result/v0.10";
 /// v0.9: capacity searches under an SLO (the result's `capacity`, each step's
 /// `capacity_step`). Still read and verified.
 pub const PREDICATE_TYPE_V0_9: &str = "https://provebench.dev/result/v0.9";

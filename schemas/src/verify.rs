@@ -11,9 +11,10 @@ use crate::keys::TrustedKey;
 use crate::subject::{check_subject, subject_matches_as_written};
 use crate::token_times::TokenTimesError;
 use crate::{
-    metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_2,
-    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6,
-    PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9, STATEMENT_TYPE,
+    metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10,
+    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5,
+    PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
+    STATEMENT_TYPE,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -282,6 +283,7 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         PREDICATE_TYPE_V0_7,
         PREDICATE_TYPE_V0_8,
         PREDICATE_TYPE_V0_9,
+        PREDICATE_TYPE_V0_10,
         PREDICATE_TYPE,
     ];
     let version = known
@@ -289,7 +291,8 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         .position(|t| *t == s.predicate_type)
         .unwrap_or_else(|| {
             v.document_errors.push(format!(
-                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_9:?}, \
+                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_10:?}, \
+                 {PREDICATE_TYPE_V0_9:?}, \
                  {PREDICATE_TYPE_V0_8:?}, \
                  {PREDICATE_TYPE_V0_7:?}, \
                  {PREDICATE_TYPE_V0_6:?}, \
@@ -368,7 +371,17 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         });
     if version < WITH_ACCURACY && graded {
         v.document_errors.push(format!(
-            "an accuracy phase or flag in a {:?} document: it came with {PREDICATE_TYPE:?}",
+            "an accuracy phase or flag in a {:?} document: it came with {PREDICATE_TYPE_V0_10:?}",
+            s.predicate_type
+        ));
+    }
+    let chained = p
+        .benchmarks
+        .iter()
+        .any(|b| b.workload.sessions().is_some_and(|s| s.chain.is_some()));
+    if version < WITH_RESPONSES && chained {
+        v.document_errors.push(format!(
+            "a conversation's chain (workload.sessions.chain) in a {:?} document: it came with {PREDICATE_TYPE:?}",
             s.predicate_type
         ));
     }
@@ -377,6 +390,8 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
 
 /// The place of `result/v0.10` in [`check_versions`]' list: an accuracy phase, graded.
 const WITH_ACCURACY: usize = 9;
+/// The place of `result/v0.11`: the Responses API's conversations, chained on the server.
+const WITH_RESPONSES: usize = 10;
 
 /// The place of `result/v0.9` in [`check_versions`]' list: a capacity search and its steps.
 const WITH_CAPACITY: usize = 8;

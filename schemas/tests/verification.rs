@@ -785,3 +785,49 @@ fn result_v0_6_documents_still_verify_and_the_uncertainty_is_recomputed() {
         "{v:?}"
     );
 }
+
+/// `result/v0.10` documents still verify under their label; a Responses API conversation's
+/// chain (`workload.sessions.chain`, v0.11) is refused under it.
+#[test]
+fn result_v0_10_documents_still_verify_and_a_chained_conversation_is_refused_under_that_label() {
+    use schemas::document::{SessionChain, Sessions, Workload};
+    let sign = |statement: &serde_json::Value| {
+        common::signed_payload(&serde_json::to_vec(statement).unwrap())
+    };
+    let verify = |s: &serde_json::Value| {
+        verify_envelope(&sign(s), &common::trusted(), Policy::RequireSignature).0
+    };
+    let p = common::predicate();
+    let mut v10 = serde_json::to_value(schemas::seal::seal(p.clone()).unwrap()).unwrap();
+    assert_eq!(v10["predicateType"], "https://provebench.dev/result/v0.11");
+    common::relabel(&mut v10, schemas::PREDICATE_TYPE_V0_10);
+    assert!(verify(&v10).ok, "{:?}", verify(&v10));
+
+    let mut chained = p;
+    chained.engine.api = "openai-responses".into();
+    for chain in [SessionChain::PreviousResponseId, SessionChain::Resend] {
+        let sessions = Some(Sessions {
+            count: 1,
+            turns: Some(2),
+            think_ms: None,
+            chain: Some(chain),
+        });
+        match &mut chained.benchmarks[0].workload {
+            Workload::Synthetic { sessions: s, .. } | Workload::Dataset { sessions: s, .. } => {
+                *s = sessions
+            }
+            Workload::Trace { .. } => unreachable!("the common predicate is synthetic"),
+        }
+        let doc = serde_json::to_value(schemas::seal::seal(chained.clone()).unwrap()).unwrap();
+        assert!(verify(&doc).ok, "{:?}", verify(&doc));
+        let mut mislabelled = doc.clone();
+        common::relabel(&mut mislabelled, schemas::PREDICATE_TYPE_V0_10);
+        let v = verify(&mislabelled);
+        assert!(
+            v.document_errors
+                .iter()
+                .any(|e| e.contains("workload.sessions.chain") && e.contains("v0.11")),
+            "{v:?}"
+        );
+    }
+}

@@ -209,7 +209,7 @@ def simulated(tmp_path_factory):
 
 
 def test_a_simulated_phase_regrades_to_its_stored_grade(simulated):
-    assert simulated["predicateType"] == "https://provebench.dev/result/v0.10"
+    assert simulated["predicateType"] == "https://provebench.dev/result/v0.11"
     (score,) = check(simulated)
     assert score["total"] == 60 and 0 < score["wrong"] < 60 and score["unparsed"] == 0
     # Asked again under load: the simulator's answers do not depend on its load.

@@ -157,7 +157,7 @@ def statement(tmp_path_factory):
 
 
 def test_every_step_and_the_answer_follow_from_the_records(statement):
-    assert statement["predicateType"] == "https://provebench.dev/result/v0.10"
+    assert statement["predicateType"] == "https://provebench.dev/result/v0.11"
     capacity = statement["predicate"]["capacity"]
     # Four slots: four streams never wait (TTFT 10 ms), five always do (about 50 ms). A loaded
     # machine can leave a step undecided, never pass five.

@@ -49,7 +49,7 @@ def runs(tmp_path_factory):
 def test_shards_and_the_merge_validate_against_the_checked_in_schema(runs):
     for name in ("shard-0.json", "shard-1.json", "merged.json"):
         statement = statement_of(runs / name)
-        assert statement["predicateType"] == "https://provebench.dev/result/v0.10"
+        assert statement["predicateType"] == "https://provebench.dev/result/v0.11"
         validator("statement.schema.json").validate(statement)
 
 

@@ -197,7 +197,7 @@ def benchmark(statement):
 
 
 def test_the_document_validates_against_the_checked_in_schema(statement):
-    assert statement["predicateType"] == "https://provebench.dev/result/v0.10"
+    assert statement["predicateType"] == "https://provebench.dev/result/v0.11"
     validator("statement.schema.json").validate(statement)
 
 

@@ -185,7 +185,7 @@ def statement(tmp_path_factory):
 
 
 def test_the_document_is_v0_8_with_intervals(statement):
-    assert statement["predicateType"] == "https://provebench.dev/result/v0.10"
+    assert statement["predicateType"] == "https://provebench.dev/result/v0.11"
     [bench] = statement["predicate"]["benchmarks"]
     u = bench["summary"]["uncertainty"]
     assert (u["method"], u["batches"]) == ("batch_means", BATCHES)

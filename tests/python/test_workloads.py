@@ -73,7 +73,7 @@ def documents(tmp_path_factory):
 
 def test_the_documents_validate_against_the_checked_in_schema(documents):
     for statement in documents.values():
-        assert statement["predicateType"] == "https://provebench.dev/result/v0.10"
+        assert statement["predicateType"] == "https://provebench.dev/result/v0.11"
         validator("statement.schema.json").validate(statement)
 
 

@@ -67,6 +67,7 @@ async fn ask(
     let job = Job {
         prompt: &item.prompt,
         history: &item.history,
+        previous_response_id: None,
         prompt_tokens: None,
         output_tokens: suite.meta.output_tokens,
         scheduled: Instant::now(),

@@ -1,6 +1,6 @@
 //! Inference-server APIs: the request body each one takes and what each streamed event means.
 //!
-//! Four protocols, chosen with `--api`:
+//! Five protocols, chosen with `--api`:
 //!
 //! | [`Api`] | path | stream |
 //! | --- | --- | --- |
@@ -8,6 +8,7 @@
 //! | `openai-chat` | `/v1/chat/completions` | OpenAI chat chunks, `[DONE]` (the same, TGI ≥ 1.4) |
 //! | `tgi` | `/generate_stream` | TGI's native stream: one event per generated token, no `[DONE]` |
 //! | `sglang` | `/generate` | SGLang's native stream: cumulative text and counts, `[DONE]` |
+//! | `openai-responses` | `/v1/responses` | typed events (`response.output_text.delta`, …), no `[DONE]` (OpenAI, vLLM, llama.cpp) |
 //!
 //! [`StreamState::on_data`] turns one SSE `data` payload (see [`crate::sse`]) into an [`Event`]:
 //! whether it carries a token (for timing), the finish reason, the server's token counts, the end
@@ -25,6 +26,7 @@
 //! reaches [`StreamState::on_data`]; such a request ends without `[DONE]` or a finish reason.
 
 mod openai;
+mod responses;
 mod sglang;
 
 pub(crate) use openai::messages as chat_messages;
@@ -50,15 +52,19 @@ pub enum Api {
     Tgi,
     /// SGLang's native `POST /generate`.
     Sglang,
+    /// OpenAI's Responses API, `POST /v1/responses` (typed stream events; a conversation's
+    /// turns chained by `previous_response_id`).
+    OpenaiResponses,
 }
 
 impl Api {
     /// Every API, in the order `--help` lists them.
-    pub const ALL: [Api; 4] = [
+    pub const ALL: [Api; 5] = [
         Api::OpenaiCompletions,
         Api::OpenaiChat,
         Api::Tgi,
         Api::Sglang,
+        Api::OpenaiResponses,
     ];
 
     /// The API of a name as [`Api::as_str`] spells it.
@@ -73,6 +79,7 @@ impl Api {
             Api::OpenaiChat => "openai-chat",
             Api::Tgi => "tgi",
             Api::Sglang => "sglang",
+            Api::OpenaiResponses => "openai-responses",
         }
     }
 
@@ -83,6 +90,7 @@ impl Api {
             Api::OpenaiChat => "/v1/chat/completions",
             Api::Tgi => "/generate_stream",
             Api::Sglang => "/generate",
+            Api::OpenaiResponses => "/v1/responses",
         }
     }
 
@@ -98,6 +106,7 @@ impl Api {
             Api::OpenaiChat => openai::chat_body(r),
             Api::Tgi => tgi::body(r),
             Api::Sglang => sglang::body(r),
+            Api::OpenaiResponses => responses::body(r),
         };
         if let Some(extra) = r.extra {
             merge_patch(&mut body, extra);
@@ -120,8 +129,11 @@ pub struct GenerationRequest<'a> {
     /// The model name the server expects (OpenAI APIs; the native APIs serve one model).
     pub model: &'a str,
     pub prompt: &'a str,
-    /// Earlier turns of a conversation, alternating user and assistant (chat only).
+    /// Earlier turns of a conversation, alternating user and assistant (chat and Responses).
     pub history: &'a [String],
+    /// The Responses API's server-held conversation: the previous turn's response id (the
+    /// input is then only `prompt`).
+    pub previous_response_id: Option<&'a str>,
     /// How many tokens to generate at most.
     pub max_tokens: u32,
     /// Ask the server to keep generating past end-of-sequence, for fixed-length benchmarks
@@ -149,6 +161,7 @@ impl StreamState {
             Api::OpenaiChat => openai::chat_event(data),
             Api::Tgi => tgi::event(data),
             Api::Sglang => sglang::event(data, &mut self.sglang),
+            Api::OpenaiResponses => responses::event(data),
         }
     }
 
@@ -158,6 +171,7 @@ impl StreamState {
         match self.api {
             Api::OpenaiCompletions => openai::answer_text(data, false),
             Api::OpenaiChat => openai::answer_text(data, true),
+            Api::OpenaiResponses => responses::answer_text(data),
             Api::Tgi | Api::Sglang => None,
         }
     }
@@ -180,6 +194,10 @@ pub struct Event {
     pub done: bool,
     /// An error the server reported inside the stream (after the HTTP status was sent).
     pub server_error: Option<String>,
+    /// The response's id (the Responses API's `response.created`).
+    pub response_id: Option<String>,
+    /// An event of a type the API does not define: skipped, and counted by the caller.
+    pub ignored: bool,
 }
 
 /// Token counts as the server reported them.

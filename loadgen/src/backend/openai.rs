@@ -160,6 +160,7 @@ fn event<'a, C: Choice + Deserialize<'a>>(data: &'a [u8]) -> Result<Event, Event
         usage: chunk.usage,
         done: false,
         server_error: chunk.error.is_some().then(|| error_message(data)),
+        ..Event::default()
     })
 }
 

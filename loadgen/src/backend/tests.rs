@@ -62,6 +62,7 @@ fn request<'a>(extra: Option<&'a Map<String, Value>>) -> GenerationRequest<'a> {
         model: "m",
         prompt: "Hello \"world\"\n",
         history: &[],
+        previous_response_id: None,
         max_tokens: 128,
         ignore_eos: true,
         temperature: 0.0,
@@ -69,11 +70,12 @@ fn request<'a>(extra: Option<&'a Map<String, Value>>) -> GenerationRequest<'a> {
     }
 }
 
-const ALL: [Api; 4] = [
+const ALL: [Api; 5] = [
     Api::OpenaiCompletions,
     Api::OpenaiChat,
     Api::Tgi,
     Api::Sglang,
+    Api::OpenaiResponses,
 ];
 
 #[test]
@@ -90,7 +92,13 @@ fn names_and_paths() {
     let names: Vec<_> = ALL.iter().map(|a| a.as_str()).collect();
     assert_eq!(
         names,
-        ["openai-completions", "openai-chat", "tgi", "sglang"]
+        [
+            "openai-completions",
+            "openai-chat",
+            "tgi",
+            "sglang",
+            "openai-responses"
+        ]
     );
     let paths: Vec<_> = ALL.iter().map(|a| a.path()).collect();
     assert_eq!(
@@ -99,7 +107,8 @@ fn names_and_paths() {
             "/v1/completions",
             "/v1/chat/completions",
             "/generate_stream",
-            "/generate"
+            "/generate",
+            "/v1/responses"
         ]
     );
 }
@@ -779,4 +788,145 @@ fn bench_event_cost() {
             n
         },
     );
+}
+
+// ---- the Responses API ----
+
+/// A streamed response as OpenAI's Responses API and vLLM write one (ids shortened): lifecycle
+/// events, a reasoning delta, three output-text deltas (one empty), the terminal event with
+/// usage, and no `[DONE]`.
+const RESPONSES: &str = concat!(
+    "event: response.created\n",
+    r#"data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_abc","object":"response","status":"in_progress","output":[],"usage":null}}"#,
+    "\n\n",
+    "event: response.in_progress\n",
+    r#"data: {"type":"response.in_progress","sequence_number":1,"response":{"id":"resp_abc","status":"in_progress"}}"#,
+    "\n\n",
+    "event: response.output_item.added\n",
+    r#"data: {"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"msg_1","type":"message","status":"in_progress","role":"assistant","content":[]}}"#,
+    "\n\n",
+    "event: response.reasoning_text.delta\n",
+    r#"data: {"type":"response.reasoning_text.delta","sequence_number":3,"item_id":"rs_1","output_index":0,"content_index":0,"delta":"Hmm"}"#,
+    "\n\n",
+    "event: response.output_text.delta\n",
+    r#"data: {"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hello","logprobs":[]}"#,
+    "\n\n",
+    "event: response.output_text.delta\n",
+    r#"data: {"type":"response.output_text.delta","sequence_number":5,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"","logprobs":[]}"#,
+    "\n\n",
+    "event: response.output_text.delta\n",
+    r#"data: {"type":"response.output_text.delta","sequence_number":6,"item_id":"msg_1","output_index":0,"content_index":0,"delta":" \"world\"","logprobs":[]}"#,
+    "\n\n",
+    "event: response.output_text.done\n",
+    r#"data: {"type":"response.output_text.done","sequence_number":7,"item_id":"msg_1","output_index":0,"content_index":0,"text":"Hello \"world\""}"#,
+    "\n\n",
+    "event: response.incomplete\n",
+    r#"data: {"type":"response.incomplete","sequence_number":8,"response":{"id":"resp_abc","status":"incomplete","incomplete_details":{"reason":"max_output_tokens"},"usage":{"input_tokens":9,"input_tokens_details":{"cached_tokens":0},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":1},"total_tokens":12}}}"#,
+    "\n\n",
+);
+
+#[test]
+fn openai_responses_body() {
+    let b = body(Api::OpenaiResponses, &request(None));
+    assert_eq!(
+        b,
+        serde_json::json!({
+            "model": "m", "input": "Hello \"world\"\n", "max_output_tokens": 128, "temperature": 0.0,
+            "stream": true, "ignore_eos": true,
+        })
+    );
+    // A conversation resent: its turns as messages; chained: only the new turn, named after
+    // the previous response, which the server must store.
+    let history = ["hi".to_string(), "hello".to_string()];
+    let resent = body(
+        Api::OpenaiResponses,
+        &GenerationRequest {
+            history: &history,
+            ignore_eos: false,
+            ..request(None)
+        },
+    );
+    assert_eq!(
+        resent["input"],
+        serde_json::json!([
+            {"type": "message", "role": "user", "content": "hi"},
+            {"type": "message", "role": "assistant", "content": "hello"},
+            {"type": "message", "role": "user", "content": "Hello \"world\"\n"},
+        ])
+    );
+    assert!(resent.get("ignore_eos").is_none() && resent.get("previous_response_id").is_none());
+    let chained = body(
+        Api::OpenaiResponses,
+        &GenerationRequest {
+            previous_response_id: Some("resp_abc"),
+            ..request(None)
+        },
+    );
+    assert_eq!(chained["input"], "Hello \"world\"\n");
+    assert_eq!(chained["previous_response_id"], "resp_abc");
+    assert_eq!(chained["store"], true);
+}
+
+#[test]
+fn openai_responses_stream() {
+    let o = run(Api::OpenaiResponses, RESPONSES.as_bytes());
+    // The reasoning delta and two non-empty text deltas; the empty one is no token.
+    assert_eq!(o.tokens, 3);
+    assert!(o.done, "response.incomplete ends the stream");
+    assert_eq!(o.finish_reason.as_deref(), Some("max_output_tokens"));
+    let u = o.usage.unwrap();
+    assert_eq!((u.prompt_tokens, u.completion_tokens), (Some(9), Some(3)));
+    assert_eq!(
+        u.completion_tokens_details.unwrap().reasoning_tokens,
+        Some(1)
+    );
+    assert!(o.event_errors.is_empty() && o.server_errors.is_empty());
+    // Event by event: the id from response.created, reasoning apart, answer text.
+    let (events, _) = crate::sse::data_events(&[RESPONSES.as_bytes()]);
+    let mut state = Api::OpenaiResponses.new_stream();
+    let created = state.on_data(&events[0]).unwrap();
+    assert_eq!(created.response_id.as_deref(), Some("resp_abc"));
+    assert_eq!(created.tokens, 0);
+    let reasoning = state.on_data(&events[3]).unwrap();
+    assert!(reasoning.reasoning && reasoning.tokens == 1);
+    assert_eq!(state.answer_text(&events[3]), None);
+    assert_eq!(state.answer_text(&events[6]).as_deref(), Some(" \"world\""));
+    // A completed response: its status is the finish reason.
+    let done = on(Api::OpenaiResponses, r#"{"type":"response.completed","response":{"id":"r","status":"completed","usage":{"input_tokens":1,"output_tokens":1}}}"#).unwrap();
+    assert!(done.done && done.finish_reason.as_deref() == Some("completed"));
+}
+
+#[test]
+fn openai_responses_errors_and_unknown_events() {
+    let e = on(Api::OpenaiResponses, r#"{"type":"error","code":"server_error","message":"boom","param":null,"sequence_number":3}"#).unwrap();
+    assert_eq!(e.server_error.as_deref(), Some("server_error: boom"));
+    let f = on(Api::OpenaiResponses, r#"{"type":"response.failed","response":{"id":"r","status":"failed","error":{"code":"server_error","message":"out of memory"}}}"#).unwrap();
+    assert!(f.done && f.finish_reason.is_none());
+    assert!(f.server_error.unwrap().contains("out of memory"));
+    // A type the API does not define: skipped, flagged for counting, never an error.
+    let u = on(
+        Api::OpenaiResponses,
+        r#"{"type":"response.vendor_extension.delta","delta":"x"}"#,
+    )
+    .unwrap();
+    assert!(u.ignored && u.tokens == 0);
+    // Known lifecycle events: nothing to count.
+    let k = on(
+        Api::OpenaiResponses,
+        r#"{"type":"response.content_part.added","part":{"type":"output_text","text":""}}"#,
+    )
+    .unwrap();
+    assert!(!k.ignored && k.tokens == 0 && !k.done);
+    // Not this API's events at all.
+    assert!(matches!(
+        on(Api::OpenaiResponses, r#"{"choices":[]}"#),
+        Err(EventError::Unexpected(_))
+    ));
+    assert!(matches!(
+        on(
+            Api::OpenaiResponses,
+            r#"{"type":"response.output_text.delta","delta":"#
+        ),
+        Err(EventError::NotJson(_))
+    ));
 }

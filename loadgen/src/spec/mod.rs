@@ -210,9 +210,11 @@ pub struct RunSpec {
     /// Multi-turn conversations: `turns=T[,think_ms=MS]` for synthetic ones (each user message
     /// --data's prompt_tokens long), or `--sessions ""` with a ShareGPT --data file to replay
     /// its conversations. Each turn sends the conversation so far with the server's real
-    /// answers; concurrency counts conversations, a rate starts them.
+    /// answers (with --backend openai-responses the server holds it: `chain=previous_response_id`,
+    /// the default, names the previous response; `chain=resend` sends it all); concurrency
+    /// counts conversations, a rate starts them.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[arg(long, value_name = "turns=T,think_ms=MS", value_parser = |s: &str| parse_sessions(s))]
+    #[arg(long, value_name = "turns=T,think_ms=MS,chain=C", value_parser = |s: &str| parse_sessions(s))]
     pub sessions: Option<SessionSpec>,
     /// A trace replayed at its timestamps (`--trace FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -236,7 +238,7 @@ pub struct RunSpec {
     pub stages: Vec<StageSpec>,
 }
 
-/// `--sessions turns=T[,think_ms=MS]`.
+/// `--sessions turns=T[,think_ms=MS][,chain=previous_response_id|resend]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionSpec {
@@ -246,6 +248,11 @@ pub struct SessionSpec {
     /// Pause between an answer and the next turn (ms).
     #[serde(default)]
     pub think_ms: Option<f64>,
+    /// `openai-responses` only: name the previous response (the default; the server holds
+    /// the conversation) or resend the conversation as input messages (for a server without
+    /// a conversation store, such as llama.cpp).
+    #[serde(default)]
+    pub chain: Option<schemas::document::SessionChain>,
 }
 
 /// `--trace FILE [--trace-format F] [--trace-speedup X]`.
@@ -666,9 +673,14 @@ impl RunSpec {
             }
             if !matches!(
                 self.backend,
-                crate::backend::Api::OpenaiChat | crate::backend::Api::OpenaiCompletions
+                crate::backend::Api::OpenaiChat
+                    | crate::backend::Api::OpenaiCompletions
+                    | crate::backend::Api::OpenaiResponses
             ) {
-                bail!("--sessions sends the conversation so far: use --backend openai-chat (or openai-completions)");
+                bail!("--sessions sends the conversation so far: use --backend openai-chat, openai-responses (the server holds it, chained by previous_response_id) or openai-completions");
+            }
+            if s.chain.is_some() && self.backend != crate::backend::Api::OpenaiResponses {
+                bail!("--sessions chain=… is how the Responses API carries a conversation: it needs --backend openai-responses (the other APIs always resend it)");
             }
             match (&self.dataset, s.turns) {
                 (None, None) | (None, Some(0)) => bail!("--sessions needs turns=T (at least 1) for synthetic conversations"),
@@ -845,7 +857,7 @@ impl RunSpec {
         }
         if !matches!(self.backend, Api::OpenaiCompletions | Api::OpenaiChat) {
             bail!(
-                "--accuracy grades the answers' text, which the client reads from the OpenAI APIs: use --backend openai-completions or openai-chat (not {})",
+                "--accuracy grades the answers' text, which the client reads from the OpenAI APIs that take stop sequences: use --backend openai-completions or openai-chat (not {})",
                 self.backend.as_str()
             );
         }
@@ -937,6 +949,7 @@ pub fn parse_sessions(text: &str) -> Result<SessionSpec> {
     let mut spec = SessionSpec {
         turns: None,
         think_ms: None,
+        chain: None,
     };
     for pair in text.split(',').filter(|p| !p.trim().is_empty()) {
         let (key, value) = pair
@@ -957,7 +970,16 @@ pub fn parse_sessions(text: &str) -> Result<SessionSpec> {
                         format!("--sessions think_ms: {value:?} is not a number")
                     })?)
             }
-            _ => bail!("--sessions: unknown key {key:?}; expected turns, think_ms"),
+            "chain" => {
+                spec.chain = Some(match value {
+                    "previous_response_id" => schemas::document::SessionChain::PreviousResponseId,
+                    "resend" => schemas::document::SessionChain::Resend,
+                    _ => bail!(
+                        "--sessions chain: {value:?}; expected previous_response_id or resend"
+                    ),
+                })
+            }
+            _ => bail!("--sessions: unknown key {key:?}; expected turns, think_ms, chain"),
         }
     }
     Ok(spec)

@@ -312,6 +312,7 @@ async fn latency_legs() {
         request_timeout: std::time::Duration::from_secs(10),
         stall_timeout: std::time::Duration::from_secs(10),
         stamps: Default::default(),
+        ignored_events: Default::default(),
     };
     let parallel: usize = std::env::var("LEGS_PARALLEL")
         .ok()
@@ -323,6 +324,7 @@ async fn latency_legs() {
             .map(|_| loadgen::client::Job {
                 prompt: "a b c",
                 history: &[],
+                previous_response_id: None,
                 prompt_tokens: None,
                 output_tokens: 4,
                 scheduled: origin,

@@ -102,6 +102,7 @@ async fn multi_turn_sessions_carry_the_answers_and_reuse_the_cache() {
         sessions: Some(SessionSpec {
             turns: Some(3),
             think_ms: Some(30.0),
+            chain: None,
         }),
         max_requests: Some(12),
         ..RunSpec::default()

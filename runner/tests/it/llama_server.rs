@@ -306,6 +306,92 @@ fn multi_turn_sessions_count_exactly_and_the_prompt_cache_cheapens_later_turns()
     );
 }
 
+/// OpenAI's Responses API on llama.cpp: token events and `usage` agree with the request;
+/// a conversation resent as input messages (`chain=resend`) counts exactly turn by turn; and
+/// llama.cpp, which keeps no conversations, refuses `previous_response_id` (the default
+/// chain): every second turn is recorded as the server's 400, never as a success.
+#[test]
+fn the_responses_api_streams_counts_exactly_and_resends_conversations() {
+    let Some(server) = start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let st = run(
+        &server,
+        dir.path(),
+        "responses.json",
+        &[
+            "--backend",
+            "openai-responses",
+            "--profile",
+            "synchronous",
+            "--max-requests",
+            "3",
+        ],
+    );
+    check(&st, 1);
+    assert_eq!(st["predicate"]["engine"]["api"], "openai-responses");
+    let sessions = |chain: &str| {
+        run_with_data(
+            &server,
+            dir.path(),
+            &format!("sessions-{chain}.json"),
+            &[
+                "--backend",
+                "openai-responses",
+                "--sessions",
+                &format!("turns=3,chain={chain}"),
+                "--data",
+                "prompt_tokens=32,output_tokens=8",
+                "--profile",
+                "concurrent",
+                "--concurrency",
+                "2",
+                "--max-requests",
+                "6",
+                "--fail-on",
+                "never",
+            ],
+        )
+    };
+    let st = sessions("resend");
+    let b = &st["predicate"]["benchmarks"][0];
+    assert_eq!(b["workload"]["sessions"]["chain"], "resend");
+    let rows = schemas::record_columns::rows_of_json(&b["records"]).unwrap();
+    assert_eq!(rows.len(), 6);
+    for r in &rows {
+        assert!(r["error"].is_null(), "{}", r["error"]);
+        assert_eq!(
+            r["input_tokens_client"], r["input_tokens_server"],
+            "turn {}",
+            r["turn"]
+        );
+        assert_eq!(r["output_tokens_server"], 8);
+    }
+    let turns = b["summary"]["by_turn"].as_array().unwrap();
+    let prompt = |t: usize| turns[t]["input_tokens_mean"].as_f64().unwrap();
+    assert!(prompt(2) > prompt(1) + 32.0 && prompt(1) > prompt(0) + 32.0);
+
+    let st = sessions("previous_response_id");
+    let b = &st["predicate"]["benchmarks"][0];
+    assert_eq!(b["workload"]["sessions"]["chain"], "previous_response_id");
+    for r in &schemas::record_columns::rows_of_json(&b["records"]).unwrap() {
+        if r["turn"] == 1 {
+            assert!(r["error"].is_null(), "{}", r["error"]);
+        } else {
+            let e = &r["error"];
+            assert_eq!(e["class"], "http_client", "{e}");
+            assert!(
+                e["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("previous_response_id"),
+                "{e}"
+            );
+        }
+    }
+}
+
 /// `--repeat 3` of a short sweep: three runs of the same prompts at the same rates (the first
 /// run's), one signed result that verifies, and its report's run-to-run table beside each
 /// run's own intervals.
