@@ -5,6 +5,7 @@
 #               and every kept crash replayed), the wasm module in Node, the site in Chromium,
 #               the independent verifiers in Python (securesystemslib, OpenSSL,
 #               pyca/cryptography, jsonschema), and the module rebuilt elsewhere to the same bytes
+#               (in its build step)
 #   make fuzz   libFuzzer on every target for a few seconds each (FUZZ_SECONDS, default 5)
 #
 # Both build the same thing once: `cargo build --workspace` in the dev profile, whose
@@ -25,11 +26,16 @@ all: build
 
 # The workspace and the wasm module at once: each build ends on a long stretch that keeps one
 # core (the runner's link; the module's single LTO unit), which the other fills. build-tests
-# adds every test harness and example to the same cargo invocation.
+# adds every test harness and example to the same cargo invocation and, once the module is
+# built, checks that it builds reproducibly (a second, niced build from a copy of the source
+# elsewhere: here, where only compilers compete for the cores, not beside the suites whose
+# tests measure time).
 BUILD_ARGS := --workspace
+AFTER_WASM :=
 build-tests: BUILD_ARGS += --lib --bins --tests --examples
+build-tests: AFTER_WASM := && scripts/check-wasm-reproducible.sh
 build build-tests: deps
-	@scripts/build-wasm.sh & wasm=$$!; $(CARGO) build $(BUILD_ARGS); rc=$$?; wait $$wasm && exit $$rc
+	@(scripts/build-wasm.sh $(AFTER_WASM)) & wasm=$$!; $(CARGO) build $(BUILD_ARGS); rc=$$?; wait $$wasm && exit $$rc
 
 # The runner to copy to a GPU host (README: "Benchmarking a real server").
 build-release:
@@ -54,12 +60,11 @@ demo: build
 
 test: deps llama-server slurm build-tests
 	$(MAKE) --no-print-directory rust-suite
-	$(MAKE) --no-print-directory -j4 -O node-suite browser-suite python-suite wasm-repro-suite
+	$(MAKE) --no-print-directory -j3 -O node-suite browser-suite python-suite
 
 # Each suite on its own builds what it needs first. `make test` builds once, runs the Rust
 # tests, then the Node, Chromium and Python suites side by side (they mostly wait on the
-# runner, the browser and llama-server; -O keeps each one's output together), and beside them,
-# niced, the module's second build from a copy of the source elsewhere.
+# runner, the browser and llama-server; -O keeps each one's output together).
 test-rust: build-tests
 	$(MAKE) --no-print-directory rust-suite
 test-node: build
@@ -88,7 +93,8 @@ python-suite:
 	RUNNER_BIN=$(RUNNER) $(VENV)/bin/python -m pytest -q tests/python
 
 # The module is reproducible: another toolchain is refused, and a clean build from a copy of
-# the source in a temporary directory gives build/wasm's bytes and report-wasm/expected.sha256.
+# the source in a temporary directory gives build/wasm's bytes and report-wasm/expected.sha256
+# (`make test` runs it in its build, build-tests above).
 wasm-repro-suite:
 	scripts/check-wasm-reproducible.sh
 
