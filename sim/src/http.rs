@@ -122,6 +122,7 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
     let route = match req.uri().path() {
         "/v1/completions" => Some(Route::Completions),
         "/v1/chat/completions" => Some(Route::Chat),
+        "/v1/responses" => Some(Route::Responses),
         "/generate_stream" => Some(Route::GenerateStream),
         "/generate" => Some(Route::Generate),
         _ => None,
@@ -188,7 +189,7 @@ async fn generate(
         Ok(body) => body,
         Err(response) => return Ok(response),
     };
-    let mut parsed = match protocol::parse(route, &body) {
+    let mut parsed = match protocol::parse(route, &body, |id| engine.previous_response(id)) {
         Ok(parsed) => parsed,
         // TGI validates after opening the stream, and says what is wrong in an event.
         Err(Refusal::Invalid(Api::Tgi, message)) if route == Route::GenerateStream => {
@@ -217,6 +218,8 @@ async fn generate(
     let index = engine.next_index.fetch_add(1, Relaxed);
     let fault = super::faults::pick(&cfg.faults, cfg.seed, index);
     let ident = Ident::new(parsed.api, cfg.seed, index, &engine.model_json);
+    // Responses: the conversation, kept under the response's id once it is generated.
+    let conversation = parsed.conversation.take();
     let mut gen = Generation::new(
         engine.clone(),
         index,
@@ -259,9 +262,25 @@ async fn generate(
         _ => {}
     }
     if parsed.stream {
-        Ok(sse_response(stream_body(gen, &parsed, ident)))
+        Ok(sse_response(stream_body(gen, &parsed, ident, conversation)))
     } else {
-        whole(gen, &parsed, &ident).await
+        whole(gen, &parsed, &ident, conversation).await
+    }
+}
+
+/// Responses: keeps the conversation (the prompt and the `n` tokens generated) under the
+/// response's id, for a next turn's `previous_response_id`. Called before the response's last
+/// bytes leave, so a client that chains at once finds it.
+fn keep_conversation(
+    gen: &Generation,
+    id: &str,
+    conversation: Option<protocol::PromptTokens>,
+    answer: Option<&str>,
+) {
+    if let Some(mut conversation) = conversation {
+        let engine = gen.engine();
+        conversation.output(engine.cfg.seed, gen.emitted(), answer);
+        engine.keep_response(id, conversation.into_conversation());
     }
 }
 
@@ -270,6 +289,7 @@ async fn whole(
     mut gen: Generation,
     req: &GenRequest,
     ident: &Ident,
+    conversation: Option<protocol::PromptTokens>,
 ) -> Result<Response<Body>, io::Error> {
     gen.admit().await;
     let seed = gen.engine().cfg.seed;
@@ -306,6 +326,7 @@ async fn whole(
         gen.wait_due().await;
         gen.wrote(Instant::now());
     }
+    keep_conversation(&gen, &ident.id, conversation, req.answer.as_deref());
     let body = match gen.fault {
         Some(Fault::Malformed { .. }) => protocol::malformed_body(),
         _ => protocol::whole_body(req, ident, seed, gen.cached_tokens),
@@ -334,6 +355,8 @@ struct Stream {
     seed: u64,
     /// The answering mode's answer, sent instead of a generated word.
     answer: Option<String>,
+    /// Responses: the prompt's conversation, kept once the last token is out.
+    conversation: Option<protocol::PromptTokens>,
     /// Reused output buffer: events are split off it, so allocations are amortised.
     buf: BytesMut,
     /// Frames ready to hand over; `true` marks content events (the ones counted as tokens).
@@ -343,10 +366,16 @@ struct Stream {
     last_handed: Instant,
 }
 
-fn stream_body(gen: Generation, req: &GenRequest, ident: Ident) -> Body {
+fn stream_body(
+    gen: Generation,
+    req: &GenRequest,
+    ident: Ident,
+    conversation: Option<protocol::PromptTokens>,
+) -> Body {
     let state = Stream {
         seed: gen.engine().cfg.seed,
         answer: req.answer.clone(),
+        conversation,
         events: Events::new(req, ident, gen.engine().cfg.reasoning_tokens),
         gen,
         buf: BytesMut::with_capacity(16 << 10),
@@ -388,6 +417,10 @@ impl Stream {
                 Stage::Queued => {
                     self.gen.admit().await;
                     self.events.cached_tokens = self.gen.cached_tokens;
+                    // Responses: `response.created` and `.in_progress`, before the first token's delay.
+                    let pending = &mut self.pending;
+                    self.events
+                        .opening(&mut self.buf, |b| pending.push_back((b, false)));
                     self.stage = Stage::Tokens;
                 }
                 Stage::Tokens => {
@@ -427,19 +460,25 @@ impl Stream {
                             Some(answer) => Word::answer(answer),
                             None => Word::new(self.seed, k),
                         };
+                        // The events that go right before the token (chat's role, Responses'
+                        // output item) are queued now and leave with it, once it is due.
+                        let pending = &mut self.pending;
+                        self.events
+                            .before_token(k, &mut self.buf, |b| pending.push_back((b, false)));
                         let event = self.events.token(k, &word, &mut self.buf);
                         self.gen.wait_due().await;
-                        if k == 0 {
-                            if let Some(role) = self.events.role(&mut self.buf) {
-                                self.pending.push_back((role, false));
-                            }
-                        }
                         self.pending.push_back((event, true));
                     } else {
                         if stalled {
                             // A stall after the last token holds back the finish events.
                             self.gen.wait_due().await;
                         }
+                        keep_conversation(
+                            &self.gen,
+                            self.events.id(),
+                            self.conversation.take(),
+                            self.answer.as_deref(),
+                        );
                         self.pending.extend(
                             self.events
                                 .tail(&mut self.buf)
@@ -500,6 +539,12 @@ fn refused(refusal: Refusal) -> Response<Body> {
     let (api, message) = match refusal {
         Refusal::BadJson(m) => (Api::Completions, m),
         Refusal::Invalid(api, m) => (api, m),
+        Refusal::UnknownPreviousResponse(id) => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                protocol::unknown_previous_response_body(&id),
+            );
+        }
     };
     let kind = if api == Api::Tgi {
         "validation"

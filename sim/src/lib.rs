@@ -1,7 +1,8 @@
 //! `sim`: the built-in simulator, a deterministic LLM inference server that speaks the wire formats of
-//! vLLM's OpenAI API (`/v1/completions`, `/v1/chat/completions`), TGI (`/generate_stream`,
-//! `/generate`) and SGLang (`/generate` with `text`), so the load generator, the demo and the
-//! tests have something real-shaped to measure — with server-side ground truth to compare with.
+//! vLLM's OpenAI API (`/v1/completions`, `/v1/chat/completions`), OpenAI's Responses API
+//! (`/v1/responses`), TGI (`/generate_stream`, `/generate`) and SGLang (`/generate` with
+//! `text`), so the load generator, the demo and the tests have something real-shaped to
+//! measure — with server-side ground truth to compare with.
 //! It stands where a real engine stands on the data path, across the socket from `loadgen`;
 //! `runner sim` serves it and every crate's tests use it as a dev-dependency.
 //!
@@ -38,6 +39,24 @@
 //! random words) never hit, so their timing is the same with the cache on or off; a dataset
 //! whose rows repeat (fewer rows than requests) or share a long system prompt does hit, as it
 //! would on vLLM.
+//!
+//! # Responses API
+//!
+//! `POST /v1/responses` streams OpenAI's typed events (`event: <type>` and `data: {"type":…,
+//! "sequence_number":…}`): `response.created` and `response.in_progress` at admission, the
+//! message's output item and content part right before the first token, one
+//! `response.output_text.delta` per token (`response.reasoning_text.delta` for the reasoning
+//! tokens, in an `rs_…` item of their own before the message), then the text, part and item
+//! done and `response.incomplete` (at `max_output_tokens`) or `response.completed` (the
+//! answering mode's answer), with usage; no `[DONE]`. Tokens are timed as chat's are.
+//!
+//! The server keeps each response that ran to its end (not one cut off by a reset or a client
+//! that left), by id, for a next turn to name as `previous_response_id`: that turn's prompt is
+//! the previous prompt, the previous output and its own instructions and input, counted and
+//! block-hashed exactly as if the whole conversation had been sent again, so the prefix cache
+//! hits the earlier turns' blocks. At most 100,000 responses (and 2^22 block hashes of their
+//! own) are kept, the oldest dropped first; an id not kept is refused with OpenAI's 400
+//! (`previous_response_not_found`).
 //!
 //! # Metrics
 //!

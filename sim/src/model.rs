@@ -18,9 +18,10 @@
 
 use super::faults::Fault;
 use super::noise::{self, Draw};
+use super::protocol::Conversation;
 use super::{RequestTruth, SimConfig, PREFIX_BLOCK_TOKENS};
 use clock::Timer;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -53,6 +54,8 @@ pub(crate) struct Engine {
     pub finished_length_total: AtomicU64,
     /// `None` when prefix caching is off.
     prefix_cache: Option<Mutex<PrefixCache>>,
+    /// The Responses API's responses, by id, for a next turn's `previous_response_id`.
+    responses: Mutex<ResponseStore>,
     truth: Option<Mutex<Vec<RequestTruth>>>,
     ttft: Duration,
     prefill_s_per_token: f64,
@@ -79,6 +82,7 @@ impl Engine {
                 let blocks = cfg.kv_cache_tokens / u64::from(PREFIX_BLOCK_TOKENS);
                 Mutex::new(PrefixCache::new(blocks.min(usize::MAX as u64) as usize))
             }),
+            responses: Mutex::new(ResponseStore::default()),
             truth: keep_truth.then(|| Mutex::new(Vec::new())),
             ttft: Duration::from_secs_f64(cfg.ttft_ms / 1e3),
             prefill_s_per_token: cfg.prefill_us_per_token / 1e6,
@@ -94,6 +98,19 @@ impl Engine {
             Some(t) => t.lock().expect("truth lock").clone(),
             None => Vec::new(),
         }
+    }
+
+    /// The conversation of the Responses response `id`, if this server created it and still
+    /// keeps it.
+    pub fn previous_response(&self, id: &str) -> Option<Conversation> {
+        let store = self.responses.lock().expect("response store lock");
+        store.by_id.get(id).cloned()
+    }
+
+    /// Keeps a finished Responses response's conversation under its id.
+    pub fn keep_response(&self, id: &str, conversation: Conversation) {
+        let mut store = self.responses.lock().expect("response store lock");
+        store.keep(id.to_string(), conversation);
     }
 
     /// Empties the prefix cache (`POST /reset_prefix_cache`).
@@ -404,5 +421,41 @@ impl PrefixCache {
     pub fn clear(&mut self) {
         self.last_use.clear();
         self.by_age.clear();
+    }
+}
+
+/// Responses kept at most; the oldest are dropped beyond it.
+pub(crate) const MAX_STORED_RESPONSES: usize = 100_000;
+/// Block hashes kept at most for the stored responses alone (a conversation shares the blocks
+/// of the one it continued): 32 MiB, 64 Mi tokens of conversation. The oldest responses are
+/// dropped beyond it.
+pub(crate) const MAX_STORED_BLOCKS: usize = 1 << 22;
+
+/// The responses a next turn may continue (`previous_response_id`), in the order kept.
+#[derive(Default)]
+struct ResponseStore {
+    by_id: HashMap<String, Conversation>,
+    order: VecDeque<String>,
+    /// The stored conversations' own block hashes, all together.
+    blocks: usize,
+}
+
+impl ResponseStore {
+    fn keep(&mut self, id: String, conversation: Conversation) {
+        self.blocks += conversation.own_blocks;
+        match self.by_id.insert(id.clone(), conversation) {
+            Some(replaced) => self.blocks -= replaced.own_blocks,
+            None => self.order.push_back(id),
+        }
+        while self.order.len() > MAX_STORED_RESPONSES
+            || (self.blocks > MAX_STORED_BLOCKS && self.order.len() > 1)
+        {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(dropped) = self.by_id.remove(&oldest) {
+                self.blocks -= dropped.own_blocks;
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! The wire formats: request parsing, the toy tokenizer, and every response body and stream event
 //! per API, byte for byte as the real servers write them (vLLM for the OpenAI API, with a
-//! separate content-free finish chunk as llama.cpp sends; TGI 1.x; SGLang's native `/generate`).
+//! separate content-free finish chunk as llama.cpp sends; OpenAI's Responses API as OpenAI
+//! streams it; TGI 1.x; SGLang's native `/generate`).
 //!
 //! Streaming events are written straight into a `BytesMut` from preformatted per-request pieces:
 //! with ITL 0 the simulator is used to measure the *client's* CPU per token, so the server's own
@@ -11,6 +12,7 @@ use super::PREFIX_BLOCK_TOKENS;
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 /// The context window the simulator claims (`/v1/models`, `/tokenize`); prompt + output must fit.
 pub(crate) const MAX_MODEL_LEN: u32 = 65_536;
@@ -28,6 +30,7 @@ pub(crate) enum Route {
     Chat,
     GenerateStream,
     Generate,
+    Responses,
 }
 
 /// Which wire format answers it (`/generate` is SGLang or TGI depending on the body).
@@ -37,6 +40,8 @@ pub(crate) enum Api {
     Chat,
     Tgi,
     Sglang,
+    /// OpenAI's Responses API (`/v1/responses`).
+    Responses,
 }
 
 /// A parsed generation request: only what the simulator acts on.
@@ -58,6 +63,12 @@ pub(crate) struct GenRequest {
     /// The answering mode's answer, one token ([`crate::answers`]); the request then ends
     /// with `finish_reason: "stop"`.
     pub answer: Option<String>,
+    /// Responses: the prompt as read (the previous response's conversation, then this turn's
+    /// instructions and input), to which the output is added once generated and which the
+    /// server then keeps under the response's id for a next turn to continue.
+    pub conversation: Option<PromptTokens>,
+    /// Responses: the `previous_response_id` the request continued, echoed in the response.
+    pub previous_response_id: Option<String>,
 }
 
 /// Why a request was refused before generation.
@@ -67,10 +78,17 @@ pub(crate) enum Refusal {
     BadJson(String),
     /// JSON, but not a request the API accepts.
     Invalid(Api, String),
+    /// Responses: a `previous_response_id` this server did not create (or no longer holds).
+    UnknownPreviousResponse(String),
 }
 
-/// Parses a generation request's body for `route`.
-pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
+/// Parses a generation request's body for `route`. `previous` finds the conversation a
+/// Responses request's `previous_response_id` names, among the responses this server keeps.
+pub(crate) fn parse(
+    route: Route,
+    body: &[u8],
+    previous: impl Fn(&str) -> Option<Conversation>,
+) -> Result<GenRequest, Refusal> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|e| Refusal::BadJson(format!("invalid JSON body: {e}")))?;
     let Value::Object(obj) = value else {
@@ -79,6 +97,7 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
     let api = match route {
         Route::Completions => Api::Completions,
         Route::Chat => Api::Chat,
+        Route::Responses => Api::Responses,
         Route::GenerateStream => Api::Tgi,
         Route::Generate if obj.contains_key("text") => Api::Sglang,
         Route::Generate if obj.contains_key("inputs") => Api::Tgi,
@@ -97,6 +116,7 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
 
     let mut prompt = PromptTokens::default();
     let mut question = None;
+    let mut previous_response_id = None;
     let (max_tokens, stream, include_usage, details) = match api {
         Api::Completions => {
             match obj.get("prompt") {
@@ -173,6 +193,50 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
             prompt.text(text);
             (max, flag(&obj, "stream"), false, false)
         }
+        Api::Responses => {
+            // The server holds the conversation so far: it is the start of this prompt, as if it
+            // had been sent again (same count, same block hashes).
+            match obj.get("previous_response_id") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(id)) => {
+                    let conversation =
+                        previous(id).ok_or_else(|| Refusal::UnknownPreviousResponse(id.clone()))?;
+                    prompt = PromptTokens::continuing(&conversation);
+                    previous_response_id = Some(id.clone());
+                }
+                Some(_) => return Err(invalid("previous_response_id must be a string")),
+            }
+            // Read as a system message at the start of this turn's input.
+            match obj.get("instructions") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(s)) => prompt.text(s),
+                Some(_) => return Err(invalid("instructions must be a string")),
+            }
+            match obj.get("input") {
+                Some(Value::String(s)) => {
+                    question = crate::answers::Question::find(s);
+                    prompt.text(s)
+                }
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        let user = input_message(item).map_err(|m| invalid(&m))?;
+                        if !prompt.content(item.get("content")) {
+                            return Err(invalid(INPUT_ITEM));
+                        }
+                        if user {
+                            question = last_question(item.get("content"));
+                        }
+                    }
+                }
+                _ => {
+                    return Err(invalid(
+                        "input must be a string or a list of input messages",
+                    ))
+                }
+            }
+            let max = max_tokens(obj.get("max_output_tokens")).map_err(|m| invalid(&m))?;
+            (max, flag(&obj, "stream"), false, false)
+        }
     };
     let prompt_tokens = prompt.count;
     if prompt_tokens as u64 + max_tokens as u64 > MAX_MODEL_LEN as u64 {
@@ -182,17 +246,69 @@ pub(crate) fn parse(route: Route, body: &[u8]) -> Result<GenRequest, Refusal> {
             prompt_tokens as u64 + max_tokens as u64
         )));
     }
+    let (block_hashes, conversation) = if api == Api::Responses {
+        (prompt.all_blocks(), Some(prompt))
+    } else {
+        (prompt.blocks, None)
+    };
     Ok(GenRequest {
         api,
         prompt_tokens,
-        block_hashes: prompt.blocks,
+        block_hashes,
         max_tokens,
         stream,
         include_usage,
         details,
         question,
         answer: None,
+        conversation,
+        previous_response_id,
     })
+}
+
+const INPUT_ITEM: &str = "each input item must be a message {\"role\": \"user\"|\"assistant\"|\"system\"|\"developer\", \"content\": a string or a list of input_text/output_text parts}";
+
+/// Checks one Responses input item (a message, `"type": "message"` or untyped, with text
+/// content parts only); whether it is the user's.
+fn input_message(item: &Value) -> Result<bool, String> {
+    if item
+        .get("type")
+        .is_some_and(|t| t.as_str() != Some("message"))
+    {
+        return Err(format!(
+            "the simulator reads message input items only, not {}",
+            item["type"]
+        ));
+    }
+    let role = item.get("role").and_then(Value::as_str);
+    if !matches!(role, Some("user" | "assistant" | "system" | "developer")) {
+        return Err(INPUT_ITEM.into());
+    }
+    if let Some(Value::Array(parts)) = item.get("content") {
+        let text_part = |p: &Value| {
+            matches!(
+                p.get("type").and_then(Value::as_str),
+                Some("input_text" | "output_text" | "text")
+            )
+        };
+        if !parts.iter().all(text_part) {
+            return Err(INPUT_ITEM.into());
+        }
+    }
+    Ok(role == Some("user"))
+}
+
+/// The last question of the answering mode's form in a message's content (a string, or its
+/// last text part that holds one).
+fn last_question(content: Option<&Value>) -> Option<crate::answers::Question> {
+    match content? {
+        Value::String(s) => crate::answers::Question::find(s),
+        Value::Array(parts) => parts
+            .iter()
+            .rev()
+            .find_map(|p| crate::answers::Question::find(p.get("text")?.as_str()?)),
+        _ => None,
+    }
 }
 
 /// A max-tokens field: absent or null means the default; otherwise an integer ≥ 1.
@@ -215,16 +331,122 @@ fn max_tokens(v: Option<&Value>) -> Result<u32, String> {
 /// word, no BOS; or the ids given) and the chained hash of each whole block of
 /// [`PREFIX_BLOCK_TOKENS`] tokens — block `i`'s hash folds block `i − 1`'s hash with block `i`'s
 /// token ids, as vLLM's block hashes do, so equal hashes mean an equal prefix.
-#[derive(Default)]
-struct PromptTokens {
+///
+/// A Responses turn that names a previous response goes on from that response's conversation
+/// ([`PromptTokens::continuing`]): its count and running hash, and its whole blocks shared
+/// (`earlier`) rather than copied, so that `blocks` holds only the blocks this turn adds.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PromptTokens {
     count: u32,
     /// The running hash of the block being read, seeded with the previous block's.
     hash: u64,
     in_block: u32,
+    /// The whole blocks of the conversation this prompt continues, before `blocks`.
+    earlier: Option<Arc<Blocks>>,
     blocks: Vec<u64>,
 }
 
+/// A run of whole blocks' hashes, behind the runs before it: the blocks of one Responses turn
+/// (its new prompt tokens and its output), behind the turns it continued.
+#[derive(Debug)]
+pub(crate) struct Blocks {
+    earlier: Option<Arc<Blocks>>,
+    own: Vec<u64>,
+    /// Runs in the chain, this one included.
+    depth: u32,
+}
+
+/// A chain longer than this is copied into one run when it grows, so that walking (and
+/// dropping, which recurses) a long conversation's chain stays shallow.
+const MAX_BLOCK_RUNS: u32 = 16;
+
+/// What the server keeps of a Responses response, under its id: the tokenizer's state after
+/// its prompt and its output, which a turn naming it as `previous_response_id` continues.
+#[derive(Clone, Debug)]
+pub(crate) struct Conversation {
+    /// Tokens so far: the response's prompt tokens plus its output tokens.
+    pub count: u32,
+    hash: u64,
+    in_block: u32,
+    blocks: Option<Arc<Blocks>>,
+    /// Block hashes held for this conversation alone (not shared with the one it continued):
+    /// what keeping it costs.
+    pub own_blocks: usize,
+}
+
 impl PromptTokens {
+    /// A prompt that starts with the whole of `c`.
+    fn continuing(c: &Conversation) -> PromptTokens {
+        PromptTokens {
+            count: c.count,
+            hash: c.hash,
+            in_block: c.in_block,
+            earlier: c.blocks.clone(),
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Every whole block's hash, from the first.
+    fn all_blocks(&self) -> Vec<u64> {
+        let mut runs = Vec::new();
+        let mut run = self.earlier.as_deref();
+        while let Some(r) = run {
+            runs.push(&r.own);
+            run = r.earlier.as_deref();
+        }
+        let len = runs.iter().map(|r| r.len()).sum::<usize>() + self.blocks.len();
+        let mut all = Vec::with_capacity(len);
+        for r in runs.into_iter().rev() {
+            all.extend_from_slice(r);
+        }
+        all.extend_from_slice(&self.blocks);
+        all
+    }
+
+    /// Appends a response's `n` output tokens (the generated words for `seed`, or the
+    /// answering mode's `answer`), as a resent conversation would carry them.
+    pub(crate) fn output(&mut self, seed: u64, n: u32, answer: Option<&str>) {
+        for k in 0..n {
+            let word = match answer {
+                Some(a) => Word::answer(a),
+                None => Word::new(seed, k),
+            };
+            self.token(word.id());
+        }
+    }
+
+    /// What the server keeps: this turn's blocks become a run behind the earlier ones.
+    pub(crate) fn into_conversation(self) -> Conversation {
+        let depth = self.earlier.as_ref().map_or(0, |r| r.depth);
+        let (blocks, own_blocks) = if self.blocks.is_empty() {
+            (self.earlier, 0)
+        } else if depth >= MAX_BLOCK_RUNS {
+            let own = self.all_blocks();
+            let n = own.len();
+            let run = Blocks {
+                earlier: None,
+                own,
+                depth: 1,
+            };
+            (Some(Arc::new(run)), n)
+        } else {
+            let n = self.blocks.len();
+            let run = Blocks {
+                earlier: self.earlier,
+                own: self.blocks,
+                depth: depth + 1,
+            };
+            (Some(Arc::new(run)), n)
+        };
+        Conversation {
+            count: self.count,
+            hash: self.hash,
+            in_block: self.in_block,
+            blocks,
+            own_blocks,
+        }
+    }
+
     fn token(&mut self, id: u32) {
         self.count = self.count.saturating_add(1);
         self.hash = mix(self.hash ^ u64::from(id));
@@ -403,8 +625,10 @@ pub(crate) fn full_text(seed: u64, n: u32) -> String {
 
 /// What every body of one response shares.
 pub(crate) struct Ident {
-    /// `cmpl-…`, `chatcmpl-…`, or SGLang's bare hex request id.
+    /// `cmpl-…`, `chatcmpl-…`, `resp_…`, or SGLang's bare hex request id.
     pub id: String,
+    /// Responses: the hex of the output items' ids (`msg_…`, `rs_…`); empty otherwise.
+    item_hex: String,
     /// Unix seconds.
     pub created: u64,
     /// The model id as a JSON string literal.
@@ -414,9 +638,16 @@ pub(crate) struct Ident {
 impl Ident {
     pub(crate) fn new(api: Api, seed: u64, index: u64, model_json: &str) -> Ident {
         let hex = format!("{:016x}{:016x}", mix(seed ^ index), mix(!seed ^ index));
+        let item_hex = if api == Api::Responses {
+            let item = mix(seed ^ mix(index ^ 0x17E3));
+            format!("{:016x}{:016x}", mix(item), mix(!item))
+        } else {
+            String::new()
+        };
         let id = match api {
             Api::Completions => format!("cmpl-{hex}"),
             Api::Chat => format!("chatcmpl-{hex}"),
+            Api::Responses => format!("resp_{hex}"),
             Api::Tgi | Api::Sglang => hex,
         };
         let created = std::time::SystemTime::now()
@@ -425,9 +656,20 @@ impl Ident {
             .unwrap_or(0);
         Ident {
             id,
+            item_hex,
             created,
             model_json: model_json.to_string(),
         }
+    }
+
+    /// Responses: the answer message's id.
+    fn message_id(&self) -> String {
+        format!("msg_{}", self.item_hex)
+    }
+
+    /// Responses: the reasoning item's id.
+    fn reasoning_id(&self) -> String {
+        format!("rs_{}", self.item_hex)
     }
 
     /// `"id":…,"object":…,"created":…,"model":…` — the OpenAI prefix of every object.
@@ -452,14 +694,26 @@ pub(crate) struct Events {
     include_usage: bool,
     details: bool,
     ident: Ident,
-    /// OpenAI: everything of a content chunk before the token text.
+    /// OpenAI: everything of a content chunk before the token text. Responses: of an
+    /// output-text delta event, before its sequence number.
     head: Vec<u8>,
-    /// Chat: the first `reasoning` tokens go out as `delta.reasoning_content` (as vLLM's
-    /// reasoning parsers send them), behind `reasoning_head`.
+    /// Chat and Responses: the first `reasoning` tokens are reasoning (chat's
+    /// `delta.reasoning_content`, as vLLM's reasoning parsers send them; Responses'
+    /// `response.reasoning_text.delta`), behind `reasoning_head`.
     reasoning: u32,
     reasoning_head: Vec<u8>,
-    /// SGLang: the text so far (sent whole in every event); TGI: sent whole in the last event.
+    /// Responses: an output-text (reasoning) delta event from after its sequence number up to
+    /// the token text.
+    mid: Vec<u8>,
+    reasoning_mid: Vec<u8>,
+    /// Responses: the next event's `sequence_number`.
+    seq: u32,
+    /// Responses: `max_output_tokens` and `previous_response_id`, echoed in the response object.
+    previous_response_id: Option<String>,
+    /// SGLang: the text so far (sent whole in every event); TGI and Responses: sent whole at
+    /// the end (Responses: the answer's, once the reasoning's is in `reasoning_text`).
     text: String,
+    reasoning_text: String,
     /// `stop` after an answering-mode answer, else `length`.
     finish_reason: &'static str,
 }
@@ -472,20 +726,35 @@ const CHAT_TAIL: &[u8] = br#""},"logprobs":null,"finish_reason":null}]}
 
 "#;
 const DONE: &[u8] = b"data: [DONE]\n\n";
+/// Responses delta events: up to the sequence number, and the rest after the token text.
+const OUTPUT_TEXT_HEAD: &[u8] = br#"event: response.output_text.delta
+data: {"type":"response.output_text.delta","sequence_number":"#;
+const OUTPUT_TEXT_TAIL: &[u8] = br#"","logprobs":[]}
+
+"#;
+const REASONING_TEXT_HEAD: &[u8] = br#"event: response.reasoning_text.delta
+data: {"type":"response.reasoning_text.delta","sequence_number":"#;
+const REASONING_TEXT_TAIL: &[u8] = br#""}
+
+"#;
 
 impl Events {
-    /// `reasoning`: how many of a chat answer's first tokens are reasoning (fewer than all:
-    /// an answer always follows).
+    /// `reasoning`: how many of a chat (or Responses) answer's first tokens are reasoning
+    /// (fewer than all: an answer always follows).
     pub(crate) fn new(req: &GenRequest, ident: Ident, reasoning: u32) -> Events {
-        let reasoning = if req.api == Api::Chat {
+        let reasoning = if matches!(req.api, Api::Chat | Api::Responses) {
             reasoning.min(req.max_tokens.saturating_sub(1))
         } else {
             0
         };
-        let reasoning_head = format!(
-            r#"data: {{{},"choices":[{{"index":0,"delta":{{"reasoning_content":""#,
-            ident.openai_fields("chat.completion.chunk")
-        );
+        let reasoning_head = match req.api {
+            Api::Responses => REASONING_TEXT_HEAD.to_vec(),
+            _ => format!(
+                r#"data: {{{},"choices":[{{"index":0,"delta":{{"reasoning_content":""#,
+                ident.openai_fields("chat.completion.chunk")
+            )
+            .into_bytes(),
+        };
         let head = match req.api {
             Api::Completions => format!(
                 r#"data: {{{},"choices":[{{"index":0,"text":""#,
@@ -495,9 +764,25 @@ impl Events {
                 r#"data: {{{},"choices":[{{"index":0,"delta":{{"content":""#,
                 ident.openai_fields("chat.completion.chunk")
             ),
+            Api::Responses => String::from_utf8(OUTPUT_TEXT_HEAD.to_vec()).expect("ASCII"),
             Api::Tgi | Api::Sglang => String::new(),
         };
-        let text_capacity = if matches!(req.api, Api::Tgi | Api::Sglang) {
+        let (mid, reasoning_mid) = if req.api == Api::Responses {
+            (
+                format!(
+                    r#","item_id":"{}","output_index":{},"content_index":0,"delta":""#,
+                    ident.message_id(),
+                    u32::from(reasoning > 0)
+                ),
+                format!(
+                    r#","item_id":"{}","output_index":0,"content_index":0,"delta":""#,
+                    ident.reasoning_id()
+                ),
+            )
+        } else {
+            (String::new(), String::new())
+        };
+        let text_capacity = if matches!(req.api, Api::Tgi | Api::Sglang | Api::Responses) {
             req.max_tokens.min(1 << 16) as usize * 9
         } else {
             0
@@ -512,8 +797,13 @@ impl Events {
             ident,
             head: head.into_bytes(),
             reasoning,
-            reasoning_head: reasoning_head.into_bytes(),
+            reasoning_head,
+            mid: mid.into_bytes(),
+            reasoning_mid: reasoning_mid.into_bytes(),
+            seq: 0,
+            previous_response_id: req.previous_response_id.clone(),
             text: String::with_capacity(text_capacity),
+            reasoning_text: String::new(),
             finish_reason: if req.answer.is_some() {
                 "stop"
             } else {
@@ -522,18 +812,100 @@ impl Events {
         }
     }
 
-    /// Chat's first chunk, `{"role":"assistant","content":""}` as vLLM sends it: not a token.
-    /// Real servers send it when the first token is ready, right before it.
-    pub(crate) fn role(&self, out: &mut BytesMut) -> Option<Bytes> {
-        if self.api != Api::Chat {
-            return None;
+    /// The response's id (`resp_…` for Responses).
+    pub(crate) fn id(&self) -> &str {
+        &self.ident.id
+    }
+
+    /// Responses: `response.created` and `response.in_progress`, sent once the request is
+    /// admitted (before the first token's delay); nothing for the other APIs.
+    pub(crate) fn opening(&mut self, out: &mut BytesMut, mut push: impl FnMut(Bytes)) {
+        if self.api != Api::Responses {
+            return;
         }
-        let _ = write!(
-            out,
-            "data: {{{},\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
-            self.ident.openai_fields("chat.completion.chunk")
-        );
-        Some(out.split().freeze())
+        let response = self.response_json("in_progress", "[]", "null");
+        for kind in ["response.created", "response.in_progress"] {
+            push(self.typed(out, kind, format_args!(r#","response":{response}"#)));
+        }
+    }
+
+    /// The events that go right before token `k` (0-based), when it is ready; none are tokens.
+    /// Chat: before the first, `{"role":"assistant","content":""}` as vLLM sends it.
+    /// Responses: before the first, the output item and its content part are added; before the
+    /// first answer token after reasoning, the reasoning item is done and the message added.
+    pub(crate) fn before_token(&mut self, k: u32, out: &mut BytesMut, mut push: impl FnMut(Bytes)) {
+        match self.api {
+            Api::Chat if k == 0 => {
+                let _ = write!(
+                    out,
+                    "data: {{{},\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}},\"logprobs\":null,\"finish_reason\":null}}]}}\n\n",
+                    self.ident.openai_fields("chat.completion.chunk")
+                );
+                push(out.split().freeze());
+            }
+            Api::Responses => {
+                if k == 0 && self.reasoning > 0 {
+                    let id = self.ident.reasoning_id();
+                    let item =
+                        format!(r#"{{"id":"{id}","type":"reasoning","summary":[],"content":[]}}"#);
+                    push(self.typed(
+                        out,
+                        "response.output_item.added",
+                        format_args!(r#","output_index":0,"item":{item}"#),
+                    ));
+                    push(self.typed(
+                        out,
+                        "response.content_part.added",
+                        format_args!(
+                            r#","item_id":"{id}","output_index":0,"content_index":0,"part":{{"type":"reasoning_text","text":""}}"#
+                        ),
+                    ));
+                }
+                if k != self.reasoning {
+                    return;
+                }
+                if k > 0 {
+                    self.reasoning_text = std::mem::take(&mut self.text);
+                    let id = self.ident.reasoning_id();
+                    let text = self.reasoning_text.clone();
+                    let at = r#""output_index":0,"content_index":0"#;
+                    push(self.typed(
+                        out,
+                        "response.reasoning_text.done",
+                        format_args!(r#","item_id":"{id}",{at},"text":"{text}""#),
+                    ));
+                    push(self.typed(
+                        out,
+                        "response.content_part.done",
+                        format_args!(
+                            r#","item_id":"{id}",{at},"part":{{"type":"reasoning_text","text":"{text}"}}"#
+                        ),
+                    ));
+                    let item = self.reasoning_item();
+                    push(self.typed(
+                        out,
+                        "response.output_item.done",
+                        format_args!(r#","output_index":0,"item":{item}"#),
+                    ));
+                }
+                let index = u32::from(self.reasoning > 0);
+                let id = self.ident.message_id();
+                let item = message_item(&id, "in_progress", None);
+                push(self.typed(
+                    out,
+                    "response.output_item.added",
+                    format_args!(r#","output_index":{index},"item":{item}"#),
+                ));
+                push(self.typed(
+                    out,
+                    "response.content_part.added",
+                    format_args!(
+                        r#","item_id":"{id}","output_index":{index},"content_index":0,"part":{{"type":"output_text","text":"","annotations":[]}}"#
+                    ),
+                ));
+            }
+            _ => {}
+        }
     }
 
     /// The content event of token `k` (0-based).
@@ -555,6 +927,25 @@ impl Events {
                 out.put_slice(head);
                 out.put_slice(word.text());
                 out.put_slice(tail);
+            }
+            Api::Responses => {
+                let (head, mid, tail) = if k < self.reasoning {
+                    (
+                        &self.reasoning_head,
+                        &self.reasoning_mid,
+                        REASONING_TEXT_TAIL,
+                    )
+                } else {
+                    (&self.head, &self.mid, OUTPUT_TEXT_TAIL)
+                };
+                out.reserve(head.len() + 10 + mid.len() + word.text().len() + tail.len());
+                out.put_slice(head);
+                put_u32(out, self.seq);
+                out.put_slice(mid);
+                out.put_slice(word.text());
+                out.put_slice(tail);
+                self.seq += 1;
+                self.text.push_str(word.as_str());
             }
             Api::Tgi => {
                 self.text.push_str(word.as_str());
@@ -607,9 +998,11 @@ impl Events {
     }
 
     /// The events after the last token: finish chunk, usage chunk (when asked), `[DONE]`.
-    /// TGI sends nothing more (its last token event carries the end); SGLang only `[DONE]`.
-    pub(crate) fn tail(&self, out: &mut BytesMut) -> Vec<Bytes> {
-        let mut events = Vec::with_capacity(3);
+    /// TGI sends nothing more (its last token event carries the end); SGLang only `[DONE]`;
+    /// Responses the text, content part and message done, then `response.completed` (an
+    /// answering-mode answer) or `response.incomplete` (at `max_output_tokens`), no `[DONE]`.
+    pub(crate) fn tail(&mut self, out: &mut BytesMut) -> Vec<Bytes> {
+        let mut events = Vec::with_capacity(4);
         match self.api {
             Api::Completions | Api::Chat => {
                 let reason = self.finish_reason;
@@ -641,6 +1034,48 @@ impl Events {
                 }
                 events.push(Bytes::from_static(DONE));
             }
+            Api::Responses => {
+                let index = u32::from(self.reasoning > 0);
+                let id = self.ident.message_id();
+                let text = std::mem::take(&mut self.text);
+                let at = format!(r#""item_id":"{id}","output_index":{index},"content_index":0"#);
+                events.push(self.typed(
+                    out,
+                    "response.output_text.done",
+                    format_args!(r#",{at},"text":"{text}","logprobs":[]"#),
+                ));
+                events.push(self.typed(
+                    out,
+                    "response.content_part.done",
+                    format_args!(
+                        r#",{at},"part":{{"type":"output_text","text":"{text}","annotations":[]}}"#
+                    ),
+                ));
+                let (status, kind) = if self.finish_reason == "stop" {
+                    ("completed", "response.completed")
+                } else {
+                    ("incomplete", "response.incomplete")
+                };
+                let message = message_item(&id, status, Some(&text));
+                events.push(self.typed(
+                    out,
+                    "response.output_item.done",
+                    format_args!(r#","output_index":{index},"item":{message}"#),
+                ));
+                let output = if self.reasoning > 0 {
+                    format!("[{},{message}]", self.reasoning_item())
+                } else {
+                    format!("[{message}]")
+                };
+                let usage = responses_usage(
+                    self.prompt_tokens,
+                    self.cached_tokens,
+                    self.n,
+                    self.reasoning,
+                );
+                let response = self.response_json(status, &output, &usage);
+                events.push(self.typed(out, kind, format_args!(r#","response":{response}"#)));
+            }
             Api::Sglang => events.push(Bytes::from_static(DONE)),
             Api::Tgi => {}
         }
@@ -651,11 +1086,106 @@ impl Events {
     pub(crate) fn malformed(&self) -> Bytes {
         Bytes::from_static(match self.api {
             Api::Tgi => b"data:{\"token\":{\"id\":\n\n",
+            Api::Responses => {
+                b"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\" tok\n\n"
+            }
             Api::Completions | Api::Chat | Api::Sglang => {
                 b"data: {\"choices\":[{\"text\":\" tok\n\n"
             }
         })
     }
+
+    /// Responses: one typed event, `event: <kind>` and its data, `{"type":<kind>,
+    /// "sequence_number":<n><rest>}`; `rest` starts with a comma.
+    fn typed(&mut self, out: &mut BytesMut, kind: &str, rest: std::fmt::Arguments) -> Bytes {
+        let _ = write!(
+            out,
+            "event: {kind}\ndata: {{\"type\":\"{kind}\",\"sequence_number\":{}{rest}}}\n\n",
+            self.seq
+        );
+        self.seq += 1;
+        out.split().freeze()
+    }
+
+    /// Responses: the response object in `status`, with `output` and `usage` as JSON.
+    fn response_json(&self, status: &str, output: &str, usage: &str) -> String {
+        response_json(
+            &self.ident,
+            self.n,
+            self.previous_response_id.as_deref(),
+            status,
+            output,
+            usage,
+        )
+    }
+
+    /// Responses: the reasoning item, done.
+    fn reasoning_item(&self) -> String {
+        format!(
+            r#"{{"id":"{}","type":"reasoning","summary":[],"content":[{{"type":"reasoning_text","text":"{}"}}]}}"#,
+            self.ident.reasoning_id(),
+            self.reasoning_text
+        )
+    }
+}
+
+/// Writes `v` in decimal, without going through `fmt`.
+fn put_u32(out: &mut BytesMut, mut v: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.put_slice(&digits[i..]);
+}
+
+/// Responses: the response object, in OpenAI's field order. `output` and `usage` are JSON;
+/// `incomplete_details` says why an incomplete response stopped (always `max_output_tokens`).
+fn response_json(
+    ident: &Ident,
+    max_output_tokens: u32,
+    previous_response_id: Option<&str>,
+    status: &str,
+    output: &str,
+    usage: &str,
+) -> String {
+    let details = if status == "incomplete" {
+        r#"{"reason":"max_output_tokens"}"#
+    } else {
+        "null"
+    };
+    let previous = match previous_response_id {
+        Some(id) => Value::from(id).to_string(),
+        None => "null".into(),
+    };
+    format!(
+        r#"{{"id":"{}","object":"response","created_at":{},"status":"{status}","error":null,"incomplete_details":{details},"max_output_tokens":{max_output_tokens},"model":{},"output":{output},"previous_response_id":{previous},"usage":{usage}}}"#,
+        ident.id, ident.created, ident.model_json
+    )
+}
+
+/// Responses: the answer's message item; `text` (plain ASCII, the generated words) once done.
+fn message_item(id: &str, status: &str, text: Option<&str>) -> String {
+    let content = match text {
+        Some(text) => format!(r#"[{{"type":"output_text","text":"{text}","annotations":[]}}]"#),
+        None => "[]".into(),
+    };
+    format!(
+        r#"{{"id":"{id}","type":"message","status":"{status}","role":"assistant","content":{content}}}"#
+    )
+}
+
+/// Responses usage, as OpenAI writes it (the details always present).
+fn responses_usage(prompt: u32, cached: u32, output: u32, reasoning: u32) -> String {
+    format!(
+        r#"{{"input_tokens":{prompt},"input_tokens_details":{{"cached_tokens":{cached}}},"output_tokens":{output},"output_tokens_details":{{"reasoning_tokens":{reasoning}}},"total_tokens":{}}}"#,
+        prompt as u64 + output as u64
+    )
 }
 
 /// OpenAI usage, in vLLM's field order; reasoning tokens in OpenAI's details when there were any.
@@ -707,6 +1237,16 @@ pub(crate) fn whole_body(req: &GenRequest, ident: &Ident, seed: u64, cached_toke
             "id": ident.id, "finish_reason": {"type": "length", "length": n},
             "prompt_tokens": req.prompt_tokens, "completion_tokens": n, "cached_tokens": cached_tokens,
         }}),
+        Api::Responses => {
+            // In the stream's field order. Without a stream there is no answering mode (as for
+            // chat), so the answer runs to `max_output_tokens`, and no reasoning.
+            let message = message_item(&ident.message_id(), "incomplete", Some(&text));
+            let usage = responses_usage(req.prompt_tokens, cached_tokens, n, 0);
+            let previous = req.previous_response_id.as_deref();
+            let output = format!("[{message}]");
+            let body = response_json(ident, n, previous, "incomplete", &output, &usage);
+            return Bytes::from(body);
+        }
     };
     Bytes::from(body.to_string())
 }
@@ -724,11 +1264,20 @@ pub(crate) fn malformed_body() -> Bytes {
 pub(crate) fn error_body(api: Api, status: u16, kind: &str, message: &str) -> Bytes {
     let v = match api {
         Api::Tgi => json!({"error": message, "error_type": kind}),
-        Api::Completions | Api::Chat | Api::Sglang => {
+        Api::Completions | Api::Chat | Api::Sglang | Api::Responses => {
             json!({"error": {"message": message, "type": kind, "param": null, "code": status}})
         }
     };
     Bytes::from(v.to_string())
+}
+
+/// Responses: the 400 for a `previous_response_id` this server does not hold, as OpenAI
+/// answers it (in its field order).
+pub(crate) fn unknown_previous_response_body(id: &str) -> Bytes {
+    let message = Value::from(format!("Previous response with id '{id}' not found."));
+    Bytes::from(format!(
+        r#"{{"error":{{"message":{message},"type":"invalid_request_error","param":"previous_response_id","code":"previous_response_not_found"}}}}"#
+    ))
 }
 
 /// TGI reports errors met once the stream is open as an event, `data:{"error":…,"error_type":…}`.

@@ -1290,3 +1290,554 @@ async fn the_prefix_cache_is_bounded_and_can_be_off() {
     })
     .await
 }
+
+// ---------------------------------------------------------------------------------------------
+// OpenAI's Responses API.
+
+/// A Responses stream's events: each `event: <type>` line with its `data:` JSON, whose own
+/// `type` must agree. No `[DONE]` in this API.
+fn typed_events(text: &str) -> Vec<(String, Value)> {
+    text.split("\n\n")
+        .filter(|e| !e.is_empty())
+        .map(|e| {
+            let (event, data) = e
+                .split_once('\n')
+                .unwrap_or_else(|| panic!("one line: {e:?}"));
+            let kind = event
+                .strip_prefix("event: ")
+                .unwrap_or_else(|| panic!("no event line: {e:?}"));
+            let data = data
+                .strip_prefix("data: ")
+                .unwrap_or_else(|| panic!("no data line: {e:?}"));
+            let v: Value = serde_json::from_str(data).unwrap_or_else(|err| panic!("{err}: {data}"));
+            assert_eq!(v["type"], kind, "{e}");
+            (kind.to_string(), v)
+        })
+        .collect()
+}
+
+fn kinds(events: &[(String, Value)]) -> Vec<&str> {
+    events.iter().map(|(k, _)| k.as_str()).collect()
+}
+
+/// Sequence numbers 0, 1, 2, … in order.
+fn assert_sequenced(events: &[(String, Value)]) {
+    for (i, (kind, v)) in events.iter().enumerate() {
+        assert_eq!(v["sequence_number"], i, "{kind}");
+    }
+}
+
+/// `prefix` and 32 lowercase hex digits.
+fn assert_id(id: &Value, prefix: &str) {
+    let id = id.as_str().unwrap_or_else(|| panic!("id {id}"));
+    let hex = id
+        .strip_prefix(prefix)
+        .unwrap_or_else(|| panic!("{id} is not {prefix}…"));
+    assert!(
+        hex.len() == 32
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{id}"
+    );
+}
+
+/// The text of the output-text deltas, joined.
+fn output_text(events: &[(String, Value)]) -> String {
+    events
+        .iter()
+        .filter(|(k, _)| k == "response.output_text.delta")
+        .map(|(_, v)| v["delta"].as_str().unwrap())
+        .collect()
+}
+
+const RESPONSE_EVENTS_3: [&str; 11] = [
+    "response.created",
+    "response.in_progress",
+    "response.output_item.added",
+    "response.content_part.added",
+    "response.output_text.delta",
+    "response.output_text.delta",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.content_part.done",
+    "response.output_item.done",
+    "response.incomplete",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_stream_shape() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let body = json!({"model": "provebench-sim", "input": PROMPT, "max_output_tokens": 3, "stream": true,
+                          "temperature": 0, "store": true, "ignore_eos": true});
+        let resp = wire::client().build().unwrap().post(format!("{}/v1/responses", server.base_url())).json(&body).send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        let text = resp.text().await.unwrap();
+        eprintln!("responses stream, max_output_tokens 3:\n{text}");
+        assert!(!text.contains("[DONE]"), "no [DONE] in this API");
+        let events = typed_events(&text);
+        assert_eq!(kinds(&events), RESPONSE_EVENTS_3);
+        assert_sequenced(&events);
+
+        let created = &events[0].1["response"];
+        assert_id(&created["id"], "resp_");
+        assert_eq!(created["object"], "response");
+        assert_eq!(created["status"], "in_progress");
+        assert_eq!(created["model"], "provebench-sim");
+        assert_eq!(created["output"], json!([]));
+        assert!(created["usage"].is_null() && created["created_at"].as_u64().unwrap() > 1_600_000_000);
+        assert_eq!(events[1].1["response"], *created);
+
+        let item = &events[2].1;
+        assert_eq!(item["output_index"], 0);
+        assert_id(&item["item"]["id"], "msg_");
+        let msg_id = item["item"]["id"].clone();
+        assert_eq!(item["item"], json!({"id": msg_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}));
+        assert_eq!(events[3].1["part"], json!({"type": "output_text", "text": "", "annotations": []}));
+        for (_, e) in &events[3..9] {
+            assert_eq!((&e["item_id"], &e["output_index"]), (&msg_id, &json!(0)));
+        }
+        assert_eq!(events[9].1["output_index"], 0);
+        for (_, e) in &events[4..7] {
+            assert_token_text(e["delta"].as_str().unwrap());
+            assert_eq!((&e["content_index"], &e["logprobs"]), (&json!(0), &json!([])));
+        }
+        let answer = output_text(&events);
+        assert_eq!(answer.split_whitespace().count(), 3);
+        assert_eq!(events[7].1["text"], answer);
+        assert_eq!(events[8].1["part"]["text"], answer);
+        let done = json!({"id": msg_id, "type": "message", "status": "incomplete", "role": "assistant",
+                          "content": [{"type": "output_text", "text": answer, "annotations": []}]});
+        assert_eq!(events[9].1["item"], done);
+
+        let end = &events[10].1["response"];
+        assert_eq!(end["id"], created["id"]);
+        assert_eq!(end["status"], "incomplete");
+        assert_eq!(end["incomplete_details"], json!({"reason": "max_output_tokens"}));
+        assert_eq!(end["output"], json!([done]));
+        assert_eq!(end["usage"], json!({"input_tokens": 5, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 3,
+                                        "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 8}));
+        let truth = server.truth();
+        assert_eq!(truth.len(), 1);
+        assert_eq!((truth[0].prompt_tokens, truth[0].token_written.len(), truth[0].fault), (5, 3, None));
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// Input as message items (typed or not, string or text-part content, every role) and
+/// instructions all count as prompt; what is not a text message is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_input_messages_and_refusals() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let input = json!([
+            {"type": "message", "role": "system", "content": "be brief"},
+            {"role": "user", "content": [{"type": "input_text", "text": "hello there"}]},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]},
+            {"role": "developer", "content": [{"type": "text", "text": "a b c"}]},
+            {"type": "message", "role": "user", "content": "again please"},
+        ]);
+        let (s, t) = post(&server, "/v1/responses", json!({"model": "m", "input": input, "instructions": "you are terse", "max_output_tokens": 2})).await;
+        assert_eq!(s, 200, "{t}");
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(v["usage"]["input_tokens"], 2 + 2 + 1 + 3 + 2 + 3);
+        let (s, t) = post(&server, "/v1/responses", json!({"input": input, "stream": true})).await;
+        assert_eq!(s, 200);
+        let events = typed_events(&t);
+        assert_eq!(events.last().unwrap().1["response"]["usage"]["input_tokens"], 10);
+        assert_eq!(output_text(&events).split_whitespace().count(), 16, "the default max_output_tokens");
+
+        for bad in [
+            json!({"input": [{"role": "tool", "content": "x"}]}),
+            json!({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]}),
+            json!({"input": [{"type": "function_call_output", "call_id": "c", "output": "x"}]}),
+            json!({"input": [{"role": "user", "content": 5}]}),
+            json!({"input": [{"role": "user", "content": [{"type": "input_text"}]}]}),
+            json!({"input": 5}),
+            json!({"max_output_tokens": 3}),
+            json!({"input": "x", "max_output_tokens": 0}),
+            json!({"input": "x", "max_output_tokens": 70000}),
+            json!({"input": "x", "instructions": 5}),
+            json!({"input": "x", "previous_response_id": 5}),
+        ] {
+            let (s, t) = post(&server, "/v1/responses", bad.clone()).await;
+            assert_eq!(s, 400, "{bad}: {t}");
+            let v: Value = serde_json::from_str(&t).unwrap();
+            assert_eq!(v["error"]["type"], "invalid_request_error", "{t}");
+        }
+        assert_eq!(get(&server, "/v1/responses").await.0, 405);
+        assert_eq!(server.truth().len(), 2, "refusals are not generations");
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_whole_body() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let (s, t) = post(&server, "/v1/responses", json!({"model": "provebench-sim", "input": PROMPT, "max_output_tokens": 4})).await;
+        assert_eq!(s, 200);
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_id(&v["id"], "resp_");
+        assert_eq!((&v["object"], &v["status"], &v["model"]), (&json!("response"), &json!("incomplete"), &json!("provebench-sim")));
+        assert_eq!(v["incomplete_details"], json!({"reason": "max_output_tokens"}));
+        assert!(v["previous_response_id"].is_null() && v["error"].is_null());
+        let output = v["output"].as_array().unwrap();
+        assert_eq!(output.len(), 1);
+        assert_id(&output[0]["id"], "msg_");
+        assert_eq!((&output[0]["type"], &output[0]["role"], &output[0]["status"]), (&json!("message"), &json!("assistant"), &json!("incomplete")));
+        let text = output[0]["content"][0]["text"].as_str().unwrap();
+        assert_eq!(output[0]["content"][0]["type"], "output_text");
+        assert_eq!(text.split_whitespace().count(), 4);
+        assert_eq!(v["usage"], json!({"input_tokens": 5, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 4,
+                                      "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 9}));
+        // The same words as the stream writes.
+        let (_, t) = post(&server, "/v1/responses", json!({"input": PROMPT, "max_output_tokens": 4, "stream": true})).await;
+        assert_eq!(output_text(&typed_events(&t)), text);
+        let truth = server.truth();
+        assert!(truth.iter().all(|t| t.token_written.len() == 4 && t.prompt_tokens == 5));
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// The answering mode answers the last user message's question in one token and the response
+/// completes; reasoning tokens come first as their own item, each one a token as in chat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_answers_and_reasoning() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let input = json!([
+            {"role": "user", "content": "What is 2 + 3?"},
+            {"role": "assistant", "content": "5"},
+            {"role": "user", "content": [{"type": "input_text", "text": "Question: What is 7 * 6?\nAnswer:"}]},
+        ]);
+        for input in [input, json!("Question: What is 7 * 6?\nAnswer:")] {
+            let (s, t) = post(&server, "/v1/responses", json!({"input": input, "max_output_tokens": 8, "stream": true})).await;
+            assert_eq!(s, 200);
+            let events = typed_events(&t);
+            assert_sequenced(&events);
+            let mut want: Vec<&str> = RESPONSE_EVENTS_3.to_vec();
+            want.drain(5..7);
+            *want.last_mut().unwrap() = "response.completed";
+            assert_eq!(kinds(&events), want);
+            assert_eq!(output_text(&events), " 42");
+            let end = &events.last().unwrap().1["response"];
+            assert_eq!((&end["status"], &end["incomplete_details"]), (&json!("completed"), &Value::Null));
+            assert_eq!(end["output"][0]["status"], "completed");
+            assert_eq!(end["output"][0]["content"][0]["text"], " 42");
+            assert_eq!(end["usage"]["output_tokens"], 1);
+        }
+        server.shutdown().await;
+
+        let server = SimServer::start(SimConfig { reasoning_tokens: 2, ..instant_cfg() }).await.unwrap();
+        let (_, t) = post(&server, "/v1/responses", json!({"input": PROMPT, "max_output_tokens": 5, "stream": true})).await;
+        let events = typed_events(&t);
+        assert_sequenced(&events);
+        assert_eq!(
+            kinds(&events),
+            [
+                "response.created",
+                "response.in_progress",
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.reasoning_text.delta",
+                "response.reasoning_text.delta",
+                "response.reasoning_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.output_item.added",
+                "response.content_part.added",
+                "response.output_text.delta",
+                "response.output_text.delta",
+                "response.output_text.delta",
+                "response.output_text.done",
+                "response.content_part.done",
+                "response.output_item.done",
+                "response.incomplete",
+            ]
+        );
+        assert_id(&events[2].1["item"]["id"], "rs_");
+        let rs = &events[2].1["item"]["id"];
+        assert_eq!(events[2].1["item"]["type"], "reasoning");
+        let reasoning: String = events[4..6].iter().map(|(_, e)| e["delta"].as_str().unwrap()).collect();
+        for (_, e) in &events[3..8] {
+            assert_eq!((&e["item_id"], &e["output_index"]), (rs, &json!(0)));
+        }
+        assert_eq!(events[8].1["item"]["id"], *rs);
+        assert_eq!(events[6].1["text"], reasoning);
+        for (_, e) in &events[9..17] {
+            assert_eq!(e["output_index"], 1, "the message follows the reasoning item");
+        }
+        let end = &events[17].1["response"];
+        assert_eq!(end["output"][0]["content"][0], json!({"type": "reasoning_text", "text": reasoning}));
+        assert_eq!(end["output"][1]["content"][0]["text"], output_text(&events));
+        assert_eq!(end["usage"]["output_tokens"], 5);
+        assert_eq!(end["usage"]["output_tokens_details"], json!({"reasoning_tokens": 2}));
+        assert_eq!(server.truth()[0].token_written.len(), 5, "reasoning tokens are tokens, as in chat");
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// The id of a response, from its body or its `response.created` event.
+fn response_id(text: &str) -> String {
+    let v = match text.strip_prefix("event: ") {
+        Some(_) => typed_events(text).swap_remove(0).1["response"].clone(),
+        None => serde_json::from_str(text).unwrap(),
+    };
+    v["id"].as_str().unwrap().to_string()
+}
+
+fn final_response(text: &str) -> Value {
+    match text.strip_prefix("event: ") {
+        Some(_) => typed_events(text).pop().unwrap().1["response"].clone(),
+        None => serde_json::from_str(text).unwrap(),
+    }
+}
+
+/// A turn that names the previous response continues its conversation: its prompt is the
+/// previous prompt, the previous output and the new input, with the same block hashes as the
+/// whole conversation sent again (so the prefix cache hits it the same). An id the server did
+/// not create is refused with OpenAI's 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_chain_by_previous_response_id() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let first = words(50, 40, 1000);
+        let (s, t1) = post(&server, "/v1/responses", json!({"input": first, "max_output_tokens": 8, "stream": true, "store": true})).await;
+        assert_eq!(s, 200);
+        let id1 = response_id(&t1);
+        let answer1 = output_text(&typed_events(&t1));
+
+        let next = "and what next then";
+        let (s, t2) = post(&server, "/v1/responses", json!({"input": next, "previous_response_id": id1, "max_output_tokens": 4, "stream": true})).await;
+        assert_eq!(s, 200, "{t2}");
+        let r2 = final_response(&t2);
+        assert_eq!(r2["previous_response_id"], id1);
+        // 40 + 8 + 4; the first turn's two whole blocks hit.
+        assert_eq!(r2["usage"]["input_tokens"], 52);
+        assert_eq!(r2["usage"]["input_tokens_details"]["cached_tokens"], 32);
+        let id2 = response_id(&t2);
+        assert_ne!(id1, id2);
+
+        // The same conversation resent: the same count, and every whole block before the
+        // last token hits, behind the chained turn's.
+        let resent = json!([
+            {"type": "message", "role": "user", "content": first},
+            {"type": "message", "role": "assistant", "content": answer1},
+            {"type": "message", "role": "user", "content": next},
+        ]);
+        let (s, t3) = post(&server, "/v1/responses", json!({"input": resent, "max_output_tokens": 2})).await;
+        assert_eq!(s, 200);
+        let r3 = final_response(&t3);
+        assert_eq!(r3["usage"]["input_tokens"], 52);
+        assert_eq!(r3["usage"]["input_tokens_details"]["cached_tokens"], 48);
+
+        // Chains go on, streamed or not, and instructions count for their turn.
+        let (s, t4) = post(&server, "/v1/responses", json!({"input": "more", "instructions": "be brief", "previous_response_id": id2, "max_output_tokens": 3})).await;
+        assert_eq!(s, 200);
+        let r4 = final_response(&t4);
+        assert_eq!(r4["usage"]["input_tokens"], 52 + 4 + 2 + 1);
+        let (s, t5) = post(&server, "/v1/responses", json!({"input": [{"role": "user", "content": "last one"}], "previous_response_id": r4["id"], "stream": true, "max_output_tokens": 1})).await;
+        assert_eq!(s, 200);
+        assert_eq!(final_response(&t5)["usage"]["input_tokens"], 59 + 3 + 2);
+
+        // Not one of this server's responses: OpenAI's 400, byte for byte.
+        for wrong in ["resp_0123456789abcdef0123456789abcdef", "chatcmpl-x", ""] {
+            let (s, t) = post(&server, "/v1/responses", json!({"input": "x", "previous_response_id": wrong, "stream": true})).await;
+            assert_eq!(s, 400);
+            assert_eq!(
+                t,
+                format!(r#"{{"error":{{"message":"Previous response with id '{wrong}' not found.","type":"invalid_request_error","param":"previous_response_id","code":"previous_response_not_found"}}}}"#)
+            );
+        }
+        // A chat response's id is not a response either.
+        let (_, t) = post(&server, "/v1/chat/completions", json!({"messages": [{"role": "user", "content": "x"}], "max_tokens": 1})).await;
+        let chat_id = serde_json::from_str::<Value>(&t).unwrap()["id"].as_str().unwrap().to_string();
+        let (s, _) = post(&server, "/v1/responses", json!({"input": "x", "previous_response_id": chat_id})).await;
+        assert_eq!(s, 400);
+
+        let mut truth = server.truth();
+        truth.sort_by_key(|t| t.index);
+        let prompts: Vec<u32> = truth.iter().map(|t| t.prompt_tokens).collect();
+        assert_eq!(prompts, [40, 52, 52, 59, 64, 1], "the truth counts the conversation as prompt");
+        let cached: Vec<u32> = truth.iter().map(|t| t.cached_tokens).collect();
+        assert_eq!(cached, [0, 32, 48, 48, 48, 0]);
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// The store keeps the newest responses, dropping the oldest beyond its bound.
+#[test]
+fn the_response_store_is_bounded() {
+    let engine = model::Engine::new(instant_cfg(), false);
+    let conversation = |words: &str| {
+        let body = json!({"input": words}).to_string();
+        let mut req =
+            protocol::parse(protocol::Route::Responses, body.as_bytes(), |_| None).unwrap();
+        req.conversation.take().unwrap().into_conversation()
+    };
+    let c = conversation("a b c");
+    for i in 0..=model::MAX_STORED_RESPONSES {
+        engine.keep_response(&format!("resp_{i}"), c.clone());
+    }
+    assert!(engine.previous_response("resp_0").is_none());
+    assert!(engine.previous_response("resp_1").is_some());
+    let last = format!("resp_{}", model::MAX_STORED_RESPONSES);
+    assert_eq!(engine.previous_response(&last).map(|c| c.count), Some(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_faults() {
+    bounded(20, async {
+        let server = SimServer::start(faulty(Faults {
+            malformed_fraction: 1.0,
+            malformed_after_tokens: 2,
+            ..Faults::default()
+        }))
+        .await
+        .unwrap();
+        let (s, t) = post(
+            &server,
+            "/v1/responses",
+            json!({"input": "x", "max_output_tokens": 4, "stream": true}),
+        )
+        .await;
+        assert_eq!(s, 200);
+        let events: Vec<&str> = t.split("\n\n").filter(|e| !e.is_empty()).collect();
+        let bad: Vec<usize> = (0..events.len())
+            .filter(|&i| {
+                serde_json::from_str::<Value>(events[i].split_once("\ndata: ").unwrap().1).is_err()
+            })
+            .collect();
+        assert_eq!(
+            bad,
+            [6],
+            "after created, in_progress, item, part and two tokens: {events:?}"
+        );
+        let good = typed_events(
+            &events
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != 6)
+                .map(|(_, e)| format!("{e}\n\n"))
+                .collect::<String>(),
+        );
+        assert_eq!(good.len(), 4 + 4 + 4);
+        assert_sequenced(&good);
+        assert_eq!(server.truth()[0].token_written.len(), 4);
+        server.shutdown().await;
+
+        let server = SimServer::start(faulty(Faults {
+            error_fraction: 1.0,
+            ..Faults::default()
+        }))
+        .await
+        .unwrap();
+        let (s, t) = post(
+            &server,
+            "/v1/responses",
+            json!({"input": "x", "stream": true}),
+        )
+        .await;
+        assert_eq!(s, 500);
+        let v: Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(
+            (&v["error"]["type"], &v["error"]["message"]),
+            (&json!("server_error"), &json!("simulated internal error"))
+        );
+        server.shutdown().await;
+
+        // A response cut off by a reset is never kept: a next turn cannot continue it.
+        let server = SimServer::start(faulty(Faults {
+            reset_fraction: 1.0,
+            reset_after_tokens: 2,
+            ..Faults::default()
+        }))
+        .await
+        .unwrap();
+        let resp = wire::client()
+            .build()
+            .unwrap()
+            .post(format!("{}/v1/responses", server.base_url()))
+            .json(&json!({"input": "x", "max_output_tokens": 5, "stream": true}))
+            .send()
+            .await
+            .unwrap();
+        let mut stream = resp.bytes_stream();
+        let mut received = Vec::new();
+        while let Some(Ok(b)) = stream.next().await {
+            received.extend_from_slice(&b);
+        }
+        let text = String::from_utf8(received).unwrap();
+        let events = typed_events(&text);
+        assert_eq!(kinds(&events)[..], RESPONSE_EVENTS_3[..6]);
+        let (s, _) = post(
+            &server,
+            "/v1/responses",
+            json!({"input": "y", "previous_response_id": response_id(&text)}),
+        )
+        .await;
+        assert_eq!(s, 400);
+        assert_eq!(server.truth()[0].fault, Some("reset"));
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// `response.created` leaves at admission, the first token after its delay: the truth's time
+/// to first token is the configured one, as for chat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_created_leaves_before_the_first_token() {
+    testkit::timing::timing_test(|| async {
+        bounded(20, async {
+            let cfg = SimConfig {
+                ttft_ms: 60.0,
+                prefill_us_per_token: 0.0,
+                itl_ms: 2.0,
+                itl_growth: 0.0,
+                ..SimConfig::default()
+            };
+            let server = SimServer::start(cfg).await.unwrap();
+            let resp = wire::client()
+                .build()
+                .unwrap()
+                .post(format!("{}/v1/responses", server.base_url()))
+                .json(&json!({"input": PROMPT, "max_output_tokens": 3, "stream": true}))
+                .send()
+                .await
+                .unwrap();
+            let start = std::time::Instant::now();
+            let mut stream = resp.bytes_stream();
+            let mut text = String::new();
+            let (mut created_at, mut first_token_at) = (None, None);
+            while let Some(chunk) = stream.next().await {
+                text.push_str(std::str::from_utf8(&chunk.unwrap()).unwrap());
+                if created_at.is_none() && text.contains("event: response.created") {
+                    created_at = Some(start.elapsed());
+                }
+                if first_token_at.is_none() && text.contains("event: response.output_text.delta") {
+                    first_token_at = Some(start.elapsed());
+                }
+            }
+            let (created, first) = (created_at.unwrap(), first_token_at.unwrap());
+            assert!(
+                first - created >= Duration::from_millis(45),
+                "created at {created:?}, first token at {first:?}"
+            );
+            let t = &server.truth()[0];
+            let ttft = (t.token_written[0] - t.admitted).as_secs_f64() * 1e3;
+            assert!((ttft - 60.0).abs() < 5.0, "{ttft} ms");
+            assert_eq!(t.token_written.len(), 3);
+            server.shutdown().await;
+        })
+        .await
+    })
+    .await;
+}

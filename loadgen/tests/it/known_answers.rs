@@ -555,3 +555,124 @@ async fn the_result_counts_what_stamped_its_tokens() {
     }
     sim.shutdown().await;
 }
+
+/// OpenAI's Responses API: the same known answers through its typed events (TTFT and
+/// end-to-end within loopback of the server's own clock, ITL and TPOT within 1 %), usage from
+/// its terminal event; and a multi-turn run, chained by `previous_response_id` (the simulator
+/// answers a wrong id with HTTP 400, so every turn's success is the proof the ids chained) or
+/// resent, the server's prompt counts growing turn by turn by the answer and the new message.
+#[tokio::test(flavor = "current_thread")]
+async fn the_responses_api_measures_within_one_percent_and_chains_its_conversations() {
+    testkit::timing::timing_test(|| async {
+        let sim = SimServer::start(fixed_sim()).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (tokens, n) = (16u32, 12usize);
+        let spec = RunSpec {
+            backend: loadgen::backend::Api::OpenaiResponses,
+            profile: ProfileName::Concurrent,
+            concurrency: vec![4],
+            max_requests: Some(n as u64),
+            data: loadgen::spec::DataSpec {
+                prompt_tokens: 32,
+                output_tokens: tokens,
+                ..Default::default()
+            },
+            ..RunSpec::default()
+        };
+        let st = run_against(&sim, spec, dir.path(), "responses.json").await;
+        assert_eq!(st.predicate.engine.api, "openai-responses");
+        let b = &st.predicate.benchmarks[0];
+        let s: &Summary = &b.summary;
+        assert_eq!(s.requests.completed, n as u64, "{:?}", s.requests);
+        for r in &b.records {
+            assert_eq!(
+                (r.input_tokens_server, r.output_tokens_server),
+                (Some(32), Some(tokens))
+            );
+            assert_eq!(r.output_tokens_client, tokens);
+            assert_eq!(r.finish_reason.as_deref(), Some("max_output_tokens"));
+        }
+        let all = sim.truth();
+        let truth: Vec<_> = all[all.len() - n..].to_vec();
+        let server_ttft = median(
+            truth
+                .iter()
+                .map(|t| ms(t.token_written[0] - t.received))
+                .collect(),
+        );
+        let server_gaps: Vec<f64> = truth
+            .iter()
+            .flat_map(|t| {
+                t.token_written
+                    .windows(2)
+                    .map(|w| ms(w[1] - w[0]))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let server_e2e = median(truth.iter().map(|t| ms(t.end - t.received)).collect());
+        within_loopback(
+            "Responses TTFT median",
+            s.ttft_from_send_ms.as_ref().unwrap().median.get(),
+            server_ttft,
+        );
+        let itl = s.itl_ms.as_ref().unwrap();
+        assert_eq!(itl.count, n as u64 * u64::from(tokens - 1));
+        within(
+            "Responses ITL median",
+            itl.median.get(),
+            median(server_gaps.clone()),
+        );
+        within(
+            "Responses TPOT mean",
+            s.tpot_ms.as_ref().unwrap().mean.get(),
+            mean(&server_gaps),
+        );
+        let client_e2e = median(
+            b.records
+                .iter()
+                .map(|r| (r.end_us - r.sent_us) as f64 / 1000.0)
+                .collect(),
+        );
+        within_loopback("Responses e2e median", client_e2e, server_e2e);
+
+        for chain in ["previous_response_id", "resend"] {
+            let spec = RunSpec {
+                backend: loadgen::backend::Api::OpenaiResponses,
+                profile: ProfileName::Concurrent,
+                concurrency: vec![2],
+                max_requests: Some(6),
+                sessions: Some(
+                    loadgen::spec::parse_sessions(&format!("turns=3,chain={chain}")).unwrap(),
+                ),
+                data: loadgen::spec::DataSpec {
+                    prompt_tokens: 32,
+                    output_tokens: 8,
+                    ..Default::default()
+                },
+                ..RunSpec::default()
+            };
+            let st = run_against(&sim, spec, dir.path(), &format!("sessions-{chain}.json")).await;
+            let b = &st.predicate.benchmarks[0];
+            let sessions = b.workload.sessions().unwrap();
+            assert_eq!(serde_json::to_value(sessions.chain).unwrap(), chain);
+            assert_eq!(b.records.len(), 6);
+            for r in &b.records {
+                assert!(
+                    r.error.is_none(),
+                    "{chain}: turn {:?}: {:?}",
+                    r.turn,
+                    r.error
+                );
+                // The server's conversation: every earlier message and answer, then this one.
+                let turn = r.turn.unwrap();
+                assert_eq!(
+                    r.input_tokens_server,
+                    Some(32 * turn + 8 * (turn - 1)),
+                    "{chain}: turn {turn}"
+                );
+            }
+        }
+        sim.shutdown().await;
+    })
+    .await;
+}
