@@ -66,6 +66,32 @@ fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// What the server did for the last `n` requests it finished, by its own clock (ms): the
+/// median TTFT, every gap between tokens, the median end-to-end time.
+struct ServerTruth {
+    ttft: f64,
+    gaps: Vec<f64>,
+    e2e: f64,
+}
+
+fn server_truth(sim: &SimServer, n: usize) -> ServerTruth {
+    let all = sim.truth();
+    let truth = &all[all.len() - n..];
+    ServerTruth {
+        ttft: median(
+            truth
+                .iter()
+                .map(|t| ms(t.token_written[0] - t.received))
+                .collect(),
+        ),
+        gaps: truth
+            .iter()
+            .flat_map(|t| t.token_written.windows(2).map(|w| ms(w[1] - w[0])))
+            .collect(),
+        e2e: median(truth.iter().map(|t| ms(t.end - t.received)).collect()),
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_servers_truth() {
     testkit::timing::timing_test(|| async {
@@ -120,22 +146,11 @@ async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_s
             // The last n requests the server finished are the benchmark's (a probe request precedes them).
             let all = sim.truth();
             let truth: Vec<_> = all[all.len() - n..].to_vec();
-            let server_ttft = median(
-                truth
-                    .iter()
-                    .map(|t| ms(t.token_written[0] - t.received))
-                    .collect(),
-            );
-            let server_gaps: Vec<f64> = truth
-                .iter()
-                .flat_map(|t| {
-                    t.token_written
-                        .windows(2)
-                        .map(|w| ms(w[1] - w[0]))
-                        .collect::<Vec<_>>()
-                })
-                .collect();
-            let server_e2e = median(truth.iter().map(|t| ms(t.end - t.received)).collect());
+            let ServerTruth {
+                ttft: server_ttft,
+                gaps: server_gaps,
+                e2e: server_e2e,
+            } = server_truth(&sim, n);
 
             let ttft = s.ttft_from_send_ms.as_ref().unwrap();
             if std::env::var_os("E2E_DEBUG").is_some() {
@@ -592,24 +607,11 @@ async fn the_responses_api_measures_within_one_percent_and_chains_its_conversati
             assert_eq!(r.output_tokens_client, tokens);
             assert_eq!(r.finish_reason.as_deref(), Some("max_output_tokens"));
         }
-        let all = sim.truth();
-        let truth: Vec<_> = all[all.len() - n..].to_vec();
-        let server_ttft = median(
-            truth
-                .iter()
-                .map(|t| ms(t.token_written[0] - t.received))
-                .collect(),
-        );
-        let server_gaps: Vec<f64> = truth
-            .iter()
-            .flat_map(|t| {
-                t.token_written
-                    .windows(2)
-                    .map(|w| ms(w[1] - w[0]))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        let server_e2e = median(truth.iter().map(|t| ms(t.end - t.received)).collect());
+        let ServerTruth {
+            ttft: server_ttft,
+            gaps: server_gaps,
+            e2e: server_e2e,
+        } = server_truth(&sim, n);
         within_loopback(
             "Responses TTFT median",
             s.ttft_from_send_ms.as_ref().unwrap().median.get(),

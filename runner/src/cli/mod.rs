@@ -187,12 +187,8 @@ pub struct VerifyArgs {
     /// Result files (DSSE envelopes).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// A trusted public key (SPKI PEM, as written by `runner keygen`). Repeatable.
-    #[arg(long = "key", value_name = "NAME.pub")]
-    pub keys: Vec<PathBuf>,
-    /// A trusted-keys file (JSON: name, keyid, PEM, validity window, revocation). Repeatable.
-    #[arg(long = "keys", value_name = "keys.json")]
-    pub key_files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub trusted: TrustedKeyArgs,
     /// Print one JSON object instead of text: each file's verdict and flags, and the exit
     /// (schemas/json/cli-output.schema.json).
     #[arg(long)]
@@ -204,6 +200,18 @@ pub struct VerifyArgs {
     /// Exit 8 when a verified result carries a validity flag of this severity or worse.
     #[arg(long, value_enum, default_value_t = FailOn::Error, value_name = "SEVERITY")]
     pub fail_on: FailOn,
+}
+
+/// The keys a verifier trusts: `--key NAME.pub` and `--keys keys.json`, each repeatable.
+#[derive(Args, Debug)]
+pub struct TrustedKeyArgs {
+    /// A trusted public key (SPKI PEM, as written by `runner keygen`). Repeatable.
+    #[arg(long = "key", value_name = "NAME.pub")]
+    pub keys: Vec<PathBuf>,
+    /// A trusted-keys file (JSON: name, keyid, PEM, validity window, revocation, as `runner
+    /// trust` writes it). Repeatable.
+    #[arg(long = "keys", value_name = "keys.json")]
+    pub key_files: Vec<PathBuf>,
 }
 
 /// Which validity flags fail a command (exit 8): `error` (the numbers must not be used),
@@ -594,12 +602,8 @@ pub struct VerifySiteArgs {
     /// A published site: its directory, or its http(s) URL.
     #[arg(value_name = "DIR|URL")]
     pub site: String,
-    /// A trusted public key (SPKI PEM, as written by `runner keygen`). Repeatable.
-    #[arg(long = "key", value_name = "NAME.pub")]
-    pub keys: Vec<PathBuf>,
-    /// A trusted-keys file (JSON, as `runner trust` writes it). Repeatable.
-    #[arg(long = "keys", value_name = "keys.json")]
-    pub key_files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub trusted: TrustedKeyArgs,
     /// Print the verdict as JSON instead of text.
     #[arg(long)]
     pub json: bool,

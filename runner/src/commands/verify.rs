@@ -10,7 +10,8 @@ use schemas::outcome::{FileOutcome, Outcome};
 use schemas::verify::{Policy, Verdict};
 
 pub fn run(args: &VerifyArgs, outcome: &mut Outcome) -> Result<(), Failure> {
-    let trusted = keyfile::load_trusted(&args.keys, &args.key_files).map_err(Failure::Key)?;
+    let trusted =
+        keyfile::load_trusted(&args.trusted.keys, &args.trusted.key_files).map_err(Failure::Key)?;
     let mut all_ok = true;
     let mut flagged = Ok(());
     let mut files = Vec::new();

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub fn run(args: &VerifySiteArgs) -> Result<(), Failure> {
-    let trusted = keyfile::load_trusted(&args.keys, &args.key_files).map_err(Failure::Key)?;
+    let trusted =
+        keyfile::load_trusted(&args.trusted.keys, &args.trusted.key_files).map_err(Failure::Key)?;
     let site = Site::of(&args.site).map_err(Failure::Input)?;
     let manifest = site.read(MANIFEST_PATH).map_err(Failure::Input)?;
     let mut check = SiteCheck::open(manifest.as_deref(), trusted);

@@ -55,6 +55,18 @@ fn publish(dir: &Path) {
     );
 }
 
+/// A temporary directory with [`publish`]'s site in it; `None` (the test skipped) when the
+/// module is not built.
+fn published() -> Option<tempfile::TempDir> {
+    if wasm_module().is_none() {
+        eprintln!("SKIPPED: build/wasm/report_wasm_bg.wasm not built (scripts/build-wasm.sh)");
+        return None;
+    }
+    let d = tempfile::tempdir().unwrap();
+    publish(d.path());
+    Some(d)
+}
+
 /// `runner verify-site` on `site` (relative to `dir`): its exit code and what it printed.
 fn verify_site(dir: &Path, site: &str) -> (Option<i32>, String) {
     let out = run(dir, &["verify-site", site, "--keys", "keys.json"]);
@@ -75,13 +87,10 @@ fn copy_dir(from: &Path, to: &Path) {
 
 #[test]
 fn a_published_site_verifies_and_each_change_to_it_is_named() {
-    if wasm_module().is_none() {
-        eprintln!("SKIPPED: build/wasm/report_wasm_bg.wasm not built (scripts/build-wasm.sh)");
+    let Some(d) = published() else {
         return;
-    }
-    let d = tempfile::tempdir().unwrap();
+    };
     let p = d.path();
-    publish(p);
     let (code, out) = verify_site(p, "site");
     assert_eq!(code, Some(0), "{out}");
     assert!(
@@ -222,13 +231,10 @@ fn a_published_site_verifies_and_each_change_to_it_is_named() {
 
 #[test]
 fn a_served_site_verifies_over_http_and_a_changed_one_does_not() {
-    if wasm_module().is_none() {
-        eprintln!("SKIPPED: build/wasm/report_wasm_bg.wasm not built (scripts/build-wasm.sh)");
+    let Some(d) = published() else {
         return;
-    }
-    let d = tempfile::tempdir().unwrap();
+    };
     let p = d.path();
-    publish(p);
     let port = free_port();
     let mut serve = crate::support::command(p, &["serve", "site", "--port", &port.to_string()])
         .stdout(std::process::Stdio::null())
