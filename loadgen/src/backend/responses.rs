@@ -100,7 +100,7 @@ struct WithResponse {
     response: Option<ResponseObject>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 struct ResponseObject {
     id: Option<String>,
     status: Option<String>,
@@ -145,13 +145,7 @@ pub(super) fn event(data: &[u8]) -> Result<Event, EventError> {
         "response.completed" | "response.incomplete" | "response.failed" => {
             let r = response(data)?;
             let failed = typed.kind == "response.failed";
-            let r = r.unwrap_or(ResponseObject {
-                id: None,
-                status: None,
-                usage: None,
-                incomplete_details: None,
-                error: None,
-            });
+            let r = r.unwrap_or_default();
             let finish_reason = r
                 .incomplete_details
                 .and_then(|d| d.reason)

@@ -92,6 +92,51 @@ fn server_truth(sim: &SimServer, n: usize) -> ServerTruth {
     }
 }
 
+/// The client's readings of benchmark `b` (its `n` requests of `tokens` tokens each, the last
+/// the server finished) against the server's truth: TTFT and end-to-end medians within the
+/// loopback legs, ITL (median, mean) and TPOT within 1 %. Returns the truth for what else a
+/// test checks.
+fn timings_match_the_truth(
+    what: &str,
+    sim: &SimServer,
+    b: &schemas::Benchmark,
+    n: usize,
+    tokens: u32,
+) -> ServerTruth {
+    let truth = server_truth(sim, n);
+    let s = &b.summary;
+    within_loopback(
+        &format!("{what} TTFT median"),
+        s.ttft_from_send_ms.as_ref().unwrap().median.get(),
+        truth.ttft,
+    );
+    let itl = s.itl_ms.as_ref().unwrap();
+    assert_eq!(itl.count, n as u64 * u64::from(tokens - 1), "{what}");
+    within(
+        &format!("{what} ITL median"),
+        itl.median.get(),
+        median(truth.gaps.clone()),
+    );
+    within(
+        &format!("{what} ITL mean"),
+        itl.mean.get(),
+        mean(&truth.gaps),
+    );
+    within(
+        &format!("{what} TPOT mean"),
+        s.tpot_ms.as_ref().unwrap().mean.get(),
+        mean(&truth.gaps),
+    );
+    let client_e2e = median(
+        b.records
+            .iter()
+            .map(|r| (r.end_us - r.sent_us) as f64 / 1000.0)
+            .collect(),
+    );
+    within_loopback(&format!("{what} e2e median"), client_e2e, truth.e2e);
+    truth
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_servers_truth() {
     testkit::timing::timing_test(|| async {
@@ -144,16 +189,10 @@ async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_s
 
             // What the server did, by its own clock: the truth the client's readings must match.
             // The last n requests the server finished are the benchmark's (a probe request precedes them).
-            let all = sim.truth();
-            let truth: Vec<_> = all[all.len() - n..].to_vec();
-            let ServerTruth {
-                ttft: server_ttft,
-                gaps: server_gaps,
-                e2e: server_e2e,
-            } = server_truth(&sim, n);
-
             let ttft = s.ttft_from_send_ms.as_ref().unwrap();
             if std::env::var_os("E2E_DEBUG").is_some() {
+                let all = sim.truth();
+                let truth = &all[all.len() - n..];
                 let mut c: Vec<u64> = b
                     .records
                     .iter()
@@ -167,35 +206,11 @@ async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_s
                 sv.sort_unstable();
                 eprintln!("{profile:?}\n client {c:?}\n server {sv:?}");
             }
-            within_loopback(
-                &format!("{profile:?} TTFT median"),
-                ttft.median.get(),
-                server_ttft,
-            );
-            let itl = s.itl_ms.as_ref().unwrap();
-            assert_eq!(itl.count, n as u64 * u64::from(tokens - 1));
-            within(
-                &format!("{profile:?} ITL median"),
-                itl.median.get(),
-                median(server_gaps.clone()),
-            );
-            within(
-                &format!("{profile:?} ITL mean"),
-                itl.mean.get(),
-                mean(&server_gaps),
-            );
-            within(
-                &format!("{profile:?} TPOT mean"),
-                s.tpot_ms.as_ref().unwrap().mean.get(),
-                mean(&server_gaps),
-            );
-            let client_e2e = median(
-                b.records
-                    .iter()
-                    .map(|r| (r.end_us - r.sent_us) as f64 / 1000.0)
-                    .collect(),
-            );
-            within_loopback(&format!("{profile:?} e2e median"), client_e2e, server_e2e);
+            let ServerTruth {
+                ttft: server_ttft,
+                gaps: server_gaps,
+                ..
+            } = timings_match_the_truth(&format!("{profile:?}"), &sim, b, n, tokens);
             // And the server did what it was told, give or take its own timer.
             assert!(
                 (server_ttft - 100.0).abs() < 2.0 && (median(server_gaps) - 20.0).abs() < 0.5,
@@ -607,35 +622,7 @@ async fn the_responses_api_measures_within_one_percent_and_chains_its_conversati
             assert_eq!(r.output_tokens_client, tokens);
             assert_eq!(r.finish_reason.as_deref(), Some("max_output_tokens"));
         }
-        let ServerTruth {
-            ttft: server_ttft,
-            gaps: server_gaps,
-            e2e: server_e2e,
-        } = server_truth(&sim, n);
-        within_loopback(
-            "Responses TTFT median",
-            s.ttft_from_send_ms.as_ref().unwrap().median.get(),
-            server_ttft,
-        );
-        let itl = s.itl_ms.as_ref().unwrap();
-        assert_eq!(itl.count, n as u64 * u64::from(tokens - 1));
-        within(
-            "Responses ITL median",
-            itl.median.get(),
-            median(server_gaps.clone()),
-        );
-        within(
-            "Responses TPOT mean",
-            s.tpot_ms.as_ref().unwrap().mean.get(),
-            mean(&server_gaps),
-        );
-        let client_e2e = median(
-            b.records
-                .iter()
-                .map(|r| (r.end_us - r.sent_us) as f64 / 1000.0)
-                .collect(),
-        );
-        within_loopback("Responses e2e median", client_e2e, server_e2e);
+        timings_match_the_truth("Responses", &sim, b, n, tokens);
 
         for chain in ["previous_response_id", "resend"] {
             let spec = RunSpec {

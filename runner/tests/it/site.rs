@@ -39,20 +39,24 @@ fn publish(dir: &Path) {
         dir,
         &["import", seed.to_str().unwrap(), "--out", "imported"],
     );
-    run_ok(
-        dir,
-        &[
-            "publish",
-            "r.json",
-            "imported",
-            "--keys",
-            "keys.json",
-            "--key",
-            "pub.key",
-            "--out",
-            "site",
-        ],
-    );
+    publish_signed_by(dir, "pub.key", "site");
+}
+
+/// The signed result and the imported documents published into `out`, signed with `key`
+/// (the site's keys.json trusts `pub` whatever signs it).
+fn publish_signed_by(dir: &Path, key: &str, out: &str) {
+    let args = [
+        "publish",
+        "r.json",
+        "imported",
+        "--keys",
+        "keys.json",
+        "--key",
+        key,
+        "--out",
+        out,
+    ];
+    run_ok(dir, &args);
 }
 
 /// A temporary directory with [`publish`]'s site in it; `None` (the test skipped) when the
@@ -170,20 +174,7 @@ fn a_published_site_verifies_and_each_change_to_it_is_named() {
         let copy = format!("changed-{i}");
         if what.contains("re-signed") {
             // The same files, published again and signed by a key the reader does not trust.
-            run_ok(
-                p,
-                &[
-                    "publish",
-                    "r.json",
-                    "imported",
-                    "--keys",
-                    "keys.json",
-                    "--key",
-                    "other.key",
-                    "--out",
-                    &copy,
-                ],
-            );
+            publish_signed_by(p, "other.key", &copy);
         } else {
             copy_dir(&p.join("site"), &p.join(&copy));
         }
