@@ -11,7 +11,7 @@
 # Both build the same thing once: `cargo build --workspace` in the dev profile, whose
 # measuring crates and dependencies are optimised (Cargo.toml says which and why), and the
 # wasm module, the two side by side. `make test` after `make demo` builds only the test
-# harnesses.
+# harnesses, and (once per module) the module's second build that shows it reproducible.
 
 SHELL := /bin/bash
 CARGO ?= cargo
