@@ -1,7 +1,8 @@
 """The runner in a pipeline, read as a pipeline reads it: the worked example (scripts/ci-gate.sh)
 records a baseline from the simulator, passes against the same simulator, and fails once the
-simulator decodes a quarter slower (this suite runs beside the Node and Chromium ones, whose load
-widens the intervals; the runner's own gate test, run alone, fails a 10 % slower decode); every `--json` outcome (run, verify, diff, gate, and a run that
+simulator decodes a quarter slower (`make test` runs this file alone, before the Node, Chromium and
+other Python tests, whose load would widen the intervals; the runner's own gate test, run alone,
+fails a 10 % slower decode); every `--json` outcome (run, verify, diff, gate, and a run that
 cannot reach its server) validates against the committed schemas/json/cli-output.schema.json,
 and the gate's verdict is re-derived here from the comparisons it printed."""
 
