@@ -17,6 +17,8 @@ pub(crate) enum Fault {
     Stall { after: u32, pause: Duration },
     /// One event whose data is not JSON after `after` content events.
     Malformed { after: u32 },
+    /// Embeddings and rerank: one vector or score fewer than the inputs.
+    ShortBatch,
 }
 
 impl Fault {
@@ -28,13 +30,14 @@ impl Fault {
             Fault::Reset { .. } => "reset",
             Fault::Stall { .. } => "stall",
             Fault::Malformed { .. } => "malformed",
+            Fault::ShortBatch => "short_batch",
         }
     }
 
     /// How many content events precede a mid-stream fault (None for refusals).
     pub(crate) fn after(self) -> Option<u32> {
         match self {
-            Fault::Error | Fault::RateLimit => None,
+            Fault::Error | Fault::RateLimit | Fault::ShortBatch => None,
             Fault::Reset { after } | Fault::Stall { after, .. } | Fault::Malformed { after } => {
                 Some(after)
             }
@@ -43,7 +46,7 @@ impl Fault {
 }
 
 /// The fault for request `index`, if any. A uniform draw `u` in `[0, 1)` falls into consecutive
-/// slices sized by the fractions (error, rate limit, reset, stall, malformed): each fraction is
+/// slices sized by the fractions (error, rate limit, reset, stall, malformed, short batch): each fraction is
 /// hit in proportion, and a request never gets two faults.
 pub(crate) fn pick(f: &Faults, seed: u64, index: u64) -> Option<Fault> {
     let u = unit(seed, index);
@@ -69,6 +72,7 @@ pub(crate) fn pick(f: &Faults, seed: u64, index: u64) -> Option<Fault> {
                 after: f.malformed_after_tokens,
             },
         ),
+        (f.short_batch_fraction, Fault::ShortBatch),
     ];
     let mut edge = 0.0;
     for (fraction, fault) in plan {

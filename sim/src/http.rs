@@ -8,6 +8,7 @@
 
 use super::faults::Fault;
 use super::model::{Engine, Generation};
+use super::pooling::{self, PoolRoute};
 use super::protocol::{self, Api, Events, GenRequest, Ident, Refusal, Route, Word};
 use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::UnsyncBoxBody;
@@ -133,6 +134,17 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
         }
         return generate(engine, route, req, received).await;
     }
+    let pooled = match req.uri().path() {
+        "/v1/embeddings" | "/embeddings" => Some(PoolRoute::Embeddings),
+        "/v1/rerank" | "/rerank" | "/v2/rerank" => Some(PoolRoute::Rerank),
+        _ => None,
+    };
+    if let Some(route) = pooled {
+        if req.method() != Method::POST {
+            return Ok(not_allowed(&req));
+        }
+        return pool(engine, route, req, received).await;
+    }
     let response = match (req.method(), req.uri().path()) {
         (&Method::GET, "/health") => Response::new(empty()),
         (&Method::GET, "/v1/models") => json_response(StatusCode::OK, models_body(&engine)),
@@ -216,7 +228,9 @@ async fn generate(
         parsed.max_tokens = 1;
     }
     let index = engine.next_index.fetch_add(1, Relaxed);
-    let fault = super::faults::pick(&cfg.faults, cfg.seed, index);
+    // A generation has no batch to cut short: its slice of the faults passes as no fault.
+    let fault = super::faults::pick(&cfg.faults, cfg.seed, index)
+        .filter(|f| *f != Fault::ShortBatch);
     let ident = Ident::new(parsed.api, cfg.seed, index, &engine.model_json);
     // Responses: the conversation, kept under the response's id once it is generated.
     let conversation = parsed.conversation.take();
@@ -229,43 +243,115 @@ async fn generate(
         parsed.max_tokens,
         fault,
     );
-    match fault {
-        Some(Fault::Error) => {
-            gen.finish(Instant::now());
-            let body = protocol::error_body(
-                parsed.api,
-                500,
-                if parsed.api == Api::Tgi {
-                    "generation"
-                } else {
-                    "server_error"
-                },
-                "simulated internal error",
-            );
-            return Ok(json_response(StatusCode::INTERNAL_SERVER_ERROR, body));
-        }
-        Some(Fault::RateLimit) => {
-            gen.finish(Instant::now());
-            let (kind, message) = if parsed.api == Api::Tgi {
-                ("overloaded", "Model is overloaded")
-            } else {
-                ("rate_limit_exceeded", "simulated rate limit")
-            };
-            let mut r = json_response(
-                StatusCode::TOO_MANY_REQUESTS,
-                protocol::error_body(parsed.api, 429, kind, message),
-            );
-            r.headers_mut()
-                .insert("retry-after", HeaderValue::from_static("1"));
-            return Ok(r);
-        }
-        _ => {}
+    gen.route = match parsed.api {
+        Api::Completions => "completions",
+        Api::Chat => "chat",
+        Api::Responses => "responses",
+        Api::Tgi => "tgi",
+        Api::Sglang => "sglang",
+    };
+    gen.images = std::mem::take(&mut parsed.images);
+    if let Some(refusal) = fault.and_then(|f| fault_refusal(parsed.api, f)) {
+        gen.finish(Instant::now());
+        return Ok(refusal);
     }
     if parsed.stream {
         Ok(sse_response(stream_body(gen, &parsed, ident, conversation)))
     } else {
         whole(gen, &parsed, &ident, conversation).await
     }
+}
+
+/// The answer of a request its fault refuses before admission (500 or 429, in `api`'s shape);
+/// `None` for the faults that act later.
+fn fault_refusal(api: Api, fault: Fault) -> Option<Response<Body>> {
+    let tgi = api == Api::Tgi;
+    match fault {
+        Fault::Error => {
+            let kind = if tgi { "generation" } else { "server_error" };
+            let body = protocol::error_body(api, 500, kind, "simulated internal error");
+            Some(json_response(StatusCode::INTERNAL_SERVER_ERROR, body))
+        }
+        Fault::RateLimit => {
+            let (kind, message) = if tgi {
+                ("overloaded", "Model is overloaded")
+            } else {
+                ("rate_limit_exceeded", "simulated rate limit")
+            };
+            let mut r = json_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                protocol::error_body(api, 429, kind, message),
+            );
+            r.headers_mut()
+                .insert("retry-after", HeaderValue::from_static("1"));
+            Some(r)
+        }
+        _ => None,
+    }
+}
+
+/// An embeddings or rerank request: parse, pick its fault, take a batch slot, answer whole
+/// when its prefill is done (the crate docs' `# Embeddings and rerank`). Its faults act as on a
+/// non-streamed generation with no tokens: refused at once, reset or stalled when the answer is
+/// due, or a malformed body; a short batch answers one vector or score fewer.
+async fn pool(
+    engine: Arc<Engine>,
+    route: PoolRoute,
+    req: Request<Incoming>,
+    received: Instant,
+) -> Result<Response<Body>, io::Error> {
+    let body = match read_body(req).await {
+        Ok(body) => body,
+        Err(response) => return Ok(response),
+    };
+    let parsed = match pooling::parse(route, &body) {
+        Ok(parsed) => parsed,
+        Err(refusal) => return Ok(refused(refusal)),
+    };
+    let cfg = &engine.cfg;
+    let index = engine.next_index.fetch_add(1, Relaxed);
+    let fault = super::faults::pick(&cfg.faults, cfg.seed, index);
+    let mut gen = Generation::new(
+        engine.clone(),
+        index,
+        received,
+        parsed.tokens,
+        Vec::new(),
+        0,
+        fault,
+    );
+    gen.prefill_only(route.name(), parsed.inputs());
+    if let Some(refusal) = fault.and_then(|f| fault_refusal(Api::Completions, f)) {
+        gen.finish(Instant::now());
+        return Ok(refusal);
+    }
+    gen.admit().await;
+    if let Some(Fault::Stall { pause, .. }) = fault {
+        gen.stall(pause);
+    }
+    gen.wait_due().await;
+    let body = match fault {
+        Some(Fault::Reset { .. }) => {
+            gen.finish(Instant::now());
+            return Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "simulated reset",
+            ));
+        }
+        Some(Fault::Malformed { .. }) => protocol::malformed_body(),
+        _ => {
+            let short = fault == Some(Fault::ShortBatch);
+            let answer = pooling::Answer {
+                seed: cfg.seed,
+                dim: cfg.embedding_dim,
+                hex: &protocol::request_hex(cfg.seed, index),
+                model_json: &engine.model_json,
+            };
+            Bytes::from(answer.body(&parsed, short))
+        }
+    };
+    gen.finish(Instant::now());
+    Ok(json_response(StatusCode::OK, body))
 }
 
 /// Responses: keeps the conversation (the prompt and the `n` tokens generated) under the
@@ -451,7 +537,7 @@ impl Stream {
                                 self.gen.stall(pause);
                                 stalled = true;
                             }
-                            Fault::Error | Fault::RateLimit => {}
+                            Fault::Error | Fault::RateLimit | Fault::ShortBatch => {}
                         }
                     }
                     if k < n {
@@ -672,11 +758,12 @@ fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
             "Number of generation tokens processed.",
             n(&engine.generation_tokens_total),
         ),
-        // vLLM's FinishReason order. The simulator ignores EOS (every request that ends whole
-        // ends by length); requests cut short (refused, reset, client gone) are not counted.
+        // vLLM's FinishReason order. The simulator ignores EOS (every generation that ends
+        // whole ends by length; embeddings and rerank end by stop, as vLLM's pooling requests
+        // do); requests cut short (refused, reset, client gone) are not counted.
         Family {
             samples: vec![
-                (Some("stop"), 0.0),
+                (Some("stop"), n(&engine.finished_stop_total)),
                 (Some("length"), finished_length),
                 (Some("abort"), 0.0),
             ],

@@ -1,8 +1,9 @@
-//! `sim`: the built-in simulator, a deterministic LLM inference server that speaks the wire formats of
-//! vLLM's OpenAI API (`/v1/completions`, `/v1/chat/completions`), OpenAI's Responses API
-//! (`/v1/responses`), TGI (`/generate_stream`, `/generate`) and SGLang (`/generate` with
-//! `text`), so the load generator, the demo and the tests have something real-shaped to
-//! measure — with server-side ground truth to compare with.
+//! `sim`: the built-in simulator, a deterministic LLM inference server that speaks the wire
+//! formats of vLLM's OpenAI API (`/v1/completions`, `/v1/chat/completions` with images,
+//! `/v1/embeddings`, `/v1/rerank`), OpenAI's Responses API (`/v1/responses`), TGI
+//! (`/generate_stream`, `/generate`), SGLang (`/generate` with `text`) and TEI's `/rerank`, so
+//! the load generator, the demo and the tests have something real-shaped to measure — with
+//! server-side ground truth to compare with.
 //! It stands where a real engine stands on the data path, across the socket from `loadgen`;
 //! `runner sim` serves it and every crate's tests use it as a dev-dependency.
 //!
@@ -13,9 +14,11 @@
 //! * `noise.rs` — seeded latency noise with a known distribution (the truth intervals are
 //!   tested against);
 //! * `protocol.rs` — request parsing, the toy tokenizer, every response and event byte per API;
+//! * `pooling.rs` — embeddings and rerank: their requests and whole answers;
+//! * `images.rs` — images in chat messages: decoded, sized from their headers, counted;
 //! * `http.rs` — hyper: accepting connections, routing, the streaming body;
 //! * `tests.rs` — the server against a plain HTTP client (shapes, timing, queueing, faults,
-//!   metrics, the prefix cache).
+//!   metrics, the prefix cache, embeddings, rerank, images).
 //!
 //! Nothing here is random at run time: token texts come from the seed and the token's position,
 //! faults from the seed and the request's arrival index, and timing from the configuration.
@@ -58,6 +61,36 @@
 //! own) are kept, the oldest dropped first; an id not kept is refused with OpenAI's 400
 //! (`previous_response_not_found`).
 //!
+//! # Embeddings and rerank
+//!
+//! `POST /v1/embeddings` (and `/embeddings`) and `POST /v1/rerank` (and `/rerank`, `/v2/rerank`;
+//! vLLM's and TEI's dialects) answer once, whole; `pooling.rs` gives the shapes. A vector or a
+//! score depends on the seed and the tokens it is of, nothing else, so equal inputs get equal
+//! answers in any request, order or dialect. Such a request is a prefill with nothing after it:
+//! it takes a batch slot in the same FIFO as generation, and its answer is handed to hyper when
+//! its first token would be due — `ttft_ms + prefill_us_per_token × N` (+ the first-token
+//! noise) after admission, where `N` is every input's tokens (embeddings) or the query's and
+//! each document's, pair by pair (rerank) — with no prefix-cache lookup (vLLM serves encoder
+//! models, BERT-style embedders and cross-encoders, with prefix caching off). `N` is the usage's `prompt_tokens`, and counts in
+//! `vllm:prompt_tokens_total`; one answered whole counts as a success by `stop`.
+//!
+//! Its truth: `route` `embeddings` or `rerank`, `inputs` the inputs or documents,
+//! `prompt_tokens` `N`, no `token_written`, `end` just before the body is handed over. The
+//! faults act as on a non-streamed generation with no tokens: error and rate limit refuse at
+//! once, a reset drops the connection and a stall holds the answer `stall_ms` when it is due,
+//! malformed answers a body that is not JSON; and [`Faults::short_batch_fraction`] answers one
+//! vector or result fewer than the full answer.
+//!
+//! # Images in chat
+//!
+//! A chat message's content may hold `image_url` parts (`{"url": …}` or a bare string) with
+//! base64 data URLs of PNG or JPEG pictures, sized from their headers (`images.rs`): each costs
+//! ⌈width / 28⌉ × ⌈height / 28⌉ prompt tokens (counted in usage and prefilled, hashed into no
+//! prefix-cache block), and its digest, size and tokens go into the request's truth
+//! ([`RequestTruth::images`]). Anything else — an http(s) URL (the simulator fetches nothing),
+//! bad base64, bytes that are no PNG or JPEG — is refused with 400, naming the part.
+//! `/tokenize` reads the text parts only: it counts no image tokens.
+//!
 //! # Metrics
 //!
 //! `GET /metrics` serves the gauges and counters of vLLM's V1 engine, named and labelled as
@@ -65,15 +98,21 @@
 //! `vllm:num_requests_running`, `vllm:num_requests_waiting`, `vllm:kv_cache_usage_perc`,
 //! `vllm:prefix_cache_queries_total`, `vllm:prefix_cache_hits_total`,
 //! `vllm:num_preemptions_total`, `vllm:prompt_tokens_total`, `vllm:generation_tokens_total`,
-//! `vllm:request_success_total{finished_reason=…}`. Text format 0.0.4 by default (where a
-//! counter's `# TYPE` line names it with `_total`), OpenMetrics 1.0 when the `Accept` header asks
-//! for `application/openmetrics-text` (where it does not, and the page ends in `# EOF`).
+//! `vllm:request_success_total{finished_reason=…}` (embeddings and rerank count in the prompt
+//! tokens, and as successes by `stop`; not in the prefix-cache queries). Text format 0.0.4 by
+//! default (where a counter's `# TYPE` line names it with `_total`), OpenMetrics 1.0 when the
+//! `Accept` header asks for `application/openmetrics-text` (where it does not, and the page ends
+//! in `# EOF`).
 
 pub mod answers;
 mod faults;
 mod http;
+mod images;
 mod model;
 pub mod noise;
+#[cfg(test)]
+mod pooled_tests;
+mod pooling;
 mod protocol;
 #[cfg(test)]
 mod tests;
@@ -133,6 +172,8 @@ pub struct SimConfig {
     /// As vLLM's `--api-key`: every `/v1/...` request without `Authorization: Bearer <key>`
     /// is answered 401 `{"error": "Unauthorized"}`; `None` lets every client in.
     pub api_key: Option<String>,
+    /// Embeddings: each vector's dimension (384 by default, a MiniLM's or a BGE-small's).
+    pub embedding_dim: u32,
 }
 
 /// Misbehaviour to inject. Each fraction in `[0, 1]` picks requests deterministically from
@@ -158,6 +199,11 @@ pub struct Faults {
     /// a `Connection: close`: the client finds out when it reuses the connection, as with
     /// nginx's `keepalive_requests` or a server's idle keep-alive timeout.
     pub keep_alive_requests: u32,
+    /// Embeddings and rerank: answer one vector or result fewer than the full answer (the
+    /// inputs, or the documents cut to `top_n`), as a server that drops one item of a batch
+    /// would: what a client's count check is for. Its slice of `[0, 1)` comes last, so adding
+    /// it moved no other fault; a generation request that falls in it gets no fault.
+    pub short_batch_fraction: f64,
 }
 
 impl Default for SimConfig {
@@ -181,6 +227,7 @@ impl Default for SimConfig {
             wrong_answers: 0.0,
             wrong_answers_when_busy: 0,
             api_key: None,
+            embedding_dim: 384,
         }
     }
 }
@@ -241,7 +288,8 @@ impl SimConfig {
 #[cfg_attr(not(test), allow(dead_code))]
 #[derive(Clone, Debug)]
 pub struct RequestTruth {
-    /// Arrival order among generation requests (0-based); faults are picked from it.
+    /// Arrival order among requests (generation, embeddings, rerank; 0-based); faults and
+    /// noise are picked from it.
     pub index: u64,
     /// When the handler started (headers parsed; before the body was read).
     pub received: Instant,
@@ -252,15 +300,42 @@ pub struct RequestTruth {
     pub token_written: Vec<Instant>,
     /// Just before the last bytes (or the reset) were handed to hyper.
     pub end: Instant,
-    /// The simulator's own count (one token per whitespace-separated word).
+    /// The simulator's own count (one token per whitespace-separated word, or the ids given),
+    /// images' tokens included; embeddings: every input's; rerank: the query's once per
+    /// document plus the documents'.
     pub prompt_tokens: u32,
     /// Leading prompt tokens found in the prefix cache at admission (whole 16-token blocks,
     /// at most `prompt_tokens − 1`), whose prefill was skipped; 0 when not admitted or when
     /// prefix caching is off.
     pub cached_tokens: u32,
-    /// `error`, `rate_limit`, `reset`, `stall`, `malformed`; `cancelled` when the client went
-    /// away before the response ended (and no fault was planned).
+    /// `error`, `rate_limit`, `reset`, `stall`, `malformed`, `short_batch`; `cancelled` when
+    /// the client went away before the response ended (and no fault was planned).
     pub fault: Option<&'static str>,
+    /// Which API served it: `completions` (`/v1/completions`), `chat`
+    /// (`/v1/chat/completions`), `responses` (`/v1/responses`), `tgi` (`/generate_stream`, or
+    /// `/generate` with `inputs`), `sglang` (`/generate` with `text`), `embeddings`
+    /// (`/v1/embeddings`, `/embeddings`) or `rerank` (`/v1/rerank`, `/rerank`, `/v2/rerank`).
+    pub route: &'static str,
+    /// Embeddings: the inputs; rerank: the documents; 1 for a generation request (one prompt).
+    pub inputs: u32,
+    /// Chat: each image the request carried, in message order (then part order); empty
+    /// otherwise.
+    pub images: Vec<ImageTruth>,
+}
+
+/// An image a chat request carried, as the server decoded it: what a client's record of the
+/// images it sent is checked against.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageTruth {
+    /// sha256 of the decoded bytes (the file, after base64 decoding), lowercase hex.
+    pub sha256: String,
+    /// The decoded file's length.
+    pub bytes: u64,
+    /// From the PNG's IHDR or the JPEG's start-of-frame marker.
+    pub width: u32,
+    pub height: u32,
+    /// Its prompt tokens: ⌈width / 28⌉ × ⌈height / 28⌉ (Qwen2-VL's 14-pixel patches merged 2×2).
+    pub tokens: u32,
 }
 
 /// A running simulator. Dropping it stops the server abruptly; [`SimServer::shutdown`] lets

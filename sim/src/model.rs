@@ -15,6 +15,12 @@
 //! The engine also keeps what `/metrics` reports, updated where vLLM's engine updates it:
 //! prompt tokens and prefix-cache queries at admission, generation tokens as each one is
 //! written, KV-cache tokens while a request holds a slot, successes when a request ends whole.
+//!
+//! An embeddings or rerank request ([`Generation::prefill_only`]) goes through the same queue
+//! and slots, but its prefill is all there is: the first-token deadline is when its answer is
+//! due, it looks nothing up in the prefix cache (vLLM serves encoder models, BERT-style
+//! embedders and cross-encoders, with prefix caching off), and it ends by `stop`, as vLLM
+//! finishes a pooling request.
 
 use super::faults::Fault;
 use super::noise::{self, Draw};
@@ -36,7 +42,8 @@ pub(crate) struct Engine {
     slots: Arc<Semaphore>,
     pub running: AtomicU32,
     pub waiting: AtomicU32,
-    /// Arrival index of the next generation request.
+    /// Arrival index of the next request (generation, embeddings or rerank): what faults and
+    /// noise are seeded with.
     pub next_index: AtomicU64,
     /// Tokens the running requests hold in the KV cache: each one's prompt plus the tokens
     /// generated so far (a cached prefix shared by two requests counts twice).
@@ -50,8 +57,10 @@ pub(crate) struct Engine {
     /// Prompt tokens found there.
     pub prefix_hits_total: AtomicU64,
     /// Requests that ended whole: every token out, no reset. The simulator ignores EOS, so
-    /// every one finished by length.
+    /// every generation finished by length.
     pub finished_length_total: AtomicU64,
+    /// Embeddings and rerank requests answered whole: vLLM finishes a pooling request by stop.
+    pub finished_stop_total: AtomicU64,
     /// `None` when prefix caching is off.
     prefix_cache: Option<Mutex<PrefixCache>>,
     /// The Responses API's responses, by id, for a next turn's `previous_response_id`.
@@ -78,6 +87,7 @@ impl Engine {
             prefix_queries_total: AtomicU64::new(0),
             prefix_hits_total: AtomicU64::new(0),
             finished_length_total: AtomicU64::new(0),
+            finished_stop_total: AtomicU64::new(0),
             prefix_cache: cfg.prefix_caching.then(|| {
                 let blocks = cfg.kv_cache_tokens / u64::from(PREFIX_BLOCK_TOKENS);
                 Mutex::new(PrefixCache::new(blocks.min(usize::MAX as u64) as usize))
@@ -176,6 +186,12 @@ pub(crate) struct Generation {
     pub cached_tokens: u32,
     pub max_tokens: u32,
     pub fault: Option<Fault>,
+    /// What the truth says of the request ([`RequestTruth`]'s fields of the same names).
+    pub route: &'static str,
+    pub inputs: u32,
+    pub images: Vec<crate::ImageTruth>,
+    /// Embeddings or rerank: no prefix cache, no tokens, ends by stop.
+    prefill_only: bool,
     /// When the next token is due.
     deadline: Instant,
     /// Content events written so far.
@@ -214,12 +230,25 @@ impl Generation {
             cached_tokens: 0,
             max_tokens,
             fault,
+            route: "completions",
+            inputs: 1,
+            images: Vec::new(),
+            prefill_only: false,
             deadline: received,
             emitted: 0,
             token_written,
             permit: None,
             finished: false,
         }
+    }
+
+    /// Makes this an embeddings or rerank request on `route` with `inputs` inputs (see the
+    /// module docs): its answer is due when its first token would be, with nothing cached.
+    pub fn prefill_only(&mut self, route: &'static str, inputs: u32) {
+        self.route = route;
+        self.inputs = inputs;
+        self.prefill_only = true;
+        self.block_hashes.clear();
     }
 
     pub fn engine(&self) -> &Engine {
@@ -247,7 +276,9 @@ impl Generation {
         };
         engine.running.fetch_add(1, Relaxed);
         let blocks = std::mem::take(&mut self.block_hashes);
-        self.cached_tokens = engine.prefix_lookup(&blocks, self.prompt_tokens);
+        if !self.prefill_only {
+            self.cached_tokens = engine.prefix_lookup(&blocks, self.prompt_tokens);
+        }
         let prompt = u64::from(self.prompt_tokens);
         engine.prompt_tokens_total.fetch_add(prompt, Relaxed);
         engine.kv_tokens.fetch_add(prompt, Relaxed);
@@ -322,7 +353,12 @@ impl Generation {
             self.engine.kv_tokens.fetch_sub(held, Relaxed);
         }
         if whole {
-            self.engine.finished_length_total.fetch_add(1, Relaxed);
+            let reason = if self.prefill_only {
+                &self.engine.finished_stop_total
+            } else {
+                &self.engine.finished_length_total
+            };
+            reason.fetch_add(1, Relaxed);
         }
         if let Some(truth) = &self.engine.truth {
             let record = RequestTruth {
@@ -334,6 +370,9 @@ impl Generation {
                 prompt_tokens: self.prompt_tokens,
                 cached_tokens: self.cached_tokens,
                 fault,
+                route: self.route,
+                inputs: self.inputs,
+                images: std::mem::take(&mut self.images),
             };
             truth.lock().expect("truth lock").push(record);
         }

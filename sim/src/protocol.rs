@@ -69,6 +69,8 @@ pub(crate) struct GenRequest {
     pub conversation: Option<PromptTokens>,
     /// Responses: the `previous_response_id` the request continued, echoed in the response.
     pub previous_response_id: Option<String>,
+    /// Chat: the images its messages carried ([`crate::images`]), counted in `prompt_tokens`.
+    pub images: Vec<crate::ImageTruth>,
 }
 
 /// Why a request was refused before generation.
@@ -117,6 +119,7 @@ pub(crate) fn parse(
     let mut prompt = PromptTokens::default();
     let mut question = None;
     let mut previous_response_id = None;
+    let mut images = Vec::new();
     let (max_tokens, stream, include_usage, details) = match api {
         Api::Completions => {
             match obj.get("prompt") {
@@ -152,12 +155,17 @@ pub(crate) fn parse(
             }
             for m in messages {
                 // The messages' words in order: no chat template (its tokens are not counted).
-                if !prompt.content(m.get("content")) {
+                if !prompt.content(m.get("content"), Parts::TextAndImages) {
                     return Err(invalid(
-                        "each message needs a string content (or text parts)",
+                        "each message needs a string content (or text and image_url parts)",
                     ));
                 }
             }
+            images = crate::images::of_messages(messages).map_err(|m| invalid(&m))?;
+            // Image tokens are prefilled and counted, but hashed into no prefix-cache block
+            // (the text's blocks chain across them as if they were not there).
+            let image_tokens = images.iter().fold(0u32, |n, i| n.saturating_add(i.tokens));
+            prompt.count = prompt.count.saturating_add(image_tokens);
             if obj.get("n").is_some_and(|n| n.as_u64() != Some(1)) {
                 return Err(invalid("the simulator serves n = 1 only"));
             }
@@ -220,7 +228,7 @@ pub(crate) fn parse(
                 Some(Value::Array(items)) => {
                     for item in items {
                         let user = input_message(item).map_err(|m| invalid(&m))?;
-                        if !prompt.content(item.get("content")) {
+                        if !prompt.content(item.get("content"), Parts::Text) {
                             return Err(invalid(INPUT_ITEM));
                         }
                         if user {
@@ -263,6 +271,7 @@ pub(crate) fn parse(
         answer: None,
         conversation,
         previous_response_id,
+        images,
     })
 }
 
@@ -463,21 +472,22 @@ impl PromptTokens {
         }
     }
 
-    /// Ids as given (already checked to be integers); wider ones are folded, not refused.
+    /// Ids as given (already checked to be integers).
     fn ids(&mut self, ids: &[Value]) {
-        for id in ids {
-            let id = id.as_u64().unwrap_or(0);
-            self.token((id ^ (id >> 32)) as u32);
+        for id in token_ids(ids) {
+            self.token(id);
         }
     }
 
     /// A chat message's content: a string, or OpenAI's list of `{"type":"text","text":…}`
-    /// parts (`null` is empty). `false` for anything else.
-    fn content(&mut self, content: Option<&Value>) -> bool {
+    /// parts (`null` is empty), and `image_url` parts where `parts` allows them (they are
+    /// counted apart, by [`crate::images`]). `false` for anything else.
+    fn content(&mut self, content: Option<&Value>, parts: Parts) -> bool {
+        let skip = |p: &Value| parts == Parts::TextAndImages && crate::images::is_image(p);
         match content {
             Some(Value::String(s)) => self.text(s),
-            Some(Value::Array(parts)) => {
-                for p in parts {
+            Some(Value::Array(list)) => {
+                for p in list.iter().filter(|p| !skip(p)) {
                     match p.get("text").and_then(Value::as_str) {
                         Some(s) => self.text(s),
                         None => return false,
@@ -491,9 +501,28 @@ impl PromptTokens {
     }
 }
 
+/// Which content parts a message may hold.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Parts {
+    Text,
+    /// Chat: images too.
+    TextAndImages,
+}
+
 /// Token ids of `s` (one per word).
 pub(crate) fn tokenize(s: &str) -> Vec<u32> {
     s.split_whitespace().map(token_id).collect()
+}
+
+/// Token ids as a client gave them (already checked to be integers): ids wider than 32 bits
+/// are folded, not refused.
+pub(crate) fn token_ids(ids: &[Value]) -> Vec<u32> {
+    ids.iter()
+        .map(|id| {
+            let id = id.as_u64().unwrap_or(0);
+            (id ^ (id >> 32)) as u32
+        })
+        .collect()
 }
 
 /// A stable id for a word: FNV-1a, mod the vocabulary size.
@@ -623,6 +652,11 @@ pub(crate) fn full_text(seed: u64, n: u32) -> String {
 // ---------------------------------------------------------------------------------------------
 // Identity of a response.
 
+/// A request's 32 hex digits (a uuid's worth, as vLLM's ids carry), from the seed and its index.
+pub(crate) fn request_hex(seed: u64, index: u64) -> String {
+    format!("{:016x}{:016x}", mix(seed ^ index), mix(!seed ^ index))
+}
+
 /// What every body of one response shares.
 pub(crate) struct Ident {
     /// `cmpl-…`, `chatcmpl-…`, `resp_…`, or SGLang's bare hex request id.
@@ -637,7 +671,7 @@ pub(crate) struct Ident {
 
 impl Ident {
     pub(crate) fn new(api: Api, seed: u64, index: u64, model_json: &str) -> Ident {
-        let hex = format!("{:016x}{:016x}", mix(seed ^ index), mix(!seed ^ index));
+        let hex = request_hex(seed, index);
         let item_hex = if api == Api::Responses {
             let item = mix(seed ^ mix(index ^ 0x17E3));
             format!("{:016x}{:016x}", mix(item), mix(!item))

@@ -104,6 +104,13 @@ pub struct SimArgs {
     /// (nginx's `keepalive_requests`); 0 keeps connections open.
     #[arg(long, default_value_t = 0, help_heading = "Faults")]
     pub keep_alive_requests: u32,
+    /// Fraction of embeddings and rerank requests answered with one vector or score fewer
+    /// than their inputs.
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub short_batch_fraction: f64,
+    /// Embeddings: each vector's dimension.
+    #[arg(long, default_value_t = 384)]
+    pub embedding_dim: u32,
     /// KV-cache capacity in tokens (`vllm:kv_cache_usage_perc` is the share in use); the
     /// prefix cache keeps up to this many tokens' blocks.
     #[arg(long, default_value_t = 262_144)]

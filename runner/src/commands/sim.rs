@@ -37,7 +37,9 @@ impl SimArgs {
                 malformed_fraction: self.malformed_fraction,
                 malformed_after_tokens: self.malformed_after_tokens,
                 keep_alive_requests: self.keep_alive_requests,
+                short_batch_fraction: self.short_batch_fraction,
             },
+            embedding_dim: self.embedding_dim,
         }
     }
 }
