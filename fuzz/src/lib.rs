@@ -21,7 +21,7 @@ pub use documents::{
 };
 pub use stream::{
     chunk_openai, chunk_responses, chunk_sglang, chunk_tgi, dataset_file, http1_response,
-    prometheus_text, sse_events, trace_file,
+    pooled_answer, prometheus_text, sse_events, trace_file,
 };
 
 /// A fuzz target: any bytes in, a panic for a finding.
@@ -35,6 +35,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("chunk_tgi", chunk_tgi),
     ("chunk_sglang", chunk_sglang),
     ("chunk_responses", chunk_responses),
+    ("pooled_answer", pooled_answer),
     ("prometheus_text", prometheus_text),
     ("trace_file", trace_file),
     ("dataset_file", dataset_file),

@@ -133,6 +133,25 @@ pub fn chunk_responses(data: &[u8]) {
     chunks(Api::OpenaiResponses, data);
 }
 
+/// Embeddings and rerank answers, read whole: the first byte picks the API (even:
+/// embeddings, odd: rerank), the second the inputs asked for, the rest is the body. An answer
+/// accepted holds exactly one vector or score per input, and its digest is a sha256.
+pub fn pooled_answer(data: &[u8]) {
+    let [pick, expected, body @ ..] = data else {
+        return;
+    };
+    let api = if pick & 1 == 0 {
+        Api::OpenaiEmbeddings
+    } else {
+        Api::Rerank
+    };
+    if let Ok(answer) = api.pooled_answer(body, u32::from(*expected)) {
+        assert_eq!(answer.count, u32::from(*expected));
+        assert_eq!(answer.dimension.is_some(), api == Api::OpenaiEmbeddings);
+        assert_eq!(answer.sha256.len(), 64);
+    }
+}
+
 /// TGI's `generate_stream` chunks.
 pub fn chunk_tgi(data: &[u8]) {
     chunks(Api::Tgi, data);

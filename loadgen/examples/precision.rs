@@ -278,6 +278,7 @@ async fn drive(
                 output_tokens: case.output_tokens,
                 scheduled: Instant::now(),
                 phase: Phase::Measured,
+                attachments: None,
             };
             out.push((tag, endpoint.execute(&job, origin).await));
         }

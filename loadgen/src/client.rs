@@ -1,5 +1,6 @@
 //! One request, start to finish: send it, read its stream, timestamp every token event
-//! as its bytes arrive, and turn whatever happened into a [`RawRecord`]. Failures are
+//! as its bytes arrive (or, for embeddings and rerank, read the one answer whole and check
+//! it), and turn whatever happened into a [`RawRecord`]. Failures are
 //! recorded with a class, never raised: a run survives any single request.
 
 use crate::backend::{Api, GenerationRequest};
@@ -7,13 +8,15 @@ use crate::http1::Stamp;
 use crate::sse::SseParser;
 use clock::us_since;
 use schemas::document::TokenTimestamps;
-use schemas::document::{ErrorClass, Phase, RawRecord, RequestError};
+use schemas::document::{ErrorClass, Phase, RawRecord, RequestError, SentImage};
 use schemas::token_times;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 
 /// Longest SSE event accepted; real token events are a few hundred bytes.
 const MAX_EVENT_BYTES: usize = 1 << 20;
+/// Largest non-streamed answer accepted: 256 inputs of 8,192-dimensional vectors in JSON.
+const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 /// What the server is and how to talk to it.
 pub struct Endpoint {
@@ -144,6 +147,34 @@ pub struct Job<'a> {
     pub output_tokens: u32,
     pub scheduled: Instant,
     pub phase: Phase,
+    /// Embeddings' further inputs, rerank's documents, chat's images.
+    pub attachments: Option<&'a Attachments>,
+}
+
+/// What a request carries besides its prompt.
+#[derive(Clone, Debug, Default)]
+pub struct Attachments {
+    /// Embeddings: the inputs after the prompt; rerank: the documents (the prompt is the query).
+    pub items: Vec<String>,
+    /// Chat: each image as a data URL (`data:image/png;base64,…`), in order…
+    pub image_urls: Vec<String>,
+    /// …and what the request's record says of it.
+    pub images: Vec<SentImage>,
+}
+
+impl Job<'_> {
+    fn items(&self) -> &[String] {
+        self.attachments.map_or(&[], |a| &a.items)
+    }
+
+    /// The vectors (embeddings) or scores (rerank) its answer must hold.
+    fn expected_answers(&self, api: Api) -> u32 {
+        let items = self.items().len() as u32;
+        match api {
+            Api::OpenaiEmbeddings => items + 1,
+            _ => items,
+        }
+    }
 }
 
 /// Builds an HTTP client with a keep-alive pool sized for `max_in_flight` connections.
@@ -164,6 +195,12 @@ impl Endpoint {
     /// requests at once, each holding its own connection while it is in flight.
     pub async fn warm_connections(&self, count: usize) {
         let now = Instant::now();
+        // Rerank needs a document to score.
+        let one_document = Attachments {
+            items: vec!["the".into()],
+            ..Attachments::default()
+        };
+        let one_document = &one_document;
         let probes = (0..count).map(|_| async move {
             let job = Job {
                 prompt: "the",
@@ -173,6 +210,7 @@ impl Endpoint {
                 output_tokens: 1,
                 scheduled: now,
                 phase: Phase::Warmup,
+                attachments: (!self.api.streams()).then_some(one_document),
             };
             self.execute(&job, now).await
         });
@@ -209,6 +247,8 @@ struct Progress {
     done: bool,
     /// When the response logically ended (`[DONE]`, or the end of the body).
     end: Option<Instant>,
+    /// Embeddings and rerank: the answer, checked.
+    pooled: Option<crate::backend::pooling::Pooled>,
 }
 
 impl Progress {
@@ -283,6 +323,8 @@ impl Endpoint {
                 self.temperature
             },
             extra: greedy,
+            items: job.items(),
+            images: job.attachments.map_or(&[], |a| &a.image_urls),
         })
     }
 
@@ -306,7 +348,10 @@ impl Endpoint {
         };
         let mut sent = Instant::now();
         let deadline = sent + self.request_timeout;
-        let outcome = self.stream(body, &mut sent, deadline, origin, &mut p).await;
+        let expected = job.expected_answers(self.api);
+        let outcome = self
+            .stream(body, &mut sent, deadline, origin, &mut p, expected)
+            .await;
         let end = p.end.unwrap_or_else(Instant::now);
         if tallied {
             self.stamps.add(&p.stamps);
@@ -321,6 +366,8 @@ impl Endpoint {
             })
         });
         let reasoned = p.reasoning > 0;
+        let streams = self.api.streams();
+        let images = job.attachments.map_or(&[][..], |a| &a.images);
         let record = RawRecord {
             phase: job.phase,
             scheduled_us: us_since(origin, job.scheduled),
@@ -329,7 +376,7 @@ impl Endpoint {
             token_gaps: token_times::encode_arrivals(&p.arrivals),
             // (Likewise, the end is never before the last token.)
             end_us: us_since(origin, end).max(p.arrivals.last().copied().unwrap_or(0)),
-            output_tokens_requested: Some(job.output_tokens),
+            output_tokens_requested: streams.then_some(job.output_tokens),
             input_tokens_client: job.prompt_tokens,
             input_tokens_server: p.input_tokens_server,
             output_tokens_client: p.arrivals.len() as u32,
@@ -339,7 +386,14 @@ impl Endpoint {
             reasoning_tokens_client: reasoned.then_some(p.reasoning),
             reasoning_tokens_server: p.reasoning_server,
             first_answer_token_us: p.first_answer.filter(|_| reasoned),
-            ..Default::default()
+            session: None,
+            turn: None,
+            prefix_group: None,
+            inputs: (self.api == Api::OpenaiEmbeddings).then_some(expected),
+            documents: matches!(self.api, Api::Rerank | Api::TeiRerank).then_some(expected),
+            embedding_dim: p.pooled.as_ref().and_then(|a| a.dimension),
+            output_sha256: p.pooled.map(|a| a.sha256),
+            images: (!images.is_empty()).then(|| images.to_vec()),
         };
         let answer = Answer {
             text: p.text.unwrap_or_default(),
@@ -357,6 +411,7 @@ impl Endpoint {
         deadline: Instant,
         origin: Instant,
         p: &mut Progress,
+        expected: u32,
     ) -> Result<(), RequestError> {
         let fail = |class, message: String| RequestError { class, message };
         let mut response = within(deadline, self.stall_timeout, self.open(body, sent)).await??;
@@ -376,6 +431,9 @@ impl Endpoint {
                 class,
                 format!("HTTP {status}: {}", truncate(&text, 300)),
             ));
+        }
+        if !self.api.streams() {
+            return self.read_whole(response, deadline, p, expected).await;
         }
         let mut parser = SseParser::new(MAX_EVENT_BYTES);
         let mut state = self.api.new_stream();
@@ -486,6 +544,42 @@ impl Endpoint {
                 break;
             }
         }
+        Ok(())
+    }
+}
+
+impl Endpoint {
+    /// Reads a non-streamed answer (embeddings, rerank) to its end and checks it: its end is
+    /// when its last bytes arrived.
+    async fn read_whole(
+        &self,
+        mut response: Streaming<'_>,
+        deadline: Instant,
+        p: &mut Progress,
+        expected: u32,
+    ) -> Result<(), RequestError> {
+        let fail = |class, message: String| RequestError { class, message };
+        let mut body = Vec::new();
+        while let Some((stamp, chunk)) = within(deadline, self.stall_timeout, response.chunk())
+            .await?
+            .map_err(|message| fail(ErrorClass::Reset, message))?
+        {
+            if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+                return Err(fail(
+                    ErrorClass::Malformed,
+                    format!("the answer is over {} MiB", MAX_ANSWER_BYTES >> 20),
+                ));
+            }
+            body.extend_from_slice(chunk);
+            p.end = Some(stamp.at);
+        }
+        let answer = self
+            .api
+            .pooled_answer(&body, expected)
+            .map_err(|e| fail(ErrorClass::Malformed, truncate(&e.to_string(), 300)))?;
+        p.input_tokens_server = answer.prompt_tokens;
+        p.pooled = Some(answer);
+        p.done = true;
         Ok(())
     }
 }

@@ -1,5 +1,7 @@
 //! Prompt files: JSONL (one object a line, GuideLLM-style) and ShareGPT (a JSON array
-//! of conversations, as `vllm bench serve --dataset-name sharegpt` reads it).
+//! of conversations, as `vllm bench serve --dataset-name sharegpt` reads it). A JSONL line may
+//! name image files (`image` or `images`, relative to the file) for vision-language chat: each
+//! is read and checked (PNG or JPEG, its size) when the file is loaded.
 //!
 //! Reading is strict about structure and precise about where it failed: an error names
 //! the file and the line (JSONL) or JSON path (ShareGPT) and what was expected, before
@@ -43,6 +45,11 @@ pub struct Row {
     /// ShareGPT: every user message of the conversation with its recorded reply, in order
     /// (what `--sessions` replays turn by turn).
     pub turns: Vec<(String, String)>,
+    /// JSONL: the image files the line names, as written (`image` or `images`), and its line.
+    pub images: Vec<String>,
+    pub line: usize,
+    /// Those images, read ([`load`] reads them; [`parse`] alone does not).
+    pub loaded_images: Vec<std::sync::Arc<crate::images::Image>>,
 }
 
 /// A file's rows, its format and the sha256 of its bytes.
@@ -58,9 +65,33 @@ pub struct Dataset {
 const PROMPT_KEYS: &[&str] = &["prompt", "text"];
 const OUTPUT_KEYS: &[&str] = &["output_tokens", "max_tokens", "output_len"];
 
-/// Reads `path`; `format` None detects it (a file starting with `[` is ShareGPT).
+/// Reads `path`; `format` None detects it (a file starting with `[` is ShareGPT). The images
+/// its lines name are read by [`read_images`].
 pub fn load(path: &Path, format: Option<DatasetFormat>) -> Result<Dataset> {
     parse(&read_text(path)?, &path.display().to_string(), format)
+}
+
+/// Reads and checks the images `dataset`'s lines name, relative to its file `path` (each file
+/// once); an error names the file, the line and the image.
+pub fn read_images(dataset: &mut Dataset, path: &Path) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut read: std::collections::BTreeMap<String, std::sync::Arc<crate::images::Image>> =
+        Default::default();
+    for row in &mut dataset.rows {
+        for name in &row.images {
+            if let Some(image) = read.get(name) {
+                row.loaded_images.push(image.clone());
+                continue;
+            }
+            let image = crate::images::Image::read_file(&dir.join(name)).map_err(|e| {
+                anyhow::anyhow!("{}: line {}: image {name:?}: {e}", path.display(), row.line)
+            })?;
+            let image = std::sync::Arc::new(image);
+            read.insert(name.clone(), image.clone());
+            row.loaded_images.push(image);
+        }
+    }
+    Ok(())
 }
 
 /// Parses a dataset file's `text`; `name` is the file its errors name.
@@ -135,11 +166,26 @@ fn parse_jsonl(text: &str) -> Result<Vec<Row>> {
                     })? as u32,
             ),
         };
+        let images = match (obj.get("image"), obj.get("images")) {
+            (None, None) => vec![],
+            (Some(Value::String(one)), None) if !one.is_empty() => vec![one.clone()],
+            (None, Some(Value::Array(many)))
+                if !many.is_empty() && many.iter().all(|v| v.as_str().is_some_and(|s| !s.is_empty())) =>
+            {
+                many.iter().filter_map(|v| v.as_str().map(String::from)).collect()
+            }
+            _ => bail!(
+                "line {n}: \"image\" must name one file, \"images\" a non-empty list of files (not both)"
+            ),
+        };
         rows.push(Row {
             prompt,
             output_tokens,
             reply: None,
             turns: vec![],
+            images,
+            line: n,
+            loaded_images: vec![],
         });
     }
     Ok(rows)
@@ -188,6 +234,9 @@ fn parse_sharegpt(text: &str) -> Result<(Vec<Row>, u64)> {
                 output_tokens: None,
                 reply: Some(reply.value.clone()),
                 turns: pairs,
+                images: vec![],
+                line: 0,
+                loaded_images: vec![],
             }),
             _ => skipped += 1,
         }

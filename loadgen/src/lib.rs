@@ -31,6 +31,7 @@ pub mod client;
 pub mod client_cost;
 pub mod dataset;
 pub mod http1;
+pub mod images;
 pub mod journal;
 pub mod measure;
 pub mod rng;

@@ -100,7 +100,7 @@ impl Prepared {
     /// Reads the dataset and tokenizer files the spec names; the API key comes from
     /// `OPENAI_API_KEY` (or `PROVEBENCH_API_KEY`) and never enters the result.
     pub fn new(spec: RunSpec) -> anyhow::Result<Prepared> {
-        let dataset = match &spec.dataset {
+        let mut dataset = match &spec.dataset {
             Some(d) => {
                 let loaded = crate::dataset::load(Path::new(&d.path), d.format)?;
                 tracing::info!(path = %d.path, format = loaded.format.as_str(), rows = loaded.rows.len(), skipped = loaded.skipped, "dataset");
@@ -108,6 +108,21 @@ impl Prepared {
             }
             None => None,
         };
+        if let (Some(d), Some(file)) = (&dataset, &spec.dataset) {
+            if let Some(row) = d.rows.iter().find(|r| !r.images.is_empty()) {
+                if !spec.backend.carries_images() {
+                    anyhow::bail!(
+                        "{}: line {}: names images, which only --backend openai-chat sends (not {})",
+                        file.path,
+                        row.line,
+                        spec.backend.as_str()
+                    );
+                }
+            }
+        }
+        if let (Some(d), Some(file)) = (&mut dataset, &spec.dataset) {
+            crate::dataset::read_images(d, Path::new(&file.path))?;
+        }
         if let (Some(d), Some(_)) = (&dataset, &spec.sessions) {
             if d.format != crate::dataset::DatasetFormat::Sharegpt {
                 anyhow::bail!(
@@ -1112,6 +1127,7 @@ impl Measurement {
                         rows: rows.clone(),
                         index,
                     }),
+                    attachments: None,
                 })
                 .collect();
             return Ok(Load::Prompts(workload::PromptSet {
@@ -1194,6 +1210,19 @@ impl Measurement {
                     }
                 }),
                 sessions,
+                inputs_per_request: (self.endpoint.api == crate::backend::Api::OpenaiEmbeddings)
+                    .then(|| data.inputs_per_request.unwrap_or(1)),
+                documents: data
+                    .documents()
+                    .map(|(count, tokens)| schemas::document::Documents { count, tokens }),
+                images: data.images()?.map(|(per_request, width, height, format)| {
+                    schemas::document::SyntheticImages {
+                        per_request,
+                        width,
+                        height,
+                        format: format.as_str().into(),
+                    }
+                }),
             },
         })
     }

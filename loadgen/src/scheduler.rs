@@ -289,6 +289,7 @@ async fn one(
         output_tokens: prompt.output_tokens,
         scheduled,
         phase,
+        attachments: prompt.attachments.as_deref(),
     };
     let mut record = tokio::select! {
         record = endpoint.execute(&job, origin) => record,
@@ -404,6 +405,7 @@ mod tests {
                 output_tokens: 1,
                 scheduled: Instant::now(),
                 phase: Phase::Measured,
+                attachments: None,
             },
             Instant::now(),
         );

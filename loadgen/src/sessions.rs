@@ -326,6 +326,7 @@ async fn converse(
             output_tokens: turn.output_tokens,
             scheduled,
             phase: Phase::Measured,
+            attachments: None,
         };
         let counting = async {
             if chat {

@@ -41,6 +41,8 @@ pub struct Prompt {
     pub prefix_group: Option<u32>,
     /// A trace request, whose text is written just before it is sent.
     pub trace: Option<TraceText>,
+    /// Embeddings' further inputs, rerank's documents, chat's images.
+    pub attachments: Option<Box<crate::client::Attachments>>,
 }
 
 /// Where a trace request's text comes from (see [`crate::trace::Blocks`]).
@@ -144,6 +146,7 @@ impl TokenCounter {
             output_tokens: 1,
             scheduled: now,
             phase: schemas::document::Phase::Warmup,
+            attachments: None,
         };
         let record = endpoint.execute(&job, now).await;
         match (record.error, record.input_tokens_server) {
@@ -336,13 +339,16 @@ pub async fn synthetic(
             missed += 1;
         }
         let exact = !matches!(counter, TokenCounter::Words);
-        prompts.push(Prompt {
+        let mut prompt = Prompt {
             text,
             tokens: exact.then_some(tokens + overhead),
             output_tokens,
             prefix_group: group.map(|g| g as u32),
             trace: None,
-        });
+            attachments: None,
+        };
+        missed += attach(counter, &mut rng, data, i, seed, overhead, &mut prompt).await?;
+        prompts.push(prompt);
     }
     if missed > 0 {
         tracing::warn!(
@@ -390,12 +396,29 @@ pub async fn from_dataset(
         } else {
             None
         };
+        let attachments = (!row.loaded_images.is_empty()).then(|| {
+            Box::new(crate::client::Attachments {
+                items: vec![],
+                image_urls: row.loaded_images.iter().map(|i| i.data_url()).collect(),
+                images: row
+                    .loaded_images
+                    .iter()
+                    .map(|i| schemas::document::SentImage {
+                        sha256: i.sha256.clone(),
+                        bytes: i.bytes.len() as u64,
+                        width: i.width,
+                        height: i.height,
+                    })
+                    .collect(),
+            })
+        });
         prompts.push(Prompt {
             text: row.prompt.clone(),
             tokens,
             output_tokens,
             prefix_group: None,
             trace: None,
+            attachments,
         });
     }
     let sha256 = prompts_sha256(&prompts);
@@ -406,13 +429,78 @@ pub async fn from_dataset(
     })
 }
 
+/// sha256 over every prompt's length-prefixed bytes, in order; a prompt's further inputs or
+/// documents follow it the same way, and its images as their sha256 (prompts without either
+/// hash as they always have).
 pub fn prompts_sha256(prompts: &[Prompt]) -> String {
     let mut h = Sha256::new();
+    let mut text = |t: &str| {
+        h.update((t.len() as u64).to_le_bytes());
+        h.update(t.as_bytes());
+    };
     for p in prompts {
-        h.update((p.text.len() as u64).to_le_bytes());
-        h.update(p.text.as_bytes());
+        text(&p.text);
+        if let Some(a) = &p.attachments {
+            a.items.iter().for_each(|t| text(t));
+            a.images.iter().for_each(|i| text(&i.sha256));
+        }
     }
     hex::encode(h.finalize())
+}
+
+/// Gives prompt `i` what its requests carry besides it, as `data` asks: further embeddings
+/// inputs of the prompt's length distribution, rerank documents of `document_tokens`, or
+/// images seeded by (`seed`, `i`, image). Returns how many texts missed their token target.
+async fn attach(
+    counter: &TokenCounter,
+    rng: &mut Rng,
+    data: &DataSpec,
+    i: u64,
+    seed: u64,
+    overhead: u32,
+    prompt: &mut Prompt,
+) -> Result<u64> {
+    let mut a = crate::client::Attachments::default();
+    let mut missed = 0;
+    let mut counted = prompt.tokens;
+    for _ in 1..data.inputs_per_request.unwrap_or(1) {
+        let target = sample_length(rng, data.prompt_tokens, data.prompt_tokens_stdev);
+        let (text, tokens) = build_prompt(counter, rng, target).await?;
+        missed += u64::from(tokens != target);
+        // Every input is counted by the server on its own, with its own BOS.
+        counted = counted.map(|c| c + tokens + overhead);
+        a.items.push(text);
+    }
+    if let Some((count, target)) = data.documents() {
+        for _ in 0..count {
+            let (text, tokens) = build_prompt(counter, rng, target).await?;
+            missed += u64::from(tokens != target);
+            a.items.push(text);
+        }
+        // How a server pairs the query with each document (and counts the pairs) is its own.
+        counted = None;
+    }
+    if let Some((count, width, height, format)) = data.images()? {
+        for j in 0..count {
+            // Its own stream, so that images leave the prompts' stream as it was.
+            let image_seed =
+                Rng::new(seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (u64::from(j) << 48))
+                    .next_u64();
+            let image = crate::images::Image::generate(image_seed, width, height, format);
+            a.image_urls.push(image.data_url());
+            a.images.push(schemas::document::SentImage {
+                sha256: image.sha256.clone(),
+                bytes: image.bytes.len() as u64,
+                width,
+                height,
+            });
+        }
+    }
+    prompt.tokens = counted;
+    if !a.items.is_empty() || !a.images.is_empty() {
+        prompt.attachments = Some(Box::new(a));
+    }
+    Ok(missed)
 }
 
 #[cfg(test)]
@@ -428,6 +516,7 @@ mod tests {
             output_tokens_stdev: None,
             prefix_tokens: None,
             prefix_groups: None,
+            ..DataSpec::default()
         };
         let a = synthetic(&TokenCounter::Words, &data, 5, 9, 0)
             .await

@@ -1,7 +1,7 @@
 //! The report's markdown: a list of the documents (and how the runner launched their
 //! engines, when it did, and the client shards each is one of or was merged from), the
-//! seed grid tables, the seed sweep tables, the charts and the full detail of every
-//! benchmark, in that order.
+//! seed grid tables, the seed sweep tables, the embeddings and rerank tables, the charts and
+//! the full detail of every benchmark, in that order.
 //!
 //! Everything taken from a document goes through [`crate::md_escape`]; the seed sections
 //! come out byte for byte as `tables::seed_grid` and `tables::seed_sweep` write them.
@@ -9,7 +9,7 @@
 use crate::charts::ChartFile;
 use crate::escape::md_escape;
 use crate::input::Loaded;
-use crate::tables::{full, seed_grid, seed_sweep};
+use crate::tables::{full, pooled, seed_grid, seed_sweep};
 use crate::view;
 use schemas::document::Statement;
 
@@ -157,6 +157,21 @@ pub fn report(docs: &[Loaded], charts: &[ChartFile]) -> String {
         .collect();
     if !sweeps.is_empty() {
         parts.push(format!("# LLM-Inference\n\n{}", sweeps.join("\n")));
+    }
+    let pooled: Vec<String> = statements
+        .iter()
+        .flat_map(|st| pooled::sections(&st.predicate))
+        .collect();
+    if !pooled.is_empty() {
+        parts.push(format!(
+            "# Embeddings and rerank
+
+{}",
+            pooled.join(
+                "
+"
+            )
+        ));
     }
     if !charts.is_empty() {
         parts.push(charts_section(charts));

@@ -76,6 +76,8 @@ pub fn summary(e: &Exact) -> Summary {
         latency_per_output_token_ms: e.per_output_token_ms.map(fin),
         goodput: None,
         host: None,
+        pooled: None,
+        images: None,
         uncertainty: None,
         published: None,
         by_prefix_group: None,
@@ -121,6 +123,9 @@ pub fn synthetic(input: u32, output: u32) -> Workload {
         prompts_sha256: "00".repeat(32),
         sessions: None,
         shared_prefix: None,
+        inputs_per_request: None,
+        documents: None,
+        images: None,
     }
 }
 
@@ -715,4 +720,33 @@ pub fn repeated(rates: &[f64]) -> Predicate {
     let mut p = predicate(&doc, benchmarks, vec![]);
     p.repetitions = schemas::repetitions::derive(&p.benchmarks).unwrap();
     p
+}
+
+/// `b` as an embeddings benchmark of `inputs` inputs a request: each record's answer whole
+/// (no token events), 384-dimensional vectors with a digest of their own, summary recomputed.
+pub fn as_embeddings(mut b: Benchmark, inputs: u32) -> Benchmark {
+    for (i, r) in b.records.iter_mut().enumerate() {
+        r.first_token_us = None;
+        r.token_gaps = String::new();
+        r.output_tokens_requested = None;
+        r.output_tokens_client = 0;
+        r.output_tokens_server = None;
+        r.finish_reason = None;
+        r.inputs = Some(inputs);
+        if r.completed() {
+            r.embedding_dim = Some(384);
+            r.output_sha256 = Some(format!("{i:064x}"));
+        }
+    }
+    if let Workload::Synthetic {
+        inputs_per_request,
+        output_tokens,
+        ..
+    } = &mut b.workload
+    {
+        *inputs_per_request = Some(inputs);
+        *output_tokens = 0;
+    }
+    b.summary = schemas::metrics::summarize_benchmark(&b).expect("summarize");
+    b
 }

@@ -53,9 +53,30 @@ impl Cell {
                 output_tokens,
                 shared_prefix,
                 sessions,
+                inputs_per_request,
+                documents,
+                images,
                 ..
-            } if shared_prefix.is_some() || sessions.is_some() => {
+            } if shared_prefix.is_some()
+                || sessions.is_some()
+                || inputs_per_request.is_some()
+                || documents.is_some()
+                || images.is_some() =>
+            {
                 let mut shape = Vec::new();
+                // Embeddings, rerank and images never share a cell with plain generation.
+                if let Some(k) = inputs_per_request {
+                    shape.push(format!("embeddings×{k}"));
+                }
+                if let Some(d) = documents {
+                    shape.push(format!("rerank {}×{}", d.count, d.tokens));
+                }
+                if let Some(i) = images {
+                    shape.push(format!(
+                        "images {}×{}x{} {}",
+                        i.per_request, i.width, i.height, i.format
+                    ));
+                }
                 if let Some(p) = shared_prefix {
                     shape.push(format!("prefix={}×{}", p.prefix_tokens, p.groups));
                 }

@@ -591,6 +591,17 @@ pub enum Workload {
         /// Multi-turn conversations instead of independent prompts.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sessions: Option<Sessions>,
+        /// Embeddings: seeded inputs of `prompt_tokens` each, this many a request. Since
+        /// `result/v0.11`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inputs_per_request: Option<u32>,
+        /// Rerank: a query of `prompt_tokens` and this many documents a request. Since
+        /// `result/v0.11`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        documents: Option<Documents>,
+        /// Chat with images: seeded images sent with every prompt. Since `result/v0.11`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        images: Option<SyntheticImages>,
     },
     /// Prompts read from a file (JSONL or ShareGPT), sampled with the run's seed.
     Dataset {
@@ -645,6 +656,30 @@ pub enum Workload {
 pub struct SharedPrefix {
     pub prefix_tokens: u32,
     pub groups: u32,
+}
+
+/// `--data documents=P,document_tokens=D`: rerank requests of one query and `count` documents
+/// of exactly `tokens` tokens each.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Documents {
+    pub count: u32,
+    pub tokens: u32,
+}
+
+/// `--data images=N,image_size=WxH,image_format=F`: `per_request` seeded images of one size and
+/// format with every chat prompt, made by a real encoder (each request's digests are in its
+/// record's `images`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SyntheticImages {
+    pub per_request: u32,
+    pub width: u32,
+    pub height: u32,
+    /// `png` or `jpeg`.
+    pub format: String,
 }
 
 /// `--sessions`: each request is a turn of a conversation and carries the conversation so
@@ -712,6 +747,15 @@ impl Workload {
             Workload::Dataset { sessions, .. } => sessions.is_some(),
             Workload::Trace { .. } => true,
         }
+    }
+
+    /// Whether it uses what came with `result/v0.11` (batched inputs, documents, images).
+    pub fn is_v0_11(&self) -> bool {
+        matches!(
+            self,
+            Workload::Synthetic { inputs_per_request, documents, images, .. }
+                if inputs_per_request.is_some() || documents.is_some() || images.is_some()
+        )
     }
 
     /// Its conversations, when it has some.
@@ -785,9 +829,53 @@ pub struct RawRecord {
     /// none came).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_answer_token_us: Option<u64>,
+    /// Embeddings (`openai-embeddings`): the inputs the request carried. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<u32>,
+    /// Rerank: the documents the request asked to score against its query. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents: Option<u32>,
+    /// Embeddings: the dimension of the vectors returned. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_dim: Option<u32>,
+    /// Embeddings and rerank: sha256 of what the server answered, read as numbers (see
+    /// `loadgen::backend::pooling`): two servers, or two runs, that return the same vectors
+    /// or scores give the same digest. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_sha256: Option<String>,
+    /// Chat with images: each image the request sent, in order. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<SentImage>>,
+}
+
+/// An image a request sent (a base64 `image_url` part).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SentImage {
+    /// sha256 of the image file's bytes (before base64), lowercase hex.
+    pub sha256: String,
+    /// The file's size in bytes (before base64).
+    pub bytes: u64,
+    pub width: u32,
+    pub height: u32,
 }
 
 impl RawRecord {
+    /// Whether it carries a field that came with `result/v0.11` (embeddings, rerank, images).
+    pub fn is_v0_11(&self) -> bool {
+        self.inputs.is_some()
+            || self.documents.is_some()
+            || self.embedding_dim.is_some()
+            || self.output_sha256.is_some()
+            || self.images.is_some()
+    }
+
+    /// Embeddings' inputs or rerank's documents: the items a pooling request served.
+    pub fn pooled_items(&self) -> Option<u32> {
+        self.inputs.or(self.documents)
+    }
+
     /// Whether it carries a field that came with `result/v0.4`.
     pub fn is_v0_4(&self) -> bool {
         self.session.is_some()

@@ -50,8 +50,10 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
-/// v0.11: OpenAI's Responses API (`api: openai-responses`), whose conversations the server
-/// holds (`workload.sessions.chain`).
+/// v0.11: what servers serve besides streamed text: OpenAI's Responses API (`api:
+/// openai-responses`), whose conversations the server holds (`workload.sessions.chain`);
+/// embeddings and rerank (records' `inputs`, `documents`, `embedding_dim`, `output_sha256`,
+/// the summary's `pooled`); images in chat (records' `images`).
 pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.11";
 /// v0.10: an accuracy phase graded from its stored answers (the result's `accuracy`). Still
 /// read and verified.

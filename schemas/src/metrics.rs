@@ -16,6 +16,12 @@
 //! * **vLLM 0.2.7's "Average latency per token"**: mean over completed requests of
 //!   e2e latency / (input + output tokens); **"per output token"**: mean of e2e latency
 //!   / output tokens.
+//! * **Embeddings and rerank** (`pooled`): inputs embedded or documents scored by completed
+//!   requests, and that count / window. Their requests stream nothing: no TTFT, ITL or TPOT;
+//!   end-to-end latency is the whole request's.
+//! * **Images** (chat): images and their bytes sent by completed requests; of those whose
+//!   prompt both the client and the server counted, the text's tokens (client) and the rest of
+//!   the server's `prompt_tokens` (the images' tokens).
 //! * **Goodput**: completed requests that meet every given SLO threshold (TPOT is met
 //!   by a one-token response), per second of window.
 //!
@@ -109,6 +115,14 @@ pub struct Summary {
     /// Reasoning models: time to the first answer token, reasoning and answer tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<Reasoning>,
+    /// Embeddings and rerank: the inputs (documents) served, and their rate; since
+    /// `result/v0.11`. Their requests stream nothing, so TTFT, ITL and TPOT are null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooled: Option<Pooled>,
+    /// Chat with images: the images sent and their share of the prompt tokens; since
+    /// `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImagesSent>,
     /// Derived from the benchmark's telemetry ([`crate::telemetry`]); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSummary>,
@@ -120,6 +134,54 @@ pub struct Summary {
     /// exactly those and nothing derived (the distributions above are then null).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published: Option<Published>,
+}
+
+/// What embeddings and rerank requests served: one non-streamed answer each, for a batch of
+/// inputs (embeddings) or a query and its documents (rerank).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Pooled {
+    /// `embeddings` (records say `inputs`) or `rerank` (records say `documents`).
+    pub kind: PooledKind,
+    /// Inputs embedded, or documents scored, by completed requests.
+    pub items: u64,
+    /// `items` / window. (Input tokens per second is `total_token_throughput_per_s`: these
+    /// requests generate no output tokens.)
+    pub items_per_s: Option<Finite>,
+}
+
+/// What completed requests with images sent, and what the server counted for them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ImagesSent {
+    pub images: u64,
+    /// Their bytes as files (before base64).
+    pub bytes: u64,
+    /// The text's tokens as the client counted them, over requests the server also counted.
+    pub text_tokens: u64,
+    /// The server's prompt tokens beyond the text's, over the same requests: what the images
+    /// cost in tokens (null when no server reported usage or the client could not count).
+    pub image_tokens: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PooledKind {
+    Embeddings,
+    Rerank,
+}
+
+impl PooledKind {
+    /// What one item is, in the plural: `inputs` or `documents`.
+    pub fn items(self) -> &'static str {
+        match self {
+            PooledKind::Embeddings => "inputs",
+            PooledKind::Rerank => "documents",
+        }
+    }
 }
 
 /// Latency statistics as a source published them (ms); absent values were not published.
@@ -601,8 +663,15 @@ pub fn summarize_looked(
     let mut itl_us: Vec<&[u64]> = Vec::with_capacity(records.len());
     let (mut per_token, mut per_output_token) = (vec![], vec![]);
     let mut good = 0u64;
+    let (mut items, mut pooled_kind) = (0u64, None);
+    let mut images: Option<ImagesSent> = None;
 
     for (index, r) in records.iter().enumerate() {
+        if r.inputs.is_some() {
+            pooled_kind = Some(PooledKind::Embeddings);
+        } else if r.documents.is_some() {
+            pooled_kind = Some(PooledKind::Rerank);
+        }
         if r.phase != Phase::Measured {
             counts.excluded += 1;
             continue;
@@ -619,6 +688,21 @@ pub fn summarize_looked(
             continue;
         }
         counts.completed += 1;
+        items += u64::from(r.pooled_items().unwrap_or(0));
+        if let Some(sent) = &r.images {
+            let total = images.get_or_insert(ImagesSent {
+                images: 0,
+                bytes: 0,
+                text_tokens: 0,
+                image_tokens: None,
+            });
+            total.images += sent.len() as u64;
+            total.bytes += sent.iter().map(|i| i.bytes).sum::<u64>();
+            if let (Some(text), Some(all)) = (r.input_tokens_client, r.input_tokens_server) {
+                total.text_tokens += u64::from(text);
+                *total.image_tokens.get_or_insert(0) += u64::from(all.saturating_sub(text));
+            }
+        }
         let (inp, out) = (r.input_tokens(), r.output_tokens());
         input_tokens += u64::from(inp);
         output_tokens += u64::from(out);
@@ -655,6 +739,14 @@ pub fn summarize_looked(
         }),
         None => None,
     };
+    let pooled = match pooled_kind {
+        Some(kind) => Some(Pooled {
+            kind,
+            items,
+            items_per_s: per_second(items, window_us)?,
+        }),
+        None => None,
+    };
     let breakdown = crate::breakdown::breakdown(records)?;
     let (itl_ms, gap_counts) = distribution_us_counted(&itl_us)?;
     let mut summary = Summary {
@@ -676,6 +768,8 @@ pub fn summarize_looked(
         latency_per_output_token_ms: mean(&per_output_token)?,
         goodput,
         requests: counts,
+        pooled,
+        images,
         host: None,
         uncertainty: None,
         published: None,

@@ -90,6 +90,22 @@ pub struct RecordColumns {
     /// First answer token after reasoning (µs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_answer_token_us: Option<Vec<Option<u64>>>,
+    // Columns of `result/v0.11`, written only when some request has a value.
+    /// Embeddings: the inputs each request carried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Vec<Option<u32>>>,
+    /// Rerank: the documents each request scored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents: Option<Vec<Option<u32>>>,
+    /// Embeddings: the dimension of the vectors returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_dim: Option<Vec<Option<u32>>>,
+    /// Embeddings and rerank: sha256 of the vectors or scores returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_sha256: Option<Vec<Option<String>>>,
+    /// Chat with images: the images each request sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<Option<Vec<crate::document::SentImage>>>>,
 }
 
 /// An optional column's values, or `n` nulls when it is absent.
@@ -137,6 +153,17 @@ impl RecordColumns {
                 "first_answer_token_us",
                 self.first_answer_token_us.as_ref().map_or(n, Vec::len),
             ),
+            ("inputs", self.inputs.as_ref().map_or(n, Vec::len)),
+            ("documents", self.documents.as_ref().map_or(n, Vec::len)),
+            (
+                "embedding_dim",
+                self.embedding_dim.as_ref().map_or(n, Vec::len),
+            ),
+            (
+                "output_sha256",
+                self.output_sha256.as_ref().map_or(n, Vec::len),
+            ),
+            ("images", self.images.as_ref().map_or(n, Vec::len)),
         ];
         if let Some((field, len)) = lengths.iter().find(|(_, len)| *len != n) {
             return Err(format!(
@@ -162,6 +189,11 @@ impl RecordColumns {
         let mut reasoning_client = optional(self.reasoning_tokens_client, n);
         let mut reasoning_server = optional(self.reasoning_tokens_server, n);
         let mut first_answer = optional(self.first_answer_token_us, n);
+        let mut inputs = optional(self.inputs, n);
+        let mut documents = optional(self.documents, n);
+        let mut embedding_dim = optional(self.embedding_dim, n);
+        let mut output_sha256 = optional(self.output_sha256, n);
+        let mut images = optional(self.images, n);
         // Every column has `n` entries (checked above), so this yields exactly `n` records.
         let mut rows = Vec::with_capacity(n);
         rows.extend(std::iter::from_fn(|| {
@@ -185,6 +217,11 @@ impl RecordColumns {
                 reasoning_tokens_client: reasoning_client.next()?,
                 reasoning_tokens_server: reasoning_server.next()?,
                 first_answer_token_us: first_answer.next()?,
+                inputs: inputs.next()?,
+                documents: documents.next()?,
+                embedding_dim: embedding_dim.next()?,
+                output_sha256: output_sha256.next()?,
+                images: images.next()?,
             })
         }));
         Ok(rows)
@@ -282,6 +319,21 @@ impl Serialize for Columns<'_> {
                 "first_answer_token_us",
                 &column(r, |r| &r.first_answer_token_us),
             )?;
+        }
+        if any(|r| r.inputs.is_some()) {
+            st.serialize_field("inputs", &column(r, |r| &r.inputs))?;
+        }
+        if any(|r| r.documents.is_some()) {
+            st.serialize_field("documents", &column(r, |r| &r.documents))?;
+        }
+        if any(|r| r.embedding_dim.is_some()) {
+            st.serialize_field("embedding_dim", &column(r, |r| &r.embedding_dim))?;
+        }
+        if any(|r| r.output_sha256.is_some()) {
+            st.serialize_field("output_sha256", &column(r, |r| &r.output_sha256))?;
+        }
+        if any(|r| r.images.is_some()) {
+            st.serialize_field("images", &column(r, |r| &r.images))?;
         }
         st.end()
     }

@@ -20,7 +20,8 @@
 //!   interval for q̂ (batch means of the indicator, inverted: it follows the sample's skew).
 //!   A percentile gets an interval only with [`min_for_interval`] values: LoadGen's rule must
 //!   support it, and each batch expect two values beyond it (2,000 for p99).
-//! * **Throughput** (requests, output and total tokens, goodput per second): the window is cut
+//! * **Throughput** (requests, output and total tokens, goodput, embeddings' inputs and rerank's
+//!   documents per second): the window is cut
 //!   into k equal slices of time; each slice's rate counts the requests that ended in it; the
 //!   rate ± t · s / √k of the slice rates.
 //! * Intervals need [`MIN_PER_BATCH`] values a batch (k × that in all), else they are absent.
@@ -121,6 +122,9 @@ pub struct Uncertainty {
     pub output_token_throughput_per_s: Option<Interval>,
     pub total_token_throughput_per_s: Option<Interval>,
     pub goodput_per_s: Option<Interval>,
+    /// Embeddings and rerank: `pooled.items_per_s`'s interval; since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items_per_s: Option<Interval>,
     /// Multi-turn workloads: TTFT's intervals at each turn, in `summary.by_turn`'s order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_ms_by_turn: Option<Vec<Option<Intervals>>>,
@@ -166,6 +170,15 @@ pub struct Conservative {
     pub discarded: u64,
 }
 
+/// What a completed request adds to the rates, at its end.
+struct End {
+    at_us: u64,
+    output_tokens: u64,
+    total_tokens: u64,
+    good: bool,
+    items: u64,
+}
+
 /// What the intervals are computed from: the measured, completed requests' values in the
 /// order they were scheduled, and every measured request's end for the rates.
 struct Samples<'a> {
@@ -175,8 +188,8 @@ struct Samples<'a> {
     itl: Series<'a, u64>,
     tpot: Vec<f64>,
     e2e: Vec<f64>,
-    /// (end µs, output tokens, total tokens, met the SLO) of completed requests.
-    ends: Vec<(u64, u64, u64, bool)>,
+    /// Of completed requests: end µs, output tokens, total tokens, met the SLO, pooled items.
+    ends: Vec<End>,
     /// TTFT by turn and by prefix group, in schedule order within each.
     ttft_by_turn: std::collections::BTreeMap<u32, Vec<f64>>,
     ttft_by_group: std::collections::BTreeMap<u32, Vec<f64>>,
@@ -232,7 +245,13 @@ fn samples<'a>(records: &[RawRecord], gaps: &'a DecodedGaps, slo: Option<&Slo>) 
         }
         let good = ttft.is_some_and(|t| slo.is_some_and(|slo| metrics::meets(slo, t, tpot, e2e)));
         let (inp, out) = (u64::from(r.input_tokens()), u64::from(r.output_tokens()));
-        s.ends.push((r.end_us, out, inp + out, good));
+        s.ends.push(End {
+            at_us: r.end_us,
+            output_tokens: out,
+            total_tokens: inp + out,
+            good,
+            items: u64::from(r.pooled_items().unwrap_or(0)),
+        });
     }
     s
 }
@@ -301,11 +320,14 @@ pub(crate) fn uncertainty_counted(
         e2e_ms: with_tail(&s.e2e, &summary.e2e_ms, t, true)?,
         request_throughput_per_s: rates.interval(summary.request_throughput_per_s, |_| 1)?,
         output_token_throughput_per_s: rates
-            .interval(summary.output_token_throughput_per_s, |e| e.1)?,
+            .interval(summary.output_token_throughput_per_s, |e| e.output_tokens)?,
         total_token_throughput_per_s: rates
-            .interval(summary.total_token_throughput_per_s, |e| e.2)?,
+            .interval(summary.total_token_throughput_per_s, |e| e.total_tokens)?,
         goodput_per_s: rates.interval(summary.goodput.as_ref().map(|g| g.requests_per_s), |e| {
-            u64::from(e.3)
+            u64::from(e.good)
+        })?,
+        items_per_s: rates.interval(summary.pooled.as_ref().and_then(|p| p.items_per_s), |e| {
+            e.items
         })?,
         ttft_ms_by_turn: summary
             .by_turn
@@ -505,7 +527,7 @@ impl<'a, 'g> Rates<'a, 'g> {
     fn interval(
         &self,
         rate: Option<Finite>,
-        count: impl Fn(&(u64, u64, u64, bool)) -> u64,
+        count: impl Fn(&End) -> u64,
     ) -> Result<Option<Interval>, MetricsError> {
         let (start, end) = self.s.window;
         let Some(rate) = rate else { return Ok(None) };
@@ -515,7 +537,7 @@ impl<'a, 'g> Rates<'a, 'g> {
         let span = (end - start) as u128;
         let mut per_slice = [0u64; BATCHES];
         for e in &self.s.ends {
-            let offset = u128::from(e.0.saturating_sub(start)).min(span - 1);
+            let offset = u128::from(e.at_us.saturating_sub(start)).min(span - 1);
             per_slice[(offset * BATCHES as u128 / span) as usize] += count(e);
         }
         let slice_s = (end - start) as f64 / 1e6 / BATCHES as f64;

@@ -224,6 +224,8 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, clients: u32) -> Vec<Flag>
         );
     }
     let off = measured()
+        // A server counts an image's tokens in the prompt; the client counts only the text.
+        .filter(|r| r.images.is_none())
         .filter_map(|r| Some((r.input_tokens_client?, r.input_tokens_server?)))
         .filter(|&(client, server)| {
             f64::from(client.abs_diff(server))

@@ -379,6 +379,18 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         .benchmarks
         .iter()
         .any(|b| b.workload.sessions().is_some_and(|s| s.chain.is_some()));
+    let pooled_or_images = p.benchmarks.iter().any(|b| {
+        b.workload.is_v0_11()
+            || b.summary.pooled.is_some()
+            || b.summary.images.is_some()
+            || b.records.iter().any(RawRecord::is_v0_11)
+    });
+    if version < WITH_RESPONSES && pooled_or_images {
+        v.document_errors.push(format!(
+            "an embeddings, rerank or image field in a {:?} document: they came with {PREDICATE_TYPE:?}",
+            s.predicate_type
+        ));
+    }
     if version < WITH_RESPONSES && chained {
         v.document_errors.push(format!(
             "a conversation's chain (workload.sessions.chain) in a {:?} document: it came with {PREDICATE_TYPE:?}",

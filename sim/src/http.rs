@@ -229,8 +229,8 @@ async fn generate(
     }
     let index = engine.next_index.fetch_add(1, Relaxed);
     // A generation has no batch to cut short: its slice of the faults passes as no fault.
-    let fault = super::faults::pick(&cfg.faults, cfg.seed, index)
-        .filter(|f| *f != Fault::ShortBatch);
+    let fault =
+        super::faults::pick(&cfg.faults, cfg.seed, index).filter(|f| *f != Fault::ShortBatch);
     let ident = Ident::new(parsed.api, cfg.seed, index, &engine.model_json);
     // Responses: the conversation, kept under the response's id once it is generated.
     let conversation = parsed.conversation.take();

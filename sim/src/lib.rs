@@ -110,8 +110,6 @@ mod http;
 mod images;
 mod model;
 pub mod noise;
-#[cfg(test)]
-mod pooled_tests;
 mod pooling;
 mod protocol;
 #[cfg(test)]

@@ -9,7 +9,8 @@
 //!   input, from the seed and the input's tokens alone (so equal inputs get equal vectors, in
 //!   any request), L2-normalised, each value an `f32` in its shortest round-trip spelling (a
 //!   client that reads it into an `f32` gets the server's exact bits, which a digest of the
-//!   vectors relies on).
+//!   vectors relies on). vLLM writes the same values widened to Python floats (`0.1` as
+//!   `0.10000000149011612`): longer text, the same `f32` once parsed.
 //! * `POST /v1/rerank`, `/rerank` and `/v2/rerank`, in two dialects, told apart by the `texts`
 //!   key. vLLM's (also Jina's and llama.cpp's): `{"query","documents":[…],"top_n"?}` in,
 //!   `{"id":"rerank-…","model":…,"usage":{"prompt_tokens":N,"total_tokens":N},"results":
@@ -162,7 +163,11 @@ fn rerank_request(obj: &Map<String, Value>, req: &mut PoolRequest) -> Result<(),
     };
     let docs = match obj.get(key) {
         Some(Value::Array(docs)) if !docs.is_empty() => docs,
-        _ => return Err(invalid(&format!("{key} must be a non-empty list of strings"))),
+        _ => {
+            return Err(invalid(&format!(
+                "{key} must be a non-empty list of strings"
+            )))
+        }
     };
     for (i, d) in docs.iter().enumerate() {
         // Jina's documents may also be `{"text": …}`.
@@ -171,7 +176,10 @@ fn rerank_request(obj: &Map<String, Value>, req: &mut PoolRequest) -> Result<(),
             .or_else(|| d.get("text").and_then(Value::as_str))
             .ok_or_else(|| invalid(&format!("{key} must be strings")))?;
         let tokens = tokenize(text);
-        within_context(req.query.len() + tokens.len(), &format!("the query with {key}[{i}]"))?;
+        within_context(
+            req.query.len() + tokens.len(),
+            &format!("the query with {key}[{i}]"),
+        )?;
         req.items.push(tokens);
         req.texts.push(text.to_string());
     }
@@ -229,8 +237,8 @@ impl Answer<'_> {
         }
     }
 
-    /// Written by hand, not through `serde_json::Value` (which holds every number as an
-    /// `f64` and would spell an `f32` by its widened value, nine digits longer).
+    /// Written by hand, not through `serde_json::Value`, which holds every number as an `f64`
+    /// and would spell an `f32` by its widened value (`0.1` as `0.10000000149011612`).
     fn embeddings(&self, req: &PoolRequest, short: bool) -> String {
         let keep = req.items.len() - usize::from(short);
         let dim = self.dim as usize;
@@ -249,7 +257,10 @@ impl Answer<'_> {
                 out.push(',');
             }
             let _ = write!(out, r#"{{"index":{i},"object":"embedding","embedding":"#);
-            out.push_str(&serde_json::to_string(&vector(self.seed, tokens, self.dim)).expect("floats serialise"));
+            out.push_str(
+                &serde_json::to_string(&vector(self.seed, tokens, self.dim))
+                    .expect("floats serialise"),
+            );
             out.push('}');
         }
         let n = req.tokens;
@@ -275,9 +286,16 @@ impl Answer<'_> {
         let mut out = String::with_capacity(64 + ranked.len() * 64);
         match req.dialect {
             Dialect::Vllm => {
-                let _ = write!(out, r#"{{"id":"rerank-{}","model":{},"#, self.hex, self.model_json);
+                let _ = write!(
+                    out,
+                    r#"{{"id":"rerank-{}","model":{},"#,
+                    self.hex, self.model_json
+                );
                 let n = req.tokens;
-                let _ = write!(out, r#""usage":{{"prompt_tokens":{n},"total_tokens":{n}}},"results":["#);
+                let _ = write!(
+                    out,
+                    r#""usage":{{"prompt_tokens":{n},"total_tokens":{n}}},"results":["#
+                );
                 for (k, (i, s)) in ranked.iter().enumerate() {
                     let sep = if k > 0 { "," } else { "" };
                     let _ = write!(
@@ -360,7 +378,10 @@ mod tests {
         for h in [0u64, u64::MAX, 1 << 41, (1 << 41) - 1] {
             let s = ((h >> 41) as f32 + 0.5) / (1u32 << 23) as f32;
             assert!(s > 0.0 && s < 1.0, "{s}");
-            assert_eq!(f64::from(s), ((h >> 41) as f64 + 0.5) / f64::from(1u32 << 23));
+            assert_eq!(
+                f64::from(s),
+                ((h >> 41) as f64 + 0.5) / f64::from(1u32 << 23)
+            );
         }
         assert!(logit(0.5).abs() < 1e-7);
     }

@@ -1,5 +1,6 @@
 //! The simulator against a plain HTTP client: wire shapes per API, timing against the truth,
-//! queueing, faults, the small endpoints, keep-alive. Every test is bounded by a timeout.
+//! queueing, faults, the small endpoints, keep-alive, embeddings, rerank and images in chat.
+//! Every test is bounded by a timeout.
 
 // Timing tests hold `timing_test_lock` (directly or in `testkit::timing::timing_test`) across awaits
 // on purpose: each runs on its own runtime, and the lock only keeps them from running
@@ -1840,4 +1841,567 @@ async fn responses_created_leaves_before_the_first_token() {
         .await
     })
     .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Embeddings, rerank and images in chat.
+
+/// Posts `body`; the status and the answer as JSON.
+async fn post_json(server: &SimServer, path: &str, body: Value) -> (u16, Value) {
+    let (status, text) = post(server, path, body).await;
+    let v = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (status, v)
+}
+
+/// The numbers of each `"embedding":[…]` array, as written on the wire.
+fn embedding_literals(text: &str) -> Vec<Vec<String>> {
+    text.split("\"embedding\":[")
+        .skip(1)
+        .map(|rest| {
+            let array = &rest[..rest.find(']').unwrap()];
+            array.split(',').map(String::from).collect()
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_answer_one_unit_vector_an_input_with_every_token_counted() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let inputs = json!(["one two three", "four five", [7, 8, 9, 10]]);
+        let body = json!({"model": "m", "input": inputs, "encoding_format": "float"});
+        let (status, text) = post(&server, "/v1/embeddings", body.clone()).await;
+        assert_eq!(status, 200, "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert!(v["id"].as_str().unwrap().starts_with("embd-"), "{v}");
+        assert_eq!((&v["object"], &v["model"]), (&json!("list"), &json!("provebench-sim")));
+        assert!(v["created"].as_u64().unwrap() > 1_600_000_000);
+        assert_eq!(
+            v["usage"],
+            json!({"prompt_tokens": 9, "total_tokens": 9, "completion_tokens": 0, "prompt_tokens_details": null})
+        );
+        let data = v["data"].as_array().unwrap();
+        assert_eq!(data.len(), 3);
+        let literals = embedding_literals(&text);
+        for (i, d) in data.iter().enumerate() {
+            assert_eq!((&d["index"], &d["object"]), (&json!(i), &json!("embedding")));
+            let vector: Vec<f32> = serde_json::from_value(d["embedding"].clone()).unwrap();
+            assert_eq!(vector.len(), 384, "the default dimension");
+            let norm: f64 = vector.iter().map(|x| f64::from(*x).powi(2)).sum();
+            assert!((norm - 1.0).abs() < 1e-5, "{norm}");
+            // Each value spelled as the shortest text that parses back to its f32.
+            for (lit, x) in literals[i].iter().zip(&vector) {
+                let parsed: f32 = lit.parse().unwrap();
+                assert_eq!(parsed.to_bits(), x.to_bits(), "{lit}");
+                assert_eq!(&serde_json::to_string(&parsed).unwrap(), lit);
+            }
+        }
+
+        // Deterministic from the seed and the tokens: the same bits on the other route, alone,
+        // or as token ids.
+        let (_, again) = post(&server, "/embeddings", body).await;
+        assert_eq!(embedding_literals(&again), literals);
+        let (_, one) = post(&server, "/v1/embeddings", json!({"input": "four  five"})).await;
+        assert_eq!(embedding_literals(&one)[0], literals[1]);
+        let (_, ids) = post(&server, "/v1/embeddings", json!({"input": [7, 8, 9, 10]})).await;
+        assert_eq!(embedding_literals(&ids)[0], literals[2]);
+        assert_ne!(literals[0], literals[1]);
+
+        for (bad, why) in [
+            (json!({"input": ["a"], "encoding_format": "base64"}), "\"float\" only"),
+            (json!({"input": []}), "input must be"),
+            (json!({"model": "m"}), "input must be"),
+            (json!({"input": [1.5]}), "input must be"),
+            (json!({"input": [["a"]]}), "input must be"),
+        ] {
+            let (status, e) = post_json(&server, "/v1/embeddings", bad.clone()).await;
+            assert_eq!(status, 400, "{bad}");
+            assert_eq!(e["error"]["type"], "invalid_request_error");
+            assert!(e["error"]["message"].as_str().unwrap().contains(why), "{bad}: {e}");
+        }
+        let truth = server.truth();
+        assert_eq!(truth.len(), 4, "refusals are no requests");
+        for t in &truth {
+            assert_eq!((t.route, t.fault, t.cached_tokens), ("embeddings", None, 0));
+            assert!(t.token_written.is_empty() && t.images.is_empty());
+        }
+        let counts: Vec<(u32, u32)> = truth.iter().map(|t| (t.inputs, t.prompt_tokens)).collect();
+        assert_eq!(counts, [(3, 9), (3, 9), (1, 2), (1, 4)]);
+        server.shutdown().await;
+
+        // The dimension is the configuration's; another seed, other vectors.
+        let server = SimServer::start(SimConfig { embedding_dim: 8, seed: 1, ..instant_cfg() })
+            .await
+            .unwrap();
+        let (_, text) = post(&server, "/v1/embeddings", json!({"input": "four five"})).await;
+        let other = &embedding_literals(&text)[0];
+        assert_eq!(other.len(), 8);
+        assert_ne!(other[..], literals[1][..8]);
+        server.shutdown().await;
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rerank_scores_alike_in_both_dialects_highest_first() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let docs = ["a b", "c d e", "f", "g h"];
+        let (status, v) = post_json(
+            &server,
+            "/v1/rerank",
+            json!({"model": "m", "query": "q r", "documents": docs}),
+        )
+        .await;
+        assert_eq!(status, 200, "{v}");
+        assert!(v["id"].as_str().unwrap().starts_with("rerank-"), "{v}");
+        assert_eq!(v["model"], "provebench-sim");
+        // The query read with each document: 4 × 2 + 2 + 3 + 1 + 2.
+        assert_eq!(v["usage"], json!({"prompt_tokens": 16, "total_tokens": 16}));
+        let results = v["results"].as_array().unwrap();
+        assert_eq!(results.len(), 4);
+        let score = |r: &Value, key: &str| r[key].as_f64().unwrap();
+        for pair in results.windows(2) {
+            assert!(
+                score(&pair[0], "relevance_score") >= score(&pair[1], "relevance_score"),
+                "{v}"
+            );
+        }
+        let mut seen = Vec::new();
+        for r in results {
+            let i = r["index"].as_u64().unwrap() as usize;
+            assert_eq!(r["document"]["text"], docs[i]);
+            let s = score(r, "relevance_score");
+            assert!(
+                s > 0.0 && s < 1.0 && (s as f32).to_string().parse::<f64>() == Ok(s),
+                "an f32 in (0, 1), spelled shortest: {s}"
+            );
+            seen.push(i);
+        }
+        seen.sort();
+        assert_eq!(seen, [0, 1, 2, 3]);
+
+        // TEI's dialect: a bare array, the same scores in the same order.
+        let (status, tei) =
+            post_json(&server, "/rerank", json!({"query": "q r", "texts": docs})).await;
+        assert_eq!(status, 200);
+        let tei = tei.as_array().unwrap();
+        assert_eq!(tei.len(), 4);
+        for (r, t) in results.iter().zip(tei) {
+            assert_eq!(
+                (&r["index"], &r["relevance_score"]),
+                (&t["index"], &t["score"])
+            );
+            assert!(t.get("text").is_none() && t.get("document").is_none());
+        }
+        let (_, tei) = post_json(
+            &server,
+            "/rerank",
+            json!({"query": "q r", "texts": docs, "return_text": true, "raw_scores": true}),
+        )
+        .await;
+        for (r, t) in results.iter().zip(tei.as_array().unwrap()) {
+            assert_eq!(t["text"], r["document"]["text"]);
+            let s = score(r, "relevance_score");
+            assert!(
+                (score(t, "score") - (s / (1.0 - s)).ln()).abs() < 1e-5,
+                "raw: the logit"
+            );
+        }
+
+        // top_n keeps the best; 0 keeps all; Jina's `{"text"}` documents read alike.
+        let (_, top) = post_json(
+            &server,
+            "/v2/rerank",
+            json!({"query": "q r", "documents": docs, "top_n": 2}),
+        )
+        .await;
+        assert_eq!(top["results"].as_array().unwrap()[..], results[..2]);
+        assert_eq!(
+            top["usage"]["prompt_tokens"], 16,
+            "every pair is still read"
+        );
+        let (_, all) = post_json(
+            &server,
+            "/rerank",
+            json!({"query": "q r", "documents": docs, "top_n": 0}),
+        )
+        .await;
+        assert_eq!(all["results"], v["results"]);
+        let objects: Vec<Value> = docs.iter().map(|d| json!({"text": d})).collect();
+        let (_, jina) = post_json(
+            &server,
+            "/v1/rerank",
+            json!({"query": "q r", "documents": objects}),
+        )
+        .await;
+        assert_eq!(jina["results"], v["results"]);
+
+        for bad in [
+            json!({"query": "q", "documents": []}),
+            json!({"query": "q", "texts": []}),
+            json!({"documents": ["a"]}),
+            json!({"query": "q", "documents": [1]}),
+        ] {
+            let (status, e) = post_json(&server, "/v1/rerank", bad.clone()).await;
+            assert_eq!(status, 400, "{bad}");
+            assert!(e["error"]["message"].is_string());
+        }
+        let truth = server.truth();
+        assert_eq!(truth.len(), 6);
+        assert!(truth
+            .iter()
+            .all(|t| (t.route, t.inputs, t.prompt_tokens) == ("rerank", 4, 16)));
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// Each fault on the pooling routes, as on a non-streamed generation; a short batch answers
+/// one vector or result fewer, and passes generation by.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pooling_faults() {
+    bounded(20, async {
+        let embed = json!({"input": ["a", "b", "c"]});
+        let rerank = json!({"query": "q", "documents": ["a", "b", "c"], "top_n": 2});
+        for (faults, name, status) in [
+            (
+                Faults {
+                    error_fraction: 1.0,
+                    ..Faults::default()
+                },
+                "error",
+                500,
+            ),
+            (
+                Faults {
+                    rate_limit_fraction: 1.0,
+                    ..Faults::default()
+                },
+                "rate_limit",
+                429,
+            ),
+        ] {
+            let server = SimServer::start(faulty(faults)).await.unwrap();
+            for (path, body) in [("/v1/embeddings", &embed), ("/v1/rerank", &rerank)] {
+                let (s, e) = post_json(&server, path, body.clone()).await;
+                assert_eq!(s, status, "{path}");
+                assert!(e["error"]["message"].is_string(), "{e}");
+            }
+            assert!(server.truth().iter().all(|t| t.fault == Some(name)));
+            server.shutdown().await;
+        }
+
+        let server = SimServer::start(faulty(Faults {
+            malformed_fraction: 1.0,
+            ..Faults::default()
+        }))
+        .await
+        .unwrap();
+        let (s, text) = post(&server, "/v1/embeddings", embed.clone()).await;
+        assert_eq!(s, 200);
+        assert!(serde_json::from_str::<Value>(&text).is_err(), "{text}");
+        assert_eq!(server.truth()[0].fault, Some("malformed"));
+        server.shutdown().await;
+
+        let server = SimServer::start(faulty(Faults {
+            reset_fraction: 1.0,
+            ..Faults::default()
+        }))
+        .await
+        .unwrap();
+        let sent = wire::client()
+            .build()
+            .unwrap()
+            .post(format!("{}/v1/rerank", server.base_url()))
+            .json(&rerank)
+            .send()
+            .await;
+        assert!(sent.is_err(), "the connection is dropped: {sent:?}");
+        let t = &server.truth()[0];
+        assert_eq!((t.fault, t.route), (Some("reset"), "rerank"));
+        server.shutdown().await;
+
+        let server = SimServer::start(faulty(Faults {
+            short_batch_fraction: 1.0,
+            ..Faults::default()
+        }))
+        .await
+        .unwrap();
+        let (_, v) = post_json(&server, "/v1/embeddings", embed.clone()).await;
+        let data = v["data"].as_array().unwrap();
+        assert_eq!(data.len(), 2);
+        assert_eq!(v["usage"]["prompt_tokens"], 3, "every input was read");
+        let (_, v) = post_json(&server, "/v1/rerank", rerank.clone()).await;
+        assert_eq!(
+            v["results"].as_array().unwrap().len(),
+            1,
+            "one fewer than top_n"
+        );
+        let (_, v) = post_json(
+            &server,
+            "/rerank",
+            json!({"query": "q", "texts": ["a", "b"]}),
+        )
+        .await;
+        assert_eq!(v.as_array().unwrap().len(), 1);
+        let (s, _) = post_json(
+            &server,
+            "/v1/completions",
+            json!({"prompt": "x", "max_tokens": 2}),
+        )
+        .await;
+        assert_eq!(s, 200);
+        let faults: Vec<_> = server.truth().iter().map(|t| (t.route, t.fault)).collect();
+        assert_eq!(
+            faults,
+            [
+                ("embeddings", Some("short_batch")),
+                ("rerank", Some("short_batch")),
+                ("rerank", Some("short_batch")),
+                ("completions", None),
+            ]
+        );
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// Pooling requests count as prompt tokens and as successes by stop, and query no prefix cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pooling_counts_in_the_metrics() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let long = words(1, 40, 1000);
+        post_json(
+            &server,
+            "/v1/embeddings",
+            json!({"input": [long.clone(), long.clone()]}),
+        )
+        .await;
+        post_json(
+            &server,
+            "/v1/rerank",
+            json!({"query": "q", "documents": [long]}),
+        )
+        .await;
+        let m = Scrape::of(&server).await;
+        assert_eq!(m.value("vllm:prompt_tokens_total"), (80 + 41) as f64);
+        assert_eq!(m.value("vllm:prefix_cache_queries_total"), 0.0);
+        assert_eq!(m.value("vllm:generation_tokens_total"), 0.0);
+        assert_eq!(m.get("vllm:request_success_total", Some("stop")), 2.0);
+        assert_eq!(m.get("vllm:request_success_total", Some("length")), 0.0);
+        assert!(server.truth().iter().all(|t| t.cached_tokens == 0));
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// An embeddings or rerank answer is due `ttft_ms + prefill_us_per_token × N` after admission
+/// (a stall adds `stall_ms`), and it waits for a batch slot behind generation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooling_answer_is_due_when_its_prefill_is_done() {
+    testkit::timing::timing_test(|| async {
+        bounded(20, async {
+            let cfg = SimConfig {
+                ttft_ms: 20.0,
+                prefill_us_per_token: 100.0,
+                itl_ms: 10.0,
+                itl_growth: 0.0,
+                max_batch: 1,
+                ..SimConfig::default()
+            };
+            let server = SimServer::start(cfg.clone()).await.unwrap();
+            let ms = |d: Duration| d.as_secs_f64() * 1e3;
+            // 2 × 100 tokens: 20 ms + 20 ms.
+            let input = json!({"input": [words(1, 100, 1000), words(2, 100, 1000)]});
+            post_json(&server, "/v1/embeddings", input.clone()).await; // warm up
+            for _ in 0..7 {
+                let start = std::time::Instant::now();
+                let (s, _) = post_json(&server, "/v1/embeddings", input.clone()).await;
+                assert_eq!(s, 200);
+                assert!(
+                    ms(start.elapsed()) >= 40.0,
+                    "the client waited {:?}",
+                    start.elapsed()
+                );
+            }
+            // 3 × (10 + 30) tokens: 20 ms + 12 ms.
+            let docs: Vec<String> = (0..3).map(|k| words(10 + k, 30, 1000)).collect();
+            let rerank = json!({"query": words(9, 10, 1000), "documents": docs});
+            for _ in 0..7 {
+                post_json(&server, "/v1/rerank", rerank.clone()).await;
+            }
+            let truth = server.truth();
+            let took = |ts: &[RequestTruth]| -> Vec<f64> {
+                ts.iter().map(|t| ms(t.end - t.admitted)).collect()
+            };
+            let (embed, rank) = (took(&truth[1..8]), took(&truth[8..]));
+            eprintln!("pooling: embeddings {embed:?} ms (want 40), rerank {rank:?} ms (want 32)");
+            assert!(embed.iter().chain(&rank).all(|t| *t >= 31.9), "never early");
+            assert!((median(embed) - 40.0).abs() < 1.0);
+            assert!((median(rank) - 32.0).abs() < 1.0);
+            assert!(truth[1..]
+                .iter()
+                .all(|t| t.prompt_tokens == if t.route == "rerank" { 120 } else { 200 }));
+
+            // One slot: an embeddings request sent while a generation runs waits for its end.
+            let client = wire::client().build().unwrap();
+            let generation = client
+                .post(format!("{}/v1/completions", server.base_url()))
+                .json(&json!({"prompt": "x", "max_tokens": 5}))
+                .send();
+            let embedding = async {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                post_json(&server, "/v1/embeddings", json!({"input": "y"})).await
+            };
+            let (g, (e, _)) = tokio::join!(generation, embedding);
+            assert_eq!((g.unwrap().status().as_u16(), e), (200, 200));
+            let truth = server.truth();
+            let (g, e) = (&truth[truth.len() - 2], &truth[truth.len() - 1]);
+            assert_eq!((g.route, e.route), ("completions", "embeddings"));
+            assert!(
+                e.received < g.end && e.admitted >= g.end,
+                "FIFO behind the generation"
+            );
+            server.shutdown().await;
+
+            // A stall holds the answer `stall_ms` more.
+            let server = SimServer::start(SimConfig {
+                faults: Faults {
+                    stall_fraction: 1.0,
+                    stall_ms: 60,
+                    ..Faults::default()
+                },
+                ..cfg
+            })
+            .await
+            .unwrap();
+            post_json(&server, "/v1/embeddings", input).await;
+            let t = &server.truth()[0];
+            let took = ms(t.end - t.admitted);
+            assert_eq!(t.fault, Some("stall"));
+            assert!((took - 100.0).abs() < 5.0, "40 ms + 60 ms of stall: {took}");
+            server.shutdown().await;
+        })
+        .await
+    })
+    .await;
+}
+
+/// A PNG as far as the header reader looks: the signature and an IHDR of `w` × `h`.
+fn png(w: u32, h: u32) -> Vec<u8> {
+    let mut b = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    b.extend(w.to_be_bytes());
+    b.extend(h.to_be_bytes());
+    b.extend([8, 2, 0, 0, 0, 0x6e, 0x2b, 0xd9, 0x4a]);
+    b
+}
+
+/// A baseline JPEG as far as the header reader looks: SOI, an APP0 segment, then SOF0.
+fn jpeg(w: u16, h: u16) -> Vec<u8> {
+    let mut b = vec![
+        0xFF, 0xD8, 0xFF, 0xE0, 0, 6, b'J', b'F', b'I', b'F', 0xFF, 0xC0, 0, 11, 8,
+    ];
+    b.extend(h.to_be_bytes());
+    b.extend(w.to_be_bytes());
+    b.extend([1, 1, 0x11, 0]);
+    b
+}
+
+fn data_url(kind: &str, bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    format!(
+        "data:{kind};base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_images_are_decoded_counted_and_recorded() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let (p, j) = (png(100, 60), jpeg(120, 90));
+        let body = json!({"model": "m", "max_tokens": 2, "messages": [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": [
+                {"type": "text", "text": "what is this"},
+                {"type": "image_url", "image_url": {"url": data_url("image/png", &p)}},
+                {"type": "image_url", "image_url": data_url("image/jpeg", &j)},
+            ]},
+        ]});
+        let (status, v) = post_json(&server, "/v1/chat/completions", body).await;
+        assert_eq!(status, 200, "{v}");
+        // 5 words + ⌈100/28⌉ × ⌈60/28⌉ + ⌈120/28⌉ × ⌈90/28⌉ = 5 + 4 × 3 + 5 × 4.
+        assert_eq!(v["usage"]["prompt_tokens"], 5 + 12 + 20);
+        let t = &server.truth()[0];
+        assert_eq!((t.route, t.inputs, t.prompt_tokens), ("chat", 1, 37));
+        assert_eq!(
+            t.images,
+            [
+                ImageTruth { sha256: sha256_hex(&p), bytes: p.len() as u64, width: 100, height: 60, tokens: 12 },
+                ImageTruth { sha256: sha256_hex(&j), bytes: j.len() as u64, width: 120, height: 90, tokens: 20 },
+            ]
+        );
+
+        for (url, why) in [
+            (data_url("text/plain", b"hello"), "not a PNG or JPEG"),
+            (data_url("image/png", b"hello"), "not a PNG or JPEG"),
+            ("data:image/png;base64,!!!".to_string(), "base64"),
+            ("data:image/png,rawbytes".to_string(), "not base64"),
+            ("https://example.com/cat.png".to_string(), "data: URLs"),
+        ] {
+            let bad = json!({"messages": [{"role": "user", "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": url}}]}]});
+            let (status, e) = post_json(&server, "/v1/chat/completions", bad).await;
+            assert_eq!(status, 400, "{url}");
+            let message = e["error"]["message"].as_str().unwrap();
+            assert!(message.contains("messages[0].content[1]") && message.contains(why), "{url}: {message}");
+        }
+        let no_url = json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]});
+        assert_eq!(post_json(&server, "/v1/chat/completions", no_url).await.0, 400);
+        assert_eq!(server.truth().len(), 1, "refusals are no requests");
+
+        // /tokenize reads the text parts of such a message and skips the image.
+        let (s, v) = post_json(&server, "/tokenize", json!({"messages": [{"role": "user", "content": [
+            {"type": "text", "text": "a b"}, {"type": "image_url", "image_url": {"url": data_url("image/png", &p)}}]}]}))
+        .await;
+        assert_eq!((s, &v["count"]), (200, &json!(2)));
+        server.shutdown().await;
+    })
+    .await
+}
+
+/// Image tokens are prefilled but not hashed: two prompts with the same text and different
+/// images share the text's cached blocks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn images_take_no_part_in_the_prefix_cache() {
+    bounded(20, async {
+        let server = SimServer::start(instant_cfg()).await.unwrap();
+        let text = words(3, 40, 1000);
+        for (w, h) in [(56, 56), (280, 28)] {
+            let body = json!({"max_tokens": 1, "messages": [{"role": "user", "content": [
+                {"type": "text", "text": text},
+                {"type": "image_url", "image_url": {"url": data_url("image/png", &png(w, h))}}]}]});
+            assert_eq!(
+                post_json(&server, "/v1/chat/completions", body).await.0,
+                200
+            );
+        }
+        let truth = server.truth();
+        let seen: Vec<(u32, u32)> = truth
+            .iter()
+            .map(|t| (t.prompt_tokens, t.cached_tokens))
+            .collect();
+        // 40 words: two whole blocks of text, found again behind another image.
+        assert_eq!(seen, [(44, 0), (50, 32)]);
+        server.shutdown().await;
+    })
+    .await
 }

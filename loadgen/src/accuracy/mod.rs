@@ -72,6 +72,7 @@ async fn ask(
         output_tokens: suite.meta.output_tokens,
         scheduled: Instant::now(),
         phase: Phase::Measured,
+        attachments: None,
     };
     endpoint.execute_greedy(&job, extra, origin).await
 }

@@ -1,14 +1,20 @@
 //! Inference-server APIs: the request body each one takes and what each streamed event means.
 //!
-//! Five protocols, chosen with `--api`:
+//! Eight protocols, chosen with `--backend`:
 //!
-//! | [`Api`] | path | stream |
+//! | [`Api`] | path | answer |
 //! | --- | --- | --- |
 //! | `openai-completions` | `/v1/completions` | OpenAI chunks, `[DONE]` (vLLM, SGLang, llama.cpp, …) |
 //! | `openai-chat` | `/v1/chat/completions` | OpenAI chat chunks, `[DONE]` (the same, TGI ≥ 1.4) |
 //! | `tgi` | `/generate_stream` | TGI's native stream: one event per generated token, no `[DONE]` |
 //! | `sglang` | `/generate` | SGLang's native stream: cumulative text and counts, `[DONE]` |
 //! | `openai-responses` | `/v1/responses` | typed events (`response.output_text.delta`, …), no `[DONE]` (OpenAI, vLLM, llama.cpp) |
+//! | `openai-embeddings` | `/v1/embeddings` | one JSON answer: a vector per input (vLLM, SGLang, llama.cpp, TEI) |
+//! | `rerank` | `/v1/rerank` | one JSON answer: a score per document (vLLM, Jina, llama.cpp) |
+//! | `tei-rerank` | `/rerank` | one JSON array: a score per text (Text Embeddings Inference) |
+//!
+//! The last three stream nothing ([`Api::streams`]): [`Api::pooled_answer`] reads their answer
+//! whole ([`pooling`]).
 //!
 //! [`StreamState::on_data`] turns one SSE `data` payload (see [`crate::sse`]) into an [`Event`]:
 //! whether it carries a token (for timing), the finish reason, the server's token counts, the end
@@ -26,6 +32,7 @@
 //! reaches [`StreamState::on_data`]; such a request ends without `[DONE]` or a finish reason.
 
 mod openai;
+pub mod pooling;
 mod responses;
 mod sglang;
 
@@ -55,16 +62,27 @@ pub enum Api {
     /// OpenAI's Responses API, `POST /v1/responses` (typed stream events; a conversation's
     /// turns chained by `previous_response_id`).
     OpenaiResponses,
+    /// OpenAI-compatible embeddings, `POST /v1/embeddings` (a batch of inputs a request:
+    /// `--data inputs_per_request=K`).
+    OpenaiEmbeddings,
+    /// Rerank, `POST /v1/rerank` as vLLM, Jina and llama.cpp serve it (a query and its
+    /// documents: `--data documents=P,document_tokens=D`).
+    Rerank,
+    /// Text Embeddings Inference's rerank, `POST /rerank` (`texts`, a bare array of scores).
+    TeiRerank,
 }
 
 impl Api {
     /// Every API, in the order `--help` lists them.
-    pub const ALL: [Api; 5] = [
+    pub const ALL: [Api; 8] = [
         Api::OpenaiCompletions,
         Api::OpenaiChat,
         Api::Tgi,
         Api::Sglang,
         Api::OpenaiResponses,
+        Api::OpenaiEmbeddings,
+        Api::Rerank,
+        Api::TeiRerank,
     ];
 
     /// The API of a name as [`Api::as_str`] spells it.
@@ -80,6 +98,27 @@ impl Api {
             Api::Tgi => "tgi",
             Api::Sglang => "sglang",
             Api::OpenaiResponses => "openai-responses",
+            Api::OpenaiEmbeddings => "openai-embeddings",
+            Api::Rerank => "rerank",
+            Api::TeiRerank => "tei-rerank",
+        }
+    }
+
+    /// Whether the answer streams tokens; embeddings and rerank answer once, whole.
+    pub fn streams(self) -> bool {
+        !matches!(self, Api::OpenaiEmbeddings | Api::Rerank | Api::TeiRerank)
+    }
+
+    /// Whether its requests can carry images (`image_url` parts in chat messages).
+    pub fn carries_images(self) -> bool {
+        self == Api::OpenaiChat
+    }
+
+    /// Reads a non-streamed answer ([`Api::streams`] false) for `expected` inputs or documents.
+    pub fn pooled_answer(self, body: &[u8], expected: u32) -> Result<pooling::Pooled, EventError> {
+        match self {
+            Api::OpenaiEmbeddings => pooling::embeddings_answer(body, expected),
+            _ => pooling::rerank_answer(body, expected),
         }
     }
 
@@ -91,6 +130,9 @@ impl Api {
             Api::Tgi => "/generate_stream",
             Api::Sglang => "/generate",
             Api::OpenaiResponses => "/v1/responses",
+            Api::OpenaiEmbeddings => "/v1/embeddings",
+            Api::Rerank => "/v1/rerank",
+            Api::TeiRerank => "/rerank",
         }
     }
 
@@ -107,6 +149,9 @@ impl Api {
             Api::Tgi => tgi::body(r),
             Api::Sglang => sglang::body(r),
             Api::OpenaiResponses => responses::body(r),
+            Api::OpenaiEmbeddings => pooling::embeddings_body(&r.pooling()),
+            Api::Rerank => pooling::rerank_body(&r.pooling()),
+            Api::TeiRerank => pooling::tei_rerank_body(&r.pooling()),
         };
         if let Some(extra) = r.extra {
             merge_patch(&mut body, extra);
@@ -124,7 +169,7 @@ impl Api {
 }
 
 /// What to ask the server for: one request's generation parameters.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct GenerationRequest<'a> {
     /// The model name the server expects (OpenAI APIs; the native APIs serve one model).
     pub model: &'a str,
@@ -143,6 +188,20 @@ pub struct GenerationRequest<'a> {
     pub temperature: f64,
     /// User-supplied body fields, merged in last (see [`Api::request_body`]).
     pub extra: Option<&'a Map<String, Value>>,
+    /// Embeddings: the inputs after `prompt`; rerank: the documents (`prompt` is the query).
+    pub items: &'a [String],
+    /// Chat: images sent with `prompt`, as data URLs (`data:image/png;base64,…`).
+    pub images: &'a [String],
+}
+
+impl<'a> GenerationRequest<'a> {
+    fn pooling(&self) -> pooling::PoolingRequest<'a> {
+        pooling::PoolingRequest {
+            model: self.model,
+            prompt: self.prompt,
+            items: self.items,
+        }
+    }
 }
 
 /// Per-request stream-parsing state.
@@ -162,6 +221,10 @@ impl StreamState {
             Api::Tgi => tgi::event(data),
             Api::Sglang => sglang::event(data, &mut self.sglang),
             Api::OpenaiResponses => responses::event(data),
+            // Never streamed: a stray SSE payload is not an answer.
+            Api::OpenaiEmbeddings | Api::Rerank | Api::TeiRerank => Err(EventError::Unexpected(
+                format!("{} answers are not streamed", self.api.as_str()),
+            )),
         }
     }
 
@@ -172,7 +235,7 @@ impl StreamState {
             Api::OpenaiCompletions => openai::answer_text(data, false),
             Api::OpenaiChat => openai::answer_text(data, true),
             Api::OpenaiResponses => responses::answer_text(data),
-            Api::Tgi | Api::Sglang => None,
+            _ => None,
         }
     }
 }

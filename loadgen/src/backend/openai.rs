@@ -40,7 +40,20 @@ pub(super) fn completions_body(r: &GenerationRequest) -> Map<String, Value> {
 pub(super) fn chat_body(r: &GenerationRequest) -> Map<String, Value> {
     let mut body = Map::new();
     common(r, &mut body);
-    body.insert("messages".into(), messages(r.history, r.prompt));
+    let mut messages = messages(r.history, r.prompt);
+    if !r.images.is_empty() {
+        // The last message (the new user turn) as parts: its text, then each image.
+        if let Some(last) = messages.as_array_mut().and_then(|m| m.last_mut()) {
+            let mut parts = vec![json!({ "type": "text", "text": r.prompt })];
+            parts.extend(
+                r.images
+                    .iter()
+                    .map(|url| json!({ "type": "image_url", "image_url": { "url": url } })),
+            );
+            last["content"] = Value::Array(parts);
+        }
+    }
+    body.insert("messages".into(), messages);
     // OpenAI deprecated `max_tokens` for chat in favour of `max_completion_tokens`; servers
     // read one or the other, so send both (each ignores the one it does not know).
     body.insert("max_completion_tokens".into(), json!(r.max_tokens));

@@ -67,6 +67,7 @@ fn request<'a>(extra: Option<&'a Map<String, Value>>) -> GenerationRequest<'a> {
         ignore_eos: true,
         temperature: 0.0,
         extra,
+        ..Default::default()
     }
 }
 
@@ -80,8 +81,9 @@ const ALL: [Api; 5] = [
 
 #[test]
 fn names_and_paths() {
-    assert_eq!(Api::ALL, ALL);
-    for api in ALL {
+    assert_eq!(Api::ALL[..5], ALL);
+    assert!(ALL.iter().all(|a| a.streams()));
+    for api in Api::ALL {
         // The command line (clap's derived names) and documents spell an API the same way.
         use clap::ValueEnum;
         let clap_name = api.to_possible_value().unwrap().get_name().to_owned();
@@ -89,7 +91,7 @@ fn names_and_paths() {
         assert_eq!(Api::from_name(api.as_str()), Some(api));
     }
     assert_eq!(Api::from_name("openai"), None);
-    let names: Vec<_> = ALL.iter().map(|a| a.as_str()).collect();
+    let names: Vec<_> = Api::ALL.iter().map(|a| a.as_str()).collect();
     assert_eq!(
         names,
         [
@@ -97,10 +99,13 @@ fn names_and_paths() {
             "openai-chat",
             "tgi",
             "sglang",
-            "openai-responses"
+            "openai-responses",
+            "openai-embeddings",
+            "rerank",
+            "tei-rerank"
         ]
     );
-    let paths: Vec<_> = ALL.iter().map(|a| a.path()).collect();
+    let paths: Vec<_> = Api::ALL.iter().map(|a| a.path()).collect();
     assert_eq!(
         paths,
         [
@@ -108,7 +113,10 @@ fn names_and_paths() {
             "/v1/chat/completions",
             "/generate_stream",
             "/generate",
-            "/v1/responses"
+            "/v1/responses",
+            "/v1/embeddings",
+            "/v1/rerank",
+            "/rerank"
         ]
     );
 }

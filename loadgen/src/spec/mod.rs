@@ -367,6 +367,24 @@ pub struct DataSpec {
     pub prefix_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix_groups: Option<u32>,
+    /// Embeddings: inputs a request (`inputs_per_request=K`), each of `prompt_tokens`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inputs_per_request: Option<u32>,
+    /// Rerank: documents a request (`documents=P`); the query is `prompt_tokens` long.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub documents: Option<u32>,
+    /// Rerank: each document's length (`document_tokens=D`; default `prompt_tokens`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document_tokens: Option<u32>,
+    /// Chat: seeded images sent with every prompt (`images=N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub images: Option<u32>,
+    /// Their size, `WxH` (`image_size=512x512`, the default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_size: Option<String>,
+    /// Their format (`image_format=png|jpeg`, default jpeg).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image_format: Option<crate::images::ImageFormat>,
 }
 
 impl DataSpec {
@@ -376,6 +394,31 @@ impl DataSpec {
             (None, None) => None,
             (p, g) => Some((p.unwrap_or(0), g.unwrap_or(1))),
         }
+    }
+
+    /// Rerank's documents: (count, tokens each).
+    pub fn documents(&self) -> Option<(u32, u32)> {
+        self.documents
+            .map(|count| (count, self.document_tokens.unwrap_or(self.prompt_tokens)))
+    }
+
+    /// The images every chat prompt carries: (count, width, height, format).
+    pub fn images(&self) -> Result<Option<(u32, u32, u32, crate::images::ImageFormat)>> {
+        let Some(count) = self.images else {
+            if self.image_size.is_some() || self.image_format.is_some() {
+                bail!("--data image_size and image_format shape images: add images=N");
+            }
+            return Ok(None);
+        };
+        let (width, height) = match &self.image_size {
+            Some(size) => crate::images::parse_size(size)
+                .map_err(|e| anyhow::anyhow!("--data image_size: {e}"))?,
+            None => (512, 512),
+        };
+        let format = self
+            .image_format
+            .unwrap_or(crate::images::ImageFormat::Jpeg);
+        Ok(Some((count, width, height, format)))
     }
 }
 
@@ -425,6 +468,12 @@ impl Default for DataSpec {
             output_tokens_stdev: None,
             prefix_tokens: None,
             prefix_groups: None,
+            inputs_per_request: None,
+            documents: None,
+            document_tokens: None,
+            images: None,
+            image_size: None,
+            image_format: None,
         }
     }
 }
@@ -664,6 +713,7 @@ impl RunSpec {
                 bail!("prefix_tokens needs fixed prompt lengths: drop prompt_tokens_stdev");
             }
         }
+        self.check_attachments()?;
         if let Some(s) = &self.sessions {
             if matches!(
                 self.profile,
@@ -691,6 +741,56 @@ impl RunSpec {
                 if !(ms.is_finite() && ms >= 0.0) {
                     bail!("--sessions think_ms must be a non-negative number, got {ms}");
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// What requests carry besides a prompt fits the backend: batches of inputs for
+    /// embeddings, documents for rerank, images for chat; each refused elsewhere.
+    fn check_attachments(&self) -> Result<()> {
+        use crate::backend::Api;
+        let d = &self.data;
+        let backend = self.backend.as_str();
+        if let Some(k) = d.inputs_per_request {
+            if self.backend != Api::OpenaiEmbeddings {
+                bail!("--data inputs_per_request batches embeddings inputs: it needs --backend openai-embeddings, not {backend}");
+            }
+            if k == 0 {
+                bail!("--data inputs_per_request must be at least 1");
+            }
+        }
+        match (d.documents, self.backend) {
+            (Some(_), Api::Rerank | Api::TeiRerank) | (None, _) => {}
+            (Some(_), _) => bail!("--data documents gives rerank requests their documents: it needs --backend rerank or tei-rerank, not {backend}"),
+        }
+        if matches!(self.backend, Api::Rerank | Api::TeiRerank)
+            && d.documents.is_none_or(|p| p == 0)
+        {
+            bail!("--backend {backend} scores documents against a query: add --data documents=P (at least 1)[,document_tokens=D]");
+        }
+        if d.document_tokens.is_some() && d.documents.is_none() {
+            bail!("--data document_tokens sets rerank documents' length: add documents=P");
+        }
+        if let Some((n, ..)) = d.images()? {
+            if !self.backend.carries_images() {
+                bail!("--data images=… sends images in chat messages: it needs --backend openai-chat, not {backend}");
+            }
+            if n == 0 {
+                bail!("--data images must be at least 1");
+            }
+        }
+        if !self.backend.streams() {
+            if self.sessions.is_some()
+                || self.data.shared_prefix().is_some()
+                || self.trace.is_some()
+            {
+                bail!("--backend {backend} answers one request at a time: no --sessions, shared prefixes or --trace");
+            }
+            if self.dataset.is_some()
+                && (d.inputs_per_request.unwrap_or(1) > 1 || d.documents.is_some())
+            {
+                bail!("a --data file gives one input a request: its batches and documents are synthetic only");
             }
         }
         Ok(())
@@ -1060,7 +1160,20 @@ pub fn parse_data(text: &str) -> Result<DataSpec> {
             "output_tokens_stdev" => data.output_tokens_stdev = Some(float()?),
             "prefix_tokens" => data.prefix_tokens = Some(int()?),
             "prefix_groups" => data.prefix_groups = Some(int()?),
-            _ => bail!("--data: unknown key {key:?}; expected prompt_tokens, output_tokens, prompt_tokens_stdev, output_tokens_stdev, prefix_tokens, prefix_groups"),
+            "inputs_per_request" => data.inputs_per_request = Some(int()?),
+            "documents" => data.documents = Some(int()?),
+            "document_tokens" => data.document_tokens = Some(int()?),
+            "images" => data.images = Some(int()?),
+            "image_size" => data.image_size = Some(value.to_string()),
+            "image_format" => {
+                use clap::ValueEnum;
+                data.image_format = Some(
+                    crate::images::ImageFormat::from_str(value, true).map_err(|_| {
+                        anyhow::anyhow!("--data image_format: {value:?} is not png or jpeg")
+                    })?,
+                )
+            }
+            _ => bail!("--data: unknown key {key:?}; expected prompt_tokens, output_tokens, prompt_tokens_stdev, output_tokens_stdev, prefix_tokens, prefix_groups, inputs_per_request, documents, document_tokens, images, image_size, image_format"),
         }
     }
     Ok(data)

@@ -359,6 +359,7 @@ async fn latency_legs() {
                 output_tokens: 4,
                 scheduled: origin,
                 phase: schemas::document::Phase::Measured,
+                attachments: None,
             })
             .collect();
         let records =
@@ -661,6 +662,250 @@ async fn the_responses_api_measures_within_one_percent_and_chains_its_conversati
                 );
             }
         }
+        sim.shutdown().await;
+    })
+    .await;
+}
+
+/// Embeddings against the simulator's clock: each request answered whole when its prefill is
+/// done (`ttft_ms` + `prefill_us_per_token` × its inputs' tokens after admission); the latency
+/// the client measured from its send within 1 % of the server's own (handler start to last
+/// byte), the server's token count equal to the client's, one vector of the simulator's
+/// dimension an input, and one seed's answers digested alike in two runs.
+#[tokio::test(flavor = "current_thread")]
+async fn embeddings_latency_and_counts_match_the_servers_truth() {
+    testkit::timing::timing_test(|| async {
+        let sim = SimServer::start(SimConfig {
+            ttft_ms: 40.0,
+            prefill_us_per_token: 50.0,
+            max_batch: 64,
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let n = 12usize;
+        let spec = || RunSpec {
+            backend: loadgen::backend::Api::OpenaiEmbeddings,
+            profile: ProfileName::Concurrent,
+            concurrency: vec![3],
+            max_requests: Some(n as u64),
+            data: loadgen::spec::DataSpec {
+                prompt_tokens: 32,
+                inputs_per_request: Some(4),
+                ..Default::default()
+            },
+            ..RunSpec::default()
+        };
+        let st = run_against(&sim, spec(), dir.path(), "embeddings.json").await;
+        assert_eq!(st.predicate.engine.api, "openai-embeddings");
+        let b = &st.predicate.benchmarks[0];
+        let s = &b.summary;
+        assert_eq!(s.requests.completed, n as u64, "{:?}", s.requests);
+        assert!(s.ttft_ms.is_none() && s.itl_ms.is_none() && s.tpot_ms.is_none());
+        let pooled = s.pooled.as_ref().unwrap();
+        assert_eq!(pooled.items, 4 * n as u64);
+        for r in &b.records {
+            assert_eq!(r.inputs, Some(4));
+            assert_eq!(r.embedding_dim, Some(384));
+            assert_eq!(
+                (r.input_tokens_client, r.input_tokens_server),
+                (Some(128), Some(128))
+            );
+            assert_eq!((r.first_token_us, r.output_tokens_requested), (None, None));
+        }
+        let all = sim.truth();
+        let truth = &all[all.len() - n..];
+        assert!(truth
+            .iter()
+            .all(|t| t.route == "embeddings" && t.inputs == 4));
+        let server = median(truth.iter().map(|t| ms(t.end - t.received)).collect());
+        let client = median(
+            b.records
+                .iter()
+                .map(|r| (r.end_us - r.sent_us) as f64 / 1000.0)
+                .collect(),
+        );
+        // 40 ms + 128 × 50 µs of prefill: 1 % is 0.46 ms, beyond the loopback legs.
+        within("embeddings latency median", client, server);
+        assert!(
+            (server - 46.4).abs() < 2.0,
+            "the simulator's own model: {server}"
+        );
+
+        let again = run_against(&sim, spec(), dir.path(), "embeddings-again.json").await;
+        let digests = |st: &schemas::Statement| -> Vec<Option<String>> {
+            st.predicate.benchmarks[0]
+                .records
+                .iter()
+                .map(|r| r.output_sha256.clone())
+                .collect()
+        };
+        // Concurrent requests finish in any order; the set of answers is the seed's.
+        let (mut a, mut b) = (digests(&st), digests(&again));
+        a.sort();
+        b.sort();
+        assert_eq!(a, b, "one seed, one set of vectors");
+        sim.shutdown().await;
+    })
+    .await;
+}
+
+/// Rerank in both dialects (vLLM's `/v1/rerank` and TEI's `/rerank`) against one simulator:
+/// the same query and documents get the same scores, so the same digests; latency within 1 %
+/// of the server's truth; a short answer (one score fewer than the documents) is that
+/// request's `malformed` error naming the counts, and the run goes on.
+#[tokio::test(flavor = "current_thread")]
+async fn rerank_in_both_dialects_scores_alike_and_a_short_answer_is_one_requests_error() {
+    testkit::timing::timing_test(|| async {
+        let sim = SimServer::start(SimConfig {
+            ttft_ms: 30.0,
+            prefill_us_per_token: 20.0,
+            max_batch: 64,
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let n = 8usize;
+        let spec = |backend| RunSpec {
+            backend,
+            profile: ProfileName::Synchronous,
+            max_requests: Some(n as u64),
+            data: loadgen::spec::parse_data("prompt_tokens=8,documents=5,document_tokens=16")
+                .unwrap(),
+            ..RunSpec::default()
+        };
+        let mut digests = Vec::new();
+        for (backend, name) in [
+            (loadgen::backend::Api::Rerank, "rerank"),
+            (loadgen::backend::Api::TeiRerank, "tei"),
+        ] {
+            let st = run_against(&sim, spec(backend), dir.path(), &format!("{name}.json")).await;
+            let b = &st.predicate.benchmarks[0];
+            assert_eq!(b.summary.requests.completed, n as u64, "{name}");
+            assert_eq!(b.summary.pooled.as_ref().unwrap().items, 5 * n as u64);
+            let all = sim.truth();
+            let truth = &all[all.len() - n..];
+            assert!(
+                truth.iter().all(|t| t.route == "rerank" && t.inputs == 5),
+                "{name}"
+            );
+            for (r, t) in b.records.iter().zip(truth) {
+                within(
+                    &format!("{name} latency"),
+                    (r.end_us - r.sent_us) as f64 / 1000.0,
+                    ms(t.end - t.received),
+                );
+                assert_eq!(r.documents, Some(5));
+            }
+            digests.push(
+                b.records
+                    .iter()
+                    .map(|r| r.output_sha256.clone().unwrap())
+                    .collect::<Vec<_>>(),
+            );
+        }
+        assert_eq!(
+            digests[0], digests[1],
+            "one seed's scores, whichever dialect asked"
+        );
+        sim.shutdown().await;
+
+        let sim = SimServer::start(SimConfig {
+            ttft_ms: 5.0,
+            faults: sim::Faults {
+                short_batch_fraction: 0.5,
+                ..Default::default()
+            },
+            ..SimConfig::default()
+        })
+        .await
+        .unwrap();
+        let spec = RunSpec {
+            backend: loadgen::backend::Api::OpenaiEmbeddings,
+            profile: ProfileName::Synchronous,
+            max_requests: Some(12),
+            data: loadgen::spec::parse_data("prompt_tokens=8,inputs_per_request=3").unwrap(),
+            ..RunSpec::default()
+        };
+        let st = run_against(&sim, spec, dir.path(), "short.json").await;
+        let b = &st.predicate.benchmarks[0];
+        let short: Vec<_> = sim
+            .truth()
+            .iter()
+            .map(|t| t.fault == Some("short_batch"))
+            .collect();
+        let short = &short[short.len() - 12..];
+        assert!(short.iter().any(|s| *s) && !short.iter().all(|s| *s));
+        for (r, short) in b.records.iter().zip(short) {
+            match (&r.error, short) {
+                (Some(e), true) => {
+                    assert_eq!(e.class, schemas::document::ErrorClass::Malformed);
+                    assert!(
+                        e.message.contains("returned 2 vectors for 3 inputs"),
+                        "{}",
+                        e.message
+                    );
+                }
+                (None, false) => assert_eq!(r.embedding_dim, Some(384)),
+                other => panic!("record and truth disagree: {other:?}"),
+            }
+        }
+        sim.shutdown().await;
+    })
+    .await;
+}
+
+/// Images in chat: every image the client recorded is the one the server decoded (sha256,
+/// bytes, size, in order), the server's prompt count is the text's plus its image tokens, and
+/// the summary gives the images' tokens apart.
+#[tokio::test(flavor = "current_thread")]
+async fn images_in_chat_reach_the_server_as_recorded() {
+    testkit::timing::timing_test(|| async {
+        let sim = SimServer::start(fixed_sim()).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let n = 4usize;
+        let spec = RunSpec {
+            backend: loadgen::backend::Api::OpenaiChat,
+            profile: ProfileName::Synchronous,
+            max_requests: Some(n as u64),
+            data: loadgen::spec::parse_data(
+                "prompt_tokens=16,output_tokens=4,images=2,image_size=120x90,image_format=jpeg",
+            )
+            .unwrap(),
+            ..RunSpec::default()
+        };
+        let st = run_against(&sim, spec, dir.path(), "images.json").await;
+        let b = &st.predicate.benchmarks[0];
+        assert_eq!(b.summary.requests.completed, n as u64);
+        let all = sim.truth();
+        let truth = &all[all.len() - n..];
+        // ceil(120 / 28) × ceil(90 / 28) = 5 × 4 tokens an image (the simulator's rule).
+        for (r, t) in b.records.iter().zip(truth) {
+            let sent = r.images.as_ref().unwrap();
+            assert_eq!(sent.len(), 2);
+            assert_eq!(t.images.len(), 2);
+            for (s, got) in sent.iter().zip(&t.images) {
+                assert_eq!(
+                    (&s.sha256, s.bytes, s.width, s.height),
+                    (&got.sha256, got.bytes, got.width, got.height)
+                );
+                assert_eq!(got.tokens, 20);
+            }
+            assert_eq!(r.input_tokens_server, r.input_tokens_client.map(|c| c + 40));
+        }
+        let images = b.summary.images.as_ref().unwrap();
+        assert_eq!(
+            (images.images, images.image_tokens),
+            (2 * n as u64, Some(40 * n as u64))
+        );
+        // A benchmark of images is no prompt-length miss.
+        assert!(!st
+            .predicate
+            .validity
+            .iter()
+            .any(|f| f.code == schemas::validity::FlagCode::PromptLengthOff));
         sim.shutdown().await;
     })
     .await;

@@ -408,6 +408,13 @@ pub(crate) fn sweep_groups<'a>(
     crate::view::groups(&doc.predicate)
         .into_iter()
         .filter(|g| !grid || g.members.len() > 1)
+        // Embeddings and rerank: no output tokens or TTFT to draw.
+        .filter(|g| {
+            doc.predicate.benchmarks[g.members[0]]
+                .summary
+                .pooled
+                .is_none()
+        })
         .map(|g| ChartGroup {
             label: if prefix.is_empty() {
                 g.cell.short()

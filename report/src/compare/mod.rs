@@ -246,6 +246,12 @@ fn group_section(
     suffix: &str,
     charts: &mut Vec<ChartFile>,
 ) -> Result<String, RenderError> {
+    if let Some(first) = g.members.first() {
+        let p = &subjects[first.subject].statement().predicate;
+        if crate::tables::pooled::is_pooled(&p.benchmarks[first.benchmarks[0]]) {
+            return Ok(pooled_section(subjects, g));
+        }
+    }
     let mut md = String::from("\n### Headline\n\n");
     md.push_str(&tables::headline_table(subjects, &g.members));
     md.push_str(
@@ -299,4 +305,17 @@ fn group_section(
     md.push_str("\n### Sweeps side by side\n\nEach result's sweep in seed 004's layout; bold: the best value of each column across these results, better than every other beyond the noise; ≈: leaders the noise cannot tell apart.\n");
     md.push_str(&tables::sweep_tables(subjects, &g.members));
     Ok(md)
+}
+
+/// Embeddings or rerank results side by side: each result's table as the report prints it
+/// (no frontier, no tokens per joule: nothing was generated).
+fn pooled_section(subjects: &[Subject], g: &Group) -> String {
+    let mut md = String::from("\n### Side by side\n");
+    for m in &g.members {
+        let s = &subjects[m.subject];
+        let p = &s.statement().predicate;
+        md.push_str(&format!("\n{}. {}\n\n", s.number, s.link()));
+        md.push_str(&crate::tables::pooled::table(p, &m.benchmarks));
+    }
+    md
 }

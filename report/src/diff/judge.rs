@@ -58,7 +58,7 @@ macro_rules! dist {
     };
 }
 
-const METRICS: [Metric; 17] = [
+const METRICS: [Metric; 18] = [
     Metric {
         key: "request_throughput",
         name: "Request throughput (req/s)",
@@ -74,8 +74,22 @@ const METRICS: [Metric; 17] = [
         repeated: Some("output_token_throughput_per_s"),
         better: Better::Higher,
         without_completions: false,
-        get: |s| s.output_token_throughput_per_s.map(|v| v.get()),
+        // Embeddings and rerank generate nothing: their rate is the items'.
+        get: |s| {
+            s.output_token_throughput_per_s
+                .filter(|_| s.pooled.is_none())
+                .map(|v| v.get())
+        },
         interval: Some(|s| s.uncertainty.as_ref()?.output_token_throughput_per_s),
+    },
+    Metric {
+        key: "items_throughput",
+        name: "Inputs or documents (per s)",
+        repeated: None,
+        better: Better::Higher,
+        without_completions: false,
+        get: |s| s.pooled.as_ref()?.items_per_s.map(|v| v.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.items_per_s),
     },
     Metric {
         key: "ttft:mean",
@@ -182,7 +196,11 @@ const METRICS: [Metric; 17] = [
         repeated: None,
         better: Better::Lower,
         without_completions: false,
-        get: |s| s.latency_per_token_ms.map(|v| v.get()),
+        get: |s| {
+            s.latency_per_token_ms
+                .filter(|_| s.pooled.is_none())
+                .map(|v| v.get())
+        },
         interval: None,
     },
     Metric {

@@ -88,6 +88,11 @@ pub fn latency_table(b: &Benchmark) -> String {
         "| Latency (ms) | mean | p50 | p90 | p99 | samples |\n| :--- | ---: | ---: | ---: | ---: | ---: |\n",
     );
     let p = s.published.as_ref();
+    if s.pooled.is_some() {
+        // One answer a request: no first token, no gaps between tokens.
+        out.push_str(&dist_row("E2E", &s.e2e_ms, None));
+        return out;
+    }
     out.push_str(&dist_row(
         "TTFT",
         &s.ttft_ms,
@@ -118,7 +123,10 @@ pub fn benchmark_section(st: &Statement, index: usize) -> String {
     let b = &p.benchmarks[index];
     let s = &b.summary;
     let mut out = format!("### {}\n\n{}\n", md_escape(&b.label), counts_line(b));
-    if !b.failed() {
+    if let (false, Some(pooled)) = (b.failed(), &s.pooled) {
+        out.push_str(&super::pooled::throughput_line(b, pooled));
+        out.push('\n');
+    } else if !b.failed() {
         out.push_str(&format!(
             "Throughput: {}, {} output, {} total.",
             format::with_unit(s.request_throughput_per_s.map(|v| v.get()), "req/s"),

@@ -186,6 +186,8 @@ pub fn sweep_sections(p: &Predicate) -> Vec<String> {
     view::groups(p)
         .into_iter()
         .filter(|g| !grid || g.members.len() > 1)
+        // Embeddings and rerank stream no tokens: their table is `pooled`'s.
+        .filter(|g| !super::pooled::is_pooled(&p.benchmarks[g.members[0]]))
         .map(|g| {
             let workload = &p.benchmarks[g.members[0]].workload;
             format!(

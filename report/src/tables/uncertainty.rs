@@ -114,8 +114,28 @@ fn precision_line(b: &Benchmark, p: &PrecisionStop) -> String {
 fn rates<'a>(
     s: &'a Summary,
     u: &'a schemas::uncertainty::Uncertainty,
-) -> [(&'static str, Option<Finite>, Option<Interval>); 4] {
-    [
+) -> Vec<(&'static str, Option<Finite>, Option<Interval>)> {
+    if let Some(p) = &s.pooled {
+        // Nothing generated: the items served and the input tokens read.
+        let items = match p.kind {
+            schemas::metrics::PooledKind::Embeddings => "Inputs/s",
+            schemas::metrics::PooledKind::Rerank => "Documents/s",
+        };
+        return vec![
+            (
+                "Requests/s",
+                s.request_throughput_per_s,
+                u.request_throughput_per_s,
+            ),
+            (items, p.items_per_s, u.items_per_s),
+            (
+                "Input tok/s",
+                s.total_token_throughput_per_s,
+                u.total_token_throughput_per_s,
+            ),
+        ];
+    }
+    vec![
         (
             "Requests/s",
             s.request_throughput_per_s,

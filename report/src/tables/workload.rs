@@ -256,5 +256,37 @@ pub fn section(b: &Benchmark) -> String {
     if let Some(r) = &s.reasoning {
         blocks.push(reasoning_table(b, r));
     }
+    if let Some(i) = &s.images {
+        blocks.push(images_line(b, i));
+    }
     blocks.join("\n")
+}
+
+/// `Images: 2 a request, 512×512 jpeg (seeded); 400 sent, 27.31 MiB; the server counted
+/// 131072 prompt tokens beyond the text's 51200.`
+fn images_line(b: &Benchmark, i: &schemas::metrics::ImagesSent) -> String {
+    let shape = match &b.workload {
+        Workload::Synthetic {
+            images: Some(x), ..
+        } => format!(
+            "{} a request, {}×{} {} (seeded); ",
+            x.per_request,
+            x.width,
+            x.height,
+            md_escape(&x.format)
+        ),
+        _ => String::new(),
+    };
+    let tokens = match i.image_tokens {
+        Some(t) => format!(
+            "; the server counted {t} prompt tokens beyond the text's {}",
+            i.text_tokens
+        ),
+        None => "; no server count of the prompt tokens".into(),
+    };
+    format!(
+        "Images: {shape}{} sent, {} MiB{tokens}.\n",
+        i.images,
+        format::fixed(i.bytes as f64 / (1u64 << 20) as f64, 2)
+    )
 }

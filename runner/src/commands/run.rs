@@ -419,13 +419,19 @@ fn write_and_show(
     if grid {
         println!("{}", report::grid_markdown(&[&statement]));
     }
-    println!(
-        "{}",
-        report::sweep_table(
-            &statement.predicate.benchmarks,
-            &statement.predicate.validity
-        )
-    );
+    let pooled = report::tables::pooled::sections(&statement.predicate);
+    if pooled.is_empty() {
+        println!(
+            "{}",
+            report::sweep_table(
+                &statement.predicate.benchmarks,
+                &statement.predicate.validity
+            )
+        );
+    } else {
+        // Embeddings and rerank: their own table (no token metrics to print).
+        println!("{}", pooled.join("\n"));
+    }
     Ok(())
 }
 

@@ -237,6 +237,71 @@ fn a_bad_dataset_names_file_line_and_field_before_any_request() {
     );
 }
 
+/// What a request carries besides its prompt must fit the backend, and image files must be
+/// images: each refused with exit 3, naming the file and line (or the flag), before anything
+/// is asked (port 9 answers nothing).
+#[test]
+fn images_documents_and_batches_that_do_not_fit_are_refused_before_any_request() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("note.png"), "not a picture").unwrap();
+    std::fs::write(
+        dir.path().join("vision.jsonl"),
+        "{\"prompt\": \"a\", \"image\": \"note.png\"}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("missing.jsonl"),
+        "{\"prompt\": \"a\"}\n{\"prompt\": \"b\", \"images\": [\"gone.jpg\"]}\n",
+    )
+    .unwrap();
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["--backend", "openai-completions", "--data", "prompt_tokens=8,images=1"],
+            "--data images=… sends images in chat messages: it needs --backend openai-chat, not openai-completions",
+        ),
+        (
+            &["--backend", "openai-chat", "--data", "prompt_tokens=8,inputs_per_request=4"],
+            "inputs_per_request batches embeddings inputs",
+        ),
+        (
+            &["--backend", "rerank", "--data", "prompt_tokens=8"],
+            "add --data documents=P",
+        ),
+        (
+            &["--backend", "openai-chat", "--data", "missing.jsonl"],
+            "missing.jsonl: line 2: image \"gone.jpg\"",
+        ),
+        (
+            &["--backend", "openai-chat", "--data", "vision.jsonl"],
+            "vision.jsonl: line 1: image \"note.png\"",
+        ),
+        (
+            &["--backend", "openai-completions", "--data", "vision.jsonl"],
+            "vision.jsonl: line 1: names images, which only --backend openai-chat sends",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = runner(
+            dir.path(),
+            &[
+                &[
+                    "run",
+                    "--target",
+                    "http://127.0.0.1:9",
+                    "--max-requests",
+                    "1",
+                ],
+                args,
+                &["--no-sign", "--out", "r.json"],
+            ]
+            .concat(),
+        );
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(want), "{args:?}: {}", text(&out));
+        assert!(!dir.path().join("r.json").exists());
+    }
+}
+
 #[test]
 fn bad_traces_and_conversation_files_name_file_line_and_field_before_any_request() {
     let dir = tempfile::tempdir().unwrap();

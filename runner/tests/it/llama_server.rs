@@ -392,6 +392,115 @@ fn the_responses_api_streams_counts_exactly_and_resends_conversations() {
     }
 }
 
+/// Embeddings from the same model (`--embeddings --pooling mean`): batches of 4 inputs, every
+/// answer one 576-dimensional vector an input, the server's `usage.prompt_tokens` equal to the
+/// client's count through `/tokenize`; the result verifies and its report (the module's) shows
+/// the embeddings table and no token metrics. And rerank: llama.cpp serves `/v1/rerank` with
+/// `--reranking` for any model (SmolLM2 is no reranker, so its scores mean nothing; the
+/// protocol, the counts and the timing are the server's own): a score for each document.
+#[test]
+fn embeddings_and_rerank_count_exactly_and_the_report_shows_what_applies() {
+    let Some(server) = start_with(&["--embeddings", "--pooling", "mean"]) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    support::run_ok(dir.path(), &["keygen", "lab"]);
+    let out = support::run_ok(
+        dir.path(),
+        &[
+            "run",
+            "--target",
+            &server.url,
+            "--key",
+            "lab.key",
+            "--out",
+            "embeddings.json",
+            "--backend",
+            "openai-embeddings",
+            "--data",
+            "prompt_tokens=16,inputs_per_request=4",
+            "--profile",
+            "concurrent",
+            "--concurrency",
+            "2",
+            "--max-requests",
+            "8",
+        ],
+    );
+    drop(out);
+    let st = statement(&dir.path().join("embeddings.json"));
+    let b = &st["predicate"]["benchmarks"][0];
+    assert_eq!(b["workload"]["inputs_per_request"], 4);
+    let rows = schemas::record_columns::rows_of_json(&b["records"]).unwrap();
+    assert_eq!(rows.len(), 8);
+    for r in &rows {
+        assert!(r["error"].is_null(), "{}", r["error"]);
+        assert_eq!(
+            (&r["inputs"], &r["embedding_dim"]),
+            (&4.into(), &576.into())
+        );
+        assert_eq!(r["input_tokens_client"], 64, "4 inputs of 16 tokens");
+        assert_eq!(r["input_tokens_server"], r["input_tokens_client"]);
+        assert!(r["first_token_us"].is_null() && r["output_tokens_client"] == 0);
+        assert_eq!(r["output_sha256"].as_str().unwrap().len(), 64);
+    }
+    let s = &b["summary"];
+    assert_eq!(s["pooled"]["items"], 32);
+    assert!(s["ttft_ms"].is_null() && s["itl_ms"].is_null());
+    support::run_ok(
+        dir.path(),
+        &["verify", "embeddings.json", "--key", "lab.pub"],
+    );
+    support::run_ok(dir.path(), &["trust", "lab.pub", "--keys", "keys.json"]);
+    support::run_ok(
+        dir.path(),
+        &[
+            "report",
+            "embeddings.json",
+            "--keys",
+            "keys.json",
+            "--out",
+            "report",
+        ],
+    );
+    let md = std::fs::read_to_string(dir.path().join("report/report.md")).unwrap();
+    assert!(md.contains("# Embeddings and rerank"), "{md}");
+    assert!(md.contains("| Inputs/s |"), "{md}");
+    assert!(
+        !md.contains("| TTFT |") && !md.contains("# LLM-Inference"),
+        "{md}"
+    );
+    drop(server);
+
+    let Some(server) = start_with(&["--reranking"]) else {
+        return;
+    };
+    let st = run_with_data(
+        &server,
+        dir.path(),
+        "rerank.json",
+        &[
+            "--backend",
+            "rerank",
+            "--data",
+            "prompt_tokens=8,documents=3,document_tokens=12",
+            "--profile",
+            "synchronous",
+            "--max-requests",
+            "4",
+        ],
+    );
+    let b = &st["predicate"]["benchmarks"][0];
+    for r in &schemas::record_columns::rows_of_json(&b["records"]).unwrap() {
+        assert!(r["error"].is_null(), "{}", r["error"]);
+        assert_eq!(r["documents"], 3);
+        // A cross-encoder reads the query with each document: at least 3 × (8 + 12).
+        assert!(r["input_tokens_server"].as_u64().unwrap() >= 60, "{r}");
+    }
+    assert_eq!(b["summary"]["pooled"]["kind"], "rerank");
+    assert_eq!(b["summary"]["pooled"]["items"], 12);
+}
+
 /// `--repeat 3` of a short sweep: three runs of the same prompts at the same rates (the first
 /// run's), one signed result that verifies, and its report's run-to-run table beside each
 /// run's own intervals.
