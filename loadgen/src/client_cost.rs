@@ -98,7 +98,9 @@ impl Cost {
             benchmark = %label,
             requests = self.lags.len(),
             tokens = self.tokens,
-            cpu_us_per_token = format!("{:.3}", self.cpu.as_secs_f64() * 1e6 / self.tokens.max(1) as f64),
+            // None for embeddings and rerank, which stream no tokens.
+            cpu_us_per_token = ?(self.tokens > 0)
+                .then(|| format!("{:.3}", self.cpu.as_secs_f64() * 1e6 / self.tokens as f64)),
             cpu_share = format!("{:.3}", self.cpu.as_secs_f64() / self.wall_s()),
             pacing_p50_us = ?self.pacing(50),
             pacing_p99_us = ?self.pacing(99),

@@ -51,6 +51,13 @@ const noisy = await startSim('--ttft-ms', '2', '--ttft-noise-ms', '3', '--itl-ms
 run(noisy, 'noisy.json', '--profile', 'concurrent', '--concurrency', '8', '--max-requests', '120',
   '--data', 'prompt_tokens=16,output_tokens=8');
 
+// Embeddings and rerank (one answer a request, nothing streamed) and chat with images.
+run(fast, 'embeddings.json', '--backend', 'openai-embeddings', '--profile', 'concurrent', '--concurrency', '4',
+  '--max-requests', '60', '--data', 'prompt_tokens=16,inputs_per_request=4');
+run(fast, 'rerank.json', '--backend', 'tei-rerank', '--max-requests', '6', '--data', 'prompt_tokens=8,documents=3');
+run(fast, 'images.json', '--backend', 'openai-chat', '--max-requests', '4',
+  '--data', 'prompt_tokens=16,output_tokens=4,images=2,image_size=64x64,image_format=png');
+
 const files = (d) => Object.fromEntries(readdirSync(join(dir, d)).sort().map((n) => [n, readFileSync(join(dir, d, n))]));
 
 // The site's path: each document loaded (parsed and verified) once, then rendered or
@@ -160,4 +167,20 @@ test('a diff is the same everywhere', () => {
 test('wasmtime compiles the module once and loads it from the cache after', () => {
   const cached = readdirSync(join(dir, 'cache', 'provebench'));
   assert.deepEqual(cached, [`report-${moduleSha}.cwasm`]);
+});
+
+test('embeddings, rerank and images render what applies, the same everywhere', () => {
+  const emb = sameEverywhere('report', ['embeddings.json'], 'embeddings')['report.md'].toString();
+  assert.match(emb, /# Embeddings and rerank/);
+  assert.match(emb, /\| Benchmark \| Requests\/s \| Inputs\/s \| Input tok\/s \| Latency mean \(ms\) \| p50 \| p90 \| p99 \| Dimension \|/);
+  assert.match(emb, /\| Inputs\/s \| [0-9.]+ \| [0-9.]+ – [0-9.]+ \|/, 'the item rate carries its interval');
+  for (const absent of ['| TTFT |', '| ITL |', '# LLM-Inference', 'Output tok/s']) assert.ok(!emb.includes(absent), absent);
+  const rerank = sameEverywhere('report', ['rerank.json'], 'rerank')['report.md'].toString();
+  assert.match(rerank, /\*\*rerank\*\*: a query of 8 tokens and 3 documents of 8 tokens a request/);
+  assert.match(rerank, /\| Documents\/s \|/);
+  const images = sameEverywhere('report', ['images.json'], 'images')['report.md'].toString();
+  assert.match(images, /Images: 2 a request, 64×64 png \(seeded\); 8 sent, [0-9.]+ MiB; the server counted 72 prompt tokens beyond the text's 64\./);
+  const diff = sameEverywhere('diff', ['embeddings.json', 'embeddings.json'], 'embeddings-diff')['diff.md'].toString();
+  assert.match(diff, /\| Inputs or documents \(per s\) \|/);
+  assert.ok(!diff.includes('TTFT'));
 });
