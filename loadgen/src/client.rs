@@ -162,6 +162,19 @@ pub struct Attachments {
     pub images: Vec<SentImage>,
 }
 
+impl Attachments {
+    /// Adds an image: its data URL to send and what the record says of it.
+    pub fn push_image(&mut self, image: &crate::images::Image) {
+        self.image_urls.push(image.data_url());
+        self.images.push(SentImage {
+            sha256: image.sha256.clone(),
+            bytes: image.bytes.len() as u64,
+            width: image.width,
+            height: image.height,
+        });
+    }
+}
+
 impl Job<'_> {
     fn items(&self) -> &[String] {
         self.attachments.map_or(&[], |a| &a.items)

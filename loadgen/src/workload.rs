@@ -397,20 +397,9 @@ pub async fn from_dataset(
             None
         };
         let attachments = (!row.loaded_images.is_empty()).then(|| {
-            Box::new(crate::client::Attachments {
-                items: vec![],
-                image_urls: row.loaded_images.iter().map(|i| i.data_url()).collect(),
-                images: row
-                    .loaded_images
-                    .iter()
-                    .map(|i| schemas::document::SentImage {
-                        sha256: i.sha256.clone(),
-                        bytes: i.bytes.len() as u64,
-                        width: i.width,
-                        height: i.height,
-                    })
-                    .collect(),
-            })
+            let mut a = crate::client::Attachments::default();
+            row.loaded_images.iter().for_each(|i| a.push_image(i));
+            Box::new(a)
         });
         prompts.push(Prompt {
             text: row.prompt.clone(),
@@ -486,14 +475,9 @@ async fn attach(
             let image_seed =
                 Rng::new(seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (u64::from(j) << 48))
                     .next_u64();
-            let image = crate::images::Image::generate(image_seed, width, height, format);
-            a.image_urls.push(image.data_url());
-            a.images.push(schemas::document::SentImage {
-                sha256: image.sha256.clone(),
-                bytes: image.bytes.len() as u64,
-                width,
-                height,
-            });
+            a.push_image(&crate::images::Image::generate(
+                image_seed, width, height, format,
+            ));
         }
     }
     prompt.tokens = counted;
