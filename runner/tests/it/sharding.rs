@@ -11,6 +11,11 @@
 //!   and a tampered shard, naming the file.
 //!
 //! Every wait is bounded and every child is killed when its guard drops.
+//!
+//! The means are compared in up to [`ATTEMPTS`] runs, each with its own simulator: on two
+//! loaded cores, four runners and the simulator now and then share the CPUs badly enough to move
+//! a merged mean past its tolerance (about one run in eight on the project's VM). A merge or a
+//! shard that is wrong moves it in every run, and every exact check fails the test at once.
 
 use crate::support;
 
@@ -50,13 +55,18 @@ fn column(records: &[Value], field: &str) -> Vec<Value> {
 /// 0.05 ms), so 5 % of the mean or 0.5 ms, whichever is larger, holds with room, while a
 /// shard sending at wrong offsets (gaps are 100 ms per client) or a merge that lost or
 /// doubled records would be far outside it.
-fn close(what: &str, merged: f64, single: f64) {
+fn close(what: &str, merged: f64, single: f64) -> Result<(), String> {
     let tolerance = (0.05 * single).max(0.5);
-    assert!(
-        (merged - single).abs() <= tolerance,
+    if (merged - single).abs() <= tolerance {
+        return Ok(());
+    }
+    Err(format!(
         "{what}: merged mean {merged:.3} ms vs single client {single:.3} ms (tolerance {tolerance:.3} ms)"
-    );
+    ))
 }
+
+/// Runs of the four shards and the single client that the means get (see the module's doc).
+const ATTEMPTS: u32 = 2;
 
 /// Re-signs a statement (edited JSON) with `key`: a shard that verifies but is not the same run.
 fn resign(dir: &Path, stmt: &Value, key: &ed25519_dalek::SigningKey, name: &str) {
@@ -68,7 +78,25 @@ fn resign(dir: &Path, stmt: &Value, key: &ed25519_dalek::SigningKey, name: &str)
 #[test]
 fn four_shards_merge_into_what_one_client_measures_and_bad_sets_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+    let mut attempt = 1;
+    let d = loop {
+        let d = dir.path().join(format!("attempt-{attempt}"));
+        std::fs::create_dir(&d).unwrap();
+        match shards_and_single(&d) {
+            Ok(()) => break d,
+            Err(why) if attempt < ATTEMPTS => {
+                eprintln!("attempt {attempt}: {why}; again, with a fresh simulator");
+                attempt += 1;
+            }
+            Err(why) => panic!("{why} (and in each of the {ATTEMPTS} attempts)"),
+        }
+    };
+    merge_refuses_bad_sets(&d);
+}
+
+/// Four shards and one client alone, their merge checked exactly; `Err` only when a latency
+/// mean of the merge is not [`close`] to the single client's.
+fn shards_and_single(d: &Path) -> Result<(), String> {
     let (status, out) = run_to_end(d, "keygen", "keygen lab");
     assert!(status.success(), "keygen: {out}");
     let sim = start_sim(
@@ -187,10 +215,15 @@ fn four_shards_merge_into_what_one_client_measures_and_bad_sets_are_refused() {
     for metric in ["ttft_ms", "itl_ms", "e2e_ms"] {
         let mean = |s: &Value| s[metric]["mean"].as_f64().unwrap();
         eprintln!("{metric}: merged {:.3} single {:.3}", mean(ms), mean(ss));
-        close(metric, mean(ms), mean(ss));
+        close(metric, mean(ms), mean(ss))?;
     }
+    Ok(())
+}
 
-    // What merge refuses, naming the file.
+/// What merge refuses, naming the file: the shards of `d`'s run, missing, doubled, of another
+/// seed or spec, or tampered.
+fn merge_refuses_bad_sets(d: &Path) {
+    let files = "shard-0.json shard-1.json shard-2.json shard-3.json";
     let refused = |name: &str, args: &str, code: i32, needles: &[&str]| {
         let (status, out) = run_to_end(
             d,
