@@ -403,7 +403,7 @@ impl Endpoint {
             turn: None,
             prefix_group: None,
             inputs: (self.api == Api::OpenaiEmbeddings).then_some(expected),
-            documents: matches!(self.api, Api::Rerank | Api::TeiRerank).then_some(expected),
+            documents: self.api.reranks().then_some(expected),
             embedding_dim: p.pooled.as_ref().and_then(|a| a.dimension),
             output_sha256: p.pooled.map(|a| a.sha256),
             images: (!images.is_empty()).then(|| images.to_vec()),

@@ -221,9 +221,7 @@ impl Prepared {
         });
         // Rerank: how a server pairs the query with each document is its own, and the client
         // leaves the count to it (no request without documents to measure it by, either).
-        use crate::backend::Api;
-        let rerank = matches!(spec.backend, Api::Rerank | Api::TeiRerank);
-        let overhead = if matches!(counter, TokenCounter::Words) || rerank {
+        let overhead = if matches!(counter, TokenCounter::Words) || spec.backend.reranks() {
             0
         } else {
             counter.server_overhead(&endpoint).await

@@ -109,6 +109,11 @@ impl Api {
         !matches!(self, Api::OpenaiEmbeddings | Api::Rerank | Api::TeiRerank)
     }
 
+    /// Whether it scores documents against a query (vLLM's/Jina's `/v1/rerank` or TEI's `/rerank`).
+    pub fn reranks(self) -> bool {
+        matches!(self, Api::Rerank | Api::TeiRerank)
+    }
+
     /// Whether its requests can carry images (`image_url` parts in chat messages).
     pub fn carries_images(self) -> bool {
         self == Api::OpenaiChat

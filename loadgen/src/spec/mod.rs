@@ -760,13 +760,10 @@ impl RunSpec {
                 bail!("--data inputs_per_request must be at least 1");
             }
         }
-        match (d.documents, self.backend) {
-            (Some(_), Api::Rerank | Api::TeiRerank) | (None, _) => {}
-            (Some(_), _) => bail!("--data documents gives rerank requests their documents: it needs --backend rerank or tei-rerank, not {backend}"),
+        if d.documents.is_some() && !self.backend.reranks() {
+            bail!("--data documents gives rerank requests their documents: it needs --backend rerank or tei-rerank, not {backend}");
         }
-        if matches!(self.backend, Api::Rerank | Api::TeiRerank)
-            && d.documents.is_none_or(|p| p == 0)
-        {
+        if self.backend.reranks() && d.documents.is_none_or(|p| p == 0) {
             bail!("--backend {backend} scores documents against a query: add --data documents=P (at least 1)[,document_tokens=D]");
         }
         if d.document_tokens.is_some() && d.documents.is_none() {
