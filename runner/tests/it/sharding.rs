@@ -68,6 +68,9 @@ fn close(what: &str, merged: f64, single: f64) -> Result<(), String> {
 /// Runs of the four shards and the single client that the means get (see the module's doc).
 const ATTEMPTS: u32 = 2;
 
+/// What the four shards write, in index order.
+const SHARD_FILES: &str = "shard-0.json shard-1.json shard-2.json shard-3.json";
+
 /// Re-signs a statement (edited JSON) with `key`: a shard that verifies but is not the same run.
 fn resign(dir: &Path, stmt: &Value, key: &ed25519_dalek::SigningKey, name: &str) {
     let parsed: schemas::Statement = serde_json::from_value(stmt.clone()).unwrap();
@@ -173,11 +176,10 @@ fn shards_and_single(d: &Path) -> Result<(), String> {
         assert_eq!(column(&mine, "phase"), want, "shard {i}'s phases");
     }
 
-    let files = "shard-0.json shard-1.json shard-2.json shard-3.json";
     let (status, out) = run_to_end(
         d,
         "merge",
-        &format!("merge {files} --trust-key lab.pub --key lab.key --out merged.json"),
+        &format!("merge {SHARD_FILES} --trust-key lab.pub --key lab.key --out merged.json"),
     );
     assert!(status.success(), "merge: {out}");
     let (status, out) = run_to_end(d, "verify", "verify merged.json --key lab.pub");
@@ -223,7 +225,6 @@ fn shards_and_single(d: &Path) -> Result<(), String> {
 /// What merge refuses, naming the file: the shards of `d`'s run, missing, doubled, of another
 /// seed or spec, or tampered.
 fn merge_refuses_bad_sets(d: &Path) {
-    let files = "shard-0.json shard-1.json shard-2.json shard-3.json";
     let refused = |name: &str, args: &str, code: i32, needles: &[&str]| {
         let (status, out) = run_to_end(
             d,
@@ -248,7 +249,7 @@ fn merge_refuses_bad_sets(d: &Path) {
     std::fs::copy(d.join("shard-2.json"), d.join("again-2.json")).unwrap();
     refused(
         "twice",
-        &format!("{files} again-2.json"),
+        &format!("{SHARD_FILES} again-2.json"),
         3,
         &["2/4 is given twice", "again-2.json"],
     );
