@@ -10,26 +10,26 @@
 
 use crate::arrivals::Arrivals;
 use crate::client::{self, Endpoint};
-use crate::client_cost::{Cost, Usage};
 use crate::dataset::Dataset;
-use crate::journal::{self, Announce, Journal, Line};
-use crate::scheduler::{self, Enough, Plan};
+use crate::journal::{Journal, Line};
+use crate::scheduler::{self, Plan};
 use crate::sessions;
 use crate::spec::{DataSpec, ProfileName, RunSpec};
 use crate::trace::Trace;
-use crate::watch::{Rule, Watch};
 use crate::workload::{self, TokenCounter};
-use anyhow::{anyhow, Context};
+use anyhow::anyhow;
 use schemas::accuracy::Placement;
-use schemas::capacity::{self as capacity, Capacity, Objective, Search, Verdict};
+use schemas::capacity::{self as capacity, Capacity, Search, Verdict};
 use schemas::document::{Profile, ProfileKind, RawRecord, Slo, Workload};
 use schemas::numbers::Finite;
 use schemas::validity::{Flag, FlagCode, Severity};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
+
+mod benchmark;
 
 /// What a person or a program watching the run is told. Every method defaults to nothing.
 pub trait Observer: Send + Sync {
@@ -670,247 +670,6 @@ impl Measurement {
             course.record(load, verdict, starved);
         }
         Ok(())
-    }
-
-    /// Runs one benchmark into the journal and returns its achieved request rate, and a
-    /// capacity step's verdict on `step`'s objectives.
-    async fn run_benchmark(
-        &self,
-        data: &DataSpec,
-        kind: ProfileKind,
-        rate: Option<f64>,
-        concurrency: u32,
-        sinks: &mut Sinks<'_>,
-        step: Option<&[Objective]>,
-    ) -> anyhow::Result<Ran> {
-        let s = &self.spec;
-        let index = sinks.count;
-        if self.shard.is_some() && index > 0 {
-            anyhow::bail!("a shard runs one benchmark: its schedule starts at --start-at");
-        }
-        let split = self.shard.as_ref().map(|r| scheduler::Split {
-            index: r.shard.index,
-            count: r.shard.count,
-            warmup: s.warmup_requests,
-            cooldown: s.cooldown_requests,
-        });
-        let place = sinks.position;
-        let label = match &s.grid {
-            // A grid's cells differ by workload, not profile: the label names the cell.
-            Some(_) => format!(
-                "{} in={} out={}",
-                self.label(kind, rate, concurrency),
-                data.prompt_tokens,
-                data.output_tokens
-            ),
-            None => self.label(kind, rate, concurrency),
-        };
-        let label = match sinks.repetition {
-            Some(k) => format!("{label} (run {k}/{})", s.repeat),
-            None => label,
-        };
-        let (arrivals, n, seed, load, workload) = self.prepare(data, kind, rate, place).await?;
-        if let Some(expected) = &self.expected {
-            same_workload(index, expected.get(index as usize), &workload)?;
-        }
-        let profile = self.profile(kind, rate, concurrency)?;
-        // A step's goodput counts the requests within its SLO's bounds, unless the spec
-        // gives goodput thresholds of its own.
-        let slo = match (self.slo()?, step) {
-            (None, Some(objectives)) => capacity::goodput_thresholds(objectives),
-            (slo, _) => slo,
-        };
-        sinks.count += 1;
-        sinks.position += 1;
-        let targets = s.precision_targets()?;
-        let rule = match step {
-            Some(objectives) => Some(Rule::Decided(objectives.to_vec())),
-            None if !targets.is_empty() => Some(Rule::Precise(targets.clone())),
-            None => None,
-        };
-        let (precise, enough) = match rule {
-            Some(_) => {
-                let (watch, enough) = Watch::new();
-                (Some(Arc::new(watch)), enough)
-            }
-            None => (None, Enough::default()),
-        };
-        let cap = n.min(load.requests());
-        sinks.observer.benchmark_started(&label, cap);
-        let (journal, observer) = (sinks.journal.clone(), sinks.observer.clone());
-        let counted = precise.clone();
-        let completed = Arc::new(AtomicU64::new(0));
-        let tally = completed.clone();
-        let sink: scheduler::Sink = Arc::new(move |r| {
-            journal.write(Line::Record {
-                benchmark: index,
-                record: r.clone(),
-            });
-            observer.record(r);
-            tally.fetch_add(1, Relaxed);
-            if let Some(w) = &counted {
-                w.completed();
-            }
-        });
-        // A split closed loop runs its 1/N of the streams.
-        let concurrency = match split {
-            Some(x) if !kind.is_open_loop() => concurrency / x.count.max(1),
-            _ => concurrency,
-        };
-        let in_flight = if kind.is_open_loop() || kind == ProfileKind::Throughput {
-            s.max_concurrency
-        } else {
-            concurrency.max(1)
-        };
-        // A split's client sends 1/N of the requests.
-        let mine = split.map_or(n, |x| n.div_ceil(u64::from(x.count.max(1))));
-        self.endpoint
-            .warm_connections(mine.min(u64::from(in_flight)) as usize)
-            .await;
-        if let Some(host) = &self.host {
-            host.before(index);
-        }
-        let usage_before = Usage::now();
-        let stamps_before = self.endpoint.stamps.snapshot();
-        let ignored_before = self
-            .endpoint
-            .ignored_events
-            .load(std::sync::atomic::Ordering::Relaxed);
-        let (origin, started_at) = match &self.shard {
-            Some(r) => (self.reach(r, sinks).await, r.shard.start_at.clone()),
-            None => (Instant::now(), journal::timestamp(SystemTime::now())),
-        };
-        // Announced at its origin, not before the connections were warmed: `started_at` is
-        // the wall-clock time of the zero of every record and telemetry time, which is how
-        // a reader lines them up with anything else on the host (an energy counter read by
-        // another process). Nothing else of this benchmark is journaled before it: telemetry
-        // checkpoints start at `host.origin`.
-        sinks.journal.write(Line::Benchmark(Announce {
-            index,
-            label: label.clone(),
-            profile,
-            workload,
-            slo: slo.clone(),
-            started_at,
-            warmup: s.warmup_requests,
-            cooldown: s.cooldown_requests,
-            phased: split.is_some(),
-            until_precise: targets.clone(),
-            repetition: sinks.repetition,
-            capacity_step: step.is_some(),
-        }));
-        if let Some(host) = &self.host {
-            host.origin(origin);
-        }
-        if let (Some(watch), Some(rule)) = (&precise, rule) {
-            let b = crate::watch::Benchmark {
-                index,
-                warmup: s.warmup_requests,
-                slo: slo.clone(),
-                cap,
-                origin,
-            };
-            watch.start(rule, sinks.journal.clone(), b);
-        }
-        // The load, and beside it (`--accuracy-during-load`) the suite's items asked again.
-        let plan = Plan {
-            arrivals,
-            concurrency,
-            max_requests: n,
-            max_seconds: s.max_seconds,
-            max_in_flight: s.max_concurrency,
-            seed,
-            split,
-            enough: enough.clone(),
-        };
-        let done = AtomicBool::new(false);
-        let loading = async {
-            let loaded = self
-                .drive(load, plan, origin, sink, sinks.cancel.clone())
-                .await;
-            done.store(true, Relaxed);
-            loaded
-        };
-        let reasking = self.reask_beside(index, origin, &completed, &done, sinks);
-        let (loaded, reasked) = tokio::join!(loading, reasking);
-        loaded?;
-        if let Some(next) = reasked {
-            sinks.reasked = next;
-        }
-        if let Some(watch) = &precise {
-            watch.stop().await;
-        }
-        // Every record went to the journal as it completed; read back rather than kept, so
-        // that a long benchmark's memory does not grow with it.
-        let records = sinks.journal.records(index)?;
-        let cost = Cost::since(&usage_before, origin.elapsed(), kind, &records);
-        let ignored = self
-            .endpoint
-            .ignored_events
-            .load(std::sync::atomic::Ordering::Relaxed)
-            - ignored_before;
-        if ignored > 0 {
-            tracing::warn!(
-                benchmark = index,
-                events = ignored,
-                "stream events of types the API does not define were skipped"
-            );
-        }
-        sinks.journal.write(Line::TokenTimestamps {
-            benchmark: index,
-            token_timestamps: self.endpoint.stamps.snapshot().since(&stamps_before),
-        });
-        if let Some(telemetry) = self.host.as_ref().and_then(|h| h.after()) {
-            sinks.journal.write(Line::Telemetry {
-                benchmark: index,
-                telemetry,
-            });
-        }
-        sinks.observer.benchmark_finished(&label);
-        cost.log(&label);
-        for flag in cost.flags(index) {
-            sinks.journal.write(Line::Flag { flag });
-        }
-        // The step's verdict as the sealed result will judge it: on the look that decided
-        // it, else on every measured record.
-        let (verdict, judged) = match step {
-            Some(objectives) => {
-                let phased = scheduler::in_phases(records.clone(), s.warmup_requests, 0);
-                let at = precise.as_ref().and_then(|w| w.settled_at());
-                let taken = capacity::judge::taken(&phased, at);
-                let verdict = capacity::judge::judge(objectives, &taken)?.0;
-                (Some(verdict), taken.len() as u64)
-            }
-            None => (None, 0),
-        };
-        Ok(Ran {
-            rate: achieved_rate(records, s.warmup_requests, s.cooldown_requests)?,
-            verdict,
-            judged,
-        })
-    }
-
-    /// What the benchmark at `place` in its run of the spec sends: its arrivals, request
-    /// budget, seed, prompts and the workload the result records of them.
-    async fn prepare(
-        &self,
-        data: &DataSpec,
-        kind: ProfileKind,
-        rate: Option<f64>,
-        place: u32,
-    ) -> anyhow::Result<(Option<Arrivals>, u64, u64, Load, Workload)> {
-        let arrivals = self.arrivals(kind, rate);
-        let n = self.budget(arrivals.as_ref(), rate);
-        let seed = self
-            .spec
-            .seed
-            .wrapping_add(u64::from(place).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        let load = self
-            .build_load(data, n, seed)
-            .await
-            .context("building prompts")?;
-        let workload = self.workload(data, &load)?;
-        Ok((arrivals, n, seed, load, workload))
     }
 
     /// Holds every benchmark to the workload a published result recorded for it, in order
