@@ -110,145 +110,27 @@ pub(crate) fn parse(
             ));
         }
     };
-    let invalid = |msg: &str| Refusal::Invalid(api, msg.to_string());
-    let flag =
-        |o: &Map<String, Value>, key: &str| o.get(key).and_then(Value::as_bool).unwrap_or(false);
-    let empty = Map::new();
-    let section = |key: &str| obj.get(key).and_then(Value::as_object).unwrap_or(&empty);
-
-    let mut prompt = PromptTokens::default();
-    let mut question = None;
-    let mut previous_response_id = None;
-    let mut images = Vec::new();
-    let (max_tokens, stream, include_usage, details) = match api {
-        Api::Completions => {
-            match obj.get("prompt") {
-                Some(Value::String(s)) => {
-                    question = crate::answers::Question::find(s);
-                    prompt.text(s)
-                }
-                Some(Value::Array(a)) => match a.as_slice() {
-                    [Value::String(s)] => prompt.text(s),
-                    [Value::Array(ids)] if ids.iter().all(Value::is_u64) => prompt.ids(ids),
-                    ids if !ids.is_empty() && ids.iter().all(Value::is_u64) => prompt.ids(ids),
-                    _ => {
-                        return Err(invalid(
-                            "prompt must be one string or one list of token ids",
-                        ))
-                    }
-                },
-                _ => return Err(invalid("prompt must be a string")),
-            };
-            if obj.get("n").is_some_and(|n| n.as_u64() != Some(1)) {
-                return Err(invalid("the simulator serves n = 1 only"));
-            }
-            let max = max_tokens(obj.get("max_tokens")).map_err(|m| invalid(&m))?;
-            let usage = flag(section("stream_options"), "include_usage");
-            (max, flag(&obj, "stream"), usage, false)
-        }
-        Api::Chat => {
-            let Some(Value::Array(messages)) = obj.get("messages") else {
-                return Err(invalid("messages must be a list of {role, content}"));
-            };
-            if let Some(Value::String(s)) = messages.last().and_then(|m| m.get("content")) {
-                question = crate::answers::Question::find(s);
-            }
-            for m in messages {
-                // The messages' words in order: no chat template (its tokens are not counted).
-                if !prompt.content(m.get("content"), Parts::TextAndImages) {
-                    return Err(invalid(
-                        "each message needs a string content (or text and image_url parts)",
-                    ));
-                }
-            }
-            images = crate::images::of_messages(messages).map_err(|m| invalid(&m))?;
-            // Image tokens are prefilled and counted, but hashed into no prefix-cache block
-            // (the text's blocks chain across them as if they were not there).
-            let image_tokens = images.iter().fold(0u32, |n, i| n.saturating_add(i.tokens));
-            prompt.count = prompt.count.saturating_add(image_tokens);
-            if obj.get("n").is_some_and(|n| n.as_u64() != Some(1)) {
-                return Err(invalid("the simulator serves n = 1 only"));
-            }
-            // The newer field wins, as in vLLM.
-            let limit = obj
-                .get("max_completion_tokens")
-                .filter(|v| !v.is_null())
-                .or(obj.get("max_tokens"));
-            let max = max_tokens(limit).map_err(|m| invalid(&m))?;
-            let usage = flag(section("stream_options"), "include_usage");
-            (max, flag(&obj, "stream"), usage, false)
-        }
-        Api::Tgi => {
-            let Some(Value::String(inputs)) = obj.get("inputs") else {
-                return Err(invalid("inputs must be a string"));
-            };
-            let params = section("parameters");
-            let max = max_tokens(params.get("max_new_tokens")).map_err(|m| invalid(&m))?;
-            prompt.text(inputs);
-            (
-                max,
-                route == Route::GenerateStream,
-                false,
-                flag(params, "details"),
-            )
-        }
-        Api::Sglang => {
-            let Some(Value::String(text)) = obj.get("text") else {
-                return Err(invalid("text must be a string (batches are not simulated)"));
-            };
-            let max = max_tokens(section("sampling_params").get("max_new_tokens"))
-                .map_err(|m| invalid(&m))?;
-            prompt.text(text);
-            (max, flag(&obj, "stream"), false, false)
-        }
-        Api::Responses => {
-            // The server holds the conversation so far: it is the start of this prompt, as if it
-            // had been sent again (same count, same block hashes).
-            match obj.get("previous_response_id") {
-                None | Some(Value::Null) => {}
-                Some(Value::String(id)) => {
-                    let conversation =
-                        previous(id).ok_or_else(|| Refusal::UnknownPreviousResponse(id.clone()))?;
-                    prompt = PromptTokens::continuing(&conversation);
-                    previous_response_id = Some(id.clone());
-                }
-                Some(_) => return Err(invalid("previous_response_id must be a string")),
-            }
-            // Read as a system message at the start of this turn's input.
-            match obj.get("instructions") {
-                None | Some(Value::Null) => {}
-                Some(Value::String(s)) => prompt.text(s),
-                Some(_) => return Err(invalid("instructions must be a string")),
-            }
-            match obj.get("input") {
-                Some(Value::String(s)) => {
-                    question = crate::answers::Question::find(s);
-                    prompt.text(s)
-                }
-                Some(Value::Array(items)) => {
-                    for item in items {
-                        let user = input_message(item).map_err(|m| invalid(&m))?;
-                        if !prompt.content(item.get("content"), Parts::Text) {
-                            return Err(invalid(INPUT_ITEM));
-                        }
-                        if user {
-                            question = last_question(item.get("content"));
-                        }
-                    }
-                }
-                _ => {
-                    return Err(invalid(
-                        "input must be a string or a list of input messages",
-                    ))
-                }
-            }
-            let max = max_tokens(obj.get("max_output_tokens")).map_err(|m| invalid(&m))?;
-            (max, flag(&obj, "stream"), false, false)
-        }
+    let invalid = |msg: String| Refusal::Invalid(api, msg);
+    let read = match api {
+        Api::Completions => read_completions(&obj).map_err(invalid)?,
+        Api::Chat => read_chat(&obj).map_err(invalid)?,
+        Api::Tgi => read_tgi(&obj, route == Route::GenerateStream).map_err(invalid)?,
+        Api::Sglang => read_sglang(&obj).map_err(invalid)?,
+        Api::Responses => read_responses(&obj, previous)?,
     };
+    let Read {
+        prompt,
+        question,
+        previous_response_id,
+        images,
+        max_tokens,
+        stream,
+        include_usage,
+        details,
+    } = read;
     let prompt_tokens = prompt.count;
     if prompt_tokens as u64 + max_tokens as u64 > MAX_MODEL_LEN as u64 {
-        return Err(invalid(&format!(
+        return Err(invalid(format!(
             "This model's maximum context length is {MAX_MODEL_LEN} tokens. However, you requested \
              {} tokens ({prompt_tokens} in the messages, {max_tokens} in the completion).",
             prompt_tokens as u64 + max_tokens as u64
@@ -273,6 +155,182 @@ pub(crate) fn parse(
         previous_response_id,
         images,
     })
+}
+
+/// What one API's request body says, before the checks every API shares.
+#[derive(Default)]
+struct Read {
+    prompt: PromptTokens,
+    question: Option<crate::answers::Question>,
+    previous_response_id: Option<String>,
+    images: Vec<crate::ImageTruth>,
+    max_tokens: u32,
+    stream: bool,
+    include_usage: bool,
+    details: bool,
+}
+
+/// A boolean field of `o` (absent or not a boolean: false).
+fn flag(o: &Map<String, Value>, key: &str) -> bool {
+    o.get(key).and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// A boolean field of the object `obj[section]` (absent: false).
+fn nested_flag(obj: &Map<String, Value>, section: &str, key: &str) -> bool {
+    obj.get(section)
+        .and_then(Value::as_object)
+        .is_some_and(|o| flag(o, key))
+}
+
+/// A field of the object `obj[section]`.
+fn nested<'a>(obj: &'a Map<String, Value>, section: &str, key: &str) -> Option<&'a Value> {
+    obj.get(section)
+        .and_then(Value::as_object)
+        .and_then(|o| o.get(key))
+}
+
+/// The OpenAI APIs' `n`: the simulator answers one choice.
+fn one_choice(obj: &Map<String, Value>) -> Result<(), String> {
+    if obj.get("n").is_some_and(|n| n.as_u64() != Some(1)) {
+        return Err("the simulator serves n = 1 only".into());
+    }
+    Ok(())
+}
+
+/// `/v1/completions`: a prompt string, or one list of token ids.
+fn read_completions(obj: &Map<String, Value>) -> Result<Read, String> {
+    let mut read = Read::default();
+    match obj.get("prompt") {
+        Some(Value::String(s)) => {
+            read.question = crate::answers::Question::find(s);
+            read.prompt.text(s)
+        }
+        Some(Value::Array(a)) => match a.as_slice() {
+            [Value::String(s)] => read.prompt.text(s),
+            [Value::Array(ids)] if ids.iter().all(Value::is_u64) => read.prompt.ids(ids),
+            ids if !ids.is_empty() && ids.iter().all(Value::is_u64) => read.prompt.ids(ids),
+            _ => return Err("prompt must be one string or one list of token ids".into()),
+        },
+        _ => return Err("prompt must be a string".into()),
+    };
+    one_choice(obj)?;
+    read.max_tokens = max_tokens(obj.get("max_tokens"))?;
+    read.include_usage = nested_flag(obj, "stream_options", "include_usage");
+    read.stream = flag(obj, "stream");
+    Ok(read)
+}
+
+/// `/v1/chat/completions`: messages of text, or of text and image parts.
+fn read_chat(obj: &Map<String, Value>) -> Result<Read, String> {
+    let mut read = Read::default();
+    let Some(Value::Array(messages)) = obj.get("messages") else {
+        return Err("messages must be a list of {role, content}".into());
+    };
+    if let Some(Value::String(s)) = messages.last().and_then(|m| m.get("content")) {
+        read.question = crate::answers::Question::find(s);
+    }
+    for m in messages {
+        // The messages' words in order: no chat template (its tokens are not counted).
+        if !read.prompt.content(m.get("content"), Parts::TextAndImages) {
+            return Err("each message needs a string content (or text and image_url parts)".into());
+        }
+    }
+    read.images = crate::images::of_messages(messages)?;
+    // Image tokens are prefilled and counted, but hashed into no prefix-cache block
+    // (the text's blocks chain across them as if they were not there).
+    let image_tokens = read
+        .images
+        .iter()
+        .fold(0u32, |n, i| n.saturating_add(i.tokens));
+    read.prompt.count = read.prompt.count.saturating_add(image_tokens);
+    one_choice(obj)?;
+    // The newer field wins, as in vLLM.
+    let limit = obj
+        .get("max_completion_tokens")
+        .filter(|v| !v.is_null())
+        .or(obj.get("max_tokens"));
+    read.max_tokens = max_tokens(limit)?;
+    read.include_usage = nested_flag(obj, "stream_options", "include_usage");
+    read.stream = flag(obj, "stream");
+    Ok(read)
+}
+
+/// TGI's `/generate` and `/generate_stream` (`streaming`): `inputs` and `parameters`.
+fn read_tgi(obj: &Map<String, Value>, streaming: bool) -> Result<Read, String> {
+    let mut read = Read::default();
+    let Some(Value::String(inputs)) = obj.get("inputs") else {
+        return Err("inputs must be a string".into());
+    };
+    read.max_tokens = max_tokens(nested(obj, "parameters", "max_new_tokens"))?;
+    read.prompt.text(inputs);
+    read.stream = streaming;
+    read.details = nested_flag(obj, "parameters", "details");
+    Ok(read)
+}
+
+/// SGLang's `/generate`: `text` and `sampling_params`.
+fn read_sglang(obj: &Map<String, Value>) -> Result<Read, String> {
+    let mut read = Read::default();
+    let Some(Value::String(text)) = obj.get("text") else {
+        return Err("text must be a string (batches are not simulated)".into());
+    };
+    read.max_tokens = max_tokens(nested(obj, "sampling_params", "max_new_tokens"))?;
+    read.prompt.text(text);
+    read.stream = flag(obj, "stream");
+    Ok(read)
+}
+
+/// `/v1/responses`: `instructions` and `input` after the conversation a
+/// `previous_response_id` continues.
+fn read_responses(
+    obj: &Map<String, Value>,
+    previous: impl Fn(&str) -> Option<Conversation>,
+) -> Result<Read, Refusal> {
+    let invalid = |msg: &str| Refusal::Invalid(Api::Responses, msg.to_string());
+    let mut read = Read::default();
+    // The server holds the conversation so far: it is the start of this prompt, as if it
+    // had been sent again (same count, same block hashes).
+    match obj.get("previous_response_id") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(id)) => {
+            let conversation =
+                previous(id).ok_or_else(|| Refusal::UnknownPreviousResponse(id.clone()))?;
+            read.prompt = PromptTokens::continuing(&conversation);
+            read.previous_response_id = Some(id.clone());
+        }
+        Some(_) => return Err(invalid("previous_response_id must be a string")),
+    }
+    // Read as a system message at the start of this turn's input.
+    match obj.get("instructions") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => read.prompt.text(s),
+        Some(_) => return Err(invalid("instructions must be a string")),
+    }
+    match obj.get("input") {
+        Some(Value::String(s)) => {
+            read.question = crate::answers::Question::find(s);
+            read.prompt.text(s)
+        }
+        Some(Value::Array(items)) => {
+            for item in items {
+                let user = input_message(item).map_err(|m| invalid(&m))?;
+                if !read.prompt.content(item.get("content"), Parts::Text) {
+                    return Err(invalid(INPUT_ITEM));
+                }
+                if user {
+                    read.question = last_question(item.get("content"));
+                }
+            }
+        }
+        _ => {
+            return Err(invalid(
+                "input must be a string or a list of input messages",
+            ))
+        }
+    }
+    read.max_tokens = max_tokens(obj.get("max_output_tokens")).map_err(|m| invalid(&m))?;
+    read.stream = flag(obj, "stream");
+    Ok(read)
 }
 
 const INPUT_ITEM: &str = "each input item must be a message {\"role\": \"user\"|\"assistant\"|\"system\"|\"developer\", \"content\": a string or a list of input_text/output_text parts}";
