@@ -12,7 +12,7 @@ use crate::console::Progress;
 use crate::{keyfile, on_host, output, Failure};
 use anyhow::anyhow;
 use loadgen::journal::{self, Journal, Line};
-use loadgen::measure::{Observer, Prepared, ShardRun};
+use loadgen::measure::{Measurement, Observer, Prepared, ShardRun};
 use loadgen::spec::RunSpec;
 use schemas::document::{Engine, Model, Reproduces, Run, Workload};
 use schemas::numbers::JsonU64;
@@ -148,7 +148,6 @@ async fn measure(
     reproducing: Option<Reproducing>,
     outcome: &mut Outcome,
 ) -> Result<(), Failure> {
-    let Destination { out, key } = dest;
     let input = Failure::Input;
     // First: a stop (SIGTERM, Ctrl-C) from here on ends the run with what it has, even one
     // that comes while the server is still being probed or the engine started.
@@ -169,63 +168,23 @@ async fn measure(
             loaded,
             e,
             &spec,
-            &out,
+            &dest.out,
             &run_id,
             gpus_for_the_engine(host.gpus.as_ref().map_or(0, |g| g.total())),
             args.reset_prefix_cache,
         )?),
         _ => None,
     };
-    let base = prepared.base_url().to_string();
-    // Before anything is asked or journaled: a server that cannot be reached, or that refuses
-    // this client, ends the run here with one line and no result.
-    let endpoint = format!("{base}{}", spec.backend.path());
-    host::preflight::check(prepared.http(), &endpoint, prepared.api_key())
-        .await
-        .map_err(|why| Failure::Unreachable(anyhow!("{endpoint}: {why}")))?;
-    let reported = host::probe::self_report(prepared.http(), &base, prepared.api_key()).await;
-    let model = spec
-        .model
-        .clone()
-        .or_else(|| host::probe::default_model(&reported))
-        .ok_or_else(|| {
-            input(anyhow!(
-                "{base} lists no model at /v1/models; name one with --model"
-            ))
-        })?;
-    let (mut engine_name, mut engine_version) = host::probe::engine_identity(&reported);
-    if let Some(e) = &engine {
-        engine_name = e.loaded.recipe.name.clone();
-        engine_version = e.version.clone().or(engine_version);
-    }
-    tracing::info!(target = %base, engine = %engine_name, version = ?engine_version, %model, "server");
-    let (model_revision, model_digest) = match &engine {
-        Some(e) => engine::model_id::identify(&e.model_source),
-        None => (host::probe::model_revision(&reported), None),
-    };
-    let public = host::probe::public_endpoint(&base);
-    // The recipe whose metric names and reset fit the server: the run's own, else the
-    // shipped one of the engine the server says it is.
-    let shipped;
-    let fits = match &engine {
-        Some(e) => Some(&e.loaded),
-        None => {
-            shipped = on_host::shipped_recipe(&engine_name);
-            shipped.as_ref()
-        }
-    };
-    let watch = telemetry::Watch::start(on_host::watch_config(
-        args,
-        &base,
-        &public,
-        fits,
-        &engine_name,
-    ));
+    let (server, model) = identify(&prepared, &spec, engine.as_ref()).await?;
+    let watch = watch_the_host(prepared.base_url(), &server, engine.as_ref(), args);
     let started = SystemTime::now();
     let mut measurement = prepared
-        .connect(model.clone(), host::probe::context_window(&reported))
+        .connect(
+            model.id.clone(),
+            host::probe::context_window(&server.reported),
+        )
         .await
-        .map_err(Failure::Input)?
+        .map_err(input)?
         .watch_host(Arc::new(on_host::Watching::new(
             watch,
             journal.clone(),
@@ -259,73 +218,175 @@ async fn measure(
             complete: true,
         },
         host,
-        engine: Engine {
-            name: engine_name,
-            version: engine_version,
-            endpoint: public,
-            api: spec.backend.as_str().to_string(),
-            reported: reported.clone(),
-            launch: None,
-        },
-        model: Model {
-            id: model,
-            revision: model_revision,
-            digest: model_digest,
-        },
+        engine: server,
+        model,
         reproduces,
     });
-
     if let Some(e) = &engine {
         journal.write(Line::Launch {
             launch: e.launch_so_far(),
         });
     }
-    journal.on_failure({
-        // A run whose journal cannot be written stops: a crash after that point would lose
-        // what it measured since.
-        let cancel_tx = cancel_tx.clone();
-        move || {
-            let _ = cancel_tx.send(true);
-        }
-    });
-    let (engine_died, engine_watch) = watch_engine(engine.as_ref(), &cancel_tx);
-    let engine_log = engine.as_ref().map(|e| e.log_path().to_path_buf());
-    let progress: Arc<dyn Observer> = Arc::new(Progress::default());
-    let finished = measurement.run(&journal, &progress, &cancel).await;
-    if let Some(watch) = engine_watch {
-        watch.abort();
-    }
-    // Its host watch journals checkpoints: stopped (and its hold on the journal let go)
-    // before the journal's last lines.
-    drop(measurement);
-    if let Some(e) = engine {
-        journal.write(Line::Launch { launch: e.stop() });
-    }
-    let finished = finished.map_err(input)?;
-    if finished {
-        journal.write(Line::End {
-            finished_at: journal::timestamp(SystemTime::now()),
-        });
-    }
-    let journal_path = journal.path().to_path_buf();
-    let journal_failure = journal.failure();
-    let journal = Arc::into_inner(journal).expect("the run let go of the journal");
-    write_and_show(
+    Started {
+        measurement,
+        engine,
         journal,
-        key.as_ref(),
-        &out,
-        spec.grid.is_some(),
-        args.json,
-        outcome,
-    )?;
-    tracing::info!(out = %out.display(), journal = %journal_path.display(), signed = key.is_some(), "wrote result");
-    how_it_ended(
-        &out,
-        engine_died.get(),
-        engine_log.as_deref(),
-        journal_failure,
-        finished,
-    )
+        cancel_tx,
+        cancel,
+    }
+    .finish(&spec, args, dest, outcome)
+    .await
+}
+
+/// Who serves, as the result names it: the engine the run started, else what the server
+/// says of itself; and the model, the one named or the first the server lists. Asked first:
+/// a server that cannot be reached, or that refuses this client, ends the run here with one
+/// line and nothing journaled.
+async fn identify(
+    prepared: &Prepared,
+    spec: &RunSpec,
+    engine: Option<&on_host::Engine>,
+) -> Result<(Engine, Model), Failure> {
+    let base = prepared.base_url().to_string();
+    let endpoint = format!("{base}{}", spec.backend.path());
+    host::preflight::check(prepared.http(), &endpoint, prepared.api_key())
+        .await
+        .map_err(|why| Failure::Unreachable(anyhow!("{endpoint}: {why}")))?;
+    let reported = host::probe::self_report(prepared.http(), &base, prepared.api_key()).await;
+    let model = spec
+        .model
+        .clone()
+        .or_else(|| host::probe::default_model(&reported))
+        .ok_or_else(|| {
+            Failure::Input(anyhow!(
+                "{base} lists no model at /v1/models; name one with --model"
+            ))
+        })?;
+    let (mut engine_name, mut engine_version) = host::probe::engine_identity(&reported);
+    if let Some(e) = engine {
+        engine_name = e.loaded.recipe.name.clone();
+        engine_version = e.version.clone().or(engine_version);
+    }
+    tracing::info!(target = %base, engine = %engine_name, version = ?engine_version, %model, "server");
+    let (revision, digest) = match engine {
+        Some(e) => engine::model_id::identify(&e.model_source),
+        None => (host::probe::model_revision(&reported), None),
+    };
+    let server = Engine {
+        name: engine_name,
+        version: engine_version,
+        endpoint: host::probe::public_endpoint(&base),
+        api: spec.backend.as_str().to_string(),
+        reported,
+        launch: None,
+    };
+    let model = Model {
+        id: model,
+        revision,
+        digest,
+    };
+    Ok((server, model))
+}
+
+/// The host's watch during the load: GPU sampling, and the metrics page of the recipe whose
+/// metric names and reset fit the server (the run's own, else the shipped one of the engine
+/// the server says it is).
+fn watch_the_host(
+    base: &str,
+    server: &Engine,
+    engine: Option<&on_host::Engine>,
+    args: &RunArgs,
+) -> telemetry::Watch {
+    let shipped;
+    let fits = match engine {
+        Some(e) => Some(&e.loaded),
+        None => {
+            shipped = on_host::shipped_recipe(&server.name);
+            shipped.as_ref()
+        }
+    };
+    telemetry::Watch::start(on_host::watch_config(
+        args,
+        base,
+        &server.endpoint,
+        fits,
+        &server.name,
+    ))
+}
+
+/// A run whose header is journaled: what is left to do is the load, then the result.
+struct Started {
+    measurement: Measurement,
+    engine: Option<on_host::Engine>,
+    journal: Arc<Journal>,
+    cancel_tx: Arc<watch::Sender<bool>>,
+    cancel: watch::Receiver<bool>,
+}
+
+impl Started {
+    /// Every benchmark, then the engine stopped, then the result written, signed and shown.
+    async fn finish(
+        self,
+        spec: &RunSpec,
+        args: &RunArgs,
+        dest: Destination,
+        outcome: &mut Outcome,
+    ) -> Result<(), Failure> {
+        let Started {
+            measurement,
+            engine,
+            journal,
+            cancel_tx,
+            cancel,
+        } = self;
+        let Destination { out, key } = dest;
+        journal.on_failure({
+            // A run whose journal cannot be written stops: a crash after that point would lose
+            // what it measured since.
+            let cancel_tx = cancel_tx.clone();
+            move || {
+                let _ = cancel_tx.send(true);
+            }
+        });
+        let (engine_died, engine_watch) = watch_engine(engine.as_ref(), &cancel_tx);
+        let engine_log = engine.as_ref().map(|e| e.log_path().to_path_buf());
+        let progress: Arc<dyn Observer> = Arc::new(Progress::default());
+        let finished = measurement.run(&journal, &progress, &cancel).await;
+        if let Some(watch) = engine_watch {
+            watch.abort();
+        }
+        // Its host watch journals checkpoints: stopped (and its hold on the journal let go)
+        // before the journal's last lines.
+        drop(measurement);
+        if let Some(e) = engine {
+            journal.write(Line::Launch { launch: e.stop() });
+        }
+        let finished = finished.map_err(Failure::Input)?;
+        if finished {
+            journal.write(Line::End {
+                finished_at: journal::timestamp(SystemTime::now()),
+            });
+        }
+        let journal_path = journal.path().to_path_buf();
+        let journal_failure = journal.failure();
+        let journal = Arc::into_inner(journal).expect("the run let go of the journal");
+        write_and_show(
+            journal,
+            key.as_ref(),
+            &out,
+            spec.grid.is_some(),
+            args.json,
+            outcome,
+        )?;
+        tracing::info!(out = %out.display(), journal = %journal_path.display(), signed = key.is_some(), "wrote result");
+        how_it_ended(
+            &out,
+            engine_died.get(),
+            engine_log.as_deref(),
+            journal_failure,
+            finished,
+        )
+    }
 }
 
 /// SIGTERM (a scheduler's stop, `kill`) and Ctrl-C end a run the same way: `cancel` is set,
