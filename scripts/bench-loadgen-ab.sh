@@ -11,13 +11,12 @@ set -euo pipefail
 [ $# -ge 2 ] || { sed -n 2,9p "$0" >&2; exit 2; }
 runner=("$(realpath "$1")" "$(realpath "$2")"); rounds=${3:-6}
 tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-RUST_LOG=warn "${runner[0]}" sim --port "$port" --ttft-ms 50 --itl-ms 10 --max-batch 256 >/dev/null 2>&1 &
-sleep 1
+. "$(dirname "$0")/lib.sh"
+RUST_LOG=warn start_sim "${runner[0]}" --ttft-ms 50 --itl-ms 10 --max-batch 256
 measure() { # RUNNER OUT PROFILE_ARGS…
   local bin=$1 out=$2; shift 2
   rm -f "$out" "$out.journal.jsonl"
-  RUST_LOG=warn "$bin" run --target "http://127.0.0.1:$port" --no-sign --out "$out" --max-requests 400 \
+  RUST_LOG=warn "$bin" run --target "$SIM_URL" --no-sign --out "$out" --max-requests 400 \
     --warmup-requests 20 --data prompt_tokens=16,output_tokens=8 "$@" >/dev/null
   python3 - "$out" <<'PY'
 import base64, json, statistics, sys
