@@ -74,7 +74,7 @@ cp "$h100/result.json" "$out/h100-llama.cpp-gpu-proof.json"
 node "$root/scripts/verify-wasm.mjs" "$out/h100-llama.cpp-gpu-proof.json" "$out/keys.json"
 "$runner" report "$out/h100-llama.cpp-gpu-proof.json" --keys "$out/keys.json" --out "$out/report-h100" >/dev/null
 echo "   $(ls "$out/report-h100" | grep -c 'power') GPU power charts; the proof's checks: tests/fixtures/gpu-proof/h100-2026-11-27/summary.md"
-echo "== import the published seed tables (tests/seeds: copies of ../shared/seeds) -> $out/imported/"
+echo "== import the published seed tables (copies in tests/seeds) -> $out/imported/"
 rm -rf "$out/imported"
 "$runner" import "$root"/tests/seeds/*.txt --out "$out/imported" >/dev/null
 echo "   $(ls "$out/imported" | wc -l) documents"

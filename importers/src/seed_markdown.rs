@@ -1,4 +1,4 @@
-//! The published markdown tables of `../shared/seeds/`:
+//! The published markdown tables (copies in `tests/seeds/`):
 //!
 //! * grid tables (seeds 000–003) under `# model [revision=R]`, `## GPU`, `## engine version`
 //!   headings: Input Length, Output Length, Throughput (requests/s), Throughput (output
