@@ -23,6 +23,7 @@ use schemas::capacity::{self as capacity, Capacity, Search, Verdict};
 use schemas::document::{Profile, ProfileKind, RawRecord, Slo, Workload};
 use schemas::numbers::Finite;
 use schemas::validity::{Flag, FlagCode, Severity};
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -544,22 +545,18 @@ impl Measurement {
                     (ProfileKind::Synchronous, 1),
                     (ProfileKind::Throughput, s.max_concurrency),
                 ] {
-                    self.run_benchmark(data, kind, None, concurrency, sinks, None)
-                        .await?;
-                    if *sinks.cancel.borrow() {
+                    let ran = self.run_then_continue(data, kind, None, concurrency, sinks);
+                    if ran.await?.is_break() {
                         return Ok(());
                     }
                 }
                 sinks.sweeps[cell].clone().unwrap_or_default()
             }
             None => {
-                let sync = self
-                    .run_benchmark(data, ProfileKind::Synchronous, None, 1, sinks, None)
-                    .await?
-                    .rate;
-                if *sinks.cancel.borrow() {
+                let ran = self.run_then_continue(data, ProfileKind::Synchronous, None, 1, sinks);
+                let ControlFlow::Continue(sync) = ran.await? else {
                     return Ok(());
-                }
+                };
                 let max = self
                     .run_benchmark(
                         data,
@@ -605,6 +602,25 @@ impl Measurement {
         Ok(())
     }
 
+    /// A benchmark that is no capacity step, then whether the run goes on: `Break` when it
+    /// was cancelled meanwhile, else `Continue` with the benchmark's achieved request rate.
+    async fn run_then_continue(
+        &self,
+        data: &DataSpec,
+        kind: ProfileKind,
+        rate: Option<f64>,
+        concurrency: u32,
+        sinks: &mut Sinks<'_>,
+    ) -> anyhow::Result<ControlFlow<(), Option<f64>>> {
+        let ran = self
+            .run_benchmark(data, kind, rate, concurrency, sinks, None)
+            .await?;
+        Ok(match *sinks.cancel.borrow() {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(ran.rate),
+        })
+    }
+
     /// `--profile capacity`: the search's steps, one benchmark each, until its course ends
     /// ([`crate::capacity::Course`]). A rate search without `--search-from` starts at the
     /// rate a synchronous benchmark achieves, which is measured first (it is no step).
@@ -620,13 +636,10 @@ impl Measurement {
             (Some(from), _) => from,
             (None, Search::Concurrency) => 1.0,
             (None, Search::Rate) => {
-                let sync = self
-                    .run_benchmark(data, ProfileKind::Synchronous, None, 1, sinks, None)
-                    .await?
-                    .rate;
-                if *sinks.cancel.borrow() {
+                let ran = self.run_then_continue(data, ProfileKind::Synchronous, None, 1, sinks);
+                let ControlFlow::Continue(sync) = ran.await? else {
                     return Ok(());
-                }
+                };
                 match sync {
                     Some(r) if r > 0.0 => r,
                     _ => anyhow::bail!(
