@@ -191,7 +191,8 @@ impl Measurement {
         // Every record went to the journal as it completed; read back rather than kept, so
         // that a long benchmark's memory does not grow with it.
         let records = sinks.journal.records(index)?;
-        self.close_benchmark(index, &label, kind, origin, &before, &records, sinks);
+        let cost = Cost::since(&before.usage, origin.elapsed(), kind, &records);
+        self.close_benchmark(index, &label, &before, cost, sinks);
         let (verdict, judged) = match step {
             Some(objectives) => {
                 let at = stop.watch.as_ref().and_then(|w| w.settled_at());
@@ -267,18 +268,14 @@ impl Measurement {
     /// What is journaled once the benchmark's last request ended: the token stamps it took,
     /// the host's telemetry, and what the client cost (a flag when it may have slowed the
     /// load).
-    #[allow(clippy::too_many_arguments)]
     fn close_benchmark(
         &self,
         index: u32,
         label: &str,
-        kind: ProfileKind,
-        origin: Instant,
         before: &Before,
-        records: &[RawRecord],
+        cost: Cost,
         sinks: &Sinks<'_>,
     ) {
-        let cost = Cost::since(&before.usage, origin.elapsed(), kind, records);
         let ignored = self.endpoint.ignored_events.load(Relaxed) - before.ignored;
         if ignored > 0 {
             tracing::warn!(
