@@ -212,6 +212,8 @@ pub fn summaries_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
                     ..
                 } => ("synthetic", Some(*prompt_tokens), Some(*output_tokens)),
                 Workload::Dataset { output_tokens, .. } => ("dataset", None, *output_tokens),
+                // Every request of a trace has lengths of its own (its records hold them).
+                Workload::Trace { .. } => ("trace", None, None),
             };
             workload.push(kind.to_string());
             wl_prompt.push(prompt);

@@ -1,7 +1,8 @@
 //! `export`: results as one table for dataframe tools (polars, pandas, DuckDB, a
 //! spreadsheet), behind `runner export`. It sits at the end of the data path beside the
 //! report, reading signed documents; polars lives here alone, so its large dependency graph
-//! touches no other crate (the runner links this crate only with its `polars` feature).
+//! touches no other crate: the runner never links it, but runs this crate's program,
+//! `runner-export` (src/main.rs), as its `export` subcommand.
 //!
 //! * `records` (the default): one row per raw request record, in input order (file,
 //!   benchmark, record), with the run's provenance repeated on every row and each
@@ -30,8 +31,7 @@ use std::path::{Path, PathBuf};
 pub use frames::{encode, records_frame, summaries_frame};
 
 /// The file format written.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// Apache Parquet (zstd-compressed columns, typed, nulls kept).
     Parquet,
@@ -57,8 +57,7 @@ impl Format {
 }
 
 /// What one row of the table is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum What {
     /// One raw request record.
     Records,

@@ -3,70 +3,14 @@
 
 use super::*;
 use crate::frames::{DISTRIBUTIONS, STATS};
-use loadgen::synth;
+#[path = "../tests/support/mod.rs"]
+mod support;
 use polars::prelude::DataFrame;
 use polars::prelude::IntoLazy;
 use polars::prelude::{col, lit, CsvReadOptions, DataType, ParquetReader, SerReader};
-use schemas::document::{Cpu, Gpu, GpuInventory, Host, Run};
+use schemas::document::Workload;
 use schemas::numbers::Finite;
-
-fn host(gpus: Option<GpuInventory>) -> Host {
-    Host {
-        hostname: None,
-        os: "test".into(),
-        kernel: None,
-        arch: "x86_64".into(),
-        cpu: Cpu {
-            model: None,
-            logical_cores: 1,
-        },
-        memory_mib: None,
-        gpus_null_reason: gpus.is_none().then(|| "no nvidia-smi".into()),
-        gpus,
-    }
-}
-
-fn h100s(n: u32) -> GpuInventory {
-    GpuInventory {
-        source: "nvidia-smi".into(),
-        driver_version: None,
-        cuda_version: None,
-        count: n,
-        devices: (0..n)
-            .map(|index| Gpu {
-                index,
-                name: "NVIDIA H100 80GB HBM3".into(),
-                memory_mib: Some(81_559),
-                uuid: None,
-            })
-            .collect(),
-    }
-}
-
-/// A predicate made by `runner synth`'s code, for a given host.
-fn synthetic(seed: u64, requests: u32, gpus: Option<GpuInventory>) -> schemas::Predicate {
-    let spec = synth::Spec {
-        seed,
-        requests,
-        prompt_tokens: 128,
-        output_tokens: 16,
-    };
-    let run = Run {
-        id: format!("{seed:032x}"),
-        started_at: "2025-01-01T00:00:00.000000Z".into(),
-        finished_at: "2025-01-01T00:01:00.000000Z".into(),
-        tool: schemas::document::Tool {
-            name: "provebench-runner".into(),
-            version: "0".into(),
-            git_commit: None,
-        },
-        command_line: vec!["runner".into(), "synth".into()],
-        spec: serde_json::json!({ "command": "synth" }),
-        seed: schemas::numbers::JsonU64(seed),
-        complete: true,
-    };
-    synth::predicate(&spec, run, host(gpus)).unwrap()
-}
+use support::{h100s, synthetic};
 
 /// Two results in `dir`: `a.json`, an unsigned envelope from a host without a GPU
 /// inventory (5 requests a benchmark), and `b.json`, a bare statement from a host
@@ -309,4 +253,154 @@ fn export_format_follows_the_extension() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("--format"), "{err}");
+}
+
+/// `predicate` under another workload of the same prompts: a dataset or a trace.
+fn with_workload(mut p: schemas::Predicate, kind: &str) -> schemas::Predicate {
+    let digest = p.benchmarks[0].workload.prompts_sha256().to_string();
+    for b in &mut p.benchmarks {
+        b.workload = match kind {
+            "dataset" => Workload::Dataset {
+                path: "prompts.jsonl".into(),
+                format: "jsonl".into(),
+                sha256: "ab".repeat(32),
+                rows: 40,
+                output_tokens: Some(16),
+                tokenizer: "tokenizer.json".into(),
+                prompts_sha256: digest.clone(),
+                sessions: None,
+            },
+            "trace" => Workload::Trace {
+                path: "mooncake.jsonl".into(),
+                format: "mooncake".into(),
+                sha256: "cd".repeat(32),
+                rows: 40,
+                duration_s: Finite::new(12.5).unwrap(),
+                block_tokens: Some(512),
+                distinct_blocks: Some(9),
+                tokenizer: "tokenizer.json".into(),
+                prompts_sha256: digest.clone(),
+            },
+            _ => b.workload.clone(),
+        };
+    }
+    p
+}
+
+#[test]
+fn every_workload_kind_exports_its_summaries_and_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let kinds = ["synthetic", "dataset", "trace"];
+    let files: Vec<PathBuf> = kinds
+        .iter()
+        .enumerate()
+        .map(|(i, kind)| {
+            let p = with_workload(synthetic(10 + i as u64, 3, None), kind);
+            // Named in input order, the order the table keeps among equal keys.
+            let file = dir.path().join(format!("{i}-{kind}.json"));
+            let statement = schemas::seal::seal(p).unwrap();
+            std::fs::write(&file, serde_json::to_vec(&statement).unwrap()).unwrap();
+            file
+        })
+        .collect();
+    let summaries = dir.path().join("summaries.csv");
+    export(&files, &summaries, None, What::Summaries);
+    let df = read(&summaries, Format::Csv);
+    assert_eq!(df.height(), 3 * 4);
+    // Sorted by model, engine, GPU and benchmark index, then file: one row of each kind per
+    // benchmark index, in input order.
+    for (row, kind) in kinds.iter().cycle().take(df.height()).enumerate() {
+        assert_eq!(
+            str_at(&df, "workload", row).as_deref(),
+            Some(*kind),
+            "row {row}"
+        );
+        let (prompt, output) = match *kind {
+            "synthetic" => (Some(128), Some(16)),
+            "dataset" => (None, Some(16)),
+            _ => (None, None),
+        };
+        assert_eq!(
+            u64_at(&df, "workload_prompt_tokens", row),
+            prompt,
+            "row {row}"
+        );
+        assert_eq!(
+            u64_at(&df, "workload_output_tokens", row),
+            output,
+            "row {row}"
+        );
+        assert_eq!(u64_at(&df, "completed", row), Some(3), "row {row}");
+    }
+    let records = dir.path().join("records.parquet");
+    export(&files, &records, None, What::Records);
+    assert_eq!(read(&records, Format::Parquet).height(), 3 * 4 * 3);
+}
+
+/// A result as `result/v0.1` wrote it (records as objects, digested so, no uncertainty)
+/// and as `result/v0.6` did (columns, no uncertainty) exports the same rows as the
+/// current version's.
+#[test]
+fn results_of_older_versions_export_as_the_current_one() {
+    use schemas::record_columns::Layout;
+    use schemas::subject::{raw_records_digest, RecordsDigest};
+    let dir = tempfile::tempdir().unwrap();
+    let current = schemas::seal::seal(synthetic(7, 4, Some(h100s(1)))).unwrap();
+    let mut v06 = serde_json::to_value(&current).unwrap();
+    v06["predicateType"] = schemas::PREDICATE_TYPE_V0_6.into();
+    // No `no_accuracy` flag before v0.10.
+    v06["predicate"]["validity"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|f| f["code"] != "no_accuracy");
+    for b in v06["predicate"]["benchmarks"].as_array_mut().unwrap() {
+        b["summary"].as_object_mut().unwrap().remove("uncertainty");
+    }
+    let mut v01 = v06.clone();
+    v01["predicateType"] = schemas::PREDICATE_TYPE_V0_1.into();
+    for (i, b) in current.predicate.benchmarks.iter().enumerate() {
+        v01["predicate"]["benchmarks"][i]["records"] = serde_json::to_value(&b.records).unwrap();
+    }
+    let rows = raw_records_digest(&current.predicate, RecordsDigest::Sha512, Layout::Rows);
+    v01["subject"][0]["digest"] = serde_json::json!({ "sha512": rows });
+
+    let mut files = vec![];
+    for (name, doc) in [
+        ("current", serde_json::to_value(&current).unwrap()),
+        ("v0.6", v06),
+        ("v0.1", v01),
+    ] {
+        let file = dir.path().join(format!("{name}.json"));
+        std::fs::write(&file, serde_json::to_vec(&doc).unwrap()).unwrap();
+        // Read as a sound result of its version: nothing but the signature is missing.
+        let bytes = std::fs::read(&file).unwrap();
+        let loaded = schemas::load::load(&bytes, &[], Policy::AllowUnsigned).unwrap();
+        let problems = findings::problems(&loaded.verdict);
+        assert!(problems.is_empty(), "{name}: {problems:?}");
+        assert_eq!(loaded.statement.predicate.benchmarks.len(), 4, "{name}");
+        files.push(file);
+    }
+    for what in [What::Records, What::Summaries] {
+        let tables: Vec<DataFrame> = files
+            .iter()
+            .map(|f| {
+                let out = f.with_extension("csv");
+                export(std::slice::from_ref(f), &out, None, what);
+                let table = read(&out, Format::Csv).drop("file").unwrap();
+                // The flags differ as the versions do (`no_accuracy` came with v0.10).
+                match what {
+                    What::Summaries => table.drop("flags").unwrap(),
+                    What::Records => table,
+                }
+            })
+            .collect();
+        assert!(tables[0].height() > 0);
+        for (t, f) in tables.iter().zip(&files).skip(1) {
+            assert!(
+                tables[0].equals_missing(t),
+                "{what:?}: {} differs",
+                f.display()
+            );
+        }
+    }
 }

@@ -107,8 +107,7 @@ fn main() -> ExitCode {
         cli::Command::Publish(args) => commands::publish::run(&args),
         cli::Command::Serve(args) => commands::serve::run(&args),
         cli::Command::VerifySite(args) => commands::verify_site::run(&args),
-        #[cfg(feature = "polars")]
-        cli::Command::Export(args) => commands::export::run(&args),
+        cli::Command::Export { args } => return commands::export::run(&args),
         cli::Command::Report(args) => commands::report::render_files(&args.files, &args.render),
         cli::Command::Diff(args) => commands::report::diff(&args, &mut outcome),
         cli::Command::Gate(args) => commands::gate::run(&args, &mut outcome),

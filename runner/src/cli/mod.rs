@@ -140,15 +140,19 @@ pub enum Command {
     Serve(ServeArgs),
     /// Export results' raw records or summaries as one Parquet or CSV table (for polars, pandas, DuckDB, …).
     ///
-    /// `--what records`: one row per request record of every benchmark of every file, with
-    /// per-request TTFT, end-to-end, TPOT and inter-token latencies.
-    ///
-    /// `--what summaries`: one row per benchmark of every file, with its stored summary's numbers
-    /// (as `verify` recomputes them), sorted by model, engine, GPU and benchmark index.
-    ///
-    /// Reads signed envelopes or bare statements; signatures are not checked (use `verify`).
-    #[cfg(feature = "polars")]
-    Export(ExportArgs),
+    /// Runs the program `runner-export` with these arguments (beside this program, else on
+    /// PATH): it holds polars, built apart from the runner (`make export`).
+    /// `runner export --help` lists its flags.
+    #[command(disable_help_flag = true)]
+    Export {
+        /// `runner export RESULT… --out FILE [--format parquet|csv] [--what records|summaries]`.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "ARGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
 }
 
 /// `runner reproduce RESULT --target URL --key K --out R.json`.
@@ -533,27 +537,6 @@ pub struct SignArgs {
     /// Write an unsigned result (it will verify as UNSIGNED).
     #[arg(long, conflicts_with = "key")]
     pub no_sign: bool,
-}
-
-/// `runner export RESULT… --out FILE`: a table of records or summaries across results.
-#[cfg(feature = "polars")]
-#[derive(Args, Debug)]
-#[command(after_help = "Examples:\n  \
-runner export a.json b.json --out records.parquet\n  \
-runner export results/*.json --what summaries --format csv --out summaries.csv")]
-pub struct ExportArgs {
-    /// Result files (signed envelopes or bare statements).
-    #[arg(required = true, value_name = "RESULT")]
-    pub files: Vec<PathBuf>,
-    /// Table format (default: from --out's extension, `.parquet`/`.pq` or `.csv`).
-    #[arg(long, value_enum)]
-    pub format: Option<export::Format>,
-    /// The file to write (replaced if it exists).
-    #[arg(long, value_name = "FILE")]
-    pub out: PathBuf,
-    /// What a row is: one request record, or one benchmark's summary.
-    #[arg(long, value_enum, default_value = "records")]
-    pub what: export::What,
 }
 
 /// `runner publish RESULTS… --out DIR [--keys keys.json]`.

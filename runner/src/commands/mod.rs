@@ -1,7 +1,6 @@
 //! One module per subcommand.
 
 pub mod campaign;
-#[cfg(feature = "polars")]
 pub mod export;
 pub mod finalize;
 pub mod gate;

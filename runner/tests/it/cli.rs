@@ -428,3 +428,41 @@ fn bad_precision_targets_and_repeat_counts_are_refused_before_any_request() {
         assert!(!dir.path().join("r.json.journal.jsonl").exists());
     }
 }
+
+/// `runner export` runs `runner-export` beside the runner with its arguments as given, and
+/// exits as it does; without one (beside it or on PATH) it says what to build, and exits 3.
+#[test]
+fn export_runs_the_export_program_beside_the_runner() {
+    let dir = tempfile::tempdir().unwrap();
+    let runner = dir.path().join("runner");
+    std::fs::copy(env!("CARGO_BIN_EXE_runner"), &runner).unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(&runner)
+            .current_dir(dir.path())
+            .args(args)
+            .env("PATH", dir.path().join("nothing-here"))
+            .output()
+            .unwrap()
+    };
+    let out = run(&["export", "a.json", "--out", "t.csv"]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("runner-export") && stderr.contains("make export"),
+        "{stderr}"
+    );
+
+    // A stand-in that writes down its arguments and exits 8.
+    let program = dir.path().join("runner-export");
+    std::fs::write(
+        &program,
+        "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > args.txt\nexit 8\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let args = ["--help", "a b.json", "--what", "summaries", "-x"];
+    let out = run(&[&["export"][..], &args].concat());
+    assert_eq!(out.status.code(), Some(8), "{out:?}");
+    let seen = std::fs::read_to_string(dir.path().join("args.txt")).unwrap();
+    assert_eq!(seen.lines().collect::<Vec<_>>(), args);
+}
