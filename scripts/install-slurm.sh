@@ -66,6 +66,9 @@ if [ "${1:-}" = --stop ]; then
   stop_daemon slurmd "$dir/slurmd.pid"
   stop_daemon slurmctld "$dir/slurmctld.pid"
   exit 0
+elif [ "${1:-}" = --running ]; then
+  daemon_pid slurmctld "$dir/slurmctld.pid" >/dev/null && daemon_pid slurmd "$dir/slurmd.pid" >/dev/null
+  exit
 elif [ $# -gt 0 ]; then
   die "usage: $0 [--stop]"
 fi
@@ -184,6 +187,20 @@ if ! cmp -s "$conf.new" "$conf"; then
 else
   rm -f "$conf.new"
 fi
+
+# slurmctld and slurmd started by another checkout's copy of this script (`-f CONF`, CONF not
+# ours): stopped when CONF is gone with its checkout, which nobody can stop any more.
+for proc in /proc/[0-9]*; do
+  name=$(basename "$(tr '\0' '\n' <"$proc/cmdline" 2>/dev/null | head -n1)")
+  case $name in slurmctld|slurmd) ;; *) continue ;; esac
+  other=$(tr '\0' '\n' <"$proc/cmdline" 2>/dev/null | sed -n '/^-f$/{n;p;q}')
+  [ -n "$other" ] && [ "$other" != "$conf" ] && [ ! -e "$other" ] || continue
+  pid=${proc#/proc/}
+  say "stopping $name (pid $pid) of a checkout that no longer exists ($other)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do [ -d "$proc" ] || break; sleep 0.1; done
+  [ ! -d "$proc" ] || kill -KILL "$pid" 2>/dev/null || true
+done
 
 t0=$(date +%s%N)
 if ! daemon_pid slurmctld "$dir/slurmctld.pid" >/dev/null; then
