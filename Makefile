@@ -15,12 +15,27 @@
 
 SHELL := /bin/bash
 CARGO ?= cargo
+
+# A build cache outside the checkout, per user (scripts/cache.sh says what it holds): a clean
+# clone reuses the compiled registry crates, the wasm toolchain's std and the proof that the
+# module builds reproducibly instead of building them again. PROVEBENCH_CACHE=off keeps every
+# build inside the checkout; a missing or damaged cache is rebuilt, never an error.
+PROVEBENCH_CACHE ?= $(if $(HOME),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/provebench,off)
+export PROVEBENCH_CACHE
+ifneq ($(PROVEBENCH_CACHE),off)
+export CARGO_BUILD_BUILD_DIR ?= $(PROVEBENCH_CACHE)/cargo-build
+endif
+# A cargo build that survives a damaged cache: rebuilt once, never an error of its own.
+CACHED := scripts/cache.sh build
+# export/ (polars) is a workspace of its own; its program lands beside the runner.
+EXPORT_CARGO := CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO)
+EXPORT_MANIFEST := --manifest-path export/Cargo.toml
 VENV ?= .venv
 RUNNER := $(CURDIR)/target/debug/runner
 DEMO ?= demo
 FUZZ_SECONDS ?= 5
 
-.PHONY: all demo test test-rust test-node test-browser test-python test-wasm-repro rust-suite node-suite browser-suite python-suite python-timing-suite wasm-repro-suite fuzz build build-tests build-release wasm deps llama-server slurm lint clean
+.PHONY: all demo test test-rust test-export test-node test-browser test-python test-wasm-repro rust-suite export-suite node-suite browser-suite python-suite python-timing-suite wasm-repro-suite test-suites fuzz build build-tests build-release export wasm deps llama-server slurm lint clean
 
 all: build
 
@@ -34,8 +49,13 @@ BUILD_ARGS := --workspace
 AFTER_WASM :=
 build-tests: BUILD_ARGS += --lib --bins --tests --examples
 build-tests: AFTER_WASM := && scripts/check-wasm-reproducible.sh
+build-tests: AFTER_CARGO := && $(CACHED) $(EXPORT_CARGO) build $(EXPORT_MANIFEST) --bins --tests
 build build-tests: deps
-	@(scripts/build-wasm.sh $(AFTER_WASM)) & wasm=$$!; $(CARGO) build $(BUILD_ARGS); rc=$$?; wait $$wasm && exit $$rc
+	@(scripts/build-wasm.sh $(AFTER_WASM)) & wasm=$$!; $(CACHED) $(CARGO) build $(BUILD_ARGS) $(AFTER_CARGO); rc=$$?; wait $$wasm && exit $$rc
+
+# `runner export`'s program, runner-export (polars), beside target/debug/runner.
+export: deps
+	$(CACHED) $(EXPORT_CARGO) build $(EXPORT_MANIFEST) --bins
 
 # The runner to copy to a GPU host (README: "Benchmarking a real server").
 build-release:
@@ -45,6 +65,7 @@ wasm:
 	scripts/build-wasm.sh
 
 deps:
+	@scripts/cache.sh prune
 	scripts/install-deps.sh
 
 llama-server: deps
@@ -58,8 +79,14 @@ slurm:
 demo: build
 	scripts/demo.sh $(RUNNER) $(DEMO)
 
-test: deps llama-server slurm build-tests
+test: deps llama-server build-tests
+	scripts/with-slurm.sh $(MAKE) --no-print-directory test-suites
+
+# What `make test` runs once everything is built, with a Slurm it stops again afterwards
+# (scripts/with-slurm.sh), whether the suites pass, fail or are interrupted.
+test-suites:
 	$(MAKE) --no-print-directory rust-suite
+	$(MAKE) --no-print-directory export-suite
 	$(MAKE) --no-print-directory python-timing-suite
 	$(MAKE) --no-print-directory -j3 -O node-suite browser-suite python-suite
 
@@ -71,12 +98,15 @@ test: deps llama-server slurm build-tests
 # Node, Chromium and the other Python tests side by side (they mostly wait on the runner, the
 # browser and llama-server; -O keeps each one's output together).
 test-rust: build-tests
-	$(MAKE) --no-print-directory rust-suite
+	scripts/with-slurm.sh $(MAKE) --no-print-directory rust-suite
+test-export: deps
+	$(CACHED) $(EXPORT_CARGO) build $(EXPORT_MANIFEST) --bins --tests
+	$(MAKE) --no-print-directory export-suite
 test-node: build
 	$(MAKE) --no-print-directory node-suite
 test-browser: build
 	$(MAKE) --no-print-directory browser-suite
-test-python: llama-server build
+test-python: llama-server build export
 	$(MAKE) --no-print-directory python-timing-suite python-suite
 test-wasm-repro: wasm
 	$(MAKE) --no-print-directory wasm-repro-suite
@@ -85,6 +115,10 @@ test-wasm-repro: wasm
 # (.config/nextest.toml says which and why). It prints how many ran, and the slow ones.
 rust-suite:
 	$(CARGO) nextest run --workspace
+
+# export/'s tests: its tables against the documents they come from, and its program.
+export-suite:
+	$(EXPORT_CARGO) nextest run $(EXPORT_MANIFEST)
 
 node-suite:
 	RUNNER_BIN=$(RUNNER) node --test tests/node/
@@ -118,6 +152,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# The checkout's own builds; the cache outside it (PROVEBENCH_CACHE) stays.
 clean:
 	rm -rf build $(DEMO)
-	$(CARGO) clean
+	env -u CARGO_BUILD_BUILD_DIR $(CARGO) clean

@@ -14,7 +14,8 @@
 #     missing).
 #
 # Writes into build/wasm/ (WASM_OUT): report_wasm_bg.wasm, the glue report_wasm.js, their
-# sha256 (report_wasm_bg.wasm.sha256) and report_wasm.build.json: the toolchain, the source
+# sha256 (report_wasm_bg.wasm.sha256), the key of all the build's inputs
+# (report_wasm.inputs.sha256, see below) and report_wasm.build.json: the toolchain, the source
 # commit, the command and the digests, which `runner publish` signs as the module's SLSA
 # provenance. It then compares the digests with report-wasm/expected.sha256, the committed
 # sha256 of the module this source gives (a difference is reported, not an error: the source
@@ -102,14 +103,59 @@ else
 fi
 [ "$pinned_flag" = true ] || say "warning: unpinned toolchain (rustc $have_rustc, $have_commit; lld $have_lld): the module will not match the published sha256"
 
-# Its own target dir: artefacts of two compilers must not share fingerprints.
-target_dir=${CARGO_TARGET_DIR:-$root/target}/$([ "$toolchain" = debian ] && echo debian-rustc-web || echo rustup-wasm)
+# Its own target dir: artefacts of two compilers must not share fingerprints. In the build
+# cache outside the checkout when there is one (scripts/cache.sh): every path below it is
+# remapped, so any checkout of any path can reuse std and the registry crates built there.
+cache=${PROVEBENCH_CACHE:-off}
+if [ -n "${CARGO_TARGET_DIR:-}" ] || [ "$cache" = off ]; then
+  targets=${CARGO_TARGET_DIR:-$root/target}
+else
+  targets=$cache/wasm-target
+fi
+target_dir=$targets/$([ "$toolchain" = debian ] && echo debian-rustc-web || echo rustup-wasm)
+# What the module is compiled from: the checkout, or with the cache a copy of the checkout's
+# files at one path inside it. The compiler's flags name that path (its remap below), and
+# cargo rebuilds whatever was compiled with other flags, so a copy at a fixed path is what lets
+# one checkout reuse another's build. A file is rewritten only when its bytes changed: cargo
+# compares times, and a clone with the same source rebuilds nothing.
+src=$root
+if [ "$targets" = "$cache/wasm-target" ] && git -C "$root" rev-parse --git-dir >/dev/null 2>&1; then
+  src=$cache/wasm-src
+  mkdir -p "$src"
+  exec 9>"$cache/wasm.lock"
+  flock 9
+  (cd "$root" && git ls-files -z --cached --others --exclude-standard) | python3 -c '
+import os, shutil, sys
+root, src = sys.argv[1], sys.argv[2]
+files = {f for f in sys.stdin.buffer.read().decode().split("\0") if f and os.path.isfile(os.path.join(root, f))}
+changed = 0
+for f in files:
+    a, b = os.path.join(root, f), os.path.join(src, f)
+    try:
+        same = os.path.getsize(a) == os.path.getsize(b) and open(a, "rb").read() == open(b, "rb").read()
+    except OSError:
+        same = False
+    if not same:
+        os.makedirs(os.path.dirname(b), exist_ok=True)
+        shutil.copyfile(a, b)
+        changed += 1
+for d, _, names in os.walk(src, topdown=False):
+    for n in names:
+        rel = os.path.relpath(os.path.join(d, n), src)
+        if rel not in files:
+            os.remove(os.path.join(d, n))
+            changed += 1
+    if d != src and not os.listdir(d):
+        os.rmdir(d)
+print(f"build-wasm: compiling from {src} ({len(files)} files, {changed} changed since its last build)", file=sys.stderr)
+' "$root" "$src"
+fi
 sysroot=$("$rustc" --print sysroot)
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
 # Later remaps win where prefixes nest (the target dir inside the checkout).
 flags=(
   -C target-feature=+simd128
-  "--remap-path-prefix=$root=/provebench"
+  "--remap-path-prefix=$src=/provebench"
   "--remap-path-prefix=$target_dir=/provebench/target"
   "--remap-path-prefix=$cargo_home=/cargo"
   "--remap-path-prefix=$sysroot/lib/rustlib/src/rust=/rustc/$have_commit"
@@ -119,14 +165,16 @@ flags=(
 encoded=$(IFS=$'\x1f'; echo "${flags[*]}")
 say "toolchain: $toolchain rustc $have_rustc ($have_commit), lld $have_lld$([ "$toolchain" = debian ] && echo ', -Zbuild-std')"
 
-build_env=(CARGO_ENCODED_RUSTFLAGS="$encoded" CARGO_TARGET_DIR="$target_dir" SOURCE_DATE_EPOCH=0)
+# Its build directory too (not the native build's, which the Makefile may name): every
+# intermediate path stays under the remapped target dir.
+build_env=(CARGO_ENCODED_RUSTFLAGS="$encoded" CARGO_TARGET_DIR="$target_dir" CARGO_BUILD_BUILD_DIR="$target_dir" SOURCE_DATE_EPOCH=0)
 if [ "$toolchain" = debian ]; then
   env PATH="$prefix/bin:$PATH" RUSTC="$rustc" RUSTDOC="$prefix/bin/rustdoc" RUSTC_BOOTSTRAP=1 \
     CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_LINKER="$wasm_ld" "${build_env[@]}" \
-    "$cargo" build --locked --manifest-path "$root/Cargo.toml" -p report-wasm --target "$target" \
+    "$cargo" build --locked --manifest-path "$src/Cargo.toml" -p report-wasm --target "$target" \
       --profile "$profile" -Zbuild-std=std,panic_abort
 else
-  env "${build_env[@]}" "$cargo" build --locked --manifest-path "$root/Cargo.toml" -p report-wasm \
+  env "${build_env[@]}" "$cargo" build --locked --manifest-path "$src/Cargo.toml" -p report-wasm \
     --target "$target" --profile "$profile"
 fi
 
@@ -143,6 +191,22 @@ fi
 
 rm -rf "$out"
 mkdir -p "$out"
+# The key of everything that went into these bytes (scripts/check-wasm-reproducible.sh proves
+# a key once per machine): each source file the compiler read, by its remapped path and sha256
+# (rustc's dep-info), every Cargo.toml and Cargo.lock of the checkout (features, profiles,
+# versions), this script (flags, remaps, commands), the toolchain and wasm-bindgen.
+{
+  sed -n '1{s/^[^:]*: *//;p;q}' "${module%.wasm}.d" | tr ' ' '\n' | grep -v '^$' | sort -u |
+    while read -r f; do
+      printf '%s %s\n' "$(sha256sum < "$f" | cut -d' ' -f1)" "$f"
+    done | sed -e "s|$target_dir|/provebench/target|" -e "s|$src|/provebench|" -e "s|$cargo_home|/cargo|" \
+      -e "s|$sysroot/lib/rustlib/src/rust|/rustc/$have_commit|"
+  (cd "$root" && { git ls-files -co --exclude-standard -- '*Cargo.lock' '*Cargo.toml' 2>/dev/null ||
+    find . \( -name target -o -name build -o -name node_modules -o -name '.*' ! -name . \) -prune -o \
+      \( -name Cargo.toml -o -name Cargo.lock \) -print | sed 's|^\./||'; } | LC_ALL=C sort | xargs sha256sum)
+  sha256sum < "$0"
+  printf '%s\n' "$toolchain" "$("$rustc" -vV)" "$have_lld" "wasm-bindgen $wb_version" "$encoded" | sed "s|$target_dir|/provebench/target|g; s|$src|/provebench|g"
+} | sha256sum | cut -d' ' -f1 > "$out/report_wasm.inputs.sha256"
 # Without the name section (a third of a megabyte of function names, 13 % of the module, which
 # every reader would download for the sake of symbolised traps).
 "$bindgen" --target web --remove-name-section --out-dir "$out" --out-name report_wasm "$module"

@@ -4,7 +4,8 @@
 # the module and its glue byte for byte with build/wasm (the build `make` made here) and with
 # report-wasm/expected.sha256 (the digests committed with the source). Also checks that the
 # build script refuses a toolchain other than the pinned one. `make test` runs it, the second
-# build once per module: build/wasm-reproducible.sha256 remembers the bytes it was shown for.
+# build once per machine for the same inputs (a proof kept in the build cache, scripts/cache.sh,
+# or in build/wasm-proofs without one).
 # Usage: scripts/check-wasm-reproducible.sh   (after scripts/build-wasm.sh)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +15,8 @@ fail() { say "FAILED: $*"; exit 1; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/provebench-repro.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # 1. Another toolchain is refused, and the refusal names the pinned one and how to install it.
 fake=$tmp/fake-toolchain
@@ -39,15 +42,25 @@ say "a toolchain other than the pinned one is refused"
 diff <(grep -v '^#' "$root/report-wasm/expected.sha256") "$tmp/here.sha256" > /dev/null ||
   fail "report-wasm/expected.sha256 is not the digest of the module this source builds; after changing the module's source: (cd build/wasm && sha256sum report_wasm_bg.wasm report_wasm.js) > report-wasm/expected.sha256"
 
-# 2. A second build elsewhere gives the same bytes: once per module (a checkout whose module
-# was shown reproducible keeps the digests it was shown for; a change to its source, and so to
-# its bytes, builds it again elsewhere).
-shown=$root/build/wasm-reproducible.sha256
-if [ -f "$shown" ] && cmp -s "$shown" "$tmp/here.sha256"; then
-  say "these bytes were rebuilt elsewhere to the same sha256 before ($shown; delete it to rebuild)"
-  say "the module matches report-wasm/expected.sha256"
-  exit 0
+# 2. A second build elsewhere gives the same bytes: once per machine for the same inputs. A
+# proof is kept under the key of everything that went into the module (build-wasm.sh's
+# report_wasm.inputs.sha256) with the bytes it was shown for; it is reused only when both the
+# key and the bytes match, so a damaged or stale proof is proven again, never believed.
+if [ "${PROVEBENCH_CACHE:-off}" = off ]; then proofs=$root/build/wasm-proofs; else proofs=$PROVEBENCH_CACHE/wasm-proofs; fi
+key=$(cat "$root/build/wasm/report_wasm.inputs.sha256" 2>/dev/null || true)
+case $key in
+  [0-9a-f]*) proof=$proofs/${key:0:64} ;;
+  *) proof= ; say "build/wasm has no key of its inputs: proving without the cache" ;;
+esac
+if [ -n "$proof" ] && [ -f "$proof/SHA256SUMS" ]; then
+  if cmp -s "$proof/SHA256SUMS" "$tmp/here.sha256"; then
+    say "skipping the second build: inputs $key were rebuilt elsewhere to these bytes on this machine before ($proof; delete it to prove again)"
+    say "the module matches report-wasm/expected.sha256"
+    exit 0
+  fi
+  say "the proof kept for inputs $key names other bytes (a damaged or stale cache): proving again"
 fi
+say "proving it: a clean build of a copy of the source in $tmp/elsewhere (niced)"
 copy=$tmp/elsewhere/a-copy-of-provebench
 mkdir -p "$copy"
 (cd "$root" && git ls-files -z --cached --others --exclude-standard |
@@ -61,7 +74,13 @@ for f in report_wasm_bg.wasm report_wasm.js; do
     fail "$f differs between build/wasm and a build of the same source in $copy (kept in build/wasm-elsewhere): $(sha256sum "$root/build/wasm/$f" "$tmp/out/$f")"
   fi
 done
+# The key names the inputs, not where they lay: the copy's must be this checkout's.
+[ -z "$proof" ] || [ "$(cat "$tmp/out/report_wasm.inputs.sha256")" = "$key" ] ||
+  fail "the key of the module's inputs depends on where they lie: $key here, $(cat "$tmp/out/report_wasm.inputs.sha256") in $copy"
 say "a clean build in $copy ($(( $(date +%s) - start )) s) gave the same module and glue, sha256 $(sha256sum < "$tmp/out/report_wasm_bg.wasm" | cut -d' ' -f1)"
 
-cp "$tmp/here.sha256" "$shown"
+if [ -n "$proof" ]; then
+  mkdir -p "$proof" && cp "$tmp/here.sha256" "$proof/SHA256SUMS.tmp.$$" && mv "$proof/SHA256SUMS.tmp.$$" "$proof/SHA256SUMS" ||
+    say "could not keep the proof in $proof (it will be proven again next time)"
+fi
 say "the module matches report-wasm/expected.sha256"

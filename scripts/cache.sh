@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The per-user build cache that outlives a checkout: what `make` builds that does not depend on
+# where the checkout lies, kept under PROVEBENCH_CACHE (default ~/.cache/provebench; `off`
+# keeps everything inside the checkout, as a machine without a cache has it).
+#
+#   cargo-build/   cargo's build directory (CARGO_BUILD_BUILD_DIR, set by the Makefile) for
+#                  the workspace and export/: compiled registry crates are reused by every
+#                  clone; each checkout's own crates sit beside them under their own hashes
+#   wasm-target/   the wasm module's build (scripts/build-wasm.sh): std and registry crates
+#                  for wasm32, every path in them remapped, so any checkout reuses them
+#   wasm-proofs/   KEY/: a module whose inputs hash to KEY was rebuilt elsewhere to the same
+#                  bytes (scripts/check-wasm-reproducible.sh)
+#   llama.cpp-*/   llama-server built from source where the prebuilt one cannot run
+#
+# Usage:
+#   scripts/cache.sh prune
+#     Removes from cargo-build/ what only a checkout that no longer exists could use: the
+#     compiled units whose sources are gone (a clean clone's crates, once the clone is
+#     deleted). Registry crates stay. Never fails the build: what it cannot read stays.
+#   scripts/cache.sh build CARGO ARGS...
+#     Runs a cargo build. Should it fail on a damaged file in cargo-build/ (rustc's "invalid
+#     metadata files", a linker's "file truncated": cargo trusts its fingerprints, not the
+#     files' bytes), removes the compiled units the errors name (all of cargo-build/ when they
+#     name none) and builds once more; any other failure is the build's own, returned as is.
+set -uo pipefail
+
+cache=${PROVEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provebench}
+say() { printf 'cache: %s\n' "$*" >&2; }
+
+# remove_units DIR HASH: every file and directory of the compiled unit HASH under profile DIR.
+remove_units() {
+  rm -rf "$1"/deps/*-"$2" "$1"/deps/*-"$2".* "$1"/.fingerprint/*-"$2" "$1"/build/*-"$2" "$1"/incremental/*-"$2"
+}
+
+prune() {
+  local build=${CARGO_BUILD_BUILD_DIR:-$cache/cargo-build}
+  [ "$cache" != off ] && [ -d "$build" ] || return 0
+  local removed=0 profile depfile stem hash src
+  for profile in "$build"/*/; do
+    [ -d "$profile/deps" ] || continue
+    for depfile in "$profile"/deps/*.d; do
+      [ -f "$depfile" ] || continue
+      # A depfile's first line: "OUTPUT: SOURCE SOURCE ..."; the first source is the crate root.
+      src=$(sed -n '1{s/^[^:]*: *//;s/ .*//;p;q}' "$depfile")
+      [ -n "$src" ] && [ ! -e "$src" ] || continue
+      stem=$(basename "$depfile" .d)
+      hash=${stem##*-}
+      [ "$hash" != "$stem" ] || continue
+      remove_units "$profile" "$hash"
+      removed=$((removed + 1))
+    done
+  done
+  [ "$removed" = 0 ] || say "removed $removed compiled units of checkouts that no longer exist from $build ($(du -sh "$build" 2>/dev/null | cut -f1) left)"
+}
+
+build() {
+  local build=${CARGO_BUILD_BUILD_DIR:-}
+  local log rc path unit hash named=0
+  log=$(mktemp)
+  "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  if [ "$rc" = 0 ] || [ -z "$build" ] ||
+    ! grep -qE 'E0786|invalid metadata files|metadata not found|file truncated|file format not recognized|malformed archive|unexpected end of file' "$log"; then
+    rm -f "$log"
+    return "$rc"
+  fi
+  # The damaged files the errors name inside the build directory: PROFILE/deps/NAME-HASH.EXT.
+  for path in $(grep -oE "$build/[^ '\"\`:,()]+" "$log" | sort -u); do
+    unit=$(basename "$path")
+    unit=${unit%%.*}
+    hash=${unit##*-}
+    case $path in "$build"/*/deps/*) ;; *) continue ;; esac
+    [ "$hash" != "$unit" ] || continue
+    remove_units "${path%/deps/*}" "$hash"
+    named=$((named + 1))
+  done
+  if [ "$named" = 0 ]; then
+    say "the build failed on a damaged file in the cache it does not name: removing $build"
+    rm -rf "$build"
+  else
+    say "the build failed on $named damaged compiled unit(s) in $build: removed them"
+  fi
+  rm -f "$log"
+  say "building again"
+  "$@"
+}
+
+case ${1:-} in
+  prune) prune ;;
+  build) shift; build "$@"; exit ;;
+  *) echo "usage: $0 prune | build CARGO ARGS..." >&2; exit 2 ;;
+esac
+exit 0

@@ -1,0 +1,136 @@
+"""The build cache outside the checkout never makes a check pass that would fail without it.
+
+scripts/check-wasm-reproducible.sh skips its second, clean build of the wasm module only when a
+proof kept in the cache (PROVEBENCH_CACHE/wasm-proofs/KEY/SHA256SUMS) names both the key of the
+module's inputs (build/wasm/report_wasm.inputs.sha256) and the very bytes in build/wasm. A
+proof truncated, naming other bytes (stale), or kept under another key is not believed: the
+script goes on to prove it again (the test stops it there, rather than wait minutes for the
+build it has shown it would do).
+"""
+
+import hashlib
+import os
+import signal
+import subprocess
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "scripts" / "check-wasm-reproducible.sh"
+WASM = ROOT / "build" / "wasm"
+
+pytestmark = pytest.mark.skipif(
+    not (WASM / "report_wasm.inputs.sha256").exists(),
+    reason="needs build/wasm from scripts/build-wasm.sh (make test builds it first)",
+)
+
+
+def here():
+    """SHA256SUMS of build/wasm, as the script writes it."""
+    return "".join(f"{hashlib.sha256((WASM / f).read_bytes()).hexdigest()}  {f}\n"
+                   for f in ("report_wasm_bg.wasm", "report_wasm.js"))
+
+
+def key():
+    return (WASM / "report_wasm.inputs.sha256").read_text().strip()
+
+
+def check(cache):
+    """Runs the script against `cache` until it skips (returns its log and exit code) or
+    starts the second build (stopped there; returns its log and None)."""
+    p = subprocess.Popen(["bash", str(SCRIPT)], cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PROVEBENCH_CACHE": str(cache)}, start_new_session=True)
+    log = []
+    try:
+        for line in p.stderr:
+            log.append(line)
+            if "proving it: a clean build" in line:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(timeout=30)
+                return "".join(log), None
+        return "".join(log), p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def proof(cache, k, text):
+    d = cache / "wasm-proofs" / k
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "SHA256SUMS").write_text(text)
+
+
+def test_a_proof_of_these_inputs_and_these_bytes_skips_the_second_build(tmp_path):
+    proof(tmp_path, key(), here())
+    log, code = check(tmp_path)
+    assert code == 0, log
+    assert f"skipping the second build: inputs {key()}" in log, log
+
+
+@pytest.mark.parametrize("damage", ["truncated", "other bytes", "another key", "missing"])
+def test_a_damaged_stale_or_foreign_proof_is_proven_again(tmp_path, damage):
+    right = here()
+    if damage == "truncated":
+        proof(tmp_path, key(), right[: len(right) // 2])
+    elif damage == "other bytes":
+        flipped = ("0" if right[0] != "0" else "1") + right[1:]
+        proof(tmp_path, key(), flipped)
+    elif damage == "another key":
+        proof(tmp_path, hashlib.sha256(b"other inputs").hexdigest(), right)
+    log, code = check(tmp_path)
+    assert code is None, f"the script finished ({code}) without proving again:\n{log}"
+    assert "skipping the second build" not in log, log
+    if damage in ("truncated", "other bytes"):
+        assert "names other bytes (a damaged or stale cache): proving again" in log, log
+
+
+CRATE = """[package]
+name = "uses-the-cache"
+version = "0.1.0"
+edition = "2021"
+
+[dependencies]
+itoa = "1"
+"""
+
+
+def cargo_build(project, cache):
+    """scripts/cache.sh build around a real, offline cargo build of `project`."""
+    return subprocess.run(
+        ["bash", str(ROOT / "scripts" / "cache.sh"), "build", "cargo", "build", "--offline", "-q"],
+        cwd=project, capture_output=True, text=True,
+        env={**os.environ, "CARGO_BUILD_BUILD_DIR": str(cache), "CARGO_TARGET_DIR": str(project / "target"),
+             "CARGO_INCREMENTAL": "0"})
+
+
+def test_a_damaged_compiled_crate_in_the_cache_is_rebuilt_and_a_real_error_is_not_hidden(tmp_path):
+    """A registry crate's metadata or library truncated in the shared build directory is built
+    again (cargo trusts its fingerprints, so without this the build would fail); a compile
+    error of the project's own still fails."""
+    project, cache = tmp_path / "p", tmp_path / "cache"
+    (project / "src").mkdir(parents=True)
+    (project / "Cargo.toml").write_text(CRATE)
+    main = project / "src" / "main.rs"
+    main.write_text('fn main() { println!("{}", itoa::Buffer::new().format(7)); }\n')
+    first = cargo_build(project, cache)
+    assert first.returncode == 0, first.stdout + first.stderr
+    # rustc reads a crate's metadata from its rlib when there is one: the rlib truncated alone,
+    # then both.
+    for damaged in (["rlib"], ["rmeta", "rlib"]):
+        for ext in damaged:
+            [library] = (cache / "debug" / "deps").glob(f"libitoa-*.{ext}")
+            library.write_bytes(library.read_bytes()[:100])
+        main.touch()
+        again = cargo_build(project, cache)
+        log = again.stdout + again.stderr
+        assert again.returncode == 0, log
+        assert "damaged compiled unit(s)" in log and "building again" in log, log
+        run = subprocess.run([str(project / "target" / "debug" / "uses-the-cache")], capture_output=True, text=True)
+        assert run.stdout == "7\n"
+    main.write_text('fn main() { let x: u8 = "seven"; }\n')
+    broken = cargo_build(project, cache)
+    log = broken.stdout + broken.stderr
+    assert broken.returncode != 0 and "E0308" in log, log
+    assert "building again" not in log, log
