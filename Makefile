@@ -28,7 +28,7 @@ endif
 # A cargo build that survives a damaged cache: rebuilt once, never an error of its own.
 CACHED := scripts/cache.sh build
 # export/ (polars) is a workspace of its own; its program lands beside the runner.
-EXPORT_CARGO := CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO)
+EXPORT_CARGO := env CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO)
 EXPORT_MANIFEST := --manifest-path export/Cargo.toml
 VENV ?= .venv
 RUNNER := $(CURDIR)/target/debug/runner

@@ -185,7 +185,7 @@ module="$target_dir/$target/$profile/report_wasm.wasm"
 bindgen=$(command -v wasm-bindgen || true)
 if [ -z "$bindgen" ] || [ "$("$bindgen" --version | awk '{print $2}')" != "$wb_version" ]; then
   say "installing wasm-bindgen-cli $wb_version (a few minutes, once)"
-  cargo install -q wasm-bindgen-cli --version "$wb_version" || die "could not install wasm-bindgen-cli $wb_version from crates.io"
+  env -u CARGO_BUILD_BUILD_DIR cargo install -q wasm-bindgen-cli --version "$wb_version" || die "could not install wasm-bindgen-cli $wb_version from crates.io"
   bindgen=$(command -v wasm-bindgen || echo "${CARGO_HOME:-$HOME/.cargo}/bin/wasm-bindgen")
 fi
 

@@ -35,7 +35,7 @@ remove_units() {
 prune() {
   local build=${CARGO_BUILD_BUILD_DIR:-$cache/cargo-build}
   [ "$cache" != off ] && [ -d "$build" ] || return 0
-  local removed=0 profile depfile stem hash src
+  local removed=0 names="" profile depfile stem hash src
   for profile in "$build"/*/; do
     [ -d "$profile/deps" ] || continue
     for depfile in "$profile"/deps/*.d; do
@@ -48,9 +48,10 @@ prune() {
       [ "$hash" != "$stem" ] || continue
       remove_units "$profile" "$hash"
       removed=$((removed + 1))
+      [ "$removed" -gt 8 ] || names="$names ${stem%-*}"
     done
   done
-  [ "$removed" = 0 ] || say "removed $removed compiled units of checkouts that no longer exist from $build ($(du -sh "$build" 2>/dev/null | cut -f1) left)"
+  [ "$removed" = 0 ] || say "removed $removed compiled units whose sources no longer exist (${names# }$([ "$removed" -le 8 ] || echo ', …')) from $build ($(du -sh "$build" 2>/dev/null | cut -f1) left)"
 }
 
 build() {

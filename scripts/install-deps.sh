@@ -60,5 +60,5 @@ fi
 # at the version its lockfile pins (a few minutes, once).
 if ! cargo nextest --version >/dev/null 2>&1; then
   say "cargo install --locked cargo-nextest"
-  cargo install -q --locked cargo-nextest
+  env -u CARGO_BUILD_BUILD_DIR cargo install -q --locked cargo-nextest
 fi
