@@ -448,33 +448,71 @@ async fn decode_steps_send_every_running_requests_tokens_together() {
     .await;
 }
 
+/// The value of one of the simulator's `/metrics` gauges.
+async fn gauge(client: &reqwest::Client, base: &str, name: &str) -> f64 {
+    let text = client
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .find(|l| l.starts_with(&format!("{name}{{")))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} not in /metrics: {text}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_batch_queues_fifo() {
     testkit::timing::timing_test(|| async {
         bounded(20, async {
             let cfg = SimConfig {
-                ttft_ms: 5.0,
+                ttft_ms: 50.0,
                 prefill_us_per_token: 0.0,
                 itl_ms: 1.0,
                 max_batch: 1,
                 ..SimConfig::default()
             };
             let server = SimServer::start(cfg).await.unwrap();
+            let base = server.base_url();
             // One client, built first: building one per request takes longer than a request here.
             let client = wire::client().build().unwrap();
-            let url = format!("{}/v1/completions", server.base_url());
-            // Sent about 1 ms apart, so that arrival order is unambiguous (two requests arriving within
-            // microseconds of each other may take their index and their queue place in either order).
-            let requests = (0..3u64).map(|i| {
+            let url = format!("{base}/v1/completions");
+            // Each request is sent once the server says it holds the one before (running, then
+            // waiting): the arrival order is the send order by construction, not by a sleep
+            // the scheduler may stretch. A request's 50 ms to its first token leaves the
+            // polling room to see each arrival before the first one ends.
+            let mut requests = vec![];
+            let held_after = [(1.0, 0.0), (1.0, 1.0), (1.0, 2.0)];
+            for (i, (running, waiting)) in held_after.into_iter().enumerate() {
                 let request = client
                     .post(&url)
-                    .json(&json!({"prompt": PROMPT, "max_tokens": 5, "stream": true}));
-                async move {
-                    tokio::time::sleep(Duration::from_millis(i)).await;
-                    request.send().await.unwrap().text().await.unwrap()
+                    .json(&json!({"prompt": PROMPT, "max_tokens": 5, "stream": true}))
+                    .send();
+                requests.push(tokio::spawn(async move {
+                    request.await.unwrap().text().await.unwrap()
+                }));
+                loop {
+                    let held = (
+                        gauge(&client, &base, "vllm:num_requests_running").await,
+                        gauge(&client, &base, "vllm:num_requests_waiting").await,
+                    );
+                    assert!(
+                        server.truth().is_empty(),
+                        "the first request ended before request {i} was seen to arrive"
+                    );
+                    if held == (running, waiting) {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_micros(200)).await;
                 }
-            });
-            futures_util::future::join_all(requests).await;
+            }
+            for r in requests {
+                r.await.unwrap();
+            }
             let mut truth = server.truth();
             truth.sort_by_key(|t| t.admitted);
             assert_eq!(truth.len(), 3);
@@ -486,15 +524,24 @@ async fn a_full_batch_queues_fifo() {
             }
             // Arrival order is admission order (FIFO).
             assert!(truth.windows(2).all(|p| p[0].index < p[1].index));
+            assert!(truth.windows(2).all(|p| p[0].received < p[1].received));
             let ttft: Vec<Duration> = truth
                 .iter()
                 .map(|t| t.token_written[0] - t.received)
                 .collect();
+            // Each waits for those before it: the second for the rest of the first (50 ms and
+            // 4 tokens of 1 ms, less the time it arrived after it), then its own 50 ms.
             assert!(
                 ttft[0] < ttft[1] && ttft[1] < ttft[2],
                 "TTFT grows with the queue: {ttft:?}"
             );
-            assert!(ttft[2] >= Duration::from_millis(2 * (5 + 4)), "{ttft:?}");
+            for (k, t) in truth.iter().enumerate().skip(1) {
+                let waited = t.admitted - t.received;
+                assert!(
+                    t.admitted >= truth[k - 1].end && ttft[k] >= waited + Duration::from_millis(50),
+                    "request {k} waited {waited:?} for a slot, then its own 50 ms: {ttft:?}"
+                );
+            }
             server.shutdown().await;
         })
         .await
