@@ -20,7 +20,8 @@ fn runner(dir: &Path, args: &[&str]) -> Command {
 }
 
 /// A campaign directory: a signing key, the simulated engine's recipe, and a plan of
-/// `engines` × GPU counts 1 and 2, each cell `requests` Poisson requests at 20/s.
+/// `engines` × GPU counts 1 and 2, each cell `requests` Poisson requests at 20/s of 8 tokens
+/// (about 50 ms each on one simulated GPU, 90 on the slow engine's).
 fn campaign_dir(requests: u32) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let out = runner(dir.path(), &["keygen", "lab"]).output().unwrap();
@@ -53,7 +54,7 @@ model = "sim-model"
 profile = "poisson"
 rate = [20.0]
 max_requests = {requests}
-data = {{ prompt_tokens = 64, output_tokens = 32 }}
+data = {{ prompt_tokens = 64, output_tokens = 8 }}
 accuracy = "builtin:arithmetic:5"
 "#
         ),
@@ -176,7 +177,7 @@ fn wait_for(path: &Path, within: Duration) {
 
 #[test]
 fn local_campaign_resumes_after_an_interrupt_and_a_kill_then_collects() {
-    let dir = campaign_dir(60);
+    let dir = campaign_dir(30);
     let d = dir.path();
     let results = d.join("results");
 
@@ -189,11 +190,13 @@ fn local_campaign_resumes_after_an_interrupt_and_a_kill_then_collects() {
         .process_group(0)
         .spawn()
         .unwrap();
-    wait_for(
+    // Once its benchmark has begun (its first record journaled: a cell interrupted before
+    // then has measured nothing), while it has most of its requests still to send.
+    support::children::wait_for_records(
+        &mut child,
         &results.join("sim_2gpu.json.journal.jsonl"),
-        Duration::from_secs(60),
+        1,
     );
-    std::thread::sleep(Duration::from_millis(800));
     unsafe { libc::kill(-(child.id() as i32), libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130));
@@ -222,10 +225,8 @@ fn local_campaign_resumes_after_an_interrupt_and_a_kill_then_collects() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(
-        &results.join("sim-slow_1gpu.json.journal.jsonl"),
-        Duration::from_secs(60),
-    );
+    let journal = results.join("sim-slow_1gpu.json.journal.jsonl");
+    wait_for(&journal, Duration::from_secs(60));
     // The same cell started again meanwhile (a task resubmitted by hand) leaves it alone.
     let out = runner(d, &["campaign", "cell", "plan.toml", "--index", "2"])
         .output()
@@ -236,10 +237,10 @@ fn local_campaign_resumes_after_an_interrupt_and_a_kill_then_collects() {
         "{}",
         text(&out)
     );
-    std::thread::sleep(Duration::from_millis(800));
+    support::children::wait_for_records(&mut child, &journal, 1);
     child.kill().unwrap();
     child.wait().unwrap();
-    let killed_journal = std::fs::read(results.join("sim-slow_1gpu.json.journal.jsonl")).unwrap();
+    let killed_journal = std::fs::read(&journal).unwrap();
     assert!(!results.join("sim-slow_1gpu.json").exists());
     // The engine the killed runner started is stopped with it (it watches its parent).
     std::thread::sleep(Duration::from_millis(500));
@@ -445,7 +446,7 @@ fn wait_until_idle(conf: &str, dir: &Path, within: Duration) {
 #[test]
 fn slurm_array_runs_the_matrix_and_a_cancelled_task_is_resubmitted() {
     let Some(conf) = slurm() else { return };
-    let dir = campaign_dir(80);
+    let dir = campaign_dir(40);
     let d = dir.path();
     let out = slurm_submit(d, &conf, &["--time", "10"]);
     assert!(out.status.success(), "{}", text(&out));
