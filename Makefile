@@ -66,6 +66,7 @@ wasm:
 
 deps:
 	@scripts/cache.sh prune
+	@scripts/cache.sh claim
 	scripts/install-deps.sh
 
 llama-server: deps

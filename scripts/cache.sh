@@ -14,9 +14,16 @@
 #
 # Usage:
 #   scripts/cache.sh prune
-#     Removes from cargo-build/ what only a checkout that no longer exists could use: the
-#     compiled units whose sources are gone (a clean clone's crates, once the clone is
-#     deleted). Registry crates stay. Never fails the build: what it cannot read stays.
+#     Keeps cargo-build/ from growing with every clone: removes the compiled units of
+#     checkouts whose sources are gone, and of workspace members not compiled for a day (an
+#     hour once the directory is over PROVEBENCH_CACHE_MAX_GIB, default 16). Registry crates
+#     stay. Never fails the build: what it cannot read stays.
+#   scripts/cache.sh claim
+#     Run before a build. The workspace's own crates are compiled under the same names in
+#     every checkout (cargo hashes their paths relative to the workspace), and cargo judges
+#     them fresh by time: a checkout whose files are older than another checkout's build would
+#     take that build's crates for its own. So when the last checkout to build here was
+#     another, every file of this one is touched, and its crates are compiled again.
 #   scripts/cache.sh build CARGO ARGS...
 #     Runs a cargo build. Should it fail on a damaged file in cargo-build/ (rustc's "invalid
 #     metadata files", a linker's "file truncated": cargo trusts its fingerprints, not the
@@ -35,14 +42,29 @@ remove_units() {
 prune() {
   local build=${CARGO_BUILD_BUILD_DIR:-$cache/cargo-build}
   [ "$cache" != off ] && [ -d "$build" ] || return 0
-  local removed=0 names="" profile depfile stem hash src
+  local cargo_home=${CARGO_HOME:-$HOME/.cargo} now removed=0 names="" profile depfile stem hash src age
+  local max_kib=$(( ${PROVEBENCH_CACHE_MAX_GIB:-16} * 1024 * 1024 ))
+  # Units of checkouts are kept a day after they were last compiled; over the size budget,
+  # an hour.
+  local keep=86400
+  [ "$(du -sk "$build" 2>/dev/null | cut -f1)" -le "$max_kib" ] 2>/dev/null || keep=3600
+  now=$(date +%s)
   for profile in "$build"/*/; do
     [ -d "$profile/deps" ] || continue
     for depfile in "$profile"/deps/*.d; do
       [ -f "$depfile" ] || continue
-      # A depfile's first line: "OUTPUT: SOURCE SOURCE ..."; the first source is the crate root.
+      # A depfile's first line: "OUTPUT: SOURCE SOURCE ..."; the first source is the crate
+      # root: under CARGO_HOME for a registry crate (kept), else a checkout's. A workspace
+      # member's is relative to its workspace, which the file does not name: those are kept
+      # for a while after their last build; one named by an absolute path, while it exists.
       src=$(sed -n '1{s/^[^:]*: *//;s/ .*//;p;q}' "$depfile")
-      [ -n "$src" ] && [ ! -e "$src" ] || continue
+      case $src in
+        "") continue ;;
+        "$cargo_home"/*) continue ;;
+        /*) [ ! -e "$src" ] || continue ;;
+        *) age=$(( now - $(stat -c %Y "$depfile" 2>/dev/null || echo "$now") ))
+           [ "$age" -gt "$keep" ] || continue ;;
+      esac
       stem=$(basename "$depfile" .d)
       hash=${stem##*-}
       [ "$hash" != "$stem" ] || continue
@@ -51,7 +73,7 @@ prune() {
       [ "$removed" -gt 8 ] || names="$names ${stem%-*}"
     done
   done
-  [ "$removed" = 0 ] || say "removed $removed compiled units whose sources no longer exist (${names# }$([ "$removed" -le 8 ] || echo ', …')) from $build ($(du -sh "$build" 2>/dev/null | cut -f1) left)"
+  [ "$removed" = 0 ] || say "removed $removed compiled units of checkouts gone or unbuilt for $((keep / 3600)) h (${names# }$([ "$removed" -le 8 ] || echo ', …')) from $build ($(du -sh "$build" 2>/dev/null | cut -f1) left)"
 }
 
 build() {
@@ -86,9 +108,24 @@ build() {
   "$@"
 }
 
+claim() {
+  local build=${CARGO_BUILD_BUILD_DIR:-}
+  [ -n "$build" ] || return 0
+  local here last
+  here=$(pwd -P)
+  last=$(cat "$build/checkout" 2>/dev/null || true)
+  [ "$last" != "$here" ] || return 0
+  if [ -n "$last" ]; then
+    say "the last build in $build was another checkout's ($last): this one's crates are compiled again"
+    git ls-files -z --cached --others --exclude-standard | xargs -0 touch -c --
+  fi
+  mkdir -p "$build" && printf '%s\n' "$here" > "$build/checkout"
+}
+
 case ${1:-} in
   prune) prune ;;
+  claim) claim ;;
   build) shift; build "$@"; exit ;;
-  *) echo "usage: $0 prune | build CARGO ARGS..." >&2; exit 2 ;;
+  *) echo "usage: $0 prune | claim | build CARGO ARGS..." >&2; exit 2 ;;
 esac
 exit 0
