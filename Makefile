@@ -115,10 +115,12 @@ test-wasm-repro: wasm
 # cargo-nextest, a process per test, four at a time; the tests that measure time run alone
 # (.config/nextest.toml says which and why). It prints how many ran, and the slow ones.
 rust-suite:
+	@scripts/cache.sh claim
 	$(CARGO) nextest run --workspace
 
 # export/'s tests: its tables against the documents they come from, and its program.
 export-suite:
+	@scripts/cache.sh claim
 	$(EXPORT_CARGO) nextest run $(EXPORT_MANIFEST)
 
 node-suite:

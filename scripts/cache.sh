@@ -23,7 +23,9 @@
 #     every checkout (cargo hashes their paths relative to the workspace), and cargo judges
 #     them fresh by time: a checkout whose files are older than another checkout's build would
 #     take that build's crates for its own. So when the last checkout to build here was
-#     another, every file of this one is touched, and its crates are compiled again.
+#     another, every file of this one is touched and its crates are compiled again, unless
+#     both hold exactly the same commit tree (nothing changed, nothing added: git's tree hash
+#     names the content): then its files are dated 1970 and cargo reuses the build.
 #   scripts/cache.sh build CARGO ARGS...
 #     Runs a cargo build. Should it fail on a damaged file in cargo-build/ (rustc's "invalid
 #     metadata files", a linker's "file truncated": cargo trusts its fingerprints, not the
@@ -111,15 +113,27 @@ build() {
 claim() {
   local build=${CARGO_BUILD_BUILD_DIR:-}
   [ -n "$build" ] || return 0
-  local here last
+  local here tree last last_path last_tree
   here=$(pwd -P)
-  last=$(cat "$build/checkout" 2>/dev/null || true)
-  [ "$last" != "$here" ] || return 0
-  if [ -n "$last" ]; then
-    say "the last build in $build was another checkout's ($last): this one's crates are compiled again"
-    git ls-files -z --cached --others --exclude-standard | xargs -0 touch -c --
+  # The sources, when the checkout holds exactly a commit's (no change, no new file): its tree.
+  tree=dirty
+  if git rev-parse --git-dir >/dev/null 2>&1 && [ -z "$(git status --porcelain 2>/dev/null)" ]; then
+    tree=$(git rev-parse 'HEAD^{tree}')
   fi
-  mkdir -p "$build" && printf '%s\n' "$here" > "$build/checkout"
+  last=$(cat "$build/checkout" 2>/dev/null || true)
+  last_path=${last%% *}
+  last_tree=${last#* }
+  if [ -n "$last" ] && [ "$last_path" != "$here" ]; then
+    if [ "$tree" != dirty ] && [ "$last_tree" = "$tree" ]; then
+      # The very sources compiled last: dated before any build, so cargo reuses that build.
+      say "the last build here ($last_path) was of these very sources (tree $tree): its compiled crates are reused"
+      git ls-files -z | xargs -0 touch -c -h -d @1 --
+    else
+      say "the last build here was another checkout's ($last_path): this one's crates are compiled again"
+      git ls-files -z --cached --others --exclude-standard | xargs -0 touch -c --
+    fi
+  fi
+  mkdir -p "$build" && printf '%s %s\n' "$here" "$tree" > "$build/checkout"
 }
 
 case ${1:-} in

@@ -134,3 +134,60 @@ def test_a_damaged_compiled_crate_in_the_cache_is_rebuilt_and_a_real_error_is_no
     log = broken.stdout + broken.stderr
     assert broken.returncode != 0 and "E0308" in log, log
     assert "building again" not in log, log
+
+
+def git(*args, cwd):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+
+def claim_and_build(checkout, cache):
+    """make's steps: scripts/cache.sh claim, then the build; the log and what the program prints."""
+    env = {**os.environ, "CARGO_BUILD_BUILD_DIR": str(cache), "CARGO_INCREMENTAL": "0"}
+    claim = subprocess.run(["bash", str(ROOT / "scripts" / "cache.sh"), "claim"], cwd=checkout,
+                           capture_output=True, text=True, env=env)
+    assert claim.returncode == 0, claim.stderr
+    build = subprocess.run(["cargo", "build", "--offline"], cwd=checkout, capture_output=True, text=True, env=env)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(checkout / "target" / "debug" / "uses-the-cache")], capture_output=True, text=True)
+    return claim.stderr + build.stderr, run.stdout
+
+
+def test_checkouts_share_compiled_crates_only_when_their_sources_are_the_same(tmp_path):
+    """cargo names a workspace's own crates alike in every checkout and judges them by time:
+    a checkout must never run another's build of different sources, and one of the very same
+    commit tree reuses it."""
+    origin, cache = tmp_path / "origin", tmp_path / "cache"
+    (origin / "src").mkdir(parents=True)
+    (origin / "Cargo.toml").write_text(CRATE)
+    (origin / ".gitignore").write_text("/target\n")
+    main = origin / "src" / "main.rs"
+    main.write_text('fn main() { println!("{}", itoa::Buffer::new().format(1)); }\n')
+    git("init", "-q", cwd=origin)
+    subprocess.run(["cargo", "generate-lockfile", "--offline"], cwd=origin, check=True, capture_output=True)
+    git("add", "-A", cwd=origin)
+    git("commit", "-qm", "one", cwd=origin)
+    a, b = tmp_path / "a", tmp_path / "b"
+    git("clone", "-q", str(origin), str(a), cwd=tmp_path)
+    git("clone", "-q", str(origin), str(b), cwd=tmp_path)
+    log, out = claim_and_build(a, cache)
+    assert out == "1\n" and "Compiling uses-the-cache" in log, log
+    # The same commit elsewhere: A's build, reused.
+    log, out = claim_and_build(b, cache)
+    assert out == "1\n", log
+    assert "its compiled crates are reused" in log and "Compiling uses-the-cache" not in log, log
+    # Another commit, whose files are older than the build above: compiled again, its own.
+    main.write_text('fn main() { println!("{}", itoa::Buffer::new().format(2)); }\n')
+    git("commit", "-qam", "two", cwd=origin)
+    c = tmp_path / "c"
+    git("clone", "-q", str(origin), str(c), cwd=tmp_path)
+    for f in (c / "src" / "main.rs", c / "Cargo.toml"):
+        os.utime(f, (1, 1))
+    log, out = claim_and_build(c, cache)
+    assert out == "2\n" and "compiled again" in log, log
+    # And back in B, changed by hand (not a commit's tree): compiled again, with its change.
+    (b / "src" / "main.rs").write_text('fn main() { println!("{}", itoa::Buffer::new().format(3)); }\n')
+    os.utime(b / "src" / "main.rs", (1, 1))
+    log, out = claim_and_build(b, cache)
+    assert out == "3\n" and "compiled again" in log, log
