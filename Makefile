@@ -2,7 +2,8 @@
 #
 #   make demo   build everything, then run the main job on the embedded default
 #   make test   every test there is: Rust (unit, integration, CLI; the committed fuzz corpora
-#               and every kept crash replayed), the wasm module in Node, the site in Chromium,
+#               and every kept crash replayed; export/'s polars tables), the wasm module in
+#               Node, the site in Chromium,
 #               the independent verifiers in Python (securesystemslib, OpenSSL,
 #               pyca/cryptography, jsonschema), and the module rebuilt elsewhere to the same bytes
 #               (in its build step)
@@ -11,7 +12,9 @@
 # Both build the same thing once: `cargo build --workspace` in the dev profile, whose
 # measuring crates and dependencies are optimised (Cargo.toml says which and why), and the
 # wasm module, the two side by side. `make test` after `make demo` builds only the test
-# harnesses, and (once per module) the module's second build that shows it reproducible.
+# harnesses, runner-export (export/, polars), and (once per machine for the same inputs) the
+# module's second build that shows it reproducible. What outlives a checkout is cached
+# outside it (PROVEBENCH_CACHE, below).
 
 SHELL := /bin/bash
 CARGO ?= cargo
