@@ -5,9 +5,11 @@
 #
 #   cargo-build/   cargo's build directory (CARGO_BUILD_BUILD_DIR, set by the Makefile) for
 #                  the workspace and export/: compiled registry crates are reused by every
-#                  clone; each checkout's own crates sit beside them under their own hashes
-#   wasm-target/   the wasm module's build (scripts/build-wasm.sh): std and registry crates
-#                  for wasm32, every path in them remapped, so any checkout reuses them
+#                  clone; the workspace's own crates are shared by name too (see claim)
+#   wasm-src/      a copy of the checkout's files at one path, which the module is compiled
+#                  from (scripts/build-wasm.sh), so its compiler flags are every checkout's
+#   wasm-target/   the wasm module's build: std and registry crates for wasm32, every path in
+#                  them remapped, so any checkout reuses them
 #   wasm-proofs/   KEY/: a module whose inputs hash to KEY was rebuilt elsewhere to the same
 #                  bytes (scripts/check-wasm-reproducible.sh)
 #   llama.cpp-*/   llama-server built from source where the prebuilt one cannot run
