@@ -355,13 +355,25 @@ impl Started {
         if let Some(watch) = engine_watch {
             watch.abort();
         }
+        // Looked at once more: requests that only fail to connect can use up a benchmark's
+        // whole budget between two of the watch's looks, and an engine that ended before the
+        // runner stopped it ended mid-run, whatever the load generator saw.
+        if let Some(how) = engine
+            .as_ref()
+            .and_then(on_host::Engine::pid)
+            .and_then(engine::launch::exited)
+        {
+            if engine_died.set(how.clone()).is_ok() {
+                tracing::error!("the engine exited ({how}) mid-benchmark");
+            }
+        }
         // Its host watch journals checkpoints: stopped (and its hold on the journal let go)
         // before the journal's last lines.
         drop(measurement);
         if let Some(e) = engine {
             journal.write(Line::Launch { launch: e.stop() });
         }
-        let finished = finished.map_err(Failure::Input)?;
+        let finished = finished.map_err(Failure::Input)? && engine_died.get().is_none();
         if finished {
             journal.write(Line::End {
                 finished_at: journal::timestamp(SystemTime::now()),
