@@ -1,5 +1,6 @@
-//! Test support for every crate whose tests check timings (`loadgen`, `sim`): one lock so
-//! that they never run beside each other, and a retry when the hypervisor stole the CPUs.
+//! Test support for every crate whose tests check timings (`loadgen`, `sim`, the runner's):
+//! one lock so that they never run beside each other, and a retry when the hypervisor or
+//! other work took the CPUs.
 //! Tests reach it through `testkit::timing`; the product never links it.
 
 use std::sync::Mutex;
@@ -125,38 +126,73 @@ where
     for n in 1..=ATTEMPTS {
         let (before, start) = (read(), Instant::now());
         let outcome = std::panic::AssertUnwindSafe(attempt()).catch_unwind().await;
-        let after = read();
-        let elapsed = start.elapsed().as_secs_f64().max(1e-3);
-        let stolen = after
-            .steal
-            .zip(before.steal)
-            .map_or(Duration::ZERO, |(after, before)| {
-                after.saturating_sub(before)
-            });
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
-        let share = stolen.as_secs_f64() / elapsed / cores;
-        let others = others_between(&before, &after);
-        let others_share = others.as_secs_f64() / elapsed;
-        let was_stolen = stolen >= STOLEN_RETRY && share >= STOLEN_SHARE_RETRY;
-        let was_crowded = others >= OTHERS_RETRY && others_share >= OTHERS_SHARE_RETRY;
-        // Printed whatever the outcome: nextest shows it with a failure, and the thresholds
-        // above are set from these lines.
-        eprintln!(
-            "timing attempt {n}: {elapsed:.2} s, hypervisor steal {stolen:?} ({:.1} % of the CPUs), \
-             other processes {others:?} of CPU ({:.1} % of one)",
-            share * 100.0,
-            others_share * 100.0
-        );
-        match outcome {
-            Ok(()) => return,
-            Err(panic) if !was_stolen && !was_crowded => std::panic::resume_unwind(panic),
-            Err(_) if n < ATTEMPTS => {
-                eprintln!("timing attempt {n} failed while the machine took the CPUs away; again")
-            }
-            Err(_) => eprintln!(
-                "INCONCLUSIVE: all {ATTEMPTS} attempts failed while the hypervisor or other work \
-                 took the CPUs away; timings not checked on this machine now"
-            ),
+        if judge(n, &before, &read(), start, outcome) {
+            return;
+        }
+    }
+}
+
+/// [`timing_test`] for a test that is not async: one that drives child processes (the
+/// runner's tests), whose CPU time counts as the test's own once they are waited for.
+pub fn timing_test_blocking(attempt: impl FnMut()) {
+    let _timing = timing_test_lock();
+    retry_when_disturbed_blocking(Readings::now, attempt)
+}
+
+fn retry_when_disturbed_blocking<R: Fn() -> Readings>(read: R, mut attempt: impl FnMut()) {
+    for n in 1..=ATTEMPTS {
+        let (before, start) = (read(), Instant::now());
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut attempt));
+        if judge(n, &before, &read(), start, outcome) {
+            return;
+        }
+    }
+}
+
+/// Attempt `n`'s outcome, between two readings: true when the test is over (passed, or
+/// inconclusive after the last disturbed attempt), false for another attempt; a failure on
+/// a quiet machine is the test's failure, raised again here.
+fn judge(
+    n: u32,
+    before: &Readings,
+    after: &Readings,
+    start: Instant,
+    outcome: std::thread::Result<()>,
+) -> bool {
+    let elapsed = start.elapsed().as_secs_f64().max(1e-3);
+    let stolen = after
+        .steal
+        .zip(before.steal)
+        .map_or(Duration::ZERO, |(after, before)| {
+            after.saturating_sub(before)
+        });
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let share = stolen.as_secs_f64() / elapsed / cores;
+    let others = others_between(before, after);
+    let others_share = others.as_secs_f64() / elapsed;
+    let was_stolen = stolen >= STOLEN_RETRY && share >= STOLEN_SHARE_RETRY;
+    let was_crowded = others >= OTHERS_RETRY && others_share >= OTHERS_SHARE_RETRY;
+    // Printed whatever the outcome: nextest shows it with a failure, and the thresholds
+    // above are set from these lines.
+    eprintln!(
+        "timing attempt {n}: {elapsed:.2} s, hypervisor steal {stolen:?} ({:.1} % of the CPUs), \
+         other processes {others:?} of CPU ({:.1} % of one)",
+        share * 100.0,
+        others_share * 100.0
+    );
+    match outcome {
+        Ok(()) => true,
+        Err(panic) if !was_stolen && !was_crowded => std::panic::resume_unwind(panic),
+        Err(_) if n < ATTEMPTS => {
+            eprintln!("timing attempt {n} failed while the machine took the CPUs away; again");
+            false
+        }
+        Err(_) => {
+            eprintln!(
+                "INCONCLUSIVE: all {ATTEMPTS} attempts failed while the hypervisor or other \
+                 work took the CPUs away; timings not checked on this machine now"
+            );
+            true
         }
     }
 }
@@ -237,6 +273,22 @@ mod tests {
     async fn a_test_that_is_itself_the_load_is_not_retried() {
         // All the CPU time used was this process's own.
         retry_when_disturbed(growing(0, 3, 3), || async { panic!("late on its own") }).await;
+    }
+
+    #[test]
+    fn a_blocking_timing_test_is_retried_as_an_async_one() {
+        let mut attempts = 0;
+        retry_when_disturbed_blocking(growing(1, 0, 0), || {
+            attempts += 1;
+            assert!(attempts > 2, "late because stolen");
+        });
+        assert_eq!(attempts, 3);
+    }
+
+    #[test]
+    #[should_panic(expected = "late on its own")]
+    fn a_blocking_timing_test_that_fails_on_a_quiet_machine_fails_at_once() {
+        retry_when_disturbed_blocking(growing(0, 3, 3), || panic!("late on its own"));
     }
 
     #[test]

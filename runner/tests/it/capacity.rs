@@ -1,13 +1,17 @@
 //! `--profile capacity`: the search through the runner against the simulator, with the
 //! answer known.
 //!
-//! * Rate: one batch slot and an Exp(10 ms) answer of one token make the simulator an M/M/1
-//!   queue with service rate 100/s, whose time to first token is Exp(100 − λ): p90 ≤ 50 ms
-//!   holds up to λ* = 100 − ln(10)/0.05 ≈ 53.9 req/s. The search's passing loads must not lie
-//!   above it, nor its failing ones below it, by more than the precision (the known-answer
-//!   test of the method over ten seeds is loadgen's `capacity` test, in virtual time). A p90
-//!   rather than a p99: on this project's 2-vCPU machine the client's own late sends reach
-//!   milliseconds in bursts, which a p99 of a few tens of ms would count against the server.
+//! * Rate: one batch slot and an Exp(2 ms) answer of one token make the simulator an M/M/1
+//!   queue with service rate 500/s, whose time to first token is Exp(500 − λ): p90 ≤ 10 ms
+//!   holds up to λ* = 500 − ln(10)/0.01 ≈ 269.7 req/s. The search's passing loads must not
+//!   lie above it, nor its failing ones below it, by more than 10 % (the known-answer test of
+//!   the method over ten seeds, at a fine precision, is loadgen's `capacity` test, in virtual
+//!   time). A fast queue so that each step gathers hundreds of requests a second: a step is
+//!   decided by counts, and a queue of 100/s took 60–75 s for its steps. The search
+//!   precision is coarse (50 %) so that it stops after one bisection, not three steps that
+//!   each sit within a few per cent of λ* and use their whole budget undecided. A p90 rather
+//!   than a p99: the client's own late sends reach milliseconds in bursts on a 2-vCPU machine;
+//!   the test runs alone (`.config/nextest.toml`) for the same reason.
 //! * Concurrency: four batch slots and a 40 ms answer: four streams never queue (TTFT 10 ms),
 //!   a fifth always waits for a slot (TTFT about 50 ms), so p90 TTFT ≤ 25 ms holds up to a
 //!   concurrency of exactly 4.
@@ -40,14 +44,20 @@ fn steps(stmt: &Value) -> Vec<(f64, String)> {
         .collect()
 }
 
+/// Judged by the wall clock of a shared machine: run again when the hypervisor or other
+/// work took the CPUs during a failed attempt (`testkit::timing`), never otherwise.
 #[test]
 fn a_rate_search_brackets_the_known_capacity_and_its_answer_is_verified() {
+    testkit::timing::timing_test_blocking(rate_search);
+}
+
+fn rate_search() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     keygen(p, "k");
     let sim = start_sim(
         p,
-        "--max-batch 1 --ttft-ms 0 --ttft-noise-ms 10 --prefill-us-per-token 0 --itl-ms 0 --seed 3",
+        "--max-batch 1 --ttft-ms 0 --ttft-noise-ms 2 --prefill-us-per-token 0 --itl-ms 0 --seed 3",
         Duration::from_secs(30),
     );
     run_ok(
@@ -63,15 +73,15 @@ fn a_rate_search_brackets_the_known_capacity_and_its_answer_is_verified() {
             "--profile",
             "capacity",
             "--slo",
-            "ttft:p90<=50ms",
+            "ttft:p90<=10ms",
             "--search-from",
-            "20",
+            "64",
             "--search-precision",
-            "10%",
+            "50%",
             "--max-requests",
             "1600",
             "--max-seconds",
-            "10",
+            "6",
             "--data",
             "prompt_tokens=8,output_tokens=1",
         ],
@@ -81,11 +91,18 @@ fn a_rate_search_brackets_the_known_capacity_and_its_answer_is_verified() {
     assert_eq!(s["predicateType"], schemas::PREDICATE_TYPE);
     let c = &s["predicate"]["capacity"];
     assert_eq!(c["search"], "rate");
-    assert_eq!(c["slo"][0], "ttft:p90<=50ms");
-    let truth = 100.0 - (10f64).ln() / 0.05;
+    assert_eq!(c["slo"][0], "ttft:p90<=10ms");
+    let truth = 500.0 - (10f64).ln() / 0.01;
     let steps = steps(&s);
     let passed = c["passed"].as_f64().expect("a load that passed");
-    eprintln!("capacity {passed} against {truth:.1}: {steps:?}");
+    let windows: Vec<u64> = s["predicate"]["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| !b["capacity_step"].is_null())
+        .map(|b| b["summary"]["window_us"].as_u64().unwrap_or(0) / 1000)
+        .collect();
+    eprintln!("capacity {passed} against {truth:.1}: {steps:?}, windows (ms) {windows:?}");
     assert!(
         passed <= truth * 1.1,
         "passed {passed} against {truth:.1}: {steps:?}"
@@ -99,11 +116,18 @@ fn a_rate_search_brackets_the_known_capacity_and_its_answer_is_verified() {
         }
     }
     // The steps it took: doubling from 20 until one did not pass, then between.
-    assert_eq!(steps[0].0, 20.0, "{steps:?}");
+    assert_eq!(steps[0].0, 64.0, "{steps:?}");
     assert!(steps.len() >= 3, "{steps:?}");
+    // …and the last between two it took before: a bisection.
+    let (last, before) = steps.split_last().unwrap();
+    assert!(
+        before.iter().any(|(l, v)| v == "pass" && *l < last.0)
+            && before.iter().any(|(l, v)| v != "pass" && *l > last.0),
+        "{steps:?}"
+    );
     // The goodput at the passing load counts requests within 50 ms.
     let b = &s["predicate"]["benchmarks"][c["passed_benchmark"].as_u64().unwrap() as usize];
-    assert_eq!(b["slo"]["ttft_ms"], 50.0);
+    assert_eq!(b["slo"]["ttft_ms"], 10.0);
     assert_eq!(
         c["goodput_per_s"],
         b["summary"]["goodput"]["requests_per_s"]

@@ -270,7 +270,7 @@ fn multi_turn_sessions_count_exactly_and_the_prompt_cache_cheapens_later_turns()
                 "--sessions",
                 "turns=4",
                 "--data",
-                "prompt_tokens=96,output_tokens=16",
+                "prompt_tokens=48,output_tokens=8",
                 "--max-requests",
                 "8",
             ],
@@ -290,7 +290,7 @@ fn multi_turn_sessions_count_exactly_and_the_prompt_cache_cheapens_later_turns()
         assert_eq!(turns.len(), 4);
         // Each turn's prompt holds the one before it, its answer and a new message.
         let prompt = |t: usize| turns[t]["input_tokens_mean"].as_f64().unwrap();
-        assert!(prompt(3) > prompt(2) + 96.0 && prompt(2) > prompt(1) + 96.0);
+        assert!(prompt(3) > prompt(2) + 48.0 && prompt(2) > prompt(1) + 48.0);
         ttft_by_turn.push(
             (0..4)
                 .map(|t| turns[t]["ttft_ms"]["mean"].as_f64().unwrap())
@@ -303,7 +303,7 @@ fn multi_turn_sessions_count_exactly_and_the_prompt_cache_cheapens_later_turns()
         );
     }
     let (cached, uncached) = (&ttft_by_turn[0], &ttft_by_turn[1]);
-    // Turn 4 prefills about 440 tokens without the cache and about 100 with it.
+    // Turn 4 prefills about 280 tokens without the cache and about 70 with it.
     assert!(
         cached[3] < 0.7 * uncached[3],
         "turn 4 TTFT {:.1} ms cached vs {:.1} ms uncached",
@@ -591,8 +591,14 @@ fn median_ttft(st: &serde_json::Value, benchmark: usize) -> f64 {
 /// on) take a few seconds on a CPU: the search's steps sit at 9–18 req/s, not 3–6.
 const DATA: &str = "prompt_tokens=16,output_tokens=2";
 
+/// Judged by the wall clock of a shared machine: run again when the hypervisor or other
+/// work took the CPUs during a failed attempt (`testkit::timing`), never otherwise.
 #[test]
 fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
+    testkit::timing::timing_test_blocking(capacity_between_fixed_rates);
+}
+
+fn capacity_between_fixed_rates() {
     let Some(server) = start_on(2, &[]) else {
         return;
     };
@@ -625,8 +631,11 @@ fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
             "capacity",
             "--slo",
             &slo,
+            // Coarse, so that the search ends after one bisection: each step costs 4–7 s of
+            // a CPU engine, and what is checked below is that its answer lies between a
+            // passing and a failing fixed rate, not how finely it was found.
             "--search-precision",
-            "25%",
+            "50%",
         ])
         .args([
             "--search-from",
@@ -701,9 +710,9 @@ fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
             "--rate",
             &rate(above * 2.0),
             // At twice a load that did not pass, the queue grows with every request: the
-            // median of 40 waits behind about ten.
+            // median of 24 waits behind about six others: about twice the bound.
             "--max-requests",
-            "40",
+            "24",
             "--seed",
             "202",
         ],

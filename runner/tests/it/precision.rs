@@ -78,8 +78,14 @@ fn stopped(dir: &Path, file: &str) -> (u64, f64, f64) {
     (met, width(&look), width(&b.summary))
 }
 
+/// Judged by the wall clock of a shared machine: run again when the hypervisor or other
+/// work took the CPUs during a failed attempt (`testkit::timing`), never otherwise.
 #[test]
 fn a_quiet_server_is_precise_sooner_and_the_interval_holds_the_width() {
+    testkit::timing::timing_test_blocking(quiet_sooner);
+}
+
+fn quiet_sooner() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     support::children::keygen(p, "k");
@@ -94,16 +100,21 @@ fn a_quiet_server_is_precise_sooner_and_the_interval_holds_the_width() {
     assert!(quiet < noisy, "quiet stopped at {quiet}, noisy at {noisy}");
     // The interval it stopped with holds the width; the requests still in flight then move
     // the final one a little either way.
-    for (look, all) in [(quiet_look, quiet_final), (noisy_look, noisy_final)] {
+    for (file, look, all) in [
+        ("quiet", quiet_look, quiet_final),
+        ("noisy", noisy_look, noisy_final),
+    ] {
         assert!(
             look <= 0.02,
-            "a half-width of {:.2} % at the look",
+            "{file}: a half-width of {:.2} % at the look",
             look * 100.0
         );
         assert!(
             all <= 0.025,
-            "a half-width of {:.2} % in the end",
-            all * 100.0
+            "{file}: a half-width of {:.2} % in the end, {:.2} % at the look ({quiet} and \
+             {noisy} requests then)",
+            all * 100.0,
+            look * 100.0
         );
     }
     // The report says why each stopped, natively and through the module alike.
