@@ -30,17 +30,21 @@
 #     names the content): then its files are dated 1970 and cargo reuses the build.
 #   scripts/cache.sh build CARGO ARGS...
 #     Runs a cargo build. Should it fail on a damaged file in cargo-build/ (rustc's "invalid
-#     metadata files", a linker's "file truncated": cargo trusts its fingerprints, not the
-#     files' bytes), removes the compiled units the errors name (all of cargo-build/ when they
-#     name none) and builds once more; any other failure is the build's own, returned as is.
+#     metadata files", a linker's "file truncated" or "undefined hidden symbol", left by a build
+#     killed mid-way: cargo trusts its fingerprints, not the files' bytes), removes the
+#     compiled units the errors name and their crates' incremental sessions (all of
+#     cargo-build/ when they name none) and builds once more; any other failure is the
+#     build's own, returned as is.
 set -uo pipefail
 
 cache=${PROVEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provebench}
 say() { printf 'cache: %s\n' "$*" >&2; }
 
-# remove_units DIR HASH: every file and directory of the compiled unit HASH under profile DIR.
+# remove_units DIR HASH NAME: every file and directory of the compiled unit HASH under profile
+# DIR, and the incremental sessions of crate NAME (named by hashes of their own).
 remove_units() {
-  rm -rf "$1"/deps/*-"$2" "$1"/deps/*-"$2".* "$1"/.fingerprint/*-"$2" "$1"/build/*-"$2" "$1"/incremental/*-"$2"
+  rm -rf "$1"/deps/*-"$2" "$1"/deps/*-"$2".* "$1"/.fingerprint/*-"$2" "$1"/build/*-"$2" \
+    "$1"/incremental/*-"$2" "$1"/incremental/"$3"-*
 }
 
 prune() {
@@ -87,7 +91,7 @@ build() {
   "$@" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   if [ "$rc" = 0 ] || [ -z "$build" ] ||
-    ! grep -qE 'E0786|invalid metadata files|metadata not found|file truncated|file format not recognized|malformed archive|unexpected end of file' "$log"; then
+    ! grep -qE 'E0786|invalid metadata files|metadata not found|file truncated|undefined hidden symbol|file format not recognized|malformed archive|unexpected end of file' "$log"; then
     rm -f "$log"
     return "$rc"
   fi
@@ -98,7 +102,7 @@ build() {
     hash=${unit##*-}
     case $path in "$build"/*/deps/*) ;; *) continue ;; esac
     [ "$hash" != "$unit" ] || continue
-    remove_units "${path%/deps/*}" "$hash"
+    remove_units "${path%/deps/*}" "$hash" "${unit%-*}"
     named=$((named + 1))
   done
   if [ "$named" = 0 ]; then
