@@ -33,6 +33,7 @@ CACHED := scripts/cache.sh build
 # export/ (polars) is a workspace of its own; its program lands beside the runner.
 EXPORT_CARGO := env CARGO_TARGET_DIR=$(CURDIR)/target $(CARGO)
 EXPORT_MANIFEST := --manifest-path export/Cargo.toml
+EXPORT_BUILD := $(CACHED) $(EXPORT_CARGO) build $(EXPORT_MANIFEST) --bins
 VENV ?= .venv
 RUNNER := $(CURDIR)/target/debug/runner
 DEMO ?= demo
@@ -52,15 +53,15 @@ BUILD_ARGS := --workspace
 AFTER_WASM :=
 build-tests: BUILD_ARGS += --lib --bins --tests --examples
 build-tests: AFTER_WASM := && scripts/check-wasm-reproducible.sh
-build-tests: AFTER_CARGO := && $(CACHED) $(EXPORT_CARGO) build $(EXPORT_MANIFEST) --bins --tests
+build-tests: AFTER_CARGO := && $(EXPORT_BUILD) --tests
 build build-tests: deps
 	@(scripts/build-wasm.sh $(AFTER_WASM)) & wasm=$$!; $(CACHED) $(CARGO) build $(BUILD_ARGS) $(AFTER_CARGO); rc=$$?; wait $$wasm && exit $$rc
 
 # `runner export`'s program, runner-export (polars), beside target/debug/runner.
 export: deps
-	$(CACHED) $(EXPORT_CARGO) build $(EXPORT_MANIFEST) --bins
+	$(EXPORT_BUILD)
 
-# The runner to copy to a GPU host (README: "Benchmarking a real server").
+# The runner to copy to a GPU host (README.md, "Benchmarking a real server").
 build-release:
 	$(CARGO) build --release -p runner
 
@@ -104,7 +105,7 @@ test-suites:
 test-rust: build-tests
 	scripts/with-slurm.sh $(MAKE) --no-print-directory rust-suite
 test-export: deps
-	$(CACHED) $(EXPORT_CARGO) build $(EXPORT_MANIFEST) --bins --tests
+	$(EXPORT_BUILD) --tests
 	$(MAKE) --no-print-directory export-suite
 test-node: build
 	$(MAKE) --no-print-directory node-suite
