@@ -5,7 +5,7 @@
 #   * one toolchain, pinned in report-wasm/toolchain.toml: Debian 12's rustc-web (std rebuilt
 #     for wasm32 with -Zbuild-std) and lld-22; another is refused, naming what to install
 #     (installed here from Debian when missing and we are root; without root, unpack the
-#     packages anywhere and set WASM_TOOLCHAIN_PREFIX, see the README);
+#     packages anywhere and set WASM_TOOLCHAIN_PREFIX, see ARCHITECTURE.md);
 #   * every path the compiler could write into the module remapped to a fixed one (the
 #     checkout, the target directory, CARGO_HOME's registry, the toolchain's sources);
 #   * no timestamps, no host data; rustflags set here alone (CARGO_ENCODED_RUSTFLAGS), so

@@ -43,17 +43,17 @@ const METRICS: [Metric; 3] = [
     Metric {
         name: "Peak output throughput",
         unit: "tok/s",
-        better: Better::Higher,
+        better: schemas::catalogue::better("output_throughput"),
     },
     Metric {
         name: "Mean TTFT at the lowest load",
         unit: "ms",
-        better: Better::Lower,
+        better: schemas::catalogue::better("ttft:mean"),
     },
     Metric {
         name: "Mean TPOT at the lowest load",
         unit: "ms",
-        better: Better::Lower,
+        better: schemas::catalogue::better("tpot:mean"),
     },
 ];
 

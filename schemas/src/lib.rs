@@ -15,6 +15,7 @@ pub mod accuracy;
 pub mod breakdown;
 pub mod campaign;
 pub mod capacity;
+pub mod catalogue;
 pub mod document;
 pub mod dsse;
 pub mod ed25519;

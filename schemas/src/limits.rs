@@ -1,7 +1,7 @@
 //! How much one document may ask of a reader. Anyone can hand the verifier, `runner report`
 //! or the site a file; these bounds make a hostile one an error, early, instead of an
 //! exhausted machine. Every reader applies the same ones ([`crate::load`] and the checks
-//! behind it), and the README lists them.
+//! behind it), and docs/reference/signing.md lists them.
 //!
 //! Sizes that a real run reaches stay far inside them: a 10,000-request result is about
 //! 7 MB, a million requests about 0.7 GB.

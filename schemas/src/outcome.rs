@@ -1,7 +1,8 @@
 //! What `runner run`, `verify`, `diff` and `gate` print with `--json`: one object a pipeline
 //! reads instead of the human text, with the exit status it explains. The exit codes are
-//! declared here once ([`ExitReason::code`]): the runner exits with them, the README's
-//! table and `schemas/json/cli-output.schema.json` are written from the same enum.
+//! declared here once ([`ExitReason::code`]): the runner exits with them, and the table of
+//! docs/reference/cli.md and `schemas/json/cli-output.schema.json` are written from the same
+//! enum.
 //!
 //! Stable: fields are only ever added; a field a command does not fill is left out.
 
@@ -77,7 +78,7 @@ impl ExitReason {
         }
     }
 
-    /// What the code means, as `--help` and the README say it.
+    /// What the code means, as `--help` and docs/reference/cli.md say it.
     pub fn describe(self) -> &'static str {
         match self {
             ExitReason::Ok => "success",

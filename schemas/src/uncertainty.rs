@@ -105,7 +105,7 @@ impl Interval {
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Uncertainty {
-    /// `batch_means`: the method (README, "How sure is a number").
+    /// `batch_means`: the method (docs/reference/statistics.md).
     pub method: String,
     /// Batches a sample is cut into.
     pub batches: u32,

@@ -1,6 +1,6 @@
 """An accuracy phase (`--accuracy`, `result/v0.10`) regraded with no provebench code.
 
-The rules are public (README, "Accuracy checks"; schemas/src/accuracy/): `gsm8k` is lm-eval's
+The rules are public (docs/reference/accuracy.md; schemas/src/accuracy/): `gsm8k` is lm-eval's
 GSM8K task (version 3) — `strict-match` takes the first `#### (\\-?[0-9\\.\\,]+)`,
 `flexible-extract` the last match of `(-?[$0-9.,]{2,})|(-?[0-9]+)`, and both compare with the
 gold answer after `re.sub` of `,`, `\\$`, `(?s).*#### ` and `\\.$`, ignoring case; `exact`

@@ -1,7 +1,7 @@
 """A capacity search (`--profile capacity`, `result/v0.9` and later) re-derived with no provebench code: each
 step's verdict from its records, and the answer from the steps.
 
-The rules are public (README, "Capacity under an SLO"; schemas/src/capacity/): a step is judged
+The rules are public (docs/reference/capacity.md; schemas/src/capacity/): a step is judged
 on its measured records in schedule order — those that ended by `decided_at_us` when a look
 decided it, else all of them. For an objective `METRIC:pP<=B`, the values are the completed
 requests' METRIC (TTFT from the scheduled time), k of n above B, q = 1 − P/100. With c = 0.999:

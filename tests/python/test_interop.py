@@ -114,7 +114,7 @@ def test_trusted_keys_file_schema(signed):
 
 
 def test_the_raw_records_subject_is_the_blake3_of_their_compact_json(signed):
-    """Anyone can recompute the subject from the README's definition, with no provebench code:
+    """Anyone can recompute the subject from the reference's definition (docs/reference/document.md), with no provebench code:
     BLAKE3 (hex) of the compact JSON `[records per benchmark]`, each as written."""
     _, _, _, statement = signed
     records = [b["records"] for b in statement["predicate"]["benchmarks"]]

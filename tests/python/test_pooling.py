@@ -2,7 +2,7 @@
 
 The real runner measures `runner sim` through `--backend openai-embeddings`, `rerank`,
 `tei-rerank` and `openai-chat --data images=…`; this file reads the signed-off record columns and
-recomputes what the summary says of them (README, "Metrics"): the items served and their rate
+recomputes what the summary says of them (docs/reference/metrics.md): the items served and their rate
 over the window, its 95 % interval (ten equal slices of the window), the latency distribution,
 and the images' share of the prompt tokens. It checks the document against the published JSON
 schema too, and that one seed gives the same answers' digests whichever rerank dialect asked.

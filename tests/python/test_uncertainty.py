@@ -1,7 +1,7 @@
 """How sure a summary is (`summary.uncertainty`), how far repeated runs lie apart (`repetitions`) and
 where a run until precise stopped (`precision`), re-derived with no provebench code (`result/v0.8`).
 
-The definitions are public (README, "How sure is a number"; schemas/src/uncertainty.rs):
+The definitions are public (docs/reference/statistics.md; schemas/src/uncertainty.rs):
 measured, completed requests in the order they were scheduled (ties by record order); each
 sample cut into 10 consecutive batches, batch j holding positions [j·n//10, (j+1)·n//10);
 a mean's interval is the sample mean ± t(0.975, 9) · s / √10 with s the standard deviation of

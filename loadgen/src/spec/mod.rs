@@ -168,7 +168,7 @@ pub struct RunSpec {
     pub search_precision: Option<f64>,
     /// An accuracy check on the same server: every item of SUITE asked once at temperature 0
     /// before the benchmarks, graded from the answers the result stores. SUITE is a JSONL
-    /// file (README, "Accuracy checks") or `builtin:arithmetic`; `:N` asks a seeded N items.
+    /// file (docs/reference/accuracy.md) or `builtin:arithmetic`; `:N` asks a seeded N items.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "SUITE[:N]", help_heading = "Accuracy")]
     pub accuracy: Option<String>,

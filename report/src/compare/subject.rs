@@ -41,12 +41,7 @@ pub fn lite(mut loaded: Loaded) -> Loaded {
     loaded
 }
 
-/// Which way a number is better.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Better {
-    Higher,
-    Lower,
-}
+pub(crate) use schemas::catalogue::Better;
 
 /// A result that takes part, with what every section shows about it.
 pub(crate) struct Subject<'a> {
@@ -213,14 +208,4 @@ pub(crate) fn per_user(b: &Benchmark) -> Option<f64> {
 pub(crate) fn numbers(subjects: &[Subject], indices: impl Iterator<Item = usize>) -> String {
     let n: Vec<String> = indices.map(|i| subjects[i].number.to_string()).collect();
     n.join(", ")
-}
-
-impl Better {
-    /// The better of two values.
-    pub fn of(self, a: f64, b: f64) -> f64 {
-        match self {
-            Better::Higher => a.max(b),
-            Better::Lower => a.min(b),
-        }
-    }
 }

@@ -12,6 +12,7 @@ use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::tables::host::tokens_per_joule;
 use crate::tables::seed_sweep;
+use schemas::catalogue::better;
 use schemas::document::Benchmark;
 
 /// A result's headline numbers in a group: its peak output throughput (and per GPU), mean
@@ -48,12 +49,22 @@ fn headline(s: &Subject, m: &Member) -> [Option<Estimate>; 6] {
 }
 
 const HEADLINE: [(&str, Better, &str, usize); 6] = [
-    ("Peak output tok/s", Better::Higher, "tok/s", 2),
-    ("Per GPU", Better::Higher, "tok/s", 2),
-    ("Mean TTFT at peak", Better::Lower, "ms", 2),
-    ("Mean TPOT at peak", Better::Lower, "ms", 2),
-    ("Best tok/s per user", Better::Higher, "tok/s", 2),
-    ("Best output tok/J", Better::Higher, "tok/J", 3),
+    ("Peak output tok/s", better("output_throughput"), "tok/s", 2),
+    ("Per GPU", better("output_throughput"), "tok/s", 2),
+    ("Mean TTFT at peak", better("ttft:mean"), "ms", 2),
+    ("Mean TPOT at peak", better("tpot:mean"), "ms", 2),
+    (
+        "Best tok/s per user",
+        better("output_throughput"),
+        "tok/s",
+        2,
+    ),
+    (
+        "Best output tok/J",
+        better("output_tokens_per_j"),
+        "tok/J",
+        3,
+    ),
 ];
 
 /// One row per result: who it is, then [`headline`]'s numbers, the leaders of each marked.
@@ -111,12 +122,13 @@ pub(crate) fn headline_table(subjects: &[Subject], members: &[Member]) -> String
     out
 }
 
+/// Seed 004's columns: requests per second, request latency, TTFT, ITL, output throughput.
 const SWEEP_BETTER: [Better; 5] = [
-    Better::Higher,
-    Better::Lower,
-    Better::Lower,
-    Better::Lower,
-    Better::Higher,
+    better("request_throughput"),
+    better("e2e:mean"),
+    better("ttft:mean"),
+    better("itl:mean"),
+    better("output_throughput"),
 ];
 
 /// Every result's sweep as seed 004 prints it (bullet, table, flags), under a heading

@@ -21,9 +21,9 @@
 //! `better` / `worse` / `same` class (see `html`). A benchmark with no completed request
 //! has no latencies or throughput to compare; only its failure share is compared. When
 //! both sides have GPU telemetry, energy, output tokens per joule and mean power are
-//! compared too (`HOST_METRICS` says which are judged); when either side has a reasoning
-//! model's summary, the time to the first output token and reasoning tokens per request
-//! (`REASONING_METRICS`).
+//! compared too (`schemas::catalogue` says which are judged); when either side has a
+//! reasoning model's summary, the time to the first output token and reasoning tokens per
+//! request.
 //! Overlaid charts draw A and B in two colours.
 
 use crate::charts::{self, grid::GridDoc, ChartFile, ChartGroup, Line, Style, MARKERS};

@@ -407,7 +407,7 @@ runner run --profile poisson --rate 40 --max-requests 2000 --shard 0/4 --start-a
 runner run spec.toml --key lab.key\n\n\
 The API key, if the server needs one, comes from OPENAI_API_KEY (or PROVEBENCH_API_KEY) and never enters the result.")]
 pub struct RunArgs {
-    /// A TOML spec with the same fields as these flags (see the README).
+    /// A TOML spec with the same fields as these flags (docs/reference/spec.md).
     #[arg(value_name = "SPEC.toml")]
     pub spec: Option<PathBuf>,
     /// Every spec field as a flag (declared on loadgen's `RunSpec`); a flag given replaces
@@ -608,13 +608,13 @@ mod tests {
     use schemas::outcome::ExitReason;
 
     #[test]
-    fn the_readme_and_help_name_every_exit_code() {
-        let readme = include_str!("../../../README.md");
+    fn the_reference_and_help_name_every_exit_code() {
+        let readme = include_str!("../../../docs/reference/cli.md");
         let help = super::exit_codes();
         for r in ExitReason::ALL {
             assert!(
                 readme.contains(&format!("\n| {} | ", r.code())),
-                "README's exit-code table lacks {} ({r:?})",
+                "docs/reference/cli.md's exit-code table lacks {} ({r:?})",
                 r.code()
             );
             assert!(help.contains(&format!("{} {}", r.code(), r.describe())));

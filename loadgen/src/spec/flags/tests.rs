@@ -1,4 +1,5 @@
-//! Every spec field has its flag, every flag its field, and the README lists them all.
+//! Every spec field has its flag, every flag its field, and the reference
+//! (docs/reference/spec.md) lists them all.
 
 use super::super::{DataSpec, Grid, Ramp, SessionSpec, StageSpec};
 use super::*;
@@ -108,12 +109,15 @@ fn every_spec_field_has_a_flag_and_every_flag_a_field() {
 }
 
 #[test]
-fn the_readme_lists_every_spec_field() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md beside the workspace");
+fn the_reference_lists_every_spec_field() {
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/reference/spec.md"
+    ))
+    .expect("docs/reference/spec.md beside the workspace");
     let start = readme
         .find("\nFields: ")
-        .expect("the README's spec field list");
+        .expect("the reference's spec field list");
     let end = start + readme[start..].find("Unknown fields are errors").unwrap();
     let listed = &readme[start..end];
     let tables: &[(&str, &[&str])] = &[
@@ -134,7 +138,7 @@ fn the_readme_lists_every_spec_field() {
         ];
         assert!(
             names.iter().any(|n| listed.contains(n.as_str())),
-            "README's spec field list lacks `{field}`"
+            "docs/reference/spec.md's field list lacks `{field}`"
         );
         let Some((_, inner)) = tables.iter().find(|(t, _)| t == field) else {
             continue;
@@ -145,7 +149,7 @@ fn the_readme_lists_every_spec_field() {
         for name in *inner {
             assert!(
                 listed[at..close].contains(&format!("`{name}`")),
-                "README's spec field list lacks `{name}` after `[{field}]`"
+                "docs/reference/spec.md's field list lacks `{name}` after `[{field}]`"
             );
         }
     }

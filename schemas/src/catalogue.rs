@@ -1,0 +1,575 @@
+//! The metric catalogue: every number a comparison reads from a summary, declared once —
+//! its key (`ttft:p50`, how `runner gate --metric` and `--json` name it), its name with unit,
+//! the summary field it is stored under among the run-to-run numbers, which way it improves,
+//! how to read its value and its 95 % interval, and when a comparison shows it. Diff, gate,
+//! reproduce, compare and history read direction and values from here.
+//!
+//! It sits above the stored types (`metrics`, `uncertainty`) and below everything that
+//! compares: adding a metric is its computation, its summary field, and one entry here.
+
+use crate::metrics::{Distribution, Summary};
+use crate::uncertainty::Interval;
+
+/// Which way a metric improves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+impl Better {
+    /// The better of two values.
+    pub fn of(self, a: f64, b: f64) -> f64 {
+        match self {
+            Better::Higher => a.max(b),
+            Better::Lower => a.min(b),
+        }
+    }
+}
+
+/// When a comparison shows a metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Group {
+    /// Whenever either side has it.
+    Always,
+    /// When both sides carry a host (GPU telemetry) summary, so that documents without
+    /// telemetry compare as they always did.
+    GpuTelemetry,
+    /// When either side has a reasoning summary.
+    Reasoning,
+}
+
+/// Reads one number of a summary.
+pub type Get = fn(&Summary) -> Option<f64>;
+
+/// One metric.
+pub struct Metric {
+    /// How `runner gate --metric` and `--json` name it: `ttft:p99`, `output_throughput`.
+    pub key: &'static str,
+    /// The summary field it reads (`metrics::Summary`).
+    pub reads: &'static str,
+    /// When a comparison shows it.
+    pub group: Group,
+    /// Its name with unit, as tables print it.
+    pub name: &'static str,
+    /// Its name among the run-to-run numbers (`crate::repetitions::METRICS`), where the
+    /// runs of a repeated spec have one.
+    pub stored: Option<&'static str>,
+    /// Which way it improves; `None` for a number shown with its change but never judged
+    /// (energy and power follow from how much work ran and for how long).
+    pub better: Option<Better>,
+    /// Whether the metric exists for a benchmark with no completed request.
+    pub without_completions: bool,
+    pub get: Get,
+    /// The value's 95 % interval, where the summary has one (`crate::uncertainty`); `None`
+    /// for metrics the summaries carry no interval for.
+    pub interval: Option<fn(&Summary) -> Option<Interval>>,
+}
+
+/// The summary's fields that no metric here reads, and why: each field a summary gains is
+/// either compared (an entry above) or named here (a test holds the two to the summary).
+pub const NOT_COMPARED: [(&str, &str); 10] = [
+    (
+        "window_us",
+        "the measured window, which the throughputs divide by",
+    ),
+    (
+        "input_tokens",
+        "a count of the workload, not of the server's speed",
+    ),
+    (
+        "output_tokens",
+        "a count of the workload, not of the server's speed",
+    ),
+    (
+        "total_token_throughput_per_s",
+        "run to run only: input and output together follow from the workload's lengths",
+    ),
+    (
+        "ttft_from_send_ms",
+        "the client's own lateness removed: a diagnostic beside ttft_ms",
+    ),
+    (
+        "by_prefix_group",
+        "a breakdown of ttft_ms, shown in the report",
+    ),
+    ("by_turn", "a breakdown of ttft_ms, shown in the report"),
+    ("images", "what the requests carried"),
+    (
+        "uncertainty",
+        "the intervals of the metrics here (`Metric::interval`)",
+    ),
+    (
+        "published",
+        "an imported source's aggregates, read through the metrics here",
+    ),
+];
+
+/// The metric named `key`.
+pub fn find(key: &str) -> Option<&'static Metric> {
+    CATALOGUE.iter().find(|m| m.key == key)
+}
+
+/// The direction of the judged metric `key`, for tables declared as constants: an unknown
+/// or unjudged key fails the build.
+pub const fn better(key: &str) -> Better {
+    let mut i = 0;
+    while i < CATALOGUE.len() {
+        if same(CATALOGUE[i].key, key) {
+            match CATALOGUE[i].better {
+                Some(b) => return b,
+                None => panic!("a metric without a direction"),
+            }
+        }
+        i += 1;
+    }
+    panic!("no such metric in the catalogue")
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+macro_rules! sure {
+    ($field:ident, $stat:ident) => {
+        |s: &Summary| {
+            let i = s.uncertainty.as_ref()?.$field.as_ref()?;
+            sure!(@stat i, $stat)
+        }
+    };
+    (@stat $i:ident, mean) => { Some($i.mean) };
+    (@stat $i:ident, median) => { Some($i.median) };
+    (@stat $i:ident, p99) => { $i.p99 };
+}
+
+macro_rules! dist {
+    ($field:ident, $stat:ident) => {
+        |s: &Summary| {
+            s.$field.as_ref().map(|d| d.$stat.get()).or_else(|| {
+                // Imported aggregates: what the source published.
+                let p = s.published.as_ref()?.$field.as_ref()?;
+                p.$stat.map(|v| v.get())
+            })
+        }
+    };
+}
+
+pub const CATALOGUE: [Metric; 24] = [
+    Metric {
+        key: "request_throughput",
+        reads: "request_throughput_per_s",
+        group: Group::Always,
+        name: "Request throughput (req/s)",
+        stored: Some("request_throughput_per_s"),
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| s.request_throughput_per_s.map(|v| v.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.request_throughput_per_s),
+    },
+    Metric {
+        key: "output_throughput",
+        reads: "output_token_throughput_per_s",
+        group: Group::Always,
+        name: "Output token throughput (tok/s)",
+        stored: Some("output_token_throughput_per_s"),
+        better: Some(Better::Higher),
+        without_completions: false,
+        // Embeddings and rerank generate nothing: their rate is the items'.
+        get: |s| {
+            s.output_token_throughput_per_s
+                .filter(|_| s.pooled.is_none())
+                .map(|v| v.get())
+        },
+        interval: Some(|s| s.uncertainty.as_ref()?.output_token_throughput_per_s),
+    },
+    Metric {
+        key: "items_throughput",
+        reads: "pooled",
+        group: Group::Always,
+        name: "Inputs or documents (per s)",
+        stored: None,
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| s.pooled.as_ref()?.items_per_s.map(|v| v.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.items_per_s),
+    },
+    Metric {
+        key: "ttft:mean",
+        reads: "ttft_ms",
+        group: Group::Always,
+        name: "TTFT mean (ms)",
+        stored: Some("ttft_ms.mean"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(ttft_ms, mean),
+        interval: Some(sure!(ttft_ms, mean)),
+    },
+    Metric {
+        key: "ttft:p50",
+        reads: "ttft_ms",
+        group: Group::Always,
+        name: "TTFT p50 (ms)",
+        stored: Some("ttft_ms.median"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(ttft_ms, median),
+        interval: Some(sure!(ttft_ms, median)),
+    },
+    Metric {
+        key: "ttft:p99",
+        reads: "ttft_ms",
+        group: Group::Always,
+        name: "TTFT p99 (ms)",
+        stored: Some("ttft_ms.p99"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(ttft_ms, p99),
+        interval: Some(sure!(ttft_ms, p99)),
+    },
+    Metric {
+        key: "itl:mean",
+        reads: "itl_ms",
+        group: Group::Always,
+        name: "ITL mean (ms)",
+        stored: Some("itl_ms.mean"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(itl_ms, mean),
+        interval: Some(sure!(itl_ms, mean)),
+    },
+    Metric {
+        key: "itl:p50",
+        reads: "itl_ms",
+        group: Group::Always,
+        name: "ITL p50 (ms)",
+        stored: Some("itl_ms.median"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(itl_ms, median),
+        interval: Some(sure!(itl_ms, median)),
+    },
+    Metric {
+        key: "itl:p99",
+        reads: "itl_ms",
+        group: Group::Always,
+        name: "ITL p99 (ms)",
+        stored: Some("itl_ms.p99"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(itl_ms, p99),
+        interval: Some(sure!(itl_ms, p99)),
+    },
+    Metric {
+        key: "tpot:mean",
+        reads: "tpot_ms",
+        group: Group::Always,
+        name: "TPOT mean (ms)",
+        stored: Some("tpot_ms.mean"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(tpot_ms, mean),
+        interval: Some(sure!(tpot_ms, mean)),
+    },
+    Metric {
+        key: "tpot:p99",
+        reads: "tpot_ms",
+        group: Group::Always,
+        name: "TPOT p99 (ms)",
+        stored: Some("tpot_ms.p99"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(tpot_ms, p99),
+        interval: Some(sure!(tpot_ms, p99)),
+    },
+    Metric {
+        key: "e2e:mean",
+        reads: "e2e_ms",
+        group: Group::Always,
+        name: "E2E mean (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(e2e_ms, mean),
+        interval: Some(sure!(e2e_ms, mean)),
+    },
+    Metric {
+        key: "e2e:p50",
+        reads: "e2e_ms",
+        group: Group::Always,
+        name: "E2E p50 (ms)",
+        stored: Some("e2e_ms.median"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(e2e_ms, median),
+        interval: Some(sure!(e2e_ms, median)),
+    },
+    Metric {
+        key: "e2e:p99",
+        reads: "e2e_ms",
+        group: Group::Always,
+        name: "E2E p99 (ms)",
+        stored: Some("e2e_ms.p99"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(e2e_ms, p99),
+        interval: Some(sure!(e2e_ms, p99)),
+    },
+    Metric {
+        key: "latency_per_token",
+        reads: "latency_per_token_ms",
+        group: Group::Always,
+        name: "Latency per token, vLLM 0.2.7 (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| {
+            s.latency_per_token_ms
+                .filter(|_| s.pooled.is_none())
+                .map(|v| v.get())
+        },
+        interval: None,
+    },
+    Metric {
+        key: "latency_per_output_token",
+        reads: "latency_per_output_token_ms",
+        group: Group::Always,
+        name: "Latency per output token, vLLM 0.2.7 (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| s.latency_per_output_token_ms.map(|v| v.get()),
+        interval: None,
+    },
+    Metric {
+        key: "goodput",
+        reads: "goodput",
+        group: Group::Always,
+        name: "Goodput (req/s)",
+        stored: Some("goodput.requests_per_s"),
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| s.goodput.as_ref().map(|g| g.requests_per_s.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.goodput_per_s),
+    },
+    Metric {
+        key: "error_rate",
+        reads: "requests",
+        group: Group::Always,
+        name: "Failed requests (%)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: true,
+        get: |s| {
+            let r = &s.requests;
+            (r.measured > 0).then(|| r.failed as f64 / r.measured as f64 * 100.0)
+        },
+        interval: None,
+    },
+    // What the GPU telemetry adds, compared only when both benchmarks have a host summary
+    // (so that documents without telemetry compare as before). Output tokens per joule is
+    // the efficiency and is judged; energy and mean power follow from how much work ran and
+    // for how long, which a benchmark's key does not fix (a faster engine draws more power
+    // for a shorter time), so their change is shown without a verdict.
+    Metric {
+        key: "gpu_energy",
+        reads: "host",
+        group: Group::GpuTelemetry,
+        name: "GPU energy (J)",
+        stored: None,
+        better: None,
+        without_completions: true,
+        get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.energy_j? as f64),
+        interval: None,
+    },
+    Metric {
+        key: "output_tokens_per_j",
+        reads: "host",
+        group: Group::GpuTelemetry,
+        name: "Output tokens per joule (tok/J)",
+        stored: None,
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.output_tokens_per_j?.get()),
+        interval: None,
+    },
+    Metric {
+        key: "gpu_mean_power",
+        reads: "host",
+        group: Group::GpuTelemetry,
+        name: "GPU mean power (W)",
+        stored: None,
+        better: None,
+        without_completions: true,
+        get: |s| Some(s.host.as_ref()?.gpu.as_ref()?.mean_power_w?.get()),
+        interval: None,
+    },
+    // What a reasoning model adds, compared when either side has a reasoning summary (so
+    // that other documents compare as before). The time to the first answer token is what a
+    // reader waits for and is judged; how much a model reasons depends on its prompts and
+    // settings as much as on the engine, so reasoning tokens per completed request are shown
+    // without a verdict.
+    Metric {
+        key: "ttfot:mean",
+        reads: "reasoning",
+        group: Group::Reasoning,
+        name: "Time to first output token mean (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| Some(ttfot(s)?.mean.get()),
+        interval: None,
+    },
+    Metric {
+        key: "ttfot:p99",
+        reads: "reasoning",
+        group: Group::Reasoning,
+        name: "Time to first output token p99 (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| Some(ttfot(s)?.p99.get()),
+        interval: None,
+    },
+    Metric {
+        key: "reasoning_tokens",
+        reads: "reasoning",
+        group: Group::Reasoning,
+        name: "Reasoning tokens per completed request",
+        stored: None,
+        better: None,
+        without_completions: false,
+        get: |s| {
+            let tokens = s.reasoning.as_ref()?.reasoning_tokens as f64;
+            let completed = s.requests.completed;
+            (completed > 0).then(|| tokens / completed as f64)
+        },
+        interval: None,
+    },
+];
+
+pub fn ttfot(s: &Summary) -> Option<&Distribution> {
+    s.reasoning.as_ref()?.time_to_first_output_token_ms.as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_unique_and_found() {
+        for (i, m) in CATALOGUE.iter().enumerate() {
+            assert!(
+                CATALOGUE[..i].iter().all(|o| o.key != m.key),
+                "{} twice",
+                m.key
+            );
+            assert_eq!(find(m.key).map(|f| f.name), Some(m.name));
+        }
+        assert!(find("no:such").is_none());
+        assert_eq!(better("ttft:p99"), Better::Lower);
+        assert_eq!(better("goodput"), Better::Higher);
+    }
+
+    #[test]
+    fn every_stored_name_is_a_run_to_run_number() {
+        let stored: Vec<&str> = crate::repetitions::METRICS.iter().map(|m| m.0).collect();
+        for m in CATALOGUE.iter().filter_map(|m| m.stored) {
+            assert!(stored.contains(&m), "{m} is not among repetitions::METRICS");
+        }
+    }
+
+    /// Every field of the summary, as the committed JSON Schema lists them, is read by a
+    /// metric or named in [`NOT_COMPARED`]; and nothing is named that the summary lacks.
+    #[test]
+    fn every_summary_field_is_compared_or_says_why_not() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../json/statement.schema.json")).unwrap();
+        let fields: Vec<&str> = schema["$defs"]["Summary"]["properties"]
+            .as_object()
+            .expect("the Summary's properties")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert!(fields.len() > 20, "{fields:?}");
+        for f in &fields {
+            let read = CATALOGUE.iter().any(|m| m.reads == *f);
+            let excused = NOT_COMPARED.iter().any(|(n, _)| n == f);
+            assert!(
+                read || excused,
+                "Summary.{f}: add a metric to the catalogue, or say in NOT_COMPARED why not"
+            );
+        }
+        for m in CATALOGUE
+            .iter()
+            .map(|m| m.reads)
+            .chain(NOT_COMPARED.map(|n| n.0))
+        {
+            assert!(fields.contains(&m), "no Summary.{m}");
+        }
+        for (n, _) in NOT_COMPARED {
+            assert!(
+                CATALOGUE.iter().all(|m| m.reads != n),
+                "Summary.{n} is read by a metric, yet named as not compared"
+            );
+        }
+    }
+
+    /// The reference's table of compared metrics, as the catalogue declares them.
+    fn reference_table() -> String {
+        let mut t = String::from(
+            "| key | name | better | interval | run to run | shown when |\n\
+             | --- | --- | --- | --- | --- | --- |\n",
+        );
+        for m in &CATALOGUE {
+            let better = match m.better {
+                Some(Better::Higher) => "higher",
+                Some(Better::Lower) => "lower",
+                None => "not judged",
+            };
+            let when = match m.group {
+                Group::Always => "always",
+                Group::GpuTelemetry => "both sides have GPU telemetry",
+                Group::Reasoning => "either side has a reasoning summary",
+            };
+            t.push_str(&format!(
+                "| `{}` | {} | {better} | {} | {} | {when} |\n",
+                m.key,
+                m.name,
+                if m.interval.is_some() { "yes" } else { "no" },
+                m.stored.map_or("—".to_string(), |s| format!("`{s}`")),
+            ));
+        }
+        t
+    }
+
+    #[test]
+    fn the_reference_lists_every_metric_as_declared() {
+        let doc = include_str!("../../docs/reference/metrics.md");
+        let table = reference_table();
+        assert!(
+            doc.contains(&table),
+            "docs/reference/metrics.md's table of compared metrics should read:\n{table}"
+        );
+    }
+
+    #[test]
+    fn shown_groups_come_in_order() {
+        // Comparisons print rows in catalogue order: the summary's metrics, then GPU
+        // telemetry's, then reasoning's.
+        let groups: Vec<Group> = CATALOGUE.iter().map(|m| m.group).collect();
+        let mut sorted = groups.clone();
+        sorted.sort_by_key(|g| *g as u8);
+        assert_eq!(groups, sorted);
+    }
+}
