@@ -40,11 +40,13 @@ set -uo pipefail
 cache=${PROVEBENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/provebench}
 say() { printf 'cache: %s\n' "$*" >&2; }
 
-# remove_units DIR HASH NAME: every file and directory of the compiled unit HASH under profile
-# DIR, and the incremental sessions of crate NAME (named by hashes of their own).
+# remove_units DIR HASH [NAME]: every file and directory of the compiled unit HASH under
+# profile DIR, and, given NAME, the incremental sessions of that crate (named by hashes of
+# their own).
 remove_units() {
   rm -rf "$1"/deps/*-"$2" "$1"/deps/*-"$2".* "$1"/.fingerprint/*-"$2" "$1"/build/*-"$2" \
-    "$1"/incremental/*-"$2" "$1"/incremental/"$3"-*
+    "$1"/incremental/*-"$2"
+  if [ -n "${3:-}" ]; then rm -rf "$1"/incremental/"$3"-*; fi
 }
 
 prune() {

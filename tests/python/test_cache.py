@@ -191,3 +191,31 @@ def test_checkouts_share_compiled_crates_only_when_their_sources_are_the_same(tm
     os.utime(b / "src" / "main.rs", (1, 1))
     log, out = claim_and_build(b, cache)
     assert out == "3\n" and "compiled again" in log, log
+
+
+def test_prune_removes_the_units_of_a_checkout_that_is_gone_and_keeps_the_registrys(tmp_path):
+    """`make` prunes the shared build directory before it builds: a unit whose crate root lay
+    in a checkout since deleted goes (with its fingerprint), a registry crate's stays, and the
+    script never fails on what it finds."""
+    cache, build = tmp_path / "cache", tmp_path / "cache" / "cargo-build"
+    deps, prints = build / "debug" / "deps", build / "debug" / ".fingerprint"
+    deps.mkdir(parents=True)
+    prints.mkdir(parents=True)
+    cargo_home = tmp_path / "cargo-home"
+    gone = tmp_path / "deleted-checkout" / "src" / "lib.rs"
+    units = {"mine-0123456789abcdef": gone, "itoa-fedcba9876543210": cargo_home / "registry" / "itoa" / "src" / "lib.rs"}
+    for unit, root in units.items():
+        name = unit.split("-")[0]
+        (deps / f"{unit}.d").write_text(f"{deps}/lib{unit}.rlib: {root}\n")
+        (deps / f"lib{unit}.rlib").write_bytes(b"!<arch>\n")
+        (prints / unit).mkdir()
+        (build / "debug" / "incremental").mkdir(exist_ok=True)
+        (build / "debug" / "incremental" / f"{name}-1a2b3c").mkdir()
+    env = {**os.environ, "PROVEBENCH_CACHE": str(cache), "CARGO_BUILD_BUILD_DIR": str(build),
+           "CARGO_HOME": str(cargo_home)}
+    pruned = subprocess.run(["bash", str(ROOT / "scripts" / "cache.sh"), "prune"], cwd=tmp_path,
+                            capture_output=True, text=True, env=env)
+    assert pruned.returncode == 0, pruned.stderr
+    assert "removed 1 compiled units" in pruned.stderr, pruned.stderr
+    left = sorted(p.name for p in deps.iterdir()) + sorted(p.name for p in prints.iterdir())
+    assert left == ["itoa-fedcba9876543210.d", "libitoa-fedcba9876543210.rlib", "itoa-fedcba9876543210"], left
