@@ -216,7 +216,7 @@ mkdir -p "$out"
 commit=null dirty=null
 if git -C "$root" rev-parse --verify -q HEAD >/dev/null 2>&1; then
   commit="\"$(git -C "$root" rev-parse HEAD)\""
-  [ -z "$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null)" ] && dirty=false || dirty=true
+  [ -z "$(git -C "$root" --no-optional-locks status --porcelain --untracked-files=no 2>/dev/null)" ] && dirty=false || dirty=true
 fi
 sha() { sha256sum "$1" | cut -d' ' -f1; }
 json_str() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g'; }

@@ -124,8 +124,10 @@ claim() {
   local here tree last last_path last_tree
   here=$(pwd -P)
   # The sources, when the checkout holds exactly a commit's (no change, no new file): its tree.
+  # Without rewriting git's index: the runner's build script watches it, and a refreshed index
+  # (after the touch below) compiled the runner again between make's build and its tests.
   tree=dirty
-  if git rev-parse --git-dir >/dev/null 2>&1 && [ -z "$(git status --porcelain 2>/dev/null)" ]; then
+  if git rev-parse --git-dir >/dev/null 2>&1 && [ -z "$(git --no-optional-locks status --porcelain 2>/dev/null)" ]; then
     tree=$(git rev-parse 'HEAD^{tree}')
   fi
   last=$(cat "$build/checkout" 2>/dev/null || true)

@@ -102,11 +102,9 @@ mod tests {
     /// (host/tests/fixtures/nvidia-smi-580-h100/, captured with the two calls `detect` makes).
     #[test]
     fn parses_what_a_real_h100_host_printed() {
-        let dir = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/nvidia-smi-580-h100"
-        );
-        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap();
+        let dir = std::path::Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").unwrap())
+            .join("tests/fixtures/nvidia-smi-580-h100");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
         let inv = parse(&read("query.csv"), &read("banner.txt")).unwrap();
         assert_eq!(inv.count, 1);
         assert_eq!(inv.driver_version.as_deref(), Some("580.159.04"));

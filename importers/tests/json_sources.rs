@@ -8,7 +8,7 @@ use schemas::validity::FlagCode;
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(format!(
         "{}/tests/fixtures/{name}",
-        env!("CARGO_MANIFEST_DIR")
+        std::env::var("CARGO_MANIFEST_DIR").unwrap()
     ))
     .unwrap()
 }

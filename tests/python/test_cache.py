@@ -219,3 +219,13 @@ def test_prune_removes_the_units_of_a_checkout_that_is_gone_and_keeps_the_regist
     assert "removed 1 compiled units" in pruned.stderr, pruned.stderr
     left = sorted(p.name for p in deps.iterdir()) + sorted(p.name for p in prints.iterdir())
     assert left == ["itoa-fedcba9876543210.d", "libitoa-fedcba9876543210.rlib", "itoa-fedcba9876543210"], left
+
+
+def test_tests_find_their_files_by_the_directory_they_run_in():
+    """A clone of the very commit tree last built reuses its test binaries (scripts/cache.sh
+    claim), which were compiled in another checkout, since deleted: a path taken at compile
+    time (`env!("CARGO_MANIFEST_DIR")`) would point into it. Tests read the variable at run
+    time, which cargo and nextest set to this checkout's."""
+    baked = subprocess.run(["git", "grep", "-n", 'env!("CARGO_MANIFEST_DIR")', "--", "*.rs"],
+                           cwd=ROOT, capture_output=True, text=True)
+    assert baked.returncode == 1 and not baked.stdout, baked.stdout

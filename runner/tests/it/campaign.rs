@@ -370,7 +370,8 @@ fn collect_and_check(d: &Path) {
 /// SLURM_CONF of the project's single-node Slurm (scripts/install-slurm.sh installs and
 /// starts it, idempotently); `None` (the test skips) outside CI where it cannot run.
 fn slurm() -> Option<String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install-slurm.sh");
+    let script = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").unwrap())
+        .join("../scripts/install-slurm.sh");
     let out = Command::new(&script).output().unwrap();
     let conf = String::from_utf8_lossy(&out.stdout)
         .lines()

@@ -24,7 +24,8 @@ fn hostile(dir: &Path) {
             "base.json",
         ],
     );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/hostile-documents.py");
+    let script = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").unwrap())
+        .join("../scripts/hostile-documents.py");
     let status = std::process::Command::new("python3")
         .arg(script)
         .args(["base.json", "."])

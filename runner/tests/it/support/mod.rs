@@ -18,7 +18,8 @@ pub fn llama_server() -> Option<(PathBuf, PathBuf)> {
     };
     let from_file = || {
         let text = std::fs::read_to_string(
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/llama-server.env"),
+            Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").unwrap())
+                .join("../build/llama-server.env"),
         )
         .ok()?;
         let get = |k: &str| {
@@ -61,7 +62,8 @@ pub fn free_port() -> u16 {
 
 /// The module `scripts/build-wasm.sh` built, if it did.
 pub fn wasm_module() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../build/wasm/report_wasm_bg.wasm");
+    let p = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").unwrap())
+        .join("../build/wasm/report_wasm_bg.wasm");
     p.is_file().then_some(p)
 }
 
