@@ -41,6 +41,30 @@ fn within_loopback(what: &str, measured: f64, truth: f64) {
     );
 }
 
+/// Each request's latency as the client measured it (from its send to the last byte) against
+/// the server's own span for it (handler start to last byte written), in ms: the client's span
+/// holds the server's, so it is never shorter (beyond 50 µs of clock reading), and what it adds
+/// — the two loopback legs, 0.11–0.14 ms a request on this VM when idle — has a median within
+/// [`LOOPBACK_MS`]. The median, not each request: one request of a quiet attempt once took
+/// 0.84 ms more, a wake-up the machine's counters cannot see, where a fault in the client's
+/// clock would move every request.
+fn client_spans_hold_the_servers(what: &str, spans: &[(f64, f64)]) {
+    let excess: Vec<f64> = spans
+        .iter()
+        .map(|(client, server)| client - server)
+        .collect();
+    assert!(
+        excess.iter().all(|e| *e >= -0.050),
+        "{what}: a client span shorter than the server's: excess {excess:.3?} ms"
+    );
+    let median_excess = median(excess.clone());
+    assert!(
+        median_excess <= LOOPBACK_MS,
+        "{what}: the client added a median {median_excess:.4} ms to the server's spans \
+         (±{LOOPBACK_MS}): {excess:.3?}"
+    );
+}
+
 fn fixed_sim() -> SimConfig {
     SimConfig {
         ttft_ms: 100.0,
@@ -752,8 +776,8 @@ async fn embeddings_latency_and_counts_match_the_servers_truth() {
 }
 
 /// Rerank in both dialects (vLLM's `/v1/rerank` and TEI's `/rerank`) against one simulator:
-/// the same query and documents get the same scores, so the same digests; latency within 1 %
-/// of the server's truth; a short answer (one score fewer than the documents) is that
+/// the same query and documents get the same scores, so the same digests; each request's
+/// latency holds the server's span for it, by no more than the loopback legs (median); a short answer (one score fewer than the documents) is that
 /// request's `malformed` error naming the counts, and the run goes on.
 #[tokio::test(flavor = "current_thread")]
 async fn rerank_in_both_dialects_scores_alike_and_a_short_answer_is_one_requests_error() {
@@ -791,12 +815,19 @@ async fn rerank_in_both_dialects_scores_alike_and_a_short_answer_is_one_requests
                 truth.iter().all(|t| t.route == "rerank" && t.inputs == 5),
                 "{name}"
             );
-            for (r, t) in b.records.iter().zip(truth) {
-                within(
-                    &format!("{name} latency"),
-                    (r.end_us - r.sent_us) as f64 / 1000.0,
-                    ms(t.end - t.received),
-                );
+            let spans: Vec<(f64, f64)> = b
+                .records
+                .iter()
+                .zip(truth)
+                .map(|(r, t)| {
+                    (
+                        (r.end_us - r.sent_us) as f64 / 1000.0,
+                        ms(t.end - t.received),
+                    )
+                })
+                .collect();
+            client_spans_hold_the_servers(&format!("{name} latency"), &spans);
+            for r in &b.records {
                 assert_eq!(r.documents, Some(5));
             }
             digests.push(
