@@ -407,55 +407,57 @@ async fn latency_legs() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_grid_runs_one_benchmark_per_cell_with_exact_lengths() {
-    let _timing = testkit::timing::timing_test_lock();
-    let cfg = SimConfig {
-        ttft_ms: 2.0,
-        itl_ms: 1.0,
-        ..fixed_sim()
-    };
-    let sim = SimServer::start(cfg).await.unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let grid = loadgen::spec::parse_grid(&["input=16,32".into(), "output=4,8".into()]).unwrap();
-    let spec = RunSpec {
-        grid: Some(grid),
-        max_requests: Some(3),
-        ..RunSpec::default()
-    };
-    let st = run_against(&sim, spec, dir.path(), "grid.json").await;
-    let cells: Vec<(String, u32, u32)> = st
-        .predicate
-        .benchmarks
-        .iter()
-        .map(|b| match &b.workload {
-            schemas::document::Workload::Synthetic {
-                prompt_tokens,
-                output_tokens,
-                ..
-            } => (b.label.clone(), *prompt_tokens, *output_tokens),
-            other => panic!("{other:?}"),
-        })
-        .collect();
-    let expected = [(16, 4), (16, 8), (32, 4), (32, 8)];
-    assert_eq!(cells.len(), 4);
-    for ((label, i, o), (ei, eo)) in cells.iter().zip(expected) {
-        assert_eq!((*i, *o), (ei, eo));
-        assert_eq!(label, &format!("synchronous in={ei} out={eo}"));
-    }
-    for b in &st.predicate.benchmarks {
-        let (i, o) = match &b.workload {
-            schemas::document::Workload::Synthetic {
-                prompt_tokens,
-                output_tokens,
-                ..
-            } => (*prompt_tokens, *output_tokens),
-            _ => unreachable!(),
+    testkit::timing::timing_test(|| async {
+        let cfg = SimConfig {
+            ttft_ms: 2.0,
+            itl_ms: 1.0,
+            ..fixed_sim()
         };
-        assert!(b
-            .records
+        let sim = SimServer::start(cfg).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let grid = loadgen::spec::parse_grid(&["input=16,32".into(), "output=4,8".into()]).unwrap();
+        let spec = RunSpec {
+            grid: Some(grid),
+            max_requests: Some(3),
+            ..RunSpec::default()
+        };
+        let st = run_against(&sim, spec, dir.path(), "grid.json").await;
+        let cells: Vec<(String, u32, u32)> = st
+            .predicate
+            .benchmarks
             .iter()
-            .all(|r| r.input_tokens_server == Some(i) && r.output_tokens_server == Some(o)));
-    }
-    sim.shutdown().await;
+            .map(|b| match &b.workload {
+                schemas::document::Workload::Synthetic {
+                    prompt_tokens,
+                    output_tokens,
+                    ..
+                } => (b.label.clone(), *prompt_tokens, *output_tokens),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let expected = [(16, 4), (16, 8), (32, 4), (32, 8)];
+        assert_eq!(cells.len(), 4);
+        for ((label, i, o), (ei, eo)) in cells.iter().zip(expected) {
+            assert_eq!((*i, *o), (ei, eo));
+            assert_eq!(label, &format!("synchronous in={ei} out={eo}"));
+        }
+        for b in &st.predicate.benchmarks {
+            let (i, o) = match &b.workload {
+                schemas::document::Workload::Synthetic {
+                    prompt_tokens,
+                    output_tokens,
+                    ..
+                } => (*prompt_tokens, *output_tokens),
+                _ => unreachable!(),
+            };
+            assert!(b
+                .records
+                .iter()
+                .all(|r| r.input_tokens_server == Some(i) && r.output_tokens_server == Some(o)));
+        }
+        sim.shutdown().await;
+    })
+    .await;
 }
 
 /// A word-level `tokenizer.json` (one token a whitespace-separated word), which counts
@@ -466,7 +468,7 @@ const WORD_TOKENIZER_JSON: &str = r#"{"version":"1.0","truncation":null,"padding
 
 #[tokio::test(flavor = "current_thread")]
 async fn dataset_files_drive_requests_with_their_own_lengths() {
-    let _timing = testkit::timing::timing_test_lock();
+    testkit::timing::timing_test(|| async {
     let cfg = SimConfig {
         ttft_ms: 2.0,
         itl_ms: 1.0,
@@ -571,44 +573,48 @@ async fn dataset_files_drive_requests_with_their_own_lengths() {
         );
     }
     sim.shutdown().await;
+    })
+    .await;
 }
 
 /// `--token-clock read`: every token event stamped at the read, and the result says so.
 #[tokio::test(flavor = "current_thread")]
 async fn the_result_counts_what_stamped_its_tokens() {
-    let _timing = testkit::timing::timing_test_lock();
-    let sim = SimServer::start(SimConfig {
-        ttft_ms: 2.0,
-        itl_ms: 1.0,
-        ..fixed_sim()
+    testkit::timing::timing_test(|| async {
+        let sim = SimServer::start(SimConfig {
+            ttft_ms: 2.0,
+            itl_ms: 1.0,
+            ..fixed_sim()
+        })
+        .await
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        for (clock, name) in [
+            (loadgen::client::TokenClock::Read, "read.json"),
+            (loadgen::client::TokenClock::Kernel, "kernel.json"),
+        ] {
+            let spec = RunSpec {
+                max_requests: Some(3),
+                token_clock: clock,
+                data: loadgen::spec::DataSpec {
+                    prompt_tokens: 8,
+                    output_tokens: 5,
+                    ..Default::default()
+                },
+                ..RunSpec::default()
+            };
+            let st = run_against(&sim, spec, dir.path(), name).await;
+            let stamps = st.predicate.benchmarks[0].token_timestamps.clone().unwrap();
+            let expected = match clock {
+                loadgen::client::TokenClock::Read => (0, 15),
+                loadgen::client::TokenClock::Kernel => (15, 0),
+            };
+            assert_eq!((stamps.kernel, stamps.read), expected, "{clock:?}");
+            assert_eq!(st.predicate_type, schemas::PREDICATE_TYPE);
+        }
+        sim.shutdown().await;
     })
-    .await
-    .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    for (clock, name) in [
-        (loadgen::client::TokenClock::Read, "read.json"),
-        (loadgen::client::TokenClock::Kernel, "kernel.json"),
-    ] {
-        let spec = RunSpec {
-            max_requests: Some(3),
-            token_clock: clock,
-            data: loadgen::spec::DataSpec {
-                prompt_tokens: 8,
-                output_tokens: 5,
-                ..Default::default()
-            },
-            ..RunSpec::default()
-        };
-        let st = run_against(&sim, spec, dir.path(), name).await;
-        let stamps = st.predicate.benchmarks[0].token_timestamps.clone().unwrap();
-        let expected = match clock {
-            loadgen::client::TokenClock::Read => (0, 15),
-            loadgen::client::TokenClock::Kernel => (15, 0),
-        };
-        assert_eq!((stamps.kernel, stamps.read), expected, "{clock:?}");
-        assert_eq!(st.predicate_type, schemas::PREDICATE_TYPE);
-    }
-    sim.shutdown().await;
+    .await;
 }
 
 /// OpenAI's Responses API: the same known answers through its typed events (TTFT and
