@@ -156,7 +156,8 @@ const KEEP = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'p', 'ul', 'ol', 'li',
 const DROP = new Set(['script', 'style', 'template', 'iframe', 'frame', 'frameset', 'object', 'embed', 'svg', 'math',
   'link', 'meta', 'base', 'form', 'input', 'button', 'textarea', 'select', 'noscript', 'audio', 'video', 'source']);
 const ALIGN = new Set(['left', 'center', 'right']);
-const MARKER = new Set(['better', 'worse', 'same']);
+// The class report-wasm gives a diff marker's span: `verdict-` and the verdict's class name.
+const VERDICT_CLASS = /^verdict-[a-z]{1,20}$/;
 
 // The module's SVG charts: these elements and attributes only, created in the SVG
 // namespace; anything else is dropped with its content (an element) or left out (an
@@ -254,7 +255,7 @@ function copySafe(node, chart, link) {
   }
   const e = document.createElement(tag);
   if ((tag === 'th' || tag === 'td') && ALIGN.has(node.getAttribute('align'))) e.setAttribute('align', node.getAttribute('align'));
-  if (tag === 'span' && MARKER.has(node.getAttribute('class'))) e.className = node.getAttribute('class');
+  if (tag === 'span' && VERDICT_CLASS.test(node.getAttribute('class') ?? '')) e.className = node.getAttribute('class');
   if (tag === 'details' && node.getAttribute('class') === 'chart-data') e.className = 'chart-data';
   if (tag === 'ol' && /^\d{1,6}$/.test(node.getAttribute('start') ?? '')) e.setAttribute('start', node.getAttribute('start'));
   e.append(...children());
@@ -804,11 +805,12 @@ async function reproductionsOf(ctx, name, entry, into) {
     const r = await call('diff', { a: { name }, b: { name: other.name } });
     if (r.error) throw new Error(r.error);
     if (!ctx.alive()) return;
-    const md = r.files?.find((f) => f.name === 'diff.md');
-    const text = md ? new TextDecoder().decode(md.bytes) : '';
-    const word = text.includes('**Reproduced.**') ? 'reproduced' : 'not reproduced';
-    const p = h('p', { class: 'reproduced', 'data-verdict': word },
-      `${word === 'reproduced' ? 'Reproduced' : 'Not reproduced'} by `,
+    // The verdict as the module judged and worded it (diff.json), never read from its text.
+    const data = r.files?.find((f) => f.name === 'diff.json');
+    const verdict = data ? JSON.parse(new TextDecoder().decode(data.bytes)).reproduction : null;
+    if (verdict == null) throw new Error(`the diff of ${other.name} against this result has no reproduction verdict`);
+    const p = h('p', { class: 'reproduced', 'data-reproduced': String(verdict.reproduced) },
+      `${verdict.words} by `,
       h('a', { href: `#/diff/${enc(name)}/${enc(other.name)}` }, other.name),
       ` (${badge(m).textContent}; the verdict is the diff's first section).`);
     into.append(p);

@@ -10,34 +10,31 @@
 //! class="chart-data">` with a `<summary>` naming the chart, one click away from it.
 //! And a table cell holding only a diff marker
 //! (`▲ +3.1% better`, `▼ +5.0% worse`, `▲ +0.4% within noise`, `= 0.0% same`) has its text
-//! wrapped in `<span class="better">` (`worse`, `same` for the last two), so that a site can
-//! colour it. The class is
-//! chosen from the rendered text, never copied from it.
+//! wrapped in `<span class="verdict-better">` (`verdict-worse`, and `verdict-same` for every
+//! other verdict), so that a site can colour it. The class is the verdict's
+//! (`schemas::outcome::ChangeVerdict::class`), never copied from the text.
 
 use crate::escape::html_escape;
 use comrak::nodes::NodeValue;
 use comrak::{create_formatter, parse_document, Arena, Options};
+use schemas::outcome::ChangeVerdict;
 use std::fmt::Write as _;
 
-/// The classes a diff marker can get, by the word that ends it.
-const MARKER_CLASSES: [(&str, &str); 5] = [
-    (" better", "better"),
-    (" worse", "worse"),
-    (" same", "same"),
-    // A change the two runs' noise could make reads as no change.
-    (" within noise", "same"),
-    (" too few samples", "same"),
-];
-
-/// The class of a diff marker text (`▲ +3.1% better` → `better`); `None` for other text.
+/// The class of a diff marker text (`▲ +3.1% better` → `verdict-better`); `None` for other
+/// text. The marker's words and the class are the verdict's own
+/// (`schemas::outcome::ChangeVerdict`), read from that one declaration.
 pub(crate) fn marker_class(text: &str) -> Option<&'static str> {
-    if !(text.starts_with("▲ ") || text.starts_with("▼ ") || text.starts_with("= ")) {
-        return None;
-    }
-    MARKER_CLASSES
+    let rest = text
+        .strip_prefix("▲ ")
+        .or_else(|| text.strip_prefix("▼ "))
+        .or_else(|| text.strip_prefix("= "))?;
+    ChangeVerdict::ALL
         .iter()
-        .find(|(suffix, _)| text.ends_with(suffix))
-        .map(|(_, class)| *class)
+        .find(|v| {
+            rest.strip_suffix(v.words())
+                .is_some_and(|change| change.ends_with(' '))
+        })
+        .map(|v| v.class())
 }
 
 /// The alt text of the chart a table belongs to: the table comes right after a paragraph
@@ -118,7 +115,7 @@ pub fn markdown_to_html(md: &str) -> String {
 /// Colours of the diff classes and a readable table style; the site may override both.
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.25em .6em}\
-th{background:#f4f4f4}img{max-width:100%}.better{color:#1a7f37}.worse{color:#cf222e}.same{color:#666}";
+th{background:#f4f4f4}img{max-width:100%}.verdict-better{color:#1a7f37}.verdict-worse{color:#cf222e}.verdict-same{color:#666}";
 
 /// A complete HTML page: `title` (plain text) and the rendered `md`.
 pub fn page(title: &str, md: &str) -> String {
@@ -160,21 +157,31 @@ mod tests {
     #[test]
     fn diff_markers_get_a_class() {
         let html = markdown_to_html(
-            "| m | c |\n| --- | --- |\n| ttft | ▲ +3.1% worse |\n| tput | ▲ +2.0% better |\n| x | = 0.0% same |\n| ▲ +1% better label | y |\n",
+            "| m | c |\n| --- | --- |\n| ttft | ▲ +3.1% worse |\n| tput | ▲ +2.0% better |\n| x | = 0.0% same |\n| ▲ +1% better label | y |\n| y | ▼ -0.4% not judged |\n",
         );
         assert!(
-            html.contains("<span class=\"worse\">▲ +3.1% worse</span>"),
+            html.contains("<span class=\"verdict-worse\">▲ +3.1% worse</span>"),
             "{html}"
         );
         assert!(
-            html.contains("<span class=\"better\">▲ +2.0% better</span>"),
+            html.contains("<span class=\"verdict-better\">▲ +2.0% better</span>"),
             "{html}"
         );
         assert!(
-            html.contains("<span class=\"same\">= 0.0% same</span>"),
+            html.contains("<span class=\"verdict-same\">= 0.0% same</span>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<span class=\"verdict-same\">▼ -0.4% not judged</span>"),
             "{html}"
         );
         assert_eq!(marker_class("plain"), None);
+        assert_eq!(marker_class("▲ +1% unbetter"), None);
+        // Every verdict's marker gets its class.
+        for v in ChangeVerdict::ALL {
+            let m = crate::diff::marker(1.0, Some(0.1), v);
+            assert_eq!(marker_class(&m), Some(v.class()), "{m}");
+        }
     }
 
     #[test]

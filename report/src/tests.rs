@@ -626,6 +626,34 @@ fn diff_judges_by_direction_and_lists_one_sided_rows() {
         sync.contains("| ITL mean (ms) | 8.00 | 8.00 | 0.00 | = 0.0% same |"),
         "{md}"
     );
+    // Without an interval, a change under 5 % is not judged, and the summary says why.
+    assert!(
+        sync.contains("| E2E mean (ms) | 1100.00 | 1120.00 | +20.00 | ▲ +1.8% not judged |"),
+        "{md}"
+    );
+    assert!(
+        md.contains("not judged (no interval, a change under 5 %)."),
+        "{md}"
+    );
+    assert!(
+        md.contains("judged on the values alone, a change beyond 5 %"),
+        "{md}"
+    );
+    // The verdicts as data: what the site reads instead of the words.
+    let json: serde_json::Value = serde_json::from_slice(r.file("diff.json").unwrap()).unwrap();
+    let row = |metric: &str| {
+        json["comparisons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["benchmark"] == "synchronous" && c["metric"] == metric)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(row("request_throughput")["verdict"], "better");
+    assert_eq!(row("e2e:mean")["verdict"], "not_judged");
+    assert!(json.get("reproduction").is_none(), "B does not name A");
+    assert_eq!(json["unmatched"], serde_json::json!(["concurrent@4"]));
     // Sweep rates that differ are paired by position, and say so.
     let step = md
         .split("### in=512 out=128 · constant@2.10 req/sec ↔ constant@2.30 req/sec")
@@ -646,11 +674,11 @@ fn diff_judges_by_direction_and_lists_one_sided_rows() {
     assert!(md.contains("2 benchmarks matched (1 by sweep position), 1 only in A, 1 only in B."));
     let html = r.text("diff.html").unwrap();
     assert!(
-        html.contains("<span class=\"better\">▲ +10.0% better</span>"),
+        html.contains("<span class=\"verdict-better\">▲ +10.0% better</span>"),
         "{html}"
     );
     assert!(
-        html.contains("<span class=\"worse\">▲ +20.0% worse</span>"),
+        html.contains("<span class=\"verdict-worse\">▲ +20.0% worse</span>"),
         "{html}"
     );
     // Lower latency is better; lower throughput is worse.
@@ -674,7 +702,13 @@ fn diff_of_measured_runs_overlays_charts() {
     let r = diff_bytes(&envelope_bytes(&a), &envelope_bytes(&b)).unwrap();
     assert_eq!(
         r.names(),
-        vec!["diff.md", "diff.html", "throughput.svg", "latency.svg"]
+        vec![
+            "diff.md",
+            "diff.html",
+            "diff.json",
+            "throughput.svg",
+            "latency.svg"
+        ]
     );
     let md = r.text("diff.md").unwrap();
     assert!(
@@ -1345,8 +1379,9 @@ fn documents_without_telemetry_render_as_before() {
     );
     // The bytes the renderer gave before telemetry existed (sha256 of each file). A change
     // here is a change for every published result: make it on purpose or not at all (the
-    // last: the `no_accuracy` note of a run that asked no accuracy suite, in the report's and
-    // the diff's flags).
+    // last: the verdict classes of the pages' style (`verdict-better`…), the diff's sentence
+    // naming the 5 % beyond which values alone are judged, and its verdicts as data,
+    // `diff.json`).
     let docs = [sweep_doc("a", 1.0), sweep_doc("b", 0.5), grid_doc()];
     let bytes: Vec<Vec<u8>> = docs.iter().map(envelope_bytes).collect();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
@@ -1362,15 +1397,16 @@ fn documents_without_telemetry_render_as_before() {
         got,
         [
             "report.md df87301ab03c002a34818083a80bf16abd4495057fbe425444612f46855c764a",
-            "report.html 240735eb1b1b4369c3ec71e79a90ec1b657c163f9fceebd45809840da1149b90",
+            "report.html cc9b9d615de18e250cd3cab8a75d4abee2e38209590a484540e1d305149acf6e",
             "throughput.svg 6febfde1d479897c72da5caffb0dafbdd6196573d1e1a99436e281090455922e",
             "latency.svg 707e0cceb54c13c098c21a405bd7ea1454738448a0e61272f68091268e179094",
             "grid.svg cf96023417b74997712d8d7cdc411ee9ad23fb5a3b0e5c55dbce2dc14e0c29c8",
             "ttft-timeline-1.svg cc6e8002ee818bbe63888036f74505c777d2594110a1c35b2d7b170e598215d2",
             "ttft-timeline-2.svg 14c3c477cfdd7cb5e3106bf50ce4ecad421cb4230d9d450c3b523103422f8216",
             "ttft-timeline-3.svg 231f898a6a95c1316cf7c46b0673edbe98579269f80b319edec2718d54576675",
-            "diff.md 3a9aaabf30d97dd5a495e4a983f6256ede6f7c476f5bdee6853cfabc04745bbf",
-            "diff.html c1182eeca838b874b72d14160c77fd530e24f00499d6ec60b88eed6178438a31",
+            "diff.md 252461f3e6de44721ba27c54aedc0510121ec7b61c53a841b7f83f1fc05df1b9",
+            "diff.html 8f932c6cce5264fee473d46260691cf1f77852ceba8b0eebe769db4fee5621ca",
+            "diff.json d65212eaf0195cd2cc2a8ed0f37db05f4917543b6e7efc43e85f0b37b5b1e950",
             "throughput.svg a5110356d5f9eb8649a45741efe24192b0f2fbd9f83c0c9c876751b4650a5e21",
             "latency.svg 713b4fc4f72943d846832c2b7f4c45281d0ec2802c595892df22e6d90701a23b",
         ]

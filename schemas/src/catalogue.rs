@@ -1,8 +1,10 @@
-//! The metric catalogue: every number a comparison reads from a summary, declared once —
-//! its key (`ttft:p50`, how `runner gate --metric` and `--json` name it), its name with unit,
-//! the summary field it is stored under among the run-to-run numbers, which way it improves,
-//! how to read its value and its 95 % interval, and when a comparison shows it. Diff, gate,
-//! reproduce, compare and history read direction and values from here.
+//! The metric catalogue: every number a comparison, a repeated spec or `--until-precise`
+//! reads from a summary, declared once — its key (`ttft:p50`, how `runner gate --metric`,
+//! `--until-precise` and `--json` name it; [`find`] also takes `ttft:median` and a rate's
+//! `:mean`), its name with unit, the summary field it is stored under among the run-to-run
+//! numbers, which way it improves, how to read its value and its 95 % interval, and when a
+//! comparison shows it. Diff, gate, reproduce, compare, history, the run-to-run numbers and
+//! the precision targets read them from here.
 //!
 //! It sits above the stored types (`metrics`, `uncertainty`) and below everything that
 //! compares: adding a metric is its computation, its summary field, and one entry here.
@@ -37,6 +39,9 @@ pub enum Group {
     GpuTelemetry,
     /// When either side has a reasoning summary.
     Reasoning,
+    /// Never: a number a repeated spec carries run to run or `--until-precise` can target,
+    /// that comparisons leave to its neighbours (a p90 beside p50 and p99).
+    Never,
 }
 
 /// Reads one number of a summary.
@@ -52,8 +57,8 @@ pub struct Metric {
     pub group: Group,
     /// Its name with unit, as tables print it.
     pub name: &'static str,
-    /// Its name among the run-to-run numbers (`crate::repetitions::METRICS`), where the
-    /// runs of a repeated spec have one.
+    /// Its name among the run-to-run numbers of a repeated spec (`crate::repetitions`), the
+    /// summary's JSON path to it, where the runs carry one.
     pub stored: Option<&'static str>,
     /// Which way it improves; `None` for a number shown with its change but never judged
     /// (energy and power follow from how much work ran and for how long).
@@ -66,9 +71,29 @@ pub struct Metric {
     pub interval: Option<fn(&Summary) -> Option<Interval>>,
 }
 
+impl Metric {
+    /// Whether a comparison ever shows it.
+    pub fn compared(&self) -> bool {
+        self.group != Group::Never
+    }
+
+    /// The quantile its key names (`ttft:p99` → 0.99, `ttft:p50` → 0.5); `None` for a mean,
+    /// a rate or a count.
+    pub fn quantile(&self) -> Option<f64> {
+        let (_, stat) = self.key.split_once(':')?;
+        let percent: f64 = stat.strip_prefix('p')?.parse().ok()?;
+        Some(percent / 100.0)
+    }
+
+    /// Whether `--until-precise` can target it: it has an interval to narrow.
+    pub fn targetable(&self) -> bool {
+        self.interval.is_some()
+    }
+}
+
 /// The summary's fields that no metric here reads, and why: each field a summary gains is
 /// either compared (an entry above) or named here (a test holds the two to the summary).
-pub const NOT_COMPARED: [(&str, &str); 10] = [
+pub const NOT_COMPARED: [(&str, &str); 8] = [
     (
         "window_us",
         "the measured window, which the throughputs divide by",
@@ -80,14 +105,6 @@ pub const NOT_COMPARED: [(&str, &str); 10] = [
     (
         "output_tokens",
         "a count of the workload, not of the server's speed",
-    ),
-    (
-        "total_token_throughput_per_s",
-        "run to run only: input and output together follow from the workload's lengths",
-    ),
-    (
-        "ttft_from_send_ms",
-        "the client's own lateness removed: a diagnostic beside ttft_ms",
     ),
     (
         "by_prefix_group",
@@ -105,9 +122,19 @@ pub const NOT_COMPARED: [(&str, &str); 10] = [
     ),
 ];
 
-/// The metric named `key`.
-pub fn find(key: &str) -> Option<&'static Metric> {
-    CATALOGUE.iter().find(|m| m.key == key)
+/// The metric a user names: its key, in any case, or the same with `median` for `p50`
+/// (`ttft:median`) or a rate with its one statistic (`output_throughput:mean`).
+pub fn find(name: &str) -> Option<&'static Metric> {
+    let name = name.trim().to_ascii_lowercase();
+    let exact = |k: &str| CATALOGUE.iter().find(|m| m.key == k);
+    exact(&name)
+        .or_else(|| exact(&name.strip_suffix(":median").map(|m| format!("{m}:p50"))?))
+        .or_else(|| exact(name.strip_suffix(":mean")?).filter(|m| !m.key.contains(':')))
+}
+
+/// The run-to-run numbers of a repeated spec: each metric's stored name, in catalogue order.
+pub fn run_to_run() -> impl Iterator<Item = &'static str> {
+    CATALOGUE.iter().filter_map(|m| m.stored)
 }
 
 /// The direction of the judged metric `key`, for tables declared as constants: an unknown
@@ -150,6 +177,7 @@ macro_rules! sure {
     };
     (@stat $i:ident, mean) => { Some($i.mean) };
     (@stat $i:ident, median) => { Some($i.median) };
+    (@stat $i:ident, p90) => { $i.p90 };
     (@stat $i:ident, p99) => { $i.p99 };
 }
 
@@ -165,7 +193,7 @@ macro_rules! dist {
     };
 }
 
-pub const CATALOGUE: [Metric; 24] = [
+pub const CATALOGUE: [Metric; 34] = [
     Metric {
         key: "request_throughput",
         reads: "request_throughput_per_s",
@@ -456,6 +484,117 @@ pub const CATALOGUE: [Metric; 24] = [
         },
         interval: None,
     },
+    // Never in a comparison's table, carried run to run or targeted by `--until-precise`.
+    Metric {
+        key: "ttft:p90",
+        reads: "ttft_ms",
+        group: Group::Never,
+        name: "TTFT p90 (ms)",
+        stored: Some("ttft_ms.p90"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(ttft_ms, p90),
+        interval: Some(sure!(ttft_ms, p90)),
+    },
+    Metric {
+        key: "itl:p90",
+        reads: "itl_ms",
+        group: Group::Never,
+        name: "ITL p90 (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(itl_ms, p90),
+        interval: Some(sure!(itl_ms, p90)),
+    },
+    Metric {
+        key: "tpot:p50",
+        reads: "tpot_ms",
+        group: Group::Never,
+        name: "TPOT p50 (ms)",
+        stored: Some("tpot_ms.median"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(tpot_ms, median),
+        interval: Some(sure!(tpot_ms, median)),
+    },
+    Metric {
+        key: "tpot:p90",
+        reads: "tpot_ms",
+        group: Group::Never,
+        name: "TPOT p90 (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(tpot_ms, p90),
+        interval: Some(sure!(tpot_ms, p90)),
+    },
+    Metric {
+        key: "e2e:p90",
+        reads: "e2e_ms",
+        group: Group::Never,
+        name: "E2E p90 (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: dist!(e2e_ms, p90),
+        interval: Some(sure!(e2e_ms, p90)),
+    },
+    Metric {
+        key: "ttft_from_send:mean",
+        reads: "ttft_from_send_ms",
+        group: Group::Never,
+        name: "TTFT from send mean (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| Some(s.ttft_from_send_ms.as_ref()?.mean.get()),
+        interval: Some(sure!(ttft_from_send_ms, mean)),
+    },
+    Metric {
+        key: "ttft_from_send:p50",
+        reads: "ttft_from_send_ms",
+        group: Group::Never,
+        name: "TTFT from send p50 (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| Some(s.ttft_from_send_ms.as_ref()?.median.get()),
+        interval: Some(sure!(ttft_from_send_ms, median)),
+    },
+    Metric {
+        key: "ttft_from_send:p90",
+        reads: "ttft_from_send_ms",
+        group: Group::Never,
+        name: "TTFT from send p90 (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| Some(s.ttft_from_send_ms.as_ref()?.p90.get()),
+        interval: Some(sure!(ttft_from_send_ms, p90)),
+    },
+    Metric {
+        key: "ttft_from_send:p99",
+        reads: "ttft_from_send_ms",
+        group: Group::Never,
+        name: "TTFT from send p99 (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| Some(s.ttft_from_send_ms.as_ref()?.p99.get()),
+        interval: Some(sure!(ttft_from_send_ms, p99)),
+    },
+    Metric {
+        key: "total_throughput",
+        reads: "total_token_throughput_per_s",
+        group: Group::Never,
+        name: "Total token throughput (tok/s)",
+        stored: Some("total_token_throughput_per_s"),
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| s.total_token_throughput_per_s.map(|v| v.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.total_token_throughput_per_s),
+    },
 ];
 
 pub fn ttfot(s: &Summary) -> Option<&Distribution> {
@@ -482,10 +621,52 @@ mod tests {
     }
 
     #[test]
-    fn every_stored_name_is_a_run_to_run_number() {
-        let stored: Vec<&str> = crate::repetitions::METRICS.iter().map(|m| m.0).collect();
-        for m in CATALOGUE.iter().filter_map(|m| m.stored) {
-            assert!(stored.contains(&m), "{m} is not among repetitions::METRICS");
+    fn users_name_metrics_by_key_or_its_spellings() {
+        assert_eq!(find("TTFT:Median").map(|m| m.key), Some("ttft:p50"));
+        assert_eq!(find(" ttft:p99 ").map(|m| m.key), Some("ttft:p99"));
+        assert_eq!(
+            find("output_throughput:mean").map(|m| m.key),
+            Some("output_throughput")
+        );
+        // A distribution's mean is its own key, not a rate's spelling.
+        assert_eq!(find("ttft:mean").map(|m| m.key), Some("ttft:mean"));
+        assert!(find("ttft").is_none() && find("ttft:p95").is_none());
+        assert_eq!(find("ttft:p99").unwrap().quantile(), Some(0.99));
+        assert_eq!(find("itl:p50").unwrap().quantile(), Some(0.5));
+        assert_eq!(find("goodput").unwrap().quantile(), None);
+        assert_eq!(find("e2e:mean").unwrap().quantile(), None);
+    }
+
+    /// The run-to-run numbers are what every repeated result carries, whichever version
+    /// wrote it: the same names (a result written before this catalogue lists them in
+    /// another order, which verification does not hold against it).
+    #[test]
+    fn the_run_to_run_numbers_are_the_ones_results_carry() {
+        let mut names: Vec<&str> = run_to_run().collect();
+        names.sort_unstable();
+        let mut carried = vec![
+            "ttft_ms.mean",
+            "ttft_ms.median",
+            "ttft_ms.p90",
+            "ttft_ms.p99",
+            "itl_ms.mean",
+            "itl_ms.median",
+            "itl_ms.p99",
+            "tpot_ms.mean",
+            "tpot_ms.median",
+            "tpot_ms.p99",
+            "e2e_ms.median",
+            "e2e_ms.p99",
+            "request_throughput_per_s",
+            "output_token_throughput_per_s",
+            "total_token_throughput_per_s",
+            "goodput.requests_per_s",
+        ];
+        carried.sort_unstable();
+        assert_eq!(names, carried);
+        // Each is the JSON path of the metric's own value.
+        for m in CATALOGUE.iter().filter(|m| m.stored.is_some()) {
+            assert!(m.stored.unwrap().starts_with(m.reads), "{}", m.key);
         }
     }
 
@@ -541,6 +722,7 @@ mod tests {
                 Group::Always => "always",
                 Group::GpuTelemetry => "both sides have GPU telemetry",
                 Group::Reasoning => "either side has a reasoning summary",
+                Group::Never => "never (run to run, `--until-precise`)",
             };
             t.push_str(&format!(
                 "| `{}` | {} | {better} | {} | {} | {when} |\n",

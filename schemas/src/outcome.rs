@@ -146,6 +146,84 @@ pub enum ChangeVerdict {
     /// The runs carry intervals, but too few samples for this metric's (a p99 under the 662
     /// requests LoadGen's early-stopping rule needs): not judged.
     TooFewSamples,
+    /// Neither side carries an interval for the metric (a result written before
+    /// `result/v0.7`, or imported without records) and the change is under
+    /// [`POINT_CHANGE_JUDGED`]: how much noise is in it is unknown, so it is not judged.
+    NotJudged,
+}
+
+/// The relative change beyond which a metric with no interval on either side is judged
+/// better or worse on its values alone (and the diff says so); under it, [`ChangeVerdict::NotJudged`].
+/// Runs of one configuration on one host commonly move a few per cent from run to run
+/// (the spread `--repeat` measures), so a smaller change without an interval says nothing.
+pub const POINT_CHANGE_JUDGED: f64 = 0.05;
+
+impl ChangeVerdict {
+    pub const ALL: [ChangeVerdict; 6] = [
+        ChangeVerdict::Better,
+        ChangeVerdict::Worse,
+        ChangeVerdict::Same,
+        ChangeVerdict::WithinNoise,
+        ChangeVerdict::TooFewSamples,
+        ChangeVerdict::NotJudged,
+    ];
+
+    /// The words that end the diff's marker (`▲ +3.1% better`).
+    pub fn words(self) -> &'static str {
+        match self {
+            ChangeVerdict::Better => "better",
+            ChangeVerdict::Worse => "worse",
+            ChangeVerdict::Same => "same",
+            ChangeVerdict::WithinNoise => "within noise",
+            ChangeVerdict::TooFewSamples => "too few samples",
+            ChangeVerdict::NotJudged => "not judged",
+        }
+    }
+
+    /// The HTML class of the marker: `verdict-better`, `verdict-worse`, or `verdict-same`
+    /// for every change that is not one or the other.
+    pub fn class(self) -> &'static str {
+        match self {
+            ChangeVerdict::Better => "verdict-better",
+            ChangeVerdict::Worse => "verdict-worse",
+            _ => "verdict-same",
+        }
+    }
+}
+
+/// What a diff judged, as data: `diff.json` beside the diff's markdown, which the site reads
+/// instead of the words (and `runner diff --json` prints the same values).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+pub struct DiffVerdicts {
+    /// Present when B names A as the result it re-ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproduction: Option<ReproductionVerdict>,
+    /// Every compared metric of every matched benchmark.
+    pub comparisons: Vec<Comparison>,
+    /// Labels of A's benchmarks B has no partner for.
+    pub unmatched: Vec<String>,
+}
+
+/// B judged as a reproduction of A.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+pub struct ReproductionVerdict {
+    /// Every benchmark of A has its partner in B and no headline number differs beyond the
+    /// two results' combined uncertainty.
+    pub reproduced: bool,
+    /// `Reproduced` or `Not reproduced`, as the diff words it.
+    pub words: String,
+    /// Benchmarks of A with a partner in B.
+    pub matched: usize,
+    /// Headline numbers judged with an interval on both sides.
+    pub judged: usize,
+    /// Judged run to run (both results repeated their spec), not within each run.
+    pub run_to_run: bool,
+    /// Labels of A's benchmarks with no partner in B.
+    pub missing: Vec<String>,
+    /// `benchmark · metric: marker`, for each number beyond the noise.
+    pub differing: Vec<String>,
 }
 
 /// What `runner gate` made of one compared metric.
@@ -221,6 +299,10 @@ pub struct Outcome {
     /// `diff` and `gate`: labels of the baseline's benchmarks the candidate has no partner for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unmatched: Option<Vec<String>>,
+    /// `diff`: the verdict on the candidate as a reproduction, when it names the baseline as
+    /// the result it re-ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproduction: Option<ReproductionVerdict>,
 }
 
 impl Outcome {
@@ -237,6 +319,7 @@ impl Outcome {
             max_regression: None,
             comparisons: None,
             unmatched: None,
+            reproduction: None,
         }
     }
 }

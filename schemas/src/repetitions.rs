@@ -1,7 +1,8 @@
 //! `--repeat N`: the same spec run N times against one server, and how far apart its runs
 //! came out. Each benchmark's own summary says how sure that run is (`uncertainty`, within the
 //! run); this says what another run would show (run to run): for each benchmark of the spec
-//! and each headline number, the mean over the runs, their spread, a t-interval of that mean,
+//! and each number the metric catalogue carries run to run (`crate::catalogue::run_to_run`),
+//! the mean over the runs, their spread, a t-interval of that mean,
 //! and a prediction interval for one more run, which is what a reproduction should land in.
 //!
 //! Derived from the benchmarks' summaries when a result is sealed, and recomputed by
@@ -59,36 +60,13 @@ pub struct RunToRun {
     pub next_run: Interval,
 }
 
-/// Reads one number of a summary.
-pub type Get = fn(&Summary) -> Option<f64>;
-
-/// The headline numbers compared across runs, by the summary field that holds them.
-pub const METRICS: [(&str, Get); 16] = [
-    ("ttft_ms.mean", |s| Some(s.ttft_ms.as_ref()?.mean.get())),
-    ("ttft_ms.median", |s| Some(s.ttft_ms.as_ref()?.median.get())),
-    ("ttft_ms.p90", |s| Some(s.ttft_ms.as_ref()?.p90.get())),
-    ("ttft_ms.p99", |s| Some(s.ttft_ms.as_ref()?.p99.get())),
-    ("itl_ms.mean", |s| Some(s.itl_ms.as_ref()?.mean.get())),
-    ("itl_ms.median", |s| Some(s.itl_ms.as_ref()?.median.get())),
-    ("itl_ms.p99", |s| Some(s.itl_ms.as_ref()?.p99.get())),
-    ("tpot_ms.mean", |s| Some(s.tpot_ms.as_ref()?.mean.get())),
-    ("tpot_ms.median", |s| Some(s.tpot_ms.as_ref()?.median.get())),
-    ("tpot_ms.p99", |s| Some(s.tpot_ms.as_ref()?.p99.get())),
-    ("e2e_ms.median", |s| Some(s.e2e_ms.as_ref()?.median.get())),
-    ("e2e_ms.p99", |s| Some(s.e2e_ms.as_ref()?.p99.get())),
-    ("request_throughput_per_s", |s| {
-        s.request_throughput_per_s.map(Finite::get)
-    }),
-    ("output_token_throughput_per_s", |s| {
-        s.output_token_throughput_per_s.map(Finite::get)
-    }),
-    ("total_token_throughput_per_s", |s| {
-        s.total_token_throughput_per_s.map(Finite::get)
-    }),
-    ("goodput.requests_per_s", |s| {
-        s.goodput.as_ref().map(|g| g.requests_per_s.get())
-    }),
-];
+/// The number a run-to-run name reads from a summary: the name is its JSON path
+/// (`ttft_ms.median` → `summary["ttft_ms"]["median"]`), as every verifier reads it.
+pub fn value(summary: &serde_json::Value, name: &str) -> Option<f64> {
+    name.split('.')
+        .try_fold(summary, |v, part| v.get(part))?
+        .as_f64()
+}
 
 /// The run-to-run section of a result whose benchmarks say which run they belong to; `None`
 /// when none does (the spec ran once).
@@ -121,8 +99,12 @@ pub fn derive(benchmarks: &[Benchmark]) -> Result<Option<Repetitions>, MetricsEr
         let mut rows = Vec::new();
         if summaries.len() >= 2 {
             let t = t_cache(summaries.len());
-            for (name, get) in METRICS {
-                let values: Option<Vec<f64>> = summaries.iter().map(|s| get(s)).collect();
+            let summaries: Vec<serde_json::Value> = summaries
+                .iter()
+                .map(|s| serde_json::to_value(s).expect("summaries serialise"))
+                .collect();
+            for name in crate::catalogue::run_to_run() {
+                let values: Option<Vec<f64>> = summaries.iter().map(|s| value(s, name)).collect();
                 if let Some(values) = values {
                     rows.push(run_to_run(name, &values, t)?);
                 }

@@ -255,6 +255,20 @@ fn check_repetitions(p: &Predicate, v: &mut Verdict) {
             .push("repetitions without a benchmark that names its run".into());
         return;
     }
+    // Results list the numbers in the order of the catalogue that wrote them, and an order
+    // is no claim: the recomputed ones are compared in the stored order, each by its name.
+    let mut fresh = fresh;
+    if let (Some(stored), Some(fresh)) = (&p.repetitions, &mut fresh) {
+        for (s, f) in stored.benchmarks.iter().zip(&mut fresh.benchmarks) {
+            let place = |name: &str| {
+                s.metrics
+                    .iter()
+                    .position(|m| m.metric == name)
+                    .unwrap_or(usize::MAX)
+            };
+            f.metrics.sort_by_key(|m| place(&m.metric));
+        }
+    }
     diff_paths(
         "repetitions",
         &serde_json::to_value(&p.repetitions).expect("repetitions serialise"),

@@ -702,9 +702,9 @@ test('the diff of two results shows the expected deltas', { timeout: 180_000 }, 
   // The slower simulator's time to first token is worse in every matched benchmark.
   const ttft = await page.$$eval('#diff-report tr', (trs) => trs
     .filter((tr) => tr.cells[0]?.textContent === 'TTFT mean (ms)')
-    .map((tr) => tr.querySelector('span.better, span.worse, span.same')?.className ?? 'none'));
+    .map((tr) => tr.querySelector('span[class^="verdict-"]')?.className ?? 'none'));
   assert.ok(ttft.length >= 3, `TTFT rows: ${ttft.length}`);
-  assert.deepEqual(ttft, ttft.map(() => 'worse'));
+  assert.deepEqual(ttft, ttft.map(() => 'verdict-worse'));
   assert.equal(await page.getAttribute('#share-link', 'href'), hash);
   await page.screenshot({ path: join(artifacts, 'diff.png'), fullPage: true });
 
@@ -746,13 +746,17 @@ async function assertInert(p, where) {
 }
 
 test('a result shows who reproduced it, with the verdict runner reproduce gave', { timeout: 180_000 }, async () => {
-  const word = reproduced.status === 0 ? 'reproduced' : 'not reproduced';
+  const word = reproduced.status === 0 ? 'true' : 'false';
   await openResult('sweep-slow.json');
   await page.waitForSelector('#reproductions[data-ready="true"]', { state: 'attached', timeout: WAIT });
   const found = await page.$$eval('#reproductions p.reproduced', (ps) => ps.map((p) => ({
-    verdict: p.dataset.verdict, link: p.querySelector('a')?.getAttribute('href'), text: p.textContent,
+    verdict: p.dataset.reproduced, link: p.querySelector('a')?.getAttribute('href'), text: p.textContent,
   })));
   assert.deepEqual(found.map((f) => [f.verdict, f.link]), [[word, '#/diff/sweep-slow.json/sweep-slow-again.json']], JSON.stringify(found));
+  // Worded by the module, as runner reproduce's diff.json words it.
+  const data = JSON.parse(readFileSync(join(dir, 'again-verdict', 'diff.json'), 'utf8'));
+  assert.equal(String(data.reproduction.reproduced), word);
+  assert.ok(found[0].text.startsWith(`${data.reproduction.words} by `), found[0].text);
   // No other result names it.
   await openResult('sweep-fast.json');
   await page.waitForSelector('#reproductions[data-ready="true"]', { state: 'attached', timeout: WAIT });
@@ -764,7 +768,7 @@ test('a result shows who reproduced it, with the verdict runner reproduce gave',
   const md = await download(page, '#download-md');
   assert.ok(md.equals(readFileSync(join(dir, 'again-verdict', 'diff.md'))), 'diff.md byte for byte');
   const text = md.toString('utf8');
-  assert.match(text, word === 'reproduced' ? /\*\*Reproduced\.\*\*/ : /\*\*Not reproduced\.\*\*/);
+  assert.match(text, word === 'true' ? /\*\*Reproduced\.\*\*/ : /\*\*Not reproduced\.\*\*/);
   assert.match(text, /within noise|same/);
 });
 

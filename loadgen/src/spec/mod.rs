@@ -85,14 +85,10 @@ pub struct RunSpec {
     /// Seconds per benchmark (no new request starts after).
     #[arg(long)]
     pub max_seconds: Option<f64>,
-    /// Run each benchmark until the 95 % interval of STAT of METRIC is within ±X % of its
-    /// estimate (repeat the flag for several): `ttft:p99:±5%`, `output_throughput:mean:±2%`.
-    /// METRIC: ttft, ttft_from_send, itl, tpot, e2e, request_throughput, output_throughput,
-    /// total_throughput, goodput; STAT: mean, median, p90, p99 (rates: mean). Checked as
-    /// requests complete, from 200 measured (2,000 for p99) in steps of a tenth; then no new
-    /// request is sent. --max-requests or --max-seconds is the cap.
+    /// Run each benchmark until the 95 % interval of METRIC is within ±X % of its estimate
+    /// (repeat the flag for several): `ttft:p99:±5%`, `output_throughput:±2%`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    #[arg(long, value_name = "METRIC:STAT:±X%")]
+    #[arg(long, value_name = "METRIC:±X%", long_help = until_precise_help())]
     pub until_precise: Vec<String>,
     /// Run the whole spec N times against the same server, each time with the same prompts,
     /// schedule and (for a sweep) rates; one result holds every run, and its report gives the
@@ -546,6 +542,23 @@ mod api_name {
             ))
         })
     }
+}
+
+/// `--until-precise`'s long help, its metrics listed from the catalogue.
+fn until_precise_help() -> String {
+    let metrics: Vec<&str> = schemas::catalogue::CATALOGUE
+        .iter()
+        .filter(|m| m.targetable())
+        .map(|m| m.key)
+        .collect();
+    format!(
+        "Run each benchmark until the 95 % interval of METRIC is within ±X % of its estimate \
+         (repeat the flag for several): `ttft:p99:±5%`, `output_throughput:±2%`. METRIC: {} \
+         (`median` for `p50`, and a rate's `:mean`, are read too). Checked as requests \
+         complete, from 200 measured (2,000 for p99) in steps of a tenth; then no new request \
+         is sent. --max-requests or --max-seconds is the cap.",
+        metrics.join(", ")
+    )
 }
 
 impl RunSpec {

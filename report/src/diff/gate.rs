@@ -34,15 +34,16 @@ pub fn default_metrics() -> Vec<&'static str> {
         .collect()
 }
 
-/// `--metric` values as keys: `ttft:median` is `ttft:p50`; an unknown name or one a gate
-/// cannot judge (no direction or no interval) is refused, naming those it can.
+/// `--metric` values as keys (as `schemas::catalogue::find` reads them: `ttft:median` is
+/// `ttft:p50`); an unknown name or one a gate cannot judge (no direction or no interval) is
+/// refused, naming those it can.
 pub fn resolve(names: &[String]) -> Result<Vec<&'static str>, String> {
     let gateable = default_metrics();
     let mut out = Vec::new();
     for name in names {
-        let wanted = name.trim().to_ascii_lowercase().replace(":median", ":p50");
-        match metric_keys()
-            .find(|m| m.key == wanted)
+        let found = schemas::catalogue::find(name).map(|m| m.key);
+        match found
+            .and_then(|k| metric_keys().find(|m| m.key == k))
             .map(|m| (m.key, m.gateable))
         {
             Some((k, true)) => {
@@ -472,7 +473,7 @@ mod tests {
 
     #[test]
     fn every_run_to_run_name_is_one_the_repetitions_carry() {
-        let carried: Vec<&str> = schemas::repetitions::METRICS.iter().map(|m| m.0).collect();
+        let carried: Vec<&str> = schemas::catalogue::run_to_run().collect();
         for m in metric_keys() {
             if let Some(k) = m.repeated {
                 assert!(carried.contains(&k), "{}: {k}", m.key);

@@ -1,11 +1,12 @@
 //! How one change is judged, for each metric of `schemas::catalogue` (its direction and
-//! interval are declared there): the verdict (better, worse, within noise, too few samples, the same) and its
-//! marker, and the table of one matched pair. `judgements` is the one place a verdict is
+//! interval are declared there): the verdict (`schemas::outcome::ChangeVerdict`: better,
+//! worse, within noise, too few samples, not judged, the same) and its marker, and the table of one matched pair. `judgements` is the one place a verdict is
 //! reached; the diff's tables and a reproduction's verdict both read it.
 
 use crate::format::{self, MISSING};
 use schemas::catalogue::{Better, Group, Metric, CATALOGUE};
 use schemas::document::Benchmark;
+use schemas::outcome::POINT_CHANGE_JUDGED;
 use schemas::uncertainty::difference;
 
 /// How B compares with A on one metric: declared with the words `--json` prints.
@@ -27,27 +28,16 @@ pub fn judge(a: f64, b: f64, higher_is_better: bool) -> (f64, Option<f64>, Verdi
 }
 
 /// `▲ +3.1% better`, `▼ -5.0% worse`, `▲ +0.4% within noise`, `= 0.0% same` (`from 0`
-/// when A was zero).
+/// when A was zero): the arrow is the value's direction, the words the verdict's
+/// ([`Verdict::words`]).
 pub fn marker(d: f64, rel: Option<f64>, v: Verdict) -> String {
     let rel = rel.map_or_else(|| "from 0".to_string(), format::percent);
     match v {
-        Verdict::WithinNoise => format!("{} {rel} within noise", if d > 0.0 { "▲" } else { "▼" }),
-        Verdict::TooFewSamples => {
-            format!("{} {rel} too few samples", if d > 0.0 { "▲" } else { "▼" })
-        }
         Verdict::Same => format!(
             "= {} same",
             if rel == "from 0" { "0.0%".into() } else { rel }
         ),
-        Verdict::Better | Verdict::Worse => format!(
-            "{} {rel} {}",
-            if d > 0.0 { "▲" } else { "▼" },
-            if v == Verdict::Better {
-                "better"
-            } else {
-                "worse"
-            }
-        ),
+        _ => format!("{} {rel} {}", if d > 0.0 { "▲" } else { "▼" }, v.words()),
     }
 }
 
@@ -69,8 +59,11 @@ pub(crate) struct Tally {
     pub same: usize,
     pub noise: usize,
     pub too_few: usize,
-    /// Judged on the point values alone: a side had no interval for the metric.
+    /// Judged on the point values alone: a side had no interval for the metric, and the
+    /// change was beyond [`POINT_CHANGE_JUDGED`].
     pub without_interval: usize,
+    /// A side had no interval for the metric and the change was under [`POINT_CHANGE_JUDGED`].
+    pub not_judged: usize,
 }
 
 fn value(m: &Metric, b: &Benchmark) -> Option<f64> {
@@ -112,6 +105,7 @@ pub(crate) fn judgements(a: &Benchmark, b: &Benchmark) -> Vec<Judged> {
         Group::Always => true,
         Group::GpuTelemetry => both_host,
         Group::Reasoning => either_reasoning,
+        Group::Never => false,
     };
     let mut out = Vec::new();
     for m in CATALOGUE.iter().filter(shown) {
@@ -148,6 +142,12 @@ pub(crate) fn judgements(a: &Benchmark, b: &Benchmark) -> Vec<Judged> {
                         Verdict::WithinNoise
                     }
                     None if unsupported && v != Verdict::Same => Verdict::TooFewSamples,
+                    // Values alone: a change is judged only beyond the stated threshold.
+                    None if v != Verdict::Same
+                        && rel.is_some_and(|r| r.abs() < POINT_CHANGE_JUDGED) =>
+                    {
+                        Verdict::NotJudged
+                    }
                     _ => v,
                 };
                 Some(Change {
@@ -189,6 +189,7 @@ pub(crate) fn metrics_table(a: &Benchmark, b: &Benchmark, tally: &mut Tally) -> 
                         Verdict::Same => tally.same += 1,
                         Verdict::WithinNoise => tally.noise += 1,
                         Verdict::TooFewSamples => tally.too_few += 1,
+                        Verdict::NotJudged => tally.not_judged += 1,
                     }
                     let change = match c.between {
                         Some((low, high)) => format!(
@@ -198,7 +199,7 @@ pub(crate) fn metrics_table(a: &Benchmark, b: &Benchmark, tally: &mut Tally) -> 
                             format::signed(high, 2)
                         ),
                         None => {
-                            if !c.unsupported {
+                            if !c.unsupported && matches!(v, Verdict::Better | Verdict::Worse) {
                                 tally.without_interval += 1;
                             }
                             format::signed(c.d, 2)
@@ -232,7 +233,7 @@ pub(crate) struct Keyed {
 
 /// Every metric of the diff, in its order.
 pub(crate) fn metric_keys() -> impl Iterator<Item = Keyed> {
-    CATALOGUE.iter().map(|m| Keyed {
+    CATALOGUE.iter().filter(|m| m.compared()).map(|m| Keyed {
         key: m.key,
         name: m.name,
         gateable: m.better.is_some() && m.interval.is_some(),

@@ -258,7 +258,7 @@ pub(crate) fn markdown(a: &Loaded, b: &Loaded, charts: &[ChartFile]) -> String {
         out.push_str(&flags);
     }
     out.push_str(&format!(
-        "\n{} benchmarks matched{}, {} only in A, {} only in B. B against A: {} metrics better, {} worse, {} within noise, {} the same, {} on too few samples to judge.\n",
+        "\n{} benchmarks matched{}, {} only in A, {} only in B. B against A: {} metrics better, {} worse, {} within noise, {} the same, {} on too few samples to judge{}.\n",
         sections.len(),
         if by_step > 0 { format!(" ({by_step} by sweep position)") } else { String::new() },
         only_a.lines().count(),
@@ -267,7 +267,16 @@ pub(crate) fn markdown(a: &Loaded, b: &Loaded, charts: &[ChartFile]) -> String {
         tally.worse,
         tally.noise,
         tally.same,
-        tally.too_few
+        tally.too_few,
+        if tally.not_judged > 0 {
+            format!(
+                ", {} not judged (no interval, a change under {:.0} %)",
+                tally.not_judged,
+                schemas::outcome::POINT_CHANGE_JUDGED * 100.0
+            )
+        } else {
+            String::new()
+        }
     ));
     if reproduction::names(pa, pb) {
         out.push_str(&reproduction::section(&reproduction::verdict(pa, pb)));
@@ -275,9 +284,11 @@ pub(crate) fn markdown(a: &Loaded, b: &Loaded, charts: &[ChartFile]) -> String {
     }
     if tally.without_interval > 0 {
         out.push_str(&format!(
-            "{} of them judged on the values alone: a side carries no interval for the metric \
-             (too few requests, written before `result/v0.7`, or imported without records).\n",
-            tally.without_interval
+            "{} of them judged on the values alone, a change beyond {:.0} %: a side carries no \
+             interval for the metric (too few requests, written before `result/v0.7`, or \
+             imported without records).\n",
+            tally.without_interval,
+            schemas::outcome::POINT_CHANGE_JUDGED * 100.0
         ));
     }
     if !sections.is_empty() {
@@ -343,6 +354,16 @@ fn charts(a: &Loaded, b: &Loaded) -> Result<Vec<ChartFile>, RenderError> {
 }
 
 /// The diff report: `diff.md`, `diff.html`, then the overlaid charts.
+/// What the diff of B against A judged, as data (`diff.json`, and `runner diff --json`).
+pub fn verdicts(a: &Predicate, b: &Predicate) -> schemas::outcome::DiffVerdicts {
+    let (comparisons, unmatched) = gate::comparisons(a, b);
+    schemas::outcome::DiffVerdicts {
+        reproduction: reproduction::names(a, b).then(|| reproduction::verdict(a, b).data()),
+        comparisons,
+        unmatched,
+    }
+}
+
 pub(crate) fn report(a: &Loaded, b: &Loaded) -> Result<Report, RenderError> {
     let charts = charts(a, b)?;
     let md = markdown(a, b, &charts);
@@ -351,9 +372,13 @@ pub(crate) fn report(a: &Loaded, b: &Loaded) -> Result<Report, RenderError> {
         a.statement.predicate.model.id, b.statement.predicate.model.id
     );
     let html = crate::html::page(&title, &md);
+    let verdicts =
+        serde_json::to_vec_pretty(&verdicts(&a.statement.predicate, &b.statement.predicate))
+            .expect("verdicts serialise");
     let mut files = vec![
         ("diff.md".to_string(), md.into_bytes()),
         ("diff.html".to_string(), html.into_bytes()),
+        ("diff.json".to_string(), verdicts),
     ];
     files.extend(charts.into_iter().map(|c| (c.name, c.svg.into_bytes())));
     Ok(Report { files })

@@ -41,6 +41,28 @@ impl Reproduction {
     pub fn reproduced(&self) -> bool {
         self.matched > 0 && self.missing.is_empty() && self.differing.is_empty()
     }
+
+    /// `Reproduced` or `Not reproduced`: the one place the verdict is worded.
+    pub fn words(&self) -> &'static str {
+        if self.reproduced() {
+            "Reproduced"
+        } else {
+            "Not reproduced"
+        }
+    }
+
+    /// The verdict as data, as `diff.json` and `runner diff --json` carry it.
+    pub fn data(&self) -> schemas::outcome::ReproductionVerdict {
+        schemas::outcome::ReproductionVerdict {
+            reproduced: self.reproduced(),
+            words: self.words().into(),
+            matched: self.matched,
+            judged: self.judged,
+            run_to_run: self.run_to_run,
+            missing: self.missing.clone(),
+            differing: self.differing.clone(),
+        }
+    }
 }
 
 /// The numbers a reproduction is judged on, as the diff keys them (`runner gate --metric`).
@@ -149,9 +171,10 @@ pub(crate) fn section(r: &Reproduction) -> String {
     let mut out = String::from("\n## Reproduction\n\n");
     if r.reproduced() {
         out.push_str(&format!(
-            "**Reproduced.** B re-ran A's spec; all {} benchmarks matched, and none of their {} \
+            "**{}.** B re-ran A's spec; all {} benchmarks matched, and none of their {} \
              headline numbers (request and output throughput, TTFT p50, TPOT mean, E2E p50) \
              differs beyond the two results' combined uncertainty ({}), held jointly at 95 %.\n",
+            r.words(),
             r.matched,
             r.judged,
             yardstick(r)
@@ -159,8 +182,9 @@ pub(crate) fn section(r: &Reproduction) -> String {
         return out;
     }
     out.push_str(&format!(
-        "**Not reproduced.** B re-ran A's spec, and beyond the two results' combined \
+        "**{}.** B re-ran A's spec, and beyond the two results' combined \
              uncertainty ({}, held jointly at 95 % over the headline numbers):\n\n",
+        r.words(),
         yardstick(r)
     ));
     for label in &r.missing {

@@ -16,36 +16,18 @@
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use schemas::document::Predicate;
-use schemas::metrics::Summary;
 use schemas::uncertainty::Interval;
 
-/// A summary's own 95 % interval of a number.
-type WithinRun = fn(&Summary) -> Option<Interval>;
-
-/// The rows shown: label, the summary field `schemas::repetitions` names it by, and the
-/// within-run interval of a summary.
-const ROWS: [(&str, &str, WithinRun); 7] = [
-    ("TTFT p50 (ms)", "ttft_ms.median", |s| {
-        Some(s.uncertainty.as_ref()?.ttft_ms.as_ref()?.median)
-    }),
-    ("TTFT p99 (ms)", "ttft_ms.p99", |s| {
-        s.uncertainty.as_ref()?.ttft_ms.as_ref()?.p99
-    }),
-    ("ITL p50 (ms)", "itl_ms.median", |s| {
-        Some(s.uncertainty.as_ref()?.itl_ms.as_ref()?.median)
-    }),
-    ("TPOT p50 (ms)", "tpot_ms.median", |s| {
-        Some(s.uncertainty.as_ref()?.tpot_ms.as_ref()?.median)
-    }),
-    ("E2E p50 (ms)", "e2e_ms.median", |s| {
-        Some(s.uncertainty.as_ref()?.e2e_ms.as_ref()?.median)
-    }),
-    ("Requests/s", "request_throughput_per_s", |s| {
-        s.uncertainty.as_ref()?.request_throughput_per_s
-    }),
-    ("Output tok/s", "output_token_throughput_per_s", |s| {
-        s.uncertainty.as_ref()?.output_token_throughput_per_s
-    }),
+/// The rows shown, by their keys in the metric catalogue (`schemas::catalogue`), which
+/// gives each its name, its run-to-run name and its within-run interval.
+const ROWS: [&str; 7] = [
+    "ttft:p50",
+    "ttft:p99",
+    "itl:p50",
+    "tpot:p50",
+    "e2e:p50",
+    "request_throughput",
+    "output_throughput",
 ];
 
 /// The section, or an empty string for a spec that ran once.
@@ -59,7 +41,11 @@ pub fn section(p: &Predicate) -> String {
             continue;
         };
         let label = crate::view::without_run(&p.benchmarks[first as usize].label);
-        for (name, key, within) in ROWS {
+        for metric in ROWS.iter().filter_map(|k| schemas::catalogue::find(k)) {
+            let (name, Some(key), Some(within)) = (metric.name, metric.stored, metric.interval)
+            else {
+                continue;
+            };
             let Some(m) = repeated.metric(key) else {
                 continue;
             };
@@ -69,10 +55,8 @@ pub fn section(p: &Predicate) -> String {
                 .iter()
                 .map(|&i| {
                     let s = &p.benchmarks[i as usize].summary;
-                    let value = schemas::repetitions::METRICS
-                        .iter()
-                        .find(|(k, _)| *k == key)
-                        .and_then(|(_, get)| get(s))?;
+                    let json = serde_json::to_value(s).ok()?;
+                    let value = schemas::repetitions::value(&json, key)?;
                     let i = within(s)?;
                     (value != 0.0).then(|| i.half_width() / value.abs())
                 })

@@ -36,12 +36,12 @@ pub fn diff(args: &DiffArgs, outcome: &mut Outcome) -> Result<(), Failure> {
                 .map_err(|e| Failure::Input(anyhow!("{}: {}", file.display(), e.reason)))?;
             predicates.push(loaded.statement.predicate);
         }
-        let (comparisons, unmatched) =
-            report::diff::gate::comparisons(&predicates[0], &predicates[1]);
+        let verdicts = report::diff::verdicts(&predicates[0], &predicates[1]);
         outcome.baseline = Some(args.files[0].display().to_string());
         outcome.candidate = Some(args.files[1].display().to_string());
-        outcome.comparisons = Some(comparisons);
-        outcome.unmatched = Some(unmatched);
+        outcome.comparisons = Some(verdicts.comparisons);
+        outcome.unmatched = Some(verdicts.unmatched);
+        outcome.reproduction = verdicts.reproduction;
     }
     Ok(())
 }

@@ -382,12 +382,12 @@ fn bad_precision_targets_and_repeat_counts_are_refused_before_any_request() {
         (
             "--until-precise",
             "ttfb:p99:±5%",
-            "--until-precise: unknown metric \"ttfb\"",
+            "--until-precise: unknown metric \"ttfb:p99\"",
         ),
         (
             "--until-precise",
             "ttft:p95:±5%",
-            "unknown statistic \"p95\"",
+            "unknown metric \"ttft:p95\"",
         ),
         (
             "--until-precise",
@@ -402,7 +402,7 @@ fn bad_precision_targets_and_repeat_counts_are_refused_before_any_request() {
         (
             "--until-precise",
             "goodput:p99:±5%",
-            "its statistic is mean",
+            "unknown metric \"goodput:p99\"",
         ),
         ("--repeat", "0", "--repeat must be at least 1"),
     ] {

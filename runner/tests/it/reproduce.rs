@@ -72,6 +72,13 @@ fn the_same_server_reproduces_a_slower_one_does_not_and_a_changed_spec_is_refuse
     );
     let page = std::fs::read_to_string(p.join("again.reproduction/diff.md")).unwrap();
     assert!(page.contains("**Reproduced.**"), "{page}");
+    // The same verdict as data, beside the words.
+    let verdicts = |dir: &str| -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(p.join(dir).join("diff.json")).unwrap()).unwrap()
+    };
+    let data = verdicts("again.reproduction");
+    assert_eq!(data["reproduction"]["reproduced"], true, "{data}");
+    assert_eq!(data["reproduction"]["words"], "Reproduced", "{data}");
 
     let slower = start_sim(p, &format!("{SIM} --itl-ms 4.4"), limit);
     let out = reproduce(
@@ -86,6 +93,15 @@ fn the_same_server_reproduces_a_slower_one_does_not_and_a_changed_spec_is_refuse
     let page = std::fs::read_to_string(p.join("slow.reproduction/diff.md")).unwrap();
     assert!(page.contains("**Not reproduced.**"), "{page}");
     assert!(page.contains("TPOT mean (ms): ▲"), "{page}");
+    let data = verdicts("slow.reproduction");
+    assert_eq!(data["reproduction"]["reproduced"], false, "{data}");
+    assert!(
+        data["reproduction"]["differing"][0]
+            .as_str()
+            .unwrap()
+            .contains("TPOT mean (ms): ▲"),
+        "{data}"
+    );
 
     // The seed changed by hand, in an unsigned copy: refused with the field, nothing sent.
     let mut edited = statement(&p.join("orig.json"));

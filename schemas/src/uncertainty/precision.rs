@@ -1,4 +1,4 @@
-//! `--until-precise METRIC:STAT:±X%`: a benchmark runs until each named 95 % interval is
+//! `--until-precise METRIC:±X%`: a benchmark runs until each named 95 % interval is
 //! within X % of its estimate. The targets, their spelling and the test of whether a summary
 //! meets them live here, so that the load generator (which stops on them), the verifiers and
 //! the report (which say whether they were met) read them one way.
@@ -15,93 +15,31 @@
 //! 1,000 seeded runs per target, they then cover 94–96 % (`sim`'s coverage test,
 //! docs/PERFORMANCE.md).
 
-use super::{min_for_interval, Intervals, Uncertainty, BATCHES};
+use super::{min_for_interval, BATCHES};
+use crate::catalogue::{self, Metric, CATALOGUE};
 use crate::document::{Benchmark, Phase, RawRecord, Slo};
 use crate::metrics::{DecodedGaps, MetricsError, Summary};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
-/// What a target names: a distribution of the summary, or a rate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Metric {
-    Ttft,
-    TtftFromSend,
-    Itl,
-    Tpot,
-    E2e,
-    RequestThroughput,
-    OutputThroughput,
-    TotalThroughput,
-    Goodput,
-}
-
-/// Which statistic of the metric.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stat {
-    Mean,
-    Median,
-    P90,
-    P99,
-}
-
-/// One `METRIC:STAT:±X%`: the 95 % interval of `stat` of `metric` is at most `within` (a
-/// fraction) of the estimate on either side.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// One `METRIC:±X%`: the 95 % interval of a metric of the catalogue (one with an interval:
+/// [`Metric::targetable`]) is at most `within` (a fraction) of the estimate on either side.
+#[derive(Clone, Copy)]
 pub struct Target {
-    pub metric: Metric,
-    pub stat: Stat,
+    pub metric: &'static Metric,
     pub within: f64,
 }
 
-const METRICS: [(&str, Metric); 9] = [
-    ("ttft", Metric::Ttft),
-    ("ttft_from_send", Metric::TtftFromSend),
-    ("itl", Metric::Itl),
-    ("tpot", Metric::Tpot),
-    ("e2e", Metric::E2e),
-    ("request_throughput", Metric::RequestThroughput),
-    ("output_throughput", Metric::OutputThroughput),
-    ("total_throughput", Metric::TotalThroughput),
-    ("goodput", Metric::Goodput),
-];
-
-const STATS: [(&str, Stat); 4] = [
-    ("mean", Stat::Mean),
-    ("median", Stat::Median),
-    ("p90", Stat::P90),
-    ("p99", Stat::P99),
-];
-
-impl Metric {
-    pub fn name(self) -> &'static str {
-        METRICS.iter().find(|(_, m)| *m == self).expect("listed").0
-    }
-
-    /// Rates have one statistic: the rate over the window (`mean`).
-    fn is_rate(self) -> bool {
-        matches!(
-            self,
-            Metric::RequestThroughput
-                | Metric::OutputThroughput
-                | Metric::TotalThroughput
-                | Metric::Goodput
-        )
+impl PartialEq for Target {
+    fn eq(&self, other: &Target) -> bool {
+        self.metric.key == other.metric.key && self.within == other.within
     }
 }
 
-impl Stat {
-    pub fn name(self) -> &'static str {
-        STATS.iter().find(|(_, s)| *s == self).expect("listed").0
-    }
-
-    fn fraction(self) -> f64 {
-        match self {
-            Stat::Mean => 0.5,
-            Stat::Median => 0.5,
-            Stat::P90 => 0.9,
-            Stat::P99 => 0.99,
-        }
+impl fmt::Debug for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Target({self})")
     }
 }
 
@@ -113,13 +51,13 @@ impl Target {
     /// The measured requests before this target is first checked.
     pub fn minimum(&self) -> u64 {
         let floor = BATCHES as u64 * MIN_PER_BATCH_BEFORE_CHECKING;
-        floor.max(min_for_interval(self.stat.fraction()))
+        floor.max(min_for_interval(self.metric.quantile().unwrap_or(0.5)))
     }
 
     /// The interval's half-width over its estimate, where the summary has both.
     pub fn relative_half_width(&self, summary: &Summary) -> Option<f64> {
-        let u = summary.uncertainty.as_ref()?;
-        let (estimate, interval) = self.pick(summary, u)?;
+        let estimate = (self.metric.get)(summary)?;
+        let interval = (self.metric.interval?)(summary)?;
         (estimate != 0.0).then(|| interval.half_width() / estimate.abs())
     }
 
@@ -127,43 +65,6 @@ impl Target {
     pub fn met(&self, summary: &Summary) -> bool {
         self.relative_half_width(summary)
             .is_some_and(|r| r <= self.within)
-    }
-
-    fn pick(&self, s: &Summary, u: &Uncertainty) -> Option<(f64, super::Interval)> {
-        let dist = |d: &Option<crate::metrics::Distribution>, i: &Option<Intervals>| {
-            let (d, i) = (d.as_ref()?, i.as_ref()?);
-            match self.stat {
-                Stat::Mean => Some((d.mean.get(), i.mean)),
-                Stat::Median => Some((d.median.get(), i.median)),
-                Stat::P90 => Some((d.p90.get(), i.p90?)),
-                Stat::P99 => Some((d.p99.get(), i.p99?)),
-            }
-        };
-        let rate = |v: Option<crate::numbers::Finite>, i: &Option<super::Interval>| {
-            Some((v?.get(), (*i)?))
-        };
-        match self.metric {
-            Metric::Ttft => dist(&s.ttft_ms, &u.ttft_ms),
-            Metric::TtftFromSend => dist(&s.ttft_from_send_ms, &u.ttft_from_send_ms),
-            Metric::Itl => dist(&s.itl_ms, &u.itl_ms),
-            Metric::Tpot => dist(&s.tpot_ms, &u.tpot_ms),
-            Metric::E2e => dist(&s.e2e_ms, &u.e2e_ms),
-            Metric::RequestThroughput => {
-                rate(s.request_throughput_per_s, &u.request_throughput_per_s)
-            }
-            Metric::OutputThroughput => rate(
-                s.output_token_throughput_per_s,
-                &u.output_token_throughput_per_s,
-            ),
-            Metric::TotalThroughput => rate(
-                s.total_token_throughput_per_s,
-                &u.total_token_throughput_per_s,
-            ),
-            Metric::Goodput => rate(
-                s.goodput.as_ref().map(|g| g.requests_per_s),
-                &u.goodput_per_s,
-            ),
-        }
     }
 }
 
@@ -242,57 +143,57 @@ pub fn checkpoints(targets: &[Target], cap: u64) -> impl Iterator<Item = u64> {
 }
 
 impl fmt::Display for Target {
-    /// `ttft:p99:±5%`.
+    /// `ttft:p99:±5%`: the metric's key and the precision.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let pct = self.within * 100.0;
-        write!(f, "{}:{}:±{}%", self.metric.name(), self.stat.name(), pct)
+        write!(f, "{}:±{}%", self.metric.key, pct)
     }
 }
 
 impl FromStr for Target {
     type Err = String;
 
-    /// `METRIC:STAT:±X%` (the `±` and `%` optional); errors say which part is wrong and
-    /// what it may be.
+    /// `METRIC:±X%`, the metric as the catalogue names it (`ttft:p99`, `ttft:median`,
+    /// `output_throughput` or `output_throughput:mean`), the `±` and `%` optional; errors say
+    /// which part is wrong and what it may be.
     fn from_str(s: &str) -> Result<Target, String> {
-        let parts: Vec<&str> = s.split(':').collect();
-        let [metric, stat, within] = parts[..] else {
-            return Err(format!(
-                "{s:?} is not METRIC:STAT:±X% (e.g. ttft:p99:±5%, output_throughput:mean:±2%)"
-            ));
+        let example = "e.g. ttft:p99:±5%, output_throughput:±2%";
+        let Some((name, within)) = s.rsplit_once(':') else {
+            return Err(format!("{s:?} is not METRIC:±X% ({example})"));
         };
-        let names = |list: &[&str]| list.join(", ");
-        let metric = METRICS
-            .iter()
-            .find(|(n, _)| *n == metric.trim())
-            .map(|(_, m)| *m)
-            .ok_or_else(|| {
-                format!(
-                    "unknown metric {metric:?} in {s:?}; expected one of {}",
-                    names(&METRICS.map(|(n, _)| n))
-                )
-            })?;
-        let stat = STATS
-            .iter()
-            .find(|(n, _)| *n == stat.trim())
-            .map(|(_, s)| *s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown statistic {stat:?} in {s:?}; expected one of {}",
-                    names(&STATS.map(|(n, _)| n))
-                )
-            })?;
-        if metric.is_rate() && stat != Stat::Mean {
-            return Err(format!(
-                "{s:?}: {} is a rate over the window; its statistic is mean",
-                metric.name()
-            ));
-        }
+        let targetable = || {
+            CATALOGUE
+                .iter()
+                .filter(|m| m.targetable())
+                .map(|m| m.key)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let number = within.trim().trim_start_matches(['±', '+']);
         let number = number.strip_suffix('%').unwrap_or(number).trim();
-        let pct: f64 = number
-            .parse()
-            .map_err(|_| format!("{s:?}: precision {within:?} is not a percentage like ±5%"))?;
+        let Ok(pct) = number.parse::<f64>() else {
+            if catalogue::find(s).is_some() {
+                return Err(format!(
+                    "{s:?} names a metric but no precision: add :±X% ({example})"
+                ));
+            }
+            return Err(format!(
+                "{s:?}: precision {within:?} is not a percentage like ±5%"
+            ));
+        };
+        let metric = catalogue::find(name).ok_or_else(|| {
+            format!(
+                "unknown metric {name:?} in {s:?}; expected one of {}",
+                targetable()
+            )
+        })?;
+        if !metric.targetable() {
+            return Err(format!(
+                "{s:?}: {} carries no interval to narrow; expected one of {}",
+                metric.key,
+                targetable()
+            ));
+        }
         if !(pct > 0.0 && pct < 100.0) {
             return Err(format!(
                 "{s:?}: precision must be above 0 % and below 100 %, got {pct} %"
@@ -300,7 +201,6 @@ impl FromStr for Target {
         }
         Ok(Target {
             metric,
-            stat,
             within: pct / 100.0,
         })
     }
@@ -327,21 +227,25 @@ mod tests {
     #[test]
     fn targets_read_and_write_as_typed() {
         let t: Target = "ttft:p99:±5%".parse().unwrap();
-        assert_eq!(
-            (t.metric, t.stat, t.within),
-            (Metric::Ttft, Stat::P99, 0.05)
-        );
+        assert_eq!((t.metric.key, t.within), ("ttft:p99", 0.05));
         assert_eq!(t.to_string(), "ttft:p99:±5%");
+        // Every spelling a result written earlier stores reads as the same target.
         let t: Target = "output_throughput:mean:2.5".parse().unwrap();
-        assert_eq!(t.to_string(), "output_throughput:mean:±2.5%");
+        assert_eq!(t.to_string(), "output_throughput:±2.5%");
+        assert_eq!(t, "output_throughput:±2.5%".parse().unwrap());
+        let t: Target = "TTFT:median:±5%".parse().unwrap();
+        assert_eq!(t.to_string(), "ttft:p50:±5%");
+        assert_eq!("tpot:p90:±1%".parse::<Target>().unwrap().minimum(), 200);
         for (bad, says) in [
-            ("ttfb:p99:±5%", "unknown metric \"ttfb\""),
-            ("ttft:p95:±5%", "unknown statistic \"p95\""),
+            ("ttfb:p99:±5%", "unknown metric \"ttfb:p99\""),
+            ("ttft:p95:±5%", "unknown metric \"ttft:p95\""),
             ("ttft:p99:±0%", "above 0 %"),
             ("ttft:p99:±100%", "below 100 %"),
             ("ttft:p99:-3%", "above 0 %"),
-            ("ttft:p99", "not METRIC:STAT"),
-            ("goodput:p99:±5%", "its statistic is mean"),
+            ("ttft:p99", "no precision"),
+            ("ttft", "not METRIC:±X%"),
+            ("goodput:p99:±5%", "unknown metric \"goodput:p99\""),
+            ("error_rate:±5%", "carries no interval"),
             ("ttft:p99:five", "not a percentage"),
         ] {
             let e = bad.parse::<Target>().unwrap_err();
