@@ -29,8 +29,8 @@
 //! expansion, which is what a Slurm array task or an Indexed Job's completion picks.
 
 use anyhow::{anyhow, bail, Context, Result};
-use loadgen::spec::{EngineSpec, RunSpec};
 use serde::Deserialize;
+use spec::{EngineSpec, RunSpec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use toml::Spanned;

@@ -102,7 +102,7 @@ fn state_of_bytes(cell: &Cell, bytes: &[u8], trusted: &[TrustedKey]) -> State {
 }
 
 fn journal_of(result: &Path) -> PathBuf {
-    loadgen::journal::path_for(result)
+    spec::journal_path(result)
 }
 
 /// Everything a cell's attempt leaves beside its result: the result, its journal, the

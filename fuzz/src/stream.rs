@@ -2,7 +2,7 @@
 //! engines' JSON chunks and Prometheus text, and the trace and dataset files a run reads.
 
 use crate::split::pieces;
-use loadgen::backend::Api;
+use loadgen::backend::{Api, Codec};
 use loadgen::sse::{Leftover, SseError, SseParser};
 use wire::http1::{self as framing, Decoded, Framing, MAX_CHUNK_SIZE_LINE, MAX_HEAD_BYTES};
 

@@ -3,7 +3,7 @@
 //! it), and turn whatever happened into a [`RawRecord`]. Failures are
 //! recorded with a class, never raised: a run survives any single request.
 
-use crate::backend::{Api, GenerationRequest};
+use crate::backend::{Api, Codec, GenerationRequest};
 use crate::http1::Stamp;
 use crate::sse::SseParser;
 use clock::us_since;
@@ -82,49 +82,7 @@ impl Lean {
     }
 }
 
-/// Which HTTP client carries the token streams.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum HttpClient {
-    /// The lean HTTP/1.1 reader for `http://` targets, reqwest for `https://`.
-    #[default]
-    Auto,
-    /// reqwest (hyper) for every stream.
-    Reqwest,
-}
-
-/// What stamps a token event's arrival on the lean client's streams.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum TokenClock {
-    /// The kernel, as the bytes reached the socket (Linux `SO_TIMESTAMPING`, software receive
-    /// stamps), whenever it gives one; the read's return otherwise.
-    #[default]
-    Kernel,
-    /// The return of the read that got the bytes: late by however long the runner's thread
-    /// took to wake and read.
-    Read,
-}
+pub use spec::{HttpClient, TokenClock};
 
 /// What a request answered, when its caller keeps it.
 #[derive(Clone, Debug, Default)]

@@ -8,30 +8,12 @@
 //! any request is sent.
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::Path;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum DatasetFormat {
-    /// One JSON object a line: `prompt` (or `text`), optionally `output_tokens` (or
-    /// `max_tokens`, `output_len`).
-    Jsonl,
-    /// A JSON array of `{"conversations": [{"from": "human", "value": …}, {"from": "gpt", …}]}`:
-    /// the first human turn is the prompt, the reply's token count its output length.
-    Sharegpt,
-}
-
-impl DatasetFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DatasetFormat::Jsonl => "jsonl",
-            DatasetFormat::Sharegpt => "sharegpt",
-        }
-    }
-}
+pub use spec::DatasetFormat;
 
 /// One usable row of a dataset.
 #[derive(Clone, Debug, PartialEq)]

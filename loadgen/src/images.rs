@@ -35,38 +35,7 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-/// Largest width or height accepted, generated or read (vision encoders resize far below it).
-pub const MAX_SIDE: u32 = 8192;
-
-/// An image's encoding (`--data image_format=png|jpeg`; `jpg` is taken for `jpeg`).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ImageFormat {
-    Png,
-    #[value(alias = "jpg")]
-    #[serde(alias = "jpg")]
-    Jpeg,
-}
-
-impl ImageFormat {
-    /// `png` or `jpeg`, as flags and records spell it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ImageFormat::Png => "png",
-            ImageFormat::Jpeg => "jpeg",
-        }
-    }
-
-    /// `image/png` or `image/jpeg`.
-    pub fn mime(self) -> &'static str {
-        match self {
-            ImageFormat::Png => "image/png",
-            ImageFormat::Jpeg => "image/jpeg",
-        }
-    }
-}
+pub use spec::{parse_size, ImageFormat, MAX_SIDE};
 
 /// An encoded image and what a record says of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -181,23 +150,6 @@ impl Image {
         }
         Ok(Image::of(bytes, format, width, height))
     }
-}
-
-/// `512x512` (or `512×512`, `512X512`): width and height, each 1 to [`MAX_SIDE`].
-pub fn parse_size(text: &str) -> Result<(u32, u32), String> {
-    let (w, h) = text
-        .split_once(['x', 'X', '×'])
-        .ok_or_else(|| format!("{text:?} is not WIDTHxHEIGHT (e.g. 512x512)"))?;
-    let side = |v: &str| {
-        v.trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=MAX_SIDE).contains(n))
-            .ok_or_else(|| {
-                format!("{text:?}: each side must be a whole number of pixels, 1 to {MAX_SIDE}")
-            })
-    };
-    Ok((side(w)?, side(h)?))
 }
 
 /// zlib's level for PNG: 2 is within 10 % of the default 6's size at a sixth of its time.

@@ -158,12 +158,7 @@ pub fn timestamp(t: std::time::SystemTime) -> String {
     humantime::format_rfc3339_micros(t).to_string()
 }
 
-/// `result.json` → `result.json.journal.jsonl`.
-pub fn path_for(out: &Path) -> PathBuf {
-    let mut s = out.as_os_str().to_owned();
-    s.push(".journal.jsonl");
-    PathBuf::from(s)
-}
+pub use spec::journal_path as path_for;
 
 impl Journal {
     /// Creates the journal; an existing one is never overwritten (it may hold a killed run).

@@ -2,7 +2,8 @@
 //!
 //! The data path through this crate, one module a step:
 //!
-//! * [`spec`] — what to run (profiles, rates, grid, workload), from flags or TOML;
+//! * [`spec`] (the `spec` crate, re-exported) — what to run (profiles, rates, grid,
+//!   workload), from flags or TOML;
 //! * [`dataset`] and [`workload`] — the prompts: synthetic ones of an exact token count, or a
 //!   JSONL / ShareGPT file, measured with the server's tokenizer;
 //! * [`trace`] and [`sessions`] — requests replayed from a trace file, and multi-turn
@@ -37,7 +38,6 @@ pub mod measure;
 pub mod rng;
 pub mod scheduler;
 pub mod sessions;
-pub mod spec;
 pub mod sse;
 pub mod synth;
 pub mod trace;
@@ -46,4 +46,6 @@ pub mod workload;
 
 pub use journal::{Assembled, Journal};
 pub use measure::{Measurement, Observer, Prepared};
+/// The spec this crate runs: the `spec` crate, pure data below it.
+pub use spec;
 pub use spec::RunSpec;

@@ -18,7 +18,6 @@
 use crate::rng::Rng;
 use crate::workload::{TokenCounter, WORDS};
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -26,23 +25,7 @@ use std::path::Path;
 /// Tokens per `hash_ids` block in Mooncake traces.
 pub const MOONCAKE_BLOCK_TOKENS: u32 = 512;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum TraceFormat {
-    /// JSONL with `timestamp` (ms), `input_length`, `output_length` and `hash_ids`.
-    Mooncake,
-    /// CSV or JSONL of timestamp, input and output lengths (the Azure trace layout).
-    Timestamped,
-}
-
-impl TraceFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TraceFormat::Mooncake => "mooncake",
-            TraceFormat::Timestamped => "timestamped",
-        }
-    }
-}
+pub use spec::TraceFormat;
 
 /// One request of a trace.
 #[derive(Clone, Debug, PartialEq)]

@@ -13,7 +13,7 @@
 //! | `rerank` | `/v1/rerank` | one JSON answer: a score per document (vLLM, Jina, llama.cpp) |
 //! | `tei-rerank` | `/rerank` | one JSON array: a score per text (Text Embeddings Inference) |
 //!
-//! The last three stream nothing ([`Api::streams`]): [`Api::pooled_answer`] reads their answer
+//! The last three stream nothing ([`Api::streams`]): [`Codec::pooled_answer`] reads their answer
 //! whole ([`pooling`]).
 //!
 //! [`StreamState::on_data`] turns one SSE `data` payload (see [`crate::sse`]) into an [`Event`]:
@@ -48,96 +48,27 @@ use serde_json::{Map, Value};
 use std::fmt;
 use thiserror::Error;
 
-/// An inference server's streaming API.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Api {
-    /// OpenAI-compatible text completions, `POST /v1/completions`.
-    OpenaiCompletions,
-    /// OpenAI-compatible chat completions, `POST /v1/chat/completions` (the prompt is one user message).
-    OpenaiChat,
-    /// Hugging Face TGI's native `POST /generate_stream`.
-    Tgi,
-    /// SGLang's native `POST /generate`.
-    Sglang,
-    /// OpenAI's Responses API, `POST /v1/responses` (typed stream events; a conversation's
-    /// turns chained by `previous_response_id`).
-    OpenaiResponses,
-    /// OpenAI-compatible embeddings, `POST /v1/embeddings` (a batch of inputs a request:
-    /// `--data inputs_per_request=K`).
-    OpenaiEmbeddings,
-    /// Rerank, `POST /v1/rerank` as vLLM, Jina and llama.cpp serve it (a query and its
-    /// documents: `--data documents=P,document_tokens=D`).
-    Rerank,
-    /// Text Embeddings Inference's rerank, `POST /rerank` (`texts`, a bare array of scores).
-    TeiRerank,
+pub use spec::Api;
+
+/// How an [`Api`] is written and read on the wire: its request bodies, its stream's parser,
+/// its whole (non-streamed) answers.
+pub trait Codec {
+    /// Reads a non-streamed answer ([`Api::streams`] false) for `expected` inputs or documents.
+    fn pooled_answer(self, body: &[u8], expected: u32) -> Result<pooling::Pooled, EventError>;
+
+    /// The JSON request body for `r`, with `r.extra` merged in last.
+    fn request_body(self, r: &GenerationRequest) -> Vec<u8>;
+
+    /// Fresh per-request parsing state.
+    fn new_stream(self) -> StreamState;
 }
 
-impl Api {
-    /// Every API, in the order `--help` lists them.
-    pub const ALL: [Api; 8] = [
-        Api::OpenaiCompletions,
-        Api::OpenaiChat,
-        Api::Tgi,
-        Api::Sglang,
-        Api::OpenaiResponses,
-        Api::OpenaiEmbeddings,
-        Api::Rerank,
-        Api::TeiRerank,
-    ];
-
-    /// The API of a name as [`Api::as_str`] spells it.
-    pub fn from_name(name: &str) -> Option<Api> {
-        Api::ALL.into_iter().find(|a| a.as_str() == name)
-    }
-
-    /// The name used on the command line and in result documents.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Api::OpenaiCompletions => "openai-completions",
-            Api::OpenaiChat => "openai-chat",
-            Api::Tgi => "tgi",
-            Api::Sglang => "sglang",
-            Api::OpenaiResponses => "openai-responses",
-            Api::OpenaiEmbeddings => "openai-embeddings",
-            Api::Rerank => "rerank",
-            Api::TeiRerank => "tei-rerank",
-        }
-    }
-
-    /// Whether the answer streams tokens; embeddings and rerank answer once, whole.
-    pub fn streams(self) -> bool {
-        !matches!(self, Api::OpenaiEmbeddings | Api::Rerank | Api::TeiRerank)
-    }
-
-    /// Whether it scores documents against a query (vLLM's/Jina's `/v1/rerank` or TEI's `/rerank`).
-    pub fn reranks(self) -> bool {
-        matches!(self, Api::Rerank | Api::TeiRerank)
-    }
-
-    /// Whether its requests can carry images (`image_url` parts in chat messages).
-    pub fn carries_images(self) -> bool {
-        self == Api::OpenaiChat
-    }
-
+impl Codec for Api {
     /// Reads a non-streamed answer ([`Api::streams`] false) for `expected` inputs or documents.
-    pub fn pooled_answer(self, body: &[u8], expected: u32) -> Result<pooling::Pooled, EventError> {
+    fn pooled_answer(self, body: &[u8], expected: u32) -> Result<pooling::Pooled, EventError> {
         match self {
             Api::OpenaiEmbeddings => pooling::embeddings_answer(body, expected),
             _ => pooling::rerank_answer(body, expected),
-        }
-    }
-
-    /// The HTTP path requests are POSTed to.
-    pub fn path(self) -> &'static str {
-        match self {
-            Api::OpenaiCompletions => "/v1/completions",
-            Api::OpenaiChat => "/v1/chat/completions",
-            Api::Tgi => "/generate_stream",
-            Api::Sglang => "/generate",
-            Api::OpenaiResponses => "/v1/responses",
-            Api::OpenaiEmbeddings => "/v1/embeddings",
-            Api::Rerank => "/v1/rerank",
-            Api::TeiRerank => "/rerank",
         }
     }
 
@@ -147,7 +78,7 @@ impl Api {
     /// depth (`{"parameters": {"top_k": 10}}` adds to TGI's parameters rather than replacing
     /// them), `null` removes a field (for a server that rejects one provebench sends), anything
     /// else replaces. A non-finite temperature is written as `null`.
-    pub fn request_body(self, r: &GenerationRequest) -> Vec<u8> {
+    fn request_body(self, r: &GenerationRequest) -> Vec<u8> {
         let mut body = match self {
             Api::OpenaiCompletions => openai::completions_body(r),
             Api::OpenaiChat => openai::chat_body(r),
@@ -165,7 +96,7 @@ impl Api {
     }
 
     /// Fresh per-request parsing state.
-    pub fn new_stream(self) -> StreamState {
+    fn new_stream(self) -> StreamState {
         StreamState {
             api: self,
             sglang: sglang::Progress::default(),
@@ -191,7 +122,7 @@ pub struct GenerationRequest<'a> {
     pub ignore_eos: bool,
     /// 0 for greedy decoding.
     pub temperature: f64,
-    /// User-supplied body fields, merged in last (see [`Api::request_body`]).
+    /// User-supplied body fields, merged in last (see [`Codec::request_body`]).
     pub extra: Option<&'a Map<String, Value>>,
     /// Embeddings: the inputs after `prompt`; rerank: the documents (`prompt` is the query).
     pub items: &'a [String],

@@ -209,7 +209,7 @@ fn check_indices(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::{Api, GenerationRequest};
+    use crate::backend::{Api, Codec, GenerationRequest};
 
     fn body(api: Api, items: &[String]) -> Value {
         let r = GenerationRequest {

@@ -358,14 +358,8 @@ impl Started {
         // Looked at once more: requests that only fail to connect can use up a benchmark's
         // whole budget between two of the watch's looks, and an engine that ended before the
         // runner stopped it ended mid-run, whatever the load generator saw.
-        if let Some(how) = engine
-            .as_ref()
-            .and_then(on_host::Engine::pid)
-            .and_then(engine::launch::exited)
-        {
-            if engine_died.set(how.clone()).is_ok() {
-                tracing::error!("the engine exited ({how}) mid-benchmark");
-            }
+        if let Some(pid) = engine.as_ref().and_then(on_host::Engine::pid) {
+            engine_exited(pid, &engine_died);
         }
         // Its host watch journals checkpoints: stopped (and its hold on the journal let go)
         // before the journal's last lines.
@@ -446,9 +440,7 @@ fn watch_engine(
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-                if let Some(how) = engine::launch::exited(pid) {
-                    tracing::error!("the engine exited ({how}) mid-benchmark: stopping the run");
-                    let _ = died.set(how);
+                if engine_exited(pid, &died) {
                     let _ = cancel_tx.send(true);
                     return;
                 }
@@ -456,6 +448,18 @@ fn watch_engine(
         })
     });
     (engine_died, engine_watch)
+}
+
+/// Whether the engine `pid` has exited; the first look that finds it so keeps how it ended
+/// in `died` and says so.
+fn engine_exited(pid: u32, died: &std::sync::OnceLock<String>) -> bool {
+    let Some(how) = engine::launch::exited(pid) else {
+        return false;
+    };
+    if died.set(how.clone()).is_ok() {
+        tracing::error!("the engine exited ({how}) mid-benchmark: the run stops");
+    }
+    true
 }
 
 /// Seals what the journal holds into the signed result at `out` and prints its tables.

@@ -44,8 +44,6 @@ fn steps(stmt: &Value) -> Vec<(f64, String)> {
         .collect()
 }
 
-/// Judged by the wall clock of a shared machine: run again when the hypervisor or other
-/// work took the CPUs during a failed attempt (`testkit::timing`), never otherwise.
 #[test]
 fn a_rate_search_brackets_the_known_capacity_and_its_answer_is_verified() {
     testkit::timing::timing_test_blocking(rate_search);

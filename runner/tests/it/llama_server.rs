@@ -591,8 +591,6 @@ fn median_ttft(st: &serde_json::Value, benchmark: usize) -> f64 {
 /// on) take a few seconds on a CPU: the search's steps sit at 9–18 req/s, not 3–6.
 const DATA: &str = "prompt_tokens=16,output_tokens=2";
 
-/// Judged by the wall clock of a shared machine: run again when the hypervisor or other
-/// work took the CPUs during a failed attempt (`testkit::timing`), never otherwise.
 #[test]
 fn a_capacity_search_lands_between_a_passing_and_a_failing_fixed_rate() {
     testkit::timing::timing_test_blocking(capacity_between_fixed_rates);

@@ -78,8 +78,6 @@ fn stopped(dir: &Path, file: &str) -> (u64, f64, f64) {
     (met, width(&look), width(&b.summary))
 }
 
-/// Judged by the wall clock of a shared machine: run again when the hypervisor or other
-/// work took the CPUs during a failed attempt (`testkit::timing`), never otherwise.
 #[test]
 fn a_quiet_server_is_precise_sooner_and_the_interval_holds_the_width() {
     testkit::timing::timing_test_blocking(quiet_sooner);

@@ -79,8 +79,6 @@ fn diff(dir: &Path, a: &str, b: &str, out: &str) -> String {
     md
 }
 
-/// Judged by the wall clock of a shared machine: run again when the hypervisor or other
-/// work took the CPUs during a failed attempt (`testkit::timing`), never otherwise.
 #[test]
 fn two_runs_of_one_simulator_are_within_noise_and_a_slower_decode_is_worse() {
     testkit::timing::timing_test_blocking(within_noise_and_worse);

@@ -1,7 +1,20 @@
 //! The benchmark spec: what `runner run` does, from flags or a TOML file (the same
 //! fields either way), validated before any request is sent and stored in the result.
+//!
+//! Pure data, first on the data path (spec → load → records → …): the load generator
+//! (`loadgen`) runs a spec, a campaign (`campaign`) expands a plan into specs, and neither
+//! needs the other for it. The names a spec chooses from — the APIs ([`Api`]), the formats
+//! of traces, datasets and images, the HTTP client and clock — are declared here; how each is
+//! spoken or read is the load generator's.
 
-use crate::backend::Api;
+mod api;
+mod formats;
+
+pub use api::Api;
+pub use formats::{
+    parse_size, DatasetFormat, HttpClient, ImageFormat, TokenClock, TraceFormat, MAX_SIDE,
+};
+
 use anyhow::{bail, Context, Result};
 use schemas::capacity::{Objective, Search};
 use schemas::uncertainty::precision::Target;
@@ -115,13 +128,13 @@ pub struct RunSpec {
     /// HTTP/1.1 reader (one socket read per token, no extra task) and `https://` with reqwest;
     /// `reqwest` uses reqwest (hyper) for all.
     #[arg(long, value_enum)]
-    pub http_client: crate::client::HttpClient,
+    pub http_client: crate::HttpClient,
     /// What stamps each token's arrival on `http://` streams: `kernel` takes the time the
     /// kernel received its bytes (Linux receive timestamps; independent of when the runner's
     /// thread got to read them), falling back to the read where the kernel gives none; `read`
     /// takes the time the read returned. The result counts the tokens each stamped.
     #[arg(long, value_enum)]
-    pub token_clock: crate::client::TokenClock,
+    pub token_clock: crate::TokenClock,
     /// Seed of prompts and Poisson schedules.
     #[arg(long)]
     pub seed: u64,
@@ -269,7 +282,7 @@ pub struct TraceSpec {
         value_name = "TRACE_FORMAT",
         value_enum
     )]
-    pub format: Option<crate::trace::TraceFormat>,
+    pub format: Option<crate::TraceFormat>,
     /// Replay the trace this many times faster than recorded.
     #[serde(default = "one")]
     #[arg(id = "trace_speedup", long = "trace-speedup", value_name = "X")]
@@ -380,7 +393,7 @@ pub struct DataSpec {
     pub image_size: Option<String>,
     /// Their format (`image_format=png|jpeg`, default jpeg).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub image_format: Option<crate::images::ImageFormat>,
+    pub image_format: Option<crate::ImageFormat>,
 }
 
 impl DataSpec {
@@ -399,7 +412,7 @@ impl DataSpec {
     }
 
     /// The images every chat prompt carries: (count, width, height, format).
-    pub fn images(&self) -> Result<Option<(u32, u32, u32, crate::images::ImageFormat)>> {
+    pub fn images(&self) -> Result<Option<(u32, u32, u32, crate::ImageFormat)>> {
         let Some(count) = self.images else {
             if self.image_size.is_some() || self.image_format.is_some() {
                 bail!("--data image_size and image_format shape images: add images=N");
@@ -407,13 +420,12 @@ impl DataSpec {
             return Ok(None);
         };
         let (width, height) = match &self.image_size {
-            Some(size) => crate::images::parse_size(size)
-                .map_err(|e| anyhow::anyhow!("--data image_size: {e}"))?,
+            Some(size) => {
+                crate::parse_size(size).map_err(|e| anyhow::anyhow!("--data image_size: {e}"))?
+            }
             None => (512, 512),
         };
-        let format = self
-            .image_format
-            .unwrap_or(crate::images::ImageFormat::Jpeg);
+        let format = self.image_format.unwrap_or(crate::ImageFormat::Jpeg);
         Ok(Some((count, width, height, format)))
     }
 }
@@ -437,7 +449,7 @@ pub struct DatasetSpec {
         value_name = "DATA_FORMAT",
         value_enum
     )]
-    pub format: Option<crate::dataset::DatasetFormat>,
+    pub format: Option<crate::DatasetFormat>,
     /// One output length for every prompt of a --data file, overriding the file's.
     #[serde(default)]
     #[arg(
@@ -498,8 +510,8 @@ impl Default for RunSpec {
             max_concurrency: 256,
             request_timeout_s: 600.0,
             stall_timeout_s: 60.0,
-            http_client: crate::client::HttpClient::Auto,
-            token_clock: crate::client::TokenClock::Kernel,
+            http_client: crate::HttpClient::Auto,
+            token_clock: crate::TokenClock::Kernel,
             seed: 42,
             ignore_eos: true,
             temperature: 0.0,
@@ -526,7 +538,7 @@ impl Default for RunSpec {
 }
 
 mod api_name {
-    use crate::backend::Api;
+    use crate::Api;
     use serde::{de, Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(api: &Api, s: S) -> Result<S::Ok, S::Error> {
@@ -736,13 +748,13 @@ impl RunSpec {
             }
             if !matches!(
                 self.backend,
-                crate::backend::Api::OpenaiChat
-                    | crate::backend::Api::OpenaiCompletions
-                    | crate::backend::Api::OpenaiResponses
+                crate::Api::OpenaiChat
+                    | crate::Api::OpenaiCompletions
+                    | crate::Api::OpenaiResponses
             ) {
                 bail!("--sessions sends the conversation so far: use --backend openai-chat, openai-responses (the server holds it, chained by previous_response_id) or openai-completions");
             }
-            if s.chain.is_some() && self.backend != crate::backend::Api::OpenaiResponses {
+            if s.chain.is_some() && self.backend != crate::Api::OpenaiResponses {
                 bail!("--sessions chain=… is how the Responses API carries a conversation: it needs --backend openai-responses (the other APIs always resend it)");
             }
             match (&self.dataset, s.turns) {
@@ -762,7 +774,7 @@ impl RunSpec {
     /// What requests carry besides a prompt fits the backend: batches of inputs for
     /// embeddings, documents for rerank, images for chat; each refused elsewhere.
     fn check_attachments(&self) -> Result<()> {
-        use crate::backend::Api;
+        use crate::Api;
         let d = &self.data;
         let backend = self.backend.as_str();
         if let Some(k) = d.inputs_per_request {
@@ -1006,7 +1018,7 @@ impl ProfileName {
 
 fn url_is_http(target: &str) -> Result<()> {
     let url =
-        reqwest::Url::parse(target).with_context(|| format!("--target {target:?} is not a URL"))?;
+        url::Url::parse(target).with_context(|| format!("--target {target:?} is not a URL"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
         bail!("--target {target:?} must be an http:// or https:// URL with a host");
     }
@@ -1178,7 +1190,7 @@ pub fn parse_data(text: &str) -> Result<DataSpec> {
             "image_format" => {
                 use clap::ValueEnum;
                 data.image_format = Some(
-                    crate::images::ImageFormat::from_str(value, true).map_err(|_| {
+                    crate::ImageFormat::from_str(value, true).map_err(|_| {
                         anyhow::anyhow!("--data image_format: {value:?} is not png or jpeg")
                     })?,
                 )
@@ -1187,6 +1199,15 @@ pub fn parse_data(text: &str) -> Result<DataSpec> {
         }
     }
     Ok(data)
+}
+
+/// Where a run journals its result as it measures: `result.json` →
+/// `result.json.journal.jsonl` (`loadgen::journal` writes it; a campaign clears it with the
+/// result when a cell runs again).
+pub fn journal_path(result: &Path) -> std::path::PathBuf {
+    let mut s = result.as_os_str().to_owned();
+    s.push(".journal.jsonl");
+    std::path::PathBuf::from(s)
 }
 
 #[cfg(test)]
