@@ -588,7 +588,7 @@ fn median_ttft(st: &serde_json::Value, benchmark: usize) -> f64 {
 
 /// The capacity test's requests: short prompts and two tokens out, on a server of two CPU
 /// threads (the test runs alone), so that each step's 50 requests (the least a verdict rests
-/// on) take a few seconds on a CPU: the search's steps sit at 9–18 req/s, not 3–6.
+/// on) take a few seconds on a CPU: the search's steps sit at 7–17 req/s, not 3–6.
 const DATA: &str = "prompt_tokens=16,output_tokens=2";
 
 #[test]
@@ -602,16 +602,19 @@ fn capacity_between_fixed_rates() {
     };
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
-    // The bound: three times the median TTFT of requests one at a time, on this machine now.
-    // (Prompts of another seed: llama-server's prompt cache would answer the search's first
-    // step at once had it seen them, and its latency would seem to rise.)
+    // The bound: five times the median TTFT of requests one at a time, on this machine now:
+    // met until the server nears saturation, so that the search's steps run at rates near
+    // its most (50 requests each, the least a verdict rests on, cost seconds, not tens of
+    // seconds as at a third of it). (Prompts of another seed: llama-server's prompt cache
+    // would answer the search's first step at once had it seen them, and its latency would
+    // seem to rise.)
     let sync = run_with_data(
         &server,
         p,
         "sync.json",
         &["--data", DATA, "--max-requests", "12", "--seed", "7"],
     );
-    let bound = (3.0 * median_ttft(&sync, 0)).ceil();
+    let bound = (5.0 * median_ttft(&sync, 0)).ceil();
     let slo = format!("ttft:p50<={bound}ms");
     // From half the rate of requests one at a time (the search need not measure it again).
     let sync_rate = sync["predicate"]["benchmarks"][0]["summary"]["request_throughput_per_s"]
@@ -673,8 +676,8 @@ fn capacity_between_fixed_rates() {
         .filter_map(|v| v.as_f64())
         .reduce(f64::min)
         .unwrap_or_else(|| panic!("nothing above {passed} req/s: {c}"));
-    // Fixed rates beside it: half the capacity meets the objective, twice the first load
-    // that did not pass misses it. Prompts of seeds of their own: llama-server's prompt
+    // Fixed rates beside it: half the capacity meets the objective, three times the first
+    // load that did not pass misses it. Prompts of seeds of their own: llama-server's prompt
     // cache would answer prompts it has seen (those of the first benchmarks) at once.
     let rate = |r: f64| format!("{r:.3}");
     let low = run_with_data(
@@ -706,16 +709,19 @@ fn capacity_between_fixed_rates() {
             "--profile",
             "poisson",
             "--rate",
-            &rate(above * 2.0),
-            // At twice a load that did not pass, the queue grows with every request: the
-            // median of 24 waits behind about six others: about twice the bound.
+            &rate(above * 3.0),
+            // At three times a load that did not pass, the queue grows with every request:
+            // the median of 32 waits behind about nine others, twice the bound and more.
+            // (At twice and 24 requests a median once came to 97 % of a bound of five times
+            // the TTFT one at a time.)
             "--max-requests",
-            "24",
+            "32",
             "--seed",
             "202",
         ],
     );
     let (l, h) = (median_ttft(&low, 0), median_ttft(&high, 0));
+    eprintln!("median TTFT {l} ms at half the capacity, {h} ms at three times a failing load");
     assert!(
         l <= bound,
         "{slo}: {l} ms at {} req/s, below the capacity {passed}",
@@ -724,7 +730,7 @@ fn capacity_between_fixed_rates() {
     assert!(
         h > bound,
         "{slo}: {h} ms at {} req/s, above {above}",
-        above * 2.0
+        above * 3.0
     );
 }
 

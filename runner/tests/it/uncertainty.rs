@@ -34,13 +34,13 @@ pub(crate) fn steady_run(dir: &Path, url: &str, seed: &str, out: &str, sign: &[&
             "--profile",
             "constant",
             "--rate",
-            "200",
+            "300",
             "--max-requests",
-            "900",
+            "1000",
             // The intervals assume a steady state: the first second (connections opening, a
             // fresh simulator's first wake-ups) is left out of the measurement.
             "--warmup-requests",
-            "200",
+            "300",
             "--seed",
             seed,
             "--data",
