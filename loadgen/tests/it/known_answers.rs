@@ -144,23 +144,14 @@ fn timings_match_the_truth(
             .map(|(r, t)| ((client(r) - r.sent_us) as f64 / 1000.0, ms(server(t))))
             .collect::<Vec<_>>()
     };
-    client_spans_hold_the_servers(
-        &format!("{what} TTFT"),
-        &spans(&|r| r.first_token_us.unwrap(), &|t| {
-            t.token_written[0] - t.received
-        }),
-    );
+    let ttft = spans(&|r| r.first_token_us.unwrap(), &|t| {
+        t.token_written[0] - t.received
+    });
+    client_spans_hold_the_servers(&format!("{what} TTFT"), &ttft);
     within(
         &format!("{what} TTFT median, the summary's"),
         s.ttft_from_send_ms.as_ref().unwrap().median.get(),
-        median(
-            spans(&|r| r.first_token_us.unwrap(), &|t| {
-                t.token_written[0] - t.received
-            })
-            .iter()
-            .map(|s| s.0)
-            .collect(),
-        ),
+        median(ttft.iter().map(|s| s.0).collect()),
     );
     let itl = s.itl_ms.as_ref().unwrap();
     assert_eq!(itl.count, n as u64 * u64::from(tokens - 1), "{what}");
