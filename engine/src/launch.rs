@@ -270,12 +270,9 @@ impl Running {
         method: &str,
         timeout: Duration,
     ) -> Result<Duration, StartFailed> {
-        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::GET);
         let serves = || {
-            wire::blocking::request(method.clone(), url, Duration::from_secs(5), |r| {
-                Ok(r.status().is_success())
-            })
-            .unwrap_or(false)
+            wire::blocking::request(method, url, Duration::from_secs(5))
+                .is_ok_and(|a| a.is_success())
         };
         loop {
             if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {

@@ -8,7 +8,7 @@
 //! model file's directory). A recipe that misspells a field or a placeholder is refused
 //! with its file, line and field before anything starts.
 
-use schemas::telemetry::MetricRole;
+use schemas::document::telemetry::MetricRole;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;

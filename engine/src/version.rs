@@ -9,11 +9,9 @@ pub fn probe(v: &Version, base_url: &str) -> Option<String> {
     if let (Some(request), Some(field)) = (&v.request, &v.field) {
         let (method, path) = split_request(request).ok()?;
         let url = format!("{}{path}", base_url.trim_end_matches('/'));
-        let method = reqwest::Method::from_bytes(method.as_bytes()).ok()?;
-        let json: serde_json::Value =
-            wire::blocking::request(method, &url, Duration::from_secs(10), |r| {
-                r.json().map_err(|e| e.to_string())
-            })
+        let json = wire::blocking::request(method, &url, Duration::from_secs(10))
+            .ok()?
+            .json()
             .ok()?;
         return match json.get(field)? {
             serde_json::Value::String(s) => Some(s.clone()),

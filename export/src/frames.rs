@@ -7,7 +7,8 @@ use polars::prelude::{
     SerWriter, Series, SortMultipleOptions,
 };
 use schemas::document::{serde_name, Benchmark, GpuInventory, Workload};
-use schemas::metrics::{us_to_ms, Distribution};
+use schemas::distribution::us_to_ms;
+use schemas::summary::Distribution;
 use schemas::numbers::Finite;
 use schemas::token_times;
 

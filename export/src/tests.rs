@@ -342,7 +342,7 @@ fn every_workload_kind_exports_its_summaries_and_records() {
 /// current version's.
 #[test]
 fn results_of_older_versions_export_as_the_current_one() {
-    use schemas::record_columns::Layout;
+    use schemas::document::record_columns::Layout;
     use schemas::subject::{raw_records_digest, RecordsDigest};
     let dir = tempfile::tempdir().unwrap();
     let current = schemas::seal::seal(synthetic(7, 4, Some(h100s(1)))).unwrap();

@@ -33,10 +33,12 @@ pub fn verify_document(data: &[u8]) {
 /// to the same records.
 pub fn record_columns(data: &[u8]) {
     let read = |bytes: &[u8]| {
-        schemas::record_columns::deserialize(&mut serde_json::Deserializer::from_slice(bytes))
+        schemas::document::record_columns::deserialize(&mut serde_json::Deserializer::from_slice(
+            bytes,
+        ))
     };
     if let Ok(records) = read(data) {
-        let written = serde_json::to_vec(&schemas::record_columns::Columns(&records))
+        let written = serde_json::to_vec(&schemas::document::record_columns::Columns(&records))
             .expect("records serialise");
         let again = read(&written).expect("written columns read back");
         assert_eq!(records, again, "records changed through a write and a read");

@@ -6,26 +6,20 @@
 //! an error event), so the server generates nothing; yet the answer shows that the name
 //! resolves, the connection and TLS open, the key is accepted and the path exists.
 
-use std::error::Error as _;
 use std::time::Duration;
 
 /// How long the server may take to refuse the empty body.
 pub const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `Ok` when the server at `url` answered the probe with anything but a refusal of the client
+/// `Ok` when `server` answered the probe at `path` with anything but a refusal of the client
 /// (401, 403) or of the path (404, 405); else one line saying why, for `URL: why`.
-pub async fn check(http: &reqwest::Client, url: &str, api_key: Option<&str>) -> Result<(), String> {
-    let mut req = http
-        .post(url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body("{}")
-        .timeout(TIMEOUT);
-    if let Some(k) = api_key {
-        req = req.bearer_auth(k);
-    }
-    match req.send().await {
-        Ok(resp) => refusal(resp.status().as_u16(), api_key.is_some()).map_or(Ok(()), Err),
-        Err(e) => Err(cause(&e)),
+pub async fn check(server: &wire::Server, path: &str) -> Result<(), String> {
+    match server
+        .post_json(path, &serde_json::json!({}), TIMEOUT)
+        .await
+    {
+        Ok(resp) => refusal(resp.status(), server.api_key().is_some()).map_or(Ok(()), Err),
+        Err(e) => Err(cause(&e, server.base().starts_with("https://"))),
     }
 }
 
@@ -51,27 +45,18 @@ fn refusal(status: u16, key_sent: bool) -> Option<String> {
 
 /// The cause of a failed request in a few words: refused, unresolvable, TLS, timeout, or the
 /// innermost error's own words.
-fn cause(e: &reqwest::Error) -> String {
-    if e.is_timeout() {
+fn cause(e: &wire::WireError, https: bool) -> String {
+    if e.kind == wire::ErrorKind::Timeout {
         return format!("no answer within {} s", TIMEOUT.as_secs());
     }
-    let mut chain: Vec<String> = Vec::new();
-    let mut refused = false;
-    let mut source: Option<&(dyn std::error::Error + 'static)> = e.source();
-    while let Some(s) = source {
-        if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
-        }
-        chain.push(s.to_string());
-        source = s.source();
-    }
-    let all = chain.join(": ").to_ascii_lowercase();
-    let innermost = chain.last().cloned().unwrap_or_else(|| e.to_string());
-    if refused || all.contains("connection refused") {
+    let sources = e.causes.get(1..).unwrap_or_default();
+    let all = sources.join(": ").to_ascii_lowercase();
+    let innermost = e.causes.last().cloned().unwrap_or_default();
+    if all.contains("connection refused") {
         "connection refused: nothing listens at this address and port".into()
     } else if all.contains("dns error") || all.contains("failed to lookup address") {
         format!("the host name does not resolve ({innermost})")
-    } else if e.url().is_some_and(|u| u.scheme() == "https")
+    } else if https
         || all.contains("certificate")
         || all.contains("tls")
         || all.contains("handshake")

@@ -15,21 +15,13 @@ const PATHS: &[&str] = &[
 ];
 
 /// Bodies of the self-report endpoints that answered 2xx, by path (JSON, or a string).
-pub async fn self_report(
-    http: &reqwest::Client,
-    base: &str,
-    api_key: Option<&str>,
-) -> BTreeMap<String, Value> {
+pub async fn self_report(server: &wire::Server) -> BTreeMap<String, Value> {
     let mut out = BTreeMap::new();
     for path in PATHS {
-        let mut req = http
-            .get(format!("{base}{path}"))
-            .timeout(Duration::from_secs(5));
-        if let Some(k) = api_key {
-            req = req.bearer_auth(k);
-        }
-        let Ok(resp) = req.send().await else { continue };
-        if !resp.status().is_success() {
+        let Ok(resp) = server.get(path, Duration::from_secs(5)).await else {
+            continue;
+        };
+        if !(200..300).contains(&resp.status()) {
             continue;
         }
         let Ok(text) = resp.text().await else {
@@ -118,7 +110,7 @@ pub fn model_revision(reported: &BTreeMap<String, Value>) -> Option<String> {
 
 /// The endpoint without credentials, for the document.
 pub fn public_endpoint(target: &str) -> String {
-    match reqwest::Url::parse(target) {
+    match url::Url::parse(target) {
         Ok(mut url) => {
             let _ = url.set_username("");
             let _ = url.set_password(None);

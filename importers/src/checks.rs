@@ -3,7 +3,7 @@
 //! engine does anywhere else in its grid are suspect (an early EOS counts tokens that were
 //! never generated: seed 001's Qwen-14B 512×2048 and 1024×2048).
 
-use schemas::validity::{Flag, FlagCode, Severity};
+use schemas::flag::{Flag, FlagCode, Severity};
 
 /// A cell below this share of its grid's median latency per output token is suspect.
 /// Cells above it are not: a long prompt's prefill legitimately raises the latency per
@@ -46,7 +46,7 @@ pub fn suspect_cells(cells: &[(u32, u32, u32, f64)]) -> Vec<Flag> {
         return vec![];
     }
     values.sort_by(f64::total_cmp);
-    let median = schemas::metrics::percentile(&values, 50.0);
+    let median = schemas::distribution::percentile(&values, 50.0);
     cells
         .iter()
         .filter(|c| c.3 > 0.0 && c.3 < SUSPECT_BELOW_MEDIAN * median)

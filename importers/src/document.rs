@@ -8,9 +8,9 @@ use schemas::document::{
     Benchmark, Cpu, Engine, Gpu, GpuInventory, Host, Imported, Model, Predicate, Profile,
     ProfileKind, Run, Statement, Tool, Workload,
 };
-use schemas::metrics::{Published, RequestCounts, Summary};
+use schemas::flag::Flag;
 use schemas::numbers::{Finite, JsonU64};
-use schemas::validity::Flag;
+use schemas::summary::{Published, RequestCounts, Summary};
 use sha2::{Digest, Sha256};
 
 /// Stands for "unknown" in every time field of an imported document.

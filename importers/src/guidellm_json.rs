@@ -9,7 +9,7 @@
 use crate::document::{self, AggregateBenchmark, Provenance, Source};
 use crate::{ImportError, Imported};
 use schemas::document::ProfileKind;
-use schemas::metrics::{Published, PublishedStats};
+use schemas::summary::{Published, PublishedStats};
 use serde_json::Value;
 
 pub fn looks_like(v: &Value) -> bool {

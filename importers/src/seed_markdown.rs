@@ -15,7 +15,7 @@ use crate::checks;
 use crate::document::{self, AggregateBenchmark, Provenance, Source};
 use crate::{ImportError, Imported};
 use schemas::document::ProfileKind;
-use schemas::metrics::{Published, PublishedStats};
+use schemas::summary::{Published, PublishedStats};
 
 use schemas::seed_format::{GRID_HEADINGS as GRID_HEADER, SWEEP_HEADINGS as SWEEP_HEADER};
 

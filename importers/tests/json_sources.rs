@@ -2,8 +2,8 @@
 //! from the file, failed benchmarks and rate order flagged, bad files named by JSON path.
 
 use schemas::document::ProfileKind;
-use schemas::metrics::Latency;
-use schemas::validity::FlagCode;
+use schemas::flag::FlagCode;
+use schemas::summary::Latency;
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(format!(

@@ -150,7 +150,7 @@ fn seed_001_marks_the_two_early_eos_cells_suspect() {
     let suspect: Vec<String> = p
         .validity
         .iter()
-        .filter(|f| f.code == schemas::validity::FlagCode::Suspect)
+        .filter(|f| f.code == schemas::flag::FlagCode::Suspect)
         .map(|f| p.benchmarks[f.benchmark.unwrap() as usize].label.clone())
         .collect();
     assert_eq!(

@@ -189,12 +189,11 @@ fn endpoint(sim: &SimServer, streams: usize, clock: TokenClock) -> anyhow::Resul
     let api = Api::OpenaiCompletions;
     let url = format!("{}{}", sim.base_url(), api.path());
     Ok(Endpoint {
-        http: loadgen::client::http_client(streams)?,
+        server: loadgen::client::server(&sim.base_url(), streams, None)?,
         lean: Lean::for_url(&url, HttpClient::Auto, clock),
         url,
         api,
         model: SimConfig::default().model,
-        api_key: None,
         ignore_eos: true,
         temperature: 0.0,
         request_timeout: Duration::from_secs(30),
@@ -385,7 +384,7 @@ fn quantiles(mut v: Vec<f64>, with_max: bool) -> String {
         return "n=0".into();
     }
     v.sort_by(f64::total_cmp);
-    let p = |q| schemas::metrics::percentile(&v, q);
+    let p = |q| schemas::distribution::percentile(&v, q);
     let mut s = format!("p50={:.0} p99={:.0}", p(50.0), p(99.0));
     if with_max {
         s += &format!(" max={:.0}", v[v.len() - 1]);

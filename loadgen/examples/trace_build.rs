@@ -44,7 +44,7 @@ fn main() -> anyhow::Result<()> {
     let start = Instant::now();
     let loaded = trace::load(&path, None)?;
     let read = start.elapsed();
-    let blocks = Blocks::new(loadgen::workload::WORDS.to_vec(), 42);
+    let blocks = Blocks::new(loadgen::token_counter::WORDS.to_vec(), 42);
     let digest = blocks.digest(&loaded.rows);
     let distinct = trace::distinct_blocks(&loaded.rows);
     let prepared = start.elapsed();

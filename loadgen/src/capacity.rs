@@ -5,7 +5,7 @@
 //! Each step is a benchmark that [`crate::watch`] ends as soon as its verdict is decided; the
 //! verdict and the answer are `schemas::capacity`'s, which every verifier recomputes.
 
-use schemas::capacity::{Search, Verdict};
+use schemas::document::capacity::{Search, Verdict};
 
 /// Steps at most, whatever the verdicts: a search that needs more has a precision finer than
 /// its steps can resolve.

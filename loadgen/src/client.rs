@@ -20,13 +20,15 @@ const MAX_ANSWER_BYTES: usize = 64 << 20;
 
 /// What the server is and how to talk to it.
 pub struct Endpoint {
-    pub http: reqwest::Client,
+    /// The server: base URL, API key, the connection pool requests go through when they do
+    /// not take the lean client.
+    pub server: wire::Server,
+    /// The API's URL on it (the server's base and [`Api::path`]).
     pub url: String,
     /// The lean HTTP/1.1 client streams go through (`http://` targets); `None`: reqwest.
     pub lean: Option<Lean>,
     pub api: Api,
     pub model: String,
-    pub api_key: Option<String>,
     pub ignore_eos: bool,
     pub temperature: f64,
     pub request_timeout: Duration,
@@ -148,16 +150,21 @@ impl Job<'_> {
     }
 }
 
-/// Builds an HTTP client with a keep-alive pool sized for `max_in_flight` connections.
-pub fn http_client(max_in_flight: usize) -> anyhow::Result<reqwest::Client> {
-    Ok(wire::client()
-        .pool_max_idle_per_host(max_in_flight)
-        // Under the 5 s keep-alive of uvicorn (vLLM, SGLang) and llama.cpp's httplib: a
-        // connection the server may already have closed is never reused.
-        .pool_idle_timeout(Duration::from_secs(4))
-        .tcp_nodelay(true)
-        .no_proxy()
-        .build()?)
+/// The server at `base`, with a keep-alive pool sized for `max_in_flight` connections and
+/// the API key requests carry.
+pub fn server(
+    base: &str,
+    max_in_flight: usize,
+    api_key: Option<String>,
+) -> anyhow::Result<wire::Server> {
+    Ok(wire::Server::new(
+        base,
+        wire::Options {
+            api_key,
+            max_idle_connections: max_in_flight,
+            timeout: None,
+        },
+    )?)
 }
 
 impl Endpoint {
@@ -396,8 +403,7 @@ impl Endpoint {
             let text = within(deadline, self.stall_timeout, response.text())
                 .await
                 .unwrap_or_default();
-            let status = reqwest::StatusCode::from_u16(status)
-                .map_or_else(|_| status.to_string(), |s| s.to_string());
+            let status = wire::status_line(status);
             return Err(fail(
                 class,
                 format!("HTTP {status}: {}", truncate(&text, 300)),
@@ -558,18 +564,14 @@ impl Endpoint {
 /// A response being read, from either client.
 enum Streaming<'a> {
     Lean(crate::http1::Response<'a>),
-    Reqwest {
-        response: reqwest::Response,
-        /// The last chunk, kept so that [`Streaming::chunk`] can lend it.
-        held: bytes::Bytes,
-    },
+    Wire(wire::Response),
 }
 
 impl Streaming<'_> {
     fn status(&self) -> u16 {
         match self {
             Streaming::Lean(r) => r.status,
-            Streaming::Reqwest { response, .. } => response.status().as_u16(),
+            Streaming::Wire(response) => response.status(),
         }
     }
 
@@ -577,13 +579,10 @@ impl Streaming<'_> {
     async fn chunk(&mut self) -> Result<Option<(Stamp, &[u8])>, String> {
         match self {
             Streaming::Lean(r) => r.chunk().await.map_err(|e| e.to_string()),
-            Streaming::Reqwest { response, held } => match response.chunk().await {
-                Ok(Some(bytes)) => {
-                    *held = bytes;
-                    Ok(Some((Stamp::read_now(), &held[..])))
-                }
+            Streaming::Wire(response) => match response.chunk().await {
+                Ok(Some(bytes)) => Ok(Some((Stamp::read_now(), bytes))),
                 Ok(None) => Ok(None),
-                Err(e) => Err(error_chain(&e)),
+                Err(e) => Err(e.to_string()),
             },
         }
     }
@@ -592,7 +591,7 @@ impl Streaming<'_> {
     async fn text(self) -> String {
         match self {
             Streaming::Lean(r) => r.text(64 << 10).await.unwrap_or_default(),
-            Streaming::Reqwest { response, .. } => response.text().await.unwrap_or_default(),
+            Streaming::Wire(response) => response.text().await.unwrap_or_default(),
         }
     }
 }
@@ -605,7 +604,7 @@ impl Endpoint {
             let post = crate::http1::Post {
                 path: &lean.path,
                 body: &body,
-                bearer: self.api_key.as_deref(),
+                bearer: self.server.api_key(),
             };
             return lean
                 .pool
@@ -622,63 +621,20 @@ impl Endpoint {
                     fail(class, e.to_string())
                 });
         }
-        let mut request = self
-            .http
-            .post(&self.url)
-            .header("content-type", "application/json")
-            .body(body);
-        if let Some(key) = &self.api_key {
-            request = request.bearer_auth(key);
-        }
-        *sent = Instant::now();
-        let response = send_retrying(request, sent).await.map_err(|e| {
-            let class = if e.is_connect() {
-                ErrorClass::Connect
-            } else if e.is_timeout() {
-                ErrorClass::Timeout
-            } else {
-                ErrorClass::Reset
-            };
-            fail(class, error_chain(&e))
-        })?;
-        Ok(Streaming::Reqwest {
-            response,
-            held: bytes::Bytes::new(),
-        })
+        let response = self
+            .server
+            .post(self.api.path(), "application/json", body, sent)
+            .await
+            .map_err(|e| {
+                let class = match e.kind {
+                    wire::ErrorKind::Connect => ErrorClass::Connect,
+                    wire::ErrorKind::Timeout => ErrorClass::Timeout,
+                    wire::ErrorKind::Body | wire::ErrorKind::Other => ErrorClass::Reset,
+                };
+                fail(class, e.to_string())
+            })?;
+        Ok(Streaming::Wire(response))
     }
-}
-
-/// Sends a request, once more if the server closed the pooled connection it went out on
-/// before answering anything (hyper's "incomplete message"): servers close idle
-/// keep-alive connections on their own schedule, and such a request never reached
-/// them, so the retry neither duplicates work nor hides a server failure (a second
-/// failure is returned). `sent` is the time of the attempt that counts.
-pub async fn send_retrying(
-    request: reqwest::RequestBuilder,
-    sent: &mut Instant,
-) -> reqwest::Result<reqwest::Response> {
-    let retry = request.try_clone();
-    match request.send().await {
-        Err(e) if closed_before_answer(&e) && retry.is_some() => {
-            tracing::debug!(
-                "the server closed a pooled connection before answering; sending again"
-            );
-            *sent = Instant::now();
-            retry.expect("checked").send().await
-        }
-        other => other,
-    }
-}
-
-fn closed_before_answer(e: &reqwest::Error) -> bool {
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if let Some(h) = s.downcast_ref::<hyper::Error>() {
-            return h.is_incomplete_message();
-        }
-        source = s.source();
-    }
-    false
 }
 
 /// Awaits `fut` unless the request's deadline passes (`timeout`) or no progress comes
@@ -716,17 +672,6 @@ fn expired(past_deadline: bool, stall: Duration) -> RequestError {
             message: format!("no data for {:.1} s", stall.as_secs_f64()),
         }
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 fn truncate(s: &str, max: usize) -> String {

@@ -11,7 +11,7 @@
 
 use clock::cpu::{cpu_time, steal_time};
 use schemas::document::{ProfileKind, RawRecord};
-use schemas::validity::{Flag, FlagCode, Severity};
+use schemas::flag::{Flag, FlagCode, Severity};
 use std::time::Duration;
 
 /// Open-loop pacing error (p99 of actual − scheduled send) above which a run is client-bound.

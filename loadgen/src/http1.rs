@@ -16,9 +16,9 @@
 
 mod socket;
 
-use crate::client::TokenClock;
 use socket::Socket;
 pub use socket::Stamp;
+use spec::TokenClock;
 use std::io;
 use std::ops::Range;
 use std::sync::Mutex;
@@ -75,7 +75,7 @@ pub struct Post<'a> {
 impl Pool {
     /// A pool for the server of `url` (`http://host[:port]/…`); `None` for other schemes.
     pub fn for_url(url: &str) -> Option<(Pool, String)> {
-        let parsed = reqwest::Url::parse(url).ok()?;
+        let parsed = url::Url::parse(url).ok()?;
         if parsed.scheme() != "http" {
             return None;
         }

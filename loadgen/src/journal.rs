@@ -7,13 +7,13 @@
 //! nothing that completed.
 
 use anyhow::{anyhow, bail, Context, Result};
+use schemas::catalogue::Target;
+use schemas::document::telemetry::Telemetry;
 use schemas::document::{
     Benchmark, Engine, Host, Launch, Model, PrecisionStop, Predicate, Profile, RawRecord,
     Reproduces, Run, Shard, Slo, TokenTimestamps, Workload,
 };
-use schemas::telemetry::Telemetry;
-use schemas::uncertainty::precision::Target;
-use schemas::validity::{Flag, FlagCode, Severity};
+use schemas::flag::{Flag, FlagCode, Severity};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -74,7 +74,7 @@ pub enum Line {
     /// `--profile capacity`: the search the steps that follow belong to (its answer is
     /// derived when the result is sealed).
     Capacity {
-        capacity: schemas::capacity::Capacity,
+        capacity: schemas::document::capacity::Capacity,
     },
     /// This run's part of a schedule split across clients, written once its origin is kept.
     Shard {
@@ -83,7 +83,7 @@ pub enum Line {
     /// `--accuracy`: the suite and its items, before the phase's first answer (records and
     /// answers empty; the grade is computed when the result is sealed).
     Accuracy {
-        accuracy: Box<schemas::accuracy::Accuracy>,
+        accuracy: Box<schemas::document::accuracy::Accuracy>,
     },
     /// One item of the accuracy phase answered: its record and the answer's text.
     Answer {
@@ -350,10 +350,10 @@ struct Pending {
 /// mid-phase keeps every answer it got, and leaves out only the items never answered (and
 /// the answers under load to those items, which have nothing to be compared with).
 fn answered(
-    mut a: schemas::accuracy::Accuracy,
+    mut a: schemas::document::accuracy::Accuracy,
     answers: Answers,
     under_load: LoadAnswers,
-) -> schemas::accuracy::Accuracy {
+) -> schemas::document::accuracy::Accuracy {
     use schemas::accuracy::texts;
     let prompts = texts::decode(&a.items.prompts).unwrap_or_default();
     let keep: Vec<usize> = (0..answers.len())
@@ -401,12 +401,12 @@ type LoadAnswers = Vec<(u32, u32, RawRecord, String)>;
 pub struct Assembly {
     header: Option<(Run, Host, Engine, Model)>,
     reproduces: Option<Reproduces>,
-    capacity: Option<schemas::capacity::Capacity>,
+    capacity: Option<schemas::document::capacity::Capacity>,
     benchmarks: Vec<Pending>,
     flags: Vec<Flag>,
     shard: Option<Shard>,
     /// The accuracy phase declared, and each item's answer as it came.
-    accuracy: Option<(schemas::accuracy::Accuracy, Answers)>,
+    accuracy: Option<(schemas::document::accuracy::Accuracy, Answers)>,
     load_answers: LoadAnswers,
     finished_at: Option<String>,
 }
@@ -569,10 +569,10 @@ impl Assembly {
                         }),
                         repetition: a.repetition,
                         // The verdict is judged when the predicate is sealed, as the summary.
-                        capacity_step: a.capacity_step.then(|| schemas::capacity::Step {
+                        capacity_step: a.capacity_step.then(|| schemas::document::capacity::Step {
                             decided_at_us: decided_at.map(|d| d.0),
                             decided_at_requests: decided_at.map(|d| d.1),
-                            verdict: schemas::capacity::Verdict::Undecided,
+                            verdict: schemas::document::capacity::Verdict::Undecided,
                             objectives: vec![],
                         }),
                         // Computed once, when the predicate is sealed (`schemas::seal`).

@@ -40,6 +40,7 @@ pub mod scheduler;
 pub mod sessions;
 pub mod sse;
 pub mod synth;
+pub mod token_counter;
 pub mod trace;
 pub mod watch;
 pub mod workload;

@@ -16,7 +16,7 @@
 //! block of n words is n tokens and a prompt's length is exact without tokenizing it.
 
 use crate::rng::Rng;
-use crate::workload::{TokenCounter, WORDS};
+use crate::token_counter::{TokenCounter, WORDS};
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -11,9 +11,12 @@
 
 use crate::journal::{Journal, Line};
 use crate::scheduler::{self, Enough};
-use schemas::capacity::{judge, Objective, Verdict};
+use schemas::capacity::judge;
+use schemas::catalogue::Target;
+use schemas::document::capacity::Verdict;
+use schemas::document::objective::Objective;
 use schemas::document::{RawRecord, Slo};
-use schemas::uncertainty::precision::{self, Target};
+use schemas::precision;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;

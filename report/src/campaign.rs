@@ -367,8 +367,8 @@ fn cell_text(cell: &CellEntry, s: &Shown) -> String {
         .or_else(|| crate::view::gpus(&p.host).map(|(n, _)| n))
         .filter(|n| *n > 0);
     let per_gpu = otps.zip(gpus).map(|(v, n)| v / f64::from(n));
-    let p50 = |d: &Option<schemas::metrics::Distribution>,
-               published: Option<&schemas::metrics::PublishedStats>| {
+    let p50 = |d: &Option<schemas::summary::Distribution>,
+               published: Option<&schemas::summary::PublishedStats>| {
         d.as_ref()
             .map(|d| d.median.get())
             .or_else(|| published.and_then(|p| p.median).map(|m| m.get()))
@@ -671,8 +671,8 @@ mod tests {
             gpus: Some((2, "H100")),
         };
         let mut p = predicate(&d, sweep(64, 16, 1.0), vec![]);
-        p.capacity = Some(schemas::capacity::Capacity::declared(
-            schemas::capacity::Search::Rate,
+        p.capacity = Some(schemas::document::capacity::Capacity::declared(
+            schemas::document::capacity::Search::Rate,
             vec!["ttft:p50<=100000ms".parse().unwrap()],
             schemas::numbers::Finite::new(0.05).unwrap(),
         ));
@@ -681,10 +681,10 @@ mod tests {
             .iter_mut()
             .filter(|b| b.profile.rate_per_s.is_some())
         {
-            b.capacity_step = Some(schemas::capacity::Step {
+            b.capacity_step = Some(schemas::document::capacity::Step {
                 decided_at_us: None,
                 decided_at_requests: None,
-                verdict: schemas::capacity::Verdict::Undecided,
+                verdict: schemas::document::capacity::Verdict::Undecided,
                 objectives: vec![],
             });
         }

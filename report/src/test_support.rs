@@ -7,10 +7,10 @@ use schemas::document::{
     Predicate, Profile, ProfileKind, RawRecord, RequestError, Run, Shard, ShardClock, ShardHost,
     Statement, Workload,
 };
-use schemas::metrics::{Distribution, RequestCounts, Summary};
+use schemas::flag::Flag;
 use schemas::numbers::{Finite, JsonU64};
+use schemas::summary::{Distribution, RequestCounts, Summary};
 use schemas::token_times;
-use schemas::validity::Flag;
 use std::collections::BTreeMap;
 
 pub fn fin(v: f64) -> Finite {
@@ -381,10 +381,10 @@ pub fn sweep(input: u32, output: u32, speed: f64) -> Vec<Benchmark> {
 /// requests are the records in flight, 2 % of prompt tokens hit the prefix cache; the
 /// samples listed in `throttled` report a thermal slowdown.
 pub fn with_telemetry(mut b: Benchmark, gpus: u32, throttled: &[usize]) -> Benchmark {
-    use schemas::series::encode;
-    use schemas::telemetry::{
+    use schemas::document::telemetry::{
         CacheReset, GpuColumns, GpuTelemetry, MetricRole, MetricSeries, ServerMetrics, Telemetry,
     };
+    use schemas::series::encode;
     let end = b.records.iter().map(|r| r.end_us).max().unwrap_or(0);
     let n = (end / 100_000) as usize + 2;
     // The sample clock jitters by a few hundred µs, as the runner's does.

@@ -29,7 +29,7 @@ fn diff_statements(a: &Statement, b: &Statement) -> Result<Report, RenderError> 
     crate::diff(&Loaded::unchecked(a.clone()), &Loaded::unchecked(b.clone()))
 }
 use schemas::document::{Benchmark, ProfileKind, Statement};
-use schemas::validity::{Flag, FlagCode, Severity};
+use schemas::flag::{Flag, FlagCode, Severity};
 
 const SEED_000: &str = include_str!("../../tests/seeds/000_277317b0dcaa0d06.txt");
 const SEED_001: &str = include_str!("../../tests/seeds/001_e8960ffa2ce0f9cc.txt");
@@ -833,7 +833,7 @@ fn telemetry_doc(speed: f64) -> Statement {
     sealed(p)
 }
 
-fn gpu_summary(st: &Statement, i: usize) -> &schemas::telemetry::GpuSummary {
+fn gpu_summary(st: &Statement, i: usize) -> &schemas::summary::GpuSummary {
     st.predicate.benchmarks[i]
         .summary
         .host
@@ -1478,7 +1478,7 @@ fn trace_doc() -> Statement {
 }
 
 /// `mean | p50 | p99` of a distribution, two decimals each: the middle of a table row.
-fn mean_p50_p99(d: &schemas::metrics::Distribution) -> String {
+fn mean_p50_p99(d: &schemas::summary::Distribution) -> String {
     format!(
         "{:.2} | {:.2} | {:.2}",
         d.mean.get(),

@@ -8,7 +8,7 @@
 use crate::escape::md_escape;
 use crate::format;
 use schemas::document::{Benchmark, Host, Predicate, ProfileKind, Workload};
-use schemas::validity::{Flag, Severity};
+use schemas::flag::{Flag, Severity};
 
 /// The workload a benchmark ran, as a key: benchmarks with equal cells are comparable.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

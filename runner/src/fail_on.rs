@@ -5,7 +5,7 @@ use crate::cli::FailOn;
 use crate::Failure;
 use anyhow::anyhow;
 use schemas::document::serde_name;
-use schemas::validity::{Flag, Severity};
+use schemas::flag::{Flag, Severity};
 
 /// `Err(Failure::Flagged)` naming every flag of `file` at or above `level`.
 pub fn check(level: FailOn, flags: &[Flag], file: &str) -> Result<(), Failure> {

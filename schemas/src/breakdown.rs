@@ -5,64 +5,11 @@
 //! older document is unchanged. Over measured requests, like every summary number; latency
 //! counts from the scheduled send.
 
+use crate::distribution::{distribution, MetricsError};
 use crate::document::{Phase, RawRecord};
-use crate::metrics::{distribution, Distribution, MetricsError};
 use crate::numbers::Finite;
-use serde::{Deserialize, Serialize};
+use crate::summary::{Breakdown, GroupStats, Reasoning, TurnStats};
 use std::collections::BTreeMap;
-
-#[cfg(feature = "json-schema")]
-use schemars::JsonSchema;
-
-/// One shared-prefix group's requests.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct GroupStats {
-    pub group: u32,
-    /// Measured requests of the group, and how many completed.
-    pub requests: u64,
-    pub completed: u64,
-    pub ttft_ms: Option<Distribution>,
-}
-
-/// The requests at one turn index of their conversations.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct TurnStats {
-    /// 1 for the first turn.
-    pub turn: u32,
-    pub requests: u64,
-    pub completed: u64,
-    /// Mean prompt tokens of its completed requests (the conversation so far grows it).
-    pub input_tokens_mean: Option<Finite>,
-    pub ttft_ms: Option<Distribution>,
-}
-
-/// Reasoning models: what came before the answer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Reasoning {
-    /// Completed requests whose stream carried reasoning.
-    pub requests: u64,
-    /// Reasoning tokens of completed requests (the server's count where reported).
-    pub reasoning_tokens: u64,
-    /// Output tokens that were the answer: output tokens − reasoning tokens.
-    pub answer_tokens: u64,
-    /// First answer token − scheduled send, completed requests that got an answer (for a
-    /// request with no reasoning, its first token).
-    pub time_to_first_output_token_ms: Option<Distribution>,
-}
-
-/// The breakdowns of a benchmark's records.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Breakdown {
-    pub by_prefix_group: Option<Vec<GroupStats>>,
-    pub by_turn: Option<Vec<TurnStats>>,
-    pub reasoning: Option<Reasoning>,
-}
 
 #[derive(Default)]
 struct Bucket {
@@ -90,7 +37,9 @@ pub fn time_to_first_output_token_ms(r: &RawRecord) -> Option<f64> {
         Some(n) if n > 0 => r.first_answer_token_us?,
         _ => r.first_token_us?,
     };
-    Some(crate::metrics::us_to_ms(at.saturating_sub(r.scheduled_us)))
+    Some(crate::distribution::us_to_ms(
+        at.saturating_sub(r.scheduled_us),
+    ))
 }
 
 pub fn breakdown(records: &[RawRecord]) -> Result<Breakdown, MetricsError> {

@@ -11,42 +11,59 @@
 //! Nothing here touches the clock, the file system or randomness: the crate builds
 //! for `wasm32-unknown-unknown` with no imports.
 
-pub mod accuracy;
-pub mod breakdown;
-pub mod campaign;
-pub mod capacity;
+// The modules in floors, each importing only modules declared above it (a test holds
+// them to this order, so no two modules import one another).
+//
+// What a result stores: types only, no computation.
+pub mod numbers;
+pub mod limits;
+pub mod token_times;
+pub mod interval;
+pub mod flag;
+pub mod summary;
 pub mod catalogue;
 pub mod document;
-pub mod dsse;
-pub mod ed25519;
-pub mod findings;
-pub mod keys;
-pub mod limits;
-pub mod load;
-pub mod metrics;
-pub mod numbers;
-pub mod outcome;
-pub mod record_columns;
-pub mod repetitions;
-pub mod seal;
-pub mod seed_format;
+
+// What derives the stored numbers from the records, the same code natively and in wasm.
+pub mod json_diff;
 pub mod series;
-pub mod shape;
-pub mod shell;
-pub mod site;
-pub mod subject;
 pub mod telemetry;
-pub mod token_times;
+pub mod distribution;
+pub mod breakdown;
 pub mod uncertainty;
+pub mod metrics;
 pub mod validity;
+pub mod precision;
+pub mod capacity;
+pub mod accuracy;
+pub mod repetitions;
+
+// What checks a document: signatures, shape, recomputation, the one way to load.
+pub mod keys;
+pub mod ed25519;
+pub mod dsse;
+pub mod shape;
+pub mod subject;
+pub mod seal;
 pub mod verify;
+pub mod load;
+pub mod campaign;
+
+// What words the verdicts, and the site's check, which names its problems in those words.
+pub mod shell;
+pub mod findings;
+pub mod outcome;
+pub mod seed_format;
+pub mod site;
 
 #[cfg(feature = "json-schema")]
 pub mod json_schema;
 
+pub use document::record_columns;
+
 pub use document::{Benchmark, Predicate, RawRecord, Statement};
 pub use dsse::Envelope;
-pub use metrics::Summary;
+pub use summary::Summary;
 pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version

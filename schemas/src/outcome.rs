@@ -6,7 +6,7 @@
 //!
 //! Stable: fields are only ever added; a field a command does not fill is left out.
 
-use crate::validity::Flag;
+use crate::flag::Flag;
 use crate::verify::Verdict;
 use serde::Serialize;
 

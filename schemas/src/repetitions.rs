@@ -12,53 +12,13 @@
 //! from one run to the next (a warm prefix cache, a fuller allocator) is part of the spread
 //! only as far as it changes between runs.
 
+use crate::distribution::finite;
+use crate::distribution::MetricsError;
+use crate::document::repetitions::{Repeated, Repetitions, RunToRun};
 use crate::document::Benchmark;
-use crate::metrics::{self, MetricsError, Summary};
-use crate::numbers::Finite;
-use crate::uncertainty::{student_t, Interval, CONFIDENCE};
-use serde::{Deserialize, Serialize};
-
-#[cfg(feature = "json-schema")]
-use schemars::JsonSchema;
-
-/// A repeated spec's runs side by side.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Repetitions {
-    /// Runs of the spec the result holds (an interrupted run counts if it began).
-    pub runs: u32,
-    /// One entry per benchmark of the spec, in the order a run measures them.
-    pub benchmarks: Vec<Repeated>,
-}
-
-/// One benchmark of the spec, over the runs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Repeated {
-    /// Its place in `benchmarks` in each run, the first run's first.
-    pub indices: Vec<u32>,
-    /// Each headline number that every one of those runs has.
-    pub metrics: Vec<RunToRun>,
-}
-
-/// One number across the runs.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct RunToRun {
-    /// The summary's field: `ttft_ms.median`, `output_token_throughput_per_s`, …
-    pub metric: String,
-    /// The mean over the runs.
-    pub mean: Finite,
-    /// The runs' standard deviation (n − 1).
-    pub sd: Finite,
-    /// 95 % interval of the mean over runs: x̄ ± t₀.₉₇₅,ₙ₋₁ · sd / √n.
-    pub interval: Interval,
-    /// 95 % prediction interval for one more run: x̄ ± t₀.₉₇₅,ₙ₋₁ · sd · √(1 + 1/n).
-    pub next_run: Interval,
-}
+use crate::interval::Interval;
+use crate::summary::Summary;
+use crate::uncertainty::{student_t, CONFIDENCE};
 
 /// The number a run-to-run name reads from a summary: the name is its JSON path
 /// (`ttft_ms.median` → `summary["ttft_ms"]["median"]`), as every verifier reads it.
@@ -128,24 +88,17 @@ fn run_to_run(metric: &str, values: &[f64], t: f64) -> Result<RunToRun, MetricsE
     let sd = (ss / (n - 1.0)).sqrt();
     let interval = |half: f64| -> Result<Interval, MetricsError> {
         Ok(Interval {
-            low: metrics::finite(mean - half)?,
-            high: metrics::finite(mean + half)?,
+            low: finite(mean - half)?,
+            high: finite(mean + half)?,
         })
     };
     Ok(RunToRun {
         metric: metric.to_string(),
-        mean: metrics::finite(mean)?,
-        sd: metrics::finite(sd)?,
+        mean: finite(mean)?,
+        sd: finite(sd)?,
         interval: interval(t * sd / n.sqrt())?,
         next_run: interval(t * sd * (1.0 + 1.0 / n).sqrt())?,
     })
-}
-
-impl Repeated {
-    /// The row of one metric, when every run has it.
-    pub fn metric(&self, name: &str) -> Option<&RunToRun> {
-        self.metrics.iter().find(|m| m.metric == name)
-    }
 }
 
 #[cfg(test)]

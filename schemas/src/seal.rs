@@ -2,9 +2,10 @@
 //! flags are computed here, the subject is set, and the exact statement bytes are
 //! wrapped in a DSSE envelope. The verifier recomputes all of it from the same code.
 
+use crate::distribution::MetricsError;
 use crate::document::{Predicate, Statement};
 use crate::dsse::Envelope;
-use crate::metrics::{self, MetricsError};
+use crate::metrics;
 use crate::subject::expected_subject;
 use crate::{validity, PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_TYPE};
 use ed25519_dalek::SigningKey;

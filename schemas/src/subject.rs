@@ -4,8 +4,8 @@
 //! model; any other names `raw-records`, a digest of the records themselves (BLAKE3 since
 //! 2026-11-22; sha512 and sha256 subjects written before still verify).
 
+use crate::document::record_columns::{Columns, Layout};
 use crate::document::{Predicate, RawRecord, Statement};
-use crate::record_columns::{Columns, Layout};
 use sha2::{Digest, Sha256, Sha512};
 
 /// The name of the subject that stands for the raw records.

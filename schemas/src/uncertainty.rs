@@ -1,6 +1,6 @@
 //! How sure each number of a summary is: 95 % intervals by batch means, and MLPerf LoadGen's
 //! early-stopping estimates of the tail percentiles. Computed from the records by
-//! [`crate::metrics::summarize_decoded`], so every verifier recomputes them with the rest of
+//! [`crate::distribution::summarize_decoded`], so every verifier recomputes them with the rest of
 //! the summary, natively and in wasm, bit for bit (nothing random, `libm` for the one
 //! transcendental step).
 //!
@@ -34,19 +34,16 @@
 
 pub mod difference;
 pub mod early_stopping;
-pub mod precision;
 mod sample;
 pub mod student_t;
 
 use sample::{Sample, Series};
 
+use crate::distribution::{self, DecodedGaps, MetricsError};
 use crate::document::{Phase, RawRecord, Slo};
-use crate::metrics::{self, DecodedGaps, Distribution, MetricsError};
+use crate::interval::{Conservative, EarlyStopping, Interval, Intervals, Uncertainty};
 use crate::numbers::Finite;
-use serde::{Deserialize, Serialize};
-
-#[cfg(feature = "json-schema")]
-use schemars::JsonSchema;
+use crate::summary::{Distribution, Summary};
 
 /// The batches a sample is cut into (k).
 pub const BATCHES: usize = 10;
@@ -78,97 +75,6 @@ pub fn min_for_interval(p: f64) -> u64 {
 
 /// Values beyond a percentile each batch should expect for that percentile's interval.
 pub const MIN_BEYOND_PER_BATCH: usize = 2;
-
-/// A closed interval, `low` ≤ `high`.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Interval {
-    pub low: Finite,
-    pub high: Finite,
-}
-
-impl Interval {
-    pub fn contains(&self, v: f64) -> bool {
-        self.low.get() <= v && v <= self.high.get()
-    }
-
-    /// Half the width.
-    pub fn half_width(&self) -> f64 {
-        (self.high.get() - self.low.get()) / 2.0
-    }
-}
-
-/// The 95 % intervals of a benchmark's numbers and LoadGen's early-stopping estimates, from
-/// its records; since `result/v0.7`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Uncertainty {
-    /// `batch_means`: the method (docs/reference/statistics.md).
-    pub method: String,
-    /// Batches a sample is cut into.
-    pub batches: u32,
-    /// The confidence of the critical value when it is not 95 %'s: 0.98 for a benchmark that
-    /// ran until precise (`precision`), whose intervals then cover 95 % after its looks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub critical_value_confidence: Option<Finite>,
-    pub ttft_ms: Option<Intervals>,
-    pub ttft_from_send_ms: Option<Intervals>,
-    pub itl_ms: Option<Intervals>,
-    pub tpot_ms: Option<Intervals>,
-    pub e2e_ms: Option<Intervals>,
-    pub request_throughput_per_s: Option<Interval>,
-    pub output_token_throughput_per_s: Option<Interval>,
-    pub total_token_throughput_per_s: Option<Interval>,
-    pub goodput_per_s: Option<Interval>,
-    /// Embeddings and rerank: `pooled.items_per_s`'s interval; since `result/v0.11`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub items_per_s: Option<Interval>,
-    /// Multi-turn workloads: TTFT's intervals at each turn, in `summary.by_turn`'s order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_ms_by_turn: Option<Vec<Option<Intervals>>>,
-    /// Shared-prefix workloads: TTFT's intervals in each prefix group, in
-    /// `summary.by_prefix_group`'s order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_ms_by_prefix_group: Option<Vec<Option<Intervals>>>,
-}
-
-/// A distribution's intervals. p90 and p99 are null where LoadGen's rule supports no estimate
-/// of them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Intervals {
-    pub mean: Interval,
-    pub median: Interval,
-    pub p90: Option<Interval>,
-    pub p99: Option<Interval>,
-    /// TTFT, TPOT and end-to-end latency only.
-    pub early_stopping: Option<EarlyStopping>,
-}
-
-/// LoadGen's early-stopping estimate of each tail percentile ([`early_stopping`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct EarlyStopping {
-    pub p90: Conservative,
-    pub p99: Conservative,
-    pub p99_9: Conservative,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Conservative {
-    /// The fewest requests the rule accepts for this percentile (662 for p99).
-    pub min_requests: u64,
-    /// The estimate; null when the sample has fewer than `min_requests`.
-    pub estimate: Option<Finite>,
-    /// The slowest values the estimate passes over (LoadGen's t − 1).
-    pub discarded: u64,
-}
 
 /// What a completed request adds to the rates, at its end.
 struct End {
@@ -243,7 +149,8 @@ fn samples<'a>(records: &[RawRecord], gaps: &'a DecodedGaps, slo: Option<&Slo>) 
             s.ttft_from_send.push(from_send);
             s.tpot.extend(tpot);
         }
-        let good = ttft.is_some_and(|t| slo.is_some_and(|slo| metrics::meets(slo, t, tpot, e2e)));
+        let good =
+            ttft.is_some_and(|t| slo.is_some_and(|slo| distribution::meets(slo, t, tpot, e2e)));
         let (inp, out) = (u64::from(r.input_tokens()), u64::from(r.output_tokens()));
         s.ends.push(End {
             at_us: r.end_us,
@@ -262,7 +169,7 @@ pub fn uncertainty(
     records: &[RawRecord],
     gaps: &DecodedGaps,
     slo: Option<&Slo>,
-    summary: &metrics::Summary,
+    summary: &Summary,
 ) -> Result<Uncertainty, MetricsError> {
     uncertainty_counted(records, gaps, slo, summary, None, CONFIDENCE)
 }
@@ -275,8 +182,8 @@ pub(crate) fn uncertainty_counted(
     records: &[RawRecord],
     gaps: &DecodedGaps,
     slo: Option<&Slo>,
-    summary: &metrics::Summary,
-    gap_counts: Option<metrics::GapCounts>,
+    summary: &Summary,
+    gap_counts: Option<distribution::GapCounts>,
     confidence: f64,
 ) -> Result<Uncertainty, MetricsError> {
     let s = samples(records, gaps, slo);
@@ -289,7 +196,7 @@ pub(crate) fn uncertainty_counted(
     ) -> Result<Option<Intervals>, MetricsError> {
         match d {
             Some(d) => intervals(&Series::whole(series), d, t, tail, |ranks| {
-                metrics::order_statistics(series.to_vec(), ranks)
+                distribution::order_statistics(series.to_vec(), ranks)
             }),
             None => Ok(None),
         }
@@ -301,7 +208,7 @@ pub(crate) fn uncertainty_counted(
         };
     let itl = match &summary.itl_ms {
         Some(d) => {
-            let counts = gap_counts.unwrap_or_else(|| metrics::GapCounts::of(s.itl.pieces()));
+            let counts = gap_counts.unwrap_or_else(|| distribution::GapCounts::of(s.itl.pieces()));
             intervals(&s.itl, d, t, false, |ranks| counts.order_statistics(ranks))?
         }
         None => None,
@@ -311,7 +218,7 @@ pub(crate) fn uncertainty_counted(
         method: "batch_means".into(),
         batches: BATCHES as u32,
         critical_value_confidence: (confidence != CONFIDENCE)
-            .then(|| metrics::finite(confidence))
+            .then(|| distribution::finite(confidence))
             .transpose()?,
         ttft_ms: with_tail(&s.ttft, &summary.ttft_ms, t, true)?,
         ttft_from_send_ms: with_tail(&s.ttft_from_send, &summary.ttft_from_send_ms, t, false)?,
@@ -354,8 +261,8 @@ pub(crate) fn uncertainty_counted(
 
 fn interval(low: f64, high: f64) -> Result<Interval, MetricsError> {
     Ok(Interval {
-        low: metrics::finite(low)?,
-        high: metrics::finite(high)?,
+        low: distribution::finite(low)?,
+        high: distribution::finite(high)?,
     })
 }
 
@@ -447,7 +354,7 @@ fn intervals<T: Sample>(
     let mut ranks: Vec<usize> = Vec::new();
     for w in &wanted {
         for pct in [w.low, w.high] {
-            let (lo, hi, _) = metrics::rank_of(n, pct);
+            let (lo, hi, _) = distribution::rank_of(n, pct);
             ranks.extend([lo, hi]);
         }
     }
@@ -460,8 +367,8 @@ fn intervals<T: Sample>(
     ranks.sort_unstable();
     ranks.dedup();
     let stats: Vec<(usize, f64)> = rank(ranks).into_iter().map(|(r, v)| (r, v.ms())).collect();
-    let at = |rank: usize| metrics::value_at(&stats, rank);
-    let pct = |p: f64| metrics::interpolated(n, p, at);
+    let at = |rank: usize| distribution::value_at(&stats, rank);
+    let pct = |p: f64| distribution::interpolated(n, p, at);
     let percentile = |p: f64| -> Result<Option<Interval>, MetricsError> {
         match wanted.iter().find(|w| w.p == p) {
             // The sample's own percentile lies inside even where rounding would put it a
@@ -475,7 +382,7 @@ fn intervals<T: Sample>(
         Ok(match tail_ts[i] {
             Some(t) => Conservative {
                 min_requests,
-                estimate: Some(metrics::finite(at(n - t as usize))?),
+                estimate: Some(distribution::finite(at(n - t as usize))?),
                 discarded: t - 1,
             },
             None => Conservative {

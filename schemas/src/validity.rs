@@ -6,87 +6,10 @@
 //! benchmark cannot be published as a row of 0.00. The runner adds the flags only it
 //! can see (a client-bound run, an interrupted one).
 
+use crate::document::telemetry::Telemetry;
 use crate::document::{Benchmark, MergedShard, Phase};
-use crate::metrics::Summary;
-use crate::telemetry::{HostSummary, Telemetry};
-use serde::{Deserialize, Serialize};
-
-#[cfg(feature = "json-schema")]
-use schemars::JsonSchema;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum FlagCode {
-    /// Every measured request failed: the benchmark has no numbers.
-    AllFailed,
-    /// More than [`ERROR_RATE_LIMIT`] of measured requests failed.
-    ErrorRateHigh,
-    /// An open-loop profile achieved under [`SATURATION_RATIO`] of its target rate.
-    Saturated,
-    /// Completed requests returned fewer output tokens than requested (early EOS).
-    EarlyEos,
-    /// Prompts the server counted differ from what the client built (and expected it to count).
-    PromptLengthOff,
-    /// The server's usage and the client's token count disagree.
-    UsageMismatch,
-    /// A reported percentile rests on too few samples.
-    TooFewSamples,
-    /// The runner could not keep its schedule (CPU saturated or pacing error above bound).
-    ClientBound,
-    /// The run was interrupted; the benchmark holds what was measured until then.
-    Incomplete,
-    /// A value departs wildly from its neighbours (imported data).
-    Suspect,
-    /// The source listed rows out of rate order; they are shown sorted (imported data).
-    SourceOrder,
-    /// A GPU slowed itself (thermal or hardware slowdown) during the benchmark.
-    GpuThrottled,
-    /// The GPUs stayed idle while the client saw throughput: the load did not run on them.
-    GpuIdle,
-    /// GPU samples or metric scrapes left a gap over [`GAP_INTERVALS`] periods.
-    TelemetryGap,
-    /// A workload meant to miss the prefix cache hit it for over [`PREFIX_HIT_LIMIT`] of
-    /// prompt tokens: its latencies are better than a cold cache gives.
-    PrefixCacheHits,
-    /// The engine preempted requests (KV cache full): latencies include recomputation.
-    Preempted,
-    /// A merged run's shards ran on different hosts, and one's clock may be off the others'
-    /// by over [`CLOCK_OFFSET_LIMIT_US`] (or is unsynchronised): its times may be shifted.
-    #[serde(rename = "clock_offset_over_1ms")]
-    ClockOffsetOver1ms,
-    /// The accuracy phase's headline score is under `--accuracy-min`: faster, perhaps, but
-    /// the answers are wrong too often.
-    AccuracyBelowThreshold,
-    /// The run measured speed with no accuracy phase: nothing says its answers were right.
-    NoAccuracy,
-    /// Items asked again during the benchmarks got other answers than on an idle server,
-    /// beyond what temperature 0 allows (`schemas::accuracy::under_load`).
-    AnswersChangeUnderLoad,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// The numbers must not be used.
-    Error,
-    /// The numbers are suspect.
-    Warning,
-    /// Worth knowing when reading the numbers.
-    Info,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Flag {
-    pub code: FlagCode,
-    pub severity: Severity,
-    /// Index into `benchmarks`; null for the whole run.
-    pub benchmark: Option<u32>,
-    pub message: String,
-}
+use crate::flag::{Flag, FlagCode, Severity};
+use crate::summary::{HostSummary, Summary};
 
 /// Failed share of measured requests above which a benchmark is flagged.
 pub const ERROR_RATE_LIMIT: f64 = 0.05;

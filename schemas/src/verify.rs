@@ -5,8 +5,10 @@
 //! consistency of every raw record; a recomputation of every summary and of the
 //! record-derived validity flags, compared bit for bit with what the document says.
 
+use crate::distribution::DecodedGaps;
 use crate::document::{Benchmark, Predicate, RawRecord, Statement};
 use crate::dsse::EnvelopeView;
+use crate::flag::FlagCode;
 use crate::keys::TrustedKey;
 use crate::subject::{check_subject, subject_matches_as_written};
 use crate::token_times::TokenTimesError;
@@ -17,7 +19,6 @@ use crate::{
     STATEMENT_TYPE,
 };
 use serde::Serialize;
-use serde_json::Value;
 
 /// Inconsistent records named one by one in a verdict; the rest are counted.
 const MAX_RECORD_ERRORS: usize = 20;
@@ -269,7 +270,7 @@ fn check_repetitions(p: &Predicate, v: &mut Verdict) {
             f.metrics.sort_by_key(|m| place(&m.metric));
         }
     }
-    diff_paths(
+    crate::json_diff::diff_paths(
         "repetitions",
         &serde_json::to_value(&p.repetitions).expect("repetitions serialise"),
         &serde_json::to_value(&fresh).expect("repetitions serialise"),
@@ -341,7 +342,7 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         || p.shards.is_some()
         || p.validity
             .iter()
-            .any(|f| f.code == validity::FlagCode::ClockOffsetOver1ms);
+            .any(|f| f.code == FlagCode::ClockOffsetOver1ms);
     if version < 4 && sharded {
         v.document_errors.push(format!(
             "a shard, merged shards or a clock_offset_over_1ms flag in a {:?} document: they \
@@ -378,9 +379,9 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
         || p.validity.iter().any(|f| {
             matches!(
                 f.code,
-                validity::FlagCode::AccuracyBelowThreshold
-                    | validity::FlagCode::NoAccuracy
-                    | validity::FlagCode::AnswersChangeUnderLoad
+                FlagCode::AccuracyBelowThreshold
+                    | FlagCode::NoAccuracy
+                    | FlagCode::AnswersChangeUnderLoad
             )
         });
     if version < WITH_ACCURACY && graded {
@@ -471,7 +472,7 @@ fn check_benchmark(
     }
     let mut consistent = true;
     let mut inconsistent = 0usize;
-    let mut gaps = metrics::DecodedGaps::default();
+    let mut gaps = DecodedGaps::default();
     for (ri, r) in b.records.iter().enumerate() {
         let decoded = gaps.push(&r.token_gaps);
         let too_many = matches!(decoded, Err(TokenTimesError::TooMany { .. }));
@@ -510,7 +511,7 @@ fn check_benchmark(
                 .push(format!("benchmarks[{bi}].token_timestamps: {e}"));
         }
     }
-    if let Some(e) = crate::uncertainty::precision::check_stop(b) {
+    if let Some(e) = crate::precision::check_stop(b) {
         v.document_errors
             .push(format!("benchmarks[{bi}].precision: {e}"));
     }
@@ -537,7 +538,7 @@ fn check_benchmark(
         };
     let stored = serde_json::to_value(&b.summary).expect("summary serialises");
     let fresh = serde_json::to_value(&recomputed).expect("summary serialises");
-    diff_paths(
+    crate::json_diff::diff_paths(
         &format!("benchmarks[{bi}].summary"),
         &stored,
         &fresh,
@@ -545,7 +546,7 @@ fn check_benchmark(
     );
     let samples = recomputed.e2e_ms.as_ref().map_or(0, |d| d.count);
     for f in validity::derive(bi as u32, b, &recomputed, clients) {
-        if f.code == validity::FlagCode::TooFewSamples
+        if f.code == FlagCode::TooFewSamples
             && version < WITH_UNCERTAINTY
             && samples >= validity::MIN_SAMPLES_P99_BEFORE_V0_7
         {
@@ -624,32 +625,6 @@ fn check_record(r: &RawRecord, gaps: &[u64]) -> Result<(), String> {
         return Err("a turn (from 1) and its session come together".into());
     }
     Ok(())
-}
-
-/// Collects the paths where two JSON trees differ.
-pub(crate) fn diff_paths(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => {
-            for (k, va) in x {
-                match y.get(k) {
-                    Some(vb) => diff_paths(&format!("{path}.{k}"), va, vb, out),
-                    None => out.push(format!("{path}.{k}")),
-                }
-            }
-            out.extend(
-                y.keys()
-                    .filter(|k| !x.contains_key(*k))
-                    .map(|k| format!("{path}.{k}")),
-            );
-        }
-        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
-            for (i, (va, vb)) in x.iter().zip(y).enumerate() {
-                diff_paths(&format!("{path}[{i}]"), va, vb, out);
-            }
-        }
-        _ if a != b => out.push(format!("{path} (stored {a}, recomputed {b})")),
-        _ => {}
-    }
 }
 
 /// A benchmark's count of token events by what stamped them must cover its records' token

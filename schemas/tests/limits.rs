@@ -5,10 +5,10 @@ mod common;
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use schemas::distribution::DecodedGaps;
 use schemas::limits::{
     MAX_BENCHMARKS, MAX_DOCUMENT_BYTES, MAX_SIGNATURES, MAX_STRING_BYTES, MAX_TOKEN_GAPS,
 };
-use schemas::metrics::DecodedGaps;
 use schemas::token_times::TokenTimesError;
 use schemas::verify::{verify_envelope, Policy, SignatureVerdict};
 
@@ -170,7 +170,7 @@ fn a_trusted_key_is_tried_on_the_first_signature_that_names_it_only() {
 /// it is listed (a long benchmark's column would otherwise make its result unreadable).
 #[test]
 fn every_telemetry_column_is_exempt_from_the_string_limit() {
-    use schemas::telemetry::{GpuColumns, GpuTelemetry, MetricSeries, ServerMetrics};
+    use schemas::document::telemetry::{GpuColumns, GpuTelemetry, MetricSeries, ServerMetrics};
     let long = || "A".repeat(MAX_STRING_BYTES + 1);
     let gpu = GpuTelemetry {
         source: "nvml".into(),

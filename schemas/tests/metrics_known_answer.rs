@@ -3,8 +3,9 @@
 
 mod common;
 
+use schemas::distribution::distribution;
 use schemas::document::Slo;
-use schemas::metrics::{distribution, summarize};
+use schemas::metrics::summarize;
 use schemas::numbers::Finite;
 
 fn close(a: f64, b: f64) {
@@ -116,10 +117,12 @@ fn selected_percentiles_equal_those_of_a_full_sort() {
                 (x % 5000) as f64 / 1000.0
             })
             .collect();
-        let d = schemas::metrics::distribution(&values).unwrap().unwrap();
+        let d = schemas::distribution::distribution(&values)
+            .unwrap()
+            .unwrap();
         let mut sorted = values.clone();
         sorted.sort_by(f64::total_cmp);
-        let p = |q| schemas::metrics::percentile(&sorted, q);
+        let p = |q| schemas::distribution::percentile(&sorted, q);
         assert_eq!(
             [
                 d.median.get(),

@@ -2,7 +2,7 @@
 
 mod common;
 
-use schemas::validity::FlagCode;
+use schemas::flag::FlagCode;
 use schemas::verify::{verify_envelope, Policy, SignatureVerdict};
 
 #[test]
@@ -145,7 +145,7 @@ fn inconsistent_records_and_a_wrong_subject_are_document_errors() {
 
 #[test]
 fn raw_records_are_digested_with_blake3_and_sha512_or_sha256_subjects_still_verify() {
-    use schemas::record_columns::Layout;
+    use schemas::document::record_columns::Layout;
     use schemas::subject::{raw_records_digest, RecordsDigest, RAW_RECORDS};
     let sealed = schemas::seal::seal(common::predicate()).unwrap();
     let digest = |a| raw_records_digest(&sealed.predicate, a, Layout::Columns);
@@ -197,7 +197,7 @@ fn raw_records_are_digested_with_blake3_and_sha512_or_sha256_subjects_still_veri
 /// verify, and a v0.2 document is written (and digested) as columns.
 #[test]
 fn result_v0_1_documents_with_records_as_rows_still_verify() {
-    use schemas::record_columns::Layout;
+    use schemas::document::record_columns::Layout;
     use schemas::subject::{raw_records_digest, RecordsDigest};
     let sealed = schemas::seal::seal(common::predicate()).unwrap();
     let v02 = serde_json::to_value(&sealed).unwrap();
@@ -268,7 +268,7 @@ fn recomputation_is_bit_identical_after_a_json_round_trip() {
 /// over that serialisation otherwise: a payload with other spacing still verifies.
 #[test]
 fn records_are_digested_as_written_and_other_spellings_fall_back_to_the_definition() {
-    use schemas::record_columns::Layout;
+    use schemas::document::record_columns::Layout;
     use schemas::subject::{digest_as_written, raw_records_digest, RecordsDigest};
     let sealed = schemas::seal::seal(common::predicate()).unwrap();
     let compact = serde_json::to_vec(&sealed).unwrap();
@@ -308,8 +308,8 @@ fn records_are_digested_as_written_and_other_spellings_fall_back_to_the_definiti
 /// refused, and v0.3 telemetry whose summary was edited is caught by recomputation.
 #[test]
 fn result_v0_2_documents_still_verify_and_telemetry_is_recomputed() {
+    use schemas::document::telemetry::{GpuColumns, GpuTelemetry, Telemetry};
     use schemas::series::encode;
-    use schemas::telemetry::{GpuColumns, GpuTelemetry, Telemetry};
     let sign = |statement: &serde_json::Value| {
         common::signed_payload(&serde_json::to_vec(statement).unwrap())
     };

@@ -107,13 +107,16 @@ async fn connection(stream: TcpStream, engine: Arc<Engine>, mut stop: watch::Rec
 async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<Body>, io::Error> {
     let received = Instant::now();
     if let Some(key) = &engine.cfg.api_key {
-        // vLLM guards what its API serves under /v1, not /health or /metrics.
+        // Every path but /health and /metrics, as an API gateway in front of an engine guards
+        // them (vLLM itself guards only /v1): a client must send its key with `/tokenize`
+        // and the self-report endpoints too.
         let presented = req
             .headers()
             .get(AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        if req.uri().path().starts_with("/v1") && presented != Some(key.as_str()) {
+        let open = matches!(req.uri().path(), "/health" | "/metrics");
+        if !open && presented != Some(key.as_str()) {
             return Ok(json_response(
                 StatusCode::UNAUTHORIZED,
                 Bytes::from_static(br#"{"error":"Unauthorized"}"#),

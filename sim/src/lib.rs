@@ -167,8 +167,9 @@ pub struct SimConfig {
     /// A batching bug to find: every question that arrives while at least this many requests
     /// are running or queued is answered wrongly (off by one); 0 for none.
     pub wrong_answers_when_busy: u32,
-    /// As vLLM's `--api-key`: every `/v1/...` request without `Authorization: Bearer <key>`
-    /// is answered 401 `{"error": "Unauthorized"}`; `None` lets every client in.
+    /// As an API gateway in front of an engine: every request without `Authorization: Bearer
+    /// <key>`, but those to `/health` and `/metrics`, is answered 401 `{"error":
+    /// "Unauthorized"}` (vLLM's own `--api-key` guards `/v1` only); `None` lets every client in.
     pub api_key: Option<String>,
     /// Embeddings: each vector's dimension (384 by default, a MiniLM's or a BGE-small's).
     pub embedding_dim: u32,

@@ -14,6 +14,13 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+/// A reqwest client of the tests' own, independent of the product's (`wire`): the simulator
+/// is checked against a plain HTTP client.
+fn http_client() -> reqwest::ClientBuilder {
+    wire::install_tls_provider();
+    reqwest::Client::builder()
+}
+
 /// No timer waits: shape tests run as fast as the machine allows.
 fn instant_cfg() -> SimConfig {
     SimConfig {
@@ -33,7 +40,7 @@ async fn bounded<F: Future>(secs: u64, f: F) -> F::Output {
 
 /// Posts `body`; the status and the whole response text.
 async fn post(server: &SimServer, path: &str, body: Value) -> (u16, String) {
-    let resp = wire::client()
+    let resp = http_client()
         .build()
         .unwrap()
         .post(format!("{}{path}", server.base_url()))
@@ -46,7 +53,11 @@ async fn post(server: &SimServer, path: &str, body: Value) -> (u16, String) {
 }
 
 async fn get(server: &SimServer, path: &str) -> (u16, String) {
-    let resp = reqwest::get(format!("{}{path}", server.base_url()))
+    let resp = http_client()
+        .build()
+        .unwrap()
+        .get(format!("{}{path}", server.base_url()))
+        .send()
         .await
         .unwrap();
     let status = resp.status().as_u16();
@@ -287,7 +298,7 @@ async fn timing_matches_configuration() {
     bounded(20, async {
         let cfg = SimConfig { ttft_ms: 10.0, prefill_us_per_token: 20.0, itl_ms: 5.0, itl_growth: 0.0, max_batch: 8, ..SimConfig::default() };
         let server = SimServer::start(cfg).await.unwrap();
-        let client = wire::client().build().unwrap();
+        let client = http_client().build().unwrap();
         let url = format!("{}/v1/completions", server.base_url());
         // 50 tokens × 20 µs = 1 ms of prefill. A prompt of its own each, as the load
         // generator's are: the prefix cache (on) must change nothing for them.
@@ -336,7 +347,7 @@ async fn itl_grows_with_the_batch() {
                 ..SimConfig::default()
             };
             let server = SimServer::start(cfg).await.unwrap();
-            let client = wire::client().build().unwrap();
+            let client = http_client().build().unwrap();
             let url = format!("{}/v1/completions", server.base_url());
             let requests = (0..2).map(|_| {
                 let request = client
@@ -380,7 +391,7 @@ async fn token_offsets(decode_steps: bool, delay_ms: u64) -> (f64, f64) {
         ..SimConfig::default()
     };
     let server = SimServer::start(cfg).await.unwrap();
-    let client = wire::client().build().unwrap();
+    let client = http_client().build().unwrap();
     let url = format!("{}/v1/completions", server.base_url());
     let request = |max_tokens: u32| {
         client
@@ -479,7 +490,7 @@ async fn a_full_batch_queues_fifo() {
             let server = SimServer::start(cfg).await.unwrap();
             let base = server.base_url();
             // One client, built first: building one per request takes longer than a request here.
-            let client = wire::client().build().unwrap();
+            let client = http_client().build().unwrap();
             let url = format!("{base}/v1/completions");
             // Each request is sent once the server says it holds the one before (running, then
             // waiting): the arrival order is the send order by construction, not by a sleep
@@ -617,7 +628,7 @@ async fn reset_fault_cuts_the_stream() {
         }))
         .await
         .unwrap();
-        let resp = wire::client()
+        let resp = http_client()
             .build()
             .unwrap()
             .post(format!("{}/v1/completions", server.base_url()))
@@ -788,7 +799,7 @@ async fn small_endpoints() {
         let (s, t) = get(&server, "/nope").await;
         assert_eq!(s, 404);
         serde_json::from_str::<Value>(&t).unwrap();
-        let resp = wire::client().build().unwrap()
+        let resp = http_client().build().unwrap()
             .post(format!("{}/v1/completions", server.base_url()))
             .body("{not json")
             .send()
@@ -867,7 +878,7 @@ async fn client_hang_up_is_cancelled() {
         })
         .await
         .unwrap();
-        let resp = wire::client()
+        let resp = http_client()
             .build()
             .unwrap()
             .post(format!("{}/v1/completions", server.base_url()))
@@ -924,7 +935,11 @@ struct Scrape {
 
 impl Scrape {
     async fn of(server: &SimServer) -> Scrape {
-        let resp = reqwest::get(format!("{}/metrics", server.base_url()))
+        let resp = http_client()
+            .build()
+            .unwrap()
+            .get(format!("{}/metrics", server.base_url()))
+            .send()
             .await
             .unwrap();
         assert_eq!(resp.status(), 200);
@@ -1050,7 +1065,7 @@ async fn metrics_count_what_was_served() {
         assert!(!m.text.contains("provebench_sim"));
 
         // OpenMetrics when asked: the family without `_total`, the samples with it, `# EOF`.
-        let resp = wire::client().build().unwrap()
+        let resp = http_client().build().unwrap()
             .get(format!("{}/metrics", server.base_url()))
             .header("accept", "application/openmetrics-text; version=1.0.0,text/plain;q=0.5")
             .send()
@@ -1082,7 +1097,7 @@ async fn gauges_follow_the_batch_and_the_queue() {
         })
         .await
         .unwrap();
-        let client = wire::client().build().unwrap();
+        let client = http_client().build().unwrap();
         let url = format!("{}/v1/completions", server.base_url());
         let first = client
             .post(&url)
@@ -1267,7 +1282,7 @@ async fn reset_prefix_cache_makes_the_next_repeat_miss() {
         let prompt = json!({"prompt": words(30, 64, 1000), "max_tokens": 1});
         post(&server, "/v1/completions", prompt.clone()).await;
         post(&server, "/v1/completions", prompt.clone()).await;
-        let resp = wire::client()
+        let resp = http_client()
             .build()
             .unwrap()
             .post(format!("{}/reset_prefix_cache", server.base_url()))
@@ -1419,7 +1434,7 @@ async fn responses_stream_shape() {
         let server = SimServer::start(instant_cfg()).await.unwrap();
         let body = json!({"model": "provebench-sim", "input": PROMPT, "max_output_tokens": 3, "stream": true,
                           "temperature": 0, "store": true, "ignore_eos": true});
-        let resp = wire::client().build().unwrap().post(format!("{}/v1/responses", server.base_url())).json(&body).send().await.unwrap();
+        let resp = http_client().build().unwrap().post(format!("{}/v1/responses", server.base_url())).json(&body).send().await.unwrap();
         assert_eq!(resp.status(), 200);
         assert_eq!(resp.headers()["content-type"], "text/event-stream");
         let text = resp.text().await.unwrap();
@@ -1810,7 +1825,7 @@ async fn responses_faults() {
         }))
         .await
         .unwrap();
-        let resp = wire::client()
+        let resp = http_client()
             .build()
             .unwrap()
             .post(format!("{}/v1/responses", server.base_url()))
@@ -1853,7 +1868,7 @@ async fn responses_created_leaves_before_the_first_token() {
                 ..SimConfig::default()
             };
             let server = SimServer::start(cfg).await.unwrap();
-            let resp = wire::client()
+            let resp = http_client()
                 .build()
                 .unwrap()
                 .post(format!("{}/v1/responses", server.base_url()))
@@ -2157,7 +2172,7 @@ async fn pooling_faults() {
         }))
         .await
         .unwrap();
-        let sent = wire::client()
+        let sent = http_client()
             .build()
             .unwrap()
             .post(format!("{}/v1/rerank", server.base_url()))
@@ -2293,7 +2308,7 @@ async fn a_pooling_answer_is_due_when_its_prefill_is_done() {
                 .all(|t| t.prompt_tokens == if t.route == "rerank" { 120 } else { 200 }));
 
             // One slot: an embeddings request sent while a generation runs waits for its end.
-            let client = wire::client().build().unwrap();
+            let client = http_client().build().unwrap();
             let generation = client
                 .post(format!("{}/v1/completions", server.base_url()))
                 .json(&json!({"prompt": "x", "max_tokens": 5}))

@@ -23,9 +23,9 @@
 //! (`COVERAGE_QUEUE_REQUESTS=4000` for the shorter queueing runs).
 
 use schemas::document::{Phase, RawRecord};
+use schemas::interval::{Interval, Uncertainty};
 use schemas::metrics::summarize;
 use schemas::token_times;
-use schemas::uncertainty::{Interval, Uncertainty};
 use sim::noise::{exponential_ms, unit, Draw};
 
 fn record(scheduled_us: u64, arrivals_us: &[u64]) -> RawRecord {
@@ -214,7 +214,7 @@ fn intervals_cover_the_truth_of_queueing_latencies() {
 }
 
 /// `--until-precise`: the load generator's rule applied to each run as it grows — looks at
-/// `schemas::uncertainty::precision::checkpoints`, stopping at the first where every target
+/// `schemas::precision::checkpoints`, stopping at the first where every target
 /// is met, intervals widened for the looks as a result states them — and the interval it
 /// stopped with judged against the truth. Returns the coverage and the mean run length.
 fn coverage_when_stopped(
@@ -224,8 +224,10 @@ fn coverage_when_stopped(
     targets: &[&str],
     row: &Row,
 ) -> (f64, f64) {
-    use schemas::metrics::{summarize_looked, DecodedGaps};
-    use schemas::uncertainty::precision::{all_met, checkpoints, Target};
+    use schemas::catalogue::Target;
+    use schemas::distribution::DecodedGaps;
+    use schemas::metrics::summarize_looked;
+    use schemas::precision::{all_met, checkpoints};
     let targets: Vec<Target> = targets.iter().map(|t| t.parse().unwrap()).collect();
     let runs = runs();
     let (mut hits, mut requests) = (0u64, 0u64);

@@ -16,8 +16,9 @@ pub use formats::{
 };
 
 use anyhow::{bail, Context, Result};
-use schemas::capacity::{Objective, Search};
-use schemas::uncertainty::precision::Target;
+use schemas::catalogue::Target;
+use schemas::document::capacity::Search;
+use schemas::document::objective::Objective;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

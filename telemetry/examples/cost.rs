@@ -68,7 +68,7 @@ fn main() {
 
 /// vLLM's roles, as its shipped recipe names them (kept here so the example needs no recipe crate).
 fn engine_roles() -> telemetry::scrape::RoleAlternatives {
-    use schemas::telemetry::MetricRole::*;
+    use schemas::document::telemetry::MetricRole::*;
     [
         (Running, "vllm:num_requests_running"),
         (Waiting, "vllm:num_requests_waiting"),

@@ -1,10 +1,10 @@
 //! GPU sampling: NVML read on a [`Periodic`] thread, and a benchmark's readings turned into
-//! the document's columns ([`schemas::telemetry::GpuTelemetry`]).
+//! the document's columns ([`schemas::document::telemetry::GpuTelemetry`]).
 
 use crate::nvml::{GpuReading, Nvml};
 use crate::periodic::Periodic;
+use schemas::document::telemetry::{GpuColumns, GpuTelemetry};
 use schemas::series;
-use schemas::telemetry::{GpuColumns, GpuTelemetry};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

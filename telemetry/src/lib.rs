@@ -2,7 +2,7 @@
 //! NVML readings ([`gpu`], over [`nvml`]) and the engine's Prometheus metrics ([`scrape`],
 //! over [`prometheus`]), each on a thread of its own ([`periodic`]), and the engine's
 //! prefix cache emptied on request ([`reset`]). [`Watch`] puts them around each benchmark
-//! and hands back the document's [`schemas::telemetry::Telemetry`].
+//! and hands back the document's [`schemas::document::telemetry::Telemetry`].
 //!
 //! Where it sits: beside `loadgen` on the data path (spec → load → records →
 //! summary): the load generator's records say what the client saw, this says what the

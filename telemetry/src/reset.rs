@@ -2,7 +2,7 @@
 //! (vLLM `POST /reset_prefix_cache`, SGLang `POST /flush_cache`), so that one benchmark's
 //! prompts cannot warm the cache for the next.
 
-use schemas::telemetry::CacheReset;
+use schemas::document::telemetry::CacheReset;
 use std::time::Duration;
 
 /// How to reset one engine's prefix cache, or why it cannot be.
@@ -29,13 +29,8 @@ impl Reset {
                 detail: why.clone(),
             },
             Reset::Endpoint { method, url, shown } => {
-                let answer = reqwest::Method::from_bytes(method.as_bytes())
-                    .map_err(|e| e.to_string())
-                    .and_then(|method| {
-                        wire::blocking::request(method, url, Duration::from_secs(30), |r| {
-                            Ok(r.status().as_u16())
-                        })
-                    });
+                let answer =
+                    wire::blocking::request(method, url, Duration::from_secs(30)).map(|a| a.status);
                 match answer {
                     Ok(status) => CacheReset {
                         request: Some(shown.clone()),

@@ -1,6 +1,6 @@
 //! Server metrics: the engine's Prometheus page fetched on a [`Periodic`] thread, the
 //! metrics each role names picked out of it, and a benchmark's scrapes turned into the
-//! document's columns ([`schemas::telemetry::ServerMetrics`]).
+//! document's columns ([`schemas::document::telemetry::ServerMetrics`]).
 //!
 //! A role (running, waiting, KV-cache usage, …) is given as alternatives, best first,
 //! each a sum of metric names (`"llamacpp:prompt_tokens_total +
@@ -11,8 +11,8 @@
 use crate::gpu::offset_us;
 use crate::periodic::{Periodic, Store};
 use crate::prometheus;
+use schemas::document::telemetry::{MetricRole, MetricSeries, ServerMetrics};
 use schemas::series;
-use schemas::telemetry::{MetricRole, MetricSeries, ServerMetrics};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -146,16 +146,16 @@ impl Store for Scrapes {
 }
 
 /// How a page is fetched: `http://` on our kept-alive connection ([`wire::get`]), anything
-/// else through reqwest's blocking client. Either way never longer than `timeout`, so a
-/// stuck page costs at most that long a gap in the samples.
+/// else through [`wire::blocking`]. Either way never longer than `timeout`, so a stuck page
+/// costs at most that long a gap in the samples.
 enum Fetch {
     Plain(wire::get::Getter),
-    Reqwest {
+    Blocking {
         url: String,
         timeout: Duration,
         /// Made on the scraping thread: a blocking client must not be made (or dropped)
         /// inside the caller's async runtime.
-        client: Option<reqwest::blocking::Client>,
+        client: Option<wire::blocking::Client>,
     },
 }
 
@@ -163,7 +163,7 @@ impl Fetch {
     fn new(url: &str, timeout: Duration) -> Fetch {
         match wire::get::Url::parse(url) {
             Some(u) => Fetch::Plain(wire::get::Getter::new(u, timeout)),
-            None => Fetch::Reqwest {
+            None => Fetch::Blocking {
                 url: url.to_string(),
                 timeout,
                 client: None,
@@ -174,25 +174,22 @@ impl Fetch {
     fn get(&mut self, body: &mut Vec<u8>) -> Option<()> {
         match self {
             Fetch::Plain(g) => g.get(body).ok(),
-            Fetch::Reqwest {
+            Fetch::Blocking {
                 url,
                 timeout,
                 client,
             } => {
                 if client.is_none() {
-                    *client = wire::blocking::client().timeout(*timeout).build().ok();
+                    *client = wire::blocking::Client::new(*timeout).ok();
                 }
-                let bytes = client
+                let answer = client
                     .as_ref()?
-                    .get(url.as_str())
-                    .send()
-                    .ok()?
-                    .error_for_status()
-                    .ok()?
-                    .bytes()
-                    .ok()?;
-                body.clear();
-                body.extend_from_slice(&bytes);
+                    .get(url, wire::blocking::DEFAULT_LIMIT)
+                    .ok()
+                    .filter(|a| {
+                        a.is_success() && a.body.len() as u64 <= wire::blocking::DEFAULT_LIMIT
+                    })?;
+                *body = answer.body;
                 Some(())
             }
         }

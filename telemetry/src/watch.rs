@@ -6,7 +6,7 @@ use crate::gpu::GpuSampler;
 use crate::nvml::Nvml;
 use crate::reset::Reset;
 use crate::scrape::{RoleAlternatives, Scraper};
-use schemas::telemetry::{CacheReset, Telemetry};
+use schemas::document::telemetry::{CacheReset, Telemetry};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

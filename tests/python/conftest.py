@@ -14,6 +14,16 @@ RUNNER = str(pathlib.Path(os.environ.get("RUNNER_BIN", ROOT / "target" / "debug"
 SCHEMAS = ROOT / "schemas" / "json"
 
 
+def _current_predicate_type():
+    """The `predicateType` this version writes: the published statement schema's `$id` is
+    `PREDICATE_TYPE/statement.schema.json`."""
+    schema_id = json.loads((SCHEMAS / "statement.schema.json").read_text())["$id"]
+    return schema_id.removesuffix("/statement.schema.json")
+
+
+PREDICATE_TYPE = _current_predicate_type()
+
+
 def run_runner(*args, cwd, env=None):
     return subprocess.run([RUNNER, *args], cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, "RUST_LOG": "warn", **(env or {})})

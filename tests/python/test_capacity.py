@@ -27,7 +27,7 @@ import pytest
 from scipy.stats import binom
 from scipy.stats import t as student_t
 
-from conftest import run_runner
+from conftest import PREDICATE_TYPE, run_runner
 from test_telemetry import running_sim
 from test_uncertainty import largest_t as loadgen_largest_t
 
@@ -157,7 +157,7 @@ def statement(tmp_path_factory):
 
 
 def test_every_step_and_the_answer_follow_from_the_records(statement):
-    assert statement["predicateType"] == "https://provebench.dev/result/v0.11"
+    assert statement["predicateType"] == PREDICATE_TYPE
     capacity = statement["predicate"]["capacity"]
     # Four slots: four streams never wait (TTFT 10 ms), five always do (about 50 ms). A loaded
     # machine can leave a step undecided, never pass five.

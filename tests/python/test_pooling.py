@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import run_runner, validator
+from conftest import PREDICATE_TYPE, run_runner, validator
 from test_telemetry import running_sim
 from test_uncertainty import check_rate, close
 
@@ -52,10 +52,10 @@ def completed(records):
     return [i for i in range(n) if records["phase"][i] == "measured" and records["error"][i] is None]
 
 
-def test_each_document_is_v0_11_and_valid_against_the_schema(results):
+def test_each_document_is_of_this_version_and_valid_against_the_schema(results):
     check = validator("statement.schema.json")
     for name, st in results.items():
-        assert st["predicateType"] == "https://provebench.dev/result/v0.11", name
+        assert st["predicateType"] == PREDICATE_TYPE, name
         errors = list(check.iter_errors(st))
         assert not errors, (name, [e.message for e in errors[:3]])
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import RUNNER, run_runner, validator
+from conftest import PREDICATE_TYPE, RUNNER, run_runner, validator
 from test_telemetry import running_sim
 
 
@@ -49,7 +49,7 @@ def runs(tmp_path_factory):
 def test_shards_and_the_merge_validate_against_the_checked_in_schema(runs):
     for name in ("shard-0.json", "shard-1.json", "merged.json"):
         statement = statement_of(runs / name)
-        assert statement["predicateType"] == "https://provebench.dev/result/v0.11"
+        assert statement["predicateType"] == PREDICATE_TYPE
         validator("statement.schema.json").validate(statement)
 
 

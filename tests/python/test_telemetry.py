@@ -28,7 +28,7 @@ from fractions import Fraction
 
 import pytest
 
-from conftest import RUNNER, run_runner, validator
+from conftest import PREDICATE_TYPE, RUNNER, run_runner, validator
 
 SLOWDOWN = 0x8 | 0x20 | 0x40 | 0x80  # HwSlowdown, SwThermal, HwThermal, HwPowerBrake
 POWER_CAP = 0x4  # SwPowerCap
@@ -197,7 +197,7 @@ def benchmark(statement):
 
 
 def test_the_document_validates_against_the_checked_in_schema(statement):
-    assert statement["predicateType"] == "https://provebench.dev/result/v0.11"
+    assert statement["predicateType"] == PREDICATE_TYPE
     validator("statement.schema.json").validate(statement)
 
 

@@ -25,7 +25,7 @@ import pytest
 from scipy.special import betainc
 from scipy.stats import t as student_t
 
-from conftest import run_runner
+from conftest import PREDICATE_TYPE, run_runner
 from test_telemetry import running_sim
 
 BATCHES = 10
@@ -185,7 +185,7 @@ def statement(tmp_path_factory):
 
 
 def test_the_document_is_v0_8_with_intervals(statement):
-    assert statement["predicateType"] == "https://provebench.dev/result/v0.11"
+    assert statement["predicateType"] == PREDICATE_TYPE
     [bench] = statement["predicate"]["benchmarks"]
     u = bench["summary"]["uncertainty"]
     assert (u["method"], u["batches"]) == ("batch_means", BATCHES)

@@ -16,7 +16,7 @@ import json
 
 import pytest
 
-from conftest import run_runner, validator
+from conftest import PREDICATE_TYPE, run_runner, validator
 from test_telemetry import running_sim
 
 
@@ -73,7 +73,7 @@ def documents(tmp_path_factory):
 
 def test_the_documents_validate_against_the_checked_in_schema(documents):
     for statement in documents.values():
-        assert statement["predicateType"] == "https://provebench.dev/result/v0.11"
+        assert statement["predicateType"] == PREDICATE_TYPE
         validator("statement.schema.json").validate(statement)
 
 

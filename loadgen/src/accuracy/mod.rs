@@ -81,11 +81,12 @@ async fn ask(
 /// `during_load`: the share of each benchmark's requests an item is asked again beside.
 pub fn declared(
     suite: &Suite,
-    placement: schemas::accuracy::Placement,
+    placement: schemas::document::accuracy::Placement,
     min: Option<f64>,
     during_load: Option<f64>,
-) -> schemas::accuracy::Accuracy {
-    use schemas::accuracy::{texts, Accuracy, Grade, Items};
+) -> schemas::document::accuracy::Accuracy {
+    use schemas::accuracy::texts;
+    use schemas::document::accuracy::{Accuracy, Grade, Items};
     use schemas::numbers::Finite;
     let finite = |v: f64| Finite::new(v).ok();
     let prompts: Vec<String> = suite
@@ -95,7 +96,7 @@ pub fn declared(
         .collect();
     let choices: Vec<Option<u32>> = suite.items.iter().map(|i| i.choices).collect();
     Accuracy {
-        suite: schemas::accuracy::Suite {
+        suite: schemas::document::accuracy::Suite {
             min: min.and_then(finite),
             ..suite.meta.clone()
         },
@@ -111,7 +112,7 @@ pub fn declared(
         answers: texts::encode::<&str>(&[]),
         grade: Grade::default(),
         under_load: during_load.and_then(finite).map(|share| {
-            schemas::accuracy::under_load::UnderLoad {
+            schemas::document::accuracy::UnderLoad {
                 share,
                 item: vec![],
                 benchmark: vec![],

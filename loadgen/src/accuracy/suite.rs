@@ -15,7 +15,8 @@
 
 use crate::rng::Rng;
 use anyhow::{anyhow, bail, Result};
-use schemas::accuracy::grader::{check_gold, Gold, Grader};
+use schemas::accuracy::grader::{check_gold, Gold};
+use schemas::document::accuracy::Grader;
 use schemas::numbers::Finite;
 use serde::Deserialize;
 use serde_json::Value;
@@ -29,7 +30,7 @@ pub const DEFAULT_OUTPUT_TOKENS: u32 = 256;
 #[derive(Clone, Debug)]
 pub struct Suite {
     /// What the result will say of it (the run sets `min`).
-    pub meta: schemas::accuracy::Suite,
+    pub meta: schemas::document::accuracy::Suite,
     /// The items asked, in suite order.
     pub items: Vec<Item>,
 }
@@ -206,7 +207,7 @@ pub fn parse(name: &str, text: &str, grader_flag: Option<&str>) -> Result<Suite>
         bail!("{name}: no items");
     }
     Ok(Suite {
-        meta: schemas::accuracy::Suite {
+        meta: schemas::document::accuracy::Suite {
             name: name.to_string(),
             sha256: hex::encode(Sha256::digest(text.as_bytes())),
             rows: items.len() as u64,

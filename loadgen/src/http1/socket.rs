@@ -18,7 +18,7 @@
 //! reading. A wall-clock step between the packet and the read would show as an age below zero
 //! or above [`MAX_AGE`]; such a stamp is not used.
 
-use crate::client::TokenClock;
+use spec::TokenClock;
 use std::io::{self, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

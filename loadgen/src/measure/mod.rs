@@ -15,14 +15,16 @@ use crate::journal::{Journal, Line};
 use crate::scheduler::{self, Plan};
 use crate::sessions;
 use crate::spec::{DataSpec, ProfileName, RunSpec};
+use crate::token_counter::TokenCounter;
 use crate::trace::Trace;
-use crate::workload::{self, TokenCounter};
+use crate::workload;
 use anyhow::anyhow;
-use schemas::accuracy::Placement;
-use schemas::capacity::{self as capacity, Capacity, Search, Verdict};
+use schemas::capacity;
+use schemas::document::accuracy::Placement;
+use schemas::document::capacity::{Capacity, Search, Verdict};
 use schemas::document::{Profile, ProfileKind, RawRecord, Slo, Workload};
+use schemas::flag::{Flag, FlagCode, Severity};
 use schemas::numbers::Finite;
-use schemas::validity::{Flag, FlagCode, Severity};
 use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -60,7 +62,7 @@ pub trait HostWatch: Send + Sync {
     /// The zero of the benchmark's record times, right before its first request.
     fn origin(&self, _origin: Instant) {}
     /// After its last request ended: what the host did, for the result.
-    fn after(&self) -> Option<schemas::telemetry::Telemetry> {
+    fn after(&self) -> Option<schemas::document::telemetry::Telemetry> {
         None
     }
 }
@@ -92,9 +94,9 @@ pub struct Prepared {
     tokenizer: Option<TokenCounter>,
     /// `--accuracy`: the suite, read and checked.
     accuracy: Option<crate::accuracy::Suite>,
-    http: reqwest::Client,
-    base: String,
-    api_key: Option<String>,
+    /// The server: base URL, the API key, the connection pool every request and probe
+    /// goes through.
+    server: wire::Server,
 }
 
 impl Prepared {
@@ -166,29 +168,19 @@ impl Prepared {
             .or_else(|_| std::env::var("PROVEBENCH_API_KEY"))
             .ok();
         Ok(Prepared {
-            base: spec.target.trim_end_matches('/').to_string(),
-            http: client::http_client(spec.max_concurrency as usize)?,
+            server: client::server(&spec.target, spec.max_concurrency as usize, api_key)?,
             spec,
             dataset,
             trace,
             tokenizer,
             accuracy,
-            api_key,
         })
     }
 
-    /// The server's base URL (no trailing slash).
-    pub fn base_url(&self) -> &str {
-        &self.base
-    }
-
-    /// The client every request and probe goes through (keep-alive pool sized for the spec).
-    pub fn http(&self) -> &reqwest::Client {
-        &self.http
-    }
-
-    pub fn api_key(&self) -> Option<&str> {
-        self.api_key.as_deref()
+    /// The server every request and probe goes through (its base URL, the API key, a
+    /// keep-alive pool sized for the spec).
+    pub fn server(&self) -> &wire::Server {
+        &self.server
     }
 
     /// Learns how the server counts `model`'s tokens (a local tokenizer, its `/tokenize`, or
@@ -202,17 +194,16 @@ impl Prepared {
     ) -> anyhow::Result<Measurement> {
         let counter = match self.tokenizer {
             Some(t) => t,
-            None => TokenCounter::detect(&self.http, &self.base, &model).await,
+            None => TokenCounter::detect(&self.server, &model).await,
         };
         let spec = self.spec;
-        let url = format!("{}{}", self.base, spec.backend.path());
+        let url = self.server.url(spec.backend.path());
         let endpoint = Arc::new(Endpoint {
-            http: self.http,
+            server: self.server,
             lean: client::Lean::for_url(&url, spec.http_client, spec.token_clock),
             url,
             api: spec.backend,
             model,
-            api_key: self.api_key,
             ignore_eos: spec.ignore_eos,
             temperature: spec.temperature,
             request_timeout: Duration::from_secs_f64(spec.request_timeout_s),
@@ -1100,7 +1091,7 @@ fn achieved_rate(
     records: Vec<RawRecord>,
     warmup: u64,
     cooldown: u64,
-) -> Result<Option<f64>, schemas::metrics::MetricsError> {
+) -> Result<Option<f64>, schemas::distribution::MetricsError> {
     let records = scheduler::in_phases(records, warmup, cooldown);
     Ok(schemas::metrics::summarize(&records, None)?
         .request_throughput_per_s

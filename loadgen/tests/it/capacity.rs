@@ -20,7 +20,9 @@
 //! sweep run to the same cap.
 
 use loadgen::capacity::{checkpoints, Course};
-use schemas::capacity::{judge, Objective, Search, Verdict};
+use schemas::capacity::judge;
+use schemas::document::capacity::{Search, Verdict};
+use schemas::document::objective::Objective;
 use schemas::document::{Phase, RawRecord};
 use sim::noise::{exponential_ms, Draw};
 

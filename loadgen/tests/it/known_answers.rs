@@ -11,7 +11,7 @@ use crate::common;
 
 use common::run_against;
 use loadgen::spec::{ProfileName, RunSpec};
-use schemas::metrics::Summary;
+use schemas::summary::Summary;
 use sim::{SimConfig, SimServer};
 use std::path::Path;
 
@@ -80,7 +80,7 @@ fn fixed_sim() -> SimConfig {
 /// Median of a sample (ms).
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
-    schemas::metrics::percentile(&v, 50.0)
+    schemas::distribution::percentile(&v, 50.0)
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -365,9 +365,8 @@ async fn a_sweep_runs_synchronous_throughput_then_rates_between() {
 #[ignore]
 async fn latency_legs() {
     let sim = SimServer::start(fixed_sim()).await.unwrap();
-    let http = loadgen::client::http_client(4).unwrap();
     let ep = loadgen::client::Endpoint {
-        http,
+        server: loadgen::client::server(&sim.base_url(), 4, None).unwrap(),
         lean: loadgen::client::Lean::for_url(
             &format!("{}/v1/completions", sim.base_url()),
             loadgen::client::HttpClient::Auto,
@@ -376,7 +375,6 @@ async fn latency_legs() {
         url: format!("{}/v1/completions", sim.base_url()),
         api: loadgen::backend::Api::OpenaiCompletions,
         model: "m".into(),
-        api_key: None,
         ignore_eos: true,
         temperature: 0.0,
         request_timeout: std::time::Duration::from_secs(10),
@@ -576,13 +574,13 @@ async fn dataset_files_drive_requests_with_their_own_lengths() {
             .validity
             .iter()
             .map(|f| f.code)
-            .filter(|c| *c != schemas::validity::FlagCode::ClientBound)
+            .filter(|c| *c != schemas::flag::FlagCode::ClientBound)
             .collect();
         assert_eq!(
             codes,
             [
-                schemas::validity::FlagCode::NoAccuracy,
-                schemas::validity::FlagCode::TooFewSamples
+                schemas::flag::FlagCode::NoAccuracy,
+                schemas::flag::FlagCode::TooFewSamples
             ],
             "{:?}",
             st.predicate.validity
@@ -958,7 +956,7 @@ async fn images_in_chat_reach_the_server_as_recorded() {
             .predicate
             .validity
             .iter()
-            .any(|f| f.code == schemas::validity::FlagCode::PromptLengthOff));
+            .any(|f| f.code == schemas::flag::FlagCode::PromptLengthOff));
         sim.shutdown().await;
     })
     .await;

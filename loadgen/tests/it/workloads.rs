@@ -410,7 +410,7 @@ async fn a_trace_longer_than_the_models_context_is_refused_before_any_request() 
         ..RunSpec::default()
     };
     let prepared = loadgen::measure::Prepared::new(spec).unwrap();
-    let reported = host::probe::self_report(prepared.http(), prepared.base_url(), None).await;
+    let reported = host::probe::self_report(prepared.server()).await;
     let context = host::probe::context_window(&reported);
     assert_eq!(
         context,

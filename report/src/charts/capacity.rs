@@ -4,7 +4,8 @@
 //! estimates cross their bounds reads at a glance, and which load the search settled on.
 
 use super::{Chart, LegendEntry, Line, Marker, Panel, Series, Style, GRAY};
-use schemas::capacity::{self, Verdict};
+use schemas::capacity;
+use schemas::document::capacity::{Search, Step, Verdict};
 use schemas::document::Statement;
 
 const VERDICTS: [(Verdict, &str, usize, Marker); 3] = [
@@ -17,7 +18,7 @@ pub fn chart(doc: &Statement, suffix: &str) -> Option<Chart> {
     let p = &doc.predicate;
     let c = p.capacity.as_ref()?;
     // (load, label, step) of every step, by load.
-    let mut steps: Vec<(f64, &str, &capacity::Step)> = p
+    let mut steps: Vec<(f64, &str, &Step)> = p
         .benchmarks
         .iter()
         .filter_map(|b| {
@@ -49,7 +50,7 @@ pub fn chart(doc: &Statement, suffix: &str) -> Option<Chart> {
                 points: vec![(lo, objective.bound), (hi, objective.bound)],
             }];
             for (verdict, name, color, marker) in VERDICTS {
-                let chosen: Vec<&(f64, &str, &capacity::Step)> =
+                let chosen: Vec<&(f64, &str, &Step)> =
                     steps.iter().filter(|s| s.2.verdict == verdict).collect();
                 let points: Vec<(f64, f64, String)> = chosen
                     .iter()
@@ -75,7 +76,7 @@ pub fn chart(doc: &Statement, suffix: &str) -> Option<Chart> {
                 title: objective.to_string(),
                 x_desc: x_desc.clone(),
                 y_desc: format!("{} ({})", objective.statistic(), objective.unit()),
-                whole_x: c.search == capacity::Search::Concurrency,
+                whole_x: c.search == Search::Concurrency,
                 series,
             }
         })

@@ -16,9 +16,9 @@
 
 use super::{finite_points, Chart, LegendEntry, Line, Marker, Panel, Series, Style, GRAY};
 use crate::format;
+use schemas::document::telemetry::{GpuTelemetry, MetricRole, ServerMetrics};
 use schemas::document::Benchmark;
 use schemas::series;
-use schemas::telemetry::{GpuTelemetry, MetricRole, ServerMetrics};
 use std::collections::BTreeMap;
 
 /// Most points a line has: an 800-pixel chart shows no more.

@@ -7,7 +7,7 @@
 use super::{
     finite_points, Chart, ChartGroup, LegendEntry, Line, Marker, Panel, Series, Style, GRAY,
 };
-use schemas::metrics::{Distribution, Latency, Summary};
+use schemas::summary::{Distribution, Latency, Summary};
 
 type Pick = fn(&Summary) -> Option<&Distribution>;
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 /// The table, or an empty string when no result of the group searched for its capacity.
 pub(crate) fn table(subjects: &[Subject], members: &[Member]) -> String {
-    let rows: Vec<(&Subject, &schemas::capacity::Capacity)> = members
+    let rows: Vec<(&Subject, &schemas::document::capacity::Capacity)> = members
         .iter()
         .filter_map(|m| {
             let s = &subjects[m.subject];
@@ -23,7 +23,7 @@ pub(crate) fn table(subjects: &[Subject], members: &[Member]) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    let key = |c: &schemas::capacity::Capacity| {
+    let key = |c: &schemas::document::capacity::Capacity| {
         let slo: Vec<String> = c.slo.iter().map(ToString::to_string).collect();
         format!("{} {}", c.search.as_str(), slo.join(","))
     };

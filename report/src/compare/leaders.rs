@@ -10,7 +10,8 @@
 //! nothing.
 
 use super::subject::Better;
-use schemas::uncertainty::{difference, Interval};
+use schemas::interval::Interval;
+use schemas::uncertainty::difference;
 
 /// A value and, where its result says, its 95 % interval.
 #[derive(Clone, Copy, Debug)]

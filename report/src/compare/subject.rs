@@ -8,7 +8,7 @@ use crate::escape::md_escape;
 use crate::input::Loaded;
 use crate::view;
 use schemas::document::{Benchmark, Statement};
-use schemas::metrics::Latency;
+use schemas::summary::Latency;
 
 /// A result given to a comparison: the name it is published or was read under (its file
 /// name) and the document, or why it is not one.

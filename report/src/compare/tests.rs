@@ -431,8 +431,8 @@ fn grids_are_compared_in_their_seeds_layout_not_as_sweeps() {
 fn capacities_are_compared_only_under_the_same_slo() {
     let with = |engine: &str, gpus: u32, slo: &str, passed: f64| {
         let mut st = exact(engine, "m", gpus, &[("constant@1.00 req/sec", 500.0, 20.0)]);
-        st.predicate.capacity = Some(schemas::capacity::Capacity {
-            search: schemas::capacity::Search::Rate,
+        st.predicate.capacity = Some(schemas::document::capacity::Capacity {
+            search: schemas::document::capacity::Search::Rate,
             slo: vec![slo.parse().unwrap()],
             precision: schemas::numbers::Finite::new(0.05).unwrap(),
             passed: Some(schemas::numbers::Finite::new(passed).unwrap()),
@@ -493,9 +493,11 @@ fn capacities_are_compared_only_under_the_same_slo() {
 /// accuracy.
 #[test]
 fn a_result_below_its_accuracy_threshold_is_shown_but_leads_nothing() {
-    use schemas::accuracy::grader::{Grader, GRADER_VERSION};
-    use schemas::accuracy::{texts, Accuracy, Grade, Items, Placement, Suite};
-    use schemas::validity::{Flag, FlagCode, Severity};
+    use schemas::accuracy::grader::GRADER_VERSION;
+    use schemas::accuracy::texts;
+    use schemas::document::accuracy::Grader;
+    use schemas::document::accuracy::{Accuracy, Grade, Items, Placement, Suite};
+    use schemas::flag::{Flag, FlagCode, Severity};
     let mut entries = known_dominance();
     let graded = |correct: usize, min: f64| {
         let answers: Vec<&str> = (0..10)

@@ -157,8 +157,8 @@ fn within_run(a: &Predicate, b: &Predicate, metrics: &[&str], max_regression: f6
 fn run_to_run(
     a: &Predicate,
     b: &Predicate,
-    ra: &schemas::repetitions::Repetitions,
-    rb: &schemas::repetitions::Repetitions,
+    ra: &schemas::document::repetitions::Repetitions,
+    rb: &schemas::document::repetitions::Repetitions,
     metrics: &[&str],
     max_regression: f64,
 ) -> Gate {

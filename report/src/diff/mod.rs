@@ -40,7 +40,7 @@ pub mod reproduction;
 pub use judge::{judge, marker, Verdict};
 use judge::{metrics_table, Tally};
 use schemas::document::{Benchmark, Predicate, ProfileKind};
-use schemas::metrics::Latency;
+use schemas::summary::Latency;
 
 /// What identifies a benchmark across two runs.
 #[derive(Clone, Debug, PartialEq, Eq)]

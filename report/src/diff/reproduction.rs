@@ -18,8 +18,8 @@ use super::judge::{judge, judgements, marker, metric_keys, Verdict};
 use super::match_benchmarks;
 use crate::escape::md_escape;
 use crate::view;
+use schemas::document::repetitions::Repeated;
 use schemas::document::{Benchmark, Predicate};
-use schemas::repetitions::Repeated;
 use schemas::uncertainty::difference;
 
 /// The verdict on B as a reproduction of A.
@@ -120,7 +120,7 @@ fn run_to_run(label: &str, a: &Repeated, b: &Repeated, r: &mut Reproduction) {
         };
         let (d, rel, v) = judge(x.mean.get(), y.mean.get(), m.higher_is_better);
         r.judged += 1;
-        let runs = |g: &Repeated, r: &schemas::repetitions::RunToRun| {
+        let runs = |g: &Repeated, r: &schemas::document::repetitions::RunToRun| {
             (r.mean.get(), r.sd.get(), g.indices.len())
         };
         let real = difference::welch(runs(a, x), runs(b, y), each)

@@ -16,7 +16,8 @@
 use crate::escape::md_escape;
 use crate::format;
 use schemas::accuracy::grader::Mark;
-use schemas::accuracy::{texts, Accuracy, Placement};
+use schemas::accuracy::texts;
+use schemas::document::accuracy::{Accuracy, Placement};
 use schemas::document::Predicate;
 
 /// Longest answer or gold answer shown in the items table, in characters.
@@ -30,7 +31,7 @@ fn pct(v: f64) -> String {
 pub fn below_threshold(p: &Predicate) -> bool {
     p.validity
         .iter()
-        .any(|f| f.code == schemas::validity::FlagCode::AccuracyBelowThreshold)
+        .any(|f| f.code == schemas::flag::FlagCode::AccuracyBelowThreshold)
 }
 
 /// The phase's headline in a few words, `72.0 % exact` (with `✖ under 90.0 %` when under its
@@ -196,8 +197,10 @@ fn shown(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use crate::test_support::{predicate, sealed, Doc};
-    use schemas::accuracy::grader::{Grader, GRADER_VERSION};
-    use schemas::accuracy::{texts, Accuracy, Grade, Items, Placement, Suite};
+    use schemas::accuracy::grader::GRADER_VERSION;
+    use schemas::accuracy::texts;
+    use schemas::document::accuracy::Grader;
+    use schemas::document::accuracy::{Accuracy, Grade, Items, Placement, Suite};
     use schemas::document::RawRecord;
 
     #[test]

@@ -15,7 +15,8 @@
 
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
-use schemas::capacity::{self, Capacity, Search};
+use schemas::capacity;
+use schemas::document::capacity::{Capacity, Search};
 use schemas::document::Predicate;
 
 /// A load as the search states it: `5.25 req/s`, `4 concurrent`.

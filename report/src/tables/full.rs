@@ -27,7 +27,7 @@ use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::view;
 use schemas::document::{Benchmark, Statement};
-use schemas::metrics::{Distribution, PublishedStats};
+use schemas::summary::{Distribution, PublishedStats};
 
 /// The counts line of a benchmark.
 pub fn counts_line(b: &Benchmark) -> String {

@@ -20,9 +20,10 @@
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::view;
+use schemas::document::telemetry::{CacheReset, Telemetry};
 use schemas::document::{Benchmark, Statement};
 use schemas::numbers::Finite;
-use schemas::telemetry::{CacheReset, GpuSummary, ServerSummary, Telemetry};
+use schemas::summary::{GpuSummary, ServerSummary};
 
 fn opt(v: Option<Finite>, decimals: usize) -> String {
     format::fixed_opt(v.map(Finite::get), decimals)

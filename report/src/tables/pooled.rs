@@ -19,7 +19,7 @@ use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::view;
 use schemas::document::{Benchmark, Predicate, Workload};
-use schemas::metrics::{Pooled, PooledKind};
+use schemas::summary::{Pooled, PooledKind};
 
 /// Whether a benchmark served embeddings or rerank.
 pub fn is_pooled(b: &Benchmark) -> bool {

@@ -16,7 +16,7 @@
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use schemas::document::Predicate;
-use schemas::uncertainty::Interval;
+use schemas::interval::Interval;
 
 /// The rows shown, by their keys in the metric catalogue (`schemas::catalogue`), which
 /// gives each its name, its run-to-run name and its within-run interval.

@@ -21,9 +21,9 @@ use crate::escape::md_escape;
 use crate::format::{self, MISSING};
 use crate::view::{self, Cell};
 use schemas::document::{Benchmark, Predicate};
-use schemas::metrics::Latency;
+use schemas::flag::Flag;
 use schemas::seed_format::SWEEP_HEADINGS as COLUMNS;
-use schemas::validity::Flag;
+use schemas::summary::Latency;
 
 /// The sweep table of `benchmarks` in rate order, followed (after a blank line) by the
 /// flags that concern them and the run-level flags, one list item each. A flag's
@@ -50,15 +50,15 @@ pub(crate) fn values(b: &Benchmark) -> [Option<f64>; 5] {
 }
 
 /// The 95 % intervals of a row's five numbers, where the summary has them (`result/v0.7`).
-pub(crate) fn intervals(b: &Benchmark) -> [Option<schemas::uncertainty::Interval>; 5] {
+pub(crate) fn intervals(b: &Benchmark) -> [Option<schemas::interval::Interval>; 5] {
     let Some(u) = &b.summary.uncertainty else {
         return [None; 5];
     };
-    let seconds = |i: schemas::uncertainty::Interval| {
+    let seconds = |i: schemas::interval::Interval| {
         let s = |v: schemas::numbers::Finite| {
             schemas::numbers::Finite::new(v.get() / 1000.0).unwrap_or(v)
         };
-        schemas::uncertainty::Interval {
+        schemas::interval::Interval {
             low: s(i.low),
             high: s(i.high),
         }

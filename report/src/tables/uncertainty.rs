@@ -15,11 +15,13 @@
 //! ```
 
 use crate::format::{self, MISSING};
+use schemas::catalogue::Target;
 use schemas::document::{Benchmark, PrecisionStop};
-use schemas::metrics::{Distribution, Summary};
+use schemas::interval::{Conservative, Interval, Intervals};
 use schemas::numbers::Finite;
-use schemas::uncertainty::precision::{self, Target};
-use schemas::uncertainty::{min_for_interval, Conservative, Interval, Intervals};
+use schemas::precision;
+use schemas::summary::{Distribution, Summary};
+use schemas::uncertainty::min_for_interval;
 
 /// The section, or an empty string when the summary carries no uncertainty.
 pub fn section(b: &Benchmark) -> String {
@@ -113,13 +115,13 @@ fn precision_line(b: &Benchmark, p: &PrecisionStop) -> String {
 
 fn rates<'a>(
     s: &'a Summary,
-    u: &'a schemas::uncertainty::Uncertainty,
+    u: &'a schemas::interval::Uncertainty,
 ) -> Vec<(&'static str, Option<Finite>, Option<Interval>)> {
     if let Some(p) = &s.pooled {
         // Nothing generated: the items served and the input tokens read.
         let items = match p.kind {
-            schemas::metrics::PooledKind::Embeddings => "Inputs/s",
-            schemas::metrics::PooledKind::Rerank => "Documents/s",
+            schemas::summary::PooledKind::Embeddings => "Inputs/s",
+            schemas::summary::PooledKind::Rerank => "Documents/s",
         };
         return vec![
             (

@@ -27,10 +27,10 @@
 use super::host::plural;
 use crate::escape::md_escape;
 use crate::format::{self, MISSING};
-use schemas::breakdown::{GroupStats, Reasoning, TurnStats};
 use schemas::document::{Benchmark, Profile, ProfileKind, Workload};
-use schemas::metrics::Distribution;
 use schemas::numbers::Finite;
+use schemas::summary::Distribution;
+use schemas::summary::{GroupStats, Reasoning, TurnStats};
 
 /// Mean, p50 and p99 of a distribution with two decimals, as table cells.
 fn stats(d: Option<&Distribution>) -> String {
@@ -264,7 +264,7 @@ pub fn section(b: &Benchmark) -> String {
 
 /// `Images: 2 a request, 512×512 jpeg (seeded); 400 sent, 27.31 MiB; the server counted
 /// 131072 prompt tokens beyond the text's 51200.`
-fn images_line(b: &Benchmark, i: &schemas::metrics::ImagesSent) -> String {
+fn images_line(b: &Benchmark, i: &schemas::summary::ImagesSent) -> String {
     let shape = match &b.workload {
         Workload::Synthetic {
             images: Some(x), ..

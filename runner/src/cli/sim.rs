@@ -54,8 +54,9 @@ pub struct SimArgs {
     /// own rhythm (every token arrives on its own: the client's worst case).
     #[arg(long)]
     pub decode_steps: bool,
-    /// Answer every /v1 request without `Authorization: Bearer KEY` with HTTP 401, as vLLM's
-    /// `--api-key` does.
+    /// Answer every request without `Authorization: Bearer KEY` with HTTP 401, but those to
+    /// /health and /metrics: as an API gateway in front of an engine does (vLLM's own
+    /// `--api-key` guards /v1 only).
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
     /// The share of the builtin accuracy suite's arithmetic questions answered wrongly (off by

@@ -13,7 +13,7 @@ use crate::cli::MergeArgs;
 use crate::{keyfile, output, Failure};
 use anyhow::{anyhow, bail, Result};
 use schemas::document::{Benchmark, MergedShard, Predicate, Run, Shard, Statement};
-use schemas::validity::FlagCode;
+use schemas::flag::FlagCode;
 use schemas::verify::Policy;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
@@ -271,7 +271,7 @@ fn merge(parts: &[Part]) -> Result<Predicate> {
                 .validity
                 .iter()
                 .filter(|f| matches!(f.code, FlagCode::ClientBound | FlagCode::Incomplete))
-                .map(|f| schemas::validity::Flag {
+                .map(|f| schemas::flag::Flag {
                     message: format!("shard {}: {}", p.shard.index, f.message),
                     ..f.clone()
                 })

@@ -176,7 +176,7 @@ async fn measure(
         _ => None,
     };
     let (server, model) = identify(&prepared, &spec, engine.as_ref()).await?;
-    let watch = watch_the_host(prepared.base_url(), &server, engine.as_ref(), args);
+    let watch = watch_the_host(prepared.server().base(), &server, engine.as_ref(), args);
     let started = SystemTime::now();
     let mut measurement = prepared
         .connect(
@@ -247,12 +247,13 @@ async fn identify(
     spec: &RunSpec,
     engine: Option<&on_host::Engine>,
 ) -> Result<(Engine, Model), Failure> {
-    let base = prepared.base_url().to_string();
-    let endpoint = format!("{base}{}", spec.backend.path());
-    host::preflight::check(prepared.http(), &endpoint, prepared.api_key())
+    let server = prepared.server();
+    let base = server.base().to_string();
+    let endpoint = server.url(spec.backend.path());
+    host::preflight::check(server, spec.backend.path())
         .await
         .map_err(|why| Failure::Unreachable(anyhow!("{endpoint}: {why}")))?;
-    let reported = host::probe::self_report(prepared.http(), &base, prepared.api_key()).await;
+    let reported = host::probe::self_report(server).await;
     let model = spec
         .model
         .clone()

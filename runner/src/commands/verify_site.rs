@@ -5,9 +5,8 @@
 
 use crate::cli::VerifySiteArgs;
 use crate::{keyfile, Failure};
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use schemas::site::{SiteCheck, SiteVerdict, MANIFEST_PATH};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -59,36 +58,27 @@ impl Site {
             } else {
                 format!("{arg}/")
             };
-            let client = wire::blocking::client()
-                .timeout(Duration::from_secs(60))
-                .build()
-                .context("building an HTTP client")?;
+            let client = wire::blocking::Client::new(Duration::from_secs(60))
+                .map_err(|e| anyhow!("building an HTTP client: {e}"))?;
             let get = move |path: &str| -> Result<Option<Vec<u8>>> {
                 let url = format!("{base}{path}");
-                let response = client
-                    .get(&url)
-                    .send()
-                    .with_context(|| format!("GET {url}"))?;
-                match response.status().as_u16() {
+                // Within the limit a document has, whatever the server says or sends.
+                let limit = schemas::limits::MAX_DOCUMENT_BYTES;
+                let answer = client
+                    .get(&url, limit)
+                    .map_err(|e| anyhow!("GET {url}: {e}"))?;
+                match answer.status {
                     200 => {}
                     404 | 410 => return Ok(None),
                     status => bail!("GET {url}: HTTP {status}"),
                 }
-                // Within the limit a document has, whatever the server says or sends.
-                let limit = schemas::limits::MAX_DOCUMENT_BYTES;
-                let declared = response.content_length().unwrap_or(0);
-                if let Err(why) = schemas::limits::check_size(declared) {
+                if let Err(why) = schemas::limits::check_size(answer.content_length.unwrap_or(0)) {
                     bail!("GET {url}: not read: {why}");
                 }
-                let mut bytes = Vec::new();
-                response
-                    .take(limit + 1)
-                    .read_to_end(&mut bytes)
-                    .with_context(|| format!("GET {url}"))?;
-                if let Err(why) = schemas::limits::check_size(bytes.len() as u64) {
+                if let Err(why) = schemas::limits::check_size(answer.body.len() as u64) {
                     bail!("GET {url}: not read: {why}");
                 }
-                Ok(Some(bytes))
+                Ok(Some(answer.body))
             };
             return Ok(Site::Url(Box::new(get)));
         }

@@ -87,6 +87,15 @@ fn each_exit_code_means_what_it_says() {
         .output()
         .unwrap();
     assert_eq!(served.status.code(), Some(0), "{}", text(&served));
+    // The key went with `/tokenize` too: prompt lengths are the server's count.
+    let workload =
+        &support::statement(&p.join("keyed.json"))["predicate"]["benchmarks"][0]["workload"];
+    assert!(
+        workload["tokenizer"]
+            .as_str()
+            .is_some_and(|t| t.contains("/tokenize")),
+        "{workload}"
+    );
     drop(keyed);
 
     // A path that serves nothing, and TLS spoken to a server that speaks plain HTTP.

@@ -126,7 +126,7 @@ fn check(st: &serde_json::Value, benchmarks: usize) {
     );
     for b in list {
         assert!(b["summary"]["requests"]["completed"].as_u64().unwrap() > 0);
-        for r in &schemas::record_columns::rows_of_json(&b["records"]).unwrap() {
+        for r in &schemas::document::record_columns::rows_of_json(&b["records"]).unwrap() {
             assert!(r["error"].is_null(), "{}: {}", b["label"], r["error"]);
             assert_eq!(r["output_tokens_client"], 12, "client count");
             assert_eq!(r["output_tokens_server"], 12, "server usage");
@@ -228,7 +228,7 @@ fn a_sharegpt_file_sets_each_requests_output_length_from_its_reply() {
     assert_eq!(b["workload"]["kind"], "dataset");
     assert_eq!(b["workload"]["format"], "sharegpt");
     let mut lengths = std::collections::BTreeSet::new();
-    for r in &schemas::record_columns::rows_of_json(&b["records"]).unwrap() {
+    for r in &schemas::document::record_columns::rows_of_json(&b["records"]).unwrap() {
         assert!(r["error"].is_null(), "{}", r["error"]);
         // The reply's length by the server's tokenizer, asked for with EOS ignored, and served.
         let asked = r["output_tokens_requested"].as_u64().unwrap();
@@ -276,7 +276,7 @@ fn multi_turn_sessions_count_exactly_and_the_prompt_cache_cheapens_later_turns()
             ],
         );
         let b = &st["predicate"]["benchmarks"][0];
-        let rows = schemas::record_columns::rows_of_json(&b["records"]).unwrap();
+        let rows = schemas::document::record_columns::rows_of_json(&b["records"]).unwrap();
         assert_eq!(rows.len(), 8);
         for r in &rows {
             assert!(r["error"].is_null(), "{}", r["error"]);
@@ -363,7 +363,7 @@ fn the_responses_api_streams_counts_exactly_and_resends_conversations() {
     let st = sessions("resend");
     let b = &st["predicate"]["benchmarks"][0];
     assert_eq!(b["workload"]["sessions"]["chain"], "resend");
-    let rows = schemas::record_columns::rows_of_json(&b["records"]).unwrap();
+    let rows = schemas::document::record_columns::rows_of_json(&b["records"]).unwrap();
     assert_eq!(rows.len(), 6);
     for r in &rows {
         assert!(r["error"].is_null(), "{}", r["error"]);
@@ -381,7 +381,7 @@ fn the_responses_api_streams_counts_exactly_and_resends_conversations() {
     let st = sessions("previous_response_id");
     let b = &st["predicate"]["benchmarks"][0];
     assert_eq!(b["workload"]["sessions"]["chain"], "previous_response_id");
-    for r in &schemas::record_columns::rows_of_json(&b["records"]).unwrap() {
+    for r in &schemas::document::record_columns::rows_of_json(&b["records"]).unwrap() {
         if r["turn"] == 1 {
             assert!(r["error"].is_null(), "{}", r["error"]);
         } else {
@@ -437,7 +437,7 @@ fn embeddings_and_rerank_count_exactly_and_the_report_shows_what_applies() {
     let st = statement(&dir.path().join("embeddings.json"));
     let b = &st["predicate"]["benchmarks"][0];
     assert_eq!(b["workload"]["inputs_per_request"], 4);
-    let rows = schemas::record_columns::rows_of_json(&b["records"]).unwrap();
+    let rows = schemas::document::record_columns::rows_of_json(&b["records"]).unwrap();
     assert_eq!(rows.len(), 8);
     for r in &rows {
         assert!(r["error"].is_null(), "{}", r["error"]);
@@ -497,7 +497,7 @@ fn embeddings_and_rerank_count_exactly_and_the_report_shows_what_applies() {
         ],
     );
     let b = &st["predicate"]["benchmarks"][0];
-    for r in &schemas::record_columns::rows_of_json(&b["records"]).unwrap() {
+    for r in &schemas::document::record_columns::rows_of_json(&b["records"]).unwrap() {
         assert!(r["error"].is_null(), "{}", r["error"]);
         assert_eq!(r["documents"], 3);
         // A cross-encoder reads the query with each document: at least 3 × (8 + 12).

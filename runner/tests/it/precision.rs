@@ -72,9 +72,7 @@ fn stopped(dir: &Path, file: &str) -> (u64, f64, f64) {
         let mean = summary.ttft_ms.as_ref().unwrap().mean.get();
         u.ttft_ms.as_ref().unwrap().mean.half_width() / mean
     };
-    let (_, look) = schemas::uncertainty::precision::look_of(b)
-        .unwrap()
-        .unwrap();
+    let (_, look) = schemas::precision::look_of(b).unwrap().unwrap();
     (met, width(&look), width(&b.summary))
 }
 

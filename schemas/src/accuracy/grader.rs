@@ -8,63 +8,12 @@
 //! verdict on an answer is [`Mark::Correct`], [`Mark::Wrong`] or [`Mark::Unparsed`] (no answer
 //! could be read out of the text: counted apart, and not correct).
 
-use serde::{Deserialize, Serialize};
-
-#[cfg(feature = "json-schema")]
-use schemars::JsonSchema;
+use crate::document::accuracy::Grader;
 
 /// Bumped whenever a rule's verdict on some text could change: a stored grade names the
 /// version it was computed with, and a verifier of another version says so rather than
 /// disagree.
 pub const GRADER_VERSION: u32 = 1;
-
-/// How a suite's answers are graded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum Grader {
-    /// lm-eval's GSM8K rules (task version 3): `strict-match` reads the first `#### N`,
-    /// `flexible-extract` the last number-like run; both then compare with the gold answer
-    /// after removing `,`, `$`, everything up to `#### ` and a final `.`, ignoring case.
-    Gsm8k,
-    /// The whole answer against the gold answer, both normalised: lower case, runs of white
-    /// space as one space, trimmed, a final `.` removed.
-    Exact,
-    /// A multiple-choice letter: the last `(X)` in the answer, else a letter that opens it
-    /// (`B`, `B.`, `B)`, `B:`); the letters allowed are the item's choices' (A, B, …).
-    Choice,
-    /// The last number in the answer (`,` and `$` ignored) equals the gold number within the
-    /// suite's absolute tolerance.
-    Number,
-}
-
-impl Grader {
-    pub const ALL: [Grader; 4] = [Grader::Gsm8k, Grader::Exact, Grader::Choice, Grader::Number];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Grader::Gsm8k => "gsm8k",
-            Grader::Exact => "exact",
-            Grader::Choice => "choice",
-            Grader::Number => "number",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Grader> {
-        Grader::ALL.into_iter().find(|g| g.as_str() == name)
-    }
-
-    /// The rules it reports, the first being the one `--accuracy-min` holds the run to (for
-    /// GSM8K the strict one: a model that stops writing `#### N` has changed too).
-    pub fn rules(self) -> &'static [&'static str] {
-        match self {
-            Grader::Gsm8k => &["strict-match", "flexible-extract"],
-            Grader::Exact => &["exact"],
-            Grader::Choice => &["choice"],
-            Grader::Number => &["number"],
-        }
-    }
-}
 
 /// One rule's verdict on one answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

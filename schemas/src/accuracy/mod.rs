@@ -13,124 +13,12 @@ pub mod grader;
 pub mod texts;
 pub mod under_load;
 
+use crate::document::accuracy::{Accuracy, Grade, Score, UnderLoad};
 use crate::document::RawRecord;
+use crate::flag::{Flag, FlagCode, Severity};
+use crate::interval::Interval;
 use crate::numbers::Finite;
-use crate::uncertainty::Interval;
-use crate::validity::{Flag, FlagCode, Severity};
-use grader::{Gold, Grader, Mark, GRADER_VERSION};
-use serde::{Deserialize, Serialize};
-
-#[cfg(feature = "json-schema")]
-use schemars::JsonSchema;
-
-/// A run's accuracy phase; since `result/v0.10`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Accuracy {
-    pub suite: Suite,
-    /// Whether the phase ran `before` the performance benchmarks or `after` them.
-    pub placement: Placement,
-    /// When the phase began; record times are µs from here.
-    pub started_at: String,
-    pub items: Items,
-    /// One record per item, in item order (see `benchmarks[].records`).
-    #[serde(with = "crate::record_columns")]
-    #[cfg_attr(
-        feature = "json-schema",
-        schemars(with = "crate::record_columns::RecordColumns")
-    )]
-    pub records: Vec<RawRecord>,
-    /// Each answer's text, in item order ([`texts`]: zlib-compressed JSON, base64); empty for
-    /// a request that failed.
-    pub answers: String,
-    /// Computed from the answers when the result is sealed, and again by every verifier.
-    pub grade: Grade,
-    /// `--accuracy-during-load`: items asked again while the benchmarks ran
-    /// ([`under_load`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub under_load: Option<under_load::UnderLoad>,
-}
-
-/// The suite as the run read it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Suite {
-    /// The file as named (`--accuracy FILE`), or `builtin:arithmetic`.
-    pub name: String,
-    /// sha256 of the suite's bytes (the generated JSONL for a builtin suite).
-    pub sha256: String,
-    /// Items in the suite.
-    pub rows: u64,
-    /// `--accuracy SUITE:N`: the size of the seeded subset asked; null when all were.
-    pub sampled: Option<u64>,
-    pub grader: Grader,
-    /// [`grader::GRADER_VERSION`] when it was graded.
-    pub grader_version: u32,
-    /// `number`: the largest absolute difference still correct.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tolerance: Option<Finite>,
-    /// The output limit every request asked for.
-    pub output_tokens: u32,
-    /// Stop sequences every request sent.
-    pub stop: Vec<String>,
-    /// Whether items were chat messages (each prompt is then their JSON) rather than prompts.
-    pub messages: bool,
-    /// `--accuracy-min`: the lowest accuracy of the grader's first rule that passes.
-    pub min: Option<Finite>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum Placement {
-    Before,
-    After,
-}
-
-/// The items asked, as columns: entry `i` of each belongs to item `i`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Items {
-    pub id: Vec<String>,
-    /// The gold answer as the suite gives it.
-    pub gold: Vec<String>,
-    /// Multiple choice: each item's number of choices.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub choices: Option<Vec<Option<u32>>>,
-    /// The prompt each request sent, template and few-shot examples included ([`texts`]).
-    pub prompts: String,
-}
-
-/// Each rule's score, in the grader's order ([`Grader::rules`]).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Grade {
-    pub rules: Vec<Score>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Score {
-    /// `strict-match`, `flexible-extract`, `exact`, `choice` or `number`.
-    pub rule: String,
-    /// Items asked: correct + wrong + unparsed + failed.
-    pub total: u64,
-    pub correct: u64,
-    pub wrong: u64,
-    /// Answers the rule could read no answer from.
-    pub unparsed: u64,
-    /// Requests that failed: no answer to grade.
-    pub failed: u64,
-    /// correct / total (0 when nothing was asked).
-    pub accuracy: Finite,
-    /// The 95 % Wilson score interval of the accuracy.
-    pub interval: Interval,
-}
+use grader::{Gold, Mark, GRADER_VERSION};
 
 impl Accuracy {
     /// The score `--accuracy-min` holds the run to: the grader's first rule.
@@ -315,7 +203,7 @@ pub fn check(a: &Accuracy) -> (Vec<String>, Vec<String>) {
         }
     };
     let mut mismatches = vec![];
-    crate::verify::diff_paths(
+    crate::json_diff::diff_paths(
         "accuracy.grade",
         &serde_json::to_value(&a.grade).expect("grades serialise"),
         &serde_json::to_value(&fresh).expect("grades serialise"),
@@ -326,7 +214,7 @@ pub fn check(a: &Accuracy) -> (Vec<String>, Vec<String>) {
             Ok((compared, changed, grade)) => {
                 let stored = serde_json::json!([u.compared, u.changed, u.grade]);
                 let fresh = serde_json::json!([compared, changed, grade]);
-                crate::verify::diff_paths(
+                crate::json_diff::diff_paths(
                     "accuracy.under_load[compared, changed, grade]",
                     &stored,
                     &fresh,

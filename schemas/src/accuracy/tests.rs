@@ -1,4 +1,5 @@
 use super::*;
+use crate::document::accuracy::{Grader, Items, Placement, Suite};
 use crate::document::{ErrorClass, RequestError};
 
 fn phase(grader: Grader, gold: &[&str], answers: &[&str], failed: &[usize]) -> Accuracy {
@@ -108,8 +109,8 @@ fn no_phase_is_said_once_quietly_except_for_imported_results() {
     assert!(flag(None, true).is_none());
 }
 
-fn under_load(items: &[u32], answers: &[&str]) -> under_load::UnderLoad {
-    under_load::UnderLoad {
+fn under_load(items: &[u32], answers: &[&str]) -> UnderLoad {
+    UnderLoad {
         share: Finite::new(0.01).unwrap(),
         item: items.to_vec(),
         benchmark: vec![0; items.len()],

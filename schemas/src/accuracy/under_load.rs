@@ -10,45 +10,12 @@
 //! [`CHANGE_ALLOWANCE`] of the compared answers (at least one) may change before the result
 //! is flagged `answers_change_under_load`.
 
-use super::{texts, Accuracy, Grade};
+use super::{texts, Accuracy, Grade, UnderLoad};
 use crate::document::RawRecord;
-use crate::numbers::Finite;
-use crate::validity::{Flag, FlagCode, Severity};
-use serde::{Deserialize, Serialize};
-
-#[cfg(feature = "json-schema")]
-use schemars::JsonSchema;
+use crate::flag::{Flag, FlagCode, Severity};
 
 /// Share of compared answers that may differ from the phase's before the result is flagged.
 pub const CHANGE_ALLOWANCE: f64 = 0.05;
-
-/// The items asked again during the benchmarks, and how their answers compare.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct UnderLoad {
-    /// The share of each benchmark's completed requests an item was asked beside (0.01 for 1 %).
-    pub share: Finite,
-    /// Each answer's item: its place in `accuracy.items`.
-    pub item: Vec<u32>,
-    /// The benchmark each was asked during; record times are µs from its `started_at`.
-    pub benchmark: Vec<u32>,
-    /// One record per answer (see `benchmarks[].records`).
-    #[serde(with = "crate::record_columns")]
-    #[cfg_attr(
-        feature = "json-schema",
-        schemars(with = "crate::record_columns::RecordColumns")
-    )]
-    pub records: Vec<RawRecord>,
-    /// Each answer's text ([`texts`]).
-    pub answers: String,
-    /// Answers compared with the phase's (both requests completed), and how many of them
-    /// differ (the texts, trimmed, are not equal): computed when sealed, and by verifiers.
-    pub compared: u64,
-    pub changed: u64,
-    /// The grade of the answers given under load, by the suite's grader.
-    pub grade: Grade,
-}
 
 /// What the answers under load give: (compared, changed, grade).
 pub fn derive(a: &Accuracy, u: &UnderLoad) -> Result<(u64, u64, Grade), String> {

@@ -31,54 +31,11 @@
 //!
 //! A step passes when every objective passes, fails when any fails.
 
-use super::objective::{Measure, Objective};
+use crate::distribution::{DecodedGaps, MetricsError};
+use crate::document::capacity::{Outcome, Verdict};
+use crate::document::objective::{Measure, Objective};
 use crate::document::{ErrorClass, Phase, RawRecord};
-use crate::metrics::{DecodedGaps, MetricsError};
-use crate::numbers::Finite;
 use crate::uncertainty::{batch, early_stopping, student_t, BATCHES, MIN_PER_BATCH};
-use serde::{Deserialize, Serialize};
-
-#[cfg(feature = "json-schema")]
-use schemars::JsonSchema;
-
-/// A step's (or one objective's) verdict.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Undecided,
-}
-
-impl Verdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Pass => "pass",
-            Verdict::Fail => "fail",
-            Verdict::Undecided => "undecided",
-        }
-    }
-}
-
-/// What one objective saw in a step.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
-#[serde(deny_unknown_fields)]
-pub struct Outcome {
-    /// As typed: `ttft:p99<=500ms`.
-    #[cfg_attr(feature = "json-schema", schemars(with = "String"))]
-    pub objective: Objective,
-    /// Values judged: completed requests (token gaps for ITL; for the error rate, requests
-    /// that completed or failed).
-    pub values: u64,
-    /// Of them, above the bound (failed, for the error rate).
-    pub over: u64,
-    /// LoadGen's early-stopping estimate of the percentile (ms, at LoadGen's 99 %), null
-    /// with too few values for one; for the error rate, the share that failed (%).
-    pub estimate: Option<Finite>,
-    pub verdict: Verdict,
-}
 
 /// The measured records a look at `at_us` saw (those that had ended by then), or every
 /// measured record when the step was not decided early.
@@ -133,7 +90,11 @@ fn outcome(
                 .iter()
                 .enumerate()
                 .filter(|(_, r)| r.error.is_none())
-                .flat_map(|(i, _)| gaps.record(i).iter().map(|&g| crate::metrics::us_to_ms(g)))
+                .flat_map(|(i, _)| {
+                    gaps.record(i)
+                        .iter()
+                        .map(|&g| crate::distribution::us_to_ms(g))
+                })
                 .collect()
         }
         Measure::ErrorRate => {
@@ -154,7 +115,7 @@ fn outcome(
                 objective: *o,
                 values: n,
                 over: failed,
-                estimate: share.map(crate::metrics::finite).transpose()?,
+                estimate: share.map(crate::distribution::finite).transpose()?,
                 verdict: verdict(&over, 1.0 - o.allowed_share()),
             });
         }
@@ -162,7 +123,7 @@ fn outcome(
     let over: Vec<bool> = values.iter().map(|&v| v > o.bound).collect();
     let p = 1.0 - o.allowed_share();
     let estimate = early_stopping::estimate(&values, p)
-        .map(|(v, _)| crate::metrics::finite(v))
+        .map(|(v, _)| crate::distribution::finite(v))
         .transpose()?;
     let verdict = match verdict(&over, p) {
         Verdict::Pass if rising(&values, o.bound) => Verdict::Undecided,

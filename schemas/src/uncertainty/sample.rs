@@ -3,10 +3,10 @@
 //! has. Latencies are `f64` ms, one per request, collected into one vector. Token gaps are the
 //! records' own `u64` µs, one slice per request, never copied (a 10,000-request result holds
 //! over a million), compared and summed as integers (and ranked by the counts the summary's ITL
-//! already made, `metrics::GapCounts`).
+//! already made, `distribution::GapCounts`).
 
 use super::{batch, BATCHES};
-use crate::metrics;
+use crate::distribution;
 
 /// A value of a sample.
 pub(super) trait Sample: Copy {
@@ -115,15 +115,15 @@ impl Sample for u64 {
         sum as f64 / 1000.0 / n as f64
     }
     fn ms(self) -> f64 {
-        metrics::us_to_ms(self)
+        distribution::us_to_ms(self)
     }
     /// The largest `v` with `us_to_ms(v) <= q_ms` (0 when none is).
     fn bound(q_ms: f64) -> u64 {
         let mut v = (q_ms * 1000.0).max(0.0).floor() as u64;
-        while v < u64::MAX && metrics::us_to_ms(v + 1) <= q_ms {
+        while v < u64::MAX && distribution::us_to_ms(v + 1) <= q_ms {
             v += 1;
         }
-        while v > 0 && metrics::us_to_ms(v) > q_ms {
+        while v > 0 && distribution::us_to_ms(v) > q_ms {
             v -= 1;
         }
         v
@@ -153,7 +153,7 @@ mod tests {
             assert_eq!(v, k as u64);
             assert!(batch(103, j).contains(&k), "{k} in batch {j}");
         }
-        let counts = metrics::GapCounts::of(series.pieces());
+        let counts = distribution::GapCounts::of(series.pieces());
         assert_eq!(
             counts.order_statistics(vec![0, 51, 102]),
             vec![(0, 0), (51, 51), (102, 102)]
@@ -164,8 +164,8 @@ mod tests {
     fn the_bound_of_a_gap_matches_its_milliseconds() {
         for q in [0.0, 0.001, 4.9995, 5.0, 12.345_678, 70_000.0] {
             let b = u64::bound(q);
-            assert!(metrics::us_to_ms(b) <= q || b == 0, "{q}");
-            assert!(metrics::us_to_ms(b + 1) > q, "{q}");
+            assert!(distribution::us_to_ms(b) <= q || b == 0, "{q}");
+            assert!(distribution::us_to_ms(b + 1) > q, "{q}");
         }
     }
 }

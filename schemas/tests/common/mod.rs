@@ -215,7 +215,7 @@ pub fn relabel(statement: &mut serde_json::Value, predicate_type: &str) {
 pub fn without_uncertainty(mut predicate: Predicate) -> Predicate {
     predicate
         .validity
-        .retain(|f| f.code != schemas::validity::FlagCode::NoAccuracy);
+        .retain(|f| f.code != schemas::flag::FlagCode::NoAccuracy);
     for b in &mut predicate.benchmarks {
         b.summary.uncertainty = None;
     }

@@ -50,7 +50,7 @@ pub async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str)
     });
     // As the runner does: the context length from what the server says about itself.
     let prepared = Prepared::new(spec).unwrap();
-    let reported = host::probe::self_report(prepared.http(), prepared.base_url(), None).await;
+    let reported = host::probe::self_report(prepared.server()).await;
     let measurement = prepared
         .connect(
             SimConfig::default().model,

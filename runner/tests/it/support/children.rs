@@ -124,7 +124,7 @@ pub fn start_sim(dir: &Path, flags: &str, limit: Duration) -> Sim {
 pub fn records(stmt: &Value) -> Vec<Value> {
     let benchmarks = stmt["predicate"]["benchmarks"].as_array().unwrap();
     assert_eq!(benchmarks.len(), 1, "one benchmark expected");
-    schemas::record_columns::rows_of_json(&benchmarks[0]["records"]).expect("records")
+    schemas::document::record_columns::rows_of_json(&benchmarks[0]["records"]).expect("records")
 }
 
 // Reading results and journals.

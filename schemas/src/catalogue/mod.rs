@@ -9,8 +9,12 @@
 //! It sits above the stored types (`metrics`, `uncertainty`) and below everything that
 //! compares: adding a metric is its computation, its summary field, and one entry here.
 
-use crate::metrics::{Distribution, Summary};
-use crate::uncertainty::Interval;
+mod target;
+
+pub use target::Target;
+
+use crate::interval::Interval;
+use crate::summary::{Distribution, Summary};
 
 /// Which way a metric improves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -675,7 +679,7 @@ mod tests {
     #[test]
     fn every_summary_field_is_compared_or_says_why_not() {
         let schema: serde_json::Value =
-            serde_json::from_str(include_str!("../json/statement.schema.json")).unwrap();
+            serde_json::from_str(include_str!("../../json/statement.schema.json")).unwrap();
         let fields: Vec<&str> = schema["$defs"]["Summary"]["properties"]
             .as_object()
             .expect("the Summary's properties")
@@ -737,7 +741,7 @@ mod tests {
 
     #[test]
     fn the_reference_lists_every_metric_as_declared() {
-        let doc = include_str!("../../docs/reference/metrics.md");
+        let doc = include_str!("../../../docs/reference/metrics.md");
         let table = reference_table();
         assert!(
             doc.contains(&table),

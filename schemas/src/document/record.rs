@@ -1,0 +1,202 @@
+//! One request's raw record: what the client saw it do, in µs from its benchmark's
+//! `started_at`. The stored floor: every number of a result is derived from these.
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(feature = "json-schema")]
+use schemars::JsonSchema;
+
+/// Which part of a benchmark a request belongs to; only `measured` requests count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Warmup,
+    #[default]
+    Measured,
+    Cooldown,
+}
+
+/// Everything one request did, as observed by the client. Times are µs from the
+/// benchmark's `started_at`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RawRecord {
+    pub phase: Phase,
+    /// When the profile meant to send it: latency counts from here (no coordinated omission).
+    pub scheduled_us: u64,
+    /// When the request actually left.
+    pub sent_us: u64,
+    /// First streamed token event; null when none came.
+    pub first_token_us: Option<u64>,
+    /// Gaps between consecutive token events after the first (see [`crate::token_times`]).
+    pub token_gaps: String,
+    /// When the stream ended or failed.
+    pub end_us: u64,
+    pub output_tokens_requested: Option<u32>,
+    /// Prompt length the client built or counted.
+    pub input_tokens_client: Option<u32>,
+    /// `usage.prompt_tokens`, when the server reported usage.
+    pub input_tokens_server: Option<u32>,
+    /// Token events the client counted (content-bearing stream events).
+    pub output_tokens_client: u32,
+    /// `usage.completion_tokens`, when the server reported usage.
+    pub output_tokens_server: Option<u32>,
+    pub finish_reason: Option<String>,
+    /// Null for a request that completed.
+    pub error: Option<RequestError>,
+    /// Multi-turn workloads: the conversation (0-based, in the order they were prepared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u32>,
+    /// Multi-turn workloads: the turn within its conversation (1 for the first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<u32>,
+    /// Shared-prefix workloads: the group (0-based) whose prefix the prompt starts with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_group: Option<u32>,
+    /// Token events that carried reasoning rather than answer text (`reasoning_content`,
+    /// `reasoning`); null when the stream carried none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens_client: Option<u32>,
+    /// `usage.completion_tokens_details.reasoning_tokens`, when the server reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens_server: Option<u32>,
+    /// When the stream carried reasoning: the first answer token event after it (null when
+    /// none came).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_answer_token_us: Option<u64>,
+    /// Embeddings (`openai-embeddings`): the inputs the request carried. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<u32>,
+    /// Rerank: the documents the request asked to score against its query. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub documents: Option<u32>,
+    /// Embeddings: the dimension of the vectors returned. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding_dim: Option<u32>,
+    /// Embeddings and rerank: sha256 of what the server answered, read as numbers (see
+    /// `loadgen::backend::pooling`): two servers, or two runs, that return the same vectors
+    /// or scores give the same digest. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_sha256: Option<String>,
+    /// Chat with images: each image the request sent, in order. Since `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<Vec<SentImage>>,
+}
+
+impl RawRecord {
+    /// Whether it carries a field that came with `result/v0.11` (embeddings, rerank, images).
+    pub fn is_v0_11(&self) -> bool {
+        self.inputs.is_some()
+            || self.documents.is_some()
+            || self.embedding_dim.is_some()
+            || self.output_sha256.is_some()
+            || self.images.is_some()
+    }
+
+    /// Embeddings' inputs or rerank's documents: the items a pooling request served.
+    pub fn pooled_items(&self) -> Option<u32> {
+        self.inputs.or(self.documents)
+    }
+
+    /// Whether it carries a field that came with `result/v0.4`.
+    pub fn is_v0_4(&self) -> bool {
+        self.session.is_some()
+            || self.turn.is_some()
+            || self.prefix_group.is_some()
+            || self.reasoning_tokens_client.is_some()
+            || self.reasoning_tokens_server.is_some()
+            || self.first_answer_token_us.is_some()
+    }
+
+    /// Reasoning tokens: the server's count when reported, else the client's events.
+    pub fn reasoning_tokens(&self) -> Option<u32> {
+        self.reasoning_tokens_server
+            .or(self.reasoning_tokens_client)
+    }
+}
+
+impl RawRecord {
+    pub fn completed(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// Output tokens for metrics: the server's usage when reported, else the client's count.
+    pub fn output_tokens(&self) -> u32 {
+        self.output_tokens_server
+            .unwrap_or(self.output_tokens_client)
+    }
+
+    /// Input tokens for metrics: the server's usage, else the client's count, else 0.
+    pub fn input_tokens(&self) -> u32 {
+        self.input_tokens_server
+            .or(self.input_tokens_client)
+            .unwrap_or(0)
+    }
+}
+
+/// An image a request sent (a base64 `image_url` part).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SentImage {
+    /// sha256 of the image file's bytes (before base64), lowercase hex.
+    pub sha256: String,
+    /// The file's size in bytes (before base64).
+    pub bytes: u64,
+    pub width: u32,
+    pub height: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RequestError {
+    pub class: ErrorClass,
+    pub message: String,
+}
+
+/// Why a request failed; one class per cause so that counts by class mean something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Could not connect or send.
+    Connect,
+    /// HTTP 429.
+    RateLimited,
+    /// HTTP 4xx other than 429.
+    HttpClient,
+    /// HTTP 5xx.
+    HttpServer,
+    /// Connection closed or reset mid-stream.
+    Reset,
+    /// No event within the stall timeout.
+    Stall,
+    /// Whole request over its timeout.
+    Timeout,
+    /// An event the client could not parse.
+    Malformed,
+    /// The server reported an error inside the stream.
+    Stream,
+    /// The run was interrupted while this request was in flight.
+    Cancelled,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Connect => "connect",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::HttpClient => "http_client",
+            ErrorClass::HttpServer => "http_server",
+            ErrorClass::Reset => "reset",
+            ErrorClass::Stall => "stall",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Malformed => "malformed",
+            ErrorClass::Stream => "stream",
+            ErrorClass::Cancelled => "cancelled",
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! What the host's watchers stored during a benchmark: NVML samples of each GPU and the
+//! server's `/metrics` series, as compact columns. [`crate::telemetry`] summarises them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[cfg(feature = "json-schema")]
+use schemars::JsonSchema;
+
+/// A benchmark's host-side observations. Null reasons say why a part is missing.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Telemetry {
+    pub gpu: Option<GpuTelemetry>,
+    /// Why `gpu` is null: no NVIDIA driver, sampling turned off, …
+    pub gpu_null_reason: Option<String>,
+    pub server: Option<ServerMetrics>,
+    /// Why `server` is null: no metrics endpoint, scraping turned off, …
+    pub server_null_reason: Option<String>,
+    /// The engine's prefix cache emptied before this benchmark; null when not asked for.
+    pub prefix_cache_reset: Option<CacheReset>,
+}
+
+/// NVML readings of every GPU, one column per reading.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GpuTelemetry {
+    /// `nvml`.
+    pub source: String,
+    pub driver_version: Option<String>,
+    /// The sampling period asked for.
+    pub interval_ms: u32,
+    /// When each sample was read: µs from the benchmark's `started_at` (a series column).
+    pub t_us: String,
+    pub gpus: Vec<GpuColumns>,
+}
+
+/// One GPU's readings, entry `i` of each column taken at `t_us[i]`. A column is null when
+/// the GPU does not report that reading.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GpuColumns {
+    /// NVML's device index.
+    pub index: u32,
+    pub uuid: Option<String>,
+    /// `nvmlDeviceGetPowerUsage`, in whole W.
+    pub power_w: Option<String>,
+    /// `nvmlDeviceGetTotalEnergyConsumption`, in whole J (the counter since the driver loaded).
+    pub energy_j: Option<String>,
+    /// `nvmlDeviceGetUtilizationRates`: `gpu` and `memory`, percent.
+    pub sm_util_pct: Option<String>,
+    pub mem_util_pct: Option<String>,
+    /// `nvmlDeviceGetMemoryInfo().used`, MiB.
+    pub mem_used_mib: Option<String>,
+    /// `nvmlDeviceGetClockInfo(NVML_CLOCK_SM)`, MHz.
+    pub sm_clock_mhz: Option<String>,
+    /// `nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)`, °C.
+    pub temperature_c: Option<String>,
+    /// `nvmlDeviceGetCurrentClocksThrottleReasons`, NVML's bit mask.
+    pub throttle_reasons: Option<String>,
+}
+
+/// The engine's Prometheus metrics that the summary reads, one column per metric.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ServerMetrics {
+    /// The scraped URL (credentials stripped).
+    pub url: String,
+    pub interval_ms: u32,
+    /// When each scrape answered: µs from the benchmark's `started_at`.
+    pub t_us: String,
+    pub series: Vec<MetricSeries>,
+    /// Which metrics mean what (the engine's recipe says): role → metric names, summed.
+    pub roles: BTreeMap<MetricRole, Vec<String>>,
+}
+
+/// One metric: its samples summed over label sets, times 10^`decimals`, as integers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct MetricSeries {
+    /// The metric's name as the engine spells it, e.g. `vllm:num_requests_running`.
+    pub name: String,
+    pub decimals: u32,
+    pub values: String,
+}
+
+/// What a server metric means, whatever the engine calls it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum MetricRole {
+    /// Gauge: requests being decoded.
+    Running,
+    /// Gauge: requests queued, not yet scheduled.
+    Waiting,
+    /// Gauge: share of the KV cache in use, 0 to 1.
+    KvCacheUsage,
+    /// Counter: prompt tokens looked up in the prefix cache.
+    PrefixCacheQueries,
+    /// Counter: prompt tokens found there.
+    PrefixCacheHits,
+    /// Counter: requests preempted (KV cache full).
+    Preemptions,
+    /// Counter: requests finished.
+    RequestsFinished,
+    /// Counter: prompt tokens processed.
+    PromptTokens,
+    /// Counter: tokens generated.
+    GenerationTokens,
+}
+
+/// A prefix-cache reset asked of the engine before a benchmark.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CacheReset {
+    /// e.g. `POST /reset_prefix_cache`; null when the engine has none.
+    pub request: Option<String>,
+    /// True when the engine answered 2xx.
+    pub ok: bool,
+    /// The HTTP status, the error, or why there is no reset.
+    pub detail: String,
+}
+
+/// NVML throttle reasons that mean the GPU slowed itself (thermal or hardware).
+pub const THROTTLE_SLOWDOWN_MASK: i64 = 0x8 | 0x20 | 0x40 | 0x80;
+
+/// NVML's `SwPowerCap`: clocks held down to stay in the power limit.
+pub const THROTTLE_POWER_CAP: i64 = 0x4;

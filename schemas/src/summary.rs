@@ -1,0 +1,315 @@
+//! A benchmark's summary as stored: distributions, throughputs, counts, breakdowns, the
+//! host's figures and the intervals. Derived from the records by [`crate::metrics`]; this
+//! module holds the types only, so that every floor above reads them without reaching into
+//! the code that computes them.
+
+use crate::interval::Uncertainty;
+use crate::numbers::Finite;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[cfg(feature = "json-schema")]
+use schemars::JsonSchema;
+
+/// count, mean, median, p90, p95, p99, p99.9, min, max and population std of a sample.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Distribution {
+    pub count: u64,
+    pub mean: Finite,
+    pub median: Finite,
+    pub p90: Finite,
+    pub p95: Finite,
+    pub p99: Finite,
+    pub p99_9: Finite,
+    pub min: Finite,
+    pub max: Finite,
+    pub std: Finite,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RequestCounts {
+    /// Measured requests (warm-up and cool-down excluded).
+    pub measured: u64,
+    pub completed: u64,
+    pub failed: u64,
+    /// Warm-up and cool-down requests, not in any metric.
+    pub excluded: u64,
+    /// Failed measured requests by error class.
+    pub errors_by_class: BTreeMap<String, u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Goodput {
+    pub good_requests: u64,
+    pub requests_per_s: Finite,
+}
+
+/// Everything derived from one benchmark's records. Null fields had no samples.
+// `Summary::default()` is a benchmark not summarised yet: what an assembly puts in before
+// `seal::seal` computes the one summary a document carries. (A plain comment: doc comments
+// become the published JSON schema's descriptions.)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Summary {
+    pub requests: RequestCounts,
+    pub window_us: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub request_throughput_per_s: Option<Finite>,
+    pub output_token_throughput_per_s: Option<Finite>,
+    pub total_token_throughput_per_s: Option<Finite>,
+    pub ttft_ms: Option<Distribution>,
+    pub ttft_from_send_ms: Option<Distribution>,
+    pub itl_ms: Option<Distribution>,
+    pub tpot_ms: Option<Distribution>,
+    pub e2e_ms: Option<Distribution>,
+    /// vLLM 0.2.7 "Average latency per token" (ms).
+    pub latency_per_token_ms: Option<Finite>,
+    /// vLLM 0.2.7 "Average latency per output token" (ms).
+    pub latency_per_output_token_ms: Option<Finite>,
+    pub goodput: Option<Goodput>,
+    /// Shared-prefix workloads: TTFT of each prefix group ([`crate::breakdown`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_prefix_group: Option<Vec<GroupStats>>,
+    /// Multi-turn workloads: TTFT and prompt length by turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_turn: Option<Vec<TurnStats>>,
+    /// Reasoning models: time to the first answer token, reasoning and answer tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+    /// Embeddings and rerank: the inputs (documents) served, and their rate; since
+    /// `result/v0.11`. Their requests stream nothing, so TTFT, ITL and TPOT are null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pooled: Option<Pooled>,
+    /// Chat with images: the images sent and their share of the prompt tokens; since
+    /// `result/v0.11`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<ImagesSent>,
+    /// Derived from the benchmark's telemetry ([`crate::telemetry`]); absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<HostSummary>,
+    /// How sure each number above is: 95 % intervals and early-stopping estimates, from the
+    /// records ([`crate::uncertainty`]); since `result/v0.7`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncertainty: Option<Uncertainty>,
+    /// Only in imported aggregates-only documents: the statistics the source published,
+    /// exactly those and nothing derived (the distributions above are then null).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published: Option<Published>,
+}
+
+impl Summary {
+    /// The mean of a latency: from the distribution when there are records, else the
+    /// mean an imported source published.
+    pub fn mean_ms(&self, which: Latency) -> Option<f64> {
+        let (d, p) = match which {
+            Latency::Ttft => (
+                &self.ttft_ms,
+                self.published.as_ref().and_then(|p| p.ttft_ms.as_ref()),
+            ),
+            Latency::Itl => (
+                &self.itl_ms,
+                self.published.as_ref().and_then(|p| p.itl_ms.as_ref()),
+            ),
+            Latency::Tpot => (
+                &self.tpot_ms,
+                self.published.as_ref().and_then(|p| p.tpot_ms.as_ref()),
+            ),
+            Latency::E2e => (
+                &self.e2e_ms,
+                self.published.as_ref().and_then(|p| p.e2e_ms.as_ref()),
+            ),
+        };
+        d.as_ref()
+            .map(|d| d.mean.get())
+            .or_else(|| p.and_then(|p| p.mean).map(|m| m.get()))
+    }
+}
+
+/// What embeddings and rerank requests served: one non-streamed answer each, for a batch of
+/// inputs (embeddings) or a query and its documents (rerank).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Pooled {
+    /// `embeddings` (records say `inputs`) or `rerank` (records say `documents`).
+    pub kind: PooledKind,
+    /// Inputs embedded, or documents scored, by completed requests.
+    pub items: u64,
+    /// `items` / window. (Input tokens per second is `total_token_throughput_per_s`: these
+    /// requests generate no output tokens.)
+    pub items_per_s: Option<Finite>,
+}
+
+/// What completed requests with images sent, and what the server counted for them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ImagesSent {
+    pub images: u64,
+    /// Their bytes as files (before base64).
+    pub bytes: u64,
+    /// The text's tokens as the client counted them, over requests the server also counted.
+    pub text_tokens: u64,
+    /// The server's prompt tokens beyond the text's, over the same requests: what the images
+    /// cost in tokens (null when no server reported usage or the client could not count).
+    pub image_tokens: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum PooledKind {
+    Embeddings,
+    Rerank,
+}
+
+impl PooledKind {
+    /// What one item is, in the plural: `inputs` or `documents`.
+    pub fn items(self) -> &'static str {
+        match self {
+            PooledKind::Embeddings => "inputs",
+            PooledKind::Rerank => "documents",
+        }
+    }
+}
+
+/// Latency statistics as a source published them (ms); absent values were not published.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Published {
+    pub ttft_ms: Option<PublishedStats>,
+    pub itl_ms: Option<PublishedStats>,
+    pub tpot_ms: Option<PublishedStats>,
+    pub e2e_ms: Option<PublishedStats>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PublishedStats {
+    pub mean: Option<Finite>,
+    pub median: Option<Finite>,
+    pub p90: Option<Finite>,
+    pub p99: Option<Finite>,
+    pub std: Option<Finite>,
+}
+
+/// Which latency a caller asks [`Summary::mean_ms`] for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Latency {
+    Ttft,
+    Itl,
+    Tpot,
+    E2e,
+}
+
+/// One shared-prefix group's requests.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GroupStats {
+    pub group: u32,
+    /// Measured requests of the group, and how many completed.
+    pub requests: u64,
+    pub completed: u64,
+    pub ttft_ms: Option<Distribution>,
+}
+
+/// The requests at one turn index of their conversations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TurnStats {
+    /// 1 for the first turn.
+    pub turn: u32,
+    pub requests: u64,
+    pub completed: u64,
+    /// Mean prompt tokens of its completed requests (the conversation so far grows it).
+    pub input_tokens_mean: Option<Finite>,
+    pub ttft_ms: Option<Distribution>,
+}
+
+/// Reasoning models: what came before the answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Reasoning {
+    /// Completed requests whose stream carried reasoning.
+    pub requests: u64,
+    /// Reasoning tokens of completed requests (the server's count where reported).
+    pub reasoning_tokens: u64,
+    /// Output tokens that were the answer: output tokens − reasoning tokens.
+    pub answer_tokens: u64,
+    /// First answer token − scheduled send, completed requests that got an answer (for a
+    /// request with no reasoning, its first token).
+    pub time_to_first_output_token_ms: Option<Distribution>,
+}
+
+/// The breakdowns of a benchmark's records.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Breakdown {
+    pub by_prefix_group: Option<Vec<GroupStats>>,
+    pub by_turn: Option<Vec<TurnStats>>,
+    pub reasoning: Option<Reasoning>,
+}
+
+/// What the summary derives from a benchmark's telemetry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct HostSummary {
+    pub gpu: Option<GpuSummary>,
+    pub server: Option<ServerSummary>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct GpuSummary {
+    pub samples: u64,
+    /// From the first sample to the last.
+    pub span_us: u64,
+    /// The longest time between two samples.
+    pub max_gap_us: u64,
+    pub energy_j: Option<u64>,
+    pub mean_power_w: Option<Finite>,
+    pub max_power_w: Option<u64>,
+    pub output_tokens_per_j: Option<Finite>,
+    pub j_per_output_token: Option<Finite>,
+    /// Mean over samples and GPUs.
+    pub mean_sm_util_pct: Option<Finite>,
+    /// The most any one GPU had in use.
+    pub max_mem_used_mib: Option<u64>,
+    pub max_temperature_c: Option<u64>,
+    pub throttled_samples: u64,
+    pub power_capped_samples: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ServerSummary {
+    pub samples: u64,
+    pub max_gap_us: u64,
+    pub running_mean: Option<Finite>,
+    pub running_max: Option<Finite>,
+    pub waiting_mean: Option<Finite>,
+    pub waiting_max: Option<Finite>,
+    pub kv_cache_usage_max: Option<Finite>,
+    pub prefix_cache_queries: Option<Finite>,
+    pub prefix_cache_hits: Option<Finite>,
+    pub prefix_cache_hit_rate: Option<Finite>,
+    pub preemptions: Option<Finite>,
+    pub requests_finished: Option<Finite>,
+    pub prompt_tokens: Option<Finite>,
+    pub generation_tokens: Option<Finite>,
+}
