@@ -198,10 +198,11 @@ pub(crate) fn output_throughput(b: &Benchmark) -> Option<super::leaders::Estimat
     )
 }
 
-/// Output tokens per second each user sees in a benchmark: 1000 / [`mean_tpot_ms`].
+/// Output tokens per second each user sees in a benchmark (1000 / its mean TPOT), as the
+/// catalogue reads it.
 pub(crate) fn per_user(b: &Benchmark) -> Option<f64> {
-    let ms = mean_tpot_ms(b)?;
-    (ms > 0.0).then(|| 1000.0 / ms)
+    let metric = schemas::catalogue::find("output_throughput_per_user").expect("in the catalogue");
+    (metric.get)(&b.summary)
 }
 
 /// The numbers of the subjects at `indices`: `1, 3, 4`.

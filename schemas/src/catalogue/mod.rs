@@ -14,7 +14,8 @@ mod target;
 pub use target::Target;
 
 use crate::interval::Interval;
-use crate::summary::{Distribution, Summary};
+use crate::numbers::Finite;
+use crate::summary::{Distribution, Latency, Summary};
 
 /// Which way a metric improves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,7 +198,7 @@ macro_rules! dist {
     };
 }
 
-pub const CATALOGUE: [Metric; 34] = [
+pub const CATALOGUE: [Metric; 35] = [
     Metric {
         key: "request_throughput",
         reads: "request_throughput_per_s",
@@ -599,7 +600,42 @@ pub const CATALOGUE: [Metric; 34] = [
         get: |s| s.total_token_throughput_per_s.map(|v| v.get()),
         interval: Some(|s| s.uncertainty.as_ref()?.total_token_throughput_per_s),
     },
+    Metric {
+        key: "output_throughput_per_user",
+        reads: "tpot_ms",
+        group: Group::Never,
+        name: "Output tokens/s per user (1000 / mean TPOT)",
+        stored: None,
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| per_user(per_user_tpot(s)?.0),
+        interval: Some(|s| {
+            let mean = per_user_tpot(s)?.1?;
+            let low = Finite::new(per_user(mean.high.get())?).ok()?;
+            let high = Finite::new(per_user(mean.low.get())?).ok()?;
+            Some(Interval { low, high })
+        }),
+    },
 ];
+
+/// The decode speed one user sees, from a mean time per output token (ms).
+fn per_user(mean_tpot_ms: f64) -> Option<f64> {
+    (mean_tpot_ms > 0.0).then(|| 1000.0 / mean_tpot_ms)
+}
+
+/// The mean TPOT (ms) and its interval, or the mean ITL's where a summary has no TPOT (imported
+/// tables publish ITL only). 1000 / x falls as x rises, so the interval of 1000 / the mean is
+/// the mean's interval mapped and turned around, covering as often as the mean's.
+fn per_user_tpot(s: &Summary) -> Option<(f64, Option<Interval>)> {
+    let intervals = s.uncertainty.as_ref();
+    match s.mean_ms(Latency::Tpot) {
+        Some(ms) => Some((ms, intervals.and_then(|u| Some(u.tpot_ms.as_ref()?.mean)))),
+        None => {
+            let ms = s.mean_ms(Latency::Itl)?;
+            Some((ms, intervals.and_then(|u| Some(u.itl_ms.as_ref()?.mean))))
+        }
+    }
+}
 
 pub fn ttfot(s: &Summary) -> Option<&Distribution> {
     s.reasoning.as_ref()?.time_to_first_output_token_ms.as_ref()
@@ -737,6 +773,58 @@ mod tests {
             ));
         }
         t
+    }
+
+    #[test]
+    fn output_throughput_per_user_is_the_reciprocal_of_mean_tpot_with_its_interval_turned() {
+        let m = find("output_throughput_per_user").unwrap();
+        let interval = |low: f64, high: f64| Interval {
+            low: Finite::new(low).unwrap(),
+            high: Finite::new(high).unwrap(),
+        };
+        let distribution = |mean: f64| crate::distribution::distribution(&[mean]).unwrap();
+        let intervals = |low, high| crate::interval::Intervals {
+            mean: interval(low, high),
+            median: interval(low, high),
+            p90: None,
+            p99: None,
+            early_stopping: None,
+        };
+        let mut s = Summary {
+            tpot_ms: distribution(20.0),
+            itl_ms: distribution(10.0),
+            ..Summary::default()
+        };
+        assert_eq!((m.get)(&s), Some(50.0));
+        assert_eq!(
+            (m.interval.unwrap())(&s),
+            None,
+            "no interval without the summary's"
+        );
+        s.uncertainty = Some(crate::interval::Uncertainty {
+            method: "batch_means".into(),
+            batches: 10,
+            critical_value_confidence: None,
+            ttft_ms: None,
+            ttft_from_send_ms: None,
+            itl_ms: Some(intervals(8.0, 12.5)),
+            tpot_ms: Some(intervals(16.0, 25.0)),
+            e2e_ms: None,
+            request_throughput_per_s: None,
+            output_token_throughput_per_s: None,
+            total_token_throughput_per_s: None,
+            goodput_per_s: None,
+            items_per_s: None,
+            ttft_ms_by_turn: None,
+            ttft_ms_by_prefix_group: None,
+        });
+        assert_eq!((m.interval.unwrap())(&s), Some(interval(40.0, 62.5)));
+        // Imported tables publish ITL only: its mean stands in.
+        s.tpot_ms = None;
+        assert_eq!((m.get)(&s), Some(100.0));
+        assert_eq!((m.interval.unwrap())(&s), Some(interval(80.0, 125.0)));
+        s.itl_ms = None;
+        assert_eq!((m.get)(&s), None);
     }
 
     /// docs/reference/metrics.md's table of compared metrics is the catalogue's, generated:
