@@ -12,13 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runner=${1:-target/debug/runner}
 corpus=fuzz/corpus
-work=$(mktemp -d)
-sim_pid=
-cleanup() {
-    [ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+scratch_dir
+work=$SCRATCH
 
 # add TARGET FILE...: copies each file into the target's corpus under its SHA-1.
 add() {
@@ -46,8 +41,8 @@ add_prefixed() {
 # What the simulator streams, raw: HTTP heads and chunked framing included.
 port=$(free_port)
 "$runner" sim --host 127.0.0.1 --port "$port" --itl-ms 0 --ttft-ms 0 --seed 7 >/dev/null 2>&1 &
-sim_pid=$!
-wait_listening "$port" "$sim_pid"
+SIM_PID=$!
+wait_listening "$port" "$SIM_PID"
 base=http://127.0.0.1:$port
 post() { # NAME PATH BODY
     curl -s -i --raw -H 'content-type: application/json' -d "$3" "$base$2" >"$work/$1.http"
@@ -59,8 +54,8 @@ post sglang /generate '{"text":"hi there","sampling_params":{"max_new_tokens":6}
 post plain /v1/completions '{"model":"m","prompt":"hi","max_tokens":4}'
 curl -s -i --raw "$base/metrics" >"$work/metrics.http"
 curl -s -i --raw -H 'accept: application/openmetrics-text; version=1.0.0' "$base/metrics" >"$work/openmetrics.http"
-kill "$sim_pid"
-sim_pid=
+kill "$SIM_PID"
+SIM_PID=
 
 # body FILE: the payload of a raw response, de-chunked.
 body() { python3 - "$1" <<'EOF'

@@ -16,6 +16,15 @@ wait_listening() {
   return 1
 }
 
+# scratch_dir: makes a temporary directory, SCRATCH, removed at exit together with the
+# simulator whose pid SIM_PID holds then, if any (it sets the caller's EXIT trap: call it, do
+# not capture it: `scratch_dir; tmp=$SCRATCH`).
+scratch_dir() {
+  SCRATCH=$(mktemp -d)
+  SIM_PID=
+  trap '[ -n "${SIM_PID:-}" ] && kill "$SIM_PID" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+}
+
 # start_sim RUNNER [SIM FLAGS...]: starts `RUNNER sim` on 127.0.0.1 and a port the kernel picks,
 # and sets SIM_PID and SIM_URL once it serves (the URL is the first line it prints). Fails after
 # 30 s, or as soon as the simulator exits. The caller stops it: kill "$SIM_PID".

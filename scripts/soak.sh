@@ -18,21 +18,16 @@ if [ -z "${RUNNER_BIN:-}" ]; then
   cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
 fi
 runner=${RUNNER_BIN:-$root/target/release/runner}
-tmp=$(mktemp -d)
-sim=
-cleanup() {
-  [ -n "$sim" ] && kill "$sim" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+scratch_dir
+tmp=$SCRATCH
 
 port=$(free_port)
 # Capacity well above the rate (no batch limit to queue behind, no slowdown with batch size):
 # the soak is about the runner, so the server must keep up.
 "$runner" sim --host 127.0.0.1 --port "$port" --ttft-ms 20 --itl-ms 5 --max-batch 1024 \
   --itl-growth 0 >/dev/null 2>&1 &
-sim=$!
-wait_listening "$port" "$sim"
+SIM_PID=$!
+wait_listening "$port" "$SIM_PID"
 "$runner" keygen "$tmp/soak" >/dev/null 2>&1
 RUST_LOG=info "$runner" run --target "http://127.0.0.1:$port" --key "$tmp/soak.key" \
   --out "$tmp/soak.json" --profile constant --rate "$rate" --max-seconds $((minutes * 60)) \

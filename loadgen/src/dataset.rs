@@ -115,18 +115,28 @@ pub(crate) fn read_text(path: &Path) -> Result<String> {
     })
 }
 
+/// A JSONL file's objects with their line numbers (from 1), blank lines skipped; a line that
+/// is not a JSON object is an error naming it (`expected` says what it should hold).
+pub(crate) fn json_objects<'a>(
+    text: &'a str,
+    expected: &'a str,
+) -> impl Iterator<Item = Result<(usize, serde_json::Map<String, Value>)>> + 'a {
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(move |(i, line)| {
+            let n = i + 1;
+            match serde_json::from_str(line).with_context(|| format!("line {n}: not JSON"))? {
+                Value::Object(obj) => Ok((n, obj)),
+                _ => bail!("line {n}: expected {expected}"),
+            }
+        })
+}
+
 fn parse_jsonl(text: &str) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let value: Value =
-            serde_json::from_str(line).with_context(|| format!("line {n}: not JSON"))?;
-        let Value::Object(obj) = &value else {
-            bail!("line {n}: expected a JSON object with a \"prompt\" field");
-        };
+    for object in json_objects(text, "a JSON object with a \"prompt\" field") {
+        let (n, obj) = object?;
         let prompt = PROMPT_KEYS
             .iter()
             .find_map(|k| obj.get(*k).map(|v| (k, v)))

@@ -16,7 +16,6 @@
 //! counted with the run's tokenizer while the request is in flight, so that counting never
 //! delays a send.
 
-use crate::arrivals::Arrivals;
 use crate::backend::Api;
 use crate::client::{Endpoint, Job};
 use crate::rng::Rng;
@@ -144,21 +143,16 @@ pub async fn from_dataset(
 
 /// How a benchmark's conversations are sent.
 pub struct Plan {
-    /// `None`: a closed loop of `concurrency` conversations at a time.
-    pub arrivals: Option<Arrivals>,
-    pub concurrency: u32,
-    /// Requests (turns) at most.
-    pub max_requests: u64,
-    pub max_seconds: Option<f64>,
-    pub max_in_flight: u32,
+    /// The benchmark's schedule, read for conversations: its arrivals start conversations
+    /// (`None`: a closed loop of `concurrency` conversations at a time), `max_requests`
+    /// counts turns, and no new turn starts once `enough` is raised. Never split across
+    /// clients.
+    pub schedule: crate::scheduler::Plan,
     pub think: Duration,
     /// The Responses API: each turn names the previous response instead of resending.
     pub chained: bool,
-    pub seed: u64,
     /// What the server adds to a completions prompt it counts (BOS).
     pub overhead: u32,
-    /// Raised when the benchmark has measured enough (`--until-precise`): no new turn starts.
-    pub enough: crate::scheduler::Enough,
 }
 
 /// What every conversation task shares.
@@ -195,28 +189,30 @@ pub async fn run(
         counter,
         conversations,
         started: AtomicU64::new(0),
-        max_requests: plan.max_requests,
+        max_requests: plan.schedule.max_requests,
         stop_at: plan
+            .schedule
             .max_seconds
             .map(|s| origin + Duration::from_secs_f64(s)),
-        enough: plan.enough.clone(),
+        enough: plan.schedule.enough.clone(),
         think: plan.think,
         chained: plan.chained,
         overhead: plan.overhead,
         origin,
         sink,
         cap: plan
+            .schedule
             .arrivals
             .is_some()
-            .then(|| Arc::new(Semaphore::new(plan.max_in_flight.max(1) as usize))),
+            .then(|| Arc::new(Semaphore::new(plan.schedule.max_in_flight.max(1) as usize))),
     });
     let count = shared.conversations.conversations.len();
     let mut tasks = JoinSet::new();
-    match &plan.arrivals {
+    match &plan.schedule.arrivals {
         Some(arrivals) => {
             let mut cancel = cancel.clone();
             for (i, offset) in arrivals
-                .offsets(count as u64, plan.seed)
+                .offsets(count as u64, plan.schedule.seed)
                 .into_iter()
                 .enumerate()
             {
@@ -241,7 +237,7 @@ pub async fn run(
         }
         None => {
             let next = Arc::new(AtomicU64::new(0));
-            for _ in 0..plan.concurrency.max(1).min(count as u32) {
+            for _ in 0..plan.schedule.concurrency.max(1).min(count as u32) {
                 let (shared, cancel, next) = (shared.clone(), cancel.clone(), next.clone());
                 tasks.spawn(async move {
                     loop {

@@ -187,12 +187,13 @@ impl SseParser {
                 end + 1
             };
             if self.line.is_empty() {
-                self.line_in_chunk(chunk, pos, end, &mut pending, on_data)?;
+                // The fast path: the line lies whole in this chunk, and may be lent from it.
+                self.line(&chunk[pos..end], Some(end), chunk, &mut pending, on_data)?;
             } else {
                 // The line began in an earlier chunk: complete it in the carry-over buffer.
                 self.line.extend_from_slice(&chunk[pos..end]);
                 let line = std::mem::take(&mut self.line);
-                let r = self.owned_line(&line, chunk, &mut pending, on_data);
+                let r = self.line(&line, None, chunk, &mut pending, on_data);
                 self.line = line;
                 self.line.clear();
                 r?;
@@ -206,37 +207,15 @@ impl SseParser {
         Ok(())
     }
 
-    /// A line lying entirely in `chunk[start..end]`: the fast path, which may borrow.
-    fn line_in_chunk(
-        &mut self,
-        chunk: &[u8],
-        start: usize,
-        end: usize,
-        pending: &mut Pending,
-        on_data: &mut impl FnMut(&[u8]),
-    ) -> Result<(), SseError> {
-        let line = &chunk[start..end];
-        if line.is_empty() {
-            self.dispatch(chunk, pending, on_data);
-            return Ok(());
-        }
-        self.count(line.len())?;
-        if let Some(value) = data_value(line) {
-            if self.has_data {
-                self.append_data(chunk, pending, value);
-            } else {
-                self.has_data = true;
-                let value_start = end - value.len();
-                *pending = Pending::Borrowed(value_start, end);
-            }
-        }
-        Ok(())
-    }
-
-    /// A line assembled in the carry-over buffer.
-    fn owned_line(
+    /// One line: a blank one dispatches the event, a `data` one adds to it. `in_chunk`: where
+    /// the line ends in `chunk` when it lies there whole, so that an event's only data line
+    /// can be lent from the chunk instead of copied. Inlined into both callers, where
+    /// `in_chunk` is known: measured 10 % slower per event as one shared call.
+    #[inline(always)]
+    fn line(
         &mut self,
         line: &[u8],
+        in_chunk: Option<usize>,
         chunk: &[u8],
         pending: &mut Pending,
         on_data: &mut impl FnMut(&[u8]),
@@ -251,7 +230,10 @@ impl SseParser {
                 self.append_data(chunk, pending, value);
             } else {
                 self.has_data = true;
-                self.data.extend_from_slice(value);
+                match in_chunk {
+                    Some(end) => *pending = Pending::Borrowed(end - value.len(), end),
+                    None => self.data.extend_from_slice(value),
+                }
             }
         }
         Ok(())

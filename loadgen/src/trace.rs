@@ -232,16 +232,9 @@ fn parse_jsonl(text: &str, format: TraceFormat) -> Result<Vec<TraceRow>> {
         first: None,
         last_us: 0,
     };
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let value: Value =
-            serde_json::from_str(line).with_context(|| format!("line {n}: not JSON"))?;
-        let Value::Object(obj) = &value else {
-            bail!("line {n}: expected a JSON object");
-        };
+    for object in crate::dataset::json_objects(text, "a JSON object") {
+        let (n, obj) = object?;
+        let obj = &obj;
         let row = (|| -> Result<TraceRow> {
             let (tk, t) = find(obj, TIME_KEYS).context("no \"timestamp\" field")?;
             let (ik, input) = find(obj, INPUT_KEYS).context("no \"input_length\" field")?;

@@ -131,22 +131,24 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
         "/generate" => Some(Route::Generate),
         _ => None,
     };
-    if let Some(route) = route {
-        if req.method() != Method::POST {
-            return Ok(not_allowed(&req));
-        }
-        return generate(engine, route, req, received).await;
-    }
     let pooled = match req.uri().path() {
         "/v1/embeddings" | "/embeddings" => Some(PoolRoute::Embeddings),
         "/v1/rerank" | "/rerank" | "/v2/rerank" => Some(PoolRoute::Rerank),
         _ => None,
     };
-    if let Some(route) = pooled {
+    if route.is_some() || pooled.is_some() {
         if req.method() != Method::POST {
             return Ok(not_allowed(&req));
         }
-        return pool(engine, route, req, received).await;
+        let body = match read_body(req).await {
+            Ok(body) => body,
+            Err(response) => return Ok(response),
+        };
+        return match (route, pooled) {
+            (Some(route), _) => generate(engine, route, body, received).await,
+            (_, Some(route)) => pool(engine, route, body, received).await,
+            (None, None) => unreachable!("one of them is"),
+        };
     }
     let response = match (req.method(), req.uri().path()) {
         (&Method::GET, "/health") => Response::new(empty()),
@@ -197,13 +199,9 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
 async fn generate(
     engine: Arc<Engine>,
     route: Route,
-    req: Request<Incoming>,
+    body: Bytes,
     received: Instant,
 ) -> Result<Response<Body>, io::Error> {
-    let body = match read_body(req).await {
-        Ok(body) => body,
-        Err(response) => return Ok(response),
-    };
     let mut parsed = match protocol::parse(route, &body, |id| engine.previous_response(id)) {
         Ok(parsed) => parsed,
         // TGI validates after opening the stream, and says what is wrong in an event.
@@ -300,13 +298,9 @@ fn fault_refusal(api: Api, fault: Fault) -> Option<Response<Body>> {
 async fn pool(
     engine: Arc<Engine>,
     route: PoolRoute,
-    req: Request<Incoming>,
+    body: Bytes,
     received: Instant,
 ) -> Result<Response<Body>, io::Error> {
-    let body = match read_body(req).await {
-        Ok(body) => body,
-        Err(response) => return Ok(response),
-    };
     let parsed = match pooling::parse(route, &body) {
         Ok(parsed) => parsed,
         Err(refusal) => return Ok(refused(refusal)),

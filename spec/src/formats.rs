@@ -2,18 +2,11 @@
 //! a dataset's layout, the encoding and size of seeded images. The load generator reads and
 //! writes them (`loadgen::client`, `trace`, `dataset`, `images`); here they are names.
 
+use clap::ValueEnum;
+use serde::{Deserialize, Serialize};
+
 /// Which HTTP client carries the token streams.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum HttpClient {
     /// The lean HTTP/1.1 reader for `http://` targets, reqwest for `https://`.
@@ -24,17 +17,7 @@ pub enum HttpClient {
 }
 
 /// What stamps a token event's arrival on the lean client's streams.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenClock {
     /// The kernel, as the bytes reached the socket (Linux `SO_TIMESTAMPING`, software receive
@@ -46,9 +29,7 @@ pub enum TokenClock {
     Read,
 }
 
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum TraceFormat {
     /// JSONL with `timestamp` (ms), `input_length`, `output_length` and `hash_ids`.
@@ -66,9 +47,7 @@ impl TraceFormat {
     }
 }
 
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum DatasetFormat {
     /// One JSON object a line: `prompt` (or `text`), optionally `output_tokens` (or
@@ -92,9 +71,7 @@ impl DatasetFormat {
 pub const MAX_SIDE: u32 = 8192;
 
 /// An image's encoding (`--data image_format=png|jpeg`; `jpg` is taken for `jpeg`).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum ImageFormat {
     Png,

@@ -385,17 +385,11 @@ impl Measurement {
                 let s = &self.spec;
                 let think_ms = s.sessions.as_ref().and_then(|x| x.think_ms).unwrap_or(0.0);
                 let plan = sessions::Plan {
-                    arrivals: plan.arrivals,
-                    concurrency: plan.concurrency,
-                    max_requests: plan.max_requests,
-                    max_seconds: plan.max_seconds,
-                    max_in_flight: plan.max_in_flight,
+                    schedule: plan,
                     think: Duration::from_secs_f64(think_ms / 1000.0),
                     chained: self.chain()
                         == Some(schemas::document::SessionChain::PreviousResponseId),
-                    seed: plan.seed,
                     overhead: self.overhead,
-                    enough: plan.enough,
                 };
                 sessions::run(
                     self.endpoint.clone(),
@@ -536,7 +530,7 @@ impl Measurement {
                     (ProfileKind::Synchronous, 1),
                     (ProfileKind::Throughput, s.max_concurrency),
                 ] {
-                    let ran = self.run_then_continue(data, kind, None, concurrency, sinks);
+                    let ran = self.run_then_continue(data, (kind, concurrency), sinks);
                     if ran.await?.is_break() {
                         return Ok(());
                     }
@@ -544,7 +538,7 @@ impl Measurement {
                 sinks.sweeps[cell].clone().unwrap_or_default()
             }
             None => {
-                let ran = self.run_then_continue(data, ProfileKind::Synchronous, None, 1, sinks);
+                let ran = self.run_then_continue(data, (ProfileKind::Synchronous, 1), sinks);
                 let ControlFlow::Continue(sync) = ran.await? else {
                     return Ok(());
                 };
@@ -593,18 +587,16 @@ impl Measurement {
         Ok(())
     }
 
-    /// A benchmark that is no capacity step, then whether the run goes on: `Break` when it
-    /// was cancelled meanwhile, else `Continue` with the benchmark's achieved request rate.
+    /// A closed-loop benchmark that is no capacity step, then whether the run goes on: `Break`
+    /// when it was cancelled meanwhile, else `Continue` with its achieved request rate.
     async fn run_then_continue(
         &self,
         data: &DataSpec,
-        kind: ProfileKind,
-        rate: Option<f64>,
-        concurrency: u32,
+        (kind, concurrency): (ProfileKind, u32),
         sinks: &mut Sinks<'_>,
     ) -> anyhow::Result<ControlFlow<(), Option<f64>>> {
         let ran = self
-            .run_benchmark(data, kind, rate, concurrency, sinks, None)
+            .run_benchmark(data, kind, None, concurrency, sinks, None)
             .await?;
         Ok(match *sinks.cancel.borrow() {
             true => ControlFlow::Break(()),
@@ -627,7 +619,7 @@ impl Measurement {
             (Some(from), _) => from,
             (None, Search::Concurrency) => 1.0,
             (None, Search::Rate) => {
-                let ran = self.run_then_continue(data, ProfileKind::Synchronous, None, 1, sinks);
+                let ran = self.run_then_continue(data, (ProfileKind::Synchronous, 1), sinks);
                 let ControlFlow::Continue(sync) = ran.await? else {
                     return Ok(());
                 };

@@ -182,39 +182,51 @@ pub fn shape_lines(b: &Benchmark) -> String {
 
 /// TTFT and prompt length at each turn of the conversations.
 pub fn turn_table(turns: &[TurnStats]) -> String {
-    let mut out = String::from(
-        "TTFT by turn:\n\n\
-         | Turn | Requests | Completed | Mean prompt tokens | TTFT mean (ms) | TTFT p50 (ms) | TTFT p99 (ms) |\n\
-         | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-    );
-    for t in turns {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            t.turn,
-            t.requests,
-            t.completed,
-            format::fixed_opt(t.input_tokens_mean.map(Finite::get), 2),
-            stats(t.ttft_ms.as_ref())
-        ));
-    }
-    out
+    ttft_by(
+        "turn",
+        &["Turn", "Requests", "Completed", "Mean prompt tokens"],
+        turns.iter().map(|t| {
+            let lead = [
+                t.turn.to_string(),
+                t.requests.to_string(),
+                t.completed.to_string(),
+                format::fixed_opt(t.input_tokens_mean.map(Finite::get), 2),
+            ];
+            (lead.to_vec(), t.ttft_ms.as_ref())
+        }),
+    )
 }
 
 /// TTFT of each shared-prefix group.
 pub fn group_table(groups: &[GroupStats]) -> String {
-    let mut out = String::from(
-        "TTFT by prefix group:\n\n\
-         | Prefix group | Requests | Completed | TTFT mean (ms) | TTFT p50 (ms) | TTFT p99 (ms) |\n\
-         | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    ttft_by(
+        "prefix group",
+        &["Prefix group", "Requests", "Completed"],
+        groups.iter().map(|g| {
+            let lead = [
+                g.group.to_string(),
+                g.requests.to_string(),
+                g.completed.to_string(),
+            ];
+            (lead.to_vec(), g.ttft_ms.as_ref())
+        }),
+    )
+}
+
+/// `TTFT by WHAT:`, then a row a part: its leading cells (`columns` names them), then its
+/// TTFT mean, p50 and p99.
+fn ttft_by<'a>(
+    what: &str,
+    columns: &[&str],
+    rows: impl Iterator<Item = (Vec<String>, Option<&'a Distribution>)>,
+) -> String {
+    let mut out = format!(
+        "TTFT by {what}:\n\n| {} | TTFT mean (ms) | TTFT p50 (ms) | TTFT p99 (ms) |\n|{}\n",
+        columns.join(" | "),
+        " ---: |".repeat(columns.len() + 3)
     );
-    for g in groups {
-        out.push_str(&format!(
-            "| {} | {} | {} | {} |\n",
-            g.group,
-            g.requests,
-            g.completed,
-            stats(g.ttft_ms.as_ref())
-        ));
+    for (lead, ttft) in rows {
+        out.push_str(&format!("| {} | {} |\n", lead.join(" | "), stats(ttft)));
     }
     out
 }

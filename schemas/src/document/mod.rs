@@ -737,6 +737,30 @@ impl Workload {
         }
     }
 
+    /// Synthetic prompts of `prompt_tokens` asking for `output_tokens`, measured as
+    /// `tokenizer` says, and nothing else: no spread, shared prefix, sessions, pooling or
+    /// images (set those after).
+    pub fn synthetic(
+        prompt_tokens: u32,
+        output_tokens: u32,
+        tokenizer: String,
+        prompts_sha256: String,
+    ) -> Workload {
+        Workload::Synthetic {
+            prompt_tokens,
+            prompt_tokens_stdev: None,
+            output_tokens,
+            output_tokens_stdev: None,
+            tokenizer,
+            prompts_sha256,
+            shared_prefix: None,
+            sessions: None,
+            inputs_per_request: None,
+            documents: None,
+            images: None,
+        }
+    }
+
     /// The prompts' digest, whatever the kind.
     pub fn prompts_sha256(&self) -> &str {
         match self {
