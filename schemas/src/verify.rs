@@ -6,6 +6,7 @@
 //! record-derived validity flags, compared bit for bit with what the document says.
 
 use crate::distribution::DecodedGaps;
+use crate::document::versions::{self, VERSIONS};
 use crate::document::{Benchmark, Predicate, RawRecord, Statement};
 use crate::dsse::EnvelopeView;
 use crate::flag::FlagCode;
@@ -13,10 +14,7 @@ use crate::keys::TrustedKey;
 use crate::subject::{check_subject, subject_matches_as_written};
 use crate::token_times::TokenTimesError;
 use crate::{
-    metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10,
-    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5,
-    PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
-    STATEMENT_TYPE,
+    metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_7, STATEMENT_TYPE,
 };
 use serde::Serialize;
 
@@ -288,148 +286,35 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
             s.type_
         ));
     }
-    let known = [
-        PREDICATE_TYPE_V0_1,
-        PREDICATE_TYPE_V0_2,
-        PREDICATE_TYPE_V0_3,
-        PREDICATE_TYPE_V0_4,
-        PREDICATE_TYPE_V0_5,
-        PREDICATE_TYPE_V0_6,
-        PREDICATE_TYPE_V0_7,
-        PREDICATE_TYPE_V0_8,
-        PREDICATE_TYPE_V0_9,
-        PREDICATE_TYPE_V0_10,
-        PREDICATE_TYPE,
-    ];
-    let version = known
-        .iter()
-        .position(|t| *t == s.predicate_type)
-        .unwrap_or_else(|| {
-            v.document_errors.push(format!(
-                "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {PREDICATE_TYPE_V0_10:?}, \
-                 {PREDICATE_TYPE_V0_9:?}, \
-                 {PREDICATE_TYPE_V0_8:?}, \
-                 {PREDICATE_TYPE_V0_7:?}, \
-                 {PREDICATE_TYPE_V0_6:?}, \
-                 {PREDICATE_TYPE_V0_5:?}, \
-                 {PREDICATE_TYPE_V0_4:?}, {PREDICATE_TYPE_V0_3:?}, {PREDICATE_TYPE_V0_2:?}, \
-                 {PREDICATE_TYPE_V0_1:?})",
-                s.predicate_type
-            ));
-            known.len() - 1
-        });
-    let p = &s.predicate;
-    if version < 2
-        && (p.benchmarks.iter().any(|b| b.telemetry.is_some()) || p.engine.launch.is_some())
-    {
-        v.document_errors.push(format!(
-            "telemetry or an engine launch in a {:?} document: they came with {PREDICATE_TYPE_V0_3:?}",
-            s.predicate_type
-        ));
-    }
-    if version < 3
-        && p.benchmarks.iter().any(|b| {
-            b.workload.is_v0_4() || b.profile.is_v0_4() || b.records.iter().any(|r| r.is_v0_4())
-        })
-    {
-        v.document_errors.push(format!(
-            "a shared-prefix, session, trace or reasoning field, or a burst, ramp, staged or \
-             trace profile, in a {:?} document: they came with {PREDICATE_TYPE_V0_4:?}",
-            s.predicate_type
-        ));
-    }
-    let sharded = p.shard.is_some()
-        || p.shards.is_some()
-        || p.validity
+    let version = versions::place(&s.predicate_type).unwrap_or_else(|| {
+        let read: Vec<String> = VERSIONS
             .iter()
-            .any(|f| f.code == FlagCode::ClockOffsetOver1ms);
-    if version < 4 && sharded {
+            .rev()
+            .skip(1)
+            .map(|v| format!("{:?}", v.predicate_type))
+            .collect();
         v.document_errors.push(format!(
-            "a shard, merged shards or a clock_offset_over_1ms flag in a {:?} document: they \
-             came with {PREDICATE_TYPE_V0_5:?}",
-            s.predicate_type
+            "predicateType is {:?}, expected {PREDICATE_TYPE:?} (or {})",
+            s.predicate_type,
+            read.join(", ")
         ));
-    }
-    if version < 5 && p.benchmarks.iter().any(|b| b.token_timestamps.is_some()) {
-        v.document_errors.push(format!(
-            "token_timestamps in a {:?} document: they came with {PREDICATE_TYPE_V0_6:?}",
-            s.predicate_type
-        ));
-    }
-    let repeated_or_precise = p.repetitions.is_some()
-        || p.reproduces.is_some()
-        || p.benchmarks
-            .iter()
-            .any(|b| b.precision.is_some() || b.repetition.is_some());
-    if version < WITH_PRECISION && repeated_or_precise {
-        v.document_errors.push(format!(
-            "a benchmark's precision or repetition, or what a run reproduces, in a {:?} document: they came with \
-             {PREDICATE_TYPE_V0_8:?}",
-            s.predicate_type
-        ));
-    }
-    let searched = p.capacity.is_some() || p.benchmarks.iter().any(|b| b.capacity_step.is_some());
-    if version < WITH_CAPACITY && searched {
-        v.document_errors.push(format!(
-            "a capacity search in a {:?} document: it came with {PREDICATE_TYPE_V0_9:?}",
-            s.predicate_type
-        ));
-    }
-    let graded = p.accuracy.is_some()
-        || p.validity.iter().any(|f| {
-            matches!(
-                f.code,
-                FlagCode::AccuracyBelowThreshold
-                    | FlagCode::NoAccuracy
-                    | FlagCode::AnswersChangeUnderLoad
-            )
-        });
-    if version < WITH_ACCURACY && graded {
-        v.document_errors.push(format!(
-            "an accuracy phase or flag in a {:?} document: it came with {PREDICATE_TYPE_V0_10:?}",
-            s.predicate_type
-        ));
-    }
-    let chained = p
-        .benchmarks
-        .iter()
-        .any(|b| b.workload.sessions().is_some_and(|s| s.chain.is_some()));
-    let pooled_or_images = p.benchmarks.iter().any(|b| {
-        b.workload.is_v0_11()
-            || b.summary.pooled.is_some()
-            || b.summary.images.is_some()
-            || b.records.iter().any(RawRecord::is_v0_11)
+        VERSIONS.len() - 1
     });
-    if version < WITH_RESPONSES && pooled_or_images {
+    for (what, came_with) in versions::newer_than(s, version) {
         v.document_errors.push(format!(
-            "an embeddings, rerank or image field in a {:?} document: they came with {PREDICATE_TYPE:?}",
-            s.predicate_type
-        ));
-    }
-    if version < WITH_RESPONSES && chained {
-        v.document_errors.push(format!(
-            "a conversation's chain (workload.sessions.chain) in a {:?} document: it came with {PREDICATE_TYPE:?}",
+            "{what} in a {:?} document: it came with {came_with:?}",
             s.predicate_type
         ));
     }
     version
 }
 
-/// The place of `result/v0.10` in [`check_versions`]' list: an accuracy phase, graded.
-const WITH_ACCURACY: usize = 9;
-/// The place of `result/v0.11`: the Responses API's conversations, chained on the server.
-const WITH_RESPONSES: usize = 10;
+/// The place of `result/v0.10` in [`VERSIONS`]: an accuracy phase, graded.
+const WITH_ACCURACY: usize = versions::place_of(PREDICATE_TYPE_V0_10);
 
-/// The place of `result/v0.9` in [`check_versions`]' list: a capacity search and its steps.
-const WITH_CAPACITY: usize = 8;
-
-/// The place of `result/v0.8` in [`check_versions`]' list: benchmarks may say they ran until
-/// precise, or which repetition of the spec they were.
-const WITH_PRECISION: usize = 7;
-
-/// The place of `result/v0.7` in [`check_versions`]' list: summaries from then on carry
-/// their uncertainty.
-const WITH_UNCERTAINTY: usize = 6;
+/// The place of `result/v0.7` in [`VERSIONS`]: summaries from then on carry their
+/// uncertainty.
+const WITH_UNCERTAINTY: usize = versions::place_of(PREDICATE_TYPE_V0_7);
 
 /// A shard or a merge of shards, never both; an index below the count; the clock flag a
 /// merge's shards imply.

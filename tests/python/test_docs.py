@@ -65,3 +65,14 @@ def test_a_link_checker_that_finds_nothing_would_be_noticed():
     # The files are there and hold links: a glob or pattern gone wrong fails here.
     assert len(DOCS) >= 15
     assert sum(1 for doc in DOCS for _ in links(doc)) >= 30
+
+
+def test_the_validity_reference_lists_every_flag_the_schema_declares():
+    """docs/reference/validity.md against the flag codes the published schema declares (the
+    types' own): a flag added to the code and not to the reference fails here."""
+    import json
+    schema = json.loads((ROOT / "schemas/json/statement.schema.json").read_text())
+    codes = [v["const"] for v in schema["$defs"]["FlagCode"]["oneOf"]]
+    assert len(codes) >= 20, codes
+    doc = (ROOT / "docs/reference/validity.md").read_text()
+    assert not [c for c in codes if f"| `{c}` |" not in doc]

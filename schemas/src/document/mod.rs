@@ -12,6 +12,7 @@ pub mod record;
 pub mod record_columns;
 pub mod repetitions;
 pub mod telemetry;
+pub mod versions;
 
 pub use record::{ErrorClass, Phase, RawRecord, RequestError, SentImage};
 
