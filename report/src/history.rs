@@ -9,15 +9,9 @@
 //! completed requests: synchronous where there is one), numbers that do not depend on
 //! where a sweep placed its rates.
 //!
-//! The newest run is judged against the earlier ones, metric by metric. Where every run
-//! carries a 95 % interval for the metric (`result/v0.7`), by the intervals: a regression when
-//! the newest is worse than every earlier run beyond the noise (each difference's interval,
-//! as `runner diff` computes it, leaves out zero), an improvement when better than every one,
-//! else within the noise; one earlier run is enough. Otherwise by the earlier runs' spread:
-//! a regression when it is worse than the earlier runs' median by more than their run-to-run
-//! spread — the largest deviation of an earlier run from that median, and at least 1 % of
-//! it, since a few runs can agree by chance. With fewer than two earlier runs there is no
-//! spread to judge by, and the page says so.
+//! The newest run is judged against the earlier ones, metric by metric, by
+//! [`schemas::trend`] (by the intervals where every run carries one, else by the earlier
+//! runs' spread), which words its verdicts too.
 
 use crate::charts::{self, Chart, Line, Marker, Panel, Series, Style};
 use crate::compare::leaders::Estimate;
@@ -27,11 +21,7 @@ use crate::format::{self, MISSING};
 use crate::markdown::chart_block;
 use crate::view::{self, Cell};
 use crate::{RenderError, Report};
-
-/// The least spread a judgement allows, as a fraction of the median.
-const MIN_SPREAD: f64 = 0.01;
-/// Earlier runs needed for a judgement.
-const MIN_EARLIER: usize = 2;
+use schemas::trend::{self, judge, judge_by_intervals, Verdict};
 
 struct Metric {
     name: &'static str,
@@ -139,131 +129,6 @@ fn configurations<'a>(subjects: &'a [Subject<'a>]) -> Vec<Configuration<'a>> {
     out
 }
 
-/// Where the newest value falls against the earlier runs' median and spread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
-    Regression,
-    Improvement,
-    Within,
-}
-
-/// The judgement of the newest value against the earlier ones.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Verdict {
-    /// Too few earlier runs.
-    NotJudged { earlier: usize },
-    /// By the intervals. `change`: (newest − median) / median; `half`: the newest's interval's
-    /// half-width as a fraction of it.
-    ByIntervals {
-        outcome: Outcome,
-        median: f64,
-        half: f64,
-        change: f64,
-    },
-    /// `change`: (newest − median) / median; `spread`: the allowed fraction.
-    Judged {
-        outcome: Outcome,
-        median: f64,
-        spread: f64,
-        change: f64,
-    },
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-/// Judges `newest` against `earlier` (see the module doc).
-fn judge(earlier: &[f64], newest: f64, better: Better) -> Verdict {
-    if earlier.len() < MIN_EARLIER {
-        return Verdict::NotJudged {
-            earlier: earlier.len(),
-        };
-    }
-    let m = median(earlier);
-    let deviation = earlier.iter().map(|v| (v - m).abs()).fold(0.0, f64::max);
-    let allowed = deviation.max(MIN_SPREAD * m.abs());
-    let spread = if m != 0.0 { allowed / m.abs() } else { 0.0 };
-    let change = if m != 0.0 {
-        (newest - m) / m.abs()
-    } else {
-        0.0
-    };
-    // How much better than the median the newest is, in the metric's direction.
-    let gain = match better {
-        Better::Higher => newest - m,
-        Better::Lower => m - newest,
-    };
-    let outcome = if gain < -allowed {
-        Outcome::Regression
-    } else if gain > allowed {
-        Outcome::Improvement
-    } else {
-        Outcome::Within
-    };
-    Verdict::Judged {
-        outcome,
-        median: m,
-        spread,
-        change,
-    }
-}
-
-/// Judges `newest` against `earlier` by their intervals (see the module doc); `None` when a
-/// run has no interval for the metric.
-fn judge_by_intervals(earlier: &[Estimate], newest: Estimate, better: Better) -> Option<Verdict> {
-    if earlier.is_empty()
-        || newest.interval.is_none()
-        || earlier.iter().any(|e| e.interval.is_none())
-    {
-        return None;
-    }
-    let (nl, nh) = newest.interval?;
-    // The newest's gain over each earlier run, as an interval in the metric's direction.
-    let gains: Vec<(f64, f64)> = earlier
-        .iter()
-        .map(|e| {
-            let ie = e.interval.expect("checked above");
-            let (low, high) =
-                schemas::uncertainty::difference::between(e.value, ie, newest.value, (nl, nh));
-            match better {
-                Better::Higher => (low, high),
-                Better::Lower => (-high, -low),
-            }
-        })
-        .collect();
-    let outcome = if gains.iter().all(|&(_, high)| high < 0.0) {
-        Outcome::Regression
-    } else if gains.iter().all(|&(low, _)| low > 0.0) {
-        Outcome::Improvement
-    } else {
-        Outcome::Within
-    };
-    let values: Vec<f64> = earlier.iter().map(|e| e.value).collect();
-    let m = median(&values);
-    Some(Verdict::ByIntervals {
-        outcome,
-        median: m,
-        half: if newest.value != 0.0 {
-            (nh - nl) / 2.0 / newest.value.abs()
-        } else {
-            0.0
-        },
-        change: if m != 0.0 {
-            (newest.value - m) / m.abs()
-        } else {
-            0.0
-        },
-    })
-}
-
 fn verdict_text(v: &Verdict, unit: &str) -> (String, String, String) {
     match v {
         Verdict::ByIntervals {
@@ -272,13 +137,7 @@ fn verdict_text(v: &Verdict, unit: &str) -> (String, String, String) {
             half,
             change,
         } => {
-            let word = match outcome {
-                Outcome::Regression => {
-                    "✖ regression: worse than every earlier run beyond the noise"
-                }
-                Outcome::Improvement => "▲ better than every earlier run beyond the noise",
-                Outcome::Within => "= within the noise of an earlier run",
-            };
+            let word = outcome.words_by_intervals();
             (
                 format!("{} {unit}", format::fixed(*median, 2)),
                 format!("±{}% (95 % interval)", format::fixed(half * 100.0, 1)),
@@ -288,7 +147,7 @@ fn verdict_text(v: &Verdict, unit: &str) -> (String, String, String) {
         Verdict::NotJudged { earlier } => (
             MISSING.into(),
             MISSING.into(),
-            format!("not judged: {earlier} earlier run(s), {MIN_EARLIER} needed for a spread"),
+            trend::not_judged_words(*earlier),
         ),
         Verdict::Judged {
             outcome,
@@ -296,11 +155,7 @@ fn verdict_text(v: &Verdict, unit: &str) -> (String, String, String) {
             spread,
             change,
         } => {
-            let word = match outcome {
-                Outcome::Regression => "✖ regression",
-                Outcome::Improvement => "▲ better beyond the spread",
-                Outcome::Within => "= within the spread",
-            };
+            let word = outcome.words_by_spread();
             (
                 format!("{} {unit}", format::fixed(*median, 2)),
                 format!("±{}%", format::fixed(spread * 100.0, 1)),
@@ -423,7 +278,7 @@ pub fn report(entries: &[Entry]) -> Result<Report, RenderError> {
         md.push_str(&format!(
             "{} configurations (engine and version, model, GPUs, workload) with more than one result, oldest run first. The newest run is a regression when it is worse than the earlier runs' median by more than their spread: the largest deviation of an earlier run from the median, at least {}%. TTFT and TPOT are read at the lowest load of each sweep.\n",
             configs.len(),
-            format::fixed(MIN_SPREAD * 100.0, 0)
+            format::fixed(trend::MIN_SPREAD * 100.0, 0)
         ));
     }
     let mut files = Vec::new();
@@ -444,103 +299,4 @@ pub fn report(entries: &[Entry]) -> Result<Report, RenderError> {
     ];
     out.extend(files.into_iter().map(|c| (c.name, c.svg.into_bytes())));
     Ok(Report { files: out })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn with_intervals_a_regression_is_worse_than_every_earlier_run_beyond_the_noise() {
-        let e = |value: f64, half: f64| Estimate {
-            value,
-            interval: Some((value - half, value + half)),
-        };
-        let outcome =
-            |earlier: &[Estimate], newest: Estimate, better: Better| match judge_by_intervals(
-                earlier, newest, better,
-            ) {
-                Some(Verdict::ByIntervals { outcome, .. }) => outcome,
-                other => panic!("{other:?}"),
-            };
-        // Latency 10 ± 0.2 twice, then 11 ± 0.2: worse than both.
-        let earlier = [e(10.0, 0.2), e(10.1, 0.2)];
-        assert_eq!(
-            outcome(&earlier, e(11.0, 0.2), Better::Lower),
-            Outcome::Regression
-        );
-        // 10.2 ± 0.2 is within the noise of the second.
-        assert_eq!(
-            outcome(&earlier, e(10.2, 0.2), Better::Lower),
-            Outcome::Within
-        );
-        // Throughput: higher is better; one earlier run is enough.
-        assert_eq!(
-            outcome(&[e(100.0, 1.0)], e(110.0, 1.0), Better::Higher),
-            Outcome::Improvement
-        );
-        // A run without an interval: the spread rule decides instead.
-        let bare = Estimate {
-            value: 10.0,
-            interval: None,
-        };
-        assert_eq!(
-            judge_by_intervals(&[bare], e(11.0, 0.2), Better::Lower),
-            None
-        );
-    }
-
-    #[test]
-    fn a_newest_run_outside_the_spread_is_a_regression() {
-        // Earlier 100, 102, 98: median 100, spread 2 (2 %).
-        let earlier = [100.0, 102.0, 98.0];
-        assert!(matches!(
-            judge(&earlier, 97.0, Better::Higher),
-            Verdict::Judged {
-                outcome: Outcome::Regression,
-                ..
-            }
-        ));
-        assert!(matches!(
-            judge(&earlier, 98.5, Better::Higher),
-            Verdict::Judged {
-                outcome: Outcome::Within,
-                ..
-            }
-        ));
-        assert!(matches!(
-            judge(&earlier, 103.0, Better::Higher),
-            Verdict::Judged {
-                outcome: Outcome::Improvement,
-                ..
-            }
-        ));
-        // Lower is better: a latency 3 % up is a regression.
-        assert!(matches!(
-            judge(&earlier, 103.0, Better::Lower),
-            Verdict::Judged {
-                outcome: Outcome::Regression,
-                ..
-            }
-        ));
-        // Identical earlier runs still allow 1 %.
-        assert!(matches!(
-            judge(&[50.0, 50.0], 49.6, Better::Higher),
-            Verdict::Judged {
-                outcome: Outcome::Within,
-                ..
-            }
-        ));
-        assert!(matches!(
-            judge(&[50.0, 50.0], 49.4, Better::Higher),
-            Verdict::Judged {
-                outcome: Outcome::Regression,
-                ..
-            }
-        ));
-        assert_eq!(
-            judge(&[50.0], 10.0, Better::Higher),
-            Verdict::NotJudged { earlier: 1 }
-        );
-    }
 }

@@ -53,6 +53,7 @@ pub mod campaign;
 pub mod shell;
 pub mod findings;
 pub mod outcome;
+pub mod trend;
 pub mod seed_format;
 pub mod site;
 

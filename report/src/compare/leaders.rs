@@ -10,33 +10,10 @@
 //! nothing.
 
 use super::subject::Better;
-use schemas::interval::Interval;
 use schemas::uncertainty::difference;
 
 /// A value and, where its result says, its 95 % interval.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Estimate {
-    pub value: f64,
-    pub interval: Option<(f64, f64)>,
-}
-
-impl Estimate {
-    pub fn new(value: Option<f64>, interval: Option<Interval>) -> Option<Estimate> {
-        let value = value.filter(|v| v.is_finite())?;
-        Some(Estimate {
-            value,
-            interval: interval.map(|i| (i.low.get(), i.high.get())),
-        })
-    }
-
-    /// The estimate times `k` (> 0): per GPU, seconds from ms.
-    pub fn scaled(self, k: f64) -> Estimate {
-        Estimate {
-            value: self.value * k,
-            interval: self.interval.map(|(l, h)| (l * k, h * k)),
-        }
-    }
-}
+pub(crate) use schemas::trend::Estimate;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Mark {

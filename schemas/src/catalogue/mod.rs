@@ -158,7 +158,9 @@ pub const fn better(key: &str) -> Better {
     panic!("no such metric in the catalogue")
 }
 
-const fn same(a: &str, b: &str) -> bool {
+/// Whether two strings are equal, in a `const` context (the tables declared as constants
+/// look their keys up with it).
+pub(crate) const fn same(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;
@@ -831,8 +833,10 @@ mod tests {
     /// `UPDATE_SCHEMAS=1 cargo test -p schemas` writes it (with the JSON Schemas).
     #[test]
     fn the_reference_lists_every_metric_as_declared() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/reference/metrics.md");
-        let doc = std::fs::read_to_string(path).unwrap();
+        // This checkout's (read at run time: a test binary may have been built in another).
+        let dir = std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo");
+        let path = std::path::Path::new(&dir).join("../docs/reference/metrics.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
         let header = "| key | name | better |";
         let start = doc.find(header).expect("the reference has the table");
         let end = doc[start..]
@@ -840,7 +844,7 @@ mod tests {
             .map_or(doc.len(), |i| start + i + 1);
         let table = reference_table();
         if std::env::var_os("UPDATE_SCHEMAS").is_some() {
-            std::fs::write(path, format!("{}{table}{}", &doc[..start], &doc[end..])).unwrap();
+            std::fs::write(&path, format!("{}{table}{}", &doc[..start], &doc[end..])).unwrap();
             return;
         }
         assert_eq!(

@@ -172,27 +172,12 @@ pub fn place(predicate_type: &str) -> Option<usize> {
 pub const fn place_of(predicate_type: &str) -> usize {
     let mut i = 0;
     while i < VERSIONS.len() {
-        if same(VERSIONS[i].predicate_type, predicate_type) {
+        if crate::catalogue::same(VERSIONS[i].predicate_type, predicate_type) {
             return i;
         }
         i += 1;
     }
     panic!("not a version this crate reads")
-}
-
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 /// What `s` carries that came after the version at `place`, with the version it came with.
