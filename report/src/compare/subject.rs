@@ -161,21 +161,11 @@ pub(crate) fn link(name: &str) -> String {
     )
 }
 
-/// A benchmark's mean TPOT (ms), or its mean ITL where it has no TPOT (imported tables
-/// publish ITL only).
-pub(crate) fn mean_tpot_ms(b: &Benchmark) -> Option<f64> {
-    let s = &b.summary;
-    s.mean_ms(Latency::Tpot).or_else(|| s.mean_ms(Latency::Itl))
-}
-
-/// [`mean_tpot_ms`] with its 95 % interval where the summary has one (TPOT's, else ITL's).
+/// A benchmark's mean TPOT (ms), or its mean ITL where it has no TPOT (imported tables publish
+/// ITL only), with its 95 % interval where the summary has one, as the catalogue reads it.
 pub(crate) fn mean_tpot(b: &Benchmark) -> Option<super::leaders::Estimate> {
-    let u = b.summary.uncertainty.as_ref();
-    let interval = match b.summary.mean_ms(Latency::Tpot) {
-        Some(_) => u.and_then(|u| u.tpot_ms.as_ref().map(|i| i.mean)),
-        None => u.and_then(|u| u.itl_ms.as_ref().map(|i| i.mean)),
-    };
-    super::leaders::Estimate::new(mean_tpot_ms(b), interval)
+    let (ms, interval) = schemas::catalogue::mean_tpot(&b.summary)?;
+    super::leaders::Estimate::new(Some(ms), interval)
 }
 
 /// Mean TTFT with its 95 % interval where the summary has one.

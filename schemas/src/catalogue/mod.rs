@@ -610,9 +610,9 @@ pub const CATALOGUE: [Metric; 35] = [
         stored: None,
         better: Some(Better::Higher),
         without_completions: false,
-        get: |s| per_user(per_user_tpot(s)?.0),
+        get: |s| per_user(mean_tpot(s)?.0),
         interval: Some(|s| {
-            let mean = per_user_tpot(s)?.1?;
+            let mean = mean_tpot(s)?.1?;
             let low = Finite::new(per_user(mean.high.get())?).ok()?;
             let high = Finite::new(per_user(mean.low.get())?).ok()?;
             Some(Interval { low, high })
@@ -626,9 +626,10 @@ fn per_user(mean_tpot_ms: f64) -> Option<f64> {
 }
 
 /// The mean TPOT (ms) and its interval, or the mean ITL's where a summary has no TPOT (imported
-/// tables publish ITL only). 1000 / x falls as x rises, so the interval of 1000 / the mean is
-/// the mean's interval mapped and turned around, covering as often as the mean's.
-fn per_user_tpot(s: &Summary) -> Option<(f64, Option<Interval>)> {
+/// tables publish ITL only): what the decode speed per user is read from, and compare's TPOT
+/// column. 1000 / x falls as x rises, so the interval of 1000 / the mean is the mean's interval
+/// mapped and turned around, covering as often as the mean's.
+pub fn mean_tpot(s: &Summary) -> Option<(f64, Option<Interval>)> {
     let intervals = s.uncertainty.as_ref();
     match s.mean_ms(Latency::Tpot) {
         Some(ms) => Some((ms, intervals.and_then(|u| Some(u.tpot_ms.as_ref()?.mean)))),
