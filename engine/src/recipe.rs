@@ -96,6 +96,17 @@ pub struct Metrics {
     pub prompt_tokens: Vec<String>,
     #[serde(default)]
     pub generation_tokens: Vec<String>,
+    /// Speculative decoding's counters: verification steps, draft tokens, accepted tokens.
+    #[serde(default)]
+    pub spec_decode_drafts: Vec<String>,
+    #[serde(default)]
+    pub spec_decode_draft_tokens: Vec<String>,
+    #[serde(default)]
+    pub spec_decode_accepted_tokens: Vec<String>,
+    /// The counter of accepted tokens by draft position, labelled `position` (`"0"`, `"1"`,
+    /// …): read at each position the engine lists.
+    #[serde(default)]
+    pub spec_decode_accepted_per_position: Vec<String>,
 }
 
 impl Metrics {
@@ -111,11 +122,36 @@ impl Metrics {
             (MetricRole::RequestsFinished, &self.requests_finished),
             (MetricRole::PromptTokens, &self.prompt_tokens),
             (MetricRole::GenerationTokens, &self.generation_tokens),
+            (MetricRole::SpecDecodeDrafts, &self.spec_decode_drafts),
+            (
+                MetricRole::SpecDecodeDraftTokens,
+                &self.spec_decode_draft_tokens,
+            ),
+            (
+                MetricRole::SpecDecodeAcceptedTokens,
+                &self.spec_decode_accepted_tokens,
+            ),
         ];
-        all.into_iter()
+        let mut roles: BTreeMap<MetricRole, Vec<String>> = all
+            .into_iter()
             .filter(|(_, alternatives)| !alternatives.is_empty())
             .map(|(role, alternatives)| (role, alternatives.clone()))
-            .collect()
+            .collect();
+        // One name a position, each with its label: the scraper keeps those the engine lists.
+        if !self.spec_decode_accepted_per_position.is_empty() {
+            let positions = self
+                .spec_decode_accepted_per_position
+                .iter()
+                .map(|name| {
+                    (0..MetricRole::POSITIONS)
+                        .map(|i| format!("{name}{{position=\"{i}\"}}"))
+                        .collect::<Vec<_>>()
+                        .join(" + ")
+                })
+                .collect();
+            roles.insert(MetricRole::SpecDecodeAcceptedPerPosition, positions);
+        }
+        roles
     }
 }
 

@@ -125,6 +125,9 @@ impl AggregateBenchmark {
                 by_prefix_group: None,
                 by_turn: None,
                 reasoning: None,
+                events: None,
+                server_clock: None,
+                by_category: None,
             },
         }
     }

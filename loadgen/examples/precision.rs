@@ -200,6 +200,7 @@ fn endpoint(sim: &SimServer, streams: usize, clock: TokenClock) -> anyhow::Resul
         stall_timeout: Duration::from_secs(30),
         stamps: Default::default(),
         ignored_events: Default::default(),
+        request_ids: Default::default(),
     })
 }
 

@@ -8,7 +8,7 @@ use crate::http1::Stamp;
 use crate::sse::SseParser;
 use clock::us_since;
 use schemas::document::TokenTimestamps;
-use schemas::document::{ErrorClass, Phase, RawRecord, RequestError, SentImage};
+use schemas::document::{ErrorClass, Phase, RawRecord, RequestError, SentImage, ServerTiming};
 use schemas::token_times;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -37,6 +37,40 @@ pub struct Endpoint {
     pub stamps: StampTally,
     /// Stream events of types the API does not define, skipped, over all requests.
     pub ignored_events: AtomicU64,
+    /// The ids requests carry (`X-Request-Id`).
+    pub request_ids: RequestIds,
+}
+
+/// Request ids unique to this process's run: `pb-` and 12 hex digits drawn from the process
+/// and the clock when it started, then `-` and a counter.
+#[derive(Debug)]
+pub struct RequestIds {
+    prefix: String,
+    next: AtomicU64,
+}
+
+impl Default for RequestIds {
+    fn default() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        RequestIds {
+            prefix: format!("pb-{:012x}", h.finish() & 0xffff_ffff_ffff),
+            next: AtomicU64::new(0),
+        }
+    }
+}
+
+impl RequestIds {
+    /// The next id.
+    pub fn next(&self) -> String {
+        format!("{}-{}", self.prefix, self.next.fetch_add(1, Relaxed))
+    }
 }
 
 /// Token events counted by what stamped them (see [`TokenTimestamps`]), over all requests.
@@ -227,6 +261,13 @@ struct Progress {
     end: Option<Instant>,
     /// Embeddings and rerank: the answer, checked.
     pooled: Option<crate::backend::pooling::Pooled>,
+    /// Output tokens of each token event, from the server's running count; whether an event
+    /// came without one (then the record keeps none), and the count at the last event.
+    event_tokens: Vec<u64>,
+    uncounted: bool,
+    running: u32,
+    /// What the server said of its own time (llama.cpp's `timings`, SGLang's `meta_info`).
+    server_timing: Option<ServerTiming>,
 }
 
 impl Progress {
@@ -327,8 +368,17 @@ impl Endpoint {
         let mut sent = Instant::now();
         let deadline = sent + self.request_timeout;
         let expected = job.expected_answers(self.api);
+        let request_id = self.request_ids.next();
         let outcome = self
-            .stream(body, &mut sent, deadline, origin, &mut p, expected)
+            .stream(
+                body,
+                &request_id,
+                &mut sent,
+                deadline,
+                origin,
+                &mut p,
+                expected,
+            )
             .await;
         let end = p.end.unwrap_or_else(Instant::now);
         if tallied {
@@ -372,6 +422,11 @@ impl Endpoint {
             embedding_dim: p.pooled.as_ref().and_then(|a| a.dimension),
             output_sha256: p.pooled.map(|a| a.sha256),
             images: (!images.is_empty()).then(|| images.to_vec()),
+            event_tokens: (!p.uncounted && !p.event_tokens.is_empty())
+                .then(|| token_times::encode(&p.event_tokens)),
+            request_id: Some(request_id),
+            server_timing: p.server_timing,
+            category: None,
         };
         let answer = Answer {
             text: p.text.unwrap_or_default(),
@@ -382,9 +437,11 @@ impl Endpoint {
 
     /// Sends the request and reads its stream into `p`; `sent` is restamped if the send
     /// is retried (see [`send_retrying`]).
+    #[allow(clippy::too_many_arguments)]
     async fn stream(
         &self,
         body: Vec<u8>,
+        request_id: &str,
         sent: &mut Instant,
         deadline: Instant,
         origin: Instant,
@@ -392,7 +449,12 @@ impl Endpoint {
         expected: u32,
     ) -> Result<(), RequestError> {
         let fail = |class, message: String| RequestError { class, message };
-        let mut response = within(deadline, self.stall_timeout, self.open(body, sent)).await??;
+        let mut response = within(
+            deadline,
+            self.stall_timeout,
+            self.open(body, request_id, sent),
+        )
+        .await??;
         if !(200..300).contains(&response.status()) {
             let status = response.status();
             let class = match status {
@@ -463,6 +525,15 @@ impl Endpoint {
                                 p.arrivals.push(at);
                             }
                             if ev.tokens > 0 {
+                                // The server's running count says how many tokens the
+                                // event carried; without one it counts one.
+                                match ev.usage.and_then(|u| u.completion_tokens) {
+                                    Some(n) => {
+                                        p.event_tokens.push(u64::from(n.saturating_sub(p.running)));
+                                        p.running = n;
+                                    }
+                                    None => p.uncounted = true,
+                                }
                                 p.count_stamps(stamp, ev.tokens);
                                 if ev.reasoning {
                                     p.reasoning += 1;
@@ -490,6 +561,9 @@ impl Endpoint {
                                 p.input_tokens_server = u.prompt_tokens.or(p.input_tokens_server);
                                 p.output_tokens_server =
                                     u.completion_tokens.or(p.output_tokens_server);
+                            }
+                            if ev.timing.is_some() {
+                                p.server_timing = ev.timing;
                             }
                             p.done |= ev.done;
                             if ev.response_id.is_some() {
@@ -598,13 +672,19 @@ impl Streaming<'_> {
 
 impl Endpoint {
     /// Sends the request body and reads the response head.
-    async fn open(&self, body: Vec<u8>, sent: &mut Instant) -> Result<Streaming<'_>, RequestError> {
+    async fn open(
+        &self,
+        body: Vec<u8>,
+        request_id: &str,
+        sent: &mut Instant,
+    ) -> Result<Streaming<'_>, RequestError> {
         let fail = |class, message: String| RequestError { class, message };
         if let Some(lean) = &self.lean {
             let post = crate::http1::Post {
                 path: &lean.path,
                 body: &body,
                 bearer: self.server.api_key(),
+                request_id: Some(request_id),
             };
             return lean
                 .pool
@@ -623,7 +703,13 @@ impl Endpoint {
         }
         let response = self
             .server
-            .post(self.api.path(), "application/json", body, sent)
+            .post(
+                self.api.path(),
+                "application/json",
+                Some(request_id),
+                body,
+                sent,
+            )
             .await
             .map_err(|e| {
                 let class = match e.kind {

@@ -29,6 +29,8 @@ pub struct Row {
     pub turns: Vec<(String, String)>,
     /// JSONL: the image files the line names, as written (`image` or `images`), and its line.
     pub images: Vec<String>,
+    /// JSONL: the line's `category` (`code`, `chat`, …), which summaries break down by.
+    pub category: Option<String>,
     pub line: usize,
     /// Those images, read ([`load`] reads them; [`parse`] alone does not).
     pub loaded_images: Vec<std::sync::Arc<crate::images::Image>>,
@@ -47,9 +49,30 @@ pub struct Dataset {
 const PROMPT_KEYS: &[&str] = &["prompt", "text"];
 const OUTPUT_KEYS: &[&str] = &["output_tokens", "max_tokens", "output_len"];
 
-/// Reads `path`; `format` None detects it (a file starting with `[` is ShareGPT). The images
-/// its lines name are read by [`read_images`].
+/// The prompt sets that ship with provebench, by the name `--data` takes when no file of that
+/// name exists: `real-text`, 64 prompts of real text in four categories (code, chat, math,
+/// writing), written for the project and dedicated to the public domain (CC0 1.0;
+/// `datasets/real-text/README.md`), where speculative decoding's acceptance means something.
+pub const BUILT_IN: [(&str, &str); 1] = [(
+    "real-text",
+    include_str!("../../datasets/real-text/prompts.jsonl"),
+)];
+
+/// The shipped prompt set `path` names, when no file of that name exists.
+pub fn built_in(path: &Path) -> Option<&'static str> {
+    let name = path.to_str()?;
+    BUILT_IN
+        .iter()
+        .find(|(n, _)| *n == name && !path.exists())
+        .map(|(_, text)| *text)
+}
+
+/// Reads `path` (or the shipped set it names, [`BUILT_IN`]); `format` None detects it (a file
+/// starting with `[` is ShareGPT). The images its lines name are read by [`read_images`].
 pub fn load(path: &Path, format: Option<DatasetFormat>) -> Result<Dataset> {
+    if let Some(text) = built_in(path) {
+        return parse(text, &format!("built-in:{}", path.display()), format);
+    }
     parse(&read_text(path)?, &path.display().to_string(), format)
 }
 
@@ -170,12 +193,20 @@ fn parse_jsonl(text: &str) -> Result<Vec<Row>> {
                 "line {n}: \"image\" must name one file, \"images\" a non-empty list of files (not both)"
             ),
         };
+        let category = match obj.get("category") {
+            None => None,
+            Some(Value::String(c)) if !c.is_empty() && c.len() <= 64 => Some(c.clone()),
+            Some(other) => {
+                bail!("line {n}: field \"category\" must be a name of 1 to 64 bytes, got {other}")
+            }
+        };
         rows.push(Row {
             prompt,
             output_tokens,
             reply: None,
             turns: vec![],
             images,
+            category,
             line: n,
             loaded_images: vec![],
         });
@@ -227,6 +258,7 @@ fn parse_sharegpt(text: &str) -> Result<(Vec<Row>, u64)> {
                 reply: Some(reply.value.clone()),
                 turns: pairs,
                 images: vec![],
+                category: None,
                 line: 0,
                 loaded_images: vec![],
             }),

@@ -70,6 +70,8 @@ pub struct Post<'a> {
     pub path: &'a str,
     pub body: &'a [u8],
     pub bearer: Option<&'a str>,
+    /// Sent as `X-Request-Id`.
+    pub request_id: Option<&'a str>,
 }
 
 impl Pool {
@@ -155,6 +157,9 @@ impl Pool {
         );
         if let Some(key) = post.bearer {
             head.push_str(&format!("Authorization: Bearer {key}\r\n"));
+        }
+        if let Some(id) = post.request_id {
+            head.push_str(&format!("X-Request-Id: {id}\r\n"));
         }
         head.push_str("\r\n");
         let mut bytes = head.into_bytes();

@@ -296,6 +296,7 @@ async fn one(
         _ = cancel.wait_for(|c| *c) => cancelled(&job, origin),
     };
     record.prefix_group = prompt.prefix_group;
+    record.category = prompt.category.clone();
     record
 }
 

@@ -22,6 +22,8 @@ pub struct Prompt {
     pub output_tokens: u32,
     /// The shared prefix it starts with.
     pub prefix_group: Option<u32>,
+    /// A dataset line's category.
+    pub category: Option<String>,
     /// A trace request, whose text is written just before it is sent.
     pub trace: Option<TraceText>,
     /// Embeddings' further inputs, rerank's documents, chat's images.
@@ -153,6 +155,7 @@ pub async fn synthetic(
             tokens: exact.then_some(tokens + overhead),
             output_tokens,
             prefix_group: group.map(|g| g as u32),
+            category: None,
             trace: None,
             attachments: None,
         };
@@ -212,6 +215,7 @@ pub async fn from_dataset(
         });
         prompts.push(Prompt {
             text: row.prompt.clone(),
+            category: row.category.clone(),
             tokens,
             output_tokens,
             prefix_group: None,

@@ -83,6 +83,9 @@ pub fn summary(e: &Exact) -> Summary {
         by_prefix_group: None,
         by_turn: None,
         reasoning: None,
+        events: None,
+        server_clock: None,
+        by_category: None,
     }
 }
 

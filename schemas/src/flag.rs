@@ -56,6 +56,13 @@ pub enum FlagCode {
     /// Items asked again during the benchmarks got other answers than on an idle server,
     /// beyond what temperature 0 allows (`schemas::accuracy::under_load`).
     AnswersChangeUnderLoad,
+    /// The server decoded speculatively (its counters, its per-request drafts, or events of
+    /// several tokens say so) on seeded random prompts: acceptance there says nothing of
+    /// acceptance on real text, so neither do the speeds it gave.
+    SpeculativeOnSyntheticPrompts,
+    /// A request's client TTFT (from its send) is shorter than the server's own time to its
+    /// first token: the two clocks cannot both be right.
+    ClocksDisagree,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

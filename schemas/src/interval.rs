@@ -19,7 +19,7 @@ pub struct Interval {
 
 /// The 95 % intervals of a benchmark's numbers and LoadGen's early-stopping estimates, from
 /// its records; since `result/v0.7`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Uncertainty {
@@ -43,6 +43,20 @@ pub struct Uncertainty {
     /// Embeddings and rerank: `pooled.items_per_s`'s interval; since `result/v0.11`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub items_per_s: Option<Interval>,
+    /// `events.event_gap_ms`'s intervals and `events.mean_tokens_per_event`'s; since
+    /// `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_gap_ms: Option<Intervals>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_per_event: Option<Interval>,
+    /// `server_clock`'s: the server's TTFT, the client's overhead, the acceptance rate; since
+    /// `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_ttft_ms: Option<Intervals>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_overhead_ms: Option<Intervals>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_rate: Option<Interval>,
     /// Multi-turn workloads: TTFT's intervals at each turn, in `summary.by_turn`'s order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_ms_by_turn: Option<Vec<Option<Intervals>>>,

@@ -31,6 +31,7 @@ pub mod telemetry;
 pub mod distribution;
 pub mod breakdown;
 pub mod uncertainty;
+pub mod streaming;
 pub mod metrics;
 pub mod validity;
 pub mod precision;
@@ -69,11 +70,16 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.12: streams whose events carry several tokens (speculative decoding) and the server's
+/// own clock: records' `event_tokens`, `request_id` and `server_timing`; the summary's ITL
+/// per token beside the gaps between events (`events`), the server's timing and acceptance
+/// (`server_clock`, `host.server.speculative`).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.12";
 /// v0.11: what servers serve besides streamed text: OpenAI's Responses API (`api:
 /// openai-responses`), whose conversations the server holds (`workload.sessions.chain`);
 /// embeddings and rerank (records' `inputs`, `documents`, `embedding_dim`, `output_sha256`,
-/// the summary's `pooled`); images in chat (records' `images`).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.11";
+/// the summary's `pooled`); images in chat (records' `images`). Still read and verified.
+pub const PREDICATE_TYPE_V0_11: &str = "https://provebench.dev/result/v0.11";
 /// v0.10: an accuracy phase graded from its stored answers (the result's `accuracy`). Still
 /// read and verified.
 pub const PREDICATE_TYPE_V0_10: &str = "https://provebench.dev/result/v0.10";

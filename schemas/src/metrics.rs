@@ -188,6 +188,15 @@ pub fn summarize_looked(
         None => None,
     };
     let breakdown = crate::breakdown::breakdown(records)?;
+    // Streams that count tokens per event: ITL per token, the gaps between events apart.
+    let token_gaps = crate::streaming::per_token_gaps(records, gaps)?;
+    let event_gaps = gaps;
+    let gaps = token_gaps.as_ref().unwrap_or(gaps);
+    if token_gaps.is_some() {
+        for (slot, index) in itl_us.iter_mut().zip(completed_measured(records)) {
+            *slot = gaps.record(index);
+        }
+    }
     let (itl_ms, gap_counts) = distribution_us_counted(&itl_us)?;
     let mut summary = Summary {
         by_prefix_group: breakdown.by_prefix_group,
@@ -210,6 +219,9 @@ pub fn summarize_looked(
         requests: counts,
         pooled,
         images,
+        events: None,
+        server_clock: None,
+        by_category: crate::streaming::by_category(records, gaps)?,
         host: None,
         uncertainty: None,
         published: None,
@@ -219,10 +231,30 @@ pub fn summarize_looked(
     } else {
         crate::uncertainty::CONFIDENCE
     };
-    summary.uncertainty = Some(crate::uncertainty::uncertainty_counted(
+    let mut uncertainty = crate::uncertainty::uncertainty_counted(
         records, gaps, slo, &summary, gap_counts, confidence,
-    )?);
+    )?;
+    let t = crate::uncertainty::student_t::critical_value(
+        crate::uncertainty::BATCHES as u32 - 1,
+        confidence,
+    );
+    let (events, event_gap, tokens_per_event) =
+        crate::streaming::event_stats(records, event_gaps, t)?;
+    let clock = crate::streaming::server_clock(records, t)?;
+    summary.events = events;
+    summary.server_clock = clock.clock;
+    uncertainty.event_gap_ms = event_gap;
+    uncertainty.tokens_per_event = tokens_per_event;
+    uncertainty.server_ttft_ms = clock.server_ttft;
+    uncertainty.client_overhead_ms = clock.client_overhead;
+    uncertainty.acceptance_rate = clock.acceptance_rate;
+    summary.uncertainty = Some(uncertainty);
     Ok(summary)
+}
+
+/// The indices of the measured, completed records, in record order: whose gaps ITL pools.
+fn completed_measured(records: &[RawRecord]) -> impl Iterator<Item = usize> + '_ {
+    (0..records.len()).filter(|&i| records[i].phase == Phase::Measured && records[i].completed())
 }
 
 #[cfg(test)]

@@ -92,6 +92,19 @@ pub struct Summary {
     /// `result/v0.11`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<ImagesSent>,
+    /// Streams whose server counted tokens per event (speculative decoding packs several in
+    /// one): the tokens each event carried and the gaps between events, beside `itl_ms`, which
+    /// is then per token; since `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<EventStats>,
+    /// Requests the server timed itself: its time to first token beside the client's, and its
+    /// draft counts; since `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_clock: Option<ServerClock>,
+    /// Dataset workloads whose lines name a category: each category's requests, tokens per
+    /// event, acceptance and ITL per token; since `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_category: Option<Vec<CategoryStats>>,
     /// Derived from the benchmark's telemetry ([`crate::telemetry`]); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSummary>,
@@ -131,6 +144,91 @@ impl Summary {
             .map(|d| d.mean.get())
             .or_else(|| p.and_then(|p| p.mean).map(|m| m.get()))
     }
+}
+
+/// Token events of completed requests whose server counted the tokens of each.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EventStats {
+    /// Completed requests whose records count tokens per event.
+    pub requests: u64,
+    /// Their token events, and the output tokens those carried.
+    pub events: u64,
+    pub tokens: u64,
+    /// Entry k: how many events carried k tokens (from 0).
+    pub tokens_per_event: Vec<u64>,
+    /// `tokens` / `events`.
+    pub mean_tokens_per_event: Finite,
+    /// Gaps between consecutive events of a request, after its first (the per-chunk ITL;
+    /// `itl_ms` spreads each over the event's tokens).
+    pub event_gap_ms: Option<Distribution>,
+}
+
+/// The requests of one prompt category (SPEED-Bench's split: acceptance differs by kind of
+/// text).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CategoryStats {
+    pub category: String,
+    /// Measured requests of the category, and how many completed.
+    pub requests: u64,
+    pub completed: u64,
+    /// Output tokens / token events of its completed requests whose server counted tokens
+    /// per event.
+    pub mean_tokens_per_event: Option<Finite>,
+    /// Draft tokens accepted / proposed, from the server's per-request counts.
+    pub acceptance_rate: Option<Finite>,
+    /// Mean ITL per token (ms) of its completed requests.
+    pub itl_ms_mean: Option<Finite>,
+}
+
+/// What servers said of their own time and drafts, over completed requests that said it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ServerClock {
+    /// Completed requests the server timed (queue and prefill, or prefill alone).
+    pub requests: u64,
+    /// The server's own time to first token: queue (where said) + prefill.
+    pub server_ttft_ms: Option<Distribution>,
+    /// Client TTFT from send − the server's own: connection, request transfer, the client's
+    /// and network's share (and the queue, where the server does not say it).
+    pub client_overhead_ms: Option<Distribution>,
+    /// Requests whose client TTFT from send is shorter than the server's own by more than
+    /// [`crate::streaming::CLOCKS_ALLOWANCE_US`]: both clocks cannot be right.
+    pub clocks_disagree: u64,
+    /// Speculative decoding, summed over requests that reported it: verification steps,
+    /// draft tokens proposed, draft tokens accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drafts: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted_tokens: Option<u64>,
+    /// accepted / draft tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_rate: Option<Finite>,
+}
+
+/// Speculative decoding, from the engine's counters over the benchmark (vLLM's and
+/// llama.cpp's `spec_decode_num_drafts`, `…_num_draft_tokens`, `…_num_accepted_tokens`,
+/// `…_num_accepted_tokens_per_pos`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SpecDecode {
+    /// Verification steps that checked a draft.
+    pub drafts: Option<Finite>,
+    pub draft_tokens: Option<Finite>,
+    pub accepted_tokens: Option<Finite>,
+    /// accepted / draft tokens.
+    pub acceptance_rate: Option<Finite>,
+    /// 1 + accepted / drafts: tokens a step yields, the bonus token included.
+    pub mean_acceptance_length: Option<Finite>,
+    /// Entry i: drafts whose position i was accepted / drafts.
+    pub acceptance_by_position: Vec<Finite>,
 }
 
 /// What embeddings and rerank requests served: one non-streamed answer each, for a batch of
@@ -312,4 +410,7 @@ pub struct ServerSummary {
     pub requests_finished: Option<Finite>,
     pub prompt_tokens: Option<Finite>,
     pub generation_tokens: Option<Finite>,
+    /// Speculative decoding, where the engine counts it; since `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<SpecDecode>,
 }

@@ -24,7 +24,7 @@
 use crate::document::telemetry::*;
 use crate::numbers::Finite;
 use crate::series::{self, SeriesError};
-use crate::summary::{GpuSummary, HostSummary, ServerSummary};
+use crate::summary::{GpuSummary, HostSummary, ServerSummary, SpecDecode};
 use std::collections::BTreeMap;
 
 impl MetricSeries {
@@ -215,11 +215,7 @@ fn summarize_server(m: &ServerMetrics) -> Result<ServerSummary, TelemetryError> 
         let parts: Vec<f64> = names
             .iter()
             .filter_map(|n| decoded.get(n.as_str()))
-            .map(|s| {
-                s.windows(2)
-                    .map(|w| if w[1] >= w[0] { w[1] - w[0] } else { w[1] })
-                    .sum::<f64>()
-            })
+            .map(|s| counter_increase(s))
             .collect();
         (!parts.is_empty()).then(|| parts.iter().sum::<f64>())
     };
@@ -249,7 +245,57 @@ fn summarize_server(m: &ServerMetrics) -> Result<ServerSummary, TelemetryError> 
         requests_finished: opt("requests finished", increase(MetricRole::RequestsFinished))?,
         prompt_tokens: opt("prompt tokens", increase(MetricRole::PromptTokens))?,
         generation_tokens: opt("generation tokens", increase(MetricRole::GenerationTokens))?,
+        speculative: speculative(m, &decoded, increase)?,
     })
+}
+
+/// Speculative decoding over the benchmark, where the engine counts it: `None` unless it
+/// counted draft tokens.
+fn speculative(
+    m: &ServerMetrics,
+    decoded: &BTreeMap<&str, Vec<f64>>,
+    increase: impl Fn(MetricRole) -> Option<f64>,
+) -> Result<Option<SpecDecode>, TelemetryError> {
+    let Some(draft_tokens) = increase(MetricRole::SpecDecodeDraftTokens) else {
+        return Ok(None);
+    };
+    let drafts = increase(MetricRole::SpecDecodeDrafts);
+    let accepted = increase(MetricRole::SpecDecodeAcceptedTokens);
+    let opt = |what: &str, v: Option<f64>| v.map(|v| finite(what, v)).transpose();
+    let rate = accepted
+        .filter(|_| draft_tokens > 0.0)
+        .map(|a| a / draft_tokens);
+    let length = match (accepted, drafts) {
+        (Some(a), Some(d)) if d > 0.0 => Some(1.0 + a / d),
+        _ => None,
+    };
+    // Each position's own increase, in the order the recipe's names give the positions.
+    let by_position = match (
+        m.roles.get(&MetricRole::SpecDecodeAcceptedPerPosition),
+        drafts,
+    ) {
+        (Some(names), Some(d)) if d > 0.0 => names
+            .iter()
+            .filter_map(|n| decoded.get(n.as_str()))
+            .map(|s| finite("acceptance by position", counter_increase(s) / d))
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => vec![],
+    };
+    Ok(Some(SpecDecode {
+        drafts: opt("speculative drafts", drafts)?,
+        draft_tokens: opt("draft tokens", Some(draft_tokens))?,
+        accepted_tokens: opt("accepted tokens", accepted)?,
+        acceptance_rate: opt("acceptance rate", rate)?,
+        mean_acceptance_length: opt("mean acceptance length", length)?,
+        acceptance_by_position: by_position,
+    }))
+}
+
+/// A counter's increase over its samples; a fall is a restart, from which it counts anew.
+fn counter_increase(s: &[f64]) -> f64 {
+    s.windows(2)
+        .map(|w| if w[1] >= w[0] { w[1] - w[0] } else { w[1] })
+        .sum()
 }
 
 fn max(v: &[f64]) -> f64 {

@@ -19,6 +19,8 @@ pub enum TokenTimesError {
     Overflow,
     #[error("a token gap is not in its shortest varint form")]
     NonCanonical,
+    #[error("event_tokens has {counts} counts for {events} token events")]
+    Counts { counts: usize, events: usize },
     #[error("more than {limit} token gaps in one benchmark")]
     TooMany { limit: usize },
 }
@@ -80,6 +82,35 @@ pub fn decode_into(
         i += len;
     }
     Ok(())
+}
+
+/// The gaps of `event_gaps` (one per token event after the first) spread over the tokens
+/// each event carried (`tokens`: one count per event, the first event's included): an event
+/// of k tokens after a gap of g µs gives k gaps that sum to g, ⌊g/k⌋ each and one µs more
+/// for the first g mod k (so no µs is lost and the result is integers, as the gaps are); an
+/// event of no tokens passes its gap on to the next event that has some; the tokens beyond
+/// the first of the first event give none (they arrived with it: their wait is the TTFT's).
+/// This is the per-token inter-token latency of a stream whose events carry several tokens
+/// (speculative decoding), as SGLang's `bench_serving` divides a chunk's gap among its
+/// tokens. `None` when `tokens` does not have one count per event.
+pub fn per_token_into(event_gaps: &[u64], tokens: &[u64], out: &mut Vec<u64>) -> Option<()> {
+    if tokens.len() != event_gaps.len() + 1 {
+        return None;
+    }
+    let mut carried = 0u64;
+    for (&gap, &k) in event_gaps.iter().zip(&tokens[1..]) {
+        let g = carried.saturating_add(gap);
+        if k == 0 {
+            carried = g;
+            continue;
+        }
+        carried = 0;
+        let (each, extra) = (g / k, g % k);
+        for i in 0..k {
+            out.push(each + u64::from(i < extra));
+        }
+    }
+    Some(())
 }
 
 /// The varint at the start of `bytes` and its length, checked: ends inside `bytes`, fits
@@ -204,6 +235,21 @@ mod tests {
             let fast = decode(&STANDARD.encode(&bytes));
             assert_eq!(fast, reference(&bytes), "case {case}: {bytes:02x?}");
         }
+    }
+
+    #[test]
+    fn a_chunk_gap_is_spread_over_its_tokens_without_losing_a_microsecond() {
+        let mut out = vec![];
+        // Events of 2, 3, 0 and 1 tokens after the first (of 2): 10 µs over 3 tokens, the
+        // empty event's 4 µs carried into the last event's.
+        per_token_into(&[10, 4, 7, 5], &[2, 3, 1, 0, 1], &mut out).unwrap();
+        assert_eq!(out, vec![4, 3, 3, 4, 12]);
+        assert_eq!(out.iter().sum::<u64>(), 10 + 4 + 7 + 5);
+        // One token an event: the gaps as they are.
+        out.clear();
+        per_token_into(&[5, 6], &[1, 1, 1], &mut out).unwrap();
+        assert_eq!(out, vec![5, 6]);
+        assert_eq!(per_token_into(&[5], &[1], &mut out), None);
     }
 
     #[test]

@@ -37,7 +37,8 @@ pub mod early_stopping;
 mod sample;
 pub mod student_t;
 
-use sample::{Sample, Series};
+use sample::Sample;
+pub(crate) use sample::Series;
 
 use crate::distribution::{self, DecodedGaps, MetricsError};
 use crate::document::{Phase, RawRecord, Slo};
@@ -256,10 +257,16 @@ pub(crate) fn uncertainty_counted(
                     .collect()
             })
             .transpose()?,
+        // `crate::streaming`'s, filled in by `crate::metrics`.
+        event_gap_ms: None,
+        tokens_per_event: None,
+        server_ttft_ms: None,
+        client_overhead_ms: None,
+        acceptance_rate: None,
     })
 }
 
-fn interval(low: f64, high: f64) -> Result<Interval, MetricsError> {
+pub(crate) fn interval(low: f64, high: f64) -> Result<Interval, MetricsError> {
     Ok(Interval {
         low: distribution::finite(low)?,
         high: distribution::finite(high)?,
@@ -272,14 +279,14 @@ pub(crate) fn batch(n: usize, j: usize) -> std::ops::Range<usize> {
 }
 
 /// t · s / √k for the batch statistics `stats` (s with k − 1 in the denominator).
-fn half_width(stats: &[f64], t: f64) -> f64 {
+pub(crate) fn half_width(stats: &[f64], t: f64) -> f64 {
     let k = stats.len() as f64;
     let mean = stats.iter().sum::<f64>() / k;
     let ss = stats.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>();
     t * (ss / (k - 1.0)).sqrt() / k.sqrt()
 }
 
-fn intervals<T: Sample>(
+pub(crate) fn intervals<T: Sample>(
     values: &Series<T>,
     d: &Distribution,
     t: f64,

@@ -136,7 +136,7 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, clients: u32) -> Vec<Flag>
     let disagree = measured()
         .filter(|r| {
             r.output_tokens_server
-                .is_some_and(|server| server != r.output_tokens_client)
+                .is_some_and(|server| server != client_tokens(r))
         })
         .count();
     if disagree > 0 {
@@ -174,10 +174,79 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, clients: u32) -> Vec<Flag>
             ),
         );
     }
+    if let Some(why) = speculative(s).filter(|_| synthetic_prompts(b)) {
+        flag(
+            FlagCode::SpeculativeOnSyntheticPrompts,
+            Severity::Warning,
+            format!(
+                "the server decoded speculatively ({why}) on seeded random prompts: acceptance, \
+                 and the speed it gives, mean nothing for real text (run on real prompts: \
+                 `--data real-text`, or a dataset of your own)"
+            ),
+        );
+    }
+    if let Some(c) = s.server_clock.as_ref().filter(|c| c.clocks_disagree > 0) {
+        flag(
+            FlagCode::ClocksDisagree,
+            Severity::Warning,
+            format!(
+                "{} of {} requests the server timed: the client's TTFT is over {} µs shorter than \
+                 the server's own time to first token",
+                c.clocks_disagree,
+                c.requests,
+                crate::streaming::CLOCKS_ALLOWANCE_US
+            ),
+        );
+    }
     if let (Some(t), Some(host)) = (&b.telemetry, &s.host) {
         host_flags(b, t, host, s, &mut flag);
     }
     flags
+}
+
+/// The output tokens the client counted: the server's per-event counts where the record has
+/// them, else its token events.
+fn client_tokens(r: &crate::document::RawRecord) -> u32 {
+    match r.tokens_per_event() {
+        Some(counts) if r.event_tokens.is_some() => counts.iter().sum::<u64>() as u32,
+        _ => r.output_tokens_client,
+    }
+}
+
+/// Mean tokens an event above which a stream is taken to be speculative.
+pub const SPECULATIVE_TOKENS_PER_EVENT: f64 = 1.05;
+
+/// Whether, and by what, a benchmark's summary shows speculative decoding.
+pub fn speculative(s: &Summary) -> Option<String> {
+    let counters = s.host.as_ref().and_then(|h| h.server.as_ref());
+    if let Some(d) = counters
+        .and_then(|c| c.speculative.as_ref())
+        .and_then(|d| d.draft_tokens)
+        .filter(|d| d.get() > 0.0)
+    {
+        return Some(format!("{} draft tokens in its counters", d.get()));
+    }
+    if let Some(d) = s
+        .server_clock
+        .as_ref()
+        .and_then(|c| c.draft_tokens)
+        .filter(|&d| d > 0)
+    {
+        return Some(format!("{d} draft tokens in its per-request timings"));
+    }
+    s.events
+        .as_ref()
+        .map(|e| e.mean_tokens_per_event.get())
+        .filter(|&m| m > SPECULATIVE_TOKENS_PER_EVENT)
+        .map(|m| format!("{m:.2} tokens a stream event"))
+}
+
+/// Whether the prompts were seeded random words (a synthetic workload, or a trace's blocks).
+fn synthetic_prompts(b: &Benchmark) -> bool {
+    matches!(
+        b.workload,
+        crate::document::Workload::Synthetic { .. } | crate::document::Workload::Trace { .. }
+    )
 }
 
 /// The flags telemetry implies (see [`crate::telemetry`] for what is measured).

@@ -490,6 +490,16 @@ fn check_record(r: &RawRecord, gaps: &[u64]) -> Result<(), String> {
             r.output_tokens_client
         ));
     }
+    if let Some(counts) = &r.event_tokens {
+        let counts =
+            crate::token_times::decode(counts).map_err(|e| format!("event_tokens: {e}"))?;
+        if counts.len() as u64 != events {
+            return Err(format!(
+                "event_tokens has {} counts but {events} token events are recorded",
+                counts.len()
+            ));
+        }
+    }
     if let Some(answer) = r.first_answer_token_us {
         if r.first_token_us.is_none_or(|first| answer < first) || answer > r.end_us {
             return Err(format!(

@@ -799,7 +799,7 @@ fn result_v0_10_documents_still_verify_and_a_chained_conversation_is_refused_und
     };
     let p = common::predicate();
     let mut v10 = serde_json::to_value(schemas::seal::seal(p.clone()).unwrap()).unwrap();
-    assert_eq!(v10["predicateType"], "https://provebench.dev/result/v0.11");
+    assert_eq!(v10["predicateType"], schemas::PREDICATE_TYPE);
     common::relabel(&mut v10, schemas::PREDICATE_TYPE_V0_10);
     assert!(verify(&v10).ok, "{:?}", verify(&v10));
 

@@ -140,12 +140,17 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
         if req.method() != Method::POST {
             return Ok(not_allowed(&req));
         }
+        let request_id = req
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.chars().take(128).collect::<String>());
         let body = match read_body(req).await {
             Ok(body) => body,
             Err(response) => return Ok(response),
         };
         return match (route, pooled) {
-            (Some(route), _) => generate(engine, route, body, received).await,
+            (Some(route), _) => generate(engine, route, body, received, request_id).await,
             (_, Some(route)) => pool(engine, route, body, received).await,
             (None, None) => unreachable!("one of them is"),
         };
@@ -201,6 +206,7 @@ async fn generate(
     route: Route,
     body: Bytes,
     received: Instant,
+    request_id: Option<String>,
 ) -> Result<Response<Body>, io::Error> {
     let mut parsed = match protocol::parse(route, &body, |id| engine.previous_response(id)) {
         Ok(parsed) => parsed,
@@ -252,6 +258,7 @@ async fn generate(
         Api::Sglang => "sglang",
     };
     gen.images = std::mem::take(&mut parsed.images);
+    gen.request_id = request_id;
     if let Some(refusal) = fault.and_then(|f| fault_refusal(parsed.api, f)) {
         gen.finish(Instant::now());
         return Ok(refusal);
@@ -382,7 +389,7 @@ async fn whole(
         let k = gen.emitted();
         if let Some(fault) = gen
             .fault
-            .filter(|f| !fired && f.after().is_some_and(|a| a.min(n) == k))
+            .filter(|f| !fired && f.after().is_some_and(|a| a.min(n) <= k))
         {
             fired = true;
             match fault {
@@ -406,8 +413,9 @@ async fn whole(
         if k == n {
             break;
         }
+        let tokens = gen.step();
         gen.wait_due().await;
-        gen.wrote(Instant::now());
+        gen.wrote(Instant::now(), tokens, true);
     }
     keep_conversation(&gen, &ident.id, conversation, req.answer.as_deref());
     let body = match gen.fault {
@@ -442,8 +450,9 @@ struct Stream {
     conversation: Option<protocol::PromptTokens>,
     /// Reused output buffer: events are split off it, so allocations are amortised.
     buf: BytesMut,
-    /// Frames ready to hand over; `true` marks content events (the ones counted as tokens).
-    pending: VecDeque<(Bytes, bool)>,
+    /// Frames ready to hand over, each with the output tokens it carries (0: not a content
+    /// event) and whether it ends its decode step.
+    pending: VecDeque<(Bytes, u32, bool)>,
     stage: Stage,
     fault_fired: bool,
     last_handed: Instant,
@@ -478,11 +487,11 @@ impl Stream {
     /// The next frame, when it is due; `None` at the end.
     async fn next(&mut self) -> Option<Result<Frame<Bytes>, io::Error>> {
         loop {
-            if let Some((bytes, content)) = self.pending.pop_front() {
+            if let Some((bytes, tokens, ends_step)) = self.pending.pop_front() {
                 let now = Instant::now();
                 self.last_handed = now;
-                if content {
-                    self.gen.wrote(now);
+                if tokens > 0 {
+                    self.gen.wrote(now, tokens, ends_step);
                 }
                 if self.stage == Stage::Tail && self.pending.is_empty() {
                     self.gen.finish(now);
@@ -503,7 +512,7 @@ impl Stream {
                     // Responses: `response.created` and `.in_progress`, before the first token's delay.
                     let pending = &mut self.pending;
                     self.events
-                        .opening(&mut self.buf, |b| pending.push_back((b, false)));
+                        .opening(&mut self.buf, |b| pending.push_back((b, 0, false)));
                     self.stage = Stage::Tokens;
                 }
                 Stage::Tokens => {
@@ -527,7 +536,7 @@ impl Stream {
                                 )));
                             }
                             Fault::Malformed { .. } => {
-                                self.pending.push_back((self.events.malformed(), false));
+                                self.pending.push_back((self.events.malformed(), 0, false));
                                 continue;
                             }
                             Fault::Stall { pause, .. } => {
@@ -538,19 +547,44 @@ impl Stream {
                         }
                     }
                     if k < n {
+                        let m = self.gen.step();
                         // Format first, then wait: the bytes leave as close to the deadline as possible.
-                        let word = match &self.answer {
+                        let word = |i: u32| match &self.answer {
                             Some(answer) => Word::answer(answer),
-                            None => Word::new(self.seed, k),
+                            None => Word::new(self.seed, i),
                         };
                         // The events that go right before the token (chat's role, Responses'
                         // output item) are queued now and leave with it, once it is due.
                         let pending = &mut self.pending;
-                        self.events
-                            .before_token(k, &mut self.buf, |b| pending.push_back((b, false)));
-                        let event = self.events.token(k, &word, &mut self.buf);
-                        self.gen.wait_due().await;
-                        self.pending.push_back((event, true));
+                        let speculative = self.gen.engine().cfg.speculative.is_some();
+                        if m == 1 && !(speculative && self.events.packs_tokens()) {
+                            self.events.before_token(k, &mut self.buf, |b| {
+                                pending.push_back((b, 0, false))
+                            });
+                            let event = self.events.token(k, &word(k), &mut self.buf);
+                            self.gen.wait_due().await;
+                            self.pending.push_back((event, 1, true));
+                        } else if self.events.packs_tokens() {
+                            // A speculative step's tokens in one event, as vLLM and SGLang send them.
+                            self.events.before_token(k, &mut self.buf, |b| {
+                                pending.push_back((b, 0, false))
+                            });
+                            let words: Vec<Word> = (k..k + m).map(word).collect();
+                            let drafts = Some(self.gen.drafts().0);
+                            let event = self.events.tokens(k, &words, drafts, &mut self.buf);
+                            self.gen.wait_due().await;
+                            self.pending.push_back((event, m, true));
+                        } else {
+                            // One event a token, all at the step's time.
+                            for i in k..k + m {
+                                self.events.before_token(i, &mut self.buf, |b| {
+                                    pending.push_back((b, 0, false))
+                                });
+                                let event = self.events.token(i, &word(i), &mut self.buf);
+                                pending.push_back((event, 1, i + 1 == k + m));
+                            }
+                            self.gen.wait_due().await;
+                        }
                     } else {
                         if stalled {
                             // A stall after the last token holds back the finish events.
@@ -562,11 +596,12 @@ impl Stream {
                             self.conversation.take(),
                             self.answer.as_deref(),
                         );
+                        let timings = self.timings();
                         self.pending.extend(
                             self.events
-                                .tail(&mut self.buf)
+                                .tail(&mut self.buf, timings.as_deref())
                                 .into_iter()
-                                .map(|b| (b, false)),
+                                .map(|b| (b, 0, false)),
                         );
                         self.stage = Stage::Tail;
                     }
@@ -575,11 +610,33 @@ impl Stream {
         }
     }
 
+    /// llama.cpp's `timings` for the finish chunk, when the server sends them: the queue
+    /// (`queue_ms`, the simulator's own), prompt processing up to the first token, generation
+    /// since, tokens generated, and the drafts.
+    fn timings(&self) -> Option<String> {
+        let cfg = &self.gen.engine().cfg;
+        if !(cfg.timings || cfg.speculative.is_some()) {
+            return None;
+        }
+        let (received, admitted, first) = self.gen.first_token_times()?;
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+        let (steps, drafted, accepted) = self.gen.drafts();
+        Some(format!(
+            r#"{{"queue_ms":{},"prompt_n":{},"prompt_ms":{},"predicted_n":{},"predicted_ms":{},"draft_steps":{steps},"draft_n":{drafted},"draft_n_accepted":{accepted}}}"#,
+            ms(admitted - received),
+            self.gen.prompt_tokens,
+            ms(first - admitted),
+            self.gen.emitted(),
+            ms(self.last_handed.saturating_duration_since(first)),
+        ))
+    }
+
     /// The planned mid-stream fault, once, when `k` content events are out (a fault planned
-    /// after more tokens than the request has fires after the last one).
+    /// after more tokens than the request has fires after the last one; one planned inside a
+    /// speculative step fires after it).
     fn due_fault(&mut self, k: u32, n: u32) -> Option<Fault> {
         let fault = self.gen.fault?;
-        if self.fault_fired || fault.after()?.min(n) != k {
+        if self.fault_fired || fault.after()?.min(n) > k {
             return None;
         }
         self.fault_fired = true;
@@ -795,10 +852,65 @@ fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
             let _ = writeln!(out, "model_name=\"{model}\"}} {}", go_float(value));
         }
     }
+    if engine.cfg.speculative.is_some() {
+        speculative_metrics(engine, &model, openmetrics, &mut out);
+    }
     if openmetrics {
         out.push_str("# EOF\n");
     }
     out
+}
+
+/// vLLM's speculative-decoding counters (`vllm:spec_decode_*`), per-position accepted tokens
+/// labelled `position`.
+fn speculative_metrics(engine: &Engine, model: &str, openmetrics: bool, out: &mut String) {
+    let n = |a: &std::sync::atomic::AtomicU64| a.load(Relaxed) as f64;
+    let counters = [
+        (
+            "vllm:spec_decode_num_drafts",
+            "Number of spec decoding drafts.",
+            n(&engine.spec_drafts_total),
+        ),
+        (
+            "vllm:spec_decode_num_draft_tokens",
+            "Number of draft tokens.",
+            n(&engine.spec_draft_tokens_total),
+        ),
+        (
+            "vllm:spec_decode_num_accepted_tokens",
+            "Number of accepted tokens.",
+            n(&engine.spec_accepted_total),
+        ),
+    ];
+    let family = |name: &str| {
+        if openmetrics {
+            name.to_string()
+        } else {
+            format!("{name}_total")
+        }
+    };
+    for (name, help, value) in counters {
+        let f = family(name);
+        let _ = write!(out, "# HELP {f} {help}\n# TYPE {f} counter\n");
+        let _ = writeln!(
+            out,
+            "{name}_total{{engine=\"0\",model_name=\"{model}\"}} {}",
+            go_float(value)
+        );
+    }
+    let name = "vllm:spec_decode_num_accepted_tokens_per_pos";
+    let f = family(name);
+    let _ = write!(
+        out,
+        "# HELP {f} Accepted tokens per draft position.\n# TYPE {f} counter\n"
+    );
+    for (i, count) in engine.spec_accepted_by_position.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{name}_total{{engine=\"0\",model_name=\"{model}\",position=\"{i}\"}} {}",
+            go_float(n(count))
+        );
+    }
 }
 
 /// One metric of the page: its samples by `finished_reason` (`None`: no such label).

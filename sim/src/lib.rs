@@ -173,6 +173,64 @@ pub struct SimConfig {
     pub api_key: Option<String>,
     /// Embeddings: each vector's dimension (384 by default, a MiniLM's or a BGE-small's).
     pub embedding_dim: u32,
+    /// Decode speculatively (see the crate docs); `None`: one token a step.
+    pub speculative: Option<Speculative>,
+    /// Put llama.cpp's `timings` object (with the simulator's `queue_ms` and `draft_steps`)
+    /// on the last chunk of an OpenAI stream, with the usage: the server's own clock beside
+    /// the client's. On whenever `speculative` is.
+    pub timings: bool,
+}
+
+/// Speculative decoding with a known acceptance: each decode step drafts `k` tokens and the
+/// target accepts the first `j` of them, `j` drawn so that position `i`'s token is accepted
+/// in `acceptance[i]` of the steps (vLLM's per-position acceptance rate); the step yields the
+/// accepted tokens and one more of the target's own, `j + 1` in all (fewer at the end of
+/// the answer), in one stream event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Speculative {
+    /// Draft tokens a step (vLLM's `num_speculative_tokens`), 1 to 16.
+    pub k: u32,
+    /// Position `i`'s acceptance rate: `k` values in [0, 1], none above the one before.
+    pub acceptance: Vec<f64>,
+}
+
+impl Speculative {
+    /// What the configuration implies: the mean acceptance length `1 + Σ acceptance` (tokens a
+    /// step, while the answer has more to give) and the acceptance rate `Σ acceptance / k`.
+    pub fn expected(&self) -> (f64, f64) {
+        let sum: f64 = self.acceptance.iter().sum();
+        (1.0 + sum, sum / f64::from(self.k))
+    }
+
+    /// Draft tokens accepted in a step whose uniform draw is `u`: the positions whose rate
+    /// exceeds `u` (a prefix, the rates being non-increasing).
+    pub fn accepted(&self, u: f64) -> u32 {
+        self.acceptance.iter().take_while(|&&a| u < a).count() as u32
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if !(1..=16).contains(&self.k) {
+            return Err(format!("speculative k must be 1 to 16, not {}", self.k));
+        }
+        if self.acceptance.len() != self.k as usize {
+            return Err(format!(
+                "speculative acceptance needs one rate a draft position ({}), not {}",
+                self.k,
+                self.acceptance.len()
+            ));
+        }
+        let mut before = 1.0;
+        for (i, &a) in self.acceptance.iter().enumerate() {
+            if !(0.0..=1.0).contains(&a) || a > before {
+                return Err(format!(
+                    "speculative acceptance at position {i} is {a}: each rate is in [0, 1] and \
+                     none above the one before (a token is accepted only behind accepted ones)"
+                ));
+            }
+            before = a;
+        }
+        Ok(())
+    }
 }
 
 /// Misbehaviour to inject. Each fraction in `[0, 1]` picks requests deterministically from
@@ -227,6 +285,8 @@ impl Default for SimConfig {
             wrong_answers_when_busy: 0,
             api_key: None,
             embedding_dim: 384,
+            speculative: None,
+            timings: false,
         }
     }
 }
@@ -277,6 +337,11 @@ impl SimConfig {
         if self.model.is_empty() {
             return bad("model must not be empty");
         }
+        if let Some(s) = &self.speculative {
+            if let Err(why) = s.validate() {
+                return bad(&why);
+            }
+        }
         Ok(())
     }
 }
@@ -320,6 +385,16 @@ pub struct RequestTruth {
     /// Chat: each image the request carried, in message order (then part order); empty
     /// otherwise.
     pub images: Vec<ImageTruth>,
+    /// The output tokens each content event carried, in `token_written`'s order.
+    pub event_tokens: Vec<u32>,
+    /// Speculative decoding: the steps that verified a draft, the draft tokens proposed, and
+    /// those accepted, in all and at each position (all 0 without it).
+    pub drafts: u32,
+    pub draft_tokens: u32,
+    pub accepted_tokens: u32,
+    pub accepted_by_position: Vec<u32>,
+    /// The `X-Request-Id` the request carried.
+    pub request_id: Option<String>,
 }
 
 /// An image a chat request carried, as the server decoded it: what a client's record of the

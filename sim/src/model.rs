@@ -61,6 +61,12 @@ pub(crate) struct Engine {
     pub finished_length_total: AtomicU64,
     /// Embeddings and rerank requests answered whole: vLLM finishes a pooling request by stop.
     pub finished_stop_total: AtomicU64,
+    /// Speculative decoding, as vLLM counts it: steps that verified a draft, draft tokens,
+    /// accepted tokens, and accepted tokens at each draft position.
+    pub spec_drafts_total: AtomicU64,
+    pub spec_draft_tokens_total: AtomicU64,
+    pub spec_accepted_total: AtomicU64,
+    pub spec_accepted_by_position: Vec<AtomicU64>,
     /// `None` when prefix caching is off.
     prefix_cache: Option<Mutex<PrefixCache>>,
     /// The Responses API's responses, by id, for a next turn's `previous_response_id`.
@@ -88,6 +94,12 @@ impl Engine {
             prefix_hits_total: AtomicU64::new(0),
             finished_length_total: AtomicU64::new(0),
             finished_stop_total: AtomicU64::new(0),
+            spec_drafts_total: AtomicU64::new(0),
+            spec_draft_tokens_total: AtomicU64::new(0),
+            spec_accepted_total: AtomicU64::new(0),
+            spec_accepted_by_position: (0..cfg.speculative.as_ref().map_or(0, |s| s.k))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
             prefix_cache: cfg.prefix_caching.then(|| {
                 let blocks = cfg.kv_cache_tokens / u64::from(PREFIX_BLOCK_TOKENS);
                 Mutex::new(PrefixCache::new(blocks.min(usize::MAX as u64) as usize))
@@ -194,10 +206,20 @@ pub(crate) struct Generation {
     prefill_only: bool,
     /// When the next token is due.
     deadline: Instant,
-    /// Content events written so far.
+    /// Output tokens written so far (one a content event, unless speculative).
     emitted: u32,
-    /// Their instants, only when the engine keeps truth.
+    /// When the first content event went out.
+    first_written: Option<Instant>,
+    /// Their instants and tokens, only when the engine keeps truth.
     token_written: Vec<Instant>,
+    event_tokens: Vec<u32>,
+    /// Decode steps drawn so far, and their drafts (see [`Generation::step`]).
+    steps: u32,
+    drafts: u32,
+    accepted_tokens: u32,
+    accepted_by_position: Vec<u32>,
+    /// The `X-Request-Id` the request carried.
+    pub request_id: Option<String>,
     permit: Option<OwnedSemaphorePermit>,
     finished: bool,
 }
@@ -236,7 +258,14 @@ impl Generation {
             prefill_only: false,
             deadline: received,
             emitted: 0,
+            first_written: None,
             token_written,
+            event_tokens: Vec::new(),
+            steps: 0,
+            drafts: 0,
+            accepted_tokens: 0,
+            accepted_by_position: Vec::new(),
+            request_id: None,
             permit: None,
             finished: false,
         }
@@ -303,14 +332,65 @@ impl Generation {
         Timer::global().sleep_until(self.deadline).await;
     }
 
-    /// Records a content event handed over at `at` and schedules the next one.
-    pub fn wrote(&mut self, at: Instant) {
-        self.emitted += 1;
+    /// The output tokens the next decode step yields: 1, or under speculative decoding the
+    /// draft tokens the target accepts and its own one more (at most what the answer has
+    /// left), the drafts counted as vLLM counts them. The first token comes from the prefill
+    /// alone, with no draft.
+    pub fn step(&mut self) -> u32 {
+        let left = self.max_tokens.saturating_sub(self.emitted).max(1);
+        let engine = self.engine.clone();
+        let Some(spec) = engine.cfg.speculative.as_ref().filter(|_| self.emitted > 0) else {
+            return 1;
+        };
+        let u = noise::unit(engine.cfg.seed, self.index, Draw::Step(self.steps));
+        self.steps += 1;
+        let accepted = spec.accepted(u);
+        self.drafts += 1;
+        self.accepted_tokens += accepted;
+        engine.spec_drafts_total.fetch_add(1, Relaxed);
+        engine
+            .spec_draft_tokens_total
+            .fetch_add(u64::from(spec.k), Relaxed);
+        engine
+            .spec_accepted_total
+            .fetch_add(u64::from(accepted), Relaxed);
+        if self.accepted_by_position.is_empty() {
+            self.accepted_by_position = vec![0; spec.k as usize];
+        }
+        for i in 0..accepted as usize {
+            self.accepted_by_position[i] += 1;
+            engine.spec_accepted_by_position[i].fetch_add(1, Relaxed);
+        }
+        (accepted + 1).min(left)
+    }
+
+    /// The speculative drafts so far: steps, draft tokens, accepted tokens.
+    pub fn drafts(&self) -> (u32, u32, u32) {
+        let k = self.engine.cfg.speculative.as_ref().map_or(0, |s| s.k);
+        (self.drafts, self.drafts * k, self.accepted_tokens)
+    }
+
+    /// When the request was admitted and when its first content event went out, once both are.
+    pub fn first_token_times(&self) -> Option<(Instant, Instant, Instant)> {
+        Some((self.received, self.admitted?, self.first_written?))
+    }
+
+    /// Records a content event of `tokens` tokens handed over at `at`; the last event of a
+    /// decode step (`ends_step`) schedules the next step.
+    pub fn wrote(&mut self, at: Instant, tokens: u32, ends_step: bool) {
+        self.emitted += tokens;
+        self.first_written.get_or_insert(at);
         if self.engine.truth.is_some() {
             self.token_written.push(at);
+            self.event_tokens.push(tokens);
         }
-        self.engine.generation_tokens_total.fetch_add(1, Relaxed);
-        self.engine.kv_tokens.fetch_add(1, Relaxed);
+        self.engine
+            .generation_tokens_total
+            .fetch_add(u64::from(tokens), Relaxed);
+        self.engine.kv_tokens.fetch_add(u64::from(tokens), Relaxed);
+        if !ends_step {
+            return;
+        }
         let running = self.engine.running.load(Relaxed);
         let noise = Duration::from_secs_f64(
             noise::exponential_ms(
@@ -373,6 +453,12 @@ impl Generation {
                 route: self.route,
                 inputs: self.inputs,
                 images: std::mem::take(&mut self.images),
+                event_tokens: std::mem::take(&mut self.event_tokens),
+                drafts: self.drafts,
+                draft_tokens: self.drafts().1,
+                accepted_tokens: self.accepted_tokens,
+                accepted_by_position: std::mem::take(&mut self.accepted_by_position),
+                request_id: self.request_id.take(),
             };
             truth.lock().expect("truth lock").push(record);
         }

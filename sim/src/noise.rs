@@ -14,6 +14,8 @@ use super::faults::mix;
 pub enum Draw {
     FirstToken,
     Gap(u32),
+    /// Speculative decoding: the acceptance of decode step `n` (from 0).
+    Step(u32),
 }
 
 /// A uniform draw in (0, 1) from (seed, request index, draw).
@@ -21,6 +23,7 @@ pub fn unit(seed: u64, index: u64, draw: Draw) -> f64 {
     let lane = match draw {
         Draw::FirstToken => 0x7FF7_0000_0000_0000,
         Draw::Gap(n) => 0x6A90_0000_0000_0000 ^ u64::from(n),
+        Draw::Step(n) => 0x53E0_0000_0000_0000 ^ u64::from(n),
     };
     let bits = mix(seed ^ mix(index ^ mix(lane)));
     // 53 bits, offset by half a step: never 0 and never 1.

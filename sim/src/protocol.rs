@@ -55,6 +55,9 @@ pub(crate) struct GenRequest {
     pub stream: bool,
     /// OpenAI `stream_options.include_usage`: a final `"choices":[]` chunk with usage.
     pub include_usage: bool,
+    /// OpenAI `stream_options.continuous_usage_stats` (vLLM's): usage, the running count of
+    /// output tokens, on every content chunk too.
+    pub continuous_usage: bool,
     /// TGI `parameters.details`: finish reason and token count in the last event.
     pub details: bool,
     /// A builtin arithmetic question at the end of the prompt (or the last chat message):
@@ -126,6 +129,7 @@ pub(crate) fn parse(
         max_tokens,
         stream,
         include_usage,
+        continuous_usage,
         details,
     } = read;
     let prompt_tokens = prompt.count;
@@ -148,6 +152,7 @@ pub(crate) fn parse(
         max_tokens,
         stream,
         include_usage,
+        continuous_usage,
         details,
         question,
         answer: None,
@@ -167,6 +172,7 @@ struct Read {
     max_tokens: u32,
     stream: bool,
     include_usage: bool,
+    continuous_usage: bool,
     details: bool,
 }
 
@@ -216,6 +222,7 @@ fn read_completions(obj: &Map<String, Value>) -> Result<Read, String> {
     one_choice(obj)?;
     read.max_tokens = max_tokens(obj.get("max_tokens"))?;
     read.include_usage = nested_flag(obj, "stream_options", "include_usage");
+    read.continuous_usage = nested_flag(obj, "stream_options", "continuous_usage_stats");
     read.stream = flag(obj, "stream");
     Ok(read)
 }
@@ -251,6 +258,7 @@ fn read_chat(obj: &Map<String, Value>) -> Result<Read, String> {
         .or(obj.get("max_tokens"));
     read.max_tokens = max_tokens(limit)?;
     read.include_usage = nested_flag(obj, "stream_options", "include_usage");
+    read.continuous_usage = nested_flag(obj, "stream_options", "continuous_usage_stats");
     read.stream = flag(obj, "stream");
     Ok(read)
 }
@@ -784,6 +792,7 @@ pub(crate) struct Events {
     /// Prompt tokens found in the prefix cache, known once the request is admitted.
     pub cached_tokens: u32,
     include_usage: bool,
+    continuous_usage: bool,
     details: bool,
     ident: Ident,
     /// OpenAI: everything of a content chunk before the token text. Responses: of an
@@ -885,6 +894,7 @@ impl Events {
             prompt_tokens: req.prompt_tokens,
             cached_tokens: 0,
             include_usage: req.include_usage,
+            continuous_usage: req.continuous_usage,
             details: req.details,
             ident,
             head: head.into_bytes(),
@@ -1000,6 +1010,94 @@ impl Events {
         }
     }
 
+    /// Whether one event carries all of a decode step's tokens (OpenAI's and SGLang's
+    /// streams, as vLLM and SGLang send them); TGI and Responses send one event a token.
+    pub(crate) fn packs_tokens(&self) -> bool {
+        matches!(self.api, Api::Completions | Api::Chat | Api::Sglang)
+    }
+
+    /// The content event of tokens `k..k + words.len()` (0-based), in one event (an API that
+    /// [`Events::packs_tokens`]); `drafts`: SGLang's `spec_verify_ct` so far, when
+    /// decoding speculatively.
+    pub(crate) fn tokens(
+        &mut self,
+        k: u32,
+        words: &[Word],
+        drafts: Option<u32>,
+        out: &mut BytesMut,
+    ) -> Bytes {
+        let m = words.len() as u32;
+        match self.api {
+            Api::Completions | Api::Chat => {
+                let tail = if self.api == Api::Chat {
+                    CHAT_TAIL
+                } else {
+                    COMPLETION_TAIL
+                };
+                let head = if k < self.reasoning {
+                    &self.reasoning_head
+                } else {
+                    &self.head
+                };
+                out.put_slice(head);
+                for w in words {
+                    out.put_slice(w.text());
+                }
+                self.openai_tail(tail, k + m, out);
+            }
+            Api::Sglang => {
+                for w in words {
+                    self.text.push_str(w.as_str());
+                }
+                self.sglang_event(k + m, drafts, out);
+            }
+            Api::Tgi | Api::Responses => {
+                unreachable!("{:?} sends one event a token", self.api)
+            }
+        }
+        out.split().freeze()
+    }
+
+    /// An OpenAI content chunk's end: `tail`, with the usage so far (`done` tokens) when the
+    /// client asked for it on every chunk.
+    fn openai_tail(&self, tail: &[u8], done: u32, out: &mut BytesMut) {
+        if !self.continuous_usage {
+            out.put_slice(tail);
+            return;
+        }
+        // `…}]}\n\n` without its last brace and blank line, then the usage.
+        out.put_slice(&tail[..tail.len() - 3]);
+        let _ = write!(
+            out,
+            ",\"usage\":{}}}\n\n",
+            usage(self.prompt_tokens, done, self.reasoning.min(done))
+        );
+    }
+
+    /// SGLang's event once `done` tokens are out: the text so far and `meta_info`.
+    fn sglang_event(&mut self, done: u32, drafts: Option<u32>, out: &mut BytesMut) {
+        let last = done == self.n;
+        let _ = write!(
+            out,
+            r#"data: {{"text":"{}","meta_info":{{"id":"{}","finish_reason":"#,
+            self.text, self.ident.id
+        );
+        if last {
+            let _ = write!(out, r#"{{"type":"length","length":{}}}"#, self.n);
+        } else {
+            out.put_slice(b"null");
+        }
+        let _ = write!(
+            out,
+            r#","prompt_tokens":{},"completion_tokens":{},"cached_tokens":{}"#,
+            self.prompt_tokens, done, self.cached_tokens
+        );
+        if let Some(steps) = drafts {
+            let _ = write!(out, r#","spec_verify_ct":{steps}"#);
+        }
+        out.put_slice(b"},\"index\":0}\n\n");
+    }
+
     /// The content event of token `k` (0-based).
     pub(crate) fn token(&mut self, k: u32, word: &Word, out: &mut BytesMut) -> Bytes {
         let last = k + 1 == self.n;
@@ -1018,7 +1116,7 @@ impl Events {
                 out.reserve(head.len() + word.text().len() + tail.len());
                 out.put_slice(head);
                 out.put_slice(word.text());
-                out.put_slice(tail);
+                self.openai_tail(tail, k + 1, out);
             }
             Api::Responses => {
                 let (head, mid, tail) = if k < self.reasoning {
@@ -1066,24 +1164,7 @@ impl Events {
             }
             Api::Sglang => {
                 self.text.push_str(word.as_str());
-                let _ = write!(
-                    out,
-                    r#"data: {{"text":"{}","meta_info":{{"id":"{}","finish_reason":"#,
-                    self.text, self.ident.id
-                );
-                if last {
-                    let _ = write!(out, r#"{{"type":"length","length":{}}}"#, self.n);
-                } else {
-                    out.put_slice(b"null");
-                }
-                let _ = write!(
-                    out,
-                    r#","prompt_tokens":{},"completion_tokens":{},"cached_tokens":{}}},"index":0}}"#,
-                    self.prompt_tokens,
-                    k + 1,
-                    self.cached_tokens
-                );
-                out.put_slice(b"\n\n");
+                self.sglang_event(k + 1, None, out);
             }
         }
         out.split().freeze()
@@ -1093,7 +1174,9 @@ impl Events {
     /// TGI sends nothing more (its last token event carries the end); SGLang only `[DONE]`;
     /// Responses the text, content part and message done, then `response.completed` (an
     /// answering-mode answer) or `response.incomplete` (at `max_output_tokens`), no `[DONE]`.
-    pub(crate) fn tail(&mut self, out: &mut BytesMut) -> Vec<Bytes> {
+    /// `timings`: llama.cpp's `timings` object, as JSON, for the finish chunk of an OpenAI
+    /// stream.
+    pub(crate) fn tail(&mut self, out: &mut BytesMut, timings: Option<&str>) -> Vec<Bytes> {
         let mut events = Vec::with_capacity(4);
         match self.api {
             Api::Completions | Api::Chat => {
@@ -1114,7 +1197,11 @@ impl Events {
                     )
                 };
                 let fields = self.ident.openai_fields(object);
-                let _ = write!(out, "data: {{{fields},\"choices\":[{choice}]}}\n\n");
+                let timings = timings.map_or(String::new(), |t| format!(",\"timings\":{t}"));
+                let _ = write!(
+                    out,
+                    "data: {{{fields},\"choices\":[{choice}]{timings}}}\n\n"
+                );
                 events.push(out.split().freeze());
                 if self.include_usage {
                     let _ = write!(

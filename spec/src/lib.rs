@@ -438,7 +438,8 @@ pub struct DatasetSpec {
     /// Workload: synthetic `prompt_tokens=N,output_tokens=M[,prompt_tokens_stdev=S,output_tokens_stdev=S]`
     /// (add `prefix_tokens=P,prefix_groups=G` for G shared prefixes of exactly P tokens, request
     /// i starting with prefix i mod G), or a prompt file (JSONL with a `prompt` field a line, or
-    /// a ShareGPT JSON array).
+    /// a ShareGPT JSON array), or `real-text`: the shipped prompts of real text in four
+    /// categories, on which speculative decoding's acceptance means something.
     // One flag for both: a value of key=value pairs is a `[data]` table, anything else a file.
     #[arg(id = "data", long = "data", value_name = "SPEC|FILE")]
     pub path: String,

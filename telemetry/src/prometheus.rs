@@ -71,14 +71,17 @@ fn parse_value(text: &str) -> Option<f64> {
 }
 
 /// For each name of `wanted`, the sum of its samples over every label set in `text`
-/// (`None` when the page has no sample of that name). Non-finite values are skipped.
+/// (`None` when the page has no sample of that name). Non-finite values are skipped. A wanted
+/// name may end in one label pair, `name{position="0"}`: then only the samples with that
+/// label count.
 pub fn sum_wanted(text: &str, wanted: &[String], out: &mut Vec<Option<f64>>) {
     out.clear();
     out.resize(wanted.len(), None);
+    let split: Vec<(&str, Option<&str>)> = wanted.iter().map(|w| split_selector(w)).collect();
     for line in text.lines() {
         // Cheap rejection: most lines are other metrics (histogram buckets above all).
         let start = line.trim_start();
-        if start.starts_with('#') || !wanted.iter().any(|w| start.starts_with(w.as_str())) {
+        if start.starts_with('#') || !split.iter().any(|(name, _)| start.starts_with(name)) {
             continue;
         }
         let Some(sample) = parse_line(start) else {
@@ -87,10 +90,29 @@ pub fn sum_wanted(text: &str, wanted: &[String], out: &mut Vec<Option<f64>>) {
         if !sample.value.is_finite() {
             continue;
         }
-        if let Some(i) = wanted.iter().position(|w| w == sample.name) {
-            *out[i].get_or_insert(0.0) += sample.value;
+        for (i, (name, selector)) in split.iter().enumerate() {
+            if *name == sample.name && selector.is_none_or(|s| has_label(sample.labels, s)) {
+                *out[i].get_or_insert(0.0) += sample.value;
+            }
         }
     }
+}
+
+/// `name{label="value"}` as the name and `label="value"`; a plain name has no selector.
+fn split_selector(wanted: &str) -> (&str, Option<&str>) {
+    match wanted.split_once('{') {
+        Some((name, rest)) => (name, Some(rest.trim_end_matches('}'))),
+        None => (wanted, None),
+    }
+}
+
+/// Whether a label set (`a="x",b="y"`) holds the pair `pair` (`b="y"`) whole.
+fn has_label(labels: &str, pair: &str) -> bool {
+    labels.match_indices(pair).any(|(at, _)| {
+        let before = labels[..at].trim_end();
+        let after = labels[at + pair.len()..].trim_start();
+        (before.is_empty() || before.ends_with(',')) && (after.is_empty() || after.starts_with(','))
+    })
 }
 
 #[cfg(test)]
@@ -129,6 +151,25 @@ odd NaN
             out,
             vec![Some(5.0), Some(14.0), Some(0.28), Some(0.0), None, None]
         );
+    }
+
+    #[test]
+    fn a_wanted_name_with_a_label_counts_only_its_samples() {
+        let page = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"} 12\n\
+                    llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position=\"1\"} 9\n\
+                    vllm:x_total{engine=\"0\",position=\"10\"} 4\n\
+                    vllm:x_total{engine=\"0\",position=\"1\"} 5\n";
+        let wanted: Vec<String> = [
+            "llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position=\"1\"}",
+            "llamacpp:spec_decode_num_accepted_tokens_per_pos_total",
+            "vllm:x_total{position=\"1\"}",
+            "vllm:x_total{position=\"2\"}",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut out = vec![];
+        sum_wanted(page, &wanted, &mut out);
+        assert_eq!(out, vec![Some(9.0), Some(21.0), Some(5.0), None]);
     }
 
     #[test]

@@ -120,6 +120,18 @@ impl Store for Scrapes {
             };
             let mut chosen = BTreeMap::new();
             for (role, alternatives) in self.roles.iter() {
+                if *role == MetricRole::SpecDecodeAcceptedPerPosition {
+                    // One name a draft position: the positions the engine lists, in order.
+                    let listed = alternatives.iter().find_map(|a| {
+                        let present: Vec<String> =
+                            names(a).take_while(|n| has(n)).map(String::from).collect();
+                        (!present.is_empty()).then_some(present)
+                    });
+                    if let Some(listed) = listed {
+                        chosen.insert(*role, listed);
+                    }
+                    continue;
+                }
                 if let Some(first) = alternatives.iter().find(|a| names(a).all(has)) {
                     chosen.insert(*role, names(first).map(String::from).collect::<Vec<_>>());
                 }

@@ -98,13 +98,17 @@ impl Server {
         &self,
         path: &str,
         content_type: &str,
+        request_id: Option<&str>,
         body: Vec<u8>,
         sent: &mut Instant,
     ) -> Result<Response, WireError> {
-        let request = self
+        let mut request = self
             .request(reqwest::Method::POST, path)
             .header(reqwest::header::CONTENT_TYPE, content_type)
             .body(body);
+        if let Some(id) = request_id {
+            request = request.header("x-request-id", id);
+        }
         send_retrying(request, sent).await
     }
 

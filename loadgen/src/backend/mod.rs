@@ -42,6 +42,7 @@ mod tgi;
 #[cfg(test)]
 mod tests;
 
+use schemas::document::ServerTiming;
 use serde::de::{Deserializer, Visitor};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -197,6 +198,42 @@ pub struct Event {
     pub response_id: Option<String>,
     /// An event of a type the API does not define: skipped, and counted by the caller.
     pub ignored: bool,
+    /// What the server said of its own time for the request (llama.cpp's `timings`, SGLang's
+    /// `meta_info`), when this payload carries it.
+    pub timing: Option<ServerTiming>,
+}
+
+/// What a server says of its own time and drafts for one request: llama.cpp's `timings`
+/// (`prompt_ms`, `predicted_ms`, `predicted_n`, `draft_n`, `draft_n_accepted`), with the
+/// simulator's `queue_ms` and `draft_steps` beside them. Unknown fields are skipped.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+pub(crate) struct Timings {
+    queue_ms: Option<f64>,
+    prompt_ms: Option<f64>,
+    predicted_ms: Option<f64>,
+    predicted_n: Option<u32>,
+    draft_steps: Option<u32>,
+    draft_n: Option<u32>,
+    draft_n_accepted: Option<u32>,
+}
+
+impl Timings {
+    /// As the record keeps it: µs, rounded; a value that is no duration is left out.
+    pub(crate) fn record(self) -> ServerTiming {
+        let us = |ms: Option<f64>| {
+            ms.filter(|v| v.is_finite() && *v >= 0.0 && *v < 1e12)
+                .map(|v| (v * 1000.0).round() as u64)
+        };
+        ServerTiming {
+            queue_us: us(self.queue_ms),
+            prefill_us: us(self.prompt_ms),
+            decode_us: us(self.predicted_ms),
+            decoded_tokens: self.predicted_n,
+            drafts: self.draft_steps,
+            draft_tokens: self.draft_n,
+            accepted_tokens: self.draft_n_accepted,
+        }
+    }
 }
 
 /// Token counts as the server reported them.

@@ -10,7 +10,8 @@
 //! llama.cpp's completions put it on the finish chunk. `[DONE]` ends the stream.
 
 use super::{
-    error_message, is_done, parse, Event, EventError, First, GenerationRequest, NonEmpty, Usage,
+    error_message, is_done, parse, Event, EventError, First, GenerationRequest, NonEmpty, Timings,
+    Usage,
 };
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -23,7 +24,13 @@ fn common(r: &GenerationRequest, body: &mut Map<String, Value>) {
     body.insert("model".into(), json!(r.model));
     body.insert("max_tokens".into(), json!(r.max_tokens));
     body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({ "include_usage": true }));
+    // `continuous_usage_stats` (vLLM, SGLang) puts the running count of output tokens on every
+    // chunk: how many tokens each event carried (several under speculative decoding).
+    // Servers that do not know it ignore it.
+    body.insert(
+        "stream_options".into(),
+        json!({ "include_usage": true, "continuous_usage_stats": true }),
+    );
     body.insert("temperature".into(), json!(r.temperature));
     if r.ignore_eos {
         body.insert("ignore_eos".into(), json!(true));
@@ -79,6 +86,8 @@ struct Chunk<C> {
     choices: Option<First<C>>,
     usage: Option<Usage>,
     error: Option<IgnoredAny>,
+    /// llama.cpp's (and the simulator's) own timing of the request, on its last chunk.
+    timings: Option<Timings>,
 }
 
 /// What a choice says: whether it carries a token, and why generation stopped.
@@ -173,6 +182,7 @@ fn event<'a, C: Choice + Deserialize<'a>>(data: &'a [u8]) -> Result<Event, Event
         usage: chunk.usage,
         done: false,
         server_error: chunk.error.is_some().then(|| error_message(data)),
+        timing: chunk.timings.map(Timings::record),
         ..Event::default()
     })
 }

@@ -130,7 +130,7 @@ fn openai_completions_body() {
         b,
         serde_json::json!({
             "model": "m", "prompt": "Hello \"world\"\n", "max_tokens": 128, "stream": true,
-            "stream_options": {"include_usage": true}, "temperature": 0.0, "ignore_eos": true,
+            "stream_options": {"include_usage": true, "continuous_usage_stats": true}, "temperature": 0.0, "ignore_eos": true,
         })
     );
     // ignore_eos is an extension OpenAI itself rejects: only sent when asked for.
@@ -158,7 +158,7 @@ fn openai_chat_body() {
         serde_json::json!({
             "model": "m", "messages": [{"role": "user", "content": "Hello \"world\"\n"}],
             "max_tokens": 128, "max_completion_tokens": 128, "stream": true,
-            "stream_options": {"include_usage": true}, "temperature": 0.7, "ignore_eos": true,
+            "stream_options": {"include_usage": true, "continuous_usage_stats": true}, "temperature": 0.7, "ignore_eos": true,
         })
     );
 }
@@ -306,7 +306,8 @@ fn llama_cpp_events_one_by_one() {
             ..Event::default()
         }
     );
-    // The finish chunk: empty text, finish reason and usage; not a token.
+    // The finish chunk: empty text, finish reason, usage and llama.cpp's own timing of the
+    // request (its `timings`, in µs); not a token.
     let finish = on(Api::OpenaiCompletions, lines[5]).unwrap();
     assert_eq!(
         finish,
@@ -316,6 +317,12 @@ fn llama_cpp_events_one_by_one() {
             usage: Some(Usage {
                 prompt_tokens: Some(4),
                 completion_tokens: Some(5),
+                ..Default::default()
+            }),
+            timing: Some(schemas::document::ServerTiming {
+                prefill_us: Some(228_186),
+                decode_us: Some(94_774),
+                decoded_tokens: Some(5),
                 ..Default::default()
             }),
             ..Event::default()

@@ -210,6 +210,7 @@ impl Prepared {
             stall_timeout: Duration::from_secs_f64(spec.stall_timeout_s),
             stamps: Default::default(),
             ignored_events: Default::default(),
+            request_ids: Default::default(),
         });
         // Rerank: how a server pairs the query with each document is its own, and the client
         // leaves the count to it (no request without documents to measure it by, either).
@@ -879,6 +880,7 @@ impl Measurement {
                     tokens: exact.then_some(rows[index].input_tokens + self.overhead),
                     output_tokens: rows[index].output_tokens,
                     prefix_group: None,
+                    category: None,
                     trace: Some(workload::TraceText {
                         blocks: blocks.clone(),
                         rows: rows.clone(),

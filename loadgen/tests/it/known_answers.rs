@@ -385,6 +385,7 @@ async fn latency_legs() {
         stall_timeout: std::time::Duration::from_secs(10),
         stamps: Default::default(),
         ignored_events: Default::default(),
+        request_ids: Default::default(),
     };
     let parallel: usize = std::env::var("LEGS_PARALLEL")
         .ok()

@@ -6,4 +6,5 @@ mod common;
 
 mod capacity;
 mod known_answers;
+mod speculative;
 mod workloads;

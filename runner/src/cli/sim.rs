@@ -123,6 +123,32 @@ pub struct SimArgs {
     /// reasoning model behind vLLM's `--reasoning-parser`.
     #[arg(long, default_value_t = 0)]
     pub reasoning_tokens: u32,
+    /// Decode speculatively, drafting K tokens a step (vLLM's num_speculative_tokens): each
+    /// step yields the accepted drafts and one token more, in one stream event (OpenAI and
+    /// SGLang streams; TGI and Responses send one event a token), and /metrics counts the
+    /// drafts as vLLM's `vllm:spec_decode_*` do. Needs --acceptance.
+    #[arg(
+        long,
+        value_name = "K",
+        requires = "acceptance",
+        help_heading = "Speculative decoding"
+    )]
+    pub speculative: Option<u32>,
+    /// Each draft position's acceptance rate, K values, non-increasing (position i is
+    /// accepted in that share of steps): `0.8,0.6,0.4`.
+    #[arg(
+        long,
+        value_name = "RATES",
+        value_delimiter = ',',
+        requires = "speculative",
+        help_heading = "Speculative decoding"
+    )]
+    pub acceptance: Vec<f64>,
+    /// Put llama.cpp's `timings` object (prompt and generation ms, drafts, and the
+    /// simulator's queue_ms) on the last chunk of OpenAI streams: the server's own clock.
+    /// On whenever --speculative is.
+    #[arg(long)]
+    pub timings: bool,
 }
 
 /// A finite number ≥ 0 (times, growth factors).

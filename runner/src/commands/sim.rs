@@ -40,6 +40,11 @@ impl SimArgs {
                 short_batch_fraction: self.short_batch_fraction,
             },
             embedding_dim: self.embedding_dim,
+            speculative: self.speculative.map(|k| sim::Speculative {
+                k,
+                acceptance: self.acceptance.clone(),
+            }),
+            timings: self.timings,
         }
     }
 }

@@ -98,7 +98,7 @@ impl Metric {
 
 /// The summary's fields that no metric here reads, and why: each field a summary gains is
 /// either compared (an entry above) or named here (a test holds the two to the summary).
-pub const NOT_COMPARED: [(&str, &str); 8] = [
+pub const NOT_COMPARED: [(&str, &str); 9] = [
     (
         "window_us",
         "the measured window, which the throughputs divide by",
@@ -116,6 +116,10 @@ pub const NOT_COMPARED: [(&str, &str); 8] = [
         "a breakdown of ttft_ms, shown in the report",
     ),
     ("by_turn", "a breakdown of ttft_ms, shown in the report"),
+    (
+        "by_category",
+        "a breakdown of events, server_clock and itl_ms, shown in the report",
+    ),
     ("images", "what the requests carried"),
     (
         "uncertainty",
@@ -200,7 +204,7 @@ macro_rules! dist {
     };
 }
 
-pub const CATALOGUE: [Metric; 35] = [
+pub const CATALOGUE: [Metric; 41] = [
     Metric {
         key: "request_throughput",
         reads: "request_throughput_per_s",
@@ -410,6 +414,95 @@ pub const CATALOGUE: [Metric; 35] = [
             (r.measured > 0).then(|| r.failed as f64 / r.measured as f64 * 100.0)
         },
         interval: None,
+    },
+    Metric {
+        key: "event_gap:mean",
+        reads: "events",
+        group: Group::Always,
+        name: "Gap between stream events mean (ms)",
+        stored: Some("events.event_gap_ms.mean"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| Some(s.events.as_ref()?.event_gap_ms.as_ref()?.mean.get()),
+        interval: Some(|s| Some(s.uncertainty.as_ref()?.event_gap_ms.as_ref()?.mean)),
+    },
+    Metric {
+        key: "tokens_per_event",
+        reads: "events",
+        group: Group::Always,
+        name: "Tokens per stream event (mean)",
+        stored: Some("events.mean_tokens_per_event"),
+        // What makes a speculative stream fast, not a speed: shown with its change.
+        better: None,
+        without_completions: false,
+        get: |s| Some(s.events.as_ref()?.mean_tokens_per_event.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.tokens_per_event),
+    },
+    Metric {
+        key: "acceptance_length",
+        reads: "host",
+        group: Group::Always,
+        name: "Mean acceptance length (engine counters)",
+        stored: None,
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| {
+            let server = s.host.as_ref()?.server.as_ref()?;
+            Some(server.speculative.as_ref()?.mean_acceptance_length?.get())
+        },
+        // Counted by the engine over the whole benchmark: no sample to draw an interval from.
+        interval: None,
+    },
+    Metric {
+        key: "acceptance_rate",
+        reads: "server_clock",
+        group: Group::Always,
+        name: "Draft acceptance rate (per-request counts)",
+        stored: Some("server_clock.acceptance_rate"),
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| Some(s.server_clock.as_ref()?.acceptance_rate?.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.acceptance_rate),
+    },
+    Metric {
+        key: "server_ttft:p50",
+        reads: "server_clock",
+        group: Group::Always,
+        name: "Server's own TTFT p50 (ms)",
+        stored: Some("server_clock.server_ttft_ms.median"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| {
+            Some(
+                s.server_clock
+                    .as_ref()?
+                    .server_ttft_ms
+                    .as_ref()?
+                    .median
+                    .get(),
+            )
+        },
+        interval: Some(|s| Some(s.uncertainty.as_ref()?.server_ttft_ms.as_ref()?.median)),
+    },
+    Metric {
+        key: "client_overhead:p50",
+        reads: "server_clock",
+        group: Group::Always,
+        name: "Client overhead p50 (ms, client TTFT − server's)",
+        stored: Some("server_clock.client_overhead_ms.median"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| {
+            Some(
+                s.server_clock
+                    .as_ref()?
+                    .client_overhead_ms
+                    .as_ref()?
+                    .median
+                    .get(),
+            )
+        },
+        interval: Some(|s| Some(s.uncertainty.as_ref()?.client_overhead_ms.as_ref()?.median)),
     },
     // What the GPU telemetry adds, compared only when both benchmarks have a host summary
     // (so that documents without telemetry compare as before). Output tokens per joule is
@@ -704,6 +797,11 @@ mod tests {
             "output_token_throughput_per_s",
             "total_token_throughput_per_s",
             "goodput.requests_per_s",
+            "events.event_gap_ms.mean",
+            "events.mean_tokens_per_event",
+            "server_clock.acceptance_rate",
+            "server_clock.server_ttft_ms.median",
+            "server_clock.client_overhead_ms.median",
         ];
         carried.sort_unstable();
         assert_eq!(names, carried);
@@ -817,9 +915,7 @@ mod tests {
             output_token_throughput_per_s: None,
             total_token_throughput_per_s: None,
             goodput_per_s: None,
-            items_per_s: None,
-            ttft_ms_by_turn: None,
-            ttft_ms_by_prefix_group: None,
+            ..Default::default()
         });
         assert_eq!((m.interval.unwrap())(&s), Some(interval(40.0, 62.5)));
         // Imported tables publish ITL only: its mean stands in.

@@ -14,7 +14,7 @@ pub mod repetitions;
 pub mod telemetry;
 pub mod versions;
 
-pub use record::{ErrorClass, Phase, RawRecord, RequestError, SentImage};
+pub use record::{ErrorClass, Phase, RawRecord, RequestError, SentImage, ServerTiming};
 
 use crate::flag::Flag;
 use crate::numbers::{Finite, JsonU64};

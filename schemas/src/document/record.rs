@@ -83,6 +83,65 @@ pub struct RawRecord {
     /// Chat with images: each image the request sent, in order. Since `result/v0.11`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<Vec<SentImage>>,
+    /// Output tokens each token event carried, in order, the first event's included (LEB128
+    /// varints in base64, as `token_gaps`), from the server's running count of output tokens
+    /// (OpenAI streams' per-chunk `usage` with `continuous_usage_stats`, SGLang's
+    /// `meta_info.completion_tokens`); null when the stream gave no count per event, and
+    /// each event then counts one token. Since `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_tokens: Option<String>,
+    /// The id the request carried (`X-Request-Id`, and the body's `request_id` / `rid` where
+    /// the API takes one): what finds it in the server's log. Since `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// What the server said of its own time and work for this request; null when it said
+    /// nothing. Since `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timing: Option<ServerTiming>,
+    /// Dataset workloads: the category its prompt's line gave (`code`, `chat`, `math`,
+    /// `writing`). Since `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+}
+
+/// One request as the server timed and counted it (llama.cpp's `timings`, SGLang's
+/// `meta_info`, the simulator's), beside the client's stamps. Absent values were not said.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ServerTiming {
+    /// From the request's arrival to the start of its prompt's processing (µs): the
+    /// simulator's `queue_ms`, SGLang's `queue_time`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_us: Option<u64>,
+    /// Processing the prompt, up to the first output token (µs): llama.cpp's
+    /// `timings.prompt_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefill_us: Option<u64>,
+    /// Generating the output after the first token (µs): llama.cpp's `timings.predicted_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_us: Option<u64>,
+    /// Output tokens the server generated (llama.cpp's `timings.predicted_n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoded_tokens: Option<u32>,
+    /// Speculative decoding: verification steps that checked a draft (SGLang's
+    /// `spec_verify_ct`, the simulator's `draft_steps`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drafts: Option<u32>,
+    /// Speculative decoding: draft tokens proposed (llama.cpp's `timings.draft_n`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub draft_tokens: Option<u32>,
+    /// Speculative decoding: draft tokens the target model accepted (llama.cpp's
+    /// `timings.draft_n_accepted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted_tokens: Option<u32>,
+}
+
+impl ServerTiming {
+    /// The server's own time to its first token (µs): queue (where said) and prefill.
+    pub fn first_token_us(&self) -> Option<u64> {
+        Some(self.queue_us.unwrap_or(0) + self.prefill_us?)
+    }
 }
 
 impl RawRecord {
@@ -93,6 +152,24 @@ impl RawRecord {
             || self.embedding_dim.is_some()
             || self.output_sha256.is_some()
             || self.images.is_some()
+    }
+
+    /// Whether it carries a field that came with `result/v0.12` (tokens per event, the
+    /// request's id, the server's timing).
+    pub fn is_v0_12(&self) -> bool {
+        self.event_tokens.is_some()
+            || self.request_id.is_some()
+            || self.server_timing.is_some()
+            || self.category.is_some()
+    }
+
+    /// Output tokens of each token event: the server's counts where the record has them,
+    /// else one an event. `None` when `event_tokens` is not valid.
+    pub fn tokens_per_event(&self) -> Option<Vec<u64>> {
+        match &self.event_tokens {
+            Some(counts) => crate::token_times::decode(counts).ok(),
+            None => Some(vec![1; self.output_tokens_client as usize]),
+        }
     }
 
     /// Embeddings' inputs or rerank's documents: the items a pooling request served.

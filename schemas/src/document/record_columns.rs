@@ -106,6 +106,20 @@ pub struct RecordColumns {
     /// Chat with images: the images each request sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub images: Option<Vec<Option<Vec<crate::document::SentImage>>>>,
+    // Columns of `result/v0.12`, written only when some request has a value.
+    /// Output tokens of each token event (varints in base64, as `token_gaps`), from the
+    /// server's running count; null where the stream gave none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_tokens: Option<Vec<Option<String>>>,
+    /// The id each request carried (`X-Request-Id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<Vec<Option<String>>>,
+    /// What the server said of its own time and work for each request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_timing: Option<Vec<Option<crate::document::ServerTiming>>>,
+    /// Dataset workloads: each prompt's category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<Vec<Option<String>>>,
 }
 
 /// An optional column's values, or `n` nulls when it is absent.
@@ -164,6 +178,16 @@ impl RecordColumns {
                 self.output_sha256.as_ref().map_or(n, Vec::len),
             ),
             ("images", self.images.as_ref().map_or(n, Vec::len)),
+            (
+                "event_tokens",
+                self.event_tokens.as_ref().map_or(n, Vec::len),
+            ),
+            ("request_id", self.request_id.as_ref().map_or(n, Vec::len)),
+            (
+                "server_timing",
+                self.server_timing.as_ref().map_or(n, Vec::len),
+            ),
+            ("category", self.category.as_ref().map_or(n, Vec::len)),
         ];
         if let Some((field, len)) = lengths.iter().find(|(_, len)| *len != n) {
             return Err(format!(
@@ -194,6 +218,10 @@ impl RecordColumns {
         let mut embedding_dim = optional(self.embedding_dim, n);
         let mut output_sha256 = optional(self.output_sha256, n);
         let mut images = optional(self.images, n);
+        let mut event_tokens = optional(self.event_tokens, n);
+        let mut request_id = optional(self.request_id, n);
+        let mut server_timing = optional(self.server_timing, n);
+        let mut category = optional(self.category, n);
         // Every column has `n` entries (checked above), so this yields exactly `n` records.
         let mut rows = Vec::with_capacity(n);
         rows.extend(std::iter::from_fn(|| {
@@ -222,6 +250,10 @@ impl RecordColumns {
                 embedding_dim: embedding_dim.next()?,
                 output_sha256: output_sha256.next()?,
                 images: images.next()?,
+                event_tokens: event_tokens.next()?,
+                request_id: request_id.next()?,
+                server_timing: server_timing.next()?,
+                category: category.next()?,
             })
         }));
         Ok(rows)
@@ -331,6 +363,18 @@ impl Serialize for Columns<'_> {
         }
         if any(|r| r.output_sha256.is_some()) {
             st.serialize_field("output_sha256", &column(r, |r| &r.output_sha256))?;
+        }
+        if any(|r| r.event_tokens.is_some()) {
+            st.serialize_field("event_tokens", &column(r, |r| &r.event_tokens))?;
+        }
+        if any(|r| r.request_id.is_some()) {
+            st.serialize_field("request_id", &column(r, |r| &r.request_id))?;
+        }
+        if any(|r| r.server_timing.is_some()) {
+            st.serialize_field("server_timing", &column(r, |r| &r.server_timing))?;
+        }
+        if any(|r| r.category.is_some()) {
+            st.serialize_field("category", &column(r, |r| &r.category))?;
         }
         if any(|r| r.images.is_some()) {
             st.serialize_field("images", &column(r, |r| &r.images))?;

@@ -112,6 +112,21 @@ pub enum MetricRole {
     PromptTokens,
     /// Counter: tokens generated.
     GenerationTokens,
+    /// Counter: speculative decoding's verification steps that checked a draft.
+    SpecDecodeDrafts,
+    /// Counter: draft tokens proposed.
+    SpecDecodeDraftTokens,
+    /// Counter: draft tokens the target model accepted.
+    SpecDecodeAcceptedTokens,
+    /// Counters, one a draft position in order (the metric with its `position` label,
+    /// `name{position="0"}`): drafts whose token at that position was accepted. Not summed:
+    /// each is its position's.
+    SpecDecodeAcceptedPerPosition,
+}
+
+impl MetricRole {
+    /// The positions a per-position counter is read at: the longest drafts engines run.
+    pub const POSITIONS: u32 = 16;
 }
 
 /// A prefix-cache reset asked of the engine before a benchmark.

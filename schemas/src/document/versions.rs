@@ -7,9 +7,9 @@
 use super::Statement;
 use crate::flag::FlagCode;
 use crate::{
-    PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_2,
-    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6,
-    PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
+    PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
+    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5,
+    PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
 };
 
 /// One version of the document.
@@ -27,7 +27,7 @@ pub struct Brought {
 }
 
 /// Every version this crate reads, oldest first; the last is the one it writes.
-pub const VERSIONS: [Version; 11] = [
+pub const VERSIONS: [Version; 12] = [
     Version {
         predicate_type: PREDICATE_TYPE_V0_1,
         brought: &[],
@@ -133,7 +133,7 @@ pub const VERSIONS: [Version; 11] = [
         }],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_11,
         brought: &[
             Brought {
                 what: "an embeddings, rerank or image field",
@@ -156,6 +156,25 @@ pub const VERSIONS: [Version; 11] = [
                 },
             },
         ],
+    },
+    Version {
+        predicate_type: PREDICATE_TYPE,
+        brought: &[Brought {
+            what: "tokens per event, a request id or the server's timing",
+            carried_by: |s| {
+                s.predicate.benchmarks.iter().any(|b| {
+                    b.summary.events.is_some()
+                        || b.summary.server_clock.is_some()
+                        || b.summary.by_category.is_some()
+                        || b.summary
+                            .host
+                            .as_ref()
+                            .and_then(|h| h.server.as_ref())
+                            .is_some_and(|s| s.speculative.is_some())
+                        || b.records.iter().any(super::RawRecord::is_v0_12)
+                })
+            },
+        }],
     },
 ];
 

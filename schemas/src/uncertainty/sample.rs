@@ -9,7 +9,7 @@ use super::{batch, BATCHES};
 use crate::distribution;
 
 /// A value of a sample.
-pub(super) trait Sample: Copy {
+pub(crate) trait Sample: Copy {
     /// A batch's running sum.
     type Sum: Copy + Default;
     fn add(sum: &mut Self::Sum, piece: &[Self]);
@@ -22,7 +22,7 @@ pub(super) trait Sample: Copy {
 }
 
 /// A sample's values in schedule order, as consecutive slices.
-pub(super) struct Series<'a, T> {
+pub(crate) struct Series<'a, T> {
     pieces: Vec<&'a [T]>,
     len: usize,
 }

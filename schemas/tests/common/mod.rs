@@ -185,13 +185,20 @@ pub fn signed_bytes(p: Predicate) -> Vec<u8> {
 /// before `result/v0.7`.
 pub fn relabel(statement: &mut serde_json::Value, predicate_type: &str) {
     statement["predicateType"] = predicate_type.into();
-    if ![schemas::PREDICATE_TYPE, schemas::PREDICATE_TYPE_V0_10].contains(&predicate_type) {
+    if ![
+        schemas::PREDICATE_TYPE,
+        schemas::PREDICATE_TYPE_V0_11,
+        schemas::PREDICATE_TYPE_V0_10,
+    ]
+    .contains(&predicate_type)
+    {
         if let Some(flags) = statement["predicate"]["validity"].as_array_mut() {
             flags.retain(|f| f["code"] != "no_accuracy");
         }
     }
     let with_uncertainty = [
         schemas::PREDICATE_TYPE,
+        schemas::PREDICATE_TYPE_V0_11,
         schemas::PREDICATE_TYPE_V0_10,
         schemas::PREDICATE_TYPE_V0_9,
         schemas::PREDICATE_TYPE_V0_8,

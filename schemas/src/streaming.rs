@@ -1,0 +1,356 @@
+//! Streams whose events carry several tokens (speculative decoding), and the server's own
+//! clock beside the client's: the summary's `events` and `server_clock`, derived from the
+//! records' `event_tokens` and `server_timing` by [`crate::metrics`] and recomputed by every
+//! verifier with the rest of the summary.
+//!
+//! * **ITL per token.** A record that counts tokens per event has its gaps between events
+//!   spread over the tokens each event carried ([`crate::token_times::per_token_into`]):
+//!   `itl_ms` is then a latency per token, as SGLang's `bench_serving` and vLLM's per-token
+//!   ITL define it, and `events.event_gap_ms` keeps the gaps between events (per chunk). A
+//!   record without counts has one token an event, and the two are the same.
+//! * **Tokens per event**: how many events carried 0, 1, 2, … tokens, and their mean with a
+//!   batch-means interval over the events in schedule order.
+//! * **The server's clock**: its time to first token (queue, where it says it, + prefill)
+//!   and the client's overhead beside it (client TTFT from send − the server's); the
+//!   requests where the client's TTFT is shorter than the server's by more than
+//!   [`CLOCKS_ALLOWANCE_US`], which no pair of working clocks can give.
+//! * **Drafts** the server reported per request (llama.cpp's `timings.draft_n` and
+//!   `draft_n_accepted`): summed, and the acceptance rate with a batch-means interval of the
+//!   ratio over the requests in schedule order.
+//!
+//! The intervals follow [`crate::uncertainty`]'s method and assumptions.
+
+use crate::distribution::{self, DecodedGaps, MetricsError};
+use crate::document::{Phase, RawRecord};
+use crate::interval::{Interval, Intervals};
+use crate::summary::{CategoryStats, EventStats, ServerClock};
+use crate::token_times::{self, TokenTimesError};
+use crate::uncertainty::{self, BATCHES, MIN_PER_BATCH};
+
+/// How much shorter than the server's own time to first token a client's may be before the
+/// two clocks cannot both be right (µs): the server stamps after it has the token and the
+/// client before its read returns, a few µs apart on one host; 1 ms covers the timers'
+/// granularity and a server that rounds its milliseconds.
+pub const CLOCKS_ALLOWANCE_US: u64 = 1_000;
+
+/// The records' gaps per token, where any record counts tokens per event (else `None`: the
+/// gaps per event are per token). Record `i`'s entry follows from `gaps`' entry `i`.
+pub fn per_token_gaps(
+    records: &[RawRecord],
+    gaps: &DecodedGaps,
+) -> Result<Option<DecodedGaps>, MetricsError> {
+    if records.iter().all(|r| r.event_tokens.is_none()) {
+        return Ok(None);
+    }
+    let mut out = DecodedGaps::default();
+    out.flat.reserve(gaps.flat.len());
+    for (index, r) in records.iter().enumerate() {
+        let event_gaps = gaps.record(index);
+        match event_counts(index, r)? {
+            Some(counts) => {
+                token_times::per_token_into(event_gaps, &counts, &mut out.flat).ok_or(
+                    MetricsError::TokenGaps {
+                        index,
+                        source: TokenTimesError::Counts {
+                            counts: counts.len(),
+                            events: event_gaps.len() + 1,
+                        },
+                    },
+                )?;
+            }
+            None => out.flat.extend_from_slice(event_gaps),
+        }
+        out.ends.push(out.flat.len());
+    }
+    Ok(Some(out))
+}
+
+/// Record `index`'s tokens per event, where it counts them.
+fn event_counts(index: usize, r: &RawRecord) -> Result<Option<Vec<u64>>, MetricsError> {
+    r.event_tokens
+        .as_deref()
+        .map(token_times::decode)
+        .transpose()
+        .map_err(|source| MetricsError::TokenGaps { index, source })
+}
+
+/// The measured, completed records in the order they were scheduled (ties by record order):
+/// the order batch means cut.
+fn in_schedule_order(records: &[RawRecord]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..records.len())
+        .filter(|&i| records[i].phase == Phase::Measured && records[i].completed())
+        .collect();
+    order.sort_by_key(|&i| (records[i].scheduled_us, i));
+    order
+}
+
+/// `events` and its intervals (the gaps between events, the mean tokens per event).
+pub fn event_stats(
+    records: &[RawRecord],
+    gaps: &DecodedGaps,
+    t: f64,
+) -> Result<(Option<EventStats>, Option<Intervals>, Option<Interval>), MetricsError> {
+    let mut counted = 0u64;
+    let mut histogram: Vec<u64> = Vec::new();
+    let mut per_event: Vec<f64> = Vec::new();
+    let mut event_gaps: Vec<&[u64]> = Vec::new();
+    for i in in_schedule_order(records) {
+        let Some(counts) = event_counts(i, &records[i])? else {
+            continue;
+        };
+        counted += 1;
+        for &k in &counts {
+            let k = k as usize;
+            if histogram.len() <= k {
+                histogram.resize(k + 1, 0);
+            }
+            histogram[k] += 1;
+            per_event.push(k as f64);
+        }
+        event_gaps.push(gaps.record(i));
+    }
+    if counted == 0 {
+        return Ok((None, None, None));
+    }
+    let events = per_event.len() as u64;
+    let tokens = per_event.iter().sum::<f64>() as u64;
+    let (event_gap_ms, counts) = distribution::distribution_us_counted(&event_gaps)?;
+    let gap_intervals = match (&event_gap_ms, counts) {
+        (Some(d), Some(counts)) => {
+            let mut series = uncertainty::Series::default();
+            for g in &event_gaps {
+                series.push(g);
+            }
+            uncertainty::intervals(&series, d, t, false, |ranks| counts.order_statistics(ranks))?
+        }
+        _ => None,
+    };
+    let mean = if events > 0 {
+        tokens as f64 / events as f64
+    } else {
+        0.0
+    };
+    let stats = EventStats {
+        requests: counted,
+        events,
+        tokens,
+        tokens_per_event: histogram,
+        mean_tokens_per_event: distribution::finite(mean)?,
+        event_gap_ms,
+    };
+    Ok((Some(stats), gap_intervals, mean_interval(&per_event, t)?))
+}
+
+/// The batch-means interval of a sample's mean, when it has enough values.
+fn mean_interval(values: &[f64], t: f64) -> Result<Option<Interval>, MetricsError> {
+    let n = values.len();
+    if n < BATCHES * MIN_PER_BATCH {
+        return Ok(None);
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let means: Vec<f64> = (0..BATCHES)
+        .map(|j| {
+            let batch = &values[uncertainty::batch(n, j)];
+            batch.iter().sum::<f64>() / batch.len() as f64
+        })
+        .collect();
+    let h = uncertainty::half_width(&means, t);
+    uncertainty::interval(mean - h, mean + h).map(Some)
+}
+
+/// What `server_clock` holds, and its intervals.
+pub struct ClockStats {
+    pub clock: Option<ServerClock>,
+    pub server_ttft: Option<Intervals>,
+    pub client_overhead: Option<Intervals>,
+    pub acceptance_rate: Option<Interval>,
+}
+
+/// `server_clock` and its intervals.
+pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, MetricsError> {
+    let (mut server_ttft, mut overhead) = (Vec::new(), Vec::new());
+    let mut disagree = 0u64;
+    let (mut drafts, mut drafted, mut accepted) = (None::<u64>, None::<u64>, None::<u64>);
+    // Per request that reported drafts: (accepted, drafted), for the ratio's batches.
+    let mut ratios: Vec<(u64, u64)> = Vec::new();
+    let mut timed = 0u64;
+    let mut any = false;
+    for i in in_schedule_order(records) {
+        let r = &records[i];
+        let Some(s) = &r.server_timing else {
+            continue;
+        };
+        any = true;
+        if let Some(d) = s.drafts {
+            *drafts.get_or_insert(0) += u64::from(d);
+        }
+        if let (Some(d), Some(a)) = (s.draft_tokens, s.accepted_tokens) {
+            *drafted.get_or_insert(0) += u64::from(d);
+            *accepted.get_or_insert(0) += u64::from(a);
+            ratios.push((u64::from(a), u64::from(d)));
+        }
+        let (Some(server), Some(first)) = (s.first_token_us(), r.first_token_us) else {
+            continue;
+        };
+        timed += 1;
+        let client = first.saturating_sub(r.sent_us);
+        server_ttft.push(distribution::us_to_ms(server));
+        overhead.push((client as f64 - server as f64) / 1000.0);
+        if client + CLOCKS_ALLOWANCE_US < server {
+            disagree += 1;
+        }
+    }
+    if !any {
+        return Ok(ClockStats {
+            clock: None,
+            server_ttft: None,
+            client_overhead: None,
+            acceptance_rate: None,
+        });
+    }
+    let rate = match (accepted, drafted) {
+        (Some(a), Some(d)) if d > 0 => Some(distribution::finite(a as f64 / d as f64)?),
+        _ => None,
+    };
+    let server_ttft_ms = distribution::distribution(&server_ttft)?;
+    let client_overhead_ms = distribution::distribution(&overhead)?;
+    let with_intervals = |values: &[f64], d: &Option<crate::summary::Distribution>| match d {
+        Some(d) => {
+            uncertainty::intervals(&uncertainty::Series::whole(values), d, t, false, |ranks| {
+                distribution::order_statistics(values.to_vec(), ranks)
+            })
+        }
+        None => Ok(None),
+    };
+    Ok(ClockStats {
+        server_ttft: with_intervals(&server_ttft, &server_ttft_ms)?,
+        client_overhead: with_intervals(&overhead, &client_overhead_ms)?,
+        acceptance_rate: match rate {
+            Some(rate) => ratio_interval(&ratios, rate.get(), t)?,
+            None => None,
+        },
+        clock: Some(ServerClock {
+            requests: timed,
+            server_ttft_ms,
+            client_overhead_ms,
+            clocks_disagree: disagree,
+            drafts,
+            draft_tokens: drafted,
+            accepted_tokens: accepted,
+            acceptance_rate: rate,
+        }),
+    })
+}
+
+/// The batch-means interval of a ratio of sums (`parts`: numerator and denominator per
+/// request, in schedule order): each batch's ratio, about the whole's.
+fn ratio_interval(
+    parts: &[(u64, u64)],
+    ratio: f64,
+    t: f64,
+) -> Result<Option<Interval>, MetricsError> {
+    let n = parts.len();
+    if n < BATCHES * MIN_PER_BATCH {
+        return Ok(None);
+    }
+    let mut stats = Vec::with_capacity(BATCHES);
+    for j in 0..BATCHES {
+        let (a, d) = parts[uncertainty::batch(n, j)]
+            .iter()
+            .fold((0u64, 0u64), |(a, d), &(x, y)| (a + x, d + y));
+        if d == 0 {
+            return Ok(None);
+        }
+        stats.push(a as f64 / d as f64);
+    }
+    let h = uncertainty::half_width(&stats, t);
+    uncertainty::interval(ratio - h, ratio + h).map(Some)
+}
+
+/// Each prompt category's requests ([`CategoryStats`]), in the order categories first
+/// appear among the records; `None` when no record names one. `token_gaps`: the records'
+/// gaps per token.
+pub fn by_category(
+    records: &[RawRecord],
+    token_gaps: &DecodedGaps,
+) -> Result<Option<Vec<CategoryStats>>, MetricsError> {
+    struct Tally {
+        requests: u64,
+        completed: u64,
+        events: u64,
+        event_tokens: u64,
+        drafted: u64,
+        accepted: u64,
+        gap_us: u64,
+        gaps: u64,
+    }
+    let mut order: Vec<&str> = Vec::new();
+    let mut tallies: Vec<Tally> = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        let Some(category) = r.category.as_deref() else {
+            continue;
+        };
+        if r.phase != Phase::Measured {
+            continue;
+        }
+        let at = match order.iter().position(|c| *c == category) {
+            Some(at) => at,
+            None => {
+                order.push(category);
+                tallies.push(Tally {
+                    requests: 0,
+                    completed: 0,
+                    events: 0,
+                    event_tokens: 0,
+                    drafted: 0,
+                    accepted: 0,
+                    gap_us: 0,
+                    gaps: 0,
+                });
+                order.len() - 1
+            }
+        };
+        let t = &mut tallies[at];
+        t.requests += 1;
+        if !r.completed() {
+            continue;
+        }
+        t.completed += 1;
+        if let Some(counts) = event_counts(i, r)? {
+            t.events += counts.len() as u64;
+            t.event_tokens += counts.iter().sum::<u64>();
+        }
+        if let Some(s) = &r.server_timing {
+            if let (Some(d), Some(a)) = (s.draft_tokens, s.accepted_tokens) {
+                t.drafted += u64::from(d);
+                t.accepted += u64::from(a);
+            }
+        }
+        let gaps = token_gaps.record(i);
+        t.gap_us += gaps.iter().sum::<u64>();
+        t.gaps += gaps.len() as u64;
+    }
+    if order.is_empty() {
+        return Ok(None);
+    }
+    let ratio = |a: f64, b: u64| -> Result<Option<crate::numbers::Finite>, MetricsError> {
+        (b > 0)
+            .then(|| distribution::finite(a / b as f64))
+            .transpose()
+    };
+    order
+        .into_iter()
+        .zip(tallies)
+        .map(|(category, t)| {
+            Ok(CategoryStats {
+                category: category.to_string(),
+                requests: t.requests,
+                completed: t.completed,
+                mean_tokens_per_event: ratio(t.event_tokens as f64, t.events)?,
+                acceptance_rate: ratio(t.accepted as f64, t.drafted)?,
+                itl_ms_mean: ratio(t.gap_us as f64 / 1000.0, t.gaps)?,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
