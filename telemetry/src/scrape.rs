@@ -41,6 +41,11 @@ struct Scrapes {
     chosen: Option<BTreeMap<MetricRole, Vec<String>>>,
     /// Indices into `wanted` of the chosen metrics, ascending: the columns.
     kept: Vec<usize>,
+    /// Of `kept`, the counters of accepted tokens by draft position: an engine may list a
+    /// position only once a draft reached it (llama.cpp), so an absent one reads 0 and does not
+    /// keep a scrape out; and whether each was ever listed (the document keeps the positions
+    /// up to the last listed).
+    by_position: BTreeMap<usize, bool>,
     times: Vec<Instant>,
     /// `kept.len()` numbers per time, row after row.
     values: Vec<f64>,
@@ -53,6 +58,7 @@ impl Scrapes {
             wanted,
             chosen: None,
             kept: vec![],
+            by_position: BTreeMap::new(),
             times: vec![],
             values: vec![],
         }
@@ -77,10 +83,26 @@ impl Scrapes {
         }
         let t: Vec<i64> = self.times.iter().map(|&at| offset_us(at, origin)).collect();
         let width = self.kept.len().max(1);
+        // The draft positions up to the last the engine listed; those after it never were.
+        let mut roles = roles.clone();
+        let mut unlisted: Vec<usize> = vec![];
+        if let Some(names) = roles.get_mut(&MetricRole::SpecDecodeAcceptedPerPosition) {
+            let index = |n: &String| self.wanted.iter().position(|w| w == n);
+            let last = names
+                .iter()
+                .rposition(|n| index(n).is_some_and(|i| self.by_position.get(&i) == Some(&true)));
+            let keep = last.map_or(0, |l| l + 1);
+            unlisted = names[keep..].iter().filter_map(index).collect();
+            names.truncate(keep);
+            if names.is_empty() {
+                roles.remove(&MetricRole::SpecDecodeAcceptedPerPosition);
+            }
+        }
         let series = self
             .kept
             .iter()
             .enumerate()
+            .filter(|(_, i)| !unlisted.contains(i))
             .map(|(column, &i)| {
                 let values: Vec<f64> = self
                     .values
@@ -104,7 +126,7 @@ impl Scrapes {
             interval_ms: period.as_millis() as u32,
             t_us: series::encode(&t),
             series,
-            roles: roles.clone(),
+            roles,
         })
     }
 }
@@ -121,14 +143,19 @@ impl Store for Scrapes {
             let mut chosen = BTreeMap::new();
             for (role, alternatives) in self.roles.iter() {
                 if *role == MetricRole::SpecDecodeAcceptedPerPosition {
-                    // One name a draft position: the positions the engine lists, in order.
-                    let listed = alternatives.iter().find_map(|a| {
-                        let present: Vec<String> =
-                            names(a).take_while(|n| has(n)).map(String::from).collect();
-                        (!present.is_empty()).then_some(present)
-                    });
-                    if let Some(listed) = listed {
-                        chosen.insert(*role, listed);
+                    // One name a draft position: every position of the first alternative the
+                    // engine lists at all (or, when it decodes speculatively but has listed
+                    // none yet, of the first), kept while listed (see `by_position`).
+                    let drafting = self
+                        .roles
+                        .get(&MetricRole::SpecDecodeDraftTokens)
+                        .is_some_and(|a| a.iter().any(|a| names(a).all(has)));
+                    let listed = alternatives
+                        .iter()
+                        .find(|a| names(a).any(has))
+                        .or(alternatives.first().filter(|_| drafting));
+                    if let Some(a) = listed {
+                        chosen.insert(*role, names(a).map(String::from).collect::<Vec<_>>());
                     }
                     continue;
                 }
@@ -143,9 +170,24 @@ impl Store for Scrapes {
                 .collect();
             self.kept.sort_unstable();
             self.kept.dedup();
+            if let Some(names) = chosen.get(&MetricRole::SpecDecodeAcceptedPerPosition) {
+                self.by_position = names
+                    .iter()
+                    .filter_map(|n| self.wanted.iter().position(|w| w == n))
+                    .map(|i| (i, false))
+                    .collect();
+            }
             self.chosen = Some(chosen);
         }
-        if self.kept.iter().all(|&i| scrape[i].is_some()) {
+        for (&i, listed) in self.by_position.iter_mut() {
+            *listed |= scrape[i].is_some();
+        }
+        let by_position = &self.by_position;
+        if self
+            .kept
+            .iter()
+            .all(|&i| scrape[i].is_some() || by_position.contains_key(&i))
+        {
             self.times.push(at);
             self.values
                 .extend(self.kept.iter().map(|&i| scrape[i].unwrap_or(0.0)));

@@ -795,3 +795,118 @@ fn an_accuracy_check_is_graded_and_regraded_by_the_module() {
     );
     assert!(md.contains(": all match."), "{md}");
 }
+
+/// llama-server decoding speculatively, SmolLM2-135M drafting for itself: its per-request
+/// draft counts (`timings.draft_n`, `draft_n_accepted`) sum to exactly what its `/metrics`
+/// counters say for the benchmark; the result keeps its own timing beside the client's; the
+/// shipped real-text prompts carry no warning, seeded random ones do.
+#[test]
+fn speculative_decoding_with_a_draft_model_reconciles_per_request_counts_with_the_metrics() {
+    let Some((_, model)) = support::llama_server() else {
+        return;
+    };
+    let model = model.to_str().unwrap().to_string();
+    let Some(server) = start_on(
+        1,
+        &[
+            "--model-draft",
+            &model,
+            "--spec-type",
+            "draft-simple",
+            "--spec-draft-n-max",
+            "4",
+        ],
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let real = run_with_data(
+        &server,
+        dir.path(),
+        "spec-real.json",
+        &[
+            "--data",
+            "real-text",
+            "--data-output-tokens",
+            "24",
+            "--backend",
+            "openai-chat",
+            "--profile",
+            "concurrent",
+            "--concurrency",
+            "2",
+            "--max-requests",
+            "8",
+        ],
+    );
+    let synthetic = run(
+        &server,
+        dir.path(),
+        "spec-synthetic.json",
+        &["--backend", "openai-completions", "--max-requests", "3"],
+    );
+    let code = |st: &serde_json::Value| -> Vec<String> {
+        st["predicate"]["validity"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["code"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        !code(&real).contains(&"speculative_on_synthetic_prompts".to_string()),
+        "{:?}",
+        code(&real)
+    );
+    assert!(
+        code(&synthetic).contains(&"speculative_on_synthetic_prompts".to_string()),
+        "{:?}",
+        code(&synthetic)
+    );
+    for st in [&real, &synthetic] {
+        assert_eq!(st["predicate"]["engine"]["name"], "llama.cpp");
+        let b = &st["predicate"]["benchmarks"][0];
+        let records = schemas::document::record_columns::rows_of_json(&b["records"]).unwrap();
+        let sum = |field: &str| -> u64 {
+            records
+                .iter()
+                .map(|r| r["server_timing"][field].as_u64().unwrap_or(0))
+                .sum()
+        };
+        for r in &records {
+            assert!(r["error"].is_null(), "{}", r["error"]);
+            assert!(r["request_id"].as_str().unwrap().starts_with("pb-"));
+            let timing = &r["server_timing"];
+            assert!(timing["prefill_us"].as_u64().unwrap() > 0, "{timing}");
+            assert!(timing["draft_tokens"].as_u64().is_some(), "{timing}");
+            // llama.cpp streams one token an event and says nothing per event.
+            assert!(r["event_tokens"].is_null());
+        }
+        let counters = &b["summary"]["host"]["server"]["speculative"];
+        assert!(counters.is_object(), "{}", b["summary"]["host"]);
+        assert_eq!(
+            counters["draft_tokens"].as_f64().unwrap(),
+            sum("draft_tokens") as f64,
+            "draft tokens: /metrics against the requests' own counts"
+        );
+        assert_eq!(
+            counters["accepted_tokens"].as_f64().unwrap(),
+            sum("accepted_tokens") as f64,
+            "accepted tokens: /metrics against the requests' own counts"
+        );
+        let clock = &b["summary"]["server_clock"];
+        assert_eq!(clock["draft_tokens"].as_u64().unwrap(), sum("draft_tokens"));
+        assert_eq!(clock["clocks_disagree"], 0, "{clock}");
+        let length = counters["mean_acceptance_length"].as_f64().unwrap();
+        assert!((1.0..=5.0).contains(&length), "{counters}");
+        let by_position = counters["acceptance_by_position"].as_array().unwrap();
+        assert!(
+            !by_position.is_empty() && by_position.len() <= 4,
+            "{counters}"
+        );
+    }
+    let categories = real["predicate"]["benchmarks"][0]["summary"]["by_category"]
+        .as_array()
+        .expect("real-text is broken down by category");
+    assert!(!categories.is_empty());
+}
