@@ -3,7 +3,8 @@
 //! the group (highest throughput, lowest latency): bold when better than every other beyond
 //! the noise, `≈` when the noise cannot tell the leaders apart ([`super::leaders`]). A result
 //! whose answers scored under its accuracy threshold is shown but leads nothing; when some
-//! result of the group was graded, the headline says each one's accuracy.
+//! result of the group was graded, the headline says each one's accuracy, and when some decoded
+//! speculatively, each one's acceptance at its peak beside its throughput.
 
 use super::leaders::{self, Estimate, Mark};
 use super::subject::{self, per_user, Better, Subject};
@@ -67,12 +68,47 @@ const HEADLINE: [(&str, Better, &str, usize); 6] = [
     ),
 ];
 
+/// What made a speculative result's peak fast, as one cell: the engine's mean acceptance
+/// length, else the tokens a stream event carried, else the per-request acceptance rate.
+fn acceptance_at_peak(s: &Subject, m: &Member) -> Option<String> {
+    let benchmarks = &s.statement().predicate.benchmarks;
+    let peak = crate::campaign::peak(m.benchmarks.iter().map(|&i| &benchmarks[i]))?;
+    let summary = &peak.summary;
+    let counters = summary
+        .host
+        .as_ref()
+        .and_then(|h| h.server.as_ref())
+        .and_then(|s| s.speculative.as_ref());
+    if let Some(length) = counters.and_then(|c| c.mean_acceptance_length) {
+        return Some(format!(
+            "{} accepted length",
+            format::fixed(length.get(), 2)
+        ));
+    }
+    if let Some(e) = summary.events.as_ref() {
+        return Some(format!(
+            "{} tok/event",
+            format::fixed(e.mean_tokens_per_event.get(), 2)
+        ));
+    }
+    let rate = summary.server_clock.as_ref()?.acceptance_rate?;
+    Some(format!(
+        "{} % accepted",
+        format::fixed(rate.get() * 100.0, 1)
+    ))
+}
+
 /// One row per result: who it is, then [`headline`]'s numbers, the leaders of each marked.
 pub(crate) fn headline_table(subjects: &[Subject], members: &[Member]) -> String {
     let rows: Vec<(&Subject, [Option<Estimate>; 6])> = members
         .iter()
         .map(|m| (&subjects[m.subject], headline(&subjects[m.subject], m)))
         .collect();
+    let acceptance: Vec<Option<String>> = members
+        .iter()
+        .map(|m| acceptance_at_peak(&subjects[m.subject], m))
+        .collect();
+    let speculative = acceptance.iter().any(Option::is_some);
     let cell = |c: usize, v: Option<f64>| {
         let (_, _, unit, decimals) = HEADLINE[c];
         match v {
@@ -94,11 +130,16 @@ pub(crate) fn headline_table(subjects: &[Subject], members: &[Member]) -> String
     for (name, ..) in HEADLINE {
         out.push_str(&format!(" {name} |"));
     }
+    if speculative {
+        out.push_str(" Acceptance at peak |");
+    }
     if graded {
         out.push_str(" Accuracy |");
     }
     out.push_str("\n| ---: | :--- | :--- | :--- | :--- |");
-    out.push_str(&" ---: |".repeat(HEADLINE.len() + usize::from(graded)));
+    out.push_str(
+        &" ---: |".repeat(HEADLINE.len() + usize::from(graded) + usize::from(speculative)),
+    );
     out.push('\n');
     for (r, (s, values)) in rows.iter().enumerate() {
         out.push_str(&format!(
@@ -112,6 +153,10 @@ pub(crate) fn headline_table(subjects: &[Subject], members: &[Member]) -> String
         for (c, v) in values.iter().enumerate() {
             let text = cell(c, v.map(|e| e.value));
             out.push_str(&format!(" {} |", leaders::marked(text, marks[c][r])));
+        }
+        if speculative {
+            let cell = acceptance[r].clone().unwrap_or_else(|| MISSING.to_string());
+            out.push_str(&format!(" {} |", md_escape(&cell)));
         }
         if graded {
             let accuracy = s.accuracy().unwrap_or_else(|| MISSING.to_string());

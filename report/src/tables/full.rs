@@ -54,7 +54,11 @@ pub fn counts_line(b: &Benchmark) -> String {
     s
 }
 
-fn dist_row(name: &str, d: &Option<Distribution>, published: Option<&PublishedStats>) -> String {
+pub(crate) fn dist_row(
+    name: &str,
+    d: &Option<Distribution>,
+    published: Option<&PublishedStats>,
+) -> String {
     let opt = |v: Option<schemas::numbers::Finite>| {
         v.map_or(MISSING.to_string(), |v| format::fixed(v.get(), 2))
     };
@@ -148,6 +152,12 @@ pub fn benchmark_section(st: &Statement, index: usize) -> String {
     if !sure.is_empty() {
         out.push('\n');
         out.push_str(&sure);
+    }
+    let streaming = super::streaming::section(b);
+    if !streaming.is_empty() {
+        out.push('\n');
+        out.push_str(streaming.trim_end());
+        out.push('\n');
     }
     let workload = super::workload::section(b);
     if !workload.is_empty() {

@@ -22,4 +22,5 @@ mod precision;
 mod reproduce;
 mod sharding;
 mod site;
+mod speculative;
 mod uncertainty;

@@ -1,0 +1,104 @@
+//! Speculative decoding through the real binary: `runner run` against `runner sim
+//! --speculative`, the shipped real-text prompts, `runner verify` recomputing the new numbers
+//! from the records (an edited count is caught), and the report's streaming parts, natively
+//! and through the module alike.
+
+use crate::support::children::{assert_verifies, keygen, resign, run_to_end, start_sim};
+use crate::support::{run_ok, statement};
+use std::time::Duration;
+
+#[test]
+fn a_speculative_run_verifies_and_its_report_says_what_the_server_counted() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    keygen(p, "k");
+    let sim = start_sim(
+        p,
+        "--ttft-ms 3 --itl-ms 2 --speculative 3 --acceptance 0.8,0.6,0.4 --seed 2",
+        Duration::from_secs(30),
+    );
+    let args = format!(
+        "run --target {} --key k.key --out spec.json --data real-text --data-output-tokens 24 \
+         --backend openai-chat --profile concurrent --concurrency 4 --max-requests 32",
+        sim.url
+    );
+    let (status, out) = run_to_end(p, "run", &args, Duration::from_secs(120));
+    assert!(status.success(), "{out}");
+    assert_verifies(p, "spec.json", "k.pub");
+    let st = statement(&p.join("spec.json"));
+    assert_eq!(st["predicateType"], schemas::PREDICATE_TYPE);
+    let s = &st["predicate"]["benchmarks"][0]["summary"];
+    assert!(
+        s["events"]["mean_tokens_per_event"].as_f64().unwrap() > 2.0,
+        "{s}"
+    );
+    assert!(s["host"]["server"]["speculative"].is_object(), "{s}");
+
+    run_ok(p, &["report", "spec.json", "--out", "r"]);
+    run_ok(p, &["report", "spec.json", "--out", "n", "--native"]);
+    let md = std::fs::read_to_string(p.join("r/report.md")).unwrap();
+    assert_eq!(md, std::fs::read_to_string(p.join("n/report.md")).unwrap());
+    for part in [
+        "Tokens per event (the server's count): mean ",
+        "| Tokens in the event |",
+        "Speculative decoding (engine counters): ",
+        "by draft position 0.",
+        "| Server TTFT (queue + prefill) |",
+        "| Client overhead (client TTFT − server's) |",
+        "| Category | Requests | Completed | Tokens per event | Acceptance rate | ITL mean (ms) |",
+        "| writing |",
+    ] {
+        assert!(md.contains(part), "no {part:?} in\n{md}");
+    }
+
+    // Beside a run of the same workload without speculation, compare shows the acceptance
+    // at each one's peak.
+    let plain = start_sim(
+        p,
+        "--ttft-ms 3 --itl-ms 2 --seed 2",
+        Duration::from_secs(30),
+    );
+    let args = format!(
+        "run --target {} --key k.key --out plain.json --data real-text --data-output-tokens 24 \
+         --backend openai-chat --profile concurrent --concurrency 4 --max-requests 32",
+        plain.url
+    );
+    let (status, out) = run_to_end(p, "run-plain", &args, Duration::from_secs(120));
+    assert!(status.success(), "{out}");
+    run_ok(
+        p,
+        &["trust", "k.pub", "--keys", "keys.json", "--name", "Lab"],
+    );
+    run_ok(
+        p,
+        &[
+            "compare",
+            "spec.json",
+            "plain.json",
+            "--keys",
+            "keys.json",
+            "--out",
+            "c",
+        ],
+    );
+    let compare = std::fs::read_to_string(p.join("c/compare.md")).unwrap();
+    assert!(compare.contains(" Acceptance at peak |"), "{compare}");
+    assert!(compare.contains(" accepted length |"), "{compare}");
+
+    // One event's count changed and the document signed again: the recomputed ITL, events
+    // and categories no longer match.
+    let mut edited = st.clone();
+    let records = &mut edited["predicate"]["benchmarks"][0]["records"];
+    let first = records["event_tokens"][0].as_str().unwrap().to_string();
+    let mut counts = schemas::token_times::decode(&first).unwrap();
+    counts[1] += 1;
+    records["event_tokens"][0] = schemas::token_times::encode(&counts).into();
+    resign(p, &edited, "edited.json");
+    let (status, out) = run_to_end(
+        p,
+        "verify-edited",
+        "verify edited.json --key k.pub --fail-on never",
+        Duration::from_secs(60),
+    );
+    assert!(!status.success(), "an edited count verified: {out}");
+}
