@@ -38,6 +38,20 @@ add_prefixed() {
     done
 }
 
+# spec_document OUT: an unsigned result of three chat requests on the real-text prompts to a
+# simulator decoding speculatively.
+spec_document() {
+    local port pid
+    port=$(free_port)
+    "$runner" sim --host 127.0.0.1 --port "$port" --itl-ms 0 --ttft-ms 0 --seed 7 --speculative 3 \
+        --acceptance 0.8,0.6,0.4 >/dev/null 2>&1 &
+    pid=$!
+    wait_listening "$port" "$pid"
+    "$runner" run --target "http://127.0.0.1:$port" --no-sign --out "$1" --data real-text \
+        --data-output-tokens 8 --backend openai-chat --max-requests 3 --gpu-sample-ms 0 >/dev/null 2>&1
+    kill "$pid"
+}
+
 # What the simulator streams, raw: HTTP heads and chunked framing included.
 port=$(free_port)
 "$runner" sim --host 127.0.0.1 --port "$port" --itl-ms 0 --ttft-ms 0 --seed 7 >/dev/null 2>&1 &
@@ -111,6 +125,9 @@ for n in 1 3; do
     "$runner" synth --no-sign --requests "$n" --output-tokens 5 --prompt-tokens 16 --seed 9 --out "$work/unsigned-$n.json" 2>/dev/null
 done
 "$runner" import tests/seeds/*.txt importers/tests/fixtures/*.json --out "$work/imported" >/dev/null 2>&1
+# A speculative run on real text: events of several tokens, the server's own timing, its
+# draft counters, categories.
+spec_document "$work/unsigned-speculative.json"
 docs=("$work"/signed-*.json "$work"/unsigned-*.json)
 imported=("$work"/imported/*.json)
 add verify_document "${docs[@]}" "${imported[@]:0:4}"

@@ -100,6 +100,11 @@ struct EngineValue {
     env: BTreeMap<String, String>,
     container: Option<String>,
     image: Option<String>,
+    /// Speculative decoding: `speculative_method`, `speculative_model`,
+    /// `num_speculative_tokens`, as `runner run`'s flags.
+    speculative_method: Option<String>,
+    speculative_model: Option<String>,
+    num_speculative_tokens: Option<u32>,
 }
 
 /// A model axis value: the served name, or a table with the file the engine loads.
@@ -446,6 +451,9 @@ fn engine_value(
             env: BTreeMap::new(),
             container: None,
             image: None,
+            speculative_method: None,
+            speculative_model: None,
+            num_speculative_tokens: None,
         },
         other => other
             .clone()
@@ -475,6 +483,9 @@ fn engine_value(
             env: v.env,
             container: v.container,
             image: v.image,
+            speculative_method: v.speculative_method,
+            speculative_model: v.speculative_model,
+            num_speculative_tokens: v.num_speculative_tokens,
         },
     })
 }

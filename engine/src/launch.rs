@@ -11,6 +11,7 @@
 
 use crate::recipe::{self, Loaded, Values};
 use anyhow::{anyhow, bail, Context};
+use schemas::document::SpeculativeSettings;
 use schemas::document::{Launch, LogFile};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -41,6 +42,9 @@ pub struct Options {
     pub reset_prefix_cache: bool,
     /// Names the container (`provebench-<run id>`).
     pub run_id: String,
+    /// Speculative decoding asked for: the recipe's `[speculative]` flags carry it, after the
+    /// user's `{args}`.
+    pub speculative: Option<SpeculativeSettings>,
 }
 
 /// The exact command, checked, before anything starts.
@@ -50,6 +54,7 @@ pub struct Plan {
     pub env: BTreeMap<String, String>,
     pub container: Option<(String, String)>,
     pub image: Option<String>,
+    pub speculative: Option<SpeculativeSettings>,
     pub port: u16,
 }
 
@@ -105,7 +110,18 @@ pub fn plan(loaded: &Loaded, o: &Options) -> anyhow::Result<Plan> {
         }
     }
     env.extend(o.env.clone());
-    let v = &o.values;
+    let mut values = o.values.clone();
+    if let Some(s) = &o.speculative {
+        let flags = r.speculative.as_ref().ok_or_else(|| {
+            anyhow!(
+                "engine recipe {} has no [speculative] table: pass the engine's own flags with \
+                 --engine-arg",
+                loaded.source
+            )
+        })?;
+        values.args.extend(flags.args(&loaded.source, s)?);
+    }
+    let v = &values;
     let (argv, container, image) = match &o.container_runtime {
         None => (recipe::expand(&r.command, v), None, None),
         Some(runtime) => {
@@ -165,6 +181,7 @@ pub fn plan(loaded: &Loaded, o: &Options) -> anyhow::Result<Plan> {
         env,
         container,
         image,
+        speculative: o.speculative.clone(),
         port: v.port,
     })
 }
@@ -387,6 +404,7 @@ impl Running {
             image_digest,
             ready_ms: ready.as_millis() as u64,
             log,
+            speculative: self.plan.speculative.clone(),
         }
     }
 }

@@ -9,6 +9,7 @@
 //! with its file, line and field before anything starts.
 
 use schemas::document::telemetry::MetricRole;
+use schemas::document::SpeculativeSettings;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -36,6 +37,8 @@ pub struct Recipe {
     pub container: Option<Container>,
     pub metrics: Option<Metrics>,
     pub prefix_cache_reset: Option<PrefixCacheReset>,
+    /// The flags that carry speculative decoding's settings.
+    pub speculative: Option<SpeculativeFlags>,
     /// Seconds between SIGTERM and SIGKILL when stopping.
     #[serde(default = "default_stop_timeout")]
     pub stop_timeout_s: u64,
@@ -152,6 +155,62 @@ impl Metrics {
             roles.insert(MetricRole::SpecDecodeAcceptedPerPosition, positions);
         }
         roles
+    }
+}
+
+/// How an engine takes speculative decoding's settings: one flag whose value is a JSON object
+/// (vLLM's `--speculative-config` with `method`, `model`, `num_speculative_tokens`), or a flag
+/// for each setting.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpeculativeFlags {
+    pub json: Option<String>,
+    pub method: Option<String>,
+    pub model: Option<String>,
+    pub tokens: Option<String>,
+}
+
+impl SpeculativeFlags {
+    /// The engine's arguments for `s`; a setting the recipe has no flag for is refused,
+    /// naming it and the recipe (`source`).
+    pub fn args(&self, source: &str, s: &SpeculativeSettings) -> anyhow::Result<Vec<String>> {
+        if let Some(flag) = &self.json {
+            let mut config = serde_json::Map::new();
+            if let Some(m) = &s.method {
+                config.insert("method".into(), m.clone().into());
+            }
+            if let Some(m) = &s.model {
+                config.insert("model".into(), m.clone().into());
+            }
+            if let Some(k) = s.tokens {
+                config.insert("num_speculative_tokens".into(), k.into());
+            }
+            return Ok(vec![
+                flag.clone(),
+                serde_json::Value::Object(config).to_string(),
+            ]);
+        }
+        let mut out = vec![];
+        let settings = [
+            ("--speculative-method", &self.method, s.method.clone()),
+            ("--speculative-model", &self.model, s.model.clone()),
+            (
+                "--num-speculative-tokens",
+                &self.tokens,
+                s.tokens.map(|k| k.to_string()),
+            ),
+        ];
+        for (what, flag, value) in settings {
+            let Some(value) = value else { continue };
+            let Some(flag) = flag else {
+                anyhow::bail!(
+                    "engine recipe {source}: its [speculative] table has no flag for {what}: \
+                     pass the engine's own with --engine-arg"
+                );
+            };
+            out.extend([flag.clone(), value]);
+        }
+        Ok(out)
     }
 }
 

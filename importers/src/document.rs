@@ -199,6 +199,7 @@ pub fn aggregates_document(
             api: "unknown (imported)".into(),
             reported: Default::default(),
             launch: None,
+            reference_acceptance: None,
         },
         model: Model {
             id: who.model,

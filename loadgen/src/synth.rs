@@ -164,6 +164,7 @@ pub fn predicate(
             api: "none".into(),
             reported: Default::default(),
             launch: None,
+            reference_acceptance: None,
         },
         model: Model {
             id: "synthetic".into(),

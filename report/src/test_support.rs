@@ -212,6 +212,7 @@ pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Pr
             api: "openai-completions".into(),
             reported: BTreeMap::new(),
             launch: None,
+            reference_acceptance: None,
         },
         model: Model {
             id: d.model.into(),
@@ -541,6 +542,7 @@ pub fn launch() -> schemas::document::Launch {
             sha256: "1a".repeat(32),
             bytes: 123_456,
         },
+        speculative: None,
     }
 }
 

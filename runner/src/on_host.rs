@@ -77,6 +77,7 @@ pub fn start(
         env: e.env.clone(),
         reset_prefix_cache,
         run_id: run_id.to_string(),
+        speculative: e.speculative(),
     };
     let plan = launch::plan(&loaded, &options).map_err(Failure::Input)?;
     let stop_timeout = Duration::from_secs(loaded.recipe.stop_timeout_s);

@@ -63,6 +63,9 @@ pub enum FlagCode {
     /// A request's client TTFT (from its send) is shorter than the server's own time to its
     /// first token: the two clocks cannot both be right.
     ClocksDisagree,
+    /// Speculative decoding's mean acceptance length fell more than
+    /// [`crate::validity::ACCEPTANCE_SHORTFALL`] below the reference the run was given.
+    AcceptanceBelowReference,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -19,13 +19,13 @@ pub fn seal(mut predicate: Predicate) -> Result<Statement, MetricsError> {
         .imported
         .as_ref()
         .is_some_and(|i| i.aggregates_only);
-    let clients = predicate.shard.as_ref().map_or(1, |s| s.count);
+    let run = validity::RunFacts::of(&predicate);
     for (i, b) in predicate.benchmarks.iter_mut().enumerate() {
         if aggregates_only && b.records.is_empty() {
             continue;
         }
         b.summary = metrics::summarize_benchmark(b)?;
-        for flag in validity::derive(i as u32, b, &b.summary, clients) {
+        for flag in validity::derive(i as u32, b, &b.summary, &run) {
             if !predicate
                 .validity
                 .iter()

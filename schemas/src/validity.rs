@@ -62,9 +62,37 @@ pub fn clock_offset_flag(shards: &[MergedShard]) -> Option<Flag> {
     })
 }
 
-/// The flags a benchmark's records imply, in a fixed order. `clients`: how many clients
-/// shared the schedule (a shard's open loop targets its 1/`clients` of the rate).
-pub fn derive(index: u32, b: &Benchmark, s: &Summary, clients: u32) -> Vec<Flag> {
+/// What the run says that bears on each benchmark's flags.
+#[derive(Clone, Debug, Default)]
+pub struct RunFacts {
+    /// Clients that shared the schedule (a shard's open loop targets its 1/`clients` of the
+    /// rate).
+    pub clients: u32,
+    /// The speculative decoding the engine was started with.
+    pub speculative: Option<crate::document::SpeculativeSettings>,
+    /// The acceptance the run was to be held to.
+    pub reference: Option<crate::document::AcceptanceReference>,
+}
+
+impl RunFacts {
+    pub fn of(p: &crate::document::Predicate) -> RunFacts {
+        RunFacts {
+            clients: p.shard.as_ref().map_or(1, |s| s.count),
+            speculative: p.engine.launch.as_ref().and_then(|l| l.speculative.clone()),
+            reference: p.engine.reference_acceptance.clone(),
+        }
+    }
+}
+
+/// How far below its reference a mean acceptance length may fall before it is flagged: a
+/// reference is what a deployment reached before, and a run's acceptance varies with its
+/// prompts a few per cent.
+pub const ACCEPTANCE_SHORTFALL: f64 = 0.05;
+
+/// The flags a benchmark's records imply, in a fixed order.
+pub fn derive(index: u32, b: &Benchmark, s: &Summary, run: &RunFacts) -> Vec<Flag> {
+    let clients = run.clients;
+    let speculative = run.speculative.as_ref();
     let mut flags = Vec::new();
     let mut flag = |code, severity, message: String| {
         flags.push(Flag {
@@ -174,7 +202,11 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, clients: u32) -> Vec<Flag>
             ),
         );
     }
-    if let Some(why) = speculative(s).filter(|_| synthetic_prompts(b)) {
+    let asked = speculative.map(|d| match &d.method {
+        Some(m) => format!("started with speculative method {m}"),
+        None => "started with speculative settings".to_string(),
+    });
+    if let Some(why) = detected(s).or(asked).filter(|_| synthetic_prompts(b)) {
         flag(
             FlagCode::SpeculativeOnSyntheticPrompts,
             Severity::Warning,
@@ -184,6 +216,21 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, clients: u32) -> Vec<Flag>
                  `--data real-text`, or a dataset of your own)"
             ),
         );
+    }
+    if let (Some(reference), Some((length, by))) = (&run.reference, acceptance_length(s)) {
+        let want = reference.mean_acceptance_length.get();
+        if length < want * (1.0 - ACCEPTANCE_SHORTFALL) {
+            flag(
+                FlagCode::AcceptanceBelowReference,
+                Severity::Warning,
+                format!(
+                    "mean acceptance length {length:.2} ({by}) is more than {}% below the \
+                     reference {want:.2} ({})",
+                    ACCEPTANCE_SHORTFALL * 100.0,
+                    reference.source
+                ),
+            );
+        }
     }
     if let Some(c) = s.server_clock.as_ref().filter(|c| c.clocks_disagree > 0) {
         flag(
@@ -217,7 +264,7 @@ fn client_tokens(r: &crate::document::RawRecord) -> u32 {
 pub const SPECULATIVE_TOKENS_PER_EVENT: f64 = 1.05;
 
 /// Whether, and by what, a benchmark's summary shows speculative decoding.
-pub fn speculative(s: &Summary) -> Option<String> {
+pub fn detected(s: &Summary) -> Option<String> {
     let counters = s.host.as_ref().and_then(|h| h.server.as_ref());
     if let Some(d) = counters
         .and_then(|c| c.speculative.as_ref())
@@ -239,6 +286,24 @@ pub fn speculative(s: &Summary) -> Option<String> {
         .map(|e| e.mean_tokens_per_event.get())
         .filter(|&m| m > SPECULATIVE_TOKENS_PER_EVENT)
         .map(|m| format!("{m:.2} tokens a stream event"))
+}
+
+/// The mean acceptance length a summary shows, and from what: the engine's counters, else
+/// the drafts the server reported per request.
+pub fn acceptance_length(s: &Summary) -> Option<(f64, &'static str)> {
+    let counters = s.host.as_ref().and_then(|h| h.server.as_ref());
+    if let Some(l) = counters
+        .and_then(|c| c.speculative.as_ref())
+        .and_then(|c| c.mean_acceptance_length)
+    {
+        return Some((l.get(), "engine counters"));
+    }
+    let c = s.server_clock.as_ref()?;
+    let drafts = c.drafts.filter(|&d| d > 0)?;
+    Some((
+        1.0 + c.accepted_tokens? as f64 / drafts as f64,
+        "per-request drafts",
+    ))
 }
 
 /// Whether the prompts were seeded random words (a synthetic workload, or a trace's blocks).

@@ -430,7 +430,11 @@ fn check_benchmark(
         &mut v.summary_mismatches,
     );
     let samples = recomputed.e2e_ms.as_ref().map_or(0, |d| d.count);
-    for f in validity::derive(bi as u32, b, &recomputed, clients) {
+    let run = validity::RunFacts {
+        clients,
+        ..validity::RunFacts::of(p)
+    };
+    for f in validity::derive(bi as u32, b, &recomputed, &run) {
         if f.code == FlagCode::TooFewSamples
             && version < WITH_UNCERTAINTY
             && samples >= validity::MIN_SAMPLES_P99_BEFORE_V0_7

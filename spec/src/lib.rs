@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 mod flags;
+pub mod reference;
 pub use flags::SpecFlags;
 
 /// Load profile as the user names it; `sweep` expands into several benchmarks.
@@ -110,6 +111,12 @@ pub struct RunSpec {
     #[serde(skip_serializing_if = "is_one")]
     #[arg(long, value_name = "N")]
     pub repeat: u32,
+    /// Hold speculative decoding to a mean acceptance length (tokens a verification step
+    /// yields, the target's own included): a number, or a TOML file of references keyed by
+    /// model, drafter and data set. A benchmark more than 5 % below it is flagged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "LENGTH|FILE")]
+    pub reference_acceptance: Option<String>,
     /// Requests at the start of each benchmark left out of its summary.
     #[arg(long)]
     pub warmup_requests: u64,
@@ -363,6 +370,45 @@ pub struct EngineSpec {
     #[serde(default)]
     #[arg(id = "engine_image", long = "engine-image", value_name = "IMAGE")]
     pub image: Option<String>,
+    /// Decode speculatively with this method, as the engine names it (vLLM: `eagle3`, `mtp`,
+    /// `ngram`, `draft_model`; SGLang: `EAGLE3`, `NGRAM`; llama.cpp: `draft-simple`,
+    /// `ngram-simple`); the recipe's `[speculative]` table says which flags carry it. The
+    /// settings go into the result, and real-text prompts become the default workload.
+    #[serde(default)]
+    #[arg(
+        id = "speculative_method",
+        long = "speculative-method",
+        value_name = "METHOD"
+    )]
+    pub speculative_method: Option<String>,
+    /// The draft model (a path or a model id) for --speculative-method.
+    #[serde(default)]
+    #[arg(
+        id = "speculative_model",
+        long = "speculative-model",
+        value_name = "MODEL"
+    )]
+    pub speculative_model: Option<String>,
+    /// Draft tokens a step for --speculative-method (vLLM's num_speculative_tokens).
+    #[serde(default)]
+    #[arg(
+        id = "num_speculative_tokens",
+        long = "num-speculative-tokens",
+        value_name = "K"
+    )]
+    pub num_speculative_tokens: Option<u32>,
+}
+
+impl EngineSpec {
+    /// The speculative settings asked for, if any.
+    pub fn speculative(&self) -> Option<schemas::document::SpeculativeSettings> {
+        let s = schemas::document::SpeculativeSettings {
+            method: self.speculative_method.clone(),
+            model: self.speculative_model.clone(),
+            tokens: self.num_speculative_tokens,
+        };
+        (s.method.is_some() || s.model.is_some() || s.tokens.is_some()).then_some(s)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -507,6 +553,7 @@ impl Default for RunSpec {
             max_seconds: None,
             until_precise: vec![],
             repeat: 1,
+            reference_acceptance: None,
             warmup_requests: 0,
             cooldown_requests: 0,
             max_concurrency: 256,
@@ -585,6 +632,36 @@ impl RunSpec {
     }
 
     /// Checks the spec makes sense before any request is sent.
+    /// Speculative decoding asked of the engine, with no prompts named but an output length:
+    /// the shipped real-text prompts (`real-text`) instead of seeded random words, on which
+    /// acceptance means nothing. True when it chose them.
+    pub fn real_text_when_speculative(&mut self) -> bool {
+        let asked = self
+            .engine
+            .as_ref()
+            .is_some_and(|e| e.speculative().is_some());
+        let shaped = DataSpec {
+            output_tokens: self.data.output_tokens,
+            output_tokens_stdev: self.data.output_tokens_stdev,
+            ..DataSpec::default()
+        } != self.data;
+        if !asked
+            || shaped
+            || self.dataset.is_some()
+            || self.trace.is_some()
+            || self.grid.is_some()
+            || self.sessions.is_some()
+        {
+            return false;
+        }
+        self.dataset = Some(DatasetSpec {
+            path: "real-text".into(),
+            format: None,
+            output_tokens: Some(self.data.output_tokens),
+        });
+        true
+    }
+
     pub fn validate(&self) -> Result<()> {
         let positive = |name: &str, v: f64| -> Result<()> {
             if !(v.is_finite() && v > 0.0) {

@@ -39,7 +39,8 @@ def results(tmp_path_factory):
     """{name: statement}: seeded random prompts and the shipped real text, one simulator."""
     d = tmp_path_factory.mktemp("speculative")
     runs = {
-        "synthetic": ["--backend", "openai-completions", "--data", "prompt_tokens=16,output_tokens=32"],
+        "synthetic": ["--backend", "openai-completions", "--data", "prompt_tokens=16,output_tokens=32",
+                      "--reference-acceptance", "3.5"],
         "real": ["--backend", "openai-chat", "--data", "real-text", "--data-output-tokens", "32"],
     }
     out = {}
@@ -241,3 +242,18 @@ def test_synthetic_prompts_carry_the_warning_and_real_text_breaks_down_by_catego
         assert close(s["mean_tokens_per_event"], c["tokens"] / c["events"])
         assert close(s["acceptance_rate"], c["accepted"] / c["drafted"])
         assert close(s["itl_ms_mean"], c["gap"] / 1000 / c["gaps"])
+
+
+def test_a_reference_acceptance_flags_a_shortfall_of_over_five_percent(results):
+    for name, st in results.items():
+        p = st["predicate"]
+        reference = p["engine"].get("reference_acceptance")
+        [bench] = p["benchmarks"]
+        length = bench["summary"]["host"]["server"]["speculative"]["mean_acceptance_length"]
+        flagged = [f for f in p["validity"] if f["code"] == "acceptance_below_reference"]
+        if reference is None:
+            assert name == "real" and not flagged
+            continue
+        assert reference == {"mean_acceptance_length": 3.5, "source": "--reference-acceptance"}
+        assert (length < 3.5 * 0.95) == bool(flagged), (length, flagged)
+        assert flagged and f"{length:.2f}" in flagged[0]["message"] and "3.50" in flagged[0]["message"]

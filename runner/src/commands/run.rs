@@ -161,6 +161,12 @@ async fn measure(
     if let (Some(loaded), Some(e)) = (&recipe, &spec.engine) {
         spec.target = on_host::target(loaded, e);
     }
+    if spec.real_text_when_speculative() {
+        tracing::info!(
+            "speculative decoding asked for and no prompts named: the shipped real-text prompts \
+             (--data real-text), on which acceptance means something"
+        );
+    }
     // Local inputs first: a bad dataset or tokenizer file fails before the server is asked.
     let prepared = Prepared::new(spec.clone()).map_err(input)?;
     let engine = match (recipe, &spec.engine) {
@@ -273,6 +279,33 @@ async fn identify(
         Some(e) => engine::model_id::identify(&e.model_source),
         None => (host::probe::model_revision(&reported), None),
     };
+    let reference_acceptance = match &spec.reference_acceptance {
+        Some(arg) => {
+            let e = spec.engine.as_ref();
+            let run = loadgen::spec::reference::Run {
+                model: &model,
+                drafter: e.and_then(|e| e.speculative_model.as_deref()),
+                dataset: spec
+                    .dataset
+                    .as_ref()
+                    .map_or("synthetic", |d| d.path.as_str()),
+            };
+            let found = loadgen::spec::reference::resolve(arg, &run).map_err(Failure::Input)?;
+            if found.is_none() {
+                tracing::warn!(%arg, %model, "no reference acceptance matches this run");
+            }
+            found
+                .map(|(length, source)| -> Result<_, Failure> {
+                    Ok(schemas::document::AcceptanceReference {
+                        mean_acceptance_length: schemas::numbers::Finite::new(length)
+                            .map_err(|e| Failure::Input(anyhow!("{e}")))?,
+                        source,
+                    })
+                })
+                .transpose()?
+        }
+        None => None,
+    };
     let server = Engine {
         name: engine_name,
         version: engine_version,
@@ -280,6 +313,7 @@ async fn identify(
         api: spec.backend.as_str().to_string(),
         reported,
         launch: None,
+        reference_acceptance,
     };
     let model = Model {
         id: model,

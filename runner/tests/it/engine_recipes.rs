@@ -504,6 +504,11 @@ fn a_container_recipe_builds_the_runtimes_command_line() {
         env: [("HF_TOKEN".to_string(), "hf_secret".to_string())].into(),
         reset_prefix_cache: true,
         run_id: "abc".into(),
+        speculative: Some(schemas::document::SpeculativeSettings {
+            method: Some("eagle3".into()),
+            model: Some("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B".into()),
+            tokens: Some(3),
+        }),
     };
     let plan = engine::launch::plan(&loaded, &options).unwrap();
     let port = options.values.port;
@@ -536,9 +541,138 @@ fn a_container_recipe_builds_the_runtimes_command_line() {
         "8",
         "--max-model-len",
         "8192",
+        // Speculative decoding, as vLLM takes it: one JSON object after the user's arguments.
+        "--speculative-config",
+        r#"{"method":"eagle3","model":"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B","num_speculative_tokens":3}"#,
     ]
     .map(String::from)
     .to_vec();
     assert_eq!(plan.argv, expected);
     assert_eq!(plan.image.as_deref(), Some("vllm/vllm-openai:v0.11.0"));
+}
+
+/// Each shipped recipe that takes speculative settings puts them in its own flags; one that
+/// has no flag for a setting refuses it, naming the recipe and the setting.
+#[test]
+fn speculative_settings_become_each_engines_flags() {
+    let settings = schemas::document::SpeculativeSettings {
+        method: Some("m".into()),
+        model: Some("draft".into()),
+        tokens: Some(4),
+    };
+    let args = |name: &str| {
+        let loaded = engine::recipe::load(name).unwrap();
+        let flags = loaded.recipe.speculative.clone().unwrap_or_default();
+        flags.args(&loaded.source, &settings)
+    };
+    assert_eq!(
+        args("sglang").unwrap(),
+        [
+            "--speculative-algorithm",
+            "m",
+            "--speculative-draft-model-path",
+            "draft",
+            "--speculative-num-steps",
+            "4"
+        ]
+    );
+    assert_eq!(
+        args("llama.cpp").unwrap(),
+        [
+            "--spec-type",
+            "m",
+            "--model-draft",
+            "draft",
+            "--spec-draft-n-max",
+            "4"
+        ]
+    );
+    let tgi = args("tgi").unwrap_err().to_string();
+    assert!(
+        tgi.contains("built-in:tgi") && tgi.contains("--speculative-method"),
+        "{tgi}"
+    );
+    let only_tokens = schemas::document::SpeculativeSettings {
+        tokens: Some(2),
+        ..Default::default()
+    };
+    let tgi = engine::recipe::load("tgi").unwrap();
+    assert_eq!(
+        tgi.recipe
+            .speculative
+            .unwrap()
+            .args(&tgi.source, &only_tokens)
+            .unwrap(),
+        ["--speculate", "2"]
+    );
+}
+
+/// `--speculative-method`, `--speculative-model` and `--num-speculative-tokens` through the
+/// llama.cpp recipe's `[speculative]` flags: llama-server drafts with SmolLM2 for itself, the
+/// result records the settings and the argv that carried them, and with no prompts named the
+/// run takes the shipped real-text ones.
+#[test]
+fn speculative_settings_start_the_engine_drafting_on_real_text_by_default() {
+    let Some((bin, model)) = support::llama_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let model = model.to_str().unwrap();
+    let out = runner(&bin, dir.path(), port, &["--out", "r.json", "--no-sign"])
+        .args(["--engine-model", model])
+        .args([
+            "--speculative-method",
+            "draft-simple",
+            "--speculative-model",
+            model,
+        ])
+        .args(["--num-speculative-tokens", "3"])
+        .args(["--data", "output_tokens=12", "--max-requests", "4"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    none_left(port, Duration::from_secs(5));
+    let st = statement(&dir.path().join("r.json"));
+    let p = &st["predicate"];
+    let launch = &p["engine"]["launch"];
+    assert_eq!(
+        launch["speculative"],
+        serde_json::json!({"method": "draft-simple", "model": model, "tokens": 3})
+    );
+    let argv: Vec<&str> = launch["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let tail = &argv[argv.len() - 6..];
+    assert_eq!(
+        tail,
+        [
+            "--spec-type",
+            "draft-simple",
+            "--model-draft",
+            model,
+            "--spec-draft-n-max",
+            "3"
+        ]
+    );
+    let b = &p["benchmarks"][0];
+    assert_eq!(b["workload"]["path"], "real-text", "{}", b["workload"]);
+    let codes: Vec<&str> = p["validity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["code"].as_str().unwrap())
+        .collect();
+    assert!(
+        !codes.contains(&"speculative_on_synthetic_prompts"),
+        "{codes:?}"
+    );
+    let counters = &b["summary"]["host"]["server"]["speculative"];
+    assert!(
+        counters["draft_tokens"].as_f64().unwrap() > 0.0,
+        "{counters}"
+    );
 }

@@ -19,7 +19,8 @@ fn a_speculative_run_verifies_and_its_report_says_what_the_server_counted() {
     );
     let args = format!(
         "run --target {} --key k.key --out spec.json --data real-text --data-output-tokens 24 \
-         --backend openai-chat --profile concurrent --concurrency 4 --max-requests 32",
+         --backend openai-chat --profile concurrent --concurrency 4 --max-requests 32 \
+         --reference-acceptance 3.5",
         sim.url
     );
     let (status, out) = run_to_end(p, "run", &args, Duration::from_secs(120));
@@ -33,6 +34,21 @@ fn a_speculative_run_verifies_and_its_report_says_what_the_server_counted() {
         "{s}"
     );
     assert!(s["host"]["server"]["speculative"].is_object(), "{s}");
+    // Held to a reference of 3.5 tokens a step, an acceptance of about 2.8 is flagged with
+    // both numbers.
+    let below: Vec<&serde_json::Value> = st["predicate"]["validity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "acceptance_below_reference")
+        .collect();
+    assert_eq!(below.len(), 1, "{}", st["predicate"]["validity"]);
+    let message = below[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("reference 3.50 (--reference-acceptance)")
+            && message.contains("(engine counters)"),
+        "{message}"
+    );
 
     run_ok(p, &["report", "spec.json", "--out", "r"]);
     run_ok(p, &["report", "spec.json", "--out", "n", "--native"]);

@@ -320,6 +320,24 @@ pub struct Engine {
     /// How the runner started the engine from a recipe; absent when it was started by hand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch: Option<Launch>,
+    /// The acceptance this deployment is expected to reach (`--reference-acceptance`): a
+    /// benchmark whose speculative decoding falls short of it is flagged. Since
+    /// `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_acceptance: Option<AcceptanceReference>,
+}
+
+/// An acceptance to hold speculative decoding to: a number given, or an entry of a reference
+/// file keyed by model, drafter and data set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AcceptanceReference {
+    /// Tokens a verification step is expected to yield, the target's own one included (the
+    /// mean acceptance length vLLM and SGLang report).
+    pub mean_acceptance_length: Finite,
+    /// Where it came from: `--reference-acceptance`, or the file and the entry's key.
+    pub source: String,
 }
 
 /// An engine the runner started, stopped and logged (`runner run --engine RECIPE.toml`).
@@ -344,6 +362,24 @@ pub struct Launch {
     pub ready_ms: u64,
     /// The engine's output (stdout and stderr), saved beside the result.
     pub log: LogFile,
+    /// The speculative decoding it was started with (the argv carries the recipe's flags
+    /// for them); since `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<SpeculativeSettings>,
+}
+
+/// Speculative decoding asked of an engine: the method, the draft model and the draft
+/// tokens a step, as the user gave them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SpeculativeSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u32>,
 }
 
 /// A file saved beside the result, bound to it by digest.

@@ -160,10 +160,17 @@ pub const VERSIONS: [Version; 12] = [
     Version {
         predicate_type: PREDICATE_TYPE,
         brought: &[Brought {
-            what: "tokens per event, a request id or the server's timing",
+            what: "tokens per event, a request id, the server's timing, speculative settings or \
+                   a reference acceptance",
             carried_by: |s| {
                 s.predicate.benchmarks.iter().any(|b| {
-                    b.summary.events.is_some()
+                    s.predicate.engine.reference_acceptance.is_some()
+                        || s.predicate
+                            .engine
+                            .launch
+                            .as_ref()
+                            .is_some_and(|l| l.speculative.is_some())
+                        || b.summary.events.is_some()
                         || b.summary.server_clock.is_some()
                         || b.summary.by_category.is_some()
                         || b.summary

@@ -128,6 +128,7 @@ pub fn predicate() -> Predicate {
             api: "openai-completions".into(),
             reported: Default::default(),
             launch: None,
+            reference_acceptance: None,
         },
         model: Model {
             id: "m".into(),

@@ -40,6 +40,7 @@ pub async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str)
             api: spec.backend.as_str().into(),
             reported: Default::default(),
             launch: None,
+            reference_acceptance: None,
         },
         model: Model {
             id: SimConfig::default().model,
