@@ -8,7 +8,9 @@ use crate::http1::Stamp;
 use crate::sse::SseParser;
 use clock::us_since;
 use schemas::document::TokenTimestamps;
-use schemas::document::{ErrorClass, Phase, RawRecord, RequestError, SentImage, ServerTiming};
+use schemas::document::{
+    ClientPhases, ErrorClass, Phase, RawRecord, RequestError, SentImage, ServerTiming,
+};
 use schemas::token_times;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::{Duration, Instant};
@@ -268,6 +270,8 @@ struct Progress {
     running: u32,
     /// What the server said of its own time (llama.cpp's `timings`, SGLang's `meta_info`).
     server_timing: Option<ServerTiming>,
+    /// The client's phases up to the response head.
+    phases: Option<ClientPhases>,
 }
 
 impl Progress {
@@ -427,6 +431,11 @@ impl Endpoint {
             request_id: Some(request_id),
             server_timing: p.server_timing,
             category: None,
+            // (Never before the send: a retried send is stamped again after the first head.)
+            client_phases: p.phases.map(|c| ClientPhases {
+                head_us: c.head_us.max(us_since(origin, sent)),
+                ..c
+            }),
         };
         let answer = Answer {
             text: p.text.unwrap_or_default(),
@@ -455,6 +464,7 @@ impl Endpoint {
             self.open(body, request_id, sent),
         )
         .await??;
+        p.phases = Some(response.phases(origin));
         if !(200..300).contains(&response.status()) {
             let status = response.status();
             let class = match status {
@@ -642,6 +652,23 @@ enum Streaming<'a> {
 }
 
 impl Streaming<'_> {
+    /// The client's phases up to the head, µs from `origin`: the lean client says them all,
+    /// reqwest only when its head came.
+    fn phases(&self, origin: Instant) -> ClientPhases {
+        match self {
+            Streaming::Lean(r) => ClientPhases {
+                connect_us: r.phases.connect.map(|d| d.as_micros() as u64),
+                written_us: Some(us_since(origin, r.phases.written)),
+                head_us: us_since(origin, r.phases.head),
+            },
+            Streaming::Wire(_) => ClientPhases {
+                connect_us: None,
+                written_us: None,
+                head_us: us_since(origin, Instant::now()),
+            },
+        }
+    }
+
     fn status(&self) -> u16 {
         match self {
             Streaming::Lean(r) => r.status,

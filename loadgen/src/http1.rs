@@ -122,7 +122,9 @@ impl Pool {
         if let Some(conn) = self.take_idle() {
             *sent = Instant::now();
             match conn.exchange(&request).await {
-                Ok((conn, head)) => return Ok(self.response(conn, head)),
+                Ok((conn, head, written)) => {
+                    return Ok(self.response(conn, head, None, written));
+                }
                 // The server had closed this idle connection: the request never reached it.
                 Err(Http1Error::ClosedBeforeAnswer) => {
                     tracing::debug!("a pooled connection was closed by the server; sending again")
@@ -130,6 +132,7 @@ impl Pool {
                 Err(e) => return Err(e),
             }
         }
+        let connecting = Instant::now();
         let socket = Socket::connect(&self.host, self.port, self.clock)
             .await
             .map_err(|source| Http1Error::Connect {
@@ -143,9 +146,10 @@ impl Pool {
             end: 0,
             stamp: Stamp::read_now(),
         };
+        let connect = connecting.elapsed();
         *sent = Instant::now();
-        let (conn, head) = conn.exchange(&request).await?;
-        Ok(self.response(conn, head))
+        let (conn, head, written) = conn.exchange(&request).await?;
+        Ok(self.response(conn, head, Some(connect), written))
     }
 
     fn encode(&self, post: &Post<'_>) -> Vec<u8> {
@@ -174,15 +178,37 @@ impl Pool {
         idle.pop().map(|(conn, _)| conn)
     }
 
-    fn response(&self, conn: Conn, head: Head) -> Response<'_> {
+    fn response(
+        &self,
+        conn: Conn,
+        head: Head,
+        connect: Option<Duration>,
+        written: Instant,
+    ) -> Response<'_> {
         Response {
             pool: self,
             conn: Some(conn),
             status: head.status,
+            phases: Phases {
+                connect,
+                written,
+                head: Instant::now(),
+            },
             framing: head.framing,
             reusable: head.keep_alive,
         }
     }
+}
+
+/// The client's side of a request up to its response head.
+#[derive(Clone, Copy, Debug)]
+pub struct Phases {
+    /// Opening a new connection; `None` when a kept-alive one carried the request.
+    pub connect: Option<Duration>,
+    /// When the request's last byte was written to the socket.
+    pub written: Instant,
+    /// When the response head was read whole.
+    pub head: Instant,
 }
 
 /// A response whose head has been read; its body is read with [`Response::chunk`].
@@ -191,6 +217,8 @@ pub struct Response<'p> {
     pool: &'p Pool,
     conn: Option<Conn>,
     pub status: u16,
+    /// What getting here took: the connect, the write, the head.
+    pub phases: Phases,
     framing: Framing,
     reusable: bool,
 }
@@ -260,7 +288,8 @@ impl Conn {
     }
 
     /// Writes the request and reads the response head (skipping `1xx` heads).
-    async fn exchange(mut self, request: &[u8]) -> Result<(Conn, Head), Http1Error> {
+    /// Writes `request` and reads the response head; when the write ended, with it.
+    async fn exchange(mut self, request: &[u8]) -> Result<(Conn, Head, Instant), Http1Error> {
         let closed = |e: io::Error| match e.kind() {
             io::ErrorKind::BrokenPipe
             | io::ErrorKind::ConnectionReset
@@ -270,6 +299,7 @@ impl Conn {
         self.start = 0;
         self.end = 0;
         self.socket.write_all(request).await.map_err(closed)?;
+        let written = Instant::now();
         let mut answered = false;
         loop {
             if let Some((used, head)) = framing::parse_head(&self.buf[self.start..self.end])? {
@@ -277,7 +307,7 @@ impl Conn {
                 if head.is_interim() {
                     continue;
                 }
-                return Ok((self, head));
+                return Ok((self, head, written));
             }
             if self.end - self.start > MAX_HEAD_BYTES {
                 return Err(Http1Error::BadResponse(format!(

@@ -494,6 +494,15 @@ fn check_record(r: &RawRecord, gaps: &[u64]) -> Result<(), String> {
             r.output_tokens_client
         ));
     }
+    if let Some(c) = &r.client_phases {
+        let written = c.written_us.unwrap_or(r.sent_us);
+        if !(r.sent_us <= written && written <= c.head_us && c.head_us <= r.end_us) {
+            return Err(format!(
+                "client phases out of order: sent {} µs, written {:?} µs, head {} µs, end {} µs",
+                r.sent_us, c.written_us, c.head_us, r.end_us
+            ));
+        }
+    }
     if let Some(counts) = &r.event_tokens {
         let counts =
             crate::token_times::decode(counts).map_err(|e| format!("event_tokens: {e}"))?;

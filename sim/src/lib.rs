@@ -91,6 +91,26 @@
 //! bad base64, bytes that are no PNG or JPEG — is refused with 400, naming the part.
 //! `/tokenize` reads the text parts only: it counts no image tokens.
 //!
+//! # Speculative decoding
+//!
+//! With [`SimConfig::speculative`] each decode step after the first token (which comes from the
+//! prefill, with no draft) drafts `k` tokens and the target accepts the first `j`, drawn from
+//! one seeded uniform a step ([`noise::Draw::Step`]) so that position `i` is accepted in
+//! `acceptance[i]` of the steps; the step yields `j + 1` tokens (the last step no more than the
+//! answer has left) one ITL after the step before. OpenAI and SGLang streams carry a step's tokens
+//! in one event, as vLLM and SGLang send them (with `stream_options.continuous_usage_stats`,
+//! OpenAI chunks carry the running `usage`; SGLang's `meta_info` has `completion_tokens` and
+//! `spec_verify_ct`); TGI and Responses send one event a token, the step's events together.
+//! `/metrics` counts the drafts as vLLM does (`vllm:spec_decode_num_drafts_total`,
+//! `…_num_draft_tokens_total`, `…_num_accepted_tokens_total`,
+//! `…_num_accepted_tokens_per_pos_total{position="i"}`), and each request's truth keeps the
+//! tokens of each event, its drafts and its `X-Request-Id`.
+//!
+//! With speculation, or [`SimConfig::timings`], the finish chunk of an OpenAI stream carries
+//! llama.cpp's `timings` object: `prompt_ms` (admission to the first token's write),
+//! `predicted_ms` (from it to the last token's), `predicted_n`, `draft_n`, `draft_n_accepted`,
+//! and the simulator's own `queue_ms` (arrival to admission) and `draft_steps`.
+//!
 //! # Metrics
 //!
 //! `GET /metrics` serves the gauges and counters of vLLM's V1 engine, named and labelled as

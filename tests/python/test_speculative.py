@@ -257,3 +257,15 @@ def test_a_reference_acceptance_flags_a_shortfall_of_over_five_percent(results):
         assert reference == {"mean_acceptance_length": 3.5, "source": "--reference-acceptance"}
         assert (length < 3.5 * 0.95) == bool(flagged), (length, flagged)
         assert flagged and f"{length:.2f}" in flagged[0]["message"] and "3.50" in flagged[0]["message"]
+
+
+def test_each_records_client_phases_are_in_order(results):
+    for name, st in results.items():
+        [bench] = st["predicate"]["benchmarks"]
+        records = bench["records"]
+        phases = records["client_phases"]
+        for i, c in enumerate(phases):
+            assert c is not None, (name, i)
+            assert records["sent_us"][i] <= c["written_us"] <= c["head_us"] <= records["end_us"][i], (name, i, c)
+        # Kept-alive connections: the warm-up opened them, so a benchmark's requests reuse them.
+        assert sum("connect_us" in c for c in phases) <= 4, name

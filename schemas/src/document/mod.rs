@@ -14,7 +14,9 @@ pub mod repetitions;
 pub mod telemetry;
 pub mod versions;
 
-pub use record::{ErrorClass, Phase, RawRecord, RequestError, SentImage, ServerTiming};
+pub use record::{
+    ClientPhases, ErrorClass, Phase, RawRecord, RequestError, SentImage, ServerTiming,
+};
 
 use crate::flag::Flag;
 use crate::numbers::{Finite, JsonU64};

@@ -102,6 +102,27 @@ pub struct RawRecord {
     /// `writing`). Since `result/v0.12`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<String>,
+    /// The client's side of the request up to its response head; since `result/v0.12`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_phases: Option<ClientPhases>,
+}
+
+/// The client's phases of one request, beside `sent_us` and `first_token_us`: where its time
+/// went before the server's first token reached it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ClientPhases {
+    /// Opening a new connection (µs, before `sent_us`); null when a kept-alive one carried it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_us: Option<u64>,
+    /// When the request's last byte was written to the socket (µs from `started_at`); null
+    /// where the HTTP client does not say (reqwest, for `https://` targets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_us: Option<u64>,
+    /// When the response head (status line and headers) had been read (µs from
+    /// `started_at`).
+    pub head_us: u64,
 }
 
 /// One request as the server timed and counted it (llama.cpp's `timings`, SGLang's
@@ -161,6 +182,7 @@ impl RawRecord {
             || self.request_id.is_some()
             || self.server_timing.is_some()
             || self.category.is_some()
+            || self.client_phases.is_some()
     }
 
     /// Output tokens of each token event: the server's counts where the record has them,

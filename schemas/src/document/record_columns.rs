@@ -120,6 +120,9 @@ pub struct RecordColumns {
     /// Dataset workloads: each prompt's category.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub category: Option<Vec<Option<String>>>,
+    /// The client's phases of each request up to its response head.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_phases: Option<Vec<Option<crate::document::ClientPhases>>>,
 }
 
 /// An optional column's values, or `n` nulls when it is absent.
@@ -188,6 +191,10 @@ impl RecordColumns {
                 self.server_timing.as_ref().map_or(n, Vec::len),
             ),
             ("category", self.category.as_ref().map_or(n, Vec::len)),
+            (
+                "client_phases",
+                self.client_phases.as_ref().map_or(n, Vec::len),
+            ),
         ];
         if let Some((field, len)) = lengths.iter().find(|(_, len)| *len != n) {
             return Err(format!(
@@ -222,6 +229,7 @@ impl RecordColumns {
         let mut request_id = optional(self.request_id, n);
         let mut server_timing = optional(self.server_timing, n);
         let mut category = optional(self.category, n);
+        let mut client_phases = optional(self.client_phases, n);
         // Every column has `n` entries (checked above), so this yields exactly `n` records.
         let mut rows = Vec::with_capacity(n);
         rows.extend(std::iter::from_fn(|| {
@@ -254,6 +262,7 @@ impl RecordColumns {
                 request_id: request_id.next()?,
                 server_timing: server_timing.next()?,
                 category: category.next()?,
+                client_phases: client_phases.next()?,
             })
         }));
         Ok(rows)
@@ -375,6 +384,9 @@ impl Serialize for Columns<'_> {
         }
         if any(|r| r.category.is_some()) {
             st.serialize_field("category", &column(r, |r| &r.category))?;
+        }
+        if any(|r| r.client_phases.is_some()) {
+            st.serialize_field("client_phases", &column(r, |r| &r.client_phases))?;
         }
         if any(|r| r.images.is_some()) {
             st.serialize_field("images", &column(r, |r| &r.images))?;

@@ -51,6 +51,9 @@ const NAMED_APART: &[(&str, &str)] = &[
     ("engine.args", "engine_arg"),
     ("engine.container", "engine_container"),
     ("engine.image", "engine_image"),
+    ("engine.speculative_method", "speculative_method"),
+    ("engine.speculative_model", "speculative_model"),
+    ("engine.num_speculative_tokens", "num_speculative_tokens"),
 ];
 
 /// Fields a spec file sets and no flag does, and why.
