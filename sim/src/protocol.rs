@@ -1039,6 +1039,8 @@ impl Events {
                 } else {
                     &self.head
                 };
+                let text: usize = words.iter().map(|w| w.text().len()).sum();
+                out.reserve(head.len() + text + tail.len());
                 out.put_slice(head);
                 for w in words {
                     out.put_slice(w.text());
@@ -1102,21 +1104,8 @@ impl Events {
     pub(crate) fn token(&mut self, k: u32, word: &Word, out: &mut BytesMut) -> Bytes {
         let last = k + 1 == self.n;
         match self.api {
-            Api::Completions | Api::Chat => {
-                let tail = if self.api == Api::Chat {
-                    CHAT_TAIL
-                } else {
-                    COMPLETION_TAIL
-                };
-                let head = if k < self.reasoning {
-                    &self.reasoning_head
-                } else {
-                    &self.head
-                };
-                out.reserve(head.len() + word.text().len() + tail.len());
-                out.put_slice(head);
-                out.put_slice(word.text());
-                self.openai_tail(tail, k + 1, out);
+            Api::Completions | Api::Chat | Api::Sglang => {
+                return self.tokens(k, std::slice::from_ref(word), None, out);
             }
             Api::Responses => {
                 let (head, mid, tail) = if k < self.reasoning {
@@ -1161,10 +1150,6 @@ impl Events {
                     out.put_slice(br#"null,"details":null}"#);
                 }
                 out.put_slice(b"\n\n");
-            }
-            Api::Sglang => {
-                self.text.push_str(word.as_str());
-                self.sglang_event(k + 1, None, out);
             }
         }
         out.split().freeze()

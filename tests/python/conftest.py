@@ -24,6 +24,11 @@ def _current_predicate_type():
 PREDICATE_TYPE = _current_predicate_type()
 
 
+def statement_of(path):
+    """The Statement a result file holds (its envelope's payload)."""
+    return json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))
+
+
 def run_runner(*args, cwd, env=None):
     return subprocess.run([RUNNER, *args], cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, "RUST_LOG": "warn", **(env or {})})

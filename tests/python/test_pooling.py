@@ -8,21 +8,15 @@ and the images' share of the prompt tokens. It checks the document against the p
 schema too, and that one seed gives the same answers' digests whichever rerank dialect asked.
 """
 
-import base64
-import json
 
 import numpy as np
 import pytest
 
-from conftest import PREDICATE_TYPE, run_runner, validator
+from conftest import PREDICATE_TYPE, run_runner, statement_of, validator
 from test_telemetry import running_sim
 from test_uncertainty import check_rate, close
 
 REQUESTS = 60
-
-
-def statement_of(path):
-    return json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))
 
 
 @pytest.fixture(scope="module")

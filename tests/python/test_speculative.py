@@ -15,23 +15,17 @@ as llama.cpp does; this file recomputes every new number with numpy and checks i
 the counters against the requests' own counts.
 """
 
-import base64
-import json
 from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from conftest import PREDICATE_TYPE, run_runner, validator
+from conftest import PREDICATE_TYPE, run_runner, statement_of, validator
 from test_telemetry import decode, running_sim
 from test_uncertainty import BATCHES, check_intervals, close, decode_gaps, half_width
 
 ACCEPTANCE = [0.8, 0.6, 0.4]
 CLOCKS_ALLOWANCE_US = 1000
-
-
-def statement_of(path):
-    return json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))
 
 
 @pytest.fixture(scope="module")
