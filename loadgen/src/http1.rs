@@ -185,6 +185,7 @@ impl Pool {
         connect: Option<Duration>,
         written: Instant,
     ) -> Response<'_> {
+        let head_at = conn.stamp.at;
         Response {
             pool: self,
             conn: Some(conn),
@@ -192,7 +193,9 @@ impl Pool {
             phases: Phases {
                 connect,
                 written,
-                head: Instant::now(),
+                // When the bytes that completed the head arrived, stamped as the tokens are
+                // (a one-token answer's head and body arrive in one read: one stamp).
+                head: head_at,
             },
             framing: head.framing,
             reusable: head.keep_alive,
@@ -207,7 +210,8 @@ pub struct Phases {
     pub connect: Option<Duration>,
     /// When the request's last byte was written to the socket.
     pub written: Instant,
-    /// When the response head was read whole.
+    /// When the read that completed the response head returned its bytes (the kernel's
+    /// stamp where the token clock takes it).
     pub head: Instant,
 }
 
@@ -287,8 +291,8 @@ impl Conn {
         Ok(n)
     }
 
-    /// Writes the request and reads the response head (skipping `1xx` heads).
-    /// Writes `request` and reads the response head; when the write ended, with it.
+    /// Writes the request and reads the response head (skipping `1xx` heads); when the write
+    /// ended, with it.
     async fn exchange(mut self, request: &[u8]) -> Result<(Conn, Head, Instant), Http1Error> {
         let closed = |e: io::Error| match e.kind() {
             io::ErrorKind::BrokenPipe

@@ -120,8 +120,10 @@ pub struct ClientPhases {
     /// where the HTTP client does not say (reqwest, for `https://` targets).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub written_us: Option<u64>,
-    /// When the response head (status line and headers) had been read (µs from
-    /// `started_at`).
+    /// When the bytes that completed the response head (status line and headers) arrived
+    /// (µs from `started_at`), stamped as the token events are: between `sent_us` and
+    /// `end_us`, and possibly before `written_us` (the server may answer a request it has whole
+    /// before the client's write returns).
     pub head_us: u64,
 }
 
