@@ -42,6 +42,7 @@ pub mod repetitions;
 // What checks a document: signatures, shape, recomputation, the one way to load.
 pub mod keys;
 pub mod ed25519;
+pub mod tlog;
 pub mod dsse;
 pub mod shape;
 pub mod subject;
