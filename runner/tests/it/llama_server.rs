@@ -828,7 +828,7 @@ fn speculative_decoding_with_a_draft_model_reconciles_per_request_counts_with_th
             "--data",
             "real-text",
             "--data-output-tokens",
-            "24",
+            "16",
             "--backend",
             "openai-chat",
             "--profile",
@@ -836,14 +836,14 @@ fn speculative_decoding_with_a_draft_model_reconciles_per_request_counts_with_th
             "--concurrency",
             "2",
             "--max-requests",
-            "8",
+            "4",
         ],
     );
     let synthetic = run(
         &server,
         dir.path(),
         "spec-synthetic.json",
-        &["--backend", "openai-completions", "--max-requests", "3"],
+        &["--backend", "openai-completions", "--max-requests", "2"],
     );
     let code = |st: &serde_json::Value| -> Vec<String> {
         st["predicate"]["validity"]
