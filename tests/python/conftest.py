@@ -29,6 +29,16 @@ def statement_of(path):
     return json.loads(base64.b64decode(json.loads(path.read_text())["payload"]))
 
 
+def check_current_and_valid(statements):
+    """Each statement of {name: statement} is of the version this runner writes and valid against
+    the published statement schema."""
+    check = validator("statement.schema.json")
+    for name, st in statements.items():
+        assert st["predicateType"] == PREDICATE_TYPE, name
+        errors = list(check.iter_errors(st))
+        assert not errors, (name, [e.message for e in errors[:3]])
+
+
 def run_runner(*args, cwd, env=None):
     return subprocess.run([RUNNER, *args], cwd=cwd, capture_output=True, text=True,
                           env={**os.environ, "RUST_LOG": "warn", **(env or {})})

@@ -12,7 +12,7 @@ schema too, and that one seed gives the same answers' digests whichever rerank d
 import numpy as np
 import pytest
 
-from conftest import PREDICATE_TYPE, run_runner, statement_of, validator
+from conftest import check_current_and_valid, run_runner, statement_of
 from test_telemetry import running_sim
 from test_uncertainty import check_rate, close
 
@@ -47,11 +47,7 @@ def completed(records):
 
 
 def test_each_document_is_of_this_version_and_valid_against_the_schema(results):
-    check = validator("statement.schema.json")
-    for name, st in results.items():
-        assert st["predicateType"] == PREDICATE_TYPE, name
-        errors = list(check.iter_errors(st))
-        assert not errors, (name, [e.message for e in errors[:3]])
+    check_current_and_valid(results)
 
 
 @pytest.mark.parametrize("name,column,kind", [

@@ -20,7 +20,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from conftest import PREDICATE_TYPE, run_runner, statement_of, validator
+from conftest import check_current_and_valid, run_runner, statement_of
 from test_telemetry import decode, running_sim
 from test_uncertainty import BATCHES, check_intervals, close, decode_gaps, half_width
 
@@ -86,11 +86,7 @@ def same_distribution(stated, values):
 
 
 def test_each_document_is_of_this_version_and_valid_against_the_schema(results):
-    check = validator("statement.schema.json")
-    for name, st in results.items():
-        assert st["predicateType"] == PREDICATE_TYPE, name
-        errors = list(check.iter_errors(st))
-        assert not errors, (name, [e.message for e in errors[:3]])
+    check_current_and_valid(results)
 
 
 def test_itl_is_per_token_and_the_events_follow_from_the_records(results):
