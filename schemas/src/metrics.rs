@@ -100,6 +100,11 @@ pub fn summarize_looked(
     let (mut window_start, mut window_end) = (u64::MAX, 0u64);
     let (mut input_tokens, mut output_tokens) = (0u64, 0u64);
     let (mut ttft, mut ttft_send, mut tpot, mut e2e) = (vec![], vec![], vec![], vec![]);
+    // Streams that count tokens per event: ITL per token (`gaps`), the gaps between events
+    // (`event_gaps`) apart.
+    let token_gaps = crate::streaming::per_token_gaps(records, gaps)?;
+    let event_gaps = gaps;
+    let gaps = token_gaps.as_ref().unwrap_or(gaps);
     let mut itl_us: Vec<&[u64]> = Vec::with_capacity(records.len());
     let (mut per_token, mut per_output_token) = (vec![], vec![]);
     let mut good = 0u64;
@@ -188,15 +193,6 @@ pub fn summarize_looked(
         None => None,
     };
     let breakdown = crate::breakdown::breakdown(records)?;
-    // Streams that count tokens per event: ITL per token, the gaps between events apart.
-    let token_gaps = crate::streaming::per_token_gaps(records, gaps)?;
-    let event_gaps = gaps;
-    let gaps = token_gaps.as_ref().unwrap_or(gaps);
-    if token_gaps.is_some() {
-        for (slot, index) in itl_us.iter_mut().zip(completed_measured(records)) {
-            *slot = gaps.record(index);
-        }
-    }
     let (itl_ms, gap_counts) = distribution_us_counted(&itl_us)?;
     let mut summary = Summary {
         by_prefix_group: breakdown.by_prefix_group,
@@ -250,11 +246,6 @@ pub fn summarize_looked(
     uncertainty.acceptance_rate = clock.acceptance_rate;
     summary.uncertainty = Some(uncertainty);
     Ok(summary)
-}
-
-/// The indices of the measured, completed records, in record order: whose gaps ITL pools.
-fn completed_measured(records: &[RawRecord]) -> impl Iterator<Item = usize> + '_ {
-    (0..records.len()).filter(|&i| records[i].phase == Phase::Measured && records[i].completed())
 }
 
 #[cfg(test)]

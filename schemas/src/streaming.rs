@@ -74,14 +74,12 @@ fn event_counts(index: usize, r: &RawRecord) -> Result<Option<Vec<u64>>, Metrics
         .map_err(|source| MetricsError::TokenGaps { index, source })
 }
 
-/// The measured, completed records in the order they were scheduled (ties by record order):
-/// the order batch means cut.
-fn in_schedule_order(records: &[RawRecord]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..records.len())
-        .filter(|&i| records[i].phase == Phase::Measured && records[i].completed())
-        .collect();
-    order.sort_by_key(|&i| (records[i].scheduled_us, i));
-    order
+/// The measured, completed records in the order batch means cut
+/// ([`uncertainty::schedule_order`]).
+fn in_schedule_order(records: &[RawRecord]) -> impl Iterator<Item = usize> + '_ {
+    uncertainty::schedule_order(records)
+        .into_iter()
+        .filter(|&i| records[i].completed())
 }
 
 /// `events` and its intervals (the gaps between events, the mean tokens per event).

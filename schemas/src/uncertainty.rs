@@ -103,11 +103,18 @@ struct Samples<'a> {
     window: (u64, u64),
 }
 
-fn samples<'a>(records: &[RawRecord], gaps: &'a DecodedGaps, slo: Option<&Slo>) -> Samples<'a> {
+/// The measured records in the order they were scheduled (ties by record order): the order
+/// batch means cut a sample in.
+pub(crate) fn schedule_order(records: &[RawRecord]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..records.len())
         .filter(|&i| records[i].phase == Phase::Measured)
         .collect();
     order.sort_by_key(|&i| (records[i].scheduled_us, i));
+    order
+}
+
+fn samples<'a>(records: &[RawRecord], gaps: &'a DecodedGaps, slo: Option<&Slo>) -> Samples<'a> {
+    let order = schedule_order(records);
     let window = (
         order
             .iter()

@@ -254,10 +254,8 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, run: &RunFacts) -> Vec<Fla
 /// The output tokens the client counted: the server's per-event counts where the record has
 /// them, else its token events.
 fn client_tokens(r: &crate::document::RawRecord) -> u32 {
-    match r.tokens_per_event() {
-        Some(counts) if r.event_tokens.is_some() => counts.iter().sum::<u64>() as u32,
-        _ => r.output_tokens_client,
-    }
+    let counted = r.event_tokens.as_ref().and_then(|_| r.tokens_per_event());
+    counted.map_or(r.output_tokens_client, |c| c.iter().sum::<u64>() as u32)
 }
 
 /// Mean tokens an event above which a stream is taken to be speculative.

@@ -556,22 +556,25 @@ impl Stream {
                         // The events that go right before the token (chat's role, Responses'
                         // output item) are queued now and leave with it, once it is due.
                         let pending = &mut self.pending;
-                        let speculative = self.gen.engine().cfg.speculative.is_some();
-                        if m == 1 && !(speculative && self.events.packs_tokens()) {
+                        if self.events.packs_tokens() {
+                            // A step's tokens in one event, as vLLM and SGLang send them.
                             self.events.before_token(k, &mut self.buf, |b| {
                                 pending.push_back((b, 0, false))
                             });
-                            let event = self.events.token(k, &word(k), &mut self.buf);
-                            self.gen.wait_due().await;
-                            self.pending.push_back((event, 1, true));
-                        } else if self.events.packs_tokens() {
-                            // A speculative step's tokens in one event, as vLLM and SGLang send them.
-                            self.events.before_token(k, &mut self.buf, |b| {
-                                pending.push_back((b, 0, false))
-                            });
-                            let words: Vec<Word> = (k..k + m).map(word).collect();
-                            let drafts = Some(self.gen.drafts().0);
-                            let event = self.events.tokens(k, &words, drafts, &mut self.buf);
+                            let speculative = self.gen.engine().cfg.speculative.is_some();
+                            let drafts = speculative.then(|| self.gen.drafts().0);
+                            let event = if m == 1 {
+                                let one = word(k);
+                                self.events.tokens(
+                                    k,
+                                    std::slice::from_ref(&one),
+                                    drafts,
+                                    &mut self.buf,
+                                )
+                            } else {
+                                let words: Vec<Word> = (k..k + m).map(word).collect();
+                                self.events.tokens(k, &words, drafts, &mut self.buf)
+                            };
                             self.gen.wait_due().await;
                             self.pending.push_back((event, m, true));
                         } else {

@@ -337,11 +337,13 @@ impl Generation {
     /// left), the drafts counted as vLLM counts them. The first token comes from the prefill
     /// alone, with no draft.
     pub fn step(&mut self) -> u32 {
-        let left = self.max_tokens.saturating_sub(self.emitted).max(1);
-        let engine = self.engine.clone();
-        let Some(spec) = engine.cfg.speculative.as_ref().filter(|_| self.emitted > 0) else {
+        if self.emitted == 0 || self.engine.cfg.speculative.is_none() {
             return 1;
-        };
+        }
+        let left = self.max_tokens.saturating_sub(self.emitted).max(1);
+        // (A handle of its own: the draws below update this generation's counts.)
+        let engine = self.engine.clone();
+        let spec = engine.cfg.speculative.as_ref().expect("checked above");
         let u = noise::unit(engine.cfg.seed, self.index, Draw::Step(self.steps));
         self.steps += 1;
         let accepted = spec.accepted(u);

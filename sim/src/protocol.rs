@@ -1100,12 +1100,13 @@ impl Events {
         out.put_slice(b"},\"index\":0}\n\n");
     }
 
-    /// The content event of token `k` (0-based).
+    /// The content event of token `k` (0-based) of an API that sends one event a token (TGI,
+    /// Responses; the others' go through [`Events::tokens`]).
     pub(crate) fn token(&mut self, k: u32, word: &Word, out: &mut BytesMut) -> Bytes {
         let last = k + 1 == self.n;
         match self.api {
             Api::Completions | Api::Chat | Api::Sglang => {
-                return self.tokens(k, std::slice::from_ref(word), None, out);
+                unreachable!("{:?} carries a step's tokens in one event", self.api)
             }
             Api::Responses => {
                 let (head, mid, tail) = if k < self.reasoning {
