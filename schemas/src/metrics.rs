@@ -234,13 +234,12 @@ pub fn summarize_looked(
         crate::uncertainty::BATCHES as u32 - 1,
         confidence,
     );
-    let (events, event_gap, tokens_per_event) =
-        crate::streaming::event_stats(records, event_gaps, t)?;
+    let events = crate::streaming::event_stats(records, event_gaps, t)?;
     let clock = crate::streaming::server_clock(records, t)?;
-    summary.events = events;
+    summary.events = events.stats;
     summary.server_clock = clock.clock;
-    uncertainty.event_gap_ms = event_gap;
-    uncertainty.tokens_per_event = tokens_per_event;
+    uncertainty.event_gap_ms = events.event_gap;
+    uncertainty.tokens_per_event = events.tokens_per_event;
     uncertainty.server_ttft_ms = clock.server_ttft;
     uncertainty.client_overhead_ms = clock.client_overhead;
     uncertainty.acceptance_rate = clock.acceptance_rate;

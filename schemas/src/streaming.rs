@@ -82,12 +82,22 @@ fn in_schedule_order(records: &[RawRecord]) -> impl Iterator<Item = usize> + '_ 
         .filter(|&i| records[i].completed())
 }
 
+/// What `events` holds, and its intervals.
+#[derive(Default)]
+pub struct EventParts {
+    pub stats: Option<EventStats>,
+    /// The gaps between events'.
+    pub event_gap: Option<Intervals>,
+    /// The mean tokens per event's.
+    pub tokens_per_event: Option<Interval>,
+}
+
 /// `events` and its intervals (the gaps between events, the mean tokens per event).
 pub fn event_stats(
     records: &[RawRecord],
     gaps: &DecodedGaps,
     t: f64,
-) -> Result<(Option<EventStats>, Option<Intervals>, Option<Interval>), MetricsError> {
+) -> Result<EventParts, MetricsError> {
     let mut counted = 0u64;
     let mut histogram: Vec<u64> = Vec::new();
     let mut per_event: Vec<f64> = Vec::new();
@@ -108,7 +118,7 @@ pub fn event_stats(
         event_gaps.push(gaps.record(i));
     }
     if counted == 0 {
-        return Ok((None, None, None));
+        return Ok(EventParts::default());
     }
     let events = per_event.len() as u64;
     let tokens = per_event.iter().sum::<f64>() as u64;
@@ -136,7 +146,11 @@ pub fn event_stats(
         mean_tokens_per_event: distribution::finite(mean)?,
         event_gap_ms,
     };
-    Ok((Some(stats), gap_intervals, mean_interval(&per_event, t)?))
+    Ok(EventParts {
+        stats: Some(stats),
+        event_gap: gap_intervals,
+        tokens_per_event: mean_interval(&per_event, t)?,
+    })
 }
 
 /// The batch-means interval of a sample's mean, when it has enough values.
