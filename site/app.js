@@ -582,6 +582,7 @@ function showIndex(ctx) {
     h('h1', { text: 'Results' }),
     h('p', { class: 'lede' }, 'Every badge, table and chart here is computed in your browser by report-wasm from the published files, against this site\u2019s own trusted keys (', h('a', { href: 'keys.json', download: 'keys.json' }, 'keys.json'), '). Tick any number of results to compare them, or two for a diff.'),
     campaignsSection(ctx) ?? '',
+    logsSection(ctx) ?? '',
     h('div', { class: 'controls' }, filter, statusSelect, count),
     h('div', { class: 'controls picked', role: 'group', 'aria-label': 'The selected results' }, compareButton, diffButton, clearButton),
     rows.length
@@ -594,6 +595,93 @@ function showIndex(ctx) {
 // The route of the comparison of the published results `names`.
 function compareHash(names) {
   return `#/compare/${names.map(enc).join('/')}`;
+}
+
+// ---- attempt logs
+
+// The checkpoint of each log this browser verified last, by site and log origin: kept only
+// once verified, and never replaced by one that does not extend it.
+const SEEN_KEY = `provebench:checkpoints:${location.origin}${location.pathname}`;
+function seenCheckpoints() {
+  try {
+    const seen = JSON.parse(localStorage.getItem(SEEN_KEY) ?? '{}');
+    return seen && typeof seen === 'object' ? seen : {};
+  } catch {
+    return {};
+  }
+}
+
+// The site's logs checked once a page: each checkpoint against the site's keys, and against
+// the one this browser saw before, proven from the tiles it needs (not the whole log).
+let logsChecked = null;
+function checkLogs() {
+  if (!site.logs.length) return Promise.resolve([]);
+  logsChecked ??= call('logs', { dirs: site.logs, seen: seenCheckpoints() }).then((logs) => {
+    const seen = seenCheckpoints();
+    for (const l of logs) {
+      if (l.error || l.consistency?.error) continue;
+      if (l.origin && l.note) seen[l.origin] = l.note;
+    }
+    try {
+      localStorage.setItem(SEEN_KEY, JSON.stringify(seen));
+    } catch { /* storage refused: nothing kept, nothing lost */ }
+    const rewritten = logs.filter((l) => l.consistency?.error);
+    if (rewritten.length) {
+      // Above every view, for as long as the page lives: not a status line the next view
+      // overwrites.
+      const alert = h('p', { class: 'error banner', id: 'log-alert', role: 'alert' },
+        `This site's attempt log was rewritten since this browser last saw it: ${rewritten.map((l) => l.consistency.error).join('; ')}.`);
+      view.before(alert);
+    }
+    return logs;
+  }, (e) => [{ dir: '', error: e.message }]);
+  return logsChecked;
+}
+
+const STATUS_WORDS = { completed: 'completed', failed: 'failed', killed: 'killed', aborted: 'aborted' };
+function tallyText(t) {
+  const parts = ['completed', 'failed', 'killed', 'aborted', 'open'].filter((k) => t?.[k] > 0).map((k) => `${t[k]} ${k}`);
+  return `${t?.registered ?? 0} attempts registered${parts.length ? `: ${parts.join(', ')}` : ''}`;
+}
+
+// The Attempt logs section of the index: per log, what was attempted, what the site
+// publishes, and every attempt it does not, each with its registration and outcome.
+function logsSection(ctx) {
+  if (!site.logs.length) return null;
+  const body = h('div', { id: 'logs-body' }, h('p', { class: 'muted' }, 'Checking the attempt logs…'));
+  const section = h('section', { id: 'attempt-logs', 'aria-labelledby': 'logs-title' },
+    h('h2', { id: 'logs-title', text: 'Attempt logs' }), body);
+  checkLogs().then((logs) => {
+    if (!ctx.alive()) return;
+    body.replaceChildren(...logs.map((l) => {
+      if (l.error) return h('p', { class: 'error log-error' }, `${l.dir}: ${l.error}`);
+      const s = l.summary;
+      const c = l.consistency;
+      const consistency = c == null
+        ? h('p', { class: 'muted log-first' }, `First visit: checkpoint of ${l.size} entries kept; the next visit proves the log only grew.`)
+        : c.error
+          ? h('p', { class: 'error log-rewritten', role: 'alert' }, `REWRITTEN: ${c.error}. The checkpoint this browser saw before is kept.`)
+          : h('p', { class: 'good log-consistent' }, `Consistent with the checkpoint of ${c.old} entries this browser saw before (proven from ${l.tilesFetched} tiles).`);
+      const rows = (s?.not_published ?? []).map((a) => h('tr', { 'data-index': String(a.index) },
+        h('td', {}, String(a.index)), h('td', {}, a.registered_at), h('td', {}, a.command),
+        h('td', {}, [a.engine, a.model].filter(Boolean).join(' · ') || '—'),
+        h('td', { class: `attempt-${a.status ?? 'open'}` }, STATUS_WORDS[a.status] ?? 'open'),
+        h('td', {}, a.reason ?? '')));
+      return h('div', { class: 'log', 'data-origin': l.origin },
+        h('h3', {}, l.origin),
+        h('p', { class: 'log-tally' }, `${tallyText(s?.tally)}; ${Object.keys(s?.published ?? {}).length} published here, ${rows.length} not.`),
+        l.summaryError ? h('p', { class: 'error' }, l.summaryError) : null,
+        consistency,
+        rows.length
+          ? h('div', { class: 'table-wrap' }, h('table', { class: 'index not-published' },
+            h('caption', {}, 'Attempts this site does not publish'),
+            h('thead', {}, h('tr', {}, ['Entry', 'Registered', 'Command', 'Engine · model', 'Outcome', 'Why'].map((t) => h('th', { scope: 'col' }, t)))),
+            h('tbody', {}, rows)))
+          : null);
+    }));
+    section.dataset.ready = 'true';
+  });
+  return section;
 }
 
 // ---- campaigns
@@ -778,6 +866,7 @@ function showResult(ctx, name) {
         moduleFact(),
         moduleSourceFact(),
         ['File', `${name}: ${entry.size.toLocaleString('en')} bytes, sha256 ${entry.sha256}`, { class: 'hash' }],
+        m.parsed ? ['Attempt log', m.attemptLogText, { id: 'fact-attempt-log', class: m.attemptLog?.status === 'logged' ? '' : 'warn' }] : null,
       ]),
       reproductions);
     heading.dataset.ready = 'true';
@@ -1108,7 +1197,8 @@ function checkIndex(json) {
   };
   const [results, byName] = entries('results');
   const [campaigns, campaignsByName] = entries('campaigns');
-  return { results, byName, campaigns, campaignsByName, publishedModuleSha256: typeof json?.module?.sha256 === 'string' ? json.module.sha256 : null,
+  const logs = (Array.isArray(json?.logs) ? json.logs : []).filter((d) => typeof d === 'string');
+  return { results, byName, campaigns, campaignsByName, logs, publishedModuleSha256: typeof json?.module?.sha256 === 'string' ? json.module.sha256 : null,
     publishedSourceCommit: typeof json?.module?.source_commit === 'string' ? json.module.source_commit : null };
 }
 
@@ -1169,6 +1259,7 @@ async function boot() {
     ? `report-wasm module sha256 ${site.moduleSha256}`
     : `report-wasm module sha256 ${site.publishedModuleSha256 ?? '?'} (as published)`;
   showProvenance();
+  checkLogs();
   say(site.keysError ? `Warning: ${site.keysError}; no signature can verify.` : '', !!site.keysError);
   window.addEventListener('hashchange', route);
   route();

@@ -24,6 +24,11 @@
 //   verifySite {keys}            -> the site checked against its signed manifest, file by file
 //                                   (schemas::site, as `runner verify-site`): the verdict;
 //                                   `keys`: a trusted-keys file's text, else the site's own
+//   logs {dirs, seen}            -> each attempt log the site publishes (logs/<id>/): its
+//                                   checkpoint checked against the site's keys, its
+//                                   attempts.json, and, where `seen` (origin -> the checkpoint
+//                                   this browser verified last) has one, the proof from the
+//                                   few tiles it needs that the log only grew since
 //
 // A campaign is checked by the module, not here: its signature against the site's keys,
 // each result file's sha256 against its materials, each result's own verification. This
@@ -330,6 +335,50 @@ async function verifySite(keys, progress) {
   }
 }
 
+// A log's directory as index.json names it: logs/ and a hex id, nothing that could leave it.
+const LOG_DIR = /^logs\/[0-9a-f]{1,64}\/$/;
+
+async function logs(dirs, seen) {
+  const text = (bytes) => new TextDecoder().decode(bytes);
+  const out = [];
+  for (const dir of dirs) {
+    const entry = { dir };
+    out.push(entry);
+    try {
+      if (!LOG_DIR.test(dir)) throw new Error(`index.json names ${JSON.stringify(dir)}, not a log's directory`);
+      const noteBytes = await siteFile(`${dir}checkpoint`);
+      if (!noteBytes) throw new Error(`${dir}checkpoint: missing`);
+      const note = text(noteBytes);
+      const c = JSON.parse(wasm.logCheckpoint(note, keysText));
+      if (c.error) throw new Error(c.error);
+      Object.assign(entry, { origin: c.origin, size: c.size, root: c.root, note });
+      const summary = await siteFile(`${dir}attempts.json`);
+      entry.summary = summary ? JSON.parse(text(summary)) : null;
+      if (!entry.summary || entry.summary.origin !== c.origin || entry.summary.size !== c.size) {
+        entry.summaryError = `${dir}attempts.json is missing or not of the checkpoint of ${c.size} entries`;
+      }
+      const old = seen?.[c.origin];
+      if (typeof old === 'string') {
+        const tiles = wasm.newLogTiles();
+        try {
+          const paths = JSON.parse(wasm.logTilesForConsistency(old, note));
+          for (const path of paths) {
+            const bytes = await siteFile(`${dir}${path}`);
+            if (bytes) tiles.add(path, bytes);
+          }
+          entry.tilesFetched = paths.length;
+          entry.consistency = JSON.parse(tiles.extends(old, note, keysText));
+        } finally {
+          tiles.free();
+        }
+      }
+    } catch (e) {
+      entry.error = String(e?.message ?? e);
+    }
+  }
+  return out;
+}
+
 async function handle(msg, progress) {
   if (msg.op === 'init') return (setup ??= start());
   await (setup ??= start());
@@ -352,6 +401,8 @@ async function handle(msg, progress) {
       return provenance();
     case 'verifySite':
       return verifySite(msg.keys, progress);
+    case 'logs':
+      return logs(Array.from(msg.dirs ?? [], String), msg.seen ?? {});
     default:
       throw new Error(`unknown request ${msg.op}`);
   }

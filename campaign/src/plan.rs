@@ -4,6 +4,8 @@
 //! name = "seed-004"
 //! results = "results"                # beside the plan unless absolute
 //! key = "campaign.key"               # the signing key every cell uses (shared storage)
+//! log = "campaign.attempts"          # the attempt log every cell is counted in (default:
+//!                                    # beside the key; shared storage too)
 //!
 //! [axes]                             # expanded in this order, the last fastest
 //! engine = ["vllm", "sglang", { recipe = "lmdeploy", args = ["--cache-max-entry-count", "0.9"] }]
@@ -62,6 +64,8 @@ pub struct Plan {
     pub sha256: String,
     pub results: PathBuf,
     pub key: Option<PathBuf>,
+    /// The attempt log its cells are counted in (`log = …`); default: beside the key.
+    pub log: Option<PathBuf>,
     /// Each named axis with its values' labels, in the plan's order.
     pub axes: Vec<(&'static str, Vec<String>)>,
     pub cells: Vec<Cell>,
@@ -75,6 +79,7 @@ struct PlanFile {
     name: String,
     results: Option<String>,
     key: Option<String>,
+    log: Option<String>,
     axes: Spanned<BTreeMap<String, Spanned<Vec<Spanned<toml::Value>>>>>,
     #[serde(default)]
     fixed: Option<Spanned<toml::Table>>,
@@ -207,6 +212,7 @@ impl Plan {
             sha256: hex::encode(sha2::Sha256::digest(text.as_bytes())),
             results: beside(file.results.as_deref().unwrap_or("results")),
             key: file.key.as_deref().map(beside),
+            log: file.log.as_deref().map(beside),
             axes: axes
                 .iter()
                 .map(|(a, v)| (*a, v.iter().map(AxisValue::label).collect()))

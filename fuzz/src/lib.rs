@@ -4,7 +4,7 @@
 //! Two kinds of untrusted bytes reach provebench: what a measured server streams back (HTTP
 //! response framing, server-sent events, the engines' JSON chunks, Prometheus text) and
 //! what anyone hands a verifier or the site (result documents, imported reports, trace and
-//! dataset files). A target must never panic, hang or allocate without bound on any input;
+//! dataset files, attempt logs' checkpoints and tiles). A target must never panic, hang or allocate without bound on any input;
 //! where a parser has a property that holds for every input (the same events however the
 //! stream is split; one spelling per decoded value), the target asserts it, so a breach is a
 //! crash too.
@@ -15,6 +15,7 @@
 mod documents;
 mod split;
 mod stream;
+mod tlog;
 
 pub use documents::{
     import, record_columns, report_diff, report_render, token_gaps, verify_document,
@@ -23,6 +24,7 @@ pub use stream::{
     chunk_openai, chunk_responses, chunk_sglang, chunk_tgi, dataset_file, http1_response,
     pooled_answer, prometheus_text, sse_events, trace_file,
 };
+pub use tlog::{checkpoint_note, log_tiles};
 
 /// A fuzz target: any bytes in, a panic for a finding.
 pub type Target = fn(&[u8]);
@@ -45,4 +47,6 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("import", import),
     ("report_render", report_render),
     ("report_diff", report_diff),
+    ("checkpoint_note", checkpoint_note),
+    ("log_tiles", log_tiles),
 ];

@@ -165,6 +165,7 @@ pub fn aggregates_document(
     let predicate = Predicate {
         capacity: None,
         accuracy: None,
+        attempt: None,
         run: Run {
             id: hex::encode(&id.finalize()[..16]),
             started_at: UNKNOWN_TIME.into(),

@@ -54,6 +54,10 @@ pub enum Line {
     Launch {
         launch: Launch,
     },
+    /// The run's registration in its key's attempt log, written right after the header.
+    Attempt {
+        attempt: schemas::document::attempt::LogPlace,
+    },
     Flag {
         flag: Flag,
     },
@@ -401,6 +405,7 @@ type LoadAnswers = Vec<(u32, u32, RawRecord, String)>;
 pub struct Assembly {
     header: Option<(Run, Host, Engine, Model)>,
     reproduces: Option<Reproduces>,
+    attempt: Option<schemas::document::attempt::LogPlace>,
     capacity: Option<schemas::document::capacity::Capacity>,
     benchmarks: Vec<Pending>,
     flags: Vec<Flag>,
@@ -483,6 +488,7 @@ impl Assembly {
                 requests,
             } => self.pending(benchmark, "decided_at")?.decided_at = Some((at_us, requests)),
             Line::Capacity { capacity } => self.capacity = Some(capacity),
+            Line::Attempt { attempt } => self.attempt = Some(attempt),
             Line::Shard { shard } => self.shard = Some(shard),
             Line::Accuracy { accuracy } => {
                 let n = accuracy.items.id.len();
@@ -598,6 +604,7 @@ impl Assembly {
                 accuracy: self
                     .accuracy
                     .map(|(a, answers)| answered(a, answers, self.load_answers)),
+                attempt: self.attempt,
             },
             complete,
         })

@@ -258,6 +258,70 @@ pub fn module_provenance(bytes: &[u8], keys_json: &str) -> String {
     }
 }
 
+/// An attempt log's published checkpoint (a signed note), its signature checked against the
+/// trusted key that keeps the log: `{"origin", "size", "root"}` (root in hex) as JSON, or
+/// `{"error": …}`.
+#[wasm_bindgen(js_name = logCheckpoint)]
+pub fn log_checkpoint(note: &str, keys_json: &str) -> String {
+    let checked = trusted_keys(keys_json)
+        .and_then(|trusted| schemas::site::logs::trusted_checkpoint(note, &trusted));
+    match checked {
+        Ok(c) => {
+            serde_json::json!({ "origin": c.origin, "size": c.size, "root": hex::encode(c.root) })
+                .to_string()
+        }
+        Err(message) => serde_json::json!({ "error": message }).to_string(),
+    }
+}
+
+/// The tiles (paths relative to the log's directory, JSON array) a reader who saw the
+/// checkpoint `old` fetches to prove that the checkpoint `new` extends it: O(log n) tiles.
+#[wasm_bindgen(js_name = logTilesForConsistency)]
+pub fn log_tiles_for_consistency(old: &str, new: &str) -> String {
+    let size = |note: &str| schemas::attempts::read_checkpoint(note, None).map(|c| c.size);
+    let paths = match (size(old), size(new)) {
+        (Ok(o), Ok(n)) if o <= n => schemas::tlog::tiles::tiles_for_consistency(o, n),
+        _ => vec![],
+    };
+    serde_json::to_string(&paths).expect("paths serialise")
+}
+
+/// The tiles a page fetched of one log, given one by one (`add`), then the proof that a
+/// checkpoint it saw before is extended by the one published now (`extends`).
+#[wasm_bindgen]
+pub struct LogTiles {
+    tiles: std::collections::BTreeMap<String, Vec<u8>>,
+}
+
+#[wasm_bindgen(js_name = newLogTiles)]
+pub fn new_log_tiles() -> LogTiles {
+    LogTiles {
+        tiles: Default::default(),
+    }
+}
+
+#[wasm_bindgen]
+impl LogTiles {
+    pub fn add(&mut self, path: &str, bytes: &[u8]) {
+        self.tiles.insert(path.to_string(), bytes.to_vec());
+    }
+
+    /// `{"ok": true, "old": size, "new": size}`, or `{"error": …}` naming the log and the
+    /// sizes: rolled back, or rewritten (a fork).
+    pub fn extends(&self, old: &str, new: &str, keys_json: &str) -> String {
+        let checked = trusted_keys(keys_json).and_then(|trusted| {
+            schemas::site::logs::check_consistency(old, new, &trusted, &self.tiles)
+        });
+        match checked {
+            Ok((o, n)) => {
+                serde_json::json!({ "ok": true, "origin": n.origin, "old": o.size, "new": n.size })
+                    .to_string()
+            }
+            Err(message) => serde_json::json!({ "error": message }).to_string(),
+        }
+    }
+}
+
 /// The version of the contract this module implements.
 #[wasm_bindgen(js_name = predicateType)]
 pub fn predicate_type() -> String {

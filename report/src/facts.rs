@@ -32,6 +32,9 @@ pub struct Facts {
     /// The first problems, in `schemas::findings`' words.
     pub problems: Vec<String>,
     pub problem_count: usize,
+    /// The run's place in its key's attempt log, or that it has none, and in a sentence.
+    pub attempt_log: schemas::attempts::LogStanding,
+    pub attempt_log_text: String,
     /// What a reader calls the result: engine · model · hardware (`vLLM · Qwen2-72B-Instruct
     /// · 8 × L20 48GB`; a run without a GPU ends with its CPU), parts the document lacks left out.
     pub title: Option<String>,
@@ -157,6 +160,8 @@ pub fn of(doc: Result<&Loaded, &NotAResult>) -> Facts {
         records_checked: verdict.records_checked,
         aggregates_only_benchmarks: verdict.aggregates_only,
         problem_count: findings::problem_count(&verdict),
+        attempt_log_text: findings::attempt_log(&verdict.attempt_log),
+        attempt_log: verdict.attempt_log.clone(),
         problems,
         title: p.map(title).filter(|t| !t.is_empty()),
         model: p.map(|p| p.model.id.clone()),

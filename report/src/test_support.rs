@@ -190,6 +190,7 @@ pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Pr
     Predicate {
         capacity: None,
         accuracy: None,
+        attempt: None,
         run: Run {
             id: "0123456789abcdef0123456789abcdef".into(),
             started_at: "2026-11-22T00:00:00Z".into(),

@@ -3,6 +3,7 @@
 //! document (`schemas`) → render (report-wasm in wasmtime) → site — and owns the console,
 //! the keys and the files. Each subcommand lives in its own module under `commands`.
 
+mod attempt;
 mod cli;
 mod commands;
 mod console;
@@ -107,6 +108,9 @@ fn main() -> ExitCode {
         cli::Command::Publish(args) => commands::publish::run(&args),
         cli::Command::Serve(args) => commands::serve::run(&args),
         cli::Command::VerifySite(args) => commands::verify_site::run(&args),
+        cli::Command::Register(args) => commands::register::run(&args),
+        cli::Command::Log(command) => commands::log::run(&command),
+        cli::Command::Witness(args) => commands::witness::run(&args),
         cli::Command::Export { args } => return commands::export::run(&args),
         cli::Command::Report(args) => commands::report::render_files(&args.files, &args.render),
         cli::Command::Diff(args) => commands::report::diff(&args, &mut outcome),

@@ -138,10 +138,28 @@ pub fn verify_lines(v: &Verdict) -> String {
             v.records_checked
         ));
     }
+    if v.records_checked > 0 {
+        out.push_str(&format!("  {}\n", attempt_log(&v.attempt_log)));
+    }
     for problem in problems(v) {
         out.push_str(&format!("  {problem}\n"));
     }
     out
+}
+
+/// A result's place in its key's attempt log, in a sentence.
+pub fn attempt_log(standing: &crate::attempts::LogStanding) -> String {
+    match standing {
+        crate::attempts::LogStanding::NotLogged => {
+            "not logged: nothing shows this run is not one attempt of many".into()
+        }
+        crate::attempts::LogStanding::Logged {
+            origin, index, size, ..
+        } => format!(
+            "logged: attempt registered as entry {index} of {origin} (proven in its checkpoint of {size} {})",
+            if *size == 1 { "entry" } else { "entries" }
+        ),
+    }
 }
 
 /// The command that checks a published file from the site's directory, its name quoted

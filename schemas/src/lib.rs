@@ -43,6 +43,7 @@ pub mod repetitions;
 pub mod keys;
 pub mod ed25519;
 pub mod tlog;
+pub mod attempts;
 pub mod dsse;
 pub mod shape;
 pub mod subject;
@@ -71,11 +72,14 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.13: every attempt counted: the run's registration in its signing key's append-only
+/// attempt log, with the signed checkpoint and the inclusion proof (`attempt`).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.13";
 /// v0.12: streams whose events carry several tokens (speculative decoding) and the server's
 /// own clock: records' `event_tokens`, `request_id` and `server_timing`; the summary's ITL
 /// per token beside the gaps between events (`events`), the server's timing and acceptance
-/// (`server_clock`, `host.server.speculative`).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.12";
+/// (`server_clock`, `host.server.speculative`). Still read and verified.
+pub const PREDICATE_TYPE_V0_12: &str = "https://provebench.dev/result/v0.12";
 /// v0.11: what servers serve besides streamed text: OpenAI's Responses API (`api:
 /// openai-responses`), whose conversations the server holds (`workload.sessions.chain`);
 /// embeddings and rerank (records' `inputs`, `documents`, `embedding_dim`, `output_sha256`,

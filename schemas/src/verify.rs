@@ -53,6 +53,8 @@ pub struct Verdict {
     /// Benchmarks of an imported aggregates-only document: their summaries are the
     /// source's numbers, with no records to recompute them from.
     pub aggregates_only: u64,
+    /// The run's place in its key's attempt log, or that it has none.
+    pub attempt_log: crate::attempts::LogStanding,
 }
 
 impl Verdict {
@@ -67,6 +69,7 @@ impl Verdict {
             summary_mismatches: vec![],
             missing_flags: vec![],
             aggregates_only: 0,
+            attempt_log: crate::attempts::LogStanding::NotLogged,
         }
     }
 }
@@ -150,6 +153,12 @@ pub fn verify_envelope(
         }
     }
     check_statement(&statement, matched_as_written, &mut verdict);
+    if let Some(place) = &statement.predicate.attempt {
+        match crate::attempts::check_place(place, &statement.predicate, signer.map(|k| &k.key)) {
+            Ok(standing) => verdict.attempt_log = standing,
+            Err(e) => verdict.document_errors.push(e),
+        }
+    }
     verdict.ok = matches!(verdict.signature, SignatureVerdict::Verified { .. })
         && verdict.document_errors.is_empty()
         && verdict.summary_mismatches.is_empty()

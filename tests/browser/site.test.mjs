@@ -32,6 +32,10 @@
 //     hit target on top), scale to a narrow window, and print with their tables (print
 //     stylesheet; <details> opened before printing, closed after); the keyboard alone
 //     ticks results, opens the comparison and a chart's table;
+//   * an attempt log: the index counts what its key attempted and lists every attempt the site
+//     does not publish; a result page shows its place; published again as the log grows, the
+//     page proves from a few tiles that it extends the checkpoint it kept, and once the log is
+//     made again with the same key it says, above every view, that the log was rewritten;
 //   * the time to first render of a 10,000-request result (logged, not asserted);
 //   * `runner publish` refuses files that are not JSON; `runner serve` stays inside its
 //     directory and sends the right types and the policy; the site works from a subpath of
@@ -44,7 +48,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { closeSync, copyFileSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, renameSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createHash, createPrivateKey, sign } from 'node:crypto';
 import { createServer, request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -290,6 +294,18 @@ HISTORY.forEach((name, i) => runner('synth', '--key', 'lab.key', '--out', `compa
 runner('publish', 'compare', '--out', 'site-compare', '--keys', 'keys.json');
 const compareOrigin = (await start(runnerBin, ['serve', 'site-compare', '--port', '0'], 'runner serve (compare)')).replace(/\/$/, '');
 
+// An attempt log: a key of its own makes three attempts and publishes one, with its log, into a
+// directory `runner serve` keeps serving while it is published again as the log grows, then
+// from a log made again with the same key.
+runner('keygen', 'logkey');
+runner('trust', 'logkey.pub', '--keys', 'log-keys.json', '--name', 'Log key');
+const logRun = (out) => runner('run', '--target', fast, '--profile', 'constant', '--rate', '50', '--max-requests', '4',
+  '--data', 'prompt_tokens=16,output_tokens=4', '--key', 'logkey.key', '--out', out);
+const publishLogs = (...results) => runner('publish', ...results, '--out', 'site-logs', '--keys', 'log-keys.json', '--log', 'logkey.attempts');
+['log-a.json', 'log-b.json', 'log-c.json'].forEach(logRun);
+publishLogs('log-a.json');
+const logsOrigin = (await start(runnerBin, ['serve', 'site-logs', '--port', '0'], 'runner serve (logs)')).replace(/\/$/, '');
+
 // ------------------------------------------------------------------ the browser
 
 const userData = mkdtempSync(join(tmpdir(), 'provebench-chromium-'));
@@ -312,7 +328,7 @@ context.setDefaultTimeout(WAIT);
 // What the whole session saw: every request beyond the site's own files is a failure, as
 // is any dialog, page error or policy violation.
 const watch = { foreign: [], requests: [], dialogs: [], pageErrors: [], csp: [] };
-let allowedOrigins = [origin, campaignOrigin, compareOrigin];
+let allowedOrigins = [origin, campaignOrigin, compareOrigin, logsOrigin];
 const own = (u) => u === 'about:blank' || allowedOrigins.some((o) => u.startsWith(`${o}/`) || u === o || u.startsWith(`blob:${o}/`));
 context.on('request', (r) => {
   const u = r.url();
@@ -1291,4 +1307,47 @@ test('runner publish refuses a result file that is not JSON, naming it', () => {
   const r = spawnSync(runnerBin, ['publish', 'bad', '--out', 'bad-site'], { cwd: dir, env, timeout: 60_000 });
   assert.equal(r.status, 3);
   assert.match(r.stderr.toString(), /broken\.json.*not JSON/);
+});
+
+test('an attempt log: what was not published is listed, growth is proven, a rewritten log is said loudly', { timeout: 240_000 }, async () => {
+  const logsIndex = async () => {
+    await openIndex(page, logsOrigin);
+    await page.waitForSelector('#attempt-logs[data-ready="true"]', { timeout: WAIT });
+    return page.evaluate(() => ({
+      tally: document.querySelector('.log-tally')?.textContent,
+      first: document.querySelector('.log-first')?.textContent ?? null,
+      consistent: document.querySelector('.log-consistent')?.textContent ?? null,
+      rewritten: document.querySelector('.log-rewritten')?.textContent ?? null,
+      alert: document.getElementById('log-alert')?.textContent ?? null,
+      rows: [...document.querySelectorAll('table.not-published tbody tr')].map((tr) => [...tr.cells].map((c) => c.textContent)),
+    }));
+  };
+  let s = await logsIndex();
+  assert.equal(s.tally, '3 attempts registered: 3 completed; 1 published here, 2 not.');
+  assert.deepEqual(s.rows.map((r) => [r[0], r[4]]), [['2', 'completed'], ['4', 'completed']]);
+  assert.match(s.first, /First visit: checkpoint of 6 entries kept/);
+
+  await open(page, `${logsOrigin}/#/result/log-a.json`);
+  await page.waitForSelector('#heading[data-ready="true"]', { timeout: WAIT });
+  assert.match(await page.textContent('#fact-attempt-log'), /^logged: attempt registered as entry 0 of provebench\.local\/attempts\/[0-9a-f]{16} \(proven in its checkpoint of 1 entry\)$/);
+
+  // The log grows and the site is published again: proven, from the tiles alone, to extend it.
+  logRun('log-d.json');
+  publishLogs('log-a.json', 'log-d.json');
+  s = await logsIndex();
+  assert.match(s.consistent, /^Consistent with the checkpoint of 6 entries this browser saw before \(proven from [1-9]\d* tiles\)\.$/);
+  assert.equal(s.tally, '4 attempts registered: 4 completed; 2 published here, 2 not.');
+  assert.equal(s.alert, null);
+
+  // The log made again with the same key, as long as the one seen: a fork, said above the view.
+  renameSync(join(dir, 'logkey.attempts'), join(dir, 'logkey.attempts-first'));
+  ['log-w.json', 'log-x.json', 'log-y.json', 'log-z.json'].forEach(logRun);
+  publishLogs('log-w.json');
+  s = await logsIndex();
+  assert.match(s.rewritten, /^REWRITTEN: log provebench\.local\/attempts\/[0-9a-f]{16}: rewritten: its checkpoint of 8 entries does not extend the one of 8 seen before/);
+  assert.match(s.alert, /attempt log was rewritten since this browser last saw it/);
+  // The checkpoint kept is still the first log's: the next visit says it again.
+  s = await logsIndex();
+  assert.ok(s.rewritten, 'said again on the next visit');
+  await page.screenshot({ path: join(artifacts, 'attempt-log-rewritten.png'), fullPage: true });
 });

@@ -136,6 +136,23 @@ pub enum Command {
     /// lists and nothing else is there, every result verifies, and the module is the one its
     /// signed provenance names (source commit, pinned toolchain).
     VerifySite(VerifySiteArgs),
+    /// Count a campaign plan or a spec in the attempt log before any of it runs.
+    ///
+    /// Appends a registration (the plan's sha256, its name, how many cells) to the key's log
+    /// and signs a new checkpoint; publish the log now, and every cell that runs later is
+    /// counted against it. A plan's cells refer to it (RESULTS/registration.json).
+    Register(RegisterArgs),
+    /// Witness a site's attempt logs: check each checkpoint extends the last one seen, then cosign it.
+    ///
+    /// Keeps, in --state, the last checkpoint it verified of each log; reads the site's new
+    /// one (signed by the log's key), proves from the tiles it needs that the log only grew
+    /// (C2SP tlog-cosignature), and writes the checkpoint with its cosignature beside it
+    /// (give it to `runner publish --cosignature`). A log that was rewritten (a fork, a
+    /// rollback) is refused, exit 1, and the state kept. Run it from cron against the URL.
+    Witness(WitnessArgs),
+    /// Read an attempt log: `show` lists its attempts and how each ended, `verify` checks it.
+    #[command(subcommand)]
+    Log(LogCommand),
     /// Preview a published site on 127.0.0.1 (prints the URL).
     Serve(ServeArgs),
     /// Export results' raw records or summaries as one Parquet or CSV table (for polars, pandas, DuckDB, …).
@@ -177,6 +194,8 @@ pub struct ReproduceArgs {
     pub allow_unsigned: bool,
     #[command(flatten)]
     pub sign: SignArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
     /// The reproduction's result file.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
@@ -479,6 +498,25 @@ pub struct RunArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub sign: SignArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// Where a signed run is counted: `--log DIR`, the key's own log by default, or `--no-log`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct LogArgs {
+    /// The attempt log this run is counted in (default: NAME.attempts/ beside NAME.key). The
+    /// run is registered there before its first request and its outcome logged when it ends,
+    /// each append signed by the key as a new checkpoint; the result carries its place.
+    #[arg(long, value_name = "DIR", help_heading = "Attempt log")]
+    pub log: Option<PathBuf>,
+    /// Do not count this run in any log: the result shows as not logged.
+    #[arg(long, conflicts_with = "log", help_heading = "Attempt log")]
+    pub no_log: bool,
+    /// The index of the plan's registration (`runner register`) this run is a cell of; a
+    /// campaign passes it to its cells.
+    #[arg(long, value_name = "INDEX", help_heading = "Attempt log")]
+    pub plan_entry: Option<u64>,
 }
 
 /// `runner merge SHARD… --out FILE`: one result from the shards of one split schedule.
@@ -526,6 +564,8 @@ pub struct FinalizeArgs {
     pub out: Option<PathBuf>,
     #[command(flatten)]
     pub sign: SignArgs,
+    #[command(flatten)]
+    pub log: LogArgs,
 }
 
 /// How a result is signed: `--key FILE`, or explicitly `--no-sign`.
@@ -565,6 +605,15 @@ pub struct PublishArgs {
     /// Without it both are unsigned, and `runner verify-site` refuses the site.
     #[arg(long, value_name = "NAME.key")]
     pub key: Option<PathBuf>,
+    /// A checkpoint a witness cosigned (`runner witness` writes them): its cosignature is
+    /// published with the log's checkpoint when it is of that very checkpoint. Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub cosignature: Vec<PathBuf>,
+    /// An attempt log to publish with the results (repeatable): its entries as tlog-tiles
+    /// under logs/<id>/, its signed checkpoint, and which of its attempts the site publishes
+    /// and which it does not. A result's registration must be the log's entry at its index.
+    #[arg(long, value_name = "DIR")]
+    pub log: Vec<PathBuf>,
 }
 
 /// `runner verify-site DIR|URL --keys keys.json`.
@@ -587,9 +636,96 @@ pub struct VerifySiteArgs {
     pub site: String,
     #[command(flatten)]
     pub trusted: TrustedKeyArgs,
+    /// A checkpoint of one of the site's attempt logs seen before (a signed note file, as
+    /// logs/<id>/checkpoint was then): the log must extend it, and still be published.
+    /// Repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub since: Vec<PathBuf>,
+    /// A witness whose cosignature each log's checkpoint must carry: its verifier key
+    /// (`name+id+key`, as `runner witness` prints it) or a file of them, one a line. Repeatable.
+    #[arg(long, value_name = "VKEY|FILE")]
+    pub witness: Vec<String>,
     /// Print the verdict as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `runner register SPEC|PLAN --key K`.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  \
+runner register plan.toml                 # the plan's key and log\n  \
+runner register spec.toml --key lab.key --log lab.attempts")]
+pub struct RegisterArgs {
+    /// A campaign plan (a TOML file with [axes]) or a run spec.
+    #[arg(value_name = "SPEC|PLAN.toml")]
+    pub file: PathBuf,
+    /// The signing key (default: a plan's `key`).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+    /// The attempt log (default: a plan's `log`, else NAME.attempts/ beside the key).
+    #[arg(long, value_name = "DIR")]
+    pub log: Option<PathBuf>,
+}
+
+/// `runner witness SITE --witness-key W.key --state DIR --key LOG.pub`.
+#[derive(Args, Debug)]
+#[command(after_help = "Example (cron, every 10 minutes):\n  \
+*/10 * * * * runner witness https://bench.example.org/ --witness-key witness.key --name witness.example.org --state /var/lib/provebench-witness --keys publisher-keys.json")]
+pub struct WitnessArgs {
+    /// A published site (directory or http(s) URL).
+    #[arg(value_name = "DIR|URL")]
+    pub site: String,
+    /// The witness's signing key (as `runner keygen` writes it).
+    #[arg(long, value_name = "NAME.key")]
+    pub witness_key: PathBuf,
+    /// The witness's name in its cosignatures (default: witness-<first 16 hex of its keyid>).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Where the last verified checkpoint of each log is kept, and the cosigned ones written.
+    #[arg(long, value_name = "DIR")]
+    pub state: PathBuf,
+    /// The keys whose logs it witnesses (the logs' signing keys).
+    #[command(flatten)]
+    pub trusted: TrustedKeyArgs,
+}
+
+/// `runner log show|verify DIR`.
+#[derive(Subcommand, Debug)]
+pub enum LogCommand {
+    /// List a log's attempts: when each was registered, what it ran, how it ended.
+    Show(LogReadArgs),
+    /// Check a log: its checkpoint's signature, that its entries give the checkpoint's root,
+    /// that every outcome closes one registration; with --since, that it extends an older
+    /// checkpoint (nothing dropped or rewritten since). Exits 1 when any check fails.
+    Verify(LogVerifyArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LogReadArgs {
+    /// The log's directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The public key whose log it must be (SPKI PEM, NAME.pub); without it, the key the
+    /// directory names is taken on trust.
+    #[arg(long, value_name = "NAME.pub")]
+    pub key: Option<PathBuf>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LogVerifyArgs {
+    #[command(flatten)]
+    pub read: LogReadArgs,
+    /// An earlier checkpoint of this log (a signed note, as `checkpoint` in the log or the
+    /// site holds it): the log must extend it.
+    #[arg(long, value_name = "FILE")]
+    pub since: Option<PathBuf>,
+    /// Recompute the stored tree from the entries first (after a machine crash); needs the
+    /// signing key, which signs the checkpoint again.
+    #[arg(long, value_name = "NAME.key")]
+    pub rebuild: Option<PathBuf>,
 }
 
 /// `runner serve DIR [--port P]`.

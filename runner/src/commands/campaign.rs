@@ -315,13 +315,27 @@ fn cell(args: &CellArgs) -> Result<(), Failure> {
         #[command(flatten)]
         run: RunArgs,
     }
-    let argv = [
+    let mut argv: Vec<std::ffi::OsString> = vec![
         "runner".into(),
         "--out".into(),
         out.clone().into_os_string(),
         "--key".into(),
         key.into_os_string(),
     ];
+    if let Some(log) = &plan.log {
+        argv.extend(["--log".into(), log.clone().into_os_string()]);
+    }
+    // A plan registered before its cells ran (`runner register`): each cell refers to it.
+    let registered = crate::commands::register::registration_file(&plan.results);
+    if let Ok(bytes) = std::fs::read(&registered) {
+        let r: crate::commands::register::PlanRegistration = serde_json::from_slice(&bytes)
+            .map_err(|e| Failure::Input(anyhow!("{}: {e}", registered.display())))?;
+        if r.plan_sha256 == plan.sha256 {
+            argv.extend(["--plan-entry".into(), r.index.to_string().into()]);
+        } else {
+            tracing::warn!(file = %registered.display(), "the plan changed since it was registered: its cells do not refer to that registration");
+        }
+    }
     let wrapped = Wrapped::try_parse_from(argv).map_err(|e| Failure::Input(anyhow!("{e}")))?;
     let mut spec = c.spec.clone();
     if let Some(e) = spec.engine.as_mut().filter(|e| e.port.is_none()) {
@@ -501,5 +515,14 @@ fn collect(args: &CollectArgs) -> Result<(), Failure> {
         module: args.module.clone(),
         // The campaign's key signs the site too (campaign_key found it in the plan).
         key: plan.key.clone(),
+        cosignature: vec![],
+        // And its cells' log goes with them, when there is one.
+        log: plan
+            .log
+            .clone()
+            .or_else(|| plan.key.as_deref().map(attempt_log::beside_key))
+            .filter(|d| d.join("checkpoint").is_file())
+            .into_iter()
+            .collect(),
     })
 }

@@ -29,7 +29,31 @@ pub fn run(args: &FinalizeArgs) -> Result<(), Failure> {
                 .map_or_else(|| format!("{name}.json"), String::from),
         )
     });
+    let registration = predicate.attempt.as_ref().map(|p| p.index);
     output::write_result(predicate, key.as_ref(), &out)?;
     tracing::info!(out = %out.display(), records, complete, "finalized journal");
+    // The attempt's registration, still open since its process died, is closed: killed,
+    // with the result its journal gave.
+    let log = crate::attempt::log_dir(&args.log, args.sign.key.as_deref());
+    if let (Some(index), Some(dir), Some(key)) = (registration, log, key.as_ref()) {
+        let mut outcome = crate::attempt::outcome(index, &Ok(()), Some(&out), "finalize");
+        outcome.status = schemas::document::attempt::Status::Killed;
+        outcome.exit_code = None;
+        outcome.reason =
+            Some("its process ended before writing a result; finalized from its journal".into());
+        match attempt_log::Log::open(&dir, key).and_then(|l| l.close(outcome)) {
+            Ok(Some(at)) => {
+                tracing::info!(log = %dir.display(), registration = index, outcome = at, "attempt closed")
+            }
+            Ok(None) => {
+                tracing::info!(log = %dir.display(), registration = index, "the attempt was closed already")
+            }
+            Err(e) => {
+                return Err(Failure::Input(
+                    e.context(format!("closing the attempt in {}", dir.display())),
+                ))
+            }
+        }
+    }
     Ok(())
 }

@@ -280,6 +280,7 @@ fn merge(parts: &[Part]) -> Result<Predicate> {
     Ok(Predicate {
         capacity: None,
         accuracy: None,
+        attempt: None,
         run: Run {
             id: super::synth::run_id()?,
             started_at: loadgen::journal::timestamp(started),

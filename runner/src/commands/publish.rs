@@ -93,9 +93,11 @@ pub fn run(args: &PublishArgs) -> Result<(), Failure> {
         tracing::warn!("no --key: the site's manifest and the module's provenance are unsigned, and `runner verify-site` will refuse the site");
     }
     let published_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let logs = log_files(&args.log, &args.cosignature, &results).map_err(Failure::Input)?;
     write_site(
         &args.out,
         &results,
+        &logs,
         &keys,
         &module,
         signer.as_ref(),
@@ -257,9 +259,105 @@ fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
 }
 
+/// Each log's files as the site serves them (`schemas::site::logs`), with the results that
+/// carry a place in it.
+fn log_files(
+    dirs: &[PathBuf],
+    cosigned: &[PathBuf],
+    results: &[Published],
+) -> Result<Vec<(String, Vec<u8>)>> {
+    let mut witnessed = vec![];
+    for path in cosigned {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        witnessed.push(
+            schemas::tlog::note::Note::parse(&text)
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?,
+        );
+    }
+    let placed: Vec<(String, schemas::document::attempt::LogPlace, String)> = results
+        .iter()
+        .filter(|r| !r.campaign)
+        .filter_map(|r| {
+            place_of(&r.bytes).map(|p| {
+                (
+                    format!("results/{}", r.name),
+                    p,
+                    hex::encode(Sha256::digest(&r.bytes)),
+                )
+            })
+        })
+        .collect();
+    let mut out = vec![];
+    for dir in dirs {
+        let snapshot = attempt_log::read(dir, None)?;
+        let origin = &snapshot.checkpoint.origin;
+        let served: Vec<_> = placed
+            .iter()
+            .filter(|(_, p, _)| &p.origin == origin)
+            .map(|(path, place, sha256)| schemas::site::logs::ServedResult {
+                path,
+                place,
+                sha256,
+            })
+            .collect();
+        let note = with_cosignatures(&snapshot.note, &witnessed)?;
+        let files = schemas::site::logs::files(&note, &snapshot.entries, &served)
+            .map_err(|e| anyhow!("{}: {e}", dir.display()))?;
+        tracing::info!(log = %dir.display(), %origin, entries = snapshot.checkpoint.size, results = served.len(), "publishing the attempt log");
+        out.extend(files);
+    }
+    Ok(out)
+}
+
+/// The checkpoint `note` with the witnesses' signature lines of every cosigned note of that
+/// very checkpoint (a cosignature of an older one says nothing of this one, and is left out).
+fn with_cosignatures(note: &str, witnessed: &[schemas::tlog::note::Note]) -> Result<String> {
+    let mut parsed = schemas::tlog::note::Note::parse(note).map_err(|e| anyhow!("{e}"))?;
+    for w in witnessed {
+        if w.text != parsed.text {
+            continue;
+        }
+        for s in &w.signatures {
+            if !parsed
+                .signatures
+                .iter()
+                .any(|have| have.name == s.name && have.id == s.id)
+            {
+                parsed.signatures.push(s.clone());
+            }
+        }
+    }
+    let attached = parsed.signatures.len() - 1;
+    if !witnessed.is_empty() && attached == 0 {
+        tracing::warn!("no cosignature given is of the log's current checkpoint (the witness saw an older one): published without");
+    }
+    Ok(parsed.to_text())
+}
+
+/// A result's place in an attempt log, read from its payload alone (nothing else of it).
+fn place_of(bytes: &[u8]) -> Option<schemas::document::attempt::LogPlace> {
+    #[derive(serde::Deserialize)]
+    struct Statement {
+        predicate: Predicate,
+    }
+    #[derive(serde::Deserialize)]
+    struct Predicate {
+        #[serde(default)]
+        attempt: Option<schemas::document::attempt::LogPlace>,
+    }
+    let envelope = schemas::dsse::EnvelopeView::parse(bytes).ok()?;
+    let payload = envelope.decode().ok()?;
+    serde_json::from_slice::<Statement>(payload.payload())
+        .ok()?
+        .predicate
+        .attempt
+}
+
 fn write_site(
     dir: &Path,
     results: &[Published],
+    logs: &[(String, Vec<u8>)],
     keys: &[u8],
     module: &Module,
     signer: Option<&SigningKey>,
@@ -267,10 +365,11 @@ fn write_site(
 ) -> Result<()> {
     check_out_dir(dir)?;
     let results_dir = dir.join("results");
-    if results_dir.exists() {
-        // A site published before: its results are replaced, not merged.
-        std::fs::remove_dir_all(&results_dir)
-            .with_context(|| format!("removing {}", results_dir.display()))?;
+    for d in [results_dir.clone(), dir.join("logs")] {
+        if d.exists() {
+            // A site published before: its results and logs are replaced, not merged.
+            std::fs::remove_dir_all(&d).with_context(|| format!("removing {}", d.display()))?;
+        }
     }
     for d in [dir, results_dir.as_path(), dir.join("wasm").as_path()] {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
@@ -297,12 +396,23 @@ fn write_site(
         files.push((format!("results/{}", r.name), r.bytes.clone()));
     }
     let commit = module.build.source.commit.as_deref();
+    let log_dirs: BTreeSet<String> = logs
+        .iter()
+        .filter_map(|(p, _)| p.strip_suffix(schemas::site::logs::CHECKPOINT))
+        .map(String::from)
+        .collect();
     files.push((
         "index.json".into(),
-        index_json(results, &module.bytes, commit),
+        index_json(results, &module.bytes, commit, &log_dirs),
     ));
+    files.extend(logs.iter().cloned());
     for (path, bytes) in &files {
-        write(&dir.join(path), bytes)?;
+        let path = dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        write(&path, bytes)?;
     }
     let meta = SiteManifest {
         generator: format!("provebench runner {}", env!("CARGO_PKG_VERSION")),
@@ -326,7 +436,12 @@ fn json_file(envelope: &schemas::Envelope) -> Vec<u8> {
 
 /// `index.json`: metadata only; the page computes everything else from the files.
 /// Campaigns are listed apart (`campaigns`), their files in `results/` too.
-fn index_json(results: &[Published], module: &[u8], commit: Option<&str>) -> Vec<u8> {
+fn index_json(
+    results: &[Published],
+    module: &[u8],
+    commit: Option<&str>,
+    logs: &BTreeSet<String>,
+) -> Vec<u8> {
     let list = |campaigns: bool| -> Vec<serde_json::Value> {
         results
             .iter()
@@ -353,6 +468,7 @@ fn index_json(results: &[Published], module: &[u8], commit: Option<&str>) -> Vec
         "keys": "keys.json",
         "results": list(false),
         "campaigns": list(true),
+        "logs": logs,
     });
     let mut bytes = serde_json::to_vec_pretty(&index).expect("JSON values serialise");
     bytes.push(b'\n');
@@ -464,7 +580,7 @@ mod tests {
                 campaign: true,
             },
         ];
-        write_site(&out, &results, b"{\"keys\":[]}", &module(), None, NOW).unwrap();
+        write_site(&out, &results, &[], b"{\"keys\":[]}", &module(), None, NOW).unwrap();
         assert_eq!(
             std::fs::read(out.join("results/r.json")).unwrap(),
             b"{\"a\": 1}"
@@ -494,14 +610,14 @@ mod tests {
             bytes: b"{}".to_vec(),
             campaign: false,
         }];
-        write_site(&out, &again, b"{\"keys\":[]}", &module(), None, NOW).unwrap();
+        write_site(&out, &again, &[], b"{\"keys\":[]}", &module(), None, NOW).unwrap();
         assert!(!out.join("results/r.json").exists());
         assert!(out.join("results/s.json").exists());
         // A directory with other things in it is left alone.
         let foreign = d.path().join("foreign");
         std::fs::create_dir(&foreign).unwrap();
         std::fs::write(foreign.join("notes.txt"), b"mine").unwrap();
-        let err = write_site(&foreign, &again, b"{}", &module(), None, NOW)
+        let err = write_site(&foreign, &again, &[], b"{}", &module(), None, NOW)
             .unwrap_err()
             .to_string();
         assert!(err.contains("refusing"), "{err}");

@@ -165,6 +165,12 @@ fn run_args(args: &ReproduceArgs) -> Result<RunArgs, Failure> {
         Some(k) => argv.extend(["--key".into(), path(k)]),
         None => argv.push("--no-sign".into()),
     }
+    if let Some(dir) = &args.log.log {
+        argv.extend(["--log".into(), path(dir)]);
+    }
+    if args.log.no_log {
+        argv.push("--no-log".into());
+    }
     let command = RunArgs::augment_args(clap::Command::new("run"));
     let matches = command
         .try_get_matches_from(argv)

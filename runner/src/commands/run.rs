@@ -30,19 +30,13 @@ pub fn resolve_spec(args: &RunArgs) -> anyhow::Result<RunSpec> {
 /// `runner run`: the run, then `--fail-on` held to the flags of the result it wrote.
 pub fn run(args: &RunArgs, outcome: &mut Outcome) -> Result<(), Failure> {
     let spec = resolve_spec(args).map_err(Failure::Input)?;
-    run_with(spec, args, None, outcome)?;
-    let written = outcome.result.clone().unwrap_or_default();
-    crate::fail_on::check(
-        args.fail_on,
-        outcome.flags.as_deref().unwrap_or_default(),
-        &written,
-    )
+    run_with(spec, args, None, outcome, Some(args.fail_on))
 }
 
 /// Runs `spec` as `runner run` would, with `args` for everything outside the spec: the
 /// key, the result file, telemetry. A campaign's cell comes this way with its plan's spec.
 pub fn run_spec(spec: RunSpec, args: &RunArgs) -> Result<(), Failure> {
-    run_with(spec, args, None, &mut Outcome::new("run"))
+    run_with(spec, args, None, &mut Outcome::new("campaign cell"), None)
 }
 
 /// A run that re-runs a published result (`runner reproduce`): every benchmark must send
@@ -56,15 +50,18 @@ pub struct Reproducing {
 
 /// [`run_spec`], reproducing a published result.
 pub fn run_reproduction(spec: RunSpec, args: &RunArgs, r: Reproducing) -> Result<(), Failure> {
-    run_with(spec, args, Some(r), &mut Outcome::new("run"))
+    run_with(spec, args, Some(r), &mut Outcome::new("run"), None)
 }
 
-/// The run; `outcome` gets the result file and its flags once it is written.
+/// The run; `outcome` gets the result file and its flags once it is written, and with
+/// `fail_on` the exit is held to those flags (before the attempt's outcome is logged, so that
+/// the log has the exit code the process gives).
 fn run_with(
     spec: RunSpec,
     args: &RunArgs,
     reproducing: Option<Reproducing>,
     outcome: &mut Outcome,
+    fail_on: Option<crate::cli::FailOn>,
 ) -> Result<(), Failure> {
     spec.validate().map_err(Failure::Input)?;
     // Before anything slow: a start time already past is refused at once.
@@ -78,8 +75,17 @@ fn run_with(
         .enable_all()
         .build()
         .map_err(|e| Failure::Input(e.into()))?;
-    let dest = Destination { out, key };
-    runtime.block_on(execute(spec, args, dest, shard, reproducing, outcome))
+    let log = crate::attempt::log_dir(&args.log, args.sign.key.as_deref());
+    let dest = Destination { out, key, log };
+    runtime.block_on(execute(
+        spec,
+        args,
+        dest,
+        shard,
+        reproducing,
+        outcome,
+        fail_on,
+    ))
 }
 
 /// The spec as the result records it: the engine's secret-named variables redacted.
@@ -114,10 +120,11 @@ fn default_out() -> PathBuf {
     PathBuf::from(format!("provebench-{t}.json"))
 }
 
-/// Where the result goes, and the key that signs it.
+/// Where the result goes, the key that signs it and the log that counts the attempt.
 struct Destination {
     out: PathBuf,
     key: Option<ed25519_dalek::SigningKey>,
+    log: Option<PathBuf>,
 }
 
 async fn execute(
@@ -127,11 +134,33 @@ async fn execute(
     shard: Option<ShardRun>,
     reproducing: Option<Reproducing>,
     outcome: &mut Outcome,
+    fail_on: Option<crate::cli::FailOn>,
 ) -> Result<(), Failure> {
     // First, before asking the server anything: a journal left by an earlier run is never overwritten.
     let path = journal::path_for(&dest.out);
     let journal = Arc::new(Journal::create(&path).map_err(Failure::Input)?);
-    let result = measure(spec, args, dest, journal, shard, reproducing, outcome).await;
+    let out = dest.out.clone();
+    let mut counted = None;
+    let result = measure(
+        spec,
+        args,
+        dest,
+        journal,
+        shard,
+        reproducing,
+        outcome,
+        &mut counted,
+    )
+    .await
+    .and_then(|()| match (fail_on, &outcome.result) {
+        (Some(level), Some(written)) => {
+            crate::fail_on::check(level, outcome.flags.as_deref().unwrap_or_default(), written)
+        }
+        _ => Ok(()),
+    });
+    if let Some(c) = counted {
+        c.close(&result, outcome.result.as_ref().map(|_| out.as_path()));
+    }
     if result.is_err() && std::fs::metadata(&path).is_ok_and(|m| m.len() == 0) {
         // Nothing was journaled (the server could not be used): leave no obstacle to a rerun.
         let _ = std::fs::remove_file(&path);
@@ -139,6 +168,7 @@ async fn execute(
     result
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn measure(
     mut spec: RunSpec,
     args: &RunArgs,
@@ -147,6 +177,7 @@ async fn measure(
     shard: Option<ShardRun>,
     reproducing: Option<Reproducing>,
     outcome: &mut Outcome,
+    counted: &mut Option<crate::attempt::Counted>,
 ) -> Result<(), Failure> {
     let input = Failure::Input;
     // First: a stop (SIGTERM, Ctrl-C) from here on ends the run with what it has, even one
@@ -169,6 +200,29 @@ async fn measure(
     }
     // Local inputs first: a bad dataset or tokenizer file fails before the server is asked.
     let prepared = Prepared::new(spec.clone()).map_err(input)?;
+    // Counted before the engine starts or the server is asked anything: an attempt that
+    // fails from here on still shows in the log.
+    if let (Some(dir), Some(key)) = (&dest.log, &dest.key) {
+        let command = match (&reproducing, outcome.command.as_str()) {
+            (Some(_), _) => "reproduce",
+            (None, "campaign cell") => "campaign cell",
+            _ => "run",
+        };
+        *counted = Some(crate::attempt::register(
+            dir,
+            key,
+            crate::attempt::Intent {
+                run_id: &run_id,
+                command,
+                spec: &recorded_spec(&spec),
+                seed: spec.seed,
+                target: &spec.target,
+                engine: spec.engine.as_ref().map_or("", |e| e.recipe.as_str()),
+                model: spec.model.as_deref().unwrap_or(""),
+                plan: args.log.plan_entry,
+            },
+        )?);
+    }
     let engine = match (recipe, &spec.engine) {
         (Some(loaded), Some(e)) => Some(on_host::start(
             loaded,
@@ -228,6 +282,11 @@ async fn measure(
         model,
         reproduces,
     });
+    if let Some(c) = counted {
+        journal.write(Line::Attempt {
+            attempt: c.place().clone(),
+        });
+    }
     if let Some(e) = &engine {
         journal.write(Line::Launch {
             launch: e.launch_so_far(),
@@ -374,7 +433,7 @@ impl Started {
             cancel_tx,
             cancel,
         } = self;
-        let Destination { out, key } = dest;
+        let Destination { out, key, .. } = dest;
         journal.on_failure({
             // A run whose journal cannot be written stops: a crash after that point would lose
             // what it measured since.

@@ -16,6 +16,7 @@ pub fn run(args: &VerifySiteArgs) -> Result<(), Failure> {
     let site = Site::of(&args.site).map_err(Failure::Input)?;
     let manifest = site.read(MANIFEST_PATH).map_err(Failure::Input)?;
     let mut check = SiteCheck::open(manifest.as_deref(), trusted);
+    check.expect(expectations(args).map_err(Failure::Input)?);
     for path in check.listed() {
         let bytes = site.read(&path).map_err(Failure::Input)?;
         check.file(&path, bytes.as_deref());
@@ -41,17 +42,33 @@ pub fn run(args: &VerifySiteArgs) -> Result<(), Failure> {
     }
 }
 
+/// The checkpoints seen before and the witnesses trusted, from `--since` and `--witness`.
+fn expectations(args: &VerifySiteArgs) -> Result<schemas::site::logs::Expectations> {
+    let mut expect = schemas::site::logs::Expectations::default();
+    for path in &args.since {
+        expect.since.push(
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?,
+        );
+    }
+    for w in &args.witness {
+        expect
+            .witnesses
+            .extend(crate::commands::witness::witness_keys(w)?);
+    }
+    Ok(expect)
+}
+
 /// Where the site's files come from.
-enum Site {
+pub enum Site {
     Dir(PathBuf),
     /// GETs a site path (from the base URL, which ends in `/`).
     Url(Box<Get>),
 }
 
-type Get = dyn Fn(&str) -> Result<Option<Vec<u8>>>;
+pub type Get = dyn Fn(&str) -> Result<Option<Vec<u8>>>;
 
 impl Site {
-    fn of(arg: &str) -> Result<Site> {
+    pub fn of(arg: &str) -> Result<Site> {
         if arg.starts_with("http://") || arg.starts_with("https://") {
             let base = if arg.ends_with('/') {
                 arg.to_string()
@@ -90,7 +107,7 @@ impl Site {
     }
 
     /// A file's bytes; `None` when the site has no such file.
-    fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
+    pub fn read(&self, path: &str) -> Result<Option<Vec<u8>>> {
         match self {
             Site::Dir(dir) => {
                 let file = dir.join(path);
@@ -154,6 +171,40 @@ fn describe(site: &str, v: &SiteVerdict) -> String {
             },
             m.signed_by
         );
+    }
+    if v.results_not_logged > 0 {
+        out += &format!(
+            "  {} verified result(s) not logged: nothing shows they are not one attempt of many\n",
+            v.results_not_logged
+        );
+    }
+    for l in &v.logs {
+        out += &format!(
+            "  log {}: {} entries; {}; {} published, {} not\n",
+            l.origin,
+            l.size,
+            crate::commands::log::summary(&l.tally),
+            l.published,
+            l.not_published.len()
+        );
+        for a in &l.not_published {
+            out += &format!(
+                "    not published: entry {} registered {} ({} {} {}): {}{}\n",
+                a.index,
+                a.registered_at,
+                a.command,
+                a.engine,
+                a.model,
+                a.status
+                    .map_or("open".to_string(), |s| schemas::document::serde_name(&s)),
+                a.reason
+                    .as_deref()
+                    .map_or(String::new(), |r| format!(" ({r})"))
+            );
+        }
+        for (w, t) in &l.cosigned_by {
+            out += &format!("    cosigned by witness {w} at {t}\n");
+        }
     }
     for p in &v.problems {
         out += &format!("  ✖ {}: {}\n", p.path, p.reason);

@@ -6,6 +6,7 @@
 mod support;
 
 mod accuracy;
+mod attempt_log;
 mod campaign;
 mod campaign_report;
 mod capacity;

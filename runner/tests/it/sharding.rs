@@ -257,7 +257,13 @@ fn merge_refuses_bad_sets(d: &Path) {
     let key =
         <ed25519_dalek::SigningKey as ed25519_dalek::pkcs8::DecodePrivateKey>::from_pkcs8_pem(&pem)
             .unwrap();
+    // Edited and signed again by hand: the edit no longer matches the shard's registration in
+    // the attempt log, so the copy goes without it (a result that was not logged).
     let mut other = statement(&d.join("shard-3.json"));
+    other["predicate"]
+        .as_object_mut()
+        .unwrap()
+        .remove("attempt");
     other["predicate"]["run"]["seed"] = 8.into();
     other["predicate"]["run"]["spec"]["seed"] = 8.into();
     resign(d, &other, &key, "seed-3.json");
@@ -268,6 +274,10 @@ fn merge_refuses_bad_sets(d: &Path) {
         &["seed-3.json", "seed"],
     );
     let mut other = statement(&d.join("shard-3.json"));
+    other["predicate"]
+        .as_object_mut()
+        .unwrap()
+        .remove("attempt");
     other["predicate"]["run"]["spec"]["max_requests"] = 100.into();
     resign(d, &other, &key, "spec-3.json");
     refused(

@@ -6,6 +6,7 @@
 //! the contract exactly or is rejected, and a new meaning gets a new `predicateType`.
 
 pub mod accuracy;
+pub mod attempt;
 pub mod capacity;
 pub mod objective;
 pub mod record;
@@ -105,6 +106,11 @@ pub struct Predicate {
     /// ([`crate::accuracy`]); since `result/v0.10`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accuracy: Option<accuracy::Accuracy>,
+    /// The run's registration in its signing key's attempt log, the checkpoint after it and
+    /// the proof between them ([`crate::attempts`]); absent in a result that was not logged.
+    /// Since `result/v0.13`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<attempt::LogPlace>,
 }
 
 /// One client's part of a schedule split across `count` clients: it sent the requests whose

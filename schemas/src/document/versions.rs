@@ -8,8 +8,9 @@ use super::Statement;
 use crate::flag::FlagCode;
 use crate::{
     PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
-    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5,
-    PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
+    PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4,
+    PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8,
+    PREDICATE_TYPE_V0_9,
 };
 
 /// One version of the document.
@@ -27,7 +28,7 @@ pub struct Brought {
 }
 
 /// Every version this crate reads, oldest first; the last is the one it writes.
-pub const VERSIONS: [Version; 12] = [
+pub const VERSIONS: [Version; 13] = [
     Version {
         predicate_type: PREDICATE_TYPE_V0_1,
         brought: &[],
@@ -158,7 +159,7 @@ pub const VERSIONS: [Version; 12] = [
         ],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_12,
         brought: &[Brought {
             what: "tokens per event, a request id, the server's timing, speculative settings or \
                    a reference acceptance",
@@ -181,6 +182,13 @@ pub const VERSIONS: [Version; 12] = [
                         || b.records.iter().any(super::RawRecord::is_v0_12)
                 })
             },
+        }],
+    },
+    Version {
+        predicate_type: PREDICATE_TYPE,
+        brought: &[Brought {
+            what: "a place in an attempt log",
+            carried_by: |s| s.predicate.attempt.is_some(),
         }],
     },
 ];

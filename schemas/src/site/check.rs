@@ -43,6 +43,11 @@ pub struct SiteVerdict {
     /// Unsigned imported results: the manifest's signature is all that vouches for them.
     pub results_imported: u64,
     pub campaigns_verified: u64,
+    /// Verified results that carry no place in an attempt log: nothing shows they are not
+    /// one of many attempts.
+    pub results_not_logged: u64,
+    /// The attempt logs the site publishes, each checked entry by entry.
+    pub logs: Vec<super::logs::LogVerdict>,
     /// The module's provenance, when it verified.
     pub module: Option<ModuleFacts>,
     pub problems: Vec<SiteProblem>,
@@ -60,6 +65,11 @@ pub struct SiteCheck {
     provenance: Option<Vec<u8>>,
     /// Campaigns' result files and their digests, checked against the manifest at the end.
     campaign_results: Vec<(String, String, String)>,
+    /// Each published log's files, by its directory (paths relative to it).
+    logs: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
+    /// Results that carry a place in a log: path, place, sha256.
+    placed: Vec<(String, crate::document::attempt::LogPlace, String)>,
+    expect: super::logs::Expectations,
 }
 
 impl SiteCheck {
@@ -77,6 +87,8 @@ impl SiteCheck {
                 results_verified: 0,
                 results_imported: 0,
                 campaigns_verified: 0,
+                results_not_logged: 0,
+                logs: vec![],
                 module: None,
                 problems: vec![],
             },
@@ -84,6 +96,9 @@ impl SiteCheck {
             index: None,
             provenance: None,
             campaign_results: vec![],
+            logs: BTreeMap::new(),
+            placed: vec![],
+            expect: Default::default(),
         };
         let Some(bytes) = manifest else {
             check.problem(
@@ -134,6 +149,11 @@ impl SiteCheck {
         check
     }
 
+    /// What the reader brings: witnesses it trusts and checkpoints it saw before.
+    pub fn expect(&mut self, expect: super::logs::Expectations) {
+        self.expect = expect;
+    }
+
     /// The paths to read and hand to [`SiteCheck::file`], in the manifest's order.
     pub fn listed(&self) -> Vec<String> {
         self.pending.iter().cloned().collect()
@@ -178,6 +198,15 @@ impl SiteCheck {
             INDEX_PATH => self.index = Some(bytes.to_vec()),
             PROVENANCE_PATH => self.provenance = Some(bytes.to_vec()),
             p if p.starts_with(RESULTS_DIR) => self.document(path, bytes),
+            p if p.starts_with(super::logs::LOGS_DIR) => {
+                let rest = &p[super::logs::LOGS_DIR.len()..];
+                if let Some((id, file)) = rest.split_once('/') {
+                    self.logs
+                        .entry(format!("{}{id}/", super::logs::LOGS_DIR))
+                        .or_default()
+                        .insert(file.to_string(), bytes.to_vec());
+                }
+            }
             _ => {}
         }
     }
@@ -209,7 +238,16 @@ impl SiteCheck {
             return;
         }
         match crate::load::load(bytes, &self.trusted, Policy::AllowUnsigned) {
-            Ok(loaded) if loaded.verdict.ok => self.verdict.results_verified += 1,
+            Ok(loaded) if loaded.verdict.ok => {
+                self.verdict.results_verified += 1;
+                match loaded.statement.predicate.attempt {
+                    Some(place) => {
+                        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
+                        self.placed.push((path.to_string(), place, sha));
+                    }
+                    None => self.verdict.results_not_logged += 1,
+                }
+            }
             Ok(loaded) => {
                 let v = &loaded.verdict;
                 let mut why = crate::findings::problems(v);
@@ -279,6 +317,7 @@ impl SiteCheck {
                 }
             }
         }
+        self.check_logs();
         if let Some(bytes) = self.provenance.take() {
             match provenance::open(&bytes, &self.trusted) {
                 Ok(facts) => {
@@ -300,6 +339,39 @@ impl SiteCheck {
         }
         self.verdict.ok = self.verdict.problems.is_empty() && self.verdict.signed_by.is_some();
         self.verdict
+    }
+}
+
+impl SiteCheck {
+    /// Every published log against its entries and the results that name it; then the
+    /// checkpoints the reader saw before whose log is gone.
+    fn check_logs(&mut self) {
+        use super::logs::{self, ServedResult};
+        let mut origins = vec![];
+        for (dir, files) in std::mem::take(&mut self.logs) {
+            let served: Vec<ServedResult> = self
+                .placed
+                .iter()
+                .filter(|(_, place, _)| logs::dir_of(&place.origin) == dir)
+                .map(|(path, place, sha256)| ServedResult {
+                    path,
+                    place,
+                    sha256,
+                })
+                .collect();
+            let (verdict, problems) =
+                logs::check(&dir, &files, &self.trusted, &served, &self.expect);
+            for (path, reason) in problems {
+                self.problem(&path, &reason);
+            }
+            if let Some(v) = verdict {
+                origins.push(v.origin.clone());
+                self.verdict.logs.push(v);
+            }
+        }
+        for gone in logs::withdrawn(&self.expect, &origins) {
+            self.problem(logs::LOGS_DIR, &gone);
+        }
     }
 }
 

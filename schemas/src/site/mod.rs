@@ -9,6 +9,7 @@
 //! signed the list of its files. Paths are relative to the site's root, `/`-separated.
 
 pub mod check;
+pub mod logs;
 pub mod manifest;
 pub mod provenance;
 

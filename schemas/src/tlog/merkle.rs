@@ -51,60 +51,129 @@ pub fn root(leaves: &[Hash]) -> Hash {
     }
 }
 
+/// Where proofs read the hashes of a tree's subtrees: the leaves in memory, or a log's
+/// stored hashes on disk. `subtree(lo, hi)` is the tree hash of leaves `lo..hi` (`lo < hi`);
+/// the proofs only ask for ranges that are a power of two wide and aligned to their width,
+/// or that end at a tree's size, which a store of full subtrees answers in O(log n) reads.
+pub trait Subtrees {
+    type Error;
+    fn subtree(&self, lo: u64, hi: u64) -> Result<Hash, Self::Error>;
+}
+
+impl Subtrees for [Hash] {
+    type Error = std::convert::Infallible;
+    fn subtree(&self, lo: u64, hi: u64) -> Result<Hash, Self::Error> {
+        Ok(root(&self[lo as usize..hi as usize]))
+    }
+}
+
+/// The tree hash of leaves `lo..hi` from the aligned full subtrees `full(level, n)` (the
+/// hash of leaves `n·2^level .. (n+1)·2^level`), splitting as the tree does.
+pub fn subtree_from_full<E>(
+    lo: u64,
+    hi: u64,
+    full: &impl Fn(u32, u64) -> Result<Hash, E>,
+) -> Result<Hash, E> {
+    let width = hi - lo;
+    if width.is_power_of_two() && lo % width == 0 {
+        return full(width.trailing_zeros(), lo / width);
+    }
+    let k = split(width);
+    Ok(node_hash(
+        &subtree_from_full(lo, lo + k, full)?,
+        &subtree_from_full(lo + k, hi, full)?,
+    ))
+}
+
 /// The inclusion proof of leaf `index` in the tree of `leaves` (RFC 9162 §2.1.3.1), bottom
 /// first; `None` when `index` is not a leaf of it.
 pub fn inclusion_proof(leaves: &[Hash], index: u64) -> Option<Vec<Hash>> {
-    if index >= leaves.len() as u64 {
-        return None;
-    }
-    let mut proof = Vec::new();
-    path(leaves, index as usize, &mut proof);
-    Some(proof)
+    let Ok(proof) = inclusion_proof_in(leaves, index, leaves.len() as u64);
+    proof
 }
 
-fn path(leaves: &[Hash], m: usize, out: &mut Vec<Hash>) {
-    let n = leaves.len();
+/// The inclusion proof of leaf `index` in the first `size` leaves of `tree`.
+pub fn inclusion_proof_in<T: Subtrees + ?Sized>(
+    tree: &T,
+    index: u64,
+    size: u64,
+) -> Result<Option<Vec<Hash>>, T::Error> {
+    if index >= size {
+        return Ok(None);
+    }
+    let mut proof = Vec::new();
+    path(tree, index, 0, size, &mut proof)?;
+    Ok(Some(proof))
+}
+
+fn path<T: Subtrees + ?Sized>(
+    tree: &T,
+    m: u64,
+    lo: u64,
+    hi: u64,
+    out: &mut Vec<Hash>,
+) -> Result<(), T::Error> {
+    let n = hi - lo;
     if n <= 1 {
-        return;
+        return Ok(());
     }
-    let k = split(n as u64) as usize;
+    let k = split(n);
     if m < k {
-        path(&leaves[..k], m, out);
-        out.push(root(&leaves[k..]));
+        path(tree, m, lo, lo + k, out)?;
+        out.push(tree.subtree(lo + k, hi)?);
     } else {
-        path(&leaves[k..], m - k, out);
-        out.push(root(&leaves[..k]));
+        path(tree, m - k, lo + k, hi, out)?;
+        out.push(tree.subtree(lo, lo + k)?);
     }
+    Ok(())
 }
 
 /// The consistency proof from the tree of the first `old` leaves to the tree of all of
 /// `leaves` (RFC 9162 §2.1.4.1); `None` when `old` is 0 or more than there are (nothing to
 /// prove, or nothing that can be).
 pub fn consistency_proof(leaves: &[Hash], old: u64) -> Option<Vec<Hash>> {
-    if old == 0 || old > leaves.len() as u64 {
-        return None;
-    }
-    let mut proof = Vec::new();
-    subproof(leaves, old as usize, true, &mut proof);
-    Some(proof)
+    let Ok(proof) = consistency_proof_in(leaves, old, leaves.len() as u64);
+    proof
 }
 
-fn subproof(leaves: &[Hash], m: usize, whole: bool, out: &mut Vec<Hash>) {
-    let n = leaves.len();
+/// The consistency proof from the first `old` leaves of `tree` to its first `size`.
+pub fn consistency_proof_in<T: Subtrees + ?Sized>(
+    tree: &T,
+    old: u64,
+    size: u64,
+) -> Result<Option<Vec<Hash>>, T::Error> {
+    if old == 0 || old > size {
+        return Ok(None);
+    }
+    let mut proof = Vec::new();
+    subproof(tree, old, 0, size, true, &mut proof)?;
+    Ok(Some(proof))
+}
+
+fn subproof<T: Subtrees + ?Sized>(
+    tree: &T,
+    m: u64,
+    lo: u64,
+    hi: u64,
+    whole: bool,
+    out: &mut Vec<Hash>,
+) -> Result<(), T::Error> {
+    let n = hi - lo;
     if m == n {
         if !whole {
-            out.push(root(leaves));
+            out.push(tree.subtree(lo, hi)?);
         }
-        return;
+        return Ok(());
     }
-    let k = split(n as u64) as usize;
+    let k = split(n);
     if m <= k {
-        subproof(&leaves[..k], m, whole, out);
-        out.push(root(&leaves[k..]));
+        subproof(tree, m, lo, lo + k, whole, out)?;
+        out.push(tree.subtree(lo + k, hi)?);
     } else {
-        subproof(&leaves[k..], m - k, false, out);
-        out.push(root(&leaves[..k]));
+        subproof(tree, m - k, lo + k, hi, false, out)?;
+        out.push(tree.subtree(lo, lo + k)?);
     }
+    Ok(())
 }
 
 /// Whether `proof` shows the leaf `leaf` at `index` in the tree of `size` leaves whose hash
@@ -256,6 +325,24 @@ mod tests {
                 );
             }
             assert!(verify_consistency(0, n as u64, &empty_root(), &r, &[]));
+        }
+    }
+
+    /// Any range's hash from the aligned full subtrees is the range's tree hash.
+    #[test]
+    fn a_range_from_full_subtrees_is_its_tree_hash() {
+        let all: Vec<Hash> = (0..37u32).map(|i| leaf_hash(&i.to_be_bytes())).collect();
+        let full = |level: u32, n: u64| -> Result<Hash, ()> {
+            let w = 1usize << level;
+            Ok(root(&all[n as usize * w..(n as usize + 1) * w]))
+        };
+        for lo in 0..all.len() as u64 {
+            for hi in lo + 1..=all.len() as u64 {
+                assert_eq!(
+                    subtree_from_full(lo, hi, &full).unwrap(),
+                    root(&all[lo as usize..hi as usize])
+                );
+            }
         }
     }
 }

@@ -81,8 +81,9 @@ impl Verifier {
     /// Reads a verifier key, checking that its id is its name's and key's.
     pub fn parse(vkey: &str) -> Result<Verifier, NoteError> {
         let bad = |why: &str| NoteError::BadKey(vkey.to_string(), why.to_string());
-        let mut parts = vkey.rsplitn(3, '+');
-        let (Some(key), Some(id), Some(name)) = (parts.next(), parts.next(), parts.next()) else {
+        // From the left: a name holds no '+', an id is hex, and base64 may hold '+'.
+        let mut parts = vkey.splitn(3, '+');
+        let (Some(name), Some(id), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
             return Err(bad("not <name>+<hex id>+<base64 key>"));
         };
         check_name(name)?;
@@ -220,6 +221,17 @@ mod tests {
         assert_eq!(v.id(), 0x530d903a);
         // An id that is not the key's is refused.
         assert!(Verifier::parse(&vkey.replace("530d903a", "530d903b")).is_err());
+        // Base64 may hold '+': every key's vkey reads back.
+        for seed in 0..64u8 {
+            let key = SigningKey::from_bytes(&[seed; 32]).verifying_key();
+            let v = Verifier::new("provebench.local/attempts/0123", ED25519, key).unwrap();
+            assert_eq!(
+                Verifier::parse(&v.vkey()).unwrap(),
+                v,
+                "seed {seed}: {}",
+                v.vkey()
+            );
+        }
     }
 
     #[test]

@@ -108,9 +108,123 @@ pub fn tiles(leaves: &[Hash]) -> Vec<Tile> {
     out
 }
 
+/// The hashes of a log of `size` leaves as its tiles serve them: a [`merkle::Subtrees`] that
+/// reads each full subtree's hash from the tile holding it (`fetch(level, n, width)` gives
+/// that tile's bytes), so that a proof needs O(log n) tiles, never the whole log.
+pub struct TileHashes<F> {
+    pub size: u64,
+    pub fetch: F,
+}
+
+/// Which tile holds the level-`l` hashes a full subtree of `2^level` leaves at `n` is made
+/// of: (tile level, tile index, its width in a log of `size`, first hash, hashes).
+fn tile_of(size: u64, level: u32, n: u64) -> (u8, u64, u64, usize, usize) {
+    let (k, r) = (level / 8, level % 8);
+    let first = n << r;
+    let t = first / WIDTH;
+    let hashes_at_k = size >> (8 * k);
+    let width = (hashes_at_k - t * WIDTH).min(WIDTH);
+    (k as u8, t, width, (first % WIDTH) as usize, 1 << r)
+}
+
+impl<F: Fn(u8, u64, u64) -> Result<Vec<u8>, String>> merkle::Subtrees for TileHashes<F> {
+    type Error = String;
+    fn subtree(&self, lo: u64, hi: u64) -> Result<Hash, String> {
+        if hi > self.size {
+            return Err(format!(
+                "leaves {lo}..{hi} are past the log's {} leaves",
+                self.size
+            ));
+        }
+        merkle::subtree_from_full(lo, hi, &|level, n| {
+            let (k, t, width, first, count) = tile_of(self.size, level, n);
+            let bytes = (self.fetch)(k, t, width)?;
+            if bytes.len() as u64 != width * 32 {
+                return Err(format!(
+                    "{}: {} bytes, not the {} of {width} hashes",
+                    tile_path(k, t, width),
+                    bytes.len(),
+                    width * 32
+                ));
+            }
+            let hashes: Vec<Hash> = bytes[first * 32..(first + count) * 32]
+                .chunks_exact(32)
+                .map(|c| c.try_into().expect("32 bytes"))
+                .collect();
+            Ok(merkle::root(&hashes))
+        })
+    }
+}
+
+/// The tiles (paths) a consistency proof from `old` to `new` leaves reads: what a reader
+/// fetches before it proves that a log of `new` extends the one of `old` it saw.
+pub fn tiles_for_consistency(old: u64, new: u64) -> Vec<String> {
+    let wanted = std::cell::RefCell::new(std::collections::BTreeSet::new());
+    let recorder = TileHashes {
+        size: new,
+        fetch: |k: u8, t: u64, width: u64| {
+            wanted.borrow_mut().insert(tile_path(k, t, width));
+            Ok(vec![0; width as usize * 32])
+        },
+    };
+    let _ = merkle::consistency_proof_in(&recorder, old, new);
+    wanted.into_inner().into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Proofs computed from the tiles alone equal those from all the leaves, at every size
+    /// that crosses a tile's edge, and read only the tiles `tiles_for_consistency` names.
+    #[test]
+    fn proofs_from_tiles_equal_proofs_from_leaves() {
+        let all: Vec<Hash> = (0..70_000u32)
+            .map(|i| merkle::leaf_hash(&i.to_be_bytes()))
+            .collect();
+        for &(old, new) in &[
+            (1u64, 2u64),
+            (255, 256),
+            (256, 257),
+            (300, 65_536),
+            (65_535, 70_000),
+            (1000, 70_000),
+            (70_000, 70_000),
+        ] {
+            let served: std::collections::BTreeMap<String, Vec<u8>> = tiles(&all[..new as usize])
+                .into_iter()
+                .map(|t| (t.path, t.bytes))
+                .collect();
+            let wanted = tiles_for_consistency(old, new);
+            let reader = TileHashes {
+                size: new,
+                fetch: |k: u8, t: u64, width: u64| {
+                    let path = tile_path(k, t, width);
+                    assert!(wanted.contains(&path), "{path} read but not named");
+                    served.get(&path).cloned().ok_or(format!("no {path}"))
+                },
+            };
+            let from_tiles = merkle::consistency_proof_in(&reader, old, new).unwrap();
+            assert_eq!(
+                from_tiles,
+                merkle::consistency_proof(&all[..new as usize], old),
+                "{old}→{new}"
+            );
+            assert!(
+                wanted.len() <= 2 * 3 + 2,
+                "{old}→{new}: {} tiles",
+                wanted.len()
+            );
+            let any = TileHashes {
+                size: new,
+                fetch: |k: u8, t: u64, width: u64| Ok(served[&tile_path(k, t, width)].clone()),
+            };
+            assert_eq!(
+                merkle::Subtrees::subtree(&any, 0, new).unwrap(),
+                merkle::root(&all[..new as usize])
+            );
+        }
+    }
 
     #[test]
     fn paths_as_the_specification_writes_them() {

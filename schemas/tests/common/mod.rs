@@ -94,6 +94,7 @@ pub fn predicate() -> Predicate {
     Predicate {
         capacity: None,
         accuracy: None,
+        attempt: None,
         run: Run {
             id: "0123456789abcdef0123456789abcdef".into(),
             started_at: "2026-11-22T00:00:00.000000Z".into(),
@@ -188,6 +189,7 @@ pub fn relabel(statement: &mut serde_json::Value, predicate_type: &str) {
     statement["predicateType"] = predicate_type.into();
     if ![
         schemas::PREDICATE_TYPE,
+        schemas::PREDICATE_TYPE_V0_12,
         schemas::PREDICATE_TYPE_V0_11,
         schemas::PREDICATE_TYPE_V0_10,
     ]
@@ -199,6 +201,7 @@ pub fn relabel(statement: &mut serde_json::Value, predicate_type: &str) {
     }
     let with_uncertainty = [
         schemas::PREDICATE_TYPE,
+        schemas::PREDICATE_TYPE_V0_12,
         schemas::PREDICATE_TYPE_V0_11,
         schemas::PREDICATE_TYPE_V0_10,
         schemas::PREDICATE_TYPE_V0_9,
