@@ -672,6 +672,9 @@ function logsSection(ctx) {
         h('p', { class: 'log-tally' }, `${tallyText(s?.tally)}; ${Object.keys(s?.published ?? {}).length} published here, ${rows.length} not.`),
         l.summaryError ? h('p', { class: 'error' }, l.summaryError) : null,
         consistency,
+        h('p', { class: 'log-witnesses' }, l.cosigners?.length
+          ? `Its checkpoint carries cosignatures by ${l.cosigners.join(', ')} (checked against their keys by \`runner verify-site --witness KEY\`).`
+          : 'No witness has cosigned its checkpoint.'),
         rows.length
           ? h('div', { class: 'table-wrap' }, h('table', { class: 'index not-published' },
             h('caption', {}, 'Attempts this site does not publish'),

@@ -351,7 +351,7 @@ async function logs(dirs, seen) {
       const note = text(noteBytes);
       const c = JSON.parse(wasm.logCheckpoint(note, keysText));
       if (c.error) throw new Error(c.error);
-      Object.assign(entry, { origin: c.origin, size: c.size, root: c.root, note });
+      Object.assign(entry, { origin: c.origin, size: c.size, root: c.root, cosigners: c.cosigners ?? [], note });
       const summary = await siteFile(`${dir}attempts.json`);
       entry.summary = summary ? JSON.parse(text(summary)) : null;
       if (!entry.summary || entry.summary.origin !== c.origin || entry.summary.size !== c.size) {

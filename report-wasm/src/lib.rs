@@ -259,17 +259,21 @@ pub fn module_provenance(bytes: &[u8], keys_json: &str) -> String {
 }
 
 /// An attempt log's published checkpoint (a signed note), its signature checked against the
-/// trusted key that keeps the log: `{"origin", "size", "root"}` (root in hex) as JSON, or
+/// trusted key that keeps the log: `{"origin", "size", "root", "cosigners"}` (root in hex;
+/// the names of the witnesses whose lines it carries, not checked here) as JSON, or
 /// `{"error": …}`.
 #[wasm_bindgen(js_name = logCheckpoint)]
 pub fn log_checkpoint(note: &str, keys_json: &str) -> String {
     let checked = trusted_keys(keys_json)
         .and_then(|trusted| schemas::site::logs::trusted_checkpoint(note, &trusted));
     match checked {
-        Ok(c) => {
-            serde_json::json!({ "origin": c.origin, "size": c.size, "root": hex::encode(c.root) })
-                .to_string()
-        }
+        Ok(c) => serde_json::json!({
+            "origin": c.origin,
+            "size": c.size,
+            "root": hex::encode(c.root),
+            "cosigners": schemas::site::logs::cosigners(note),
+        })
+        .to_string(),
         Err(message) => serde_json::json!({ "error": message }).to_string(),
     }
 }

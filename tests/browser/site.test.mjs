@@ -1319,6 +1319,7 @@ test('an attempt log: what was not published is listed, growth is proven, a rewr
       consistent: document.querySelector('.log-consistent')?.textContent ?? null,
       rewritten: document.querySelector('.log-rewritten')?.textContent ?? null,
       alert: document.getElementById('log-alert')?.textContent ?? null,
+      witnesses: document.querySelector('.log-witnesses')?.textContent ?? null,
       rows: [...document.querySelectorAll('table.not-published tbody tr')].map((tr) => [...tr.cells].map((c) => c.textContent)),
     }));
   };
@@ -1338,6 +1339,16 @@ test('an attempt log: what was not published is listed, growth is proven, a rewr
   assert.match(s.consistent, /^Consistent with the checkpoint of 6 entries this browser saw before \(proven from [1-9]\d* tiles\)\.$/);
   assert.equal(s.tally, '4 attempts registered: 4 completed; 2 published here, 2 not.');
   assert.equal(s.alert, null);
+  assert.equal(s.witnesses, 'No witness has cosigned its checkpoint.');
+
+  // A witness cosigns what it verified; published with it, the page names the witness.
+  runner('keygen', 'witness');
+  runner('witness', 'site-logs', '--witness-key', 'witness.key', '--name', 'witness.example', '--state', 'witnessed', '--key', 'logkey.pub');
+  const [logId] = readdirSync(join(dir, 'witnessed'));
+  publishLogs('log-a.json', 'log-d.json', '--cosignature', join(dir, 'witnessed', logId, 'cosigned'));
+  s = await logsIndex();
+  assert.match(s.witnesses, /^Its checkpoint carries cosignatures by witness\.example /);
+  assert.match(s.consistent, /^Consistent with the checkpoint of 8 entries this browser saw before/);
 
   // The log made again with the same key, as long as the one seen: a fork, said above the view.
   renameSync(join(dir, 'logkey.attempts'), join(dir, 'logkey.attempts-first'));

@@ -140,7 +140,7 @@ pub enum Command {
     ///
     /// Appends a registration (the plan's sha256, its name, how many cells) to the key's log
     /// and signs a new checkpoint; publish the log now, and every cell that runs later is
-    /// counted against it. A plan's cells refer to it (RESULTS/registration.json).
+    /// counted against it. A plan's cells refer to it (PLAN.registration.json, written beside it).
     Register(RegisterArgs),
     /// Witness a site's attempt logs: check each checkpoint extends the last one seen, then cosign it.
     ///

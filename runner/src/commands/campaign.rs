@@ -326,7 +326,7 @@ fn cell(args: &CellArgs) -> Result<(), Failure> {
         argv.extend(["--log".into(), log.clone().into_os_string()]);
     }
     // A plan registered before its cells ran (`runner register`): each cell refers to it.
-    let registered = crate::commands::register::registration_file(&plan.results);
+    let registered = crate::commands::register::registration_file(&plan.path);
     if let Ok(bytes) = std::fs::read(&registered) {
         let r: crate::commands::register::PlanRegistration = serde_json::from_slice(&bytes)
             .map_err(|e| Failure::Input(anyhow!("{}: {e}", registered.display())))?;

@@ -1,6 +1,6 @@
 //! `runner register SPEC|PLAN`: a plan (or a spec) counted in the attempt log before any of
-//! it runs. A plan's registration is written to RESULTS/registration.json, where its cells
-//! find the index they refer to.
+//! it runs. A plan's registration is written beside it (`plan.toml` → `plan.registration.json`),
+//! where its cells find the index they refer to.
 
 use crate::cli::RegisterArgs;
 use crate::{keyfile, Failure};
@@ -20,9 +20,10 @@ pub struct PlanRegistration {
     pub plan_sha256: String,
 }
 
-/// The registration file of a plan whose results go to `results`.
-pub fn registration_file(results: &Path) -> PathBuf {
-    results.join("registration.json")
+/// The registration file of the plan at `plan`: beside it, out of its results directory
+/// (whose files are results).
+pub fn registration_file(plan: &Path) -> PathBuf {
+    plan.with_extension("registration.json")
 }
 
 pub fn run(args: &RegisterArgs) -> Result<(), Failure> {
@@ -31,7 +32,7 @@ pub fn run(args: &RegisterArgs) -> Result<(), Failure> {
     let is_plan = toml::from_str::<toml::Table>(&text)
         .map_err(|e| Failure::Input(anyhow!("{}: {e}", args.file.display())))?
         .contains_key("axes");
-    let (registration, key_file, log, results) = if is_plan {
+    let (registration, key_file, log, plan_file) = if is_plan {
         let plan = campaign::plan::Plan::load(&args.file).map_err(Failure::Input)?;
         let registration = Registration {
             attempt: plan.name.clone(),
@@ -62,7 +63,7 @@ pub fn run(args: &RegisterArgs) -> Result<(), Failure> {
             registration,
             key,
             args.log.clone().or(plan.log.clone()),
-            Some(plan.results),
+            Some(plan.path),
         )
     } else {
         use clap::{Args, FromArgMatches};
@@ -109,7 +110,7 @@ pub fn run(args: &RegisterArgs) -> Result<(), Failure> {
     let place = Log::open(&dir, &key)
         .and_then(|l| l.register(registration))
         .map_err(Failure::Input)?;
-    if let Some(results) = results {
+    if let Some(plan) = plan_file {
         let file = PlanRegistration {
             log: std::path::absolute(&dir).unwrap_or(dir.clone()),
             origin: place.origin.clone(),
@@ -118,7 +119,7 @@ pub fn run(args: &RegisterArgs) -> Result<(), Failure> {
         };
         let mut json = serde_json::to_vec_pretty(&file).expect("serialises");
         json.push(b'\n');
-        crate::output::write_atomically(&registration_file(&results), &json)
+        crate::output::write_atomically(&registration_file(&plan), &json)
             .map_err(Failure::Input)?;
     }
     println!(

@@ -295,7 +295,28 @@ fn a_rewritten_log_fails_from_an_earlier_checkpoint_and_a_witness_refuses_it() {
     std::fs::rename(p.join("old.attempts"), p.join("lab.attempts")).unwrap();
     assert!(attempt(p, &sim.url, "d.json", "6").status.success());
     publish("site4", &["a.json", "c.json", "d.json"]);
-    assert!(witness("site4").status.success());
+    // As a cron job would: against the site's URL, reading only the tiles it needs.
+    let port = crate::support::free_port();
+    let serve = crate::support::command(p, &["serve", "site4", "--port", &port.to_string()])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let _serve = children::Guard(serve);
+    let deadline = std::time::Instant::now() + LIMIT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "runner serve did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let by_url = witness(&format!("http://127.0.0.1:{port}/"));
+    assert!(by_url.status.success(), "{}", text(&by_url));
+    assert!(
+        text(&by_url).contains("at 8 entries, extending 6 seen before"),
+        "{}",
+        text(&by_url)
+    );
 
     // An entry dropped from a published log: the checkpoint of 8 no longer extends 6 seen.
     let log = p.join("site4/logs").join(&id);

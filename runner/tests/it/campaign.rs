@@ -181,6 +181,15 @@ fn local_campaign_resumes_after_an_interrupt_and_a_kill_then_collects() {
     let d = dir.path();
     let results = d.join("results");
 
+    // Counted before any cell runs: the plan's registration, which every cell refers to.
+    let out = runner(d, &["register", "plan.toml"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("registered as entry 0 of provebench.local/attempts/"),
+        "{}",
+        text(&out)
+    );
+
     // Ctrl-C during the second cell: the first is verified, the second written incomplete.
     // The campaign leads its own process group, as a shell's foreground job does.
     use std::os::unix::process::CommandExt;
@@ -365,6 +374,44 @@ fn collect_and_check(d: &Path) {
         "{index}"
     );
     assert!(index.contains("campaign.json"), "{index}");
+
+    // The cells' log went with them: every attempt counted, those not published listed.
+    let out = runner(d, &["verify-site", "site", "--key", "lab.pub", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = &v["logs"][0];
+    let t = &log["tally"];
+    // Six attempts: the first cell, the interrupted one, the killed one, and the three the
+    // second run made; the plan apart.
+    assert_eq!(
+        [
+            &t["registered"],
+            &t["completed"],
+            &t["failed"],
+            &t["killed"],
+            &t["plans"]
+        ],
+        [6, 4, 1, 1, 1].map(serde_json::Value::from).each_ref(),
+        "{log}"
+    );
+    assert_eq!(log["published"], 4, "{log}");
+    let shown = runner(d, &["log", "show", "lab.attempts", "--json"])
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let cells: Vec<&serde_json::Value> = shown["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["registration"]["command"] == "campaign cell")
+        .collect();
+    assert_eq!(cells.len(), 6);
+    assert!(
+        cells.iter().all(|a| a["registration"]["plan"] == 0),
+        "{shown}"
+    );
 }
 
 /// SLURM_CONF of the project's single-node Slurm (scripts/install-slurm.sh installs and

@@ -463,3 +463,20 @@ pub fn check_consistency(
     }
     Ok((old, new))
 }
+
+/// The names on a checkpoint's signature lines other than its log's own: the witnesses that
+/// say they cosigned it (unchecked here; `runner verify-site --witness` checks them).
+pub fn cosigners(note: &str) -> Vec<String> {
+    let Ok(parsed) = Note::parse(note) else {
+        return vec![];
+    };
+    let origin = attempts::read_checkpoint(note, None)
+        .map(|c| c.origin)
+        .unwrap_or_default();
+    parsed
+        .signatures
+        .into_iter()
+        .map(|s| s.name)
+        .filter(|n| *n != origin)
+        .collect()
+}
