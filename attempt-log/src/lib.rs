@@ -102,12 +102,7 @@ impl Log {
 
     fn lock(&self) -> Result<Locked> {
         let path = self.dir.join("lock");
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
+        let f = open_for_writing(&path)?;
         // SAFETY: flock on a descriptor this function owns.
         if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
             bail!(
@@ -196,23 +191,11 @@ impl Log {
             .cloned()
             .collect();
         for o in dead {
-            let outcome = AttemptOutcome {
-                registration: o.index,
-                ended_at: now(),
-                status: Status::Killed,
-                exit_code: None,
-                result_sha256: None,
-                requests: None,
-                failed_requests: None,
-                engine: None,
-                model: None,
-                flags: vec![],
-                closed_by: "append".into(),
-                reason: Some(format!(
-                    "its process ({}) ended without logging how the attempt ended",
-                    o.pid.unwrap_or_default()
-                )),
-            };
+            let mut outcome = AttemptOutcome::closing(o.index, Status::Killed, "append", now());
+            outcome.reason = Some(format!(
+                "its process ({}) ended without logging how the attempt ended",
+                o.pid.unwrap_or_default()
+            ));
             tracing::warn!(
                 registration = o.index,
                 "closing an attempt whose process is gone"
@@ -226,12 +209,7 @@ impl Log {
     fn append(&self, tree: &Tree, st: &mut State, line: &str) -> Result<u64> {
         debug_assert!(!line.contains('\n'));
         let path = self.dir.join("entries");
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
+        let f = open_for_writing(&path)?;
         let mut bytes = line.as_bytes().to_vec();
         bytes.push(b'\n');
         f.write_all_at(&bytes, st.bytes)
@@ -460,6 +438,16 @@ pub fn process_start(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after_name = &stat[stat.rfind(')')? + 2..];
     after_name.split(' ').nth(19)?.parse().ok()
+}
+
+/// `path` opened for writing where one chooses (created if missing, never truncated).
+fn open_for_writing(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {

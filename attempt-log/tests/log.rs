@@ -34,20 +34,9 @@ fn registration(attempt: &str) -> Registration {
 }
 
 fn outcome(registration: u64, status: Status) -> AttemptOutcome {
-    AttemptOutcome {
-        registration,
-        ended_at: attempt_log::now(),
-        status,
-        exit_code: Some(0),
-        result_sha256: None,
-        requests: None,
-        failed_requests: None,
-        engine: None,
-        model: None,
-        flags: vec![],
-        closed_by: "run".into(),
-        reason: None,
-    }
+    let mut o = AttemptOutcome::closing(registration, status, "run", attempt_log::now());
+    o.exit_code = Some(0);
+    o
 }
 
 fn verifies(place: &schemas::document::attempt::LogPlace) -> bool {

@@ -97,26 +97,15 @@ pub fn outcome(
     written: Option<&Path>,
     closed_by: &str,
 ) -> AttemptOutcome {
-    let mut o = AttemptOutcome {
-        registration: index,
-        ended_at: attempt_log::now(),
-        status: Status::Aborted,
-        exit_code: Some(match ended {
-            Ok(()) => 0,
-            Err(f) => f.code() as i32,
-        }),
-        result_sha256: None,
-        requests: None,
-        failed_requests: None,
-        engine: None,
-        model: None,
-        flags: vec![],
-        closed_by: closed_by.to_string(),
-        reason: match ended {
-            Err(Failure::Interrupted) => Some("interrupted".into()),
-            Err(f) => f.message(),
-            Ok(()) => None,
-        },
+    let mut o = AttemptOutcome::closing(index, Status::Aborted, closed_by, attempt_log::now());
+    o.exit_code = Some(match ended {
+        Ok(()) => 0,
+        Err(f) => f.code() as i32,
+    });
+    o.reason = match ended {
+        Err(Failure::Interrupted) => Some("interrupted".into()),
+        Err(f) => f.message(),
+        Ok(()) => None,
     };
     let Some(read) = written.map(result_facts) else {
         return o;

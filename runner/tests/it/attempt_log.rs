@@ -33,6 +33,36 @@ fn attempt(dir: &Path, url: &str, out: &str, requests: &str) -> std::process::Ou
     )
 }
 
+/// `runner run` into killed.json, killed with SIGKILL once it has journaled two records: a
+/// registration with no outcome of its own, and a journal.
+fn kill_mid_benchmark(dir: &Path, url: &str) {
+    let mut killed = children::spawn(
+        dir,
+        "killed",
+        &format!(
+            "run --target {url} --key lab.key --out killed.json --profile constant --rate 5 --max-requests 500"
+        ),
+    );
+    wait_for_records(&mut killed.0, &dir.join("killed.json.journal.jsonl"), 2);
+    killed.0.kill().unwrap();
+    killed.0.wait().unwrap();
+}
+
+/// `runner publish RESULTS --out OUT` signed by lab.key, trusting it, with lab.attempts.
+fn publish(dir: &Path, out: &str, results: &[&str], extra: &[&str]) {
+    let site = [
+        "--out",
+        out,
+        "--key",
+        "lab.key",
+        "--keys",
+        "keys.json",
+        "--log",
+        "lab.attempts",
+    ];
+    run_ok(dir, &[&["publish"][..], results, &site, extra].concat());
+}
+
 fn verify_site(dir: &Path, site: &str, extra: &[&str]) -> (bool, Value, String) {
     let args = [
         &["verify-site", site, "--key", "lab.pub", "--json"][..],
@@ -58,17 +88,7 @@ fn five_attempts_two_published_three_listed_with_their_outcomes() {
     assert!(attempt(p, &sim.url, "good1.json", "12").status.success());
     assert!(attempt(p, &sim.url, "good2.json", "12").status.success());
     // Killed mid-run, once it has journaled a few records: no outcome of its own.
-    let mut killed = children::spawn(
-        p,
-        "killed",
-        &format!(
-            "run --target {} --key lab.key --out killed.json --profile constant --rate 5 --max-requests 500",
-            sim.url
-        ),
-    );
-    wait_for_records(&mut killed.0, &p.join("killed.json.journal.jsonl"), 2);
-    killed.0.kill().unwrap();
-    killed.0.wait().unwrap();
+    kill_mid_benchmark(p, &sim.url);
     let failed = attempt(p, &failing.url, "failed.json", "6");
     assert_eq!(failed.status.code(), Some(8), "{}", text(&failed));
     assert!(attempt(p, &sim.url, "unpublished.json", "12")
@@ -105,22 +125,7 @@ fn five_attempts_two_published_three_listed_with_their_outcomes() {
     );
     run_ok(p, &["log", "verify", "lab.attempts", "--key", "lab.pub"]);
 
-    run_ok(
-        p,
-        &[
-            "publish",
-            "good1.json",
-            "good2.json",
-            "--out",
-            "site",
-            "--key",
-            "lab.key",
-            "--keys",
-            "keys.json",
-            "--log",
-            "lab.attempts",
-        ],
-    );
+    publish(p, "site", &["good1.json", "good2.json"], &[]);
     let (ok, v, said) = verify_site(p, "site", &[]);
     assert!(ok, "{said}");
     let log = &v["logs"][0];
@@ -180,24 +185,6 @@ fn a_rewritten_log_fails_from_an_earlier_checkpoint_and_a_witness_refuses_it() {
     children::keygen(p, "witness");
     run_ok(p, &["trust", "lab.pub", "--keys", "keys.json"]);
     let sim = start_sim(p, "--ttft-ms 5 --itl-ms 1", LIMIT);
-    let publish = |out: &str, results: &[&str]| {
-        let args = [
-            &["publish"][..],
-            results,
-            &[
-                "--out",
-                out,
-                "--key",
-                "lab.key",
-                "--keys",
-                "keys.json",
-                "--log",
-                "lab.attempts",
-            ],
-        ]
-        .concat();
-        run_ok(p, &args);
-    };
     let witness = |site: &str| {
         run(
             p,
@@ -217,7 +204,7 @@ fn a_rewritten_log_fails_from_an_earlier_checkpoint_and_a_witness_refuses_it() {
     };
     assert!(attempt(p, &sim.url, "a.json", "6").status.success());
     assert!(attempt(p, &sim.url, "b.json", "6").status.success());
-    publish("site1", &["a.json"]);
+    publish(p, "site1", &["a.json"], &[]);
     let first = witness("site1");
     assert!(first.status.success(), "{}", text(&first));
     let vkey = text(&first)
@@ -237,7 +224,7 @@ fn a_rewritten_log_fails_from_an_earlier_checkpoint_and_a_witness_refuses_it() {
     // The log grows: consistent from what was seen, and the witness cosigns it; published
     // with its cosignature, verify-site checks it against the witness's key.
     assert!(attempt(p, &sim.url, "c.json", "6").status.success());
-    publish("site2", &["a.json", "c.json"]);
+    publish(p, "site2", &["a.json", "c.json"], &[]);
     let (ok, _, said) = verify_site(p, "site2", &["--since", "seen.checkpoint"]);
     assert!(ok, "{said}");
     let grown = witness("site2");
@@ -248,23 +235,11 @@ fn a_rewritten_log_fails_from_an_earlier_checkpoint_and_a_witness_refuses_it() {
         text(&grown)
     );
     let cosigned = p.join("witnessed").join(&id).join("cosigned");
-    run_ok(
+    publish(
         p,
-        &[
-            "publish",
-            "a.json",
-            "c.json",
-            "--out",
-            "site3",
-            "--key",
-            "lab.key",
-            "--keys",
-            "keys.json",
-            "--log",
-            "lab.attempts",
-            "--cosignature",
-            cosigned.to_str().unwrap(),
-        ],
+        "site3",
+        &["a.json", "c.json"],
+        &["--cosignature", cosigned.to_str().unwrap()],
     );
     let (ok, v, said) = verify_site(p, "site3", &["--witness", &vkey]);
     assert!(ok, "{said}");
@@ -280,7 +255,7 @@ fn a_rewritten_log_fails_from_an_earlier_checkpoint_and_a_witness_refuses_it() {
     for out in ["x.json", "y.json", "z.json"] {
         assert!(attempt(p, &sim.url, out, "6").status.success());
     }
-    publish("forked", &["x.json"]);
+    publish(p, "forked", &["x.json"], &[]);
     let (ok, _, said) = verify_site(p, "forked", &["--since", "seen.checkpoint"]);
     assert!(!ok, "{said}");
     assert!(
@@ -294,7 +269,7 @@ fn a_rewritten_log_fails_from_an_earlier_checkpoint_and_a_witness_refuses_it() {
     std::fs::rename(p.join("lab.attempts"), p.join("fork.attempts")).unwrap();
     std::fs::rename(p.join("old.attempts"), p.join("lab.attempts")).unwrap();
     assert!(attempt(p, &sim.url, "d.json", "6").status.success());
-    publish("site4", &["a.json", "c.json", "d.json"]);
+    publish(p, "site4", &["a.json", "c.json", "d.json"], &[]);
     // As a cron job would: against the site's URL, reading only the tiles it needs.
     let port = crate::support::free_port();
     let serve = crate::support::command(p, &["serve", "site4", "--port", &port.to_string()])
@@ -356,17 +331,7 @@ fn finalize_closes_a_killed_runs_registration_with_its_result() {
     let p = d.path();
     children::keygen(p, "lab");
     let sim = start_sim(p, "--ttft-ms 5 --itl-ms 1", LIMIT);
-    let mut killed = children::spawn(
-        p,
-        "killed",
-        &format!(
-            "run --target {} --key lab.key --out killed.json --profile constant --rate 5 --max-requests 500",
-            sim.url
-        ),
-    );
-    wait_for_records(&mut killed.0, &p.join("killed.json.journal.jsonl"), 2);
-    killed.0.kill().unwrap();
-    killed.0.wait().unwrap();
+    kill_mid_benchmark(p, &sim.url);
     run_ok(
         p,
         &["finalize", "killed.json.journal.jsonl", "--key", "lab.key"],

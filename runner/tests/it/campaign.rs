@@ -280,6 +280,7 @@ fn local_campaign_resumes_after_an_interrupt_and_a_kill_then_collects() {
         .unwrap();
     assert!(text(&out).contains("nothing to run"), "{}", text(&out));
     collect_and_check(d);
+    check_the_published_log(d);
 
     // Another cell's signed result under this cell's name does not count for it.
     std::fs::copy(results.join("sim_1gpu.json"), results.join("sim_2gpu.json")).unwrap();
@@ -297,6 +298,48 @@ fn local_campaign_resumes_after_an_interrupt_and_a_kill_then_collects() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(6), "{}", text(&out));
+}
+
+/// The local campaign's published log: the six attempts its cells made (the first, the
+/// interrupted one, the killed one, the three the second run made) and the plan registered
+/// before them, which every cell names.
+fn check_the_published_log(d: &Path) {
+    let out = runner(d, &["verify-site", "site", "--key", "lab.pub", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = &v["logs"][0];
+    let t = &log["tally"];
+    // Six attempts: the first cell, the interrupted one, the killed one, and the three the
+    // second run made; the plan apart.
+    assert_eq!(
+        [
+            &t["registered"],
+            &t["completed"],
+            &t["failed"],
+            &t["killed"],
+            &t["plans"]
+        ],
+        [6, 4, 1, 1, 1].map(serde_json::Value::from).each_ref(),
+        "{log}"
+    );
+    assert_eq!(log["published"], 4, "{log}");
+    let shown = runner(d, &["log", "show", "lab.attempts", "--json"])
+        .output()
+        .unwrap();
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let cells: Vec<&serde_json::Value> = shown["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["registration"]["command"] == "campaign cell")
+        .collect();
+    assert_eq!(cells.len(), 6);
+    assert!(
+        cells.iter().all(|a| a["registration"]["plan"] == 0),
+        "{shown}"
+    );
 }
 
 /// `collect` writes a campaign document signed by the campaign's key that binds the plan and
@@ -374,44 +417,6 @@ fn collect_and_check(d: &Path) {
         "{index}"
     );
     assert!(index.contains("campaign.json"), "{index}");
-
-    // The cells' log went with them: every attempt counted, those not published listed.
-    let out = runner(d, &["verify-site", "site", "--key", "lab.pub", "--json"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let log = &v["logs"][0];
-    let t = &log["tally"];
-    // Six attempts: the first cell, the interrupted one, the killed one, and the three the
-    // second run made; the plan apart.
-    assert_eq!(
-        [
-            &t["registered"],
-            &t["completed"],
-            &t["failed"],
-            &t["killed"],
-            &t["plans"]
-        ],
-        [6, 4, 1, 1, 1].map(serde_json::Value::from).each_ref(),
-        "{log}"
-    );
-    assert_eq!(log["published"], 4, "{log}");
-    let shown = runner(d, &["log", "show", "lab.attempts", "--json"])
-        .output()
-        .unwrap();
-    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
-    let cells: Vec<&serde_json::Value> = shown["attempts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["registration"]["command"] == "campaign cell")
-        .collect();
-    assert_eq!(cells.len(), 6);
-    assert!(
-        cells.iter().all(|a| a["registration"]["plan"] == 0),
-        "{shown}"
-    );
 }
 
 /// SLURM_CONF of the project's single-node Slurm (scripts/install-slurm.sh installs and

@@ -112,6 +112,27 @@ pub struct AttemptOutcome {
     pub reason: Option<String>,
 }
 
+impl AttemptOutcome {
+    /// The outcome `status` of registration `registration`, logged by `closed_by` at `ended_at`,
+    /// with nothing known of a result yet.
+    pub fn closing(registration: u64, status: Status, closed_by: &str, ended_at: String) -> Self {
+        AttemptOutcome {
+            registration,
+            ended_at,
+            status,
+            exit_code: None,
+            result_sha256: None,
+            requests: None,
+            failed_requests: None,
+            engine: None,
+            model: None,
+            flags: vec![],
+            closed_by: closed_by.to_string(),
+            reason: None,
+        }
+    }
+}
+
 /// A result's place in its key's attempt log; since `result/v0.13`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
