@@ -82,10 +82,13 @@ echo "== compare: seed 004's twelve sweeps read together -> $out/compare-seed-00
 "$runner" compare "$out"/imported/004_*.json --keys "$out/keys.json" --out "$out/compare-seed-004" >/dev/null
 echo "   $(grep -c '^## Group' "$out/compare-seed-004/compare.md") comparable groups (by model); Pareto frontier, tables side by side, best of each column in bold"
 
+echo "== every signed run was counted in the key's attempt log first: runner log show $out/demo.attempts"
+"$runner" log show "$out/demo.attempts"
 echo "== publish the site -> $out/site/ (preview: $runner serve $out/site)"
 "$runner" publish "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/sweep-small-batch-$stamp.json" \
-  "$out/h100-llama.cpp-gpu-proof.json" "$out/imported" --keys "$out/keys.json" --key "$out/demo.key" --out "$out/site" >/dev/null
-echo "== runner verify-site $out/site: the signed manifest, every file, every result, the module's provenance"
+  "$out/h100-llama.cpp-gpu-proof.json" "$out/imported" --keys "$out/keys.json" --key "$out/demo.key" \
+  --log "$out/demo.attempts" --out "$out/site" >/dev/null
+echo "== runner verify-site $out/site: the signed manifest, every file, every result, the module's provenance, the attempt log"
 "$runner" verify-site "$out/site" --keys "$out/keys.json"
 echo "   gallery comparisons (open in the site):"
 echo "   vLLM vs SGLang vs lmdeploy, Qwen2-72B-Instruct on 8 x L20, with vLLM on 4 and 8 x A100 and 4 x L20:"
