@@ -692,6 +692,7 @@ pub fn merged_shards(shards: &[Shard]) -> Vec<MergedShard> {
             } else {
                 s.clock.est_error_us.map(|e| e + s.origin_lateness_us)
             },
+            attempt: None,
         })
         .collect()
 }

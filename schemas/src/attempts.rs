@@ -103,6 +103,69 @@ pub fn check_place(
     p: &Predicate,
     key: Option<&VerifyingKey>,
 ) -> Result<LogStanding, String> {
+    check_place_of(place, p, &p.run.id, key)
+}
+
+/// The places a result carries: its own, else those of the shards it merges (each
+/// registered by its own client), with the run id each registration names.
+pub fn places(p: &Predicate) -> Vec<(&LogPlace, &str)> {
+    match &p.attempt {
+        Some(place) => vec![(place, p.run.id.as_str())],
+        None => p
+            .shards
+            .iter()
+            .flatten()
+            .filter_map(|m| m.attempt.as_ref().map(|a| (a, m.run_id.as_str())))
+            .collect(),
+    }
+}
+
+/// Where a result stands: its place checked against the key that signed it (`signer`, when
+/// trusted), or each merged shard's against the trusted key that keeps the shard's log; not
+/// logged when it carries none, or when only some of its shards were logged (one unlogged
+/// shard is a run nothing counts).
+pub fn standing(
+    p: &Predicate,
+    signer: Option<&VerifyingKey>,
+    trusted: &[crate::keys::TrustedKey],
+) -> Result<LogStanding, String> {
+    let placed = places(p);
+    if placed.is_empty() {
+        return Ok(LogStanding::NotLogged);
+    }
+    let mut first = None;
+    for (place, run_id) in &placed {
+        let key = match (&p.attempt, signer) {
+            (Some(_), key) => key,
+            // A shard's log is its client's key's, which need not be the merge's.
+            (None, Some(_)) => Some(
+                trusted
+                    .iter()
+                    .map(|k| &k.key)
+                    .find(|k| origin(k) == place.origin)
+                    .ok_or_else(|| {
+                        format!("shards: the log {} is kept by no trusted key", place.origin)
+                    })?,
+            ),
+            (None, None) => None,
+        };
+        let s = check_place_of(place, p, run_id, key)?;
+        first.get_or_insert(s);
+    }
+    let shards = p.shards.as_ref().map_or(0, Vec::len);
+    if p.attempt.is_none() && placed.len() < shards {
+        return Ok(LogStanding::NotLogged);
+    }
+    Ok(first.expect("at least one place"))
+}
+
+/// [`check_place`] for the registration of the run `run_id` (the result's, or a shard's).
+fn check_place_of(
+    place: &LogPlace,
+    p: &Predicate,
+    run_id: &str,
+    key: Option<&VerifyingKey>,
+) -> Result<LogStanding, String> {
     let verifier = match key {
         Some(k) => {
             if place.origin != origin(k) {
@@ -144,7 +207,7 @@ pub fn check_place(
         }
         Err(e) => return Err(format!("attempt.entry: {e}")),
     };
-    registration_is_of(&r, p).map_err(|e| format!("attempt.entry: {e}"))?;
+    registration_is_of(&r, p, run_id).map_err(|e| format!("attempt.entry: {e}"))?;
     Ok(LogStanding::Logged {
         origin: c.origin,
         index: place.index,
@@ -153,12 +216,12 @@ pub fn check_place(
     })
 }
 
-/// Whether registration `r` is the run `p`: its id, spec, seed and model.
-fn registration_is_of(r: &Registration, p: &Predicate) -> Result<(), String> {
+/// Whether registration `r` is the run `run_id` of `p`: its id, spec, seed and model.
+fn registration_is_of(r: &Registration, p: &Predicate, run_id: &str) -> Result<(), String> {
     let spec = spec_sha256(&p.run.spec);
     // The model as the spec named it; empty when the run took the server's first.
     for (what, logged, here) in [
-        ("attempt", r.attempt.as_str(), p.run.id.as_str()),
+        ("attempt", r.attempt.as_str(), run_id),
         ("spec_sha256", r.spec_sha256.as_str(), spec.as_str()),
         ("model", r.model.as_str(), p.model.id.as_str()),
     ] {

@@ -153,11 +153,9 @@ pub fn verify_envelope(
         }
     }
     check_statement(&statement, matched_as_written, &mut verdict);
-    if let Some(place) = &statement.predicate.attempt {
-        match crate::attempts::check_place(place, &statement.predicate, signer.map(|k| &k.key)) {
-            Ok(standing) => verdict.attempt_log = standing,
-            Err(e) => verdict.document_errors.push(e),
-        }
+    match crate::attempts::standing(&statement.predicate, signer.map(|k| &k.key), trusted) {
+        Ok(standing) => verdict.attempt_log = standing,
+        Err(e) => verdict.document_errors.push(e),
     }
     verdict.ok = matches!(verdict.signature, SignatureVerdict::Verified { .. })
         && verdict.document_errors.is_empty()

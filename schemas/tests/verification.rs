@@ -494,6 +494,7 @@ fn result_v0_4_documents_still_verify_and_shard_fields_are_refused_under_that_la
         origin_lateness_us: 0,
         same_clock: false,
         clock_offset_bound_us: Some(bound),
+        attempt: None,
     };
     let mut p = common::predicate();
     p.shards = Some(vec![

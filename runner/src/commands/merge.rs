@@ -223,6 +223,7 @@ fn merge(parts: &[Part]) -> Result<Predicate> {
             origin_lateness_us: p.shard.origin_lateness_us,
             same_clock: one_clock,
             clock_offset_bound_us: offset_bound(&p.shard, one_clock),
+            attempt: p.statement.predicate.attempt.clone(),
         })
         .collect();
     let time = |t: &str| humantime::parse_rfc3339(t).map_err(|e| anyhow!("{t:?}: {e}"));
@@ -365,6 +366,7 @@ mod tests {
                 origin_lateness_us: s.origin_lateness_us,
                 same_clock: one,
                 clock_offset_bound_us: offset_bound(s, one),
+                attempt: None,
             })
             .collect()
     }

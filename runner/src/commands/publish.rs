@@ -278,14 +278,10 @@ fn log_files(
     let placed: Vec<(String, schemas::document::attempt::LogPlace, String)> = results
         .iter()
         .filter(|r| !r.campaign)
-        .filter_map(|r| {
-            place_of(&r.bytes).map(|p| {
-                (
-                    format!("results/{}", r.name),
-                    p,
-                    hex::encode(Sha256::digest(&r.bytes)),
-                )
-            })
+        .flat_map(|r| {
+            places_of(&r.bytes)
+                .into_iter()
+                .map(|(place, sha)| (format!("results/{}", r.name), place, sha))
         })
         .collect();
     let mut out = vec![];
@@ -335,23 +331,18 @@ fn with_cosignatures(note: &str, witnessed: &[schemas::tlog::note::Note]) -> Res
     Ok(parsed.to_text())
 }
 
-/// A result's place in an attempt log, read from its payload alone (nothing else of it).
-fn place_of(bytes: &[u8]) -> Option<schemas::document::attempt::LogPlace> {
-    #[derive(serde::Deserialize)]
-    struct Statement {
-        predicate: Predicate,
-    }
-    #[derive(serde::Deserialize)]
-    struct Predicate {
-        #[serde(default)]
-        attempt: Option<schemas::document::attempt::LogPlace>,
-    }
-    let envelope = schemas::dsse::EnvelopeView::parse(bytes).ok()?;
-    let payload = envelope.decode().ok()?;
-    serde_json::from_slice::<Statement>(payload.payload())
-        .ok()?
-        .predicate
-        .attempt
+/// The places in attempt logs a result stands for (`schemas::site::logs::served_places`),
+/// each with the sha256 its log's outcome names; none for what is not a readable result.
+fn places_of(bytes: &[u8]) -> Vec<(schemas::document::attempt::LogPlace, String)> {
+    let Some(statement) = schemas::dsse::EnvelopeView::parse(bytes)
+        .ok()
+        .and_then(|e| e.decode().ok())
+        .and_then(|p| serde_json::from_slice::<schemas::Statement>(p.payload()).ok())
+    else {
+        return vec![];
+    };
+    let sha = hex::encode(Sha256::digest(bytes));
+    schemas::site::logs::served_places(&statement.predicate, &sha)
 }
 
 fn write_site(

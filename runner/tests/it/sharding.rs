@@ -95,6 +95,39 @@ fn four_shards_merge_into_what_one_client_measures_and_bad_sets_are_refused() {
         }
     };
     merge_refuses_bad_sets(&d);
+    a_merge_stands_for_its_shards_in_the_log(&d);
+}
+
+/// Each client registered its shard in the key's attempt log; the merge carries every
+/// shard's place, verifies as logged, and a site publishing it counts the four shards'
+/// attempts as published and the single client's run as not.
+fn a_merge_stands_for_its_shards_in_the_log(d: &Path) {
+    let merged = statement(&d.join("merged.json"));
+    let p = &merged["predicate"];
+    assert!(p["attempt"].is_null());
+    let shards = p["shards"].as_array().unwrap();
+    assert!(
+        shards.iter().all(|s| s["attempt"]["index"].is_u64()),
+        "{shards:?}"
+    );
+    let (status, out) = run_to_end(d, "verify-json", "verify merged.json --key lab.pub --json");
+    assert!(status.success(), "{out}");
+    assert!(out.contains(r#""attempt_log":{"status":"logged""#), "{out}");
+    let (status, out) = run_to_end(d, "trust", "trust lab.pub --keys keys.json");
+    assert!(status.success(), "{out}");
+    let (status, out) = run_to_end(
+        d,
+        "publish",
+        "publish merged.json --out site --key lab.key --keys keys.json --log lab.attempts",
+    );
+    assert!(status.success(), "{out}");
+    let out = support::run(d, &["verify-site", "site", "--key", "lab.pub", "--json"]);
+    assert!(out.status.success(), "{}", support::text(&out));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = &v["logs"][0];
+    assert_eq!(log["published"], 4, "{log}");
+    assert_eq!(log["tally"]["registered"], 5, "{log}");
+    assert_eq!(log["not_published"].as_array().unwrap().len(), 1, "{log}");
 }
 
 /// Four shards and one client alone, their merge checked exactly; `Err` only when a latency

@@ -178,6 +178,10 @@ pub struct MergedShard {
     /// clock, else the kernel's estimated error plus the origin lateness; null when the
     /// clock's error is unknown.
     pub clock_offset_bound_us: Option<u64>,
+    /// The shard's place in its key's attempt log, as the shard carried it; since
+    /// `result/v0.13`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<attempt::LogPlace>,
 }
 
 /// Where an imported document came from.

@@ -188,7 +188,14 @@ pub const VERSIONS: [Version; 13] = [
         predicate_type: PREDICATE_TYPE,
         brought: &[Brought {
             what: "a place in an attempt log",
-            carried_by: |s| s.predicate.attempt.is_some(),
+            carried_by: |s| {
+                s.predicate.attempt.is_some()
+                    || s.predicate
+                        .shards
+                        .iter()
+                        .flatten()
+                        .any(|m| m.attempt.is_some())
+            },
         }],
     },
 ];

@@ -240,12 +240,15 @@ impl SiteCheck {
         match crate::load::load(bytes, &self.trusted, Policy::AllowUnsigned) {
             Ok(loaded) if loaded.verdict.ok => {
                 self.verdict.results_verified += 1;
-                match loaded.statement.predicate.attempt {
-                    Some(place) => {
-                        let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
-                        self.placed.push((path.to_string(), place, sha));
+                if loaded.verdict.attempt_log == crate::attempts::LogStanding::NotLogged {
+                    self.verdict.results_not_logged += 1;
+                } else {
+                    let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(bytes));
+                    for (place, named) in
+                        super::logs::served_places(&loaded.statement.predicate, &sha)
+                    {
+                        self.placed.push((path.to_string(), place, named));
                     }
-                    None => self.verdict.results_not_logged += 1,
                 }
             }
             Ok(loaded) => {

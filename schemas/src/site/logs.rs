@@ -480,3 +480,18 @@ pub fn cosigners(note: &str) -> Vec<String> {
         .filter(|n| *n != origin)
         .collect()
 }
+
+/// The places in attempt logs a served result stands for, each with the sha256 its log's
+/// outcome names: the result's own (its file's, `file_sha256`), or each merged shard's (the
+/// shard file's, as merged).
+pub fn served_places(p: &crate::Predicate, file_sha256: &str) -> Vec<(LogPlace, String)> {
+    match &p.attempt {
+        Some(place) => vec![(place.clone(), file_sha256.to_string())],
+        None => p
+            .shards
+            .iter()
+            .flatten()
+            .filter_map(|m| m.attempt.clone().map(|a| (a, m.sha256.clone())))
+            .collect(),
+    }
+}
