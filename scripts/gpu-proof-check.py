@@ -331,6 +331,24 @@ def main_check(a: argparse.Namespace) -> int:
         detail.append("nvidia-smi: not on this host")
     check("GPU UUID and driver", ok, "; ".join(detail))
 
+    # 9. Every run counted: both registered in the proof key's attempt log before their first
+    # request and closed as completed, the log published with them and the site verified
+    # (`runner verify-site --json`), the log's entries, tiles and checkpoint included.
+    if a.site_verdict:
+        try:
+            v = json.load(open(a.site_verdict))
+        except (OSError, ValueError) as e:
+            v = {"ok": False, "problems": [{"path": a.site_verdict, "reason": str(e)}]}
+        log = (v.get("logs") or [{}])[0]
+        t = log.get("tally", {})
+        ok = v.get("ok") is True and t.get("registered") == 2 and t.get("completed") == 2 \
+            and log.get("published") == 2
+        check("attempt log", ok,
+              f"{t.get('registered')} attempts registered, {t.get('completed')} completed, "
+              f"{log.get('published')} published, in {log.get('origin')} ({log.get('size')} entries); "
+              f"the site {'verifies' if v.get('ok') else 'does NOT verify: ' + '; '.join(p.get('reason', '') for p in v.get('problems', [])[:3])}",
+              attempts=t.get("registered"), published=log.get("published"))
+
     summary = {
         "ok": all(c["ok"] for c in checks),
         "seconds": a.seconds,
@@ -373,6 +391,7 @@ def main() -> None:
     c.add_argument("--model-bytes", type=int, default=0)
     c.add_argument("--devices", default="/dev/null", help="what `llama-server --list-devices` printed")
     c.add_argument("--cpu", action="store_true")
+    c.add_argument("--site-verdict", default=None, help="`runner verify-site --json` of the site the kit published")
     a = p.parse_args()
     if a.cmd == "energy-log":
         energy_log(a.file)

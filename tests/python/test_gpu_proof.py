@@ -47,7 +47,7 @@ def test_the_bundle_fits_in_what_a_gpu_host_may_be_sent(proof):
     assert size <= 60 * 2**20, size
     names = {f.name for f in (d / "bundle").iterdir()}
     assert {"runner.xz", "llama-server.tar.xz", "vocab.gguf", "gpu-proof.sh", "gpu-proof-check.py",
-            "gpu-proof-model.py", "bench-runner.sh", "lib.sh", "MANIFEST.sha256", "wheels"} <= names, names
+            "gpu-proof-model.py", "bench-runner.sh", "lib.sh", "MANIFEST.sha256", "wheels", "wasm.tar.xz"} <= names, names
     listing = subprocess.run(["tar", "-tJf", str(d / "bundle" / "llama-server.tar.xz")],
                              capture_output=True, text=True).stdout.split()
     for lib in ("llama-server/llama-server", "llama-server/libggml-vulkan.so.0", "llama-server/libvulkan.so.1"):
@@ -62,7 +62,7 @@ def test_every_check_passes_on_the_scripted_gpu(proof):
     names = [c["check"] for c in summary["checks"]]
     assert names == ["engine on the GPU", "NVML columns real", "energy = the driver's counter (2 %)",
                      "energy = power integrated (5 %)", "gpu_idle right", "runner cost measured",
-                     "within 8 minutes", "GPU UUID and driver"], names
+                     "within 8 minutes", "GPU UUID and driver", "attempt log"], names
     assert summary["driver"] == "580.00.00-fake"
     # Five benchmarks in the sweep: synchronous, throughput and three rates between. On this
     # 2-core host the "GPU" is llama-server on a CPU shared with the other suites, and its
@@ -82,8 +82,13 @@ def test_every_check_passes_on_the_scripted_gpu(proof):
 def test_the_outputs_are_a_verifiable_result_and_its_key(proof):
     d, _, _ = proof
     out = d / "out"
-    assert {"result.json", "proof.pub", "summary.json", "summary.md", "proof.log", "extras.tar.gz"} <= \
+    assert {"result.json", "proof.pub", "summary.json", "summary.md", "proof.log", "extras.tar.gz", "attempts.json"} <= \
         {f.name for f in out.iterdir()}
+    # Both runs were counted in the proof key's log, and the site published both.
+    attempts = json.loads((out / "attempts.json").read_text())
+    assert attempts["tally"]["registered"] == 2 and attempts["tally"]["completed"] == 2, attempts
+    assert sorted(attempts["published"].values()) == ["results/idle.json", "results/result.json"], attempts
+    assert attempts["not_published"] == []
     verify = subprocess.run([RUNNER, "verify", "--key", str(out / "proof.pub"), str(out / "result.json")],
                             capture_output=True, text=True)
     assert verify.returncode == 0, verify.stdout + verify.stderr
@@ -113,6 +118,19 @@ def test_a_failed_check_fails_the_proof(proof, tmp_path):
     summary = json.loads((tmp_path / "summary" / "summary.json").read_text())
     failed = [c["check"] for c in summary["checks"] if not c["ok"]]
     assert failed == ["energy = the driver's counter (2 %)"], failed
+
+    # A site whose log counts a third attempt (one the kit did not publish) fails the log's check.
+    verdict = json.loads((tmp_path / "verify-site.json").read_text())
+    verdict["logs"][0]["tally"]["registered"] = 3
+    (tmp_path / "verify-site.json").write_text(json.dumps(verdict))
+    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu-proof-check.py"), "check",
+                            "--result", str(d / "out" / "result.json"), "--idle", str(tmp_path / "idle.json"),
+                            "--energy-log", str(tmp_path / "energy.log"), "--engine-log", "/dev/null",
+                            "--bench", str(tmp_path / "bench-runner.txt"), "--smi", str(tmp_path / "smi.csv"),
+                            "--seconds", "1", "--cpu", "--site-verdict", str(tmp_path / "verify-site.json"),
+                            "--out", str(tmp_path / "summary-log")], capture_output=True, text=True)
+    summary = json.loads((tmp_path / "summary-log" / "summary.json").read_text())
+    assert "attempt log" in [c["check"] for c in summary["checks"] if not c["ok"]], summary["checks"]
 
 
 H100 = ROOT / "tests" / "fixtures" / "gpu-proof" / "h100-2026-11-27"
