@@ -149,3 +149,60 @@ pub struct LogPlace {
     /// The inclusion proof of the entry in that checkpoint's tree, lowercase hex, bottom first.
     pub proof: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reference names every status and every field an entry can hold.
+    #[test]
+    fn the_reference_names_every_status_and_field() {
+        let doc = include_str!("../../../docs/reference/attempt-log.md");
+        for s in [
+            Status::Completed,
+            Status::Failed,
+            Status::Killed,
+            Status::Aborted,
+        ] {
+            let name = crate::document::serde_name(&s);
+            assert!(
+                doc.contains(&format!("| `{name}` |")),
+                "no row for status {name}"
+            );
+        }
+        let registration = Registration {
+            attempt: String::new(),
+            registered_at: String::new(),
+            command: String::new(),
+            spec_sha256: String::new(),
+            seed: JsonU64(0),
+            target: String::new(),
+            engine: String::new(),
+            engine_version: Some(String::new()),
+            model: String::new(),
+            host: String::new(),
+            pid: Some(0),
+            process_start: Some(0),
+            plan: Some(0),
+            cells: Some(0),
+        };
+        let mut outcome = AttemptOutcome::closing(0, Status::Failed, "run", String::new());
+        outcome.exit_code = Some(0);
+        outcome.result_sha256 = Some(String::new());
+        outcome.requests = Some(0);
+        outcome.failed_requests = Some(0);
+        outcome.engine = Some(String::new());
+        outcome.model = Some(String::new());
+        outcome.flags = vec![String::new()];
+        outcome.reason = Some(String::new());
+        for entry in [Entry::Registration(registration), Entry::Outcome(outcome)] {
+            let json = serde_json::to_value(&entry).unwrap();
+            for field in json.as_object().unwrap().keys().filter(|k| *k != "kind") {
+                assert!(
+                    doc.contains(&format!("`{field}`")),
+                    "the reference does not name {field}"
+                );
+            }
+        }
+    }
+}
