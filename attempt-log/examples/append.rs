@@ -28,6 +28,7 @@ fn registration(i: u64) -> Registration {
         host: attempt_log::hostname(),
         pid: None,
         process_start: None,
+        boot_id: None,
         plan: None,
         cells: None,
     }

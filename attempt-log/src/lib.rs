@@ -53,6 +53,8 @@ struct Open {
     host: String,
     pid: Option<u32>,
     process_start: Option<u64>,
+    #[serde(default)]
+    boot_id: Option<String>,
 }
 
 /// A signing key's attempt log, ready to append to.
@@ -127,6 +129,7 @@ impl Log {
             host: registration.host.clone(),
             pid: registration.pid,
             process_start: registration.process_start,
+            boot_id: registration.boot_id.clone(),
         };
         let entry = Entry::Registration(registration);
         let line = attempts::entry_line(&entry);
@@ -177,13 +180,14 @@ impl Log {
     /// Registrations of this host whose process has ended without an outcome get one:
     /// killed, closed by this append (`but`, the one this append closes itself, aside).
     fn close_the_dead(&self, tree: &Tree, st: &mut State, but: Option<u64>) -> Result<()> {
-        let here = hostname();
+        let (here, boot) = (hostname(), boot_id());
         let dead: Vec<Open> = st
             .open
             .iter()
             .filter(|o| {
                 Some(o.index) != but
                     && o.host == here
+                    && (o.boot_id.is_none() || o.boot_id == boot)
                     && o.pid.is_some_and(|pid| {
                         o.process_start.is_none() || process_start(pid) != o.process_start
                     })
@@ -280,6 +284,7 @@ impl Log {
                     host: r.host,
                     pid: r.pid,
                     process_start: r.process_start,
+                    boot_id: r.boot_id,
                 }),
                 Entry::Outcome(o) => st.open.retain(|x| x.index != o.registration),
             }
@@ -430,6 +435,13 @@ pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
+}
+
+/// This boot of the machine: `/proc/sys/kernel/random/boot_id`.
+pub fn boot_id() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|b| b.trim().to_string())
 }
 
 /// When process `pid` started (clock ticks since boot, `/proc/PID/stat` field 22): with

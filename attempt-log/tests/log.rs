@@ -28,6 +28,7 @@ fn registration(attempt: &str) -> Registration {
         host: attempt_log::hostname(),
         pid: None,
         process_start: None,
+        boot_id: None,
         plan: None,
         cells: None,
     }
@@ -172,6 +173,20 @@ fn the_next_append_closes_an_attempt_whose_process_died() {
     // The dead one's own outcome, should it come late, does not close it twice.
     assert_eq!(
         log.close(outcome(dead.index, Status::Completed)).unwrap(),
+        None
+    );
+
+    // A process of another boot (or another machine of the same name) is not judged here.
+    let mut elsewhere = registration("another boot");
+    elsewhere.pid = Some(pid);
+    elsewhere.process_start = start.or(Some(1));
+    elsewhere.boot_id = Some("not-this-boot".into());
+    let kept = log.register(elsewhere).unwrap();
+    log.register(registration("after it")).unwrap();
+    let snap = read(dir.path(), None).unwrap();
+    let all = attempts::attempts(snap.entries.iter().map(String::as_str)).unwrap();
+    assert_eq!(
+        all.iter().find(|a| a.index == kept.index).unwrap().status(),
         None
     );
 }

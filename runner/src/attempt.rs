@@ -65,6 +65,7 @@ pub fn register(dir: &Path, key: &SigningKey, intent: Intent) -> Result<Counted,
             host: attempt_log::hostname(),
             pid: Some(std::process::id()),
             process_start: attempt_log::process_start(std::process::id()),
+            boot_id: attempt_log::boot_id(),
             plan: intent.plan,
             cells: None,
         })

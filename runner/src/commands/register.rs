@@ -55,6 +55,7 @@ pub fn run(args: &RegisterArgs) -> Result<(), Failure> {
             host: attempt_log::hostname(),
             pid: None,
             process_start: None,
+            boot_id: None,
             plan: None,
             cells: Some(plan.cells.len() as u64),
         };
@@ -94,6 +95,7 @@ pub fn run(args: &RegisterArgs) -> Result<(), Failure> {
             host: attempt_log::hostname(),
             pid: None,
             process_start: None,
+            boot_id: None,
             plan: None,
             cells: Some(1),
         };

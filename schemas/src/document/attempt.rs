@@ -52,6 +52,10 @@ pub struct Registration {
     pub pid: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_start: Option<u64>,
+    /// Which boot of the host (`/proc/sys/kernel/random/boot_id`): a process is judged gone
+    /// only on the same host and boot (two machines may share a name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
     /// A campaign cell: the index of its plan's registration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<u64>,
@@ -183,6 +187,7 @@ mod tests {
             host: String::new(),
             pid: Some(0),
             process_start: Some(0),
+            boot_id: Some(String::new()),
             plan: Some(0),
             cells: Some(0),
         };
