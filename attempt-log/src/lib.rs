@@ -16,7 +16,8 @@
 //! not committed is committed; a partial line is cut off), closes registrations whose process
 //! is gone, writes and syncs the entry, adds its hashes, signs the new checkpoint and writes
 //! it and the state, each through a synced temporary file and a rename. A reader trusts
-//! nothing but the entries and the signed checkpoint ([`read`], [`verify`]).
+//! nothing but the entries and the signed checkpoint ([`read`]); [`rebuild`] recomputes
+//! what is derived from the entries.
 
 mod tree;
 
@@ -36,8 +37,6 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 use tree::Tree;
 
-pub use tree::Tree as StoredTree;
-
 /// What the log has committed, and which registrations are still open.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct State {
@@ -55,6 +54,19 @@ struct Open {
     process_start: Option<u64>,
     #[serde(default)]
     boot_id: Option<String>,
+}
+
+impl Open {
+    /// Registration `r`, logged as entry `index`.
+    fn of(index: u64, r: &Registration) -> Open {
+        Open {
+            index,
+            host: r.host.clone(),
+            pid: r.pid,
+            process_start: r.process_start,
+            boot_id: r.boot_id.clone(),
+        }
+    }
 }
 
 /// A signing key's attempt log, ready to append to.
@@ -98,10 +110,6 @@ impl Log {
         &self.dir
     }
 
-    pub fn origin(&self) -> &str {
-        &self.origin
-    }
-
     fn lock(&self) -> Result<Locked> {
         let path = self.dir.join("lock");
         let f = open_for_writing(&path)?;
@@ -117,20 +125,15 @@ impl Log {
     }
 
     /// Logs `registration` (closing first any open registration whose process is gone) and
-    /// returns its place. A registration that names its process (`pid`, `process_start`) is
-    /// closed by a later append once that process is gone; one without (a plan) is not: index, the entry, the checkpoint just signed and the proof.
+    /// returns its place: index, the entry, the checkpoint just signed and the proof. A
+    /// registration that names its process (`pid`, `process_start`) is closed by a later
+    /// append once that process is gone; one without (a plan) is not.
     pub fn register(&self, registration: Registration) -> Result<LogPlace> {
         let _lock = self.lock()?;
         let tree = Tree::new(&self.dir)?;
         let mut st = self.recover(&tree)?;
         self.close_the_dead(&tree, &mut st, None)?;
-        let open = Open {
-            index: st.size,
-            host: registration.host.clone(),
-            pid: registration.pid,
-            process_start: registration.process_start,
-            boot_id: registration.boot_id.clone(),
-        };
+        let open = Open::of(st.size, &registration);
         let entry = Entry::Registration(registration);
         let line = attempts::entry_line(&entry);
         let index = self.append(&tree, &mut st, &line)?;
@@ -279,13 +282,7 @@ impl Log {
             let entry: Entry = serde_json::from_str(line)
                 .with_context(|| format!("{}: entry {}", path.display(), st.size))?;
             match entry {
-                Entry::Registration(r) => st.open.push(Open {
-                    index: st.size,
-                    host: r.host,
-                    pid: r.pid,
-                    process_start: r.process_start,
-                    boot_id: r.boot_id,
-                }),
+                Entry::Registration(r) => st.open.push(Open::of(st.size, &r)),
                 Entry::Outcome(o) => st.open.retain(|x| x.index != o.registration),
             }
             tree.add(st.size, merkle::leaf_hash(line.as_bytes()))?;

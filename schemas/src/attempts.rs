@@ -24,6 +24,16 @@ pub fn origin(key: &VerifyingKey) -> String {
     )
 }
 
+/// The trusted key that keeps the log `origin` (a revoked key keeps none).
+pub fn keeper<'a>(
+    origin: &str,
+    trusted: &'a [crate::keys::TrustedKey],
+) -> Option<&'a crate::keys::TrustedKey> {
+    trusted
+        .iter()
+        .find(|k| !k.revoked && self::origin(&k.key) == origin)
+}
+
 /// The note verifier of the log named `origin` kept by `key`.
 pub fn verifier(origin: &str, key: &VerifyingKey) -> Result<Verifier, String> {
     Verifier::new(origin, ED25519, *key).map_err(|e| e.to_string())
@@ -139,13 +149,11 @@ pub fn standing(
             (Some(_), key) => key,
             // A shard's log is its client's key's, which need not be the merge's.
             (None, Some(_)) => Some(
-                trusted
-                    .iter()
-                    .map(|k| &k.key)
-                    .find(|k| origin(k) == place.origin)
+                &keeper(&place.origin, trusted)
                     .ok_or_else(|| {
                         format!("shards: the log {} is kept by no trusted key", place.origin)
-                    })?,
+                    })?
+                    .key,
             ),
             (None, None) => None,
         };

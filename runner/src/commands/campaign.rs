@@ -517,12 +517,15 @@ fn collect(args: &CollectArgs) -> Result<(), Failure> {
         key: plan.key.clone(),
         cosignature: vec![],
         // And its cells' log goes with them, when there is one.
-        log: plan
-            .log
-            .clone()
-            .or_else(|| plan.key.as_deref().map(attempt_log::beside_key))
-            .filter(|d| d.join("checkpoint").is_file())
-            .into_iter()
-            .collect(),
+        log: crate::attempt::log_dir(
+            &crate::cli::LogArgs {
+                log: plan.log.clone(),
+                ..Default::default()
+            },
+            plan.key.as_deref(),
+        )
+        .filter(|d| d.join("checkpoint").is_file())
+        .into_iter()
+        .collect(),
     })
 }

@@ -241,26 +241,8 @@ pub fn check(
         ));
         return (None, problems);
     };
-    let unsigned = match attempts::read_checkpoint(note, None) {
-        Ok(c) => c,
-        Err(e) => {
-            problems.push((at(CHECKPOINT), e));
-            return (None, problems);
-        }
-    };
-    let key = trusted
-        .iter()
-        .find(|k| !k.revoked && attempts::origin(&k.key) == unsigned.origin);
-    let Some(key) = key else {
-        problems.push((
-            at(CHECKPOINT),
-            format!("the log {} is kept by no trusted key", unsigned.origin),
-        ));
-        return (None, problems);
-    };
-    let verifier = attempts::verifier(&unsigned.origin, &key.key).expect("an origin is a name");
-    let c = match attempts::read_checkpoint(note, Some(&verifier)) {
-        Ok(c) => c,
+    let (c, verifier) = match trusted_log(note, trusted) {
+        Ok(read) => read,
         Err(e) => {
             problems.push((at(CHECKPOINT), e));
             return (None, problems);
@@ -422,13 +404,16 @@ pub fn withdrawn(expect: &Expectations, published: &[String]) -> Vec<String> {
 /// A published checkpoint read and its signature checked against the trusted key that keeps
 /// its log (found by the origin).
 pub fn trusted_checkpoint(note: &str, trusted: &[TrustedKey]) -> Result<Checkpoint, String> {
-    let unsigned = attempts::read_checkpoint(note, None)?;
-    let key = trusted
-        .iter()
-        .find(|k| !k.revoked && attempts::origin(&k.key) == unsigned.origin)
-        .ok_or_else(|| format!("the log {} is kept by no trusted key", unsigned.origin))?;
-    let verifier = attempts::verifier(&unsigned.origin, &key.key)?;
-    attempts::read_checkpoint(note, Some(&verifier))
+    trusted_log(note, trusted).map(|(c, _)| c)
+}
+
+/// [`trusted_checkpoint`], with the verifier of the log it names.
+fn trusted_log(note: &str, trusted: &[TrustedKey]) -> Result<(Checkpoint, Verifier), String> {
+    let origin = attempts::read_checkpoint(note, None)?.origin;
+    let key = attempts::keeper(&origin, trusted)
+        .ok_or_else(|| format!("the log {origin} is kept by no trusted key"))?;
+    let verifier = attempts::verifier(&origin, &key.key)?;
+    Ok((attempts::read_checkpoint(note, Some(&verifier))?, verifier))
 }
 
 /// Whether the published checkpoint `new` extends `old` (both signed by the log's trusted
