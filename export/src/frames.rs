@@ -101,6 +101,12 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
     let mut finish_reason: Vec<Option<String>> = vec![];
     let mut error_class: Vec<Option<String>> = vec![];
     let mut error_message: Vec<Option<String>> = vec![];
+    let mut session: Vec<Option<u32>> = vec![];
+    let mut turn: Vec<Option<u32>> = vec![];
+    let mut agent: Vec<Option<u32>> = vec![];
+    let mut depth: Vec<Option<u32>> = vec![];
+    let mut cached_ideal: Vec<Option<u32>> = vec![];
+    let mut cached_server: Vec<Option<u32>> = vec![];
 
     for doc in docs {
         let mut undecodable = 0usize;
@@ -134,6 +140,12 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
                 finish_reason.push(r.finish_reason.clone());
                 error_class.push(r.error.as_ref().map(|e| e.class.as_str().to_string()));
                 error_message.push(r.error.as_ref().map(|e| e.message.clone()));
+                session.push(r.session);
+                turn.push(r.turn);
+                agent.push(r.agent.map(|a| a.agent));
+                depth.push(r.agent.map(|a| a.depth));
+                cached_ideal.push(r.cached_tokens.and_then(|c| c.ideal));
+                cached_server.push(r.cached_tokens.and_then(|c| c.server));
             }
         }
         if undecodable > 0 {
@@ -165,6 +177,12 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
         column("finish_reason", finish_reason),
         column("error_class", error_class),
         column("error_message", error_message),
+        column("session", session),
+        column("turn", turn),
+        column("agent", agent),
+        column("depth", depth),
+        column("cached_tokens_ideal", cached_ideal),
+        column("cached_tokens_server", cached_server),
     ]);
     DataFrame::new(height, columns)
 }
@@ -215,6 +233,8 @@ pub fn summaries_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
                 Workload::Dataset { output_tokens, .. } => ("dataset", None, *output_tokens),
                 // Every request of a trace has lengths of its own (its records hold them).
                 Workload::Trace { .. } => ("trace", None, None),
+                // Every turn's prompt holds its agent's history: each its own length.
+                Workload::Agentic { agentic, .. } => ("agentic", None, Some(agentic.output_tokens)),
             };
             workload.push(kind.to_string());
             wl_prompt.push(prompt);

@@ -21,8 +21,8 @@ pub use documents::{
     import, record_columns, report_diff, report_render, token_gaps, verify_document,
 };
 pub use stream::{
-    chunk_openai, chunk_responses, chunk_sglang, chunk_tgi, dataset_file, http1_response,
-    pooled_answer, prometheus_text, sse_events, trace_file,
+    agentx_trace, chunk_openai, chunk_responses, chunk_sglang, chunk_tgi, dataset_file,
+    http1_response, pooled_answer, prometheus_text, sse_events, trace_file,
 };
 pub use tlog::{checkpoint_note, log_tiles};
 
@@ -32,6 +32,7 @@ pub type Target = fn(&[u8]);
 /// Every target by name, for the replay tests.
 pub const TARGETS: &[(&str, Target)] = &[
     ("sse_events", sse_events),
+    ("agentx_trace", agentx_trace),
     ("http1_response", http1_response),
     ("chunk_openai", chunk_openai),
     ("chunk_tgi", chunk_tgi),

@@ -216,3 +216,35 @@ pub fn dataset_file(data: &[u8]) {
         }
     }
 }
+
+/// An AgentX trace of agentic sessions: parsed, and every session built; each turn's blocks
+/// cover its prompt, and every spawn and join names an agent of its session.
+pub fn agentx_trace(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(sessions) = loadgen::agentic::agentx::parse(text, "fuzz") else {
+        return;
+    };
+    for (i, s) in sessions.iter().enumerate() {
+        let _ = s.largest_tool_result();
+        // A prompt's blocks are held while it is replayed: bound what one input may build.
+        if s.blocks() > 4 << 20 {
+            continue;
+        }
+        let built = s.build(i as u64, 1, std::time::Duration::from_secs(10));
+        // A subagent spawned before its parent's first request is not replayed.
+        assert!(built.requests() <= s.requests());
+        for agent in &built.agents {
+            for t in &agent.turns {
+                let ids = t.prompt.ids(built.block_tokens);
+                assert!(
+                    ids.len() as u64 * u64::from(built.block_tokens) >= u64::from(t.prompt.tokens)
+                );
+                for j in t.spawns.iter().chain(&t.joins) {
+                    assert!((*j as usize) < built.agents.len());
+                }
+            }
+        }
+    }
+}

@@ -128,6 +128,8 @@ impl AggregateBenchmark {
                 events: None,
                 server_clock: None,
                 by_category: None,
+                sessions: None,
+                prefix_cache: None,
             },
         }
     }

@@ -9,7 +9,7 @@ use crate::sse::SseParser;
 use clock::us_since;
 use schemas::document::TokenTimestamps;
 use schemas::document::{
-    ClientPhases, ErrorClass, Phase, RawRecord, RequestError, SentImage, ServerTiming,
+    CachedTokens, ClientPhases, ErrorClass, Phase, RawRecord, RequestError, SentImage, ServerTiming,
 };
 use schemas::token_times;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -39,9 +39,12 @@ pub struct Endpoint {
     pub stamps: StampTally,
     /// Stream events of types the API does not define, skipped, over all requests.
     pub ignored_events: AtomicU64,
-    /// The ids requests carry (`X-Request-Id`).
+    /// The ids requests carry ([`REQUEST_ID_HEADER`]).
     pub request_ids: RequestIds,
 }
+
+/// The header a request's id goes in, where servers log it (vLLM, SGLang, llama.cpp).
+pub const REQUEST_ID_HEADER: &str = "X-Request-Id";
 
 /// Request ids unique to this process's run: `pb-` and 12 hex digits drawn from the process
 /// and the clock when it started, then `-` and a counter.
@@ -69,6 +72,11 @@ impl Default for RequestIds {
 }
 
 impl RequestIds {
+    /// What every id of this run starts with (`pb-` and 12 hex digits).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
     /// The next id.
     pub fn next(&self) -> String {
         format!("{}-{}", self.prefix, self.next.fetch_add(1, Relaxed))
@@ -139,6 +147,9 @@ pub struct Job<'a> {
     /// The Responses API: the conversation's previous response, which holds `history` on the
     /// server (the request then sends only `prompt`).
     pub previous_response_id: Option<&'a str>,
+    /// The agentic session it belongs to, sent in [`schemas::document::agentic::SESSION_HEADER`]
+    /// for routers that keep a session on one replica.
+    pub session_id: Option<&'a str>,
     pub prompt_tokens: Option<u32>,
     pub output_tokens: u32,
     pub scheduled: Instant,
@@ -220,6 +231,7 @@ impl Endpoint {
                 prompt: "the",
                 history: &[],
                 previous_response_id: None,
+                session_id: None,
                 prompt_tokens: None,
                 output_tokens: 1,
                 scheduled: now,
@@ -270,6 +282,8 @@ struct Progress {
     running: u32,
     /// What the server said of its own time (llama.cpp's `timings`, SGLang's `meta_info`).
     server_timing: Option<ServerTiming>,
+    /// Prompt tokens the server said it served from its prefix cache.
+    cached_tokens_server: Option<u32>,
     /// The client's phases up to the response head.
     phases: Option<ClientPhases>,
 }
@@ -376,7 +390,7 @@ impl Endpoint {
         let outcome = self
             .stream(
                 body,
-                &request_id,
+                (&request_id, job.session_id),
                 &mut sent,
                 deadline,
                 origin,
@@ -436,6 +450,11 @@ impl Endpoint {
                 head_us: c.head_us.max(us_since(origin, sent)),
                 ..c
             }),
+            agent: None,
+            cached_tokens: p.cached_tokens_server.map(|n| CachedTokens {
+                server: Some(n),
+                ..CachedTokens::default()
+            }),
         };
         let answer = Answer {
             text: p.text.unwrap_or_default(),
@@ -450,7 +469,7 @@ impl Endpoint {
     async fn stream(
         &self,
         body: Vec<u8>,
-        request_id: &str,
+        (request_id, session_id): (&str, Option<&str>),
         sent: &mut Instant,
         deadline: Instant,
         origin: Instant,
@@ -461,7 +480,7 @@ impl Endpoint {
         let mut response = within(
             deadline,
             self.stall_timeout,
-            self.open(body, request_id, sent),
+            self.open(body, request_id, session_id, sent),
         )
         .await??;
         p.phases = Some(response.phases(origin));
@@ -574,6 +593,9 @@ impl Endpoint {
                             }
                             if ev.timing.is_some() {
                                 p.server_timing = ev.timing;
+                            }
+                            if ev.cached_tokens.is_some() {
+                                p.cached_tokens_server = ev.cached_tokens;
                             }
                             p.done |= ev.done;
                             if ev.response_id.is_some() {
@@ -703,15 +725,27 @@ impl Endpoint {
         &self,
         body: Vec<u8>,
         request_id: &str,
+        session_id: Option<&str>,
         sent: &mut Instant,
     ) -> Result<Streaming<'_>, RequestError> {
         let fail = |class, message: String| RequestError { class, message };
+        let both;
+        let headers: &[(&str, &str)] = match session_id {
+            Some(session) => {
+                both = [
+                    (REQUEST_ID_HEADER, request_id),
+                    (schemas::document::agentic::SESSION_HEADER, session),
+                ];
+                &both
+            }
+            None => &[(REQUEST_ID_HEADER, request_id)],
+        };
         if let Some(lean) = &self.lean {
             let post = crate::http1::Post {
                 path: &lean.path,
                 body: &body,
                 bearer: self.server.api_key(),
-                request_id: Some(request_id),
+                headers,
             };
             return lean
                 .pool
@@ -730,13 +764,7 @@ impl Endpoint {
         }
         let response = self
             .server
-            .post(
-                self.api.path(),
-                "application/json",
-                Some(request_id),
-                body,
-                sent,
-            )
+            .post(self.api.path(), "application/json", headers, body, sent)
             .await
             .map_err(|e| {
                 let class = match e.kind {

@@ -70,8 +70,8 @@ pub struct Post<'a> {
     pub path: &'a str,
     pub body: &'a [u8],
     pub bearer: Option<&'a str>,
-    /// Sent as `X-Request-Id`.
-    pub request_id: Option<&'a str>,
+    /// Further headers, name and value: the request's id, its session's.
+    pub headers: &'a [(&'a str, &'a str)],
 }
 
 impl Pool {
@@ -162,8 +162,11 @@ impl Pool {
         if let Some(key) = post.bearer {
             head.push_str(&format!("Authorization: Bearer {key}\r\n"));
         }
-        if let Some(id) = post.request_id {
-            head.push_str(&format!("X-Request-Id: {id}\r\n"));
+        for (name, value) in post.headers {
+            head.push_str(name);
+            head.push_str(": ");
+            head.push_str(value);
+            head.push_str("\r\n");
         }
         head.push_str("\r\n");
         let mut bytes = head.into_bytes();

@@ -25,6 +25,7 @@
 //! benchmark against the simulator in a few lines.
 
 pub mod accuracy;
+pub mod agentic;
 pub mod arrivals;
 pub mod backend;
 pub mod capacity;
@@ -35,6 +36,7 @@ pub mod http1;
 pub mod images;
 pub mod journal;
 pub mod measure;
+pub mod prefix_ideal;
 pub mod rng;
 pub mod scheduler;
 pub mod sessions;

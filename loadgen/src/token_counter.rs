@@ -93,6 +93,7 @@ impl TokenCounter {
             prompt: text,
             history: &[],
             previous_response_id: None,
+            session_id: None,
             prompt_tokens: None,
             output_tokens: 1,
             scheduled: now,

@@ -391,13 +391,61 @@ impl Blocks {
 
     /// `n` words of block `key`: the same key gives the same words.
     fn push_words(&self, key: u64, n: u32, out: &mut String) {
+        self.push_word_range(key, 0, n, out);
+    }
+
+    /// Words `from..to` of block `key` (the words before `from` are drawn, not written).
+    fn push_word_range(&self, key: u64, from: u32, to: u32, out: &mut String) {
         let mut rng = Rng::new(self.seed ^ key.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        for _ in 0..n {
+        for i in 0..to {
+            let word = self.words[rng.below(self.words.len())];
+            if i < from {
+                continue;
+            }
             if !out.is_empty() {
                 out.push(' ');
             }
-            out.push_str(self.words[rng.below(self.words.len())]);
+            out.push_str(word);
         }
+    }
+
+    /// Makes `text` (written by this function before: `written` holds the block ids and
+    /// tokens it holds) the prompt of blocks `ids` cut to `tokens`: when the text so far is
+    /// where that prompt starts — an agent's next turn, whose history holds the last one —
+    /// only the new words are written; else the whole prompt again.
+    pub fn extend_blocks(
+        &self,
+        ids: &[u64],
+        tokens: u32,
+        block: u32,
+        text: &mut String,
+        written: &mut (Vec<u64>, u32),
+    ) {
+        let block = block.max(1);
+        let (old_ids, old_tokens) = (&written.0, written.1);
+        let held = old_tokens.div_ceil(block) as usize;
+        let extends = tokens >= old_tokens
+            && held <= ids.len()
+            && old_ids.len() >= held
+            && old_ids[..held] == ids[..held];
+        if !extends {
+            text.clear();
+            self.push_blocks(ids, tokens, block, text);
+        } else {
+            let mut at = old_tokens;
+            while at < tokens {
+                let (index, offset) = ((at / block) as usize, at % block);
+                let end = (block).min(tokens - (at - offset));
+                let Some(&id) = ids.get(index) else { break };
+                self.push_word_range(id & !(1 << 63), offset, end, text);
+                at += end - offset;
+            }
+        }
+        written.0.clear();
+        written
+            .0
+            .extend_from_slice(&ids[..tokens.div_ceil(block).min(ids.len() as u32) as usize]);
+        written.1 = tokens;
     }
 
     /// The text of request `index` of the trace: its blocks in order (the last one cut to
@@ -409,14 +457,28 @@ impl Blocks {
             self.push_words((1 << 63) | index as u64, row.input_tokens, &mut out);
             return out;
         }
-        let mut left = row.input_tokens;
-        for &id in &row.hash_ids {
-            let n = left.min(MOONCAKE_BLOCK_TOKENS);
-            // A block cut short is the start of the whole block: the same words, fewer.
-            self.push_words(id & !(1 << 63), n, &mut out);
+        self.push_blocks(
+            &row.hash_ids,
+            row.input_tokens,
+            MOONCAKE_BLOCK_TOKENS,
+            &mut out,
+        );
+        out
+    }
+
+    /// The first `tokens` words of blocks `ids` of `block` words each, in order: a block cut
+    /// short is the start of the whole block (the same words, fewer), so that a prompt that
+    /// ends inside a block is a prefix of one that holds it whole.
+    pub fn push_blocks(&self, ids: &[u64], tokens: u32, block: u32, out: &mut String) {
+        let mut left = tokens;
+        for &id in ids {
+            if left == 0 {
+                break;
+            }
+            let n = left.min(block);
+            self.push_words(id & !(1 << 63), n, out);
             left -= n;
         }
-        out
     }
 
     /// sha256 over what determines every prompt: each request's input length and block ids,
@@ -453,6 +515,27 @@ pub fn distinct_blocks(rows: &[TraceRow]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_extended_prompt_is_the_prompt_written_whole() {
+        let b = Blocks::new(WORDS.to_vec(), 3);
+        let (mut text, mut written) = (String::new(), (Vec::new(), 0));
+        let ids = [5u64, 6, 7, 8, 9];
+        for (k, tokens) in [(2usize, 20u32), (3, 40), (3, 40), (5, 70), (2, 17)] {
+            let want = {
+                let mut w = String::new();
+                b.push_blocks(&ids[..k], tokens, 16, &mut w);
+                w
+            };
+            b.extend_blocks(&ids[..k], tokens, 16, &mut text, &mut written);
+            assert_eq!(text, want, "{k} blocks, {tokens} tokens");
+        }
+        // Another prompt altogether is written again.
+        b.extend_blocks(&[1, 2], 30, 16, &mut text, &mut written);
+        let mut want = String::new();
+        b.push_blocks(&[1, 2], 30, 16, &mut want);
+        assert_eq!(text, want);
+    }
 
     fn write(text: &str, suffix: &str) -> tempfile::NamedTempFile {
         let f = tempfile::Builder::new().suffix(suffix).tempfile().unwrap();

@@ -86,6 +86,8 @@ pub fn summary(e: &Exact) -> Summary {
         events: None,
         server_clock: None,
         by_category: None,
+        sessions: None,
+        prefix_cache: None,
     }
 }
 

@@ -96,6 +96,24 @@ impl Cell {
                 path: path.clone(),
                 sha256: sha256.clone(),
             },
+            Workload::Agentic {
+                agentic: a,
+                trace_sha256,
+                ..
+            } => match (&a.trace, trace_sha256) {
+                (Some(path), Some(sha256)) => Cell::Trace {
+                    path: path.clone(),
+                    sha256: sha256.clone(),
+                },
+                _ => Cell::Shaped {
+                    input: a.system_tokens + a.task_tokens,
+                    output: a.output_tokens,
+                    shape: format!(
+                        "agentic turns={} subagents={}/{}×{} tool={}",
+                        a.turns, a.subagents, a.spawn_every, a.subagent_turns, a.tool_result_tokens
+                    ),
+                },
+            },
             Workload::Synthetic {
                 prompt_tokens,
                 prompt_tokens_stdev,
@@ -224,6 +242,7 @@ pub(crate) fn conversations(w: &Workload) -> bool {
         Workload::Synthetic { sessions, .. } | Workload::Dataset { sessions, .. } => {
             sessions.is_some()
         }
+        Workload::Agentic { .. } => true,
         Workload::Trace { .. } => false,
     }
 }

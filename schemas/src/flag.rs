@@ -66,6 +66,10 @@ pub enum FlagCode {
     /// Speculative decoding's mean acceptance length fell more than
     /// [`crate::validity::ACCEPTANCE_SHORTFALL`] below the reference the run was given.
     AcceptanceBelowReference,
+    /// Over [`crate::validity::CONTEXT_OVERFLOW_LIMIT`] of an agentic benchmark's measured
+    /// requests were never sent because their history would not fit the model's context
+    /// window: the sessions measured are not the sessions declared. Since `result/v0.14`.
+    ContextOverflow,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -64,6 +64,19 @@ pub struct Uncertainty {
     /// `summary.by_prefix_group`'s order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_ms_by_prefix_group: Option<Vec<Option<Intervals>>>,
+    /// Agentic sessions: `sessions.session_time_ms`'s intervals (batch means over the
+    /// completed sessions in the order they started) and TTFT's at each depth, in
+    /// `sessions.by_depth`'s order; since `result/v0.14`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_time_ms: Option<Intervals>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms_by_depth: Option<Vec<Option<Intervals>>>,
+    /// `prefix_cache`'s hit rates: batch means of the ratio over the requests in schedule
+    /// order; since `result/v0.14`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_ideal_hit_rate: Option<Interval>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache_server_hit_rate: Option<Interval>,
 }
 
 /// A distribution's intervals. p90 and p99 are null where LoadGen's rule supports no estimate

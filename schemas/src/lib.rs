@@ -32,6 +32,7 @@ pub mod distribution;
 pub mod breakdown;
 pub mod uncertainty;
 pub mod streaming;
+pub mod agentic;
 pub mod metrics;
 pub mod validity;
 pub mod precision;
@@ -72,9 +73,14 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.14: agentic sessions and the prefix cache against its ideal: records' `agent` and
+/// `cached_tokens`, requests never sent because their context would not fit
+/// (`context_overflow`), the workload `agentic`, the summary's `sessions` and
+/// `prefix_cache`, and the flag `context_overflow`.
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.14";
 /// v0.13: every attempt counted: the run's registration in its signing key's append-only
 /// attempt log, with the signed checkpoint and the inclusion proof (`attempt`).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.13";
+pub const PREDICATE_TYPE_V0_13: &str = "https://provebench.dev/result/v0.13";
 /// v0.12: streams whose events carry several tokens (speculative decoding) and the server's
 /// own clock: records' `event_tokens`, `request_id` and `server_timing`; the summary's ITL
 /// per token beside the gaps between events (`events`), the server's timing and acceptance

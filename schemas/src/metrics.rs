@@ -218,6 +218,8 @@ pub fn summarize_looked(
         events: None,
         server_clock: None,
         by_category: crate::streaming::by_category(records, gaps)?,
+        sessions: None,
+        prefix_cache: None,
         host: None,
         uncertainty: None,
         published: None,
@@ -243,6 +245,13 @@ pub fn summarize_looked(
     uncertainty.server_ttft_ms = clock.server_ttft;
     uncertainty.client_overhead_ms = clock.client_overhead;
     uncertainty.acceptance_rate = clock.acceptance_rate;
+    let agentic = crate::agentic::agentic(records, t)?;
+    summary.sessions = agentic.sessions;
+    summary.prefix_cache = agentic.prefix_cache;
+    uncertainty.session_time_ms = agentic.session_time;
+    uncertainty.ttft_ms_by_depth = agentic.ttft_by_depth;
+    uncertainty.prefix_cache_ideal_hit_rate = agentic.ideal_hit_rate;
+    uncertainty.prefix_cache_server_hit_rate = agentic.server_hit_rate;
     summary.uncertainty = Some(uncertainty);
     Ok(summary)
 }

@@ -25,7 +25,7 @@ use crate::document::{Phase, RawRecord};
 use crate::interval::{Interval, Intervals};
 use crate::summary::{CategoryStats, EventStats, ServerClock};
 use crate::token_times::{self, TokenTimesError};
-use crate::uncertainty::{self, BATCHES, MIN_PER_BATCH};
+use crate::uncertainty;
 
 /// How much shorter than the server's own time to first token a client's may be before the
 /// two clocks cannot both be right (µs): the server stamps after it has the token and the
@@ -149,25 +149,8 @@ pub fn event_stats(
     Ok(EventParts {
         stats: Some(stats),
         event_gap: gap_intervals,
-        tokens_per_event: mean_interval(&per_event, t)?,
+        tokens_per_event: uncertainty::mean_interval(&per_event, t)?,
     })
-}
-
-/// The batch-means interval of a sample's mean, when it has enough values.
-fn mean_interval(values: &[f64], t: f64) -> Result<Option<Interval>, MetricsError> {
-    let n = values.len();
-    if n < BATCHES * MIN_PER_BATCH {
-        return Ok(None);
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let means: Vec<f64> = (0..BATCHES)
-        .map(|j| {
-            let batch = &values[uncertainty::batch(n, j)];
-            batch.iter().sum::<f64>() / batch.len() as f64
-        })
-        .collect();
-    let h = uncertainty::half_width(&means, t);
-    uncertainty::interval(mean - h, mean + h).map(Some)
 }
 
 /// What `server_clock` holds, and its intervals.
@@ -238,7 +221,7 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
         server_ttft: with_intervals(&server_ttft, &server_ttft_ms)?,
         client_overhead: with_intervals(&overhead, &client_overhead_ms)?,
         acceptance_rate: match rate {
-            Some(rate) => ratio_interval(&ratios, rate.get(), t)?,
+            Some(rate) => uncertainty::ratio_interval(&ratios, rate.get(), t)?,
             None => None,
         },
         clock: Some(ServerClock {
@@ -252,31 +235,6 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             acceptance_rate: rate,
         }),
     })
-}
-
-/// The batch-means interval of a ratio of sums (`parts`: numerator and denominator per
-/// request, in schedule order): each batch's ratio, about the whole's.
-fn ratio_interval(
-    parts: &[(u64, u64)],
-    ratio: f64,
-    t: f64,
-) -> Result<Option<Interval>, MetricsError> {
-    let n = parts.len();
-    if n < BATCHES * MIN_PER_BATCH {
-        return Ok(None);
-    }
-    let mut stats = Vec::with_capacity(BATCHES);
-    for j in 0..BATCHES {
-        let (a, d) = parts[uncertainty::batch(n, j)]
-            .iter()
-            .fold((0u64, 0u64), |(a, d), &(x, y)| (a + x, d + y));
-        if d == 0 {
-            return Ok(None);
-        }
-        stats.push(a as f64 / d as f64);
-    }
-    let h = uncertainty::half_width(&stats, t);
-    uncertainty::interval(ratio - h, ratio + h).map(Some)
 }
 
 /// Each prompt category's requests ([`CategoryStats`]), in the order categories first

@@ -105,6 +105,14 @@ pub struct Summary {
     /// event, acceptance and ITL per token; since `result/v0.12`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_category: Option<Vec<CategoryStats>>,
+    /// Agentic sessions: each session whole (its time, requests and tokens) and the requests
+    /// at each depth of the sessions' trees ([`crate::agentic`]); since `result/v0.14`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sessions: Option<SessionStats>,
+    /// Prompt tokens served from a prefix cache: a perfect cache's share beside the server's own
+    /// count, over this benchmark's requests only ([`crate::agentic`]); since `result/v0.14`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<PrefixCacheUse>,
     /// Derived from the benchmark's telemetry ([`crate::telemetry`]); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSummary>,
@@ -334,6 +342,74 @@ pub struct TurnStats {
     /// Mean prompt tokens of its completed requests (the conversation so far grows it).
     pub input_tokens_mean: Option<Finite>,
     pub ttft_ms: Option<Distribution>,
+}
+
+/// Agentic sessions as wholes, and their requests by depth in the session's tree.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SessionStats {
+    /// Sessions with a measured request.
+    pub sessions: u64,
+    /// Sessions whose every request completed (a failed request ends its agent's branch).
+    pub completed: u64,
+    /// A completed session's time: its first request's scheduled send to its last request's
+    /// end (ms).
+    pub session_time_ms: Option<Distribution>,
+    /// Requests, prompt tokens and output tokens per completed session (means).
+    pub requests_per_session: Option<Finite>,
+    pub input_tokens_per_session: Option<Finite>,
+    pub output_tokens_per_session: Option<Finite>,
+    /// Measured requests never sent because their prompt and output would not fit the model's
+    /// context window (error class `context_overflow`).
+    pub context_overflows: u64,
+    /// Each completed session's share of prompt tokens a perfect prefix cache would serve, and
+    /// the server's own share, over sessions (absent without those counts).
+    pub ideal_hit_rate_by_session: Option<Distribution>,
+    pub server_hit_rate_by_session: Option<Distribution>,
+    /// The requests at each depth: 0 the main agents, 1 their subagents, …
+    pub by_depth: Vec<DepthStats>,
+}
+
+/// The requests of one depth of the sessions' trees.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DepthStats {
+    pub depth: u32,
+    /// Measured requests at this depth, and how many completed.
+    pub requests: u64,
+    pub completed: u64,
+    /// Mean prompt tokens of its completed requests (the history grows every turn).
+    pub input_tokens_mean: Option<Finite>,
+    pub ttft_ms: Option<Distribution>,
+    /// The prefix cache at this depth.
+    pub prefix_cache: Option<PrefixCacheUse>,
+}
+
+/// Prompt tokens of completed requests served from a prefix cache: what a perfect cache would
+/// serve (`ideal`, from the workload) and what the server said it served (`server`), each over
+/// the requests that carry it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct PrefixCacheUse {
+    /// The block size the ideal was counted at.
+    pub block_tokens: Option<u32>,
+    pub ideal: Option<CacheShare>,
+    pub server: Option<CacheShare>,
+}
+
+/// Cached prompt tokens of some requests, and their share of those requests' prompt tokens.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CacheShare {
+    pub requests: u64,
+    pub input_tokens: u64,
+    pub cached_tokens: u64,
+    /// `cached_tokens` / `input_tokens`.
+    pub hit_rate: Finite,
 }
 
 /// Reasoning models: what came before the answer.

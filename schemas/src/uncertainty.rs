@@ -270,7 +270,54 @@ pub(crate) fn uncertainty_counted(
         server_ttft_ms: None,
         client_overhead_ms: None,
         acceptance_rate: None,
+        // `crate::agentic`'s, filled in by `crate::metrics`.
+        session_time_ms: None,
+        ttft_ms_by_depth: None,
+        prefix_cache_ideal_hit_rate: None,
+        prefix_cache_server_hit_rate: None,
     })
+}
+
+/// The batch-means interval of a sample's mean, when it has enough values.
+pub(crate) fn mean_interval(values: &[f64], t: f64) -> Result<Option<Interval>, MetricsError> {
+    let n = values.len();
+    if n < BATCHES * MIN_PER_BATCH {
+        return Ok(None);
+    }
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let means: Vec<f64> = (0..BATCHES)
+        .map(|j| {
+            let batch = &values[batch(n, j)];
+            batch.iter().sum::<f64>() / batch.len() as f64
+        })
+        .collect();
+    let h = half_width(&means, t);
+    interval(mean - h, mean + h).map(Some)
+}
+
+/// The batch-means interval of a ratio of sums (`parts`: numerator and denominator per
+/// request, in schedule order): each batch's ratio, about the whole's.
+pub(crate) fn ratio_interval(
+    parts: &[(u64, u64)],
+    ratio: f64,
+    t: f64,
+) -> Result<Option<Interval>, MetricsError> {
+    let n = parts.len();
+    if n < BATCHES * MIN_PER_BATCH {
+        return Ok(None);
+    }
+    let mut stats = Vec::with_capacity(BATCHES);
+    for j in 0..BATCHES {
+        let (a, d) = parts[batch(n, j)]
+            .iter()
+            .fold((0u64, 0u64), |(a, d), &(x, y)| (a + x, d + y));
+        if d == 0 {
+            return Ok(None);
+        }
+        stats.push(a as f64 / d as f64);
+    }
+    let h = half_width(&stats, t);
+    interval(ratio - h, ratio + h).map(Some)
 }
 
 pub(crate) fn interval(low: f64, high: f64) -> Result<Interval, MetricsError> {

@@ -26,6 +26,9 @@ pub const PROMPT_LENGTH_TOLERANCE: f64 = 0.01;
 /// Share of prompt tokens served from the prefix cache above which a cache-free workload
 /// is flagged.
 pub const PREFIX_HIT_LIMIT: f64 = 0.05;
+/// Share of an agentic benchmark's measured requests whose context would overflow the model's
+/// window (and were not sent) above which the benchmark is flagged invalid.
+pub const CONTEXT_OVERFLOW_LIMIT: f64 = 0.01;
 /// Mean SM utilisation (%) under which GPUs count as idle.
 pub const IDLE_SM_UTIL_PCT: f64 = 5.0;
 /// Sampling periods a gap between two samples may span before it is flagged.
@@ -120,6 +123,22 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, run: &RunFacts) -> Vec<Fla
                 ERROR_RATE_LIMIT * 100.0
             ),
         );
+    }
+    if let Some(x) = s.sessions.as_ref().filter(|x| x.context_overflows > 0) {
+        if r.measured > 0 && x.context_overflows as f64 > CONTEXT_OVERFLOW_LIMIT * r.measured as f64
+        {
+            flag(
+                FlagCode::ContextOverflow,
+                Severity::Error,
+                format!(
+                    "{} of {} measured requests were not sent: their history would overflow \
+                     the model's context window (over {}%)",
+                    x.context_overflows,
+                    r.measured,
+                    CONTEXT_OVERFLOW_LIMIT * 100.0
+                ),
+            );
+        }
     }
     if let (true, Some(target), Some(achieved)) = (
         b.profile.kind.is_open_loop(),

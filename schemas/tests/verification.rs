@@ -817,7 +817,9 @@ fn result_v0_10_documents_still_verify_and_a_chained_conversation_is_refused_und
             Workload::Synthetic { sessions: s, .. } | Workload::Dataset { sessions: s, .. } => {
                 *s = sessions
             }
-            Workload::Trace { .. } => unreachable!("the common predicate is synthetic"),
+            Workload::Trace { .. } | Workload::Agentic { .. } => {
+                unreachable!("the common predicate is synthetic")
+            }
         }
         let doc = serde_json::to_value(schemas::seal::seal(chained.clone()).unwrap()).unwrap();
         assert!(verify(&doc).ok, "{:?}", verify(&doc));

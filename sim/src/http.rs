@@ -140,17 +140,22 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
         if req.method() != Method::POST {
             return Ok(not_allowed(&req));
         }
-        let request_id = req
-            .headers()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(|v| v.chars().take(128).collect::<String>());
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| v.chars().take(128).collect::<String>())
+        };
+        let request_id = header("x-request-id");
+        let session_id = header("x-session-id");
         let body = match read_body(req).await {
             Ok(body) => body,
             Err(response) => return Ok(response),
         };
         return match (route, pooled) {
-            (Some(route), _) => generate(engine, route, body, received, request_id).await,
+            (Some(route), _) => {
+                generate(engine, route, body, received, (request_id, session_id)).await
+            }
             (_, Some(route)) => pool(engine, route, body, received).await,
             (None, None) => unreachable!("one of them is"),
         };
@@ -206,7 +211,7 @@ async fn generate(
     route: Route,
     body: Bytes,
     received: Instant,
-    request_id: Option<String>,
+    (request_id, session_id): (Option<String>, Option<String>),
 ) -> Result<Response<Body>, io::Error> {
     let mut parsed = match protocol::parse(route, &body, |id| engine.previous_response(id)) {
         Ok(parsed) => parsed,
@@ -259,6 +264,7 @@ async fn generate(
     };
     gen.images = std::mem::take(&mut parsed.images);
     gen.request_id = request_id;
+    gen.session_id = session_id;
     if let Some(refusal) = fault.and_then(|f| fault_refusal(parsed.api, f)) {
         gen.finish(Instant::now());
         return Ok(refusal);
@@ -468,7 +474,8 @@ fn stream_body(
         seed: gen.engine().cfg.seed,
         answer: req.answer.clone(),
         conversation,
-        events: Events::new(req, ident, gen.engine().cfg.reasoning_tokens),
+        events: Events::new(req, ident, gen.engine().cfg.reasoning_tokens)
+            .with_prompt_details(gen.engine().cfg.prompt_tokens_details),
         gen,
         buf: BytesMut::with_capacity(16 << 10),
         pending: VecDeque::with_capacity(4),

@@ -175,6 +175,9 @@ pub struct SimConfig {
     /// Remember served prompts in 16-token blocks and skip the prefill of a known prefix (see
     /// the crate docs). On by default, as in vLLM's V1 engine.
     pub prefix_caching: bool,
+    /// Report the cached prompt tokens in OpenAI usage (`prompt_tokens_details.cached_tokens`),
+    /// as vLLM does with `--enable-prompt-tokens-details`.
+    pub prompt_tokens_details: bool,
     /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), as a
     /// reasoning model behind vLLM's reasoning parser streams them; 0 for none.
     pub reasoning_tokens: u32,
@@ -298,6 +301,7 @@ impl Default for SimConfig {
             // 16 384 blocks: of the order of an 8B model's KV cache on one 80 GB GPU.
             kv_cache_tokens: 262_144,
             prefix_caching: true,
+            prompt_tokens_details: false,
             reasoning_tokens: 0,
             faults: Faults::default(),
             seed: 0,
@@ -392,6 +396,12 @@ pub struct RequestTruth {
     /// at most `prompt_tokens − 1`), whose prefill was skipped; 0 when not admitted or when
     /// prefix caching is off.
     pub cached_tokens: u32,
+    /// What a perfect prefix cache would have served at admission: the same lookup against
+    /// every block any earlier admitted prompt held (since start or the last reset), never
+    /// evicted; 0 when not admitted.
+    pub ideal_cached_tokens: u32,
+    /// The `x-session-id` header the request carried.
+    pub session_id: Option<String>,
     /// `error`, `rate_limit`, `reset`, `stall`, `malformed`, `short_batch`; `cancelled` when
     /// the client went away before the response ended (and no fault was planned).
     pub fault: Option<&'static str>,

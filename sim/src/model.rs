@@ -69,6 +69,8 @@ pub(crate) struct Engine {
     pub spec_accepted_by_position: Vec<AtomicU64>,
     /// `None` when prefix caching is off.
     prefix_cache: Option<Mutex<PrefixCache>>,
+    /// Every block hash admitted since start or the last reset: a perfect cache, for the truth.
+    ideal_cache: Mutex<std::collections::HashSet<u64>>,
     /// The Responses API's responses, by id, for a next turn's `previous_response_id`.
     responses: Mutex<ResponseStore>,
     truth: Option<Mutex<Vec<RequestTruth>>>,
@@ -100,6 +102,7 @@ impl Engine {
             spec_accepted_by_position: (0..cfg.speculative.as_ref().map_or(0, |s| s.k))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
+            ideal_cache: Mutex::new(std::collections::HashSet::new()),
             prefix_cache: cfg.prefix_caching.then(|| {
                 let blocks = cfg.kv_cache_tokens / u64::from(PREFIX_BLOCK_TOKENS);
                 Mutex::new(PrefixCache::new(blocks.min(usize::MAX as u64) as usize))
@@ -137,6 +140,7 @@ impl Engine {
 
     /// Empties the prefix cache (`POST /reset_prefix_cache`).
     pub fn reset_prefix_cache(&self) {
+        self.ideal_cache.lock().expect("ideal cache lock").clear();
         if let Some(cache) = &self.prefix_cache {
             cache.lock().expect("prefix cache lock").clear();
         }
@@ -168,6 +172,19 @@ impl Engine {
         hit
     }
 
+    /// What a perfect cache would serve of a prompt of `prompt_tokens` tokens (whole blocks of
+    /// the leading run already admitted, at most `prompt_tokens − 1`); remembers its blocks.
+    fn ideal_lookup(&self, blocks: &[u64], prompt_tokens: u32) -> u32 {
+        let lookup = (prompt_tokens.saturating_sub(1) / PREFIX_BLOCK_TOKENS) as usize;
+        let mut seen = self.ideal_cache.lock().expect("ideal cache lock");
+        let hit = blocks[..lookup.min(blocks.len())]
+            .iter()
+            .take_while(|h| seen.contains(h))
+            .count();
+        seen.extend(blocks.iter().copied());
+        hit as u32 * PREFIX_BLOCK_TOKENS
+    }
+
     /// `due`, moved up to the next decode step when the server runs in steps.
     fn at_step(&self, due: Instant) -> Instant {
         if !self.cfg.decode_steps || self.itl_s <= 0.0 {
@@ -196,6 +213,10 @@ pub(crate) struct Generation {
     block_hashes: Vec<u64>,
     /// Prompt tokens found in the prefix cache at admission.
     pub cached_tokens: u32,
+    /// What a perfect cache would have served at admission.
+    pub ideal_cached_tokens: u32,
+    /// The `x-session-id` header it carried.
+    pub session_id: Option<String>,
     pub max_tokens: u32,
     pub fault: Option<Fault>,
     /// What the truth says of the request ([`RequestTruth`]'s fields of the same names).
@@ -250,6 +271,8 @@ impl Generation {
             prompt_tokens,
             block_hashes,
             cached_tokens: 0,
+            ideal_cached_tokens: 0,
+            session_id: None,
             max_tokens,
             fault,
             route: "completions",
@@ -307,6 +330,7 @@ impl Generation {
         let blocks = std::mem::take(&mut self.block_hashes);
         if !self.prefill_only {
             self.cached_tokens = engine.prefix_lookup(&blocks, self.prompt_tokens);
+            self.ideal_cached_tokens = engine.ideal_lookup(&blocks, self.prompt_tokens);
         }
         let prompt = u64::from(self.prompt_tokens);
         engine.prompt_tokens_total.fetch_add(prompt, Relaxed);
@@ -451,6 +475,8 @@ impl Generation {
                 end,
                 prompt_tokens: self.prompt_tokens,
                 cached_tokens: self.cached_tokens,
+                ideal_cached_tokens: self.ideal_cached_tokens,
+                session_id: self.session_id.take(),
                 fault,
                 route: self.route,
                 inputs: self.inputs,

@@ -791,6 +791,8 @@ pub(crate) struct Events {
     prompt_tokens: u32,
     /// Prompt tokens found in the prefix cache, known once the request is admitted.
     pub cached_tokens: u32,
+    /// OpenAI usage says them (`prompt_tokens_details.cached_tokens`).
+    prompt_details: bool,
     include_usage: bool,
     continuous_usage: bool,
     details: bool,
@@ -842,6 +844,14 @@ const REASONING_TEXT_TAIL: &[u8] = br#""}
 impl Events {
     /// `reasoning`: how many of a chat (or Responses) answer's first tokens are reasoning
     /// (fewer than all: an answer always follows).
+    /// Says the cached prompt tokens in OpenAI usage.
+    pub(crate) fn with_prompt_details(self, on: bool) -> Events {
+        Events {
+            prompt_details: on,
+            ..self
+        }
+    }
+
     pub(crate) fn new(req: &GenRequest, ident: Ident, reasoning: u32) -> Events {
         let reasoning = if matches!(req.api, Api::Chat | Api::Responses) {
             reasoning.min(req.max_tokens.saturating_sub(1))
@@ -893,6 +903,7 @@ impl Events {
             n: req.max_tokens,
             prompt_tokens: req.prompt_tokens,
             cached_tokens: 0,
+            prompt_details: false,
             include_usage: req.include_usage,
             continuous_usage: req.continuous_usage,
             details: req.details,
@@ -1193,7 +1204,12 @@ impl Events {
                     let _ = write!(
                         out,
                         "data: {{{fields},\"choices\":[],\"usage\":{}}}\n\n",
-                        usage(self.prompt_tokens, self.n, self.reasoning)
+                        usage_with_cache(
+                            self.prompt_tokens,
+                            self.n,
+                            self.reasoning,
+                            self.prompt_details.then_some(self.cached_tokens)
+                        )
                     );
                     events.push(out.split().freeze());
                 }
@@ -1355,11 +1371,21 @@ fn responses_usage(prompt: u32, cached: u32, output: u32, reasoning: u32) -> Str
 
 /// OpenAI usage, in vLLM's field order; reasoning tokens in OpenAI's details when there were any.
 fn usage(prompt: u32, completion: u32, reasoning: u32) -> String {
-    let details = if reasoning > 0 {
+    usage_with_cache(prompt, completion, reasoning, None)
+}
+
+/// [`usage`], with `prompt_tokens_details.cached_tokens` when `cached` is given.
+fn usage_with_cache(prompt: u32, completion: u32, reasoning: u32, cached: Option<u32>) -> String {
+    let mut details = if reasoning > 0 {
         format!(r#","completion_tokens_details":{{"reasoning_tokens":{reasoning}}}"#)
     } else {
         String::new()
     };
+    if let Some(c) = cached {
+        details.push_str(&format!(
+            r#","prompt_tokens_details":{{"cached_tokens":{c}}}"#
+        ));
+    }
     format!(
         r#"{{"prompt_tokens":{prompt},"total_tokens":{},"completion_tokens":{completion}{details}}}"#,
         prompt as u64 + completion as u64

@@ -233,6 +233,17 @@ pub struct RunSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "turns=T,think_ms=MS,chain=C", value_parser = |s: &str| parse_sessions(s))]
     pub sessions: Option<SessionSpec>,
+    /// Agentic sessions: trees of agents whose histories grow every turn, tool results after a
+    /// latency, subagents spawned and joined, every request naming its session in
+    /// `x-session-id`; a perfect prefix cache's hit rate is counted beside the server's.
+    /// `turns=10,subagents=2,spawn_every=4,subagent_turns=3,depth=1,system_tokens=1024,
+    /// task_tokens=256,output_tokens=128,tool_result_tokens=512,tool_result_stdev=0,
+    /// tool_ms=200,block_tokens=16` (the defaults; `--agentic ""` takes them all), or
+    /// `trace=FILE` to replay an AgentX trace; `context_tokens=N` when the server states no
+    /// context window. Concurrency counts sessions, a rate starts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "KEY=VALUE,…", value_parser = |s: &str| parse_agentic(s))]
+    pub agentic: Option<schemas::document::agentic::AgentSessions>,
     /// A trace replayed at its timestamps (`--trace FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(skip)]
@@ -578,6 +589,7 @@ impl Default for RunSpec {
             slo_e2e_ms: None,
             engine: None,
             sessions: None,
+            agentic: None,
             trace: None,
             burstiness: None,
             ramp: None,
@@ -651,6 +663,7 @@ impl RunSpec {
             || self.trace.is_some()
             || self.grid.is_some()
             || self.sessions.is_some()
+            || self.agentic.is_some()
         {
             return false;
         }
@@ -847,6 +860,27 @@ impl RunSpec {
                 }
             }
         }
+        if self.agentic.is_some() {
+            if self.sessions.is_some()
+                || self.trace.is_some()
+                || self.dataset.is_some()
+                || self.grid.is_some()
+            {
+                bail!("--agentic brings its own requests: no --sessions, --trace, --data file or --grid with it");
+            }
+            if matches!(
+                self.profile,
+                ProfileName::Sweep | ProfileName::Ramp | ProfileName::Staged | ProfileName::Trace
+            ) {
+                bail!("--agentic runs under synchronous, concurrent, throughput, constant or poisson (their rate starts sessions)");
+            }
+            if !matches!(
+                self.backend,
+                crate::Api::OpenaiChat | crate::Api::OpenaiCompletions
+            ) {
+                bail!("--agentic sends each agent's history as one prompt: use --backend openai-chat or openai-completions");
+            }
+        }
         Ok(())
     }
 
@@ -1016,6 +1050,7 @@ impl RunSpec {
             (!self.precision_targets()?.is_empty(), "--until-precise"),
             (self.repeat > 1, "--repeat"),
             (self.sessions.is_some(), "--sessions"),
+            (self.agentic.is_some(), "--agentic"),
             (!self.rate.is_empty(), "--rate"),
             (!self.concurrency.is_empty(), "--concurrency"),
             (self.cooldown_requests > 0, "--cooldown-requests"),
@@ -1143,6 +1178,28 @@ pub fn parse_grid(parts: &[String]) -> Result<Grid> {
         }
     }
     Ok(grid)
+}
+
+/// Parses `--agentic KEY=VALUE,…` into the settings a spec file's `[agentic]` table holds
+/// (one declaration, `AgentSessions`): numbers as numbers, anything else (a trace's path) as
+/// text; unknown keys are refused with the known ones.
+pub fn parse_agentic(text: &str) -> Result<schemas::document::agentic::AgentSessions> {
+    let mut fields = serde_json::Map::new();
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = pair
+            .split_once('=')
+            .with_context(|| format!("--agentic: {pair:?} is not key=value"))?;
+        let value = match value.parse::<u64>() {
+            Ok(n) => serde_json::Value::from(n),
+            Err(_) => match value.parse::<f64>() {
+                Ok(x) if x.is_finite() => serde_json::Value::from(x),
+                _ => serde_json::Value::from(value),
+            },
+        };
+        fields.insert(key.trim().to_string(), value);
+    }
+    serde_json::from_value(serde_json::Value::Object(fields))
+        .map_err(|e| anyhow::anyhow!("--agentic: {e}"))
 }
 
 /// Parses `--sessions turns=3[,think_ms=500]` (`--sessions` alone: a conversation file's turns).

@@ -98,7 +98,7 @@ impl Server {
         &self,
         path: &str,
         content_type: &str,
-        request_id: Option<&str>,
+        headers: &[(&str, &str)],
         body: Vec<u8>,
         sent: &mut Instant,
     ) -> Result<Response, WireError> {
@@ -106,8 +106,8 @@ impl Server {
             .request(reqwest::Method::POST, path)
             .header(reqwest::header::CONTENT_TYPE, content_type)
             .body(body);
-        if let Some(id) = request_id {
-            request = request.header("x-request-id", id);
+        for &(name, value) in headers {
+            request = request.header(name, value);
         }
         send_retrying(request, sent).await
     }

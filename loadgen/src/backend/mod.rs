@@ -201,6 +201,10 @@ pub struct Event {
     /// What the server said of its own time for the request (llama.cpp's `timings`, SGLang's
     /// `meta_info`), when this payload carries it.
     pub timing: Option<ServerTiming>,
+    /// Prompt tokens the server said it served from its prefix cache (OpenAI usage's
+    /// `prompt_tokens_details.cached_tokens`, SGLang's `meta_info.cached_tokens`, llama.cpp's
+    /// `timings.cache_n`), when this payload says it.
+    pub cached_tokens: Option<u32>,
 }
 
 /// What a server says of its own time and drafts for one request: llama.cpp's `timings`
@@ -215,9 +219,16 @@ pub(crate) struct Timings {
     draft_steps: Option<u32>,
     draft_n: Option<u32>,
     draft_n_accepted: Option<u32>,
+    /// Prompt tokens llama.cpp reused from its cache (the slot's, or `--cache-reuse`).
+    cache_n: Option<u32>,
 }
 
 impl Timings {
+    /// llama.cpp's `cache_n`.
+    pub(crate) fn cached_tokens(&self) -> Option<u32> {
+        self.cache_n
+    }
+
     /// As the record keeps it: µs, rounded; a value that is no duration is left out.
     pub(crate) fn record(self) -> ServerTiming {
         let us = |ms: Option<f64>| {
@@ -244,6 +255,22 @@ pub struct Usage {
     /// OpenAI's `completion_tokens_details.reasoning_tokens` (vLLM and SGLang send it too).
     #[serde(default)]
     pub completion_tokens_details: Option<CompletionDetails>,
+    /// OpenAI's `prompt_tokens_details.cached_tokens`: prompt tokens the server served from its
+    /// prefix cache (vLLM with `--enable-prompt-tokens-details`, SGLang, llama.cpp).
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptDetails>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub struct PromptDetails {
+    pub cached_tokens: Option<u32>,
+}
+
+impl Usage {
+    /// The prompt tokens the server said it served from its prefix cache.
+    pub fn cached_tokens(&self) -> Option<u32> {
+        self.prompt_tokens_details?.cached_tokens
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]

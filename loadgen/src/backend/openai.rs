@@ -175,6 +175,11 @@ fn event<'a, C: Choice + Deserialize<'a>>(data: &'a [u8]) -> Result<Event, Event
         Some(First(Some(c))) => (c.token(), c.reasoning(), c.finish_reason()),
         _ => (false, false, None),
     };
+    let cached_tokens = chunk
+        .usage
+        .as_ref()
+        .and_then(Usage::cached_tokens)
+        .or(chunk.timings.as_ref().and_then(Timings::cached_tokens));
     Ok(Event {
         tokens: u32::from(token),
         reasoning,
@@ -183,6 +188,7 @@ fn event<'a, C: Choice + Deserialize<'a>>(data: &'a [u8]) -> Result<Event, Event
         done: false,
         server_error: chunk.error.is_some().then(|| error_message(data)),
         timing: chunk.timings.map(Timings::record),
+        cached_tokens,
         ..Event::default()
     })
 }

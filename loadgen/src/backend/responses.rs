@@ -119,6 +119,8 @@ struct ResponsesUsage {
     input_tokens: Option<u32>,
     output_tokens: Option<u32>,
     output_tokens_details: Option<CompletionDetails>,
+    /// `input_tokens_details.cached_tokens`.
+    input_tokens_details: Option<super::PromptDetails>,
 }
 
 pub(super) fn event(data: &[u8]) -> Result<Event, EventError> {
@@ -155,10 +157,13 @@ pub(super) fn event(data: &[u8]) -> Result<Event, EventError> {
                 prompt_tokens: u.input_tokens,
                 completion_tokens: u.output_tokens,
                 completion_tokens_details: u.output_tokens_details,
+                prompt_tokens_details: u.input_tokens_details,
             });
+            let cached_tokens = usage.as_ref().and_then(Usage::cached_tokens);
             Event {
                 finish_reason: if failed { None } else { finish_reason },
                 usage,
+                cached_tokens,
                 done: true,
                 server_error: failed.then(|| match r.error {
                     Some(e) => error_message(json!({ "error": e }).to_string().as_bytes()),

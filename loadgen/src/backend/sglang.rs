@@ -56,6 +56,8 @@ struct Chunk {
 struct Meta {
     prompt_tokens: Option<u32>,
     completion_tokens: Option<u32>,
+    /// Prompt tokens served from the radix cache.
+    cached_tokens: Option<u32>,
     /// Speculative decoding: verification steps so far.
     spec_verify_ct: Option<u32>,
     finish_reason: Option<Finish>,
@@ -135,6 +137,7 @@ pub(super) fn event(data: &[u8], prev: &mut Progress) -> Result<Event, EventErro
             completion_tokens: meta.completion_tokens,
             ..Default::default()
         });
+        event.cached_tokens = meta.cached_tokens;
         if let Some(steps) = meta.spec_verify_ct {
             event.timing = Some(schemas::document::ServerTiming {
                 drafts: Some(steps),

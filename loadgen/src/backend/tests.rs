@@ -317,8 +317,13 @@ fn llama_cpp_events_one_by_one() {
             usage: Some(Usage {
                 prompt_tokens: Some(4),
                 completion_tokens: Some(5),
+                prompt_tokens_details: Some(crate::backend::PromptDetails {
+                    cached_tokens: Some(3)
+                }),
                 ..Default::default()
             }),
+            // llama.cpp says the prompt tokens it reused in usage (and as `timings.cache_n`).
+            cached_tokens: Some(3),
             timing: Some(schemas::document::ServerTiming {
                 prefill_us: Some(228_186),
                 decode_us: Some(94_774),
@@ -355,9 +360,13 @@ fn llama_cpp_events_one_by_one() {
         Some(Usage {
             prompt_tokens: Some(35),
             completion_tokens: Some(5),
+            prompt_tokens_details: Some(crate::backend::PromptDetails {
+                cached_tokens: Some(0)
+            }),
             ..Default::default()
         })
     );
+    assert_eq!(usage.cached_tokens, Some(0));
     assert_eq!(usage.tokens, 0);
 }
 

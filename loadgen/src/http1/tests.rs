@@ -85,7 +85,7 @@ const POST: Post<'static> = Post {
     path: "/v1/completions",
     body: b"{}",
     bearer: None,
-    request_id: None,
+    headers: &[],
 };
 
 async fn body_of(pool: &Pool) -> Result<(u16, Vec<u8>), String> {
@@ -227,7 +227,7 @@ async fn the_request_names_host_length_and_key() {
         path: &path,
         body: b"{\"a\":1}",
         bearer: Some("sk-test"),
-        request_id: None,
+        headers: &[],
     };
     let mut sent = Instant::now();
     let mut response = pool.send(&post, &mut sent).await.unwrap();

@@ -91,6 +91,8 @@ pub struct Prepared {
     spec: RunSpec,
     dataset: Option<Dataset>,
     trace: Option<Trace>,
+    /// `--agentic trace=FILE`: the AgentX sessions and the file's sha256.
+    agentx: Option<(Vec<crate::agentic::agentx::TraceSession>, String)>,
     tokenizer: Option<TokenCounter>,
     /// `--accuracy`: the suite, read and checked.
     accuracy: Option<crate::accuracy::Suite>,
@@ -142,6 +144,20 @@ impl Prepared {
             }
             None => None,
         };
+        if let Some(a) = &spec.agentic {
+            crate::agentic::generate::check(a)?;
+        }
+        let agentx = match &spec.agentic {
+            Some(a) => match &a.trace {
+                Some(path) => {
+                    let (sessions, sha) = crate::agentic::agentx::load(Path::new(path))?;
+                    tracing::info!(path = %path, sessions = sessions.len(), "AgentX trace");
+                    Some((sessions, sha))
+                }
+                None => None,
+            },
+            None => None,
+        };
         let tokenizer = match &spec.tokenizer {
             Some(path) => Some(TokenCounter::from_tokenizer_json(Path::new(path))?),
             None => None,
@@ -172,6 +188,7 @@ impl Prepared {
             spec,
             dataset,
             trace,
+            agentx,
             tokenizer,
             accuracy,
         })
@@ -231,11 +248,21 @@ impl Prepared {
                 ),
             }
         }
+        let context_tokens = spec
+            .agentic
+            .as_ref()
+            .and_then(|a| a.context_tokens)
+            .or(context_window);
+        if let (Some(a), Some(window)) = (&spec.agentic, context_tokens) {
+            crate::agentic::check_tool_results(a, self.agentx.as_ref().map(|x| &x.0), window)?;
+        }
         Ok(Measurement {
             endpoint,
             counter: Arc::new(counter),
             dataset: self.dataset,
             trace: self.trace,
+            agentx: self.agentx,
+            context_tokens,
             accuracy: self.accuracy,
             overhead,
             spec,
@@ -255,6 +282,10 @@ pub struct Measurement {
     dataset: Option<Dataset>,
     /// The trace, when the workload replays one.
     trace: Option<Trace>,
+    /// `--agentic trace=FILE`: the AgentX sessions and the file's sha256.
+    agentx: Option<(Vec<crate::agentic::agentx::TraceSession>, String)>,
+    /// The model's context window: the spec's `agentic.context_tokens`, else the server's.
+    context_tokens: Option<u32>,
     /// `--accuracy`: the suite the phase asks.
     accuracy: Option<crate::accuracy::Suite>,
     /// Tokens the server adds to every prompt (BOS, chat template).
@@ -379,8 +410,35 @@ impl Measurement {
                 )
                 .await
             }
-            Load::Conversations(_) if plan.split.is_some() => {
-                anyhow::bail!("--shard splits independent requests, not --sessions")
+            Load::Conversations(_) | Load::Agentic(_) if plan.split.is_some() => {
+                anyhow::bail!("--shard splits independent requests, not --sessions or --agentic")
+            }
+            Load::Agentic(sessions) => {
+                let block_tokens = self.spec.agentic.as_ref().map_or(16, |a| a.block_tokens);
+                let session_prefix = format!(
+                    "{}-b{:x}",
+                    self.endpoint.request_ids.prefix(),
+                    plan.seed & 0xffff_ffff
+                );
+                let blocks = sessions.blocks.clone();
+                let plan = crate::agentic::run::Plan {
+                    schedule: plan,
+                    blocks,
+                    ideal: Arc::new(crate::prefix_ideal::IdealCache::new(block_tokens)),
+                    context_tokens: self.context_tokens,
+                    overhead: self.overhead,
+                    exact: !matches!(*self.counter, TokenCounter::Words),
+                    session_prefix,
+                };
+                crate::agentic::run::run(
+                    self.endpoint.clone(),
+                    Arc::new(sessions),
+                    plan,
+                    origin,
+                    sink,
+                    cancel,
+                )
+                .await
             }
             Load::Conversations(conversations) => {
                 let s = &self.spec;
@@ -845,8 +903,9 @@ impl Measurement {
             (None, _) => {
                 let n = s.prompt_budget(rate);
                 // An open loop's rate starts conversations: each brings its turns.
-                match (&s.sessions, s.max_requests) {
-                    (Some(x), None) => n * u64::from(x.turns.unwrap_or(4)),
+                match (&s.sessions, &s.agentic, s.max_requests) {
+                    (Some(x), _, None) => n * u64::from(x.turns.unwrap_or(4)),
+                    (_, Some(_), None) => n * self.requests_per_session(),
                     _ => n,
                 }
             }
@@ -856,6 +915,28 @@ impl Measurement {
     /// What the benchmark sends: prompts, or conversations.
     async fn build_load(&self, data: &DataSpec, n: u64, seed: u64) -> anyhow::Result<Load> {
         let s = &self.spec;
+        if let Some(a) = &s.agentic {
+            let words = crate::trace::calibrate(&self.counter).await?;
+            let blocks = Arc::new(crate::trace::Blocks::new(words, seed));
+            let per = self.requests_per_session().max(1);
+            let count = n.div_ceil(per).max(1);
+            let (sessions, trace) = match &self.agentx {
+                Some((file, sha)) => {
+                    let max_gap = Duration::from_secs_f64(a.max_gap_s.get());
+                    let built = (0..count)
+                        .map(|i| file[i as usize % file.len()].build(i, seed, max_gap))
+                        .collect();
+                    (built, Some((sha.clone(), file.len() as u64)))
+                }
+                None => (crate::agentic::generate::sessions(a, count, seed, 0), None),
+            };
+            return Ok(Load::Agentic(crate::agentic::Sessions::new(
+                sessions,
+                blocks,
+                self.counter.describe(),
+                trace,
+            )));
+        }
         let fixed = s.dataset.as_ref().and_then(|d| d.output_tokens);
         if let Some(sessions) = &s.sessions {
             let conversations = match (&self.dataset, sessions.turns) {
@@ -903,6 +984,18 @@ impl Measurement {
         }?))
     }
 
+    /// Requests a session of `--agentic` holds: the generator's count, or a trace's mean.
+    fn requests_per_session(&self) -> u64 {
+        match (&self.spec.agentic, &self.agentx) {
+            (_, Some((file, _))) => {
+                let all: u64 = file.iter().map(|s| s.requests()).sum();
+                all.div_ceil(file.len().max(1) as u64)
+            }
+            (Some(a), None) => crate::agentic::generate::requests_per_session(a),
+            (None, None) => 1,
+        }
+    }
+
     /// How a Responses API conversation goes to the server (none for the other APIs).
     fn chain(&self) -> Option<schemas::document::SessionChain> {
         (self.endpoint.api == crate::backend::Api::OpenaiResponses).then(|| {
@@ -918,7 +1011,21 @@ impl Measurement {
         let (tokenizer, prompts_sha256) = match load {
             Load::Prompts(p) => (p.tokenizer.clone(), p.sha256.clone()),
             Load::Conversations(c) => (c.tokenizer.clone(), c.sha256.clone()),
+            Load::Agentic(a) => (a.tokenizer.clone(), a.sha256.clone()),
         };
+        if let (Load::Agentic(a), Some(spec)) = (load, &s.agentic) {
+            return Ok(Workload::Agentic {
+                agentic: spec.clone(),
+                sessions: a.sessions.len() as u64,
+                requests: a.requests(),
+                trace_sha256: a.trace.as_ref().map(|t| t.0.clone()),
+                trace_sessions: a.trace.as_ref().map(|t| t.1),
+                context_tokens: self.context_tokens,
+                session_header: crate::agentic::SESSION_HEADER.into(),
+                tokenizer,
+                prompts_sha256,
+            });
+        }
         let sessions = match (load, &s.sessions) {
             (Load::Conversations(c), Some(x)) => Some(schemas::document::Sessions {
                 count: c.conversations.len() as u64,
@@ -990,7 +1097,7 @@ impl Measurement {
     /// conversations says so, and a shaped one says its shape.
     fn label(&self, kind: ProfileKind, rate: Option<f64>, concurrency: u32) -> String {
         let s = &self.spec;
-        let unit = if s.sessions.is_some() {
+        let unit = if s.sessions.is_some() || s.agentic.is_some() {
             "sessions/sec"
         } else {
             "req/sec"
@@ -1030,6 +1137,7 @@ impl Measurement {
 enum Load {
     Prompts(workload::PromptSet),
     Conversations(sessions::Conversations),
+    Agentic(crate::agentic::Sessions),
 }
 
 impl Load {
@@ -1037,6 +1145,7 @@ impl Load {
         match self {
             Load::Prompts(p) => p.prompts.len() as u64,
             Load::Conversations(c) => c.turns(),
+            Load::Agentic(a) => a.requests(),
         }
     }
 }

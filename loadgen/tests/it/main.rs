@@ -4,6 +4,7 @@
 
 mod common;
 
+mod agentic;
 mod capacity;
 mod known_answers;
 mod speculative;

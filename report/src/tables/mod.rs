@@ -7,6 +7,7 @@
 //! events carry several tokens, and servers that time themselves, what they said.
 
 pub mod accuracy;
+pub mod agentic;
 pub mod capacity;
 pub mod full;
 pub mod host;

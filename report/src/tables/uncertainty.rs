@@ -30,11 +30,13 @@ pub fn section(b: &Benchmark) -> String {
         return String::new();
     };
     let mut rows = String::new();
+    let session_time = s.sessions.as_ref().and_then(|x| x.session_time_ms.clone());
     let latencies = [
         ("TTFT", &s.ttft_ms, &u.ttft_ms),
         ("ITL", &s.itl_ms, &u.itl_ms),
         ("TPOT", &s.tpot_ms, &u.tpot_ms),
         ("E2E", &s.e2e_ms, &u.e2e_ms),
+        ("Session time", &session_time, &u.session_time_ms),
     ];
     for (name, d, i) in latencies {
         if let Some(d) = d {
@@ -65,7 +67,7 @@ pub fn section(b: &Benchmark) -> String {
         out.push('\n');
         out.push_str(&precision_line(b, p));
     }
-    let stops = early_stopping_line(&latencies);
+    let stops = early_stopping_line(&[latencies[0], latencies[1], latencies[2], latencies[3]]);
     if !stops.is_empty() {
         out.push('\n');
         out.push_str(&stops);
@@ -157,6 +159,20 @@ fn rates<'a>(
             "Goodput req/s",
             s.goodput.as_ref().map(|g| g.requests_per_s),
             u.goodput_per_s,
+        ),
+        (
+            "Prefix-cache hits, ideal (share)",
+            s.prefix_cache
+                .as_ref()
+                .and_then(|p| Some(p.ideal.as_ref()?.hit_rate)),
+            u.prefix_cache_ideal_hit_rate,
+        ),
+        (
+            "Prefix-cache hits, server (share)",
+            s.prefix_cache
+                .as_ref()
+                .and_then(|p| Some(p.server.as_ref()?.hit_rate)),
+            u.prefix_cache_server_hit_rate,
         ),
     ]
 }

@@ -109,6 +109,61 @@ fn workload_clauses(w: &Workload, speedup: Option<Finite>) -> Vec<String> {
             out.push(s);
             None
         }
+        Workload::Agentic {
+            agentic: a,
+            sessions,
+            requests,
+            trace_sessions,
+            context_tokens,
+            session_header,
+            ..
+        } => {
+            let mut s = match &a.trace {
+                Some(path) => format!(
+                    "{} of AgentX trace {} ({} in the file; idle gaps cut to {} s)",
+                    plural(*sessions, "agentic session"),
+                    md_escape(path),
+                    plural(trace_sessions.unwrap_or(0), "session"),
+                    setting(a.max_gap_s.get())
+                ),
+                None => {
+                    let mut g = format!(
+                        "{}: {} of the main agent",
+                        plural(*sessions, "agentic session"),
+                        plural(u64::from(a.turns), "turn")
+                    );
+                    if a.subagents > 0 && a.spawn_every > 0 {
+                        g.push_str(&format!(
+                            ", {} every {} (each {}, depth up to {})",
+                            plural(u64::from(a.subagents), "subagent"),
+                            plural(u64::from(a.spawn_every), "turn"),
+                            plural(u64::from(a.subagent_turns), "turn"),
+                            a.depth
+                        ));
+                    }
+                    g.push_str(&format!(
+                        ", a shared prefix of {} tokens, tasks of {}, {} output tokens a turn, \
+                         tool results of {} tokens after {} ms",
+                        a.system_tokens,
+                        a.task_tokens,
+                        a.output_tokens,
+                        a.tool_result_tokens,
+                        setting(a.tool_ms.get())
+                    ));
+                    g
+                }
+            };
+            s.push_str(&format!(
+                "; {} in all, each naming its session in `{}`",
+                plural(*requests, "request"),
+                md_escape(session_header)
+            ));
+            if let Some(c) = context_tokens {
+                s.push_str(&format!("; context window {c} tokens"));
+            }
+            out.push(s);
+            None
+        }
     };
     if let Some(s) = sessions {
         let conversations = plural(s.count, "conversation");
@@ -270,6 +325,12 @@ pub fn section(b: &Benchmark) -> String {
     }
     if let Some(i) = &s.images {
         blocks.push(images_line(b, i));
+    }
+    if let Some(x) = &s.sessions {
+        blocks.push(super::agentic::sessions_table(x));
+    }
+    if let Some(p) = &s.prefix_cache {
+        blocks.push(super::agentic::prefix_cache_line(b, p));
     }
     blocks.join("\n")
 }

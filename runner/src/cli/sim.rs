@@ -119,6 +119,10 @@ pub struct SimArgs {
     /// Turn the prefix cache off (vLLM's flag): repeated prompt prefixes are prefilled again.
     #[arg(long)]
     pub no_enable_prefix_caching: bool,
+    /// Say the prompt tokens served from the prefix cache in OpenAI usage
+    /// (`prompt_tokens_details.cached_tokens`), as vLLM's flag of the same name does.
+    #[arg(long)]
+    pub enable_prompt_tokens_details: bool,
     /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), like a
     /// reasoning model behind vLLM's `--reasoning-parser`.
     #[arg(long, default_value_t = 0)]

@@ -910,3 +910,73 @@ fn speculative_decoding_with_a_draft_model_reconciles_per_request_counts_with_th
         .expect("real-text is broken down by category");
     assert!(!categories.is_empty());
 }
+
+/// Agentic sessions on llama.cpp: every turn's prompt is exactly what the runner built (the
+/// server's count of each growing history), and llama.cpp's own count of the prompt tokens it
+/// reused from a slot's cache (`prompt_tokens_details.cached_tokens`) is kept beside the
+/// perfect cache's at its granularity (one token): never above it by more than the BOS both
+/// share, and most of it on a server that keeps each session's history in a slot.
+#[test]
+fn agentic_sessions_count_exactly_and_the_servers_cache_sits_beside_the_ideal() {
+    let Some(server) = start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // 4 main turns, the 2nd spawning a subagent of 2 turns: 6 requests a session.
+    let st = run_with_data(
+        &server,
+        dir.path(),
+        "agentic.json",
+        &[
+            "--backend",
+            "openai-completions",
+            "--profile",
+            "concurrent",
+            "--concurrency",
+            "2",
+            "--max-requests",
+            "12",
+            "--agentic",
+            "turns=4,subagents=1,spawn_every=2,subagent_turns=2,system_tokens=64,task_tokens=32,\
+             output_tokens=8,tool_result_tokens=40,tool_ms=0,block_tokens=1",
+        ],
+    );
+    let b = &st["predicate"]["benchmarks"][0];
+    assert_eq!(b["workload"]["kind"], "agentic");
+    let rows = schemas::document::record_columns::rows_of_json(&b["records"]).unwrap();
+    assert_eq!(rows.len(), 12);
+    let (mut ideal, mut server_cached, mut overhead) = (0u64, 0u64, 0u64);
+    for r in &rows {
+        assert!(r["error"].is_null(), "{}", r["error"]);
+        assert_eq!(
+            r["input_tokens_client"], r["input_tokens_server"],
+            "session {} agent {} turn {}: the server counts the history the runner built",
+            r["session"], r["agent"]["agent"], r["turn"]
+        );
+        let c = &r["cached_tokens"];
+        let (i, s) = (c["ideal"].as_u64().unwrap(), c["server"].as_u64().unwrap());
+        // What llama.cpp adds before the text (its BOS) is in its count, not the ideal's.
+        assert!(
+            s <= i + 1,
+            "the server reused {s} tokens, a perfect cache {i}"
+        );
+        ideal += i;
+        server_cached += s;
+        overhead += 1;
+    }
+    let p = &b["summary"]["prefix_cache"];
+    assert_eq!(p["ideal"]["cached_tokens"], ideal);
+    assert_eq!(p["server"]["cached_tokens"], server_cached);
+    eprintln!(
+        "llama.cpp reused {server_cached} prompt tokens, a perfect cache {ideal} (+{overhead} BOS)"
+    );
+    assert!(
+        ideal > 0 && server_cached * 2 > ideal,
+        "slots keep each history"
+    );
+    let x = &b["summary"]["sessions"];
+    assert_eq!(
+        (x["sessions"].as_u64(), x["completed"].as_u64()),
+        (Some(2), Some(2))
+    );
+}

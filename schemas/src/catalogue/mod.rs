@@ -204,7 +204,7 @@ macro_rules! dist {
     };
 }
 
-pub const CATALOGUE: [Metric; 41] = [
+pub const CATALOGUE: [Metric; 44] = [
     Metric {
         key: "request_throughput",
         reads: "request_throughput_per_s",
@@ -463,6 +463,40 @@ pub const CATALOGUE: [Metric; 41] = [
         without_completions: false,
         get: |s| Some(s.server_clock.as_ref()?.acceptance_rate?.get()),
         interval: Some(|s| s.uncertainty.as_ref()?.acceptance_rate),
+    },
+    Metric {
+        key: "session_time:p50",
+        reads: "sessions",
+        group: Group::Always,
+        name: "Agentic session time p50 (ms)",
+        stored: Some("sessions.session_time_ms.median"),
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| Some(s.sessions.as_ref()?.session_time_ms.as_ref()?.median.get()),
+        interval: Some(|s| Some(s.uncertainty.as_ref()?.session_time_ms.as_ref()?.median)),
+    },
+    Metric {
+        key: "prefix_cache_ideal",
+        reads: "prefix_cache",
+        group: Group::Always,
+        name: "Prefix-cache hit rate a perfect cache gives (workload)",
+        stored: Some("prefix_cache.ideal.hit_rate"),
+        // A property of the workload, not of the server.
+        better: None,
+        without_completions: false,
+        get: |s| Some(s.prefix_cache.as_ref()?.ideal.as_ref()?.hit_rate.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.prefix_cache_ideal_hit_rate),
+    },
+    Metric {
+        key: "prefix_cache_server",
+        reads: "prefix_cache",
+        group: Group::Always,
+        name: "Prefix-cache hit rate (server's per-request counts)",
+        stored: Some("prefix_cache.server.hit_rate"),
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| Some(s.prefix_cache.as_ref()?.server.as_ref()?.hit_rate.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.prefix_cache_server_hit_rate),
     },
     Metric {
         key: "server_ttft:p50",
@@ -802,6 +836,9 @@ mod tests {
             "server_clock.acceptance_rate",
             "server_clock.server_ttft_ms.median",
             "server_clock.client_overhead_ms.median",
+            "sessions.session_time_ms.median",
+            "prefix_cache.ideal.hit_rate",
+            "prefix_cache.server.hit_rate",
         ];
         carried.sort_unstable();
         assert_eq!(names, carried);

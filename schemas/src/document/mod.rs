@@ -9,6 +9,7 @@ pub mod accuracy;
 pub mod attempt;
 pub mod capacity;
 pub mod objective;
+pub mod agentic;
 pub mod record;
 pub mod record_columns;
 pub mod repetitions;
@@ -16,7 +17,8 @@ pub mod telemetry;
 pub mod versions;
 
 pub use record::{
-    ClientPhases, ErrorClass, Phase, RawRecord, RequestError, SentImage, ServerTiming,
+    AgentStep, CachedTokens, ClientPhases, ErrorClass, Phase, RawRecord, RequestError, SentImage,
+    ServerTiming,
 };
 
 use crate::flag::Flag;
@@ -705,6 +707,32 @@ pub enum Workload {
         /// block ids, in order, then the words blocks are drawn from (see `loadgen::trace`).
         prompts_sha256: String,
     },
+    /// Agentic sessions: trees of agents whose histories grow turn by turn, from the seeded
+    /// generator or an AgentX trace. Since `result/v0.14`.
+    Agentic {
+        /// The sessions as the spec declared them, defaults filled in.
+        agentic: agentic::AgentSessions,
+        /// Sessions prepared (a benchmark may end before all are sent).
+        sessions: u64,
+        /// Requests those sessions hold.
+        requests: u64,
+        /// A replayed trace: sha256 of the file's bytes, and the sessions in it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace_sha256: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace_sessions: Option<u64>,
+        /// The context window requests were held to (the server's, or the spec's
+        /// `context_tokens`); absent when neither said one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        context_tokens: Option<u32>,
+        /// The header each request named its session in (`x-session-id`).
+        session_header: String,
+        /// How prompt lengths were measured.
+        tokenizer: String,
+        /// sha256 over what determines every prompt: each session's agents and their turns'
+        /// block ids and lengths, then the words blocks are drawn from.
+        prompts_sha256: String,
+    },
 }
 
 /// `--data prefix_tokens=P,prefix_groups=G`: `groups` distinct prefixes of exactly
@@ -783,6 +811,7 @@ impl Workload {
             Workload::Dataset { sessions, .. } => sessions.is_none(),
             // A trace's shared blocks are the point; one without blocks shares nothing.
             Workload::Trace { block_tokens, .. } => block_tokens.is_none(),
+            Workload::Agentic { .. } => false,
         }
     }
 
@@ -815,7 +844,8 @@ impl Workload {
         match self {
             Workload::Synthetic { prompts_sha256, .. }
             | Workload::Dataset { prompts_sha256, .. }
-            | Workload::Trace { prompts_sha256, .. } => prompts_sha256,
+            | Workload::Trace { prompts_sha256, .. }
+            | Workload::Agentic { prompts_sha256, .. } => prompts_sha256,
         }
     }
 
@@ -828,7 +858,7 @@ impl Workload {
                 ..
             } => shared_prefix.is_some() || sessions.is_some(),
             Workload::Dataset { sessions, .. } => sessions.is_some(),
-            Workload::Trace { .. } => true,
+            Workload::Trace { .. } | Workload::Agentic { .. } => true,
         }
     }
 
@@ -847,7 +877,7 @@ impl Workload {
             Workload::Synthetic { sessions, .. } | Workload::Dataset { sessions, .. } => {
                 sessions.as_ref()
             }
-            Workload::Trace { .. } => None,
+            Workload::Trace { .. } | Workload::Agentic { .. } => None,
         }
     }
 }

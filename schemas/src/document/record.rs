@@ -105,6 +105,55 @@ pub struct RawRecord {
     /// The client's side of the request up to its response head; since `result/v0.12`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_phases: Option<ClientPhases>,
+    /// Agentic sessions: which agent of the session sent it, and how deep in the session's
+    /// tree that agent is (`session` names the session, `turn` the agent's turn). Since
+    /// `result/v0.14`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentStep>,
+    /// Prompt tokens served from a prefix cache: what a perfect cache would have served (from
+    /// the workload) and what the server said it served. Since `result/v0.14`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<CachedTokens>,
+}
+
+/// A request's place in an agentic session's tree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AgentStep {
+    /// The agent within its session: 0 the main agent, subagents numbered from 1 (the
+    /// generator numbers a spawning turn's subagents, each followed by its own; a trace, in the
+    /// order its subagents appear).
+    pub agent: u32,
+    /// 0 for the main agent, 1 for the subagents it spawned, 2 for theirs.
+    pub depth: u32,
+    /// The agent that spawned this one; absent for the main agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<u32>,
+    /// The requests its session declares, every agent's turns: the session is whole when that
+    /// many of its requests completed.
+    pub session_requests: u32,
+}
+
+/// Prompt tokens served from a prefix cache, beside the prompt's length.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CachedTokens {
+    /// What a perfect cache would serve: the prompt's leading tokens that an earlier request of
+    /// the benchmark had already sent, in whole blocks of `block_tokens`, at most the prompt's
+    /// length − 1 (the last prompt token is always computed); counted from the workload
+    /// before the request was sent (`loadgen::prefix_ideal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ideal: Option<u32>,
+    /// The block size `ideal` was counted at (the engine's: vLLM's `--block-size`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_tokens: Option<u32>,
+    /// What the server said it served from its cache: OpenAI's
+    /// `usage.prompt_tokens_details.cached_tokens` (vLLM, SGLang), SGLang's
+    /// `meta_info.cached_tokens`, llama.cpp's `timings.cache_n`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<u32>,
 }
 
 /// The client's phases of one request, beside `sent_us` and `first_token_us`: where its time
@@ -185,6 +234,17 @@ impl RawRecord {
             || self.server_timing.is_some()
             || self.category.is_some()
             || self.client_phases.is_some()
+    }
+
+    /// Whether it carries a field that came with `result/v0.14` (an agent's step, cached
+    /// tokens, a context that did not fit).
+    pub fn is_v0_14(&self) -> bool {
+        self.agent.is_some()
+            || self.cached_tokens.is_some()
+            || self
+                .error
+                .as_ref()
+                .is_some_and(|e| e.class == ErrorClass::ContextOverflow)
     }
 
     /// Output tokens of each token event: the server's counts where the record has them,
@@ -283,6 +343,9 @@ pub enum ErrorClass {
     Stream,
     /// The run was interrupted while this request was in flight.
     Cancelled,
+    /// Never sent: its prompt and output would not fit the model's context window (agentic
+    /// sessions, whose history grows). Since `result/v0.14`.
+    ContextOverflow,
 }
 
 impl ErrorClass {
@@ -298,6 +361,7 @@ impl ErrorClass {
             ErrorClass::Malformed => "malformed",
             ErrorClass::Stream => "stream",
             ErrorClass::Cancelled => "cancelled",
+            ErrorClass::ContextOverflow => "context_overflow",
         }
     }
 }

@@ -123,6 +123,13 @@ pub struct RecordColumns {
     /// The client's phases of each request up to its response head.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_phases: Option<Vec<Option<crate::document::ClientPhases>>>,
+    // Columns of `result/v0.14`, written only when some request has a value.
+    /// Agentic sessions: each request's agent and depth in its session's tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<Vec<Option<crate::document::AgentStep>>>,
+    /// Prompt tokens a perfect prefix cache would serve, and those the server said it served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<Vec<Option<crate::document::CachedTokens>>>,
 }
 
 /// An optional column's values, or `n` nulls when it is absent.
@@ -195,6 +202,11 @@ impl RecordColumns {
                 "client_phases",
                 self.client_phases.as_ref().map_or(n, Vec::len),
             ),
+            ("agent", self.agent.as_ref().map_or(n, Vec::len)),
+            (
+                "cached_tokens",
+                self.cached_tokens.as_ref().map_or(n, Vec::len),
+            ),
         ];
         if let Some((field, len)) = lengths.iter().find(|(_, len)| *len != n) {
             return Err(format!(
@@ -230,6 +242,8 @@ impl RecordColumns {
         let mut server_timing = optional(self.server_timing, n);
         let mut category = optional(self.category, n);
         let mut client_phases = optional(self.client_phases, n);
+        let mut agent = optional(self.agent, n);
+        let mut cached_tokens = optional(self.cached_tokens, n);
         // Every column has `n` entries (checked above), so this yields exactly `n` records.
         let mut rows = Vec::with_capacity(n);
         rows.extend(std::iter::from_fn(|| {
@@ -263,6 +277,8 @@ impl RecordColumns {
                 server_timing: server_timing.next()?,
                 category: category.next()?,
                 client_phases: client_phases.next()?,
+                agent: agent.next()?,
+                cached_tokens: cached_tokens.next()?,
             })
         }));
         Ok(rows)
@@ -390,6 +406,12 @@ impl Serialize for Columns<'_> {
         }
         if any(|r| r.images.is_some()) {
             st.serialize_field("images", &column(r, |r| &r.images))?;
+        }
+        if any(|r| r.agent.is_some()) {
+            st.serialize_field("agent", &column(r, |r| &r.agent))?;
+        }
+        if any(|r| r.cached_tokens.is_some()) {
+            st.serialize_field("cached_tokens", &column(r, |r| &r.cached_tokens))?;
         }
         st.end()
     }

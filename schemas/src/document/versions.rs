@@ -8,9 +8,9 @@ use super::Statement;
 use crate::flag::FlagCode;
 use crate::{
     PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
-    PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4,
-    PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8,
-    PREDICATE_TYPE_V0_9,
+    PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3,
+    PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7,
+    PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
 };
 
 /// One version of the document.
@@ -28,7 +28,7 @@ pub struct Brought {
 }
 
 /// Every version this crate reads, oldest first; the last is the one it writes.
-pub const VERSIONS: [Version; 13] = [
+pub const VERSIONS: [Version; 14] = [
     Version {
         predicate_type: PREDICATE_TYPE_V0_1,
         brought: &[],
@@ -185,7 +185,7 @@ pub const VERSIONS: [Version; 13] = [
         }],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_13,
         brought: &[Brought {
             what: "a place in an attempt log",
             carried_by: |s| {
@@ -195,6 +195,21 @@ pub const VERSIONS: [Version; 13] = [
                         .iter()
                         .flatten()
                         .any(|m| m.attempt.is_some())
+            },
+        }],
+    },
+    Version {
+        predicate_type: PREDICATE_TYPE,
+        brought: &[Brought {
+            what: "agentic sessions, cached tokens, a context overflow or the summary's \
+                   sessions and prefix cache",
+            carried_by: |s| {
+                s.predicate.benchmarks.iter().any(|b| {
+                    matches!(b.workload, super::Workload::Agentic { .. })
+                        || b.summary.sessions.is_some()
+                        || b.summary.prefix_cache.is_some()
+                        || b.records.iter().any(super::RawRecord::is_v0_14)
+                })
             },
         }],
     },

@@ -1,0 +1,187 @@
+//! Agentic sessions: the traffic of coding and research agents. A session is a tree: a main
+//! agent's turns, each prompt holding the agent's whole history; after an answer a tool runs
+//! and its result joins the history, and some turns spawn subagents — agents with a context of
+//! their own that starts from the session's shared prefix — whose answers come back as the
+//! spawning turn's tool result before the main agent goes on.
+//!
+//! Sessions come from the seeded generator ([`generate`]) or an AgentX trace ([`agentx`]);
+//! both give the same [`Session`]s, and [`run`] sends them. Prompts are not held as text: a
+//! turn holds its block ids and length, and [`crate::trace::Blocks`] writes its words just
+//! before it is sent, so that equal blocks are equal text and a turn's prompt length is exact
+//! without tokenizing it. The answers the server gives are not sent back (their length is
+//! in the next turn's history as blocks of their own), as AIPerf's trace replay does: what a
+//! session sends is fixed by its spec and seed, whatever the server answers.
+//!
+//! Every request names its session in [`SESSION_HEADER`], for routers that keep a session on
+//! one replica; each session's blocks are its own (the generator's session marker, the
+//! trace's ids salted by session), so sessions share only what they are declared to share.
+
+pub mod agentx;
+pub mod generate;
+pub mod run;
+
+pub use schemas::document::agentic::{AgentSessions, SESSION_HEADER};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A prompt: the first `tokens` tokens of blocks `blocks` of `block_tokens` tokens each.
+#[derive(Clone, Debug)]
+pub struct Prompt {
+    pub blocks: Arc<Vec<u64>>,
+    pub tokens: u32,
+}
+
+impl Prompt {
+    /// The block ids the prompt's tokens lie in.
+    pub fn ids(&self, block_tokens: u32) -> &[u64] {
+        let n = self.tokens.div_ceil(block_tokens.max(1)) as usize;
+        &self.blocks[..n.min(self.blocks.len())]
+    }
+}
+
+/// One request of an agent.
+#[derive(Clone, Debug)]
+pub struct Turn {
+    pub prompt: Prompt,
+    pub output_tokens: u32,
+    /// The pause before it is sent: from the end of the agent's previous turn (for its
+    /// first turn, from its spawn); a tool's latency, a think time or a trace's gap.
+    pub wait: Duration,
+    /// Agents of the session this turn's end starts.
+    pub spawns: Vec<u32>,
+    /// Agents of the session that must have ended before it is sent.
+    pub joins: Vec<u32>,
+    /// The trace's line (1-based) it came from, for errors found later.
+    pub line: Option<usize>,
+}
+
+/// One agent of a session: the main agent (0) or a subagent.
+#[derive(Clone, Debug)]
+pub struct Agent {
+    pub parent: Option<u32>,
+    pub depth: u32,
+    pub turns: Vec<Turn>,
+}
+
+/// One session: its agents, the main agent first.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub agents: Vec<Agent>,
+    /// Tokens per block of its prompts.
+    pub block_tokens: u32,
+}
+
+impl Session {
+    pub fn requests(&self) -> u64 {
+        self.agents.iter().map(|a| a.turns.len() as u64).sum()
+    }
+}
+
+/// A benchmark's sessions, prepared before it starts.
+#[derive(Debug)]
+pub struct Sessions {
+    pub sessions: Vec<Session>,
+    /// What writes their prompts' words.
+    pub blocks: Arc<crate::trace::Blocks>,
+    /// sha256 over every session's agents, turns, block ids and lengths, then the words.
+    pub sha256: String,
+    pub tokenizer: String,
+    /// The trace replayed: its sha256 and sessions.
+    pub trace: Option<(String, u64)>,
+}
+
+impl Sessions {
+    pub fn new(
+        sessions: Vec<Session>,
+        blocks: Arc<crate::trace::Blocks>,
+        tokenizer: String,
+        trace: Option<(String, u64)>,
+    ) -> Sessions {
+        let mut h = Sha256::new();
+        for s in &sessions {
+            h.update((s.agents.len() as u64).to_le_bytes());
+            h.update(s.block_tokens.to_le_bytes());
+            for a in &s.agents {
+                h.update(a.parent.map_or(u64::MAX, u64::from).to_le_bytes());
+                h.update((a.turns.len() as u64).to_le_bytes());
+                for t in &a.turns {
+                    h.update(t.prompt.tokens.to_le_bytes());
+                    h.update(t.output_tokens.to_le_bytes());
+                    h.update((t.wait.as_micros() as u64).to_le_bytes());
+                    for id in t.prompt.ids(s.block_tokens) {
+                        h.update(id.to_le_bytes());
+                    }
+                    for j in t.spawns.iter().chain(&t.joins) {
+                        h.update(j.to_le_bytes());
+                    }
+                }
+            }
+        }
+        h.update(blocks.digest(&[]).as_bytes());
+        Sessions {
+            sessions,
+            blocks,
+            sha256: hex::encode(h.finalize()),
+            tokenizer,
+            trace,
+        }
+    }
+
+    pub fn requests(&self) -> u64 {
+        self.sessions.iter().map(Session::requests).sum()
+    }
+}
+
+/// Refuses, before any load, sessions one of whose tool results alone would not fit the
+/// model's context window of `window` tokens: the generator's `tool_result_tokens` (with four
+/// standard deviations of its draw), or a trace's largest growth of a prompt between two
+/// requests of one agent, named by line and field.
+pub fn check_tool_results(
+    a: &AgentSessions,
+    trace: Option<&Vec<agentx::TraceSession>>,
+    window: u32,
+) -> anyhow::Result<()> {
+    match (trace, &a.trace) {
+        (Some(sessions), Some(path)) => {
+            for s in sessions {
+                if let Some((grown, line, field)) = s.largest_tool_result() {
+                    if grown >= window {
+                        anyhow::bail!(
+                            "{path}: line {line}: {field}: a tool result of {grown} tokens does not fit the model's context of {window} tokens"
+                        );
+                    }
+                }
+            }
+        }
+        _ => {
+            let largest = f64::from(a.tool_result_tokens) + 4.0 * a.tool_result_stdev.get();
+            if largest + f64::from(a.system_tokens + a.block_tokens + a.task_tokens)
+                >= f64::from(window)
+            {
+                anyhow::bail!(
+                    "--agentic tool_result_tokens={} (stdev {}): a tool result and the shared prefix do not fit the model's context of {window} tokens",
+                    a.tool_result_tokens,
+                    a.tool_result_stdev.get()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A block id made from parts (a seed, a session, an agent, a position): top bit clear, as
+/// [`crate::trace::Blocks`] keys blocks.
+pub(crate) fn block_id(parts: &[u64]) -> u64 {
+    let mut x = 0x243f_6a88_85a3_08d3u64;
+    for &p in parts {
+        x ^= p
+            .wrapping_add(0x9e37_79b9_7f4a_7c15)
+            .wrapping_add(x << 6)
+            .wrapping_add(x >> 2);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^= x >> 31;
+    }
+    x & !(1 << 63)
+}

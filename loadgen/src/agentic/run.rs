@@ -1,0 +1,339 @@
+//! Sending agentic sessions. The profile starts sessions, as it starts conversations
+//! (`crate::sessions`): a closed loop keeps N sessions going, an open loop starts them at its
+//! rate; a benchmark sends at most its request budget, counting every agent's turns, and a
+//! session starts only when the budget holds all of its requests (a time limit, a stop for
+//! precision or an interruption can still end sessions in the middle: the summary counts
+//! those as not completed).
+//!
+//! Within a session each agent is a task of its own. An agent's turn is sent `wait` after its
+//! previous turn's answer ended (its first, after its spawn), once every agent it joins has
+//! ended, and its latency counts from then; its answer's end spawns the agents the turn
+//! names. A failed turn ends its agent (its history cannot go on without the answer); the
+//! session ends when every agent it started has. A turn whose prompt and output would not
+//! fit the model's context window is not sent: its record says `context_overflow`, and its
+//! agent ends there, as an agent whose history outgrew the window would.
+//!
+//! Each turn's prompt is written just before it is sent, and the ideal prefix cache
+//! ([`crate::prefix_ideal`]) counts it in the same step: turns are counted in the order they
+//! are sent.
+
+use super::Sessions;
+use crate::client::{Endpoint, Job};
+use crate::prefix_ideal::IdealCache;
+use crate::trace::Blocks;
+use schemas::document::{AgentStep, CachedTokens, ErrorClass, Phase, RawRecord, RequestError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// How a benchmark's sessions are sent.
+pub struct Plan {
+    /// Arrivals start sessions (`None`: a closed loop of `concurrency` sessions); the request
+    /// budget counts turns. Never split across clients.
+    pub schedule: crate::scheduler::Plan,
+    /// Writes a prompt's words from its block ids.
+    pub blocks: Arc<Blocks>,
+    /// The benchmark's perfect cache.
+    pub ideal: Arc<IdealCache>,
+    /// The model's context window, when known.
+    pub context_tokens: Option<u32>,
+    /// What the server adds to every prompt it counts (a BOS).
+    pub overhead: u32,
+    /// Whether prompt lengths are exact (the words were calibrated against a tokenizer).
+    pub exact: bool,
+    /// Session ids are this, `-s`, and the session's index.
+    pub session_prefix: String,
+}
+
+struct Shared {
+    endpoint: Arc<Endpoint>,
+    sessions: Arc<Sessions>,
+    blocks: Arc<Blocks>,
+    ideal: Arc<IdealCache>,
+    context_tokens: Option<u32>,
+    overhead: u32,
+    exact: bool,
+    session_prefix: String,
+    started: AtomicU64,
+    max_requests: u64,
+    stop_at: Option<Instant>,
+    enough: crate::scheduler::Enough,
+    origin: Instant,
+    sink: crate::scheduler::Sink,
+    cap: Option<Arc<Semaphore>>,
+}
+
+/// Runs the sessions; every record goes to `sink` as it ends.
+pub async fn run(
+    endpoint: Arc<Endpoint>,
+    sessions: Arc<Sessions>,
+    plan: Plan,
+    origin: Instant,
+    sink: crate::scheduler::Sink,
+    cancel: watch::Receiver<bool>,
+) {
+    let schedule = &plan.schedule;
+    let shared = Arc::new(Shared {
+        endpoint,
+        sessions,
+        blocks: plan.blocks,
+        ideal: plan.ideal,
+        context_tokens: plan.context_tokens,
+        overhead: plan.overhead,
+        exact: plan.exact,
+        session_prefix: plan.session_prefix,
+        started: AtomicU64::new(0),
+        max_requests: schedule.max_requests,
+        stop_at: schedule
+            .max_seconds
+            .map(|s| origin + Duration::from_secs_f64(s)),
+        enough: schedule.enough.clone(),
+        origin,
+        sink,
+        cap: schedule
+            .arrivals
+            .is_some()
+            .then(|| Arc::new(Semaphore::new(schedule.max_in_flight.max(1) as usize))),
+    });
+    let count = shared.sessions.sessions.len();
+    let mut tasks = JoinSet::new();
+    let out_of_budget =
+        |s: &Shared| s.started.load(Ordering::Relaxed) >= s.max_requests || s.enough.raised();
+    match &schedule.arrivals {
+        Some(arrivals) => {
+            let mut cancel = cancel.clone();
+            for (i, offset) in arrivals
+                .offsets(count as u64, schedule.seed)
+                .into_iter()
+                .enumerate()
+            {
+                let at = origin + Duration::from_micros(offset);
+                if shared.stop_at.is_some_and(|s| at > s)
+                    || *cancel.borrow()
+                    || out_of_budget(&shared)
+                {
+                    break;
+                }
+                tokio::select! {
+                    _ = clock::pace_until(at) => {}
+                    _ = cancel.changed() => break,
+                    _ = shared.enough.wait() => break,
+                }
+                let (shared, cancel) = (shared.clone(), cancel.clone());
+                tasks.spawn(async move { session(shared, i, at, cancel).await });
+            }
+        }
+        None => {
+            let next = Arc::new(AtomicU64::new(0));
+            for _ in 0..schedule.concurrency.max(1).min(count as u32) {
+                let (shared, cancel, next) = (shared.clone(), cancel.clone(), next.clone());
+                tasks.spawn(async move {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                        let now = Instant::now();
+                        if i >= count
+                            || shared.stop_at.is_some_and(|s| now >= s)
+                            || *cancel.borrow()
+                            || out_of_budget(&shared)
+                        {
+                            break;
+                        }
+                        session(shared.clone(), i, now, cancel.clone()).await;
+                    }
+                });
+            }
+        }
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.expect("a session task panicked");
+    }
+}
+
+/// Takes a session's requests from the budget, all at once: a session starts only when the
+/// budget holds all of it, so that the budget never cuts a session short.
+fn reserve(s: &Shared, index: usize) -> bool {
+    let need = s.sessions.sessions[index].requests();
+    s.started
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            (n + need <= s.max_requests).then_some(n + need)
+        })
+        .is_ok()
+}
+
+/// One session: its main agent from `start`, and every agent that one spawns.
+async fn session(s: Arc<Shared>, index: usize, start: Instant, cancel: watch::Receiver<bool>) {
+    if !reserve(&s, index) {
+        return;
+    }
+    let agents = s.sessions.sessions[index].agents.len();
+    let (done_tx, done_rx): (Vec<_>, Vec<_>) = (0..agents).map(|_| watch::channel(false)).unzip();
+    let live = Arc::new(Live {
+        done_tx,
+        done_rx,
+        handles: Mutex::new(Vec::new()),
+        id: format!("{}-s{index}", s.session_prefix),
+    });
+    spawn_agent(&s, &live, index, 0, start, &cancel);
+    // Agents push their subagents' handles before they end: drain until none is left.
+    loop {
+        let handles: Vec<JoinHandle<()>> =
+            std::mem::take(&mut *live.handles.lock().expect("handles lock"));
+        if handles.is_empty() {
+            break;
+        }
+        for h in handles {
+            h.await.expect("an agent task panicked");
+        }
+    }
+}
+
+/// What a session's agents share while it runs.
+struct Live {
+    done_tx: Vec<watch::Sender<bool>>,
+    done_rx: Vec<watch::Receiver<bool>>,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+    id: String,
+}
+
+fn spawn_agent(
+    s: &Arc<Shared>,
+    live: &Arc<Live>,
+    session: usize,
+    agent: u32,
+    start: Instant,
+    cancel: &watch::Receiver<bool>,
+) {
+    let (s2, live2, cancel) = (s.clone(), live.clone(), cancel.clone());
+    let handle = tokio::spawn(async move {
+        run_agent(&s2, &live2, session, agent, start, cancel).await;
+        // Ended, however: whoever joins it goes on.
+        let _ = live2.done_tx[agent as usize].send(true);
+    });
+    live.handles.lock().expect("handles lock").push(handle);
+}
+
+async fn run_agent(
+    s: &Arc<Shared>,
+    live: &Arc<Live>,
+    session: usize,
+    agent: u32,
+    start: Instant,
+    mut cancel: watch::Receiver<bool>,
+) {
+    let sess = &s.sessions.sessions[session];
+    let a = &sess.agents[agent as usize];
+    let step = AgentStep {
+        agent,
+        depth: a.depth,
+        parent: a.parent,
+        session_requests: sess.requests() as u32,
+    };
+    let mut previous_end = start;
+    // The agent's last prompt, extended by each next turn's new words.
+    let (mut text, mut written) = (String::new(), (Vec::new(), 0u32));
+    for (k, turn) in a.turns.iter().enumerate() {
+        let due = previous_end + turn.wait;
+        if s.stop_at.is_some_and(|stop| due >= stop) {
+            break;
+        }
+        tokio::select! {
+            _ = clock::pace_until(due) => {}
+            _ = cancel.changed() => break,
+        }
+        let mut scheduled = due;
+        if !turn.joins.is_empty() {
+            for &j in &turn.joins {
+                let mut rx = live.done_rx[j as usize].clone();
+                tokio::select! {
+                    _ = rx.wait_for(|d| *d) => {}
+                    _ = cancel.changed() => return,
+                }
+            }
+            scheduled = scheduled.max(Instant::now());
+        }
+        if *cancel.borrow() || s.enough.raised() {
+            break;
+        }
+        let ids = turn.prompt.ids(sess.block_tokens);
+        let tokens = turn.prompt.tokens + s.overhead;
+        let mut record = match s.context_tokens {
+            Some(window)
+                if u64::from(tokens) + u64::from(turn.output_tokens) > u64::from(window) =>
+            {
+                overflow(s, scheduled, tokens, turn.output_tokens, window)
+            }
+            _ => {
+                let permit = match &s.cap {
+                    Some(cap) => Some(tokio::select! {
+                        p = cap.clone().acquire_owned() => p.expect("semaphore never closed"),
+                        _ = cancel.changed() => break,
+                    }),
+                    None => None,
+                };
+                s.blocks.extend_blocks(
+                    ids,
+                    turn.prompt.tokens,
+                    sess.block_tokens,
+                    &mut text,
+                    &mut written,
+                );
+                let ideal = s.ideal.serve(ids, turn.prompt.tokens, sess.block_tokens);
+                let job = Job {
+                    prompt: &text,
+                    history: &[],
+                    previous_response_id: None,
+                    session_id: Some(&live.id),
+                    prompt_tokens: s.exact.then_some(tokens),
+                    output_tokens: turn.output_tokens,
+                    scheduled,
+                    phase: Phase::Measured,
+                    attachments: None,
+                };
+                let mut record = tokio::select! {
+                    r = s.endpoint.execute(&job, s.origin) => r,
+                    _ = cancel.wait_for(|c| *c) => crate::scheduler::cancelled(&job, s.origin),
+                };
+                drop(permit);
+                record.cached_tokens = Some(CachedTokens {
+                    ideal: Some(ideal),
+                    block_tokens: Some(s.ideal.block_tokens()),
+                    server: record.cached_tokens.and_then(|c| c.server),
+                });
+                record
+            }
+        };
+        record.session = Some(session as u32);
+        record.turn = Some(k as u32 + 1);
+        record.agent = Some(step);
+        (s.sink)(&record);
+        if record.error.is_some() {
+            break;
+        }
+        previous_end = Instant::now();
+        for &c in &turn.spawns {
+            spawn_agent(s, live, session, c, previous_end, &cancel);
+        }
+    }
+}
+
+/// The record of a turn not sent: its history would overflow the context window.
+fn overflow(s: &Shared, at: Instant, tokens: u32, output: u32, window: u32) -> RawRecord {
+    let t = clock::us_since(s.origin, at);
+    RawRecord {
+        phase: Phase::Measured,
+        scheduled_us: t,
+        sent_us: t,
+        end_us: t,
+        output_tokens_requested: Some(output),
+        input_tokens_client: Some(tokens),
+        error: Some(RequestError {
+            class: ErrorClass::ContextOverflow,
+            message: format!(
+                "not sent: a prompt of {tokens} tokens and {output} output tokens exceed the model's context of {window}"
+            ),
+        }),
+        ..RawRecord::default()
+    }
+}

@@ -1,0 +1,332 @@
+//! Agentic sessions against the simulator, whose log is the truth: every turn goes in its
+//! agent's order with its whole history (the server counts exactly the prompt the client
+//! built), subagents start after the turn that spawned them and the turn that joins them
+//! waits for their ends, each request names its session, the ideal prefix cache the client
+//! counts equals the simulator's own perfect cache to the token, and the server's per-request
+//! count is carried beside it. A history that outgrows the context window is counted, not
+//! sent, and flagged past 1 %.
+
+use crate::common::run_against;
+use loadgen::spec::{ProfileName, RunSpec};
+use schemas::document::agentic::AgentSessions;
+use schemas::document::{ErrorClass, RawRecord, Workload};
+use schemas::flag::{FlagCode, Severity};
+use sim::{RequestTruth, SimConfig, SimServer};
+use std::collections::{BTreeMap, HashMap};
+
+fn sim_config() -> SimConfig {
+    SimConfig {
+        ttft_ms: 2.0,
+        prefill_us_per_token: 2.0,
+        itl_ms: 0.5,
+        itl_growth: 0.0,
+        max_batch: 64,
+        prompt_tokens_details: true,
+        ..SimConfig::default()
+    }
+}
+
+fn settings(text: &str) -> AgentSessions {
+    loadgen::spec::parse_agentic(text).unwrap()
+}
+
+/// Each record with the simulator's truth of the same request (by request id).
+fn paired<'a>(
+    records: &'a [RawRecord],
+    truth: &'a [RequestTruth],
+) -> Vec<(&'a RawRecord, &'a RequestTruth)> {
+    let by_id: HashMap<&str, &RequestTruth> = truth
+        .iter()
+        .filter_map(|t| Some((t.request_id.as_deref()?, t)))
+        .collect();
+    records
+        .iter()
+        .filter(|r| r.error.is_none())
+        .map(|r| (r, by_id[r.request_id.as_deref().unwrap()]))
+        .collect()
+}
+
+/// The document verifies as an unsigned one: every number recomputed from its records.
+fn verifies(doc: &schemas::Statement) {
+    let bytes = serde_json::to_vec(&schemas::seal::envelope(doc, None)).unwrap();
+    let (v, _) =
+        schemas::verify::verify_envelope(&bytes, &[], schemas::verify::Policy::AllowUnsigned);
+    assert!(
+        v.document_errors.is_empty()
+            && v.summary_mismatches.is_empty()
+            && v.missing_flags.is_empty(),
+        "{v:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_send_every_turn_in_order_with_its_history_and_the_ideal_cache_is_exact() {
+    let sim = SimServer::start(sim_config()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let agentic = settings(
+        "turns=5,subagents=2,spawn_every=2,subagent_turns=2,system_tokens=64,task_tokens=40,\
+         output_tokens=4,tool_result_tokens=30,tool_result_stdev=5,tool_ms=5,block_tokens=16",
+    );
+    // 5 main turns; the 2nd and 4th spawn 2 subagents of 2 turns: 13 requests a session.
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiCompletions,
+        profile: ProfileName::Concurrent,
+        concurrency: vec![3],
+        max_requests: Some(13 * 6),
+        agentic: Some(agentic),
+        ..RunSpec::default()
+    };
+    let doc = run_against(&sim, spec, dir.path(), "agentic").await;
+    let truth = sim.truth();
+    let b = &doc.predicate.benchmarks[0];
+    assert!(
+        matches!(
+            &b.workload,
+            Workload::Agentic {
+                sessions: 6,
+                requests: 78,
+                ..
+            }
+        ),
+        "{:?}",
+        b.workload
+    );
+    assert_eq!(b.records.len(), 78);
+    assert!(
+        b.records.iter().all(|r| r.error.is_none()),
+        "every request completed"
+    );
+    let pairs = paired(&b.records, &truth);
+    assert_eq!(pairs.len(), 78);
+    // The prompt the client built is the prompt the server counted, every turn.
+    for (r, t) in &pairs {
+        assert_eq!(r.input_tokens_client, Some(t.prompt_tokens));
+        assert_eq!(r.input_tokens_server, Some(t.prompt_tokens));
+    }
+    // Every request names its session; each session's requests name one id, 13 of them.
+    let mut by_session: BTreeMap<u32, Vec<&(&RawRecord, &RequestTruth)>> = BTreeMap::new();
+    for p in &pairs {
+        by_session.entry(p.0.session.unwrap()).or_default().push(p);
+    }
+    assert_eq!(by_session.len(), 6);
+    for (s, turns) in &by_session {
+        assert_eq!(turns.len(), 13, "session {s}");
+        let ids: std::collections::BTreeSet<_> = turns
+            .iter()
+            .map(|(_, t)| t.session_id.clone().unwrap())
+            .collect();
+        assert_eq!(ids.len(), 1, "session {s} names one id");
+        // Each agent's turns arrive in order, each after the previous one's answer ended,
+        // and its history grows.
+        let mut agents: BTreeMap<u32, Vec<&(&RawRecord, &RequestTruth)>> = BTreeMap::new();
+        for p in turns {
+            agents.entry(p.0.agent.unwrap().agent).or_default().push(p);
+        }
+        assert_eq!(agents.len(), 5, "the main agent and 4 subagents");
+        for list in agents.values_mut() {
+            list.sort_by_key(|(r, _)| r.turn);
+            for w in list.windows(2) {
+                assert!(
+                    w[1].1.received >= w[0].1.end,
+                    "a turn waits for the last one's answer"
+                );
+                assert!(
+                    w[1].1.prompt_tokens > w[0].1.prompt_tokens,
+                    "the history grows"
+                );
+            }
+        }
+        let main = &agents[&0];
+        for (a, list) in agents.iter().filter(|(a, _)| **a > 0) {
+            let step = list[0].0.agent.unwrap();
+            assert_eq!((step.depth, step.parent), (1, Some(0)));
+            // Subagents 1, 2 spawn after main turn 2; 3, 4 after main turn 4, and the next
+            // main turn waits for their last answers.
+            let (spawner, joiner) = if *a <= 2 { (1, 2) } else { (3, 4) };
+            assert!(
+                list[0].1.received >= main[spawner].1.end,
+                "agent {a} starts after its spawn"
+            );
+            assert!(
+                main[joiner].1.received >= list.last().unwrap().1.end,
+                "turn waits for agent {a}"
+            );
+            // A subagent shares exactly the shared prefix and the session's marker with
+            // its session: 64 + 16 tokens, whole blocks, served by a perfect cache.
+            assert_eq!(list[0].0.cached_tokens.unwrap().ideal, Some(80));
+            assert_eq!(list[0].1.ideal_cached_tokens, 80);
+        }
+    }
+    // The ideal the client counted is the simulator's perfect cache, token for token (per
+    // request order may differ between sessions sent at once; the sums may not).
+    let ideal: u64 = pairs
+        .iter()
+        .map(|(r, _)| u64::from(r.cached_tokens.unwrap().ideal.unwrap()))
+        .sum();
+    let truth_ideal: u64 = pairs
+        .iter()
+        .map(|(_, t)| u64::from(t.ideal_cached_tokens))
+        .sum();
+    assert_eq!(ideal, truth_ideal);
+    // The server's own count, carried as it said it, is its truth (a cache big enough never
+    // evicts: the actual equals the ideal).
+    let server: u64 = pairs
+        .iter()
+        .map(|(r, _)| u64::from(r.cached_tokens.unwrap().server.unwrap()))
+        .sum();
+    let truth_cached: u64 = pairs.iter().map(|(_, t)| u64::from(t.cached_tokens)).sum();
+    assert_eq!(server, truth_cached);
+    let p = b.summary.prefix_cache.as_ref().unwrap();
+    assert_eq!(p.ideal.as_ref().unwrap().cached_tokens, truth_ideal);
+    assert_eq!(p.server.as_ref().unwrap().cached_tokens, truth_cached);
+    assert_eq!(p.block_tokens, Some(16));
+    assert!(
+        p.ideal.as_ref().unwrap().hit_rate.get() > 0.5,
+        "agentic histories mostly repeat"
+    );
+    let x = b.summary.sessions.as_ref().unwrap();
+    assert_eq!((x.sessions, x.completed, x.context_overflows), (6, 6, 0));
+    assert_eq!(
+        x.by_depth
+            .iter()
+            .map(|d| (d.depth, d.requests))
+            .collect::<Vec<_>>(),
+        [(0, 30), (1, 48)]
+    );
+    assert_eq!(x.requests_per_session.unwrap().get(), 13.0);
+    assert!(b
+        .summary
+        .uncertainty
+        .as_ref()
+        .unwrap()
+        .ttft_ms_by_depth
+        .is_some());
+    // Sealed and verified like any result.
+    verifies(&doc);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_history_that_outgrows_the_window_is_counted_not_sent_and_flagged() {
+    let sim = SimServer::start(sim_config()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // 64 + 16 + 40 = 120 tokens, + 34 a turn: turns 6.. (290+) with 4 output tokens do not
+    // fit 280.
+    let agentic = settings(
+        "turns=8,subagents=0,system_tokens=64,task_tokens=40,output_tokens=4,\
+         tool_result_tokens=30,tool_ms=1,context_tokens=280",
+    );
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiCompletions,
+        profile: ProfileName::Concurrent,
+        concurrency: vec![2],
+        max_requests: Some(8 * 4),
+        agentic: Some(agentic),
+        ..RunSpec::default()
+    };
+    let doc = run_against(&sim, spec, dir.path(), "overflow").await;
+    let b = &doc.predicate.benchmarks[0];
+    let overflowed: Vec<&RawRecord> = b
+        .records
+        .iter()
+        .filter(|r| {
+            r.error
+                .as_ref()
+                .is_some_and(|e| e.class == ErrorClass::ContextOverflow)
+        })
+        .collect();
+    // Each of the 4 sessions sends 5 turns, then its 6th does not fit and ends it.
+    assert_eq!(overflowed.len(), 4);
+    assert_eq!(b.records.iter().filter(|r| r.error.is_none()).count(), 20);
+    let sent = sim
+        .truth()
+        .iter()
+        .filter(|t| t.session_id.is_some())
+        .count();
+    assert_eq!(sent, 20, "nothing that overflowed reached the server");
+    assert!(overflowed
+        .iter()
+        .all(|r| r.turn == Some(6) && r.input_tokens_client == Some(290)));
+    assert_eq!(b.summary.sessions.as_ref().unwrap().context_overflows, 4);
+    let flag = doc
+        .predicate
+        .validity
+        .iter()
+        .find(|f| f.code == FlagCode::ContextOverflow)
+        .expect("4 of 24 is over 1 %");
+    assert_eq!(flag.severity, Severity::Error);
+    assert!(flag.message.contains("4 of 24"), "{}", flag.message);
+    verifies(&doc);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agentx_trace_replays_its_sessions_with_subagents_joined() {
+    let sim = SimServer::start(sim_config()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("agentx.jsonl");
+    let session = r#"{"id":"s","block_size":32,"hash_id_scope":"local","requests":[{"type":"n","t":0.0,"in":100,"out":5,"hash_ids":[1,2,3,4],"api_time":0.01},{"type":"subagent","t":0.02,"agent_id":"x","duration_ms":40,"requests":[{"type":"n","t":0.02,"in":70,"out":5,"hash_ids":[1,9,10],"api_time":0.01}]},{"type":"n","t":0.03,"in":150,"out":5,"hash_ids":[1,2,3,4,5],"api_time":0.01},{"type":"n","t":0.08,"in":200,"out":5,"hash_ids":[1,2,3,4,5,6,7],"api_time":0.01}]}"#;
+    std::fs::write(
+        &trace,
+        format!(
+            "{session}\n{}\n",
+            session.replace("\"id\":\"s\"", "\"id\":\"t\"")
+        ),
+    )
+    .unwrap();
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiChat,
+        profile: ProfileName::Concurrent,
+        concurrency: vec![2],
+        max_requests: Some(8),
+        agentic: Some(settings(&format!("trace={}", trace.display()))),
+        ..RunSpec::default()
+    };
+    let doc = run_against(&sim, spec, dir.path(), "agentx").await;
+    let truth = sim.truth();
+    let b = &doc.predicate.benchmarks[0];
+    assert!(matches!(
+        &b.workload,
+        Workload::Agentic {
+            trace_sessions: Some(2),
+            sessions: 2,
+            requests: 8,
+            ..
+        }
+    ));
+    let pairs = paired(&b.records, &truth);
+    assert_eq!(pairs.len(), 8);
+    // Every prompt is `in` tokens, as the server counts them.
+    let mut lengths: Vec<u32> = pairs.iter().map(|(_, t)| t.prompt_tokens).collect();
+    lengths.sort_unstable();
+    assert_eq!(lengths, [70, 70, 100, 100, 150, 150, 200, 200]);
+    for s in 0..2u32 {
+        let of = |agent: u32, turn: u32| {
+            pairs
+                .iter()
+                .find(|(r, _)| {
+                    r.session == Some(s) && r.agent.unwrap().agent == agent && r.turn == Some(turn)
+                })
+                .unwrap()
+                .1
+        };
+        // The subagent ends at 0.06 s: the request at 0.08 waits for it, the one at 0.03 not.
+        assert!(of(1, 1).received >= of(0, 1).end);
+        assert!(of(0, 3).received >= of(1, 1).end);
+    }
+    // The two sessions share no block (ids are salted by session), and the ideal is the
+    // simulator's perfect cache.
+    let ideal: u64 = pairs
+        .iter()
+        .map(|(r, _)| u64::from(r.cached_tokens.unwrap().ideal.unwrap()))
+        .sum();
+    let truth_ideal: u64 = pairs
+        .iter()
+        .map(|(_, t)| u64::from(t.ideal_cached_tokens))
+        .sum();
+    assert_eq!(ideal, truth_ideal);
+    // Per session: the subagent shares block 1 (32 tokens); turn 2 holds turn 1's 100 tokens
+    // (96 in whole blocks of 16), turn 3 turn 2's 150 (144).
+    assert_eq!(ideal, 2 * (32 + 96 + 144));
+    sim.shutdown().await;
+}
