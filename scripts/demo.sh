@@ -40,7 +40,9 @@ serve() { # serve SIM-FLAGS... -> prints the base URL
   wait_listening "$port" "${sims[-1]}"
   target=http://127.0.0.1:$port
 }
-serve --wrong-answers 0.02
+# It says the prompt tokens its prefix cache served in OpenAI usage, as vLLM does with
+# --enable-prompt-tokens-details.
+serve --wrong-answers 0.02 --enable-prompt-tokens-details
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 # An accuracy check before each sweep: 50 seeded arithmetic questions, at least 90 % right.
 accuracy=(--accuracy builtin:arithmetic:50 --accuracy-min 0.9)
@@ -52,7 +54,12 @@ echo "== grid: input 128,512 x output 32,64, synchronous"
 "$runner" run --target "$target" --grid input=128,512 output=32,64 --max-requests 8 \
   --key "$out/demo.key" --out "$out/grid-$stamp.json"
 
-for f in "$out/sweep-$stamp.json" "$out/grid-$stamp.json"; do
+echo "== agentic sessions: 8 turns of a main agent, 2 subagents every 3 turns, tool results after 20 ms"
+"$runner" run --target "$target" --backend openai-chat --profile concurrent --concurrency 4 --max-requests 64 \
+  --agentic turns=8,subagents=2,spawn_every=3,subagent_turns=2,output_tokens=32,tool_ms=20 \
+  --key "$out/demo.key" --out "$out/agentic-$stamp.json"
+
+for f in "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/agentic-$stamp.json"; do
   echo "== runner verify $f"
   "$runner" verify "$f" --keys "$out/keys.json"
   node "$root/scripts/verify-wasm.mjs" "$f" "$out/keys.json"
@@ -65,7 +72,7 @@ echo "== the same sweep against a second server ($target): batch of 8, ITL growi
   --data prompt_tokens=256,output_tokens=32 --key "$out/demo.key" --out "$out/sweep-small-batch-$stamp.json"
 
 echo "== report (report-wasm in wasmtime) -> $out/report-$stamp/"
-"$runner" report "$out/sweep-$stamp.json" "$out/grid-$stamp.json" --keys "$out/keys.json" --out "$out/report-$stamp"
+"$runner" report "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/agentic-$stamp.json" --keys "$out/keys.json" --out "$out/report-$stamp"
 echo "== diff: second server against the first -> $out/diff-$stamp/"
 "$runner" diff "$out/sweep-$stamp.json" "$out/sweep-small-batch-$stamp.json" --keys "$out/keys.json" --out "$out/diff-$stamp"
 echo "== a real H100: llama.cpp (Vulkan) serving a random-weight 1.2 B model, with NVML power -> $out/report-h100/"
@@ -85,7 +92,7 @@ echo "   $(grep -c '^## Group' "$out/compare-seed-004/compare.md") comparable gr
 echo "== every signed run was counted in the key's attempt log first: runner log show $out/demo.attempts"
 "$runner" log show "$out/demo.attempts"
 echo "== publish the site -> $out/site/ (preview: $runner serve $out/site)"
-"$runner" publish "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/sweep-small-batch-$stamp.json" \
+"$runner" publish "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/agentic-$stamp.json" "$out/sweep-small-batch-$stamp.json" \
   "$out/h100-llama.cpp-gpu-proof.json" "$out/imported" --keys "$out/keys.json" --key "$out/demo.key" \
   --log "$out/demo.attempts" --out "$out/site" >/dev/null
 echo "== runner verify-site $out/site: the signed manifest, every file, every result, the module's provenance, the attempt log"
@@ -95,6 +102,7 @@ echo "   vLLM vs SGLang vs lmdeploy, Qwen2-72B-Instruct on 8 x L20, with vLLM on
 echo "     #/compare/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-10.json/004_4d3f484aa116390c-12.json/004_4d3f484aa116390c-9.json/004_4d3f484aa116390c-5.json/004_4d3f484aa116390c-4.json"
 echo "   the two simulated servers:                       #/compare/sweep-$stamp.json/sweep-small-batch-$stamp.json"
 echo "   a real H100 (NVML power and energy):             #/result/h100-llama.cpp-gpu-proof.json"
+echo "   agentic sessions, the prefix cache against its ideal: #/result/agentic-$stamp.json"
 echo "   vLLM vs SGLang, Qwen2-72B-Instruct on 8 x L20:   #/diff/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-10.json"
 echo "   vLLM vs lmdeploy, Qwen2-72B-Instruct on 8 x L20: #/diff/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-12.json"
 echo "   vLLM vs TGI, Mistral-7B-OpenOrca-AWQ on A100:    #/diff/003_44f3a8b9f2336bbb-1.json/003_44f3a8b9f2336bbb-2.json"

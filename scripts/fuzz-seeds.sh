@@ -111,6 +111,8 @@ add prometheus_text "$work"/*.prom
 printf 'timestamp,input_length,output_length\n0,100,2\n7,65530,16\n' >"$work/trace.csv"
 printf '{"timestamp": 0, "input_length": 700, "output_length": 2, "hash_ids": [0, 1]}\n{"timestamp": 12, "input_length": 900, "output_length": 4, "hash_ids": [0, 2]}\n' >"$work/mooncake.jsonl"
 printf '{"arrival_time": "2025-01-01T00:00:00Z", "ContextTokens": 10, "GeneratedTokens": 3}\n{"arrival_time": "2025-01-01T00:00:01.5Z", "ContextTokens": 20, "GeneratedTokens": 1}\n' >"$work/azure.jsonl"
+printf '{"id":"s","block_size":64,"hash_id_scope":"local","requests":[{"type":"n","t":0,"in":100,"out":20,"hash_ids":[1,2],"api_time":1.0},{"type":"subagent","t":1.5,"duration_ms":3000,"requests":[{"type":"n","t":1.7,"in":80,"out":10,"hash_ids":[7,8],"api_time":0.5}]},{"type":"n","t":5,"in":260,"out":5,"hash_ids":[1,2,3,4,5],"api_time":0.2}]}\n' >"$work/agentx.jsonl"
+add agentx_trace "$work/agentx.jsonl"
 add trace_file "$work/trace.csv" "$work/mooncake.jsonl" "$work/azure.jsonl"
 printf '{"prompt": "Tell me a story.", "output_tokens": 12}\n{"text": "Why?", "max_tokens": 3}\n' >"$work/prompts.jsonl"
 printf '[{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}, {"from": "human", "value": "more"}, {"from": "gpt", "value": "ok"}]}, {"conversations": [{"from": "human", "value": "no reply"}]}]\n' >"$work/sharegpt.json"
