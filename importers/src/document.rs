@@ -130,6 +130,7 @@ impl AggregateBenchmark {
                 by_category: None,
                 sessions: None,
                 prefix_cache: None,
+                structured_output: None,
             },
         }
     }

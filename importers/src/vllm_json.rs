@@ -155,6 +155,7 @@ pub fn import(source: &Source, v: &Value) -> Result<Vec<Imported>, ImportError> 
             .into(),
         prompts_sha256: String::new(),
         sessions: None,
+        json_schema: None,
     };
     Ok(vec![Imported {
         name: source.output_name(1),

@@ -41,6 +41,10 @@ pub struct Endpoint {
     pub ignored_events: AtomicU64,
     /// The ids requests carry ([`REQUEST_ID_HEADER`]).
     pub request_ids: RequestIds,
+    /// Structured output: the body fields that ask for JSON matching a schema
+    /// (`response_format`), merged into every benchmark request, whose answer's text its
+    /// record then keeps (`output_text`).
+    pub structured: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// The header a request's id goes in, where servers log it (vLLM, SGLang, llama.cpp).
@@ -353,21 +357,34 @@ impl Endpoint {
             history: job.history,
             previous_response_id: job.previous_response_id,
             max_tokens: job.output_tokens,
-            ignore_eos: greedy.is_none() && self.ignore_eos,
+            // A grammar ends where the schema does: the answer must be free to stop there.
+            ignore_eos: greedy.is_none() && self.ignore_eos && self.structured.is_none(),
             temperature: if greedy.is_some() {
                 0.0
             } else {
                 self.temperature
             },
-            extra: greedy,
+            extra: greedy.or(self.structured.as_ref()),
             items: job.items(),
             images: job.attachments.map_or(&[], |a| &a.image_urls),
         })
     }
 
     async fn run(&self, job: &Job<'_>, origin: Instant, keep_text: bool) -> (RawRecord, Answer) {
-        self.run_body(self.body(job, None), job, origin, keep_text, true)
-            .await
+        let structured = self.structured.is_some();
+        let (mut record, answer) = self
+            .run_body(
+                self.body(job, None),
+                job,
+                origin,
+                keep_text || structured,
+                true,
+            )
+            .await;
+        if structured {
+            record.output_text = Some(answer.text.clone());
+        }
+        (record, answer)
     }
 
     async fn run_body(
@@ -451,6 +468,7 @@ impl Endpoint {
                 ..c
             }),
             agent: None,
+            output_text: None,
             cached_tokens: p.cached_tokens_server.map(|n| CachedTokens {
                 server: Some(n),
                 ..CachedTokens::default()

@@ -41,6 +41,7 @@ pub mod rng;
 pub mod scheduler;
 pub mod sessions;
 pub mod sse;
+pub mod structured;
 pub mod synth;
 pub mod token_counter;
 pub mod trace;

@@ -324,6 +324,75 @@ pub(crate) fn cancelled(job: &Job<'_>, origin: Instant) -> RawRecord {
     }
 }
 
+/// Starts `count` units of a benchmark that are more than one request each (conversations,
+/// agentic sessions) as its profile says: an open loop starts unit i at its arrival offset,
+/// a closed loop keeps `concurrency` of them going (a worker takes the next when its unit
+/// ends). No unit starts past `stop_at`, after `cancel` or the schedule's `enough`, or once
+/// `spent()` says the request budget is; `run(i, start, cancel)` runs one. Returns when every
+/// unit it started has ended.
+pub(crate) async fn start_units<R, F>(
+    schedule: &Plan,
+    count: usize,
+    origin: Instant,
+    stop_at: Option<Instant>,
+    spent: impl Fn() -> bool + Clone + Send + 'static,
+    cancel: watch::Receiver<bool>,
+    run: R,
+) where
+    R: Fn(usize, Instant, watch::Receiver<bool>) -> F + Clone + Send + 'static,
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut tasks = JoinSet::new();
+    let enough = schedule.enough.clone();
+    match &schedule.arrivals {
+        Some(arrivals) => {
+            let mut cancel = cancel.clone();
+            for (i, offset) in arrivals
+                .offsets(count as u64, schedule.seed)
+                .into_iter()
+                .enumerate()
+            {
+                let at = origin + Duration::from_micros(offset);
+                if stop_at.is_some_and(|s| at > s) || *cancel.borrow() || enough.raised() || spent()
+                {
+                    break;
+                }
+                tokio::select! {
+                    _ = clock::pace_until(at) => {}
+                    _ = cancel.changed() => break,
+                    _ = enough.wait() => break,
+                }
+                tasks.spawn(run(i, at, cancel.clone()));
+            }
+        }
+        None => {
+            let next = Arc::new(AtomicU64::new(0));
+            for _ in 0..schedule.concurrency.max(1).min(count as u32) {
+                let (cancel, next, enough) = (cancel.clone(), next.clone(), enough.clone());
+                let (run, spent) = (run.clone(), spent.clone());
+                tasks.spawn(async move {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                        let now = Instant::now();
+                        if i >= count
+                            || stop_at.is_some_and(|s| now >= s)
+                            || *cancel.borrow()
+                            || enough.raised()
+                            || spent()
+                        {
+                            break;
+                        }
+                        run(i, now, cancel.clone()).await;
+                    }
+                });
+            }
+        }
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.expect("a unit's task panicked");
+    }
+}
+
 /// Waits for the request tasks still running.
 async fn join_all(mut tasks: JoinSet<()>) {
     while let Some(done) = tasks.join_next().await {

@@ -27,7 +27,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore};
-use tokio::task::JoinSet;
 
 /// One user message and the output length asked for its answer.
 #[derive(Clone, Debug)]
@@ -207,59 +206,25 @@ pub async fn run(
             .then(|| Arc::new(Semaphore::new(plan.schedule.max_in_flight.max(1) as usize))),
     });
     let count = shared.conversations.conversations.len();
-    let mut tasks = JoinSet::new();
-    match &plan.schedule.arrivals {
-        Some(arrivals) => {
-            let mut cancel = cancel.clone();
-            for (i, offset) in arrivals
-                .offsets(count as u64, plan.schedule.seed)
-                .into_iter()
-                .enumerate()
-            {
-                let at = origin + Duration::from_micros(offset);
-                if shared.stop_at.is_some_and(|s| at > s)
-                    || *cancel.borrow()
-                    || shared.enough.raised()
-                    || shared.started.load(Ordering::Relaxed) >= shared.max_requests
-                {
-                    break;
-                }
-                tokio::select! {
-                    _ = clock::pace_until(at) => {}
-                    _ = cancel.changed() => break,
-                    _ = shared.enough.wait() => break,
-                }
-                let (shared, cancel) = (shared.clone(), cancel.clone());
-                tasks.spawn(async move {
-                    converse(&shared, i, at, cancel).await;
-                });
+    let stop_at = shared.stop_at;
+    let budget = shared.clone();
+    let spent = move || budget.started.load(Ordering::Relaxed) >= budget.max_requests;
+    crate::scheduler::start_units(
+        &plan.schedule,
+        count,
+        origin,
+        stop_at,
+        spent,
+        cancel,
+        move |i, at, cancel| {
+            let shared = shared.clone();
+            async move {
+                converse(&shared, i, at, cancel).await;
             }
-        }
-        None => {
-            let next = Arc::new(AtomicU64::new(0));
-            for _ in 0..plan.schedule.concurrency.max(1).min(count as u32) {
-                let (shared, cancel, next) = (shared.clone(), cancel.clone(), next.clone());
-                tasks.spawn(async move {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                        let now = Instant::now();
-                        if i >= count
-                            || shared.stop_at.is_some_and(|s| now >= s)
-                            || *cancel.borrow()
-                            || shared.enough.raised()
-                        {
-                            break;
-                        }
-                        converse(&shared, i, now, cancel.clone()).await;
-                    }
-                });
-            }
-        }
-    }
+        },
+    )
+    .await;
     // (Every turn's record went to the sink.)
-    while let Some(done) = tasks.join_next().await {
-        done.expect("a conversation task panicked");
-    }
 }
 
 /// One conversation, turn by turn, from `start`.

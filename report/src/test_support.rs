@@ -88,6 +88,7 @@ pub fn summary(e: &Exact) -> Summary {
         by_category: None,
         sessions: None,
         prefix_cache: None,
+        structured_output: None,
     }
 }
 
@@ -131,6 +132,7 @@ pub fn synthetic(input: u32, output: u32) -> Workload {
         inputs_per_request: None,
         documents: None,
         images: None,
+        json_schema: None,
     }
 }
 

@@ -804,6 +804,7 @@ fn dataset_workloads_get_a_sweep_bullet_and_no_grid() {
             tokenizer: "tokenizer.json".into(),
             prompts_sha256: "cd".repeat(32),
             sessions: None,
+            json_schema: None,
         };
     }
     let st = sealed(predicate(&doc("m"), benchmarks, vec![]));

@@ -77,6 +77,10 @@ pub struct Uncertainty {
     pub prefix_cache_ideal_hit_rate: Option<Interval>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache_server_hit_rate: Option<Interval>,
+    /// `structured_output.valid_share`'s: batch means over the judged requests in schedule
+    /// order; since `result/v0.14`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_valid_share: Option<Interval>,
 }
 
 /// A distribution's intervals. p90 and p99 are null where LoadGen's rule supports no estimate

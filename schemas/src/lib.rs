@@ -33,6 +33,7 @@ pub mod breakdown;
 pub mod uncertainty;
 pub mod streaming;
 pub mod agentic;
+pub mod structured;
 pub mod metrics;
 pub mod validity;
 pub mod precision;
@@ -76,7 +77,8 @@ pub use verify::{verify_envelope, Verdict};
 /// v0.14: agentic sessions and the prefix cache against its ideal: records' `agent` and
 /// `cached_tokens`, requests never sent because their context would not fit
 /// (`context_overflow`), the workload `agentic`, the summary's `sessions` and
-/// `prefix_cache`, and the flag `context_overflow`.
+/// `prefix_cache`, and the flag `context_overflow`; structured output: the workload's
+/// `json_schema`, records' `output_text`, the summary's `structured_output`.
 pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.14";
 /// v0.13: every attempt counted: the run's registration in its signing key's append-only
 /// attempt log, with the signed checkpoint and the inclusion proof (`attempt`).

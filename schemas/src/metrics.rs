@@ -43,7 +43,33 @@ pub fn summarize_benchmark(b: &Benchmark) -> Result<Summary, MetricsError> {
     let gaps = DecodedGaps::of_records(&b.records)?;
     let mut summary = summarize_looked(&b.records, &gaps, b.slo.as_ref(), b.precision.is_some())?;
     summary.host = host_summary(&b.records, b.telemetry.as_ref())?;
+    if let Some(schema) = b.workload.json_schema() {
+        let t = critical_value(b.precision.is_some());
+        let (stats, interval) = crate::structured::stats(&b.records, &schema.schema, t)?;
+        summary.structured_output = stats;
+        if let Some(u) = summary.uncertainty.as_mut() {
+            u.structured_valid_share = interval;
+        }
+    }
     Ok(summary)
+}
+
+/// The intervals' confidence: 95 %, or wider for a benchmark that ran until precise (`looked`:
+/// its intervals were looked at as it ran; [`crate::uncertainty::CONFIDENCE_AFTER_LOOKS`]).
+fn confidence_of(looked: bool) -> f64 {
+    if looked {
+        crate::uncertainty::CONFIDENCE_AFTER_LOOKS
+    } else {
+        crate::uncertainty::CONFIDENCE
+    }
+}
+
+/// The batch-means critical value at [`confidence_of`]'s confidence.
+fn critical_value(looked: bool) -> f64 {
+    crate::uncertainty::student_t::critical_value(
+        crate::uncertainty::BATCHES as u32 - 1,
+        confidence_of(looked),
+    )
 }
 
 /// What a benchmark's telemetry implies, beside the summary of its `records`.
@@ -220,22 +246,16 @@ pub fn summarize_looked(
         by_category: crate::streaming::by_category(records, gaps)?,
         sessions: None,
         prefix_cache: None,
+        structured_output: None,
         host: None,
         uncertainty: None,
         published: None,
     };
-    let confidence = if looked {
-        crate::uncertainty::CONFIDENCE_AFTER_LOOKS
-    } else {
-        crate::uncertainty::CONFIDENCE
-    };
+    let confidence = confidence_of(looked);
     let mut uncertainty = crate::uncertainty::uncertainty_counted(
         records, gaps, slo, &summary, gap_counts, confidence,
     )?;
-    let t = crate::uncertainty::student_t::critical_value(
-        crate::uncertainty::BATCHES as u32 - 1,
-        confidence,
-    );
+    let t = critical_value(looked);
     let events = crate::streaming::event_stats(records, event_gaps, t)?;
     let clock = crate::streaming::server_clock(records, t)?;
     summary.events = events.stats;

@@ -113,6 +113,10 @@ pub struct Summary {
     /// count, over this benchmark's requests only ([`crate::agentic`]); since `result/v0.14`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_cache: Option<PrefixCacheUse>,
+    /// Structured output: the answers that parse as JSON and match the workload's JSON Schema
+    /// ([`crate::structured`]); since `result/v0.14`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<StructuredOutput>,
     /// Derived from the benchmark's telemetry ([`crate::telemetry`]); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSummary>,
@@ -342,6 +346,19 @@ pub struct TurnStats {
     /// Mean prompt tokens of its completed requests (the conversation so far grows it).
     pub input_tokens_mean: Option<Finite>,
     pub ttft_ms: Option<Distribution>,
+}
+
+/// Completed requests that kept their answer, judged against the workload's JSON Schema.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct StructuredOutput {
+    pub requests: u64,
+    /// Answers that parse as JSON, and those that also match the schema.
+    pub parsed: u64,
+    pub valid: u64,
+    /// `valid` / `requests`.
+    pub valid_share: Finite,
 }
 
 /// Agentic sessions as wholes, and their requests by depth in the session's tree.

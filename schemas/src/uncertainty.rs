@@ -275,6 +275,7 @@ pub(crate) fn uncertainty_counted(
         ttft_ms_by_depth: None,
         prefix_cache_ideal_hit_rate: None,
         prefix_cache_server_hit_rate: None,
+        structured_valid_share: None,
     })
 }
 

@@ -240,6 +240,19 @@ async fn generate(
         parsed.max_tokens = 1;
     }
     let index = engine.next_index.fetch_add(1, Relaxed);
+    // Structured output: the schema's answer, a piece a token, cut at max_tokens.
+    let mut structured_valid = None;
+    if let (true, Some(schema), Api::Chat | Api::Completions) =
+        (parsed.stream, parsed.response_schema.take(), parsed.api)
+    {
+        let invalid = super::noise::unit(cfg.seed, index, super::noise::Draw::Structured)
+            < cfg.invalid_json_fraction;
+        let (pieces, valid) = super::structured::answer(&schema, invalid);
+        let fits = pieces.len() as u32 <= parsed.max_tokens;
+        structured_valid = Some(valid && fits);
+        parsed.max_tokens = parsed.max_tokens.min(pieces.len() as u32);
+        parsed.pieces = Some(pieces);
+    }
     // A generation has no batch to cut short: its slice of the faults passes as no fault.
     let fault =
         super::faults::pick(&cfg.faults, cfg.seed, index).filter(|f| *f != Fault::ShortBatch);
@@ -265,6 +278,7 @@ async fn generate(
     gen.images = std::mem::take(&mut parsed.images);
     gen.request_id = request_id;
     gen.session_id = session_id;
+    gen.structured_valid = structured_valid;
     if let Some(refusal) = fault.and_then(|f| fault_refusal(parsed.api, f)) {
         gen.finish(Instant::now());
         return Ok(refusal);
@@ -452,6 +466,8 @@ struct Stream {
     seed: u64,
     /// The answering mode's answer, sent instead of a generated word.
     answer: Option<String>,
+    /// Structured output: the answer's pieces, one a token.
+    pieces: Option<Vec<String>>,
     /// Responses: the prompt's conversation, kept once the last token is out.
     conversation: Option<protocol::PromptTokens>,
     /// Reused output buffer: events are split off it, so allocations are amortised.
@@ -473,6 +489,7 @@ fn stream_body(
     let state = Stream {
         seed: gen.engine().cfg.seed,
         answer: req.answer.clone(),
+        pieces: req.pieces.clone(),
         conversation,
         events: Events::new(req, ident, gen.engine().cfg.reasoning_tokens)
             .with_prompt_details(gen.engine().cfg.prompt_tokens_details),
@@ -556,9 +573,10 @@ impl Stream {
                     if k < n {
                         let m = self.gen.step();
                         // Format first, then wait: the bytes leave as close to the deadline as possible.
-                        let word = |i: u32| match &self.answer {
-                            Some(answer) => Word::answer(answer),
-                            None => Word::new(self.seed, i),
+                        let word = |i: u32| match (&self.pieces, &self.answer) {
+                            (Some(pieces), _) => Word::piece(&pieces[i as usize]),
+                            (None, Some(answer)) => Word::answer(answer),
+                            (None, None) => Word::new(self.seed, i),
                         };
                         // The events that go right before the token (chat's role, Responses'
                         // output item) are queued now and leave with it, once it is due.

@@ -131,6 +131,7 @@ mod images;
 mod model;
 pub mod noise;
 mod pooling;
+pub mod structured;
 mod protocol;
 #[cfg(test)]
 mod tests;
@@ -178,6 +179,9 @@ pub struct SimConfig {
     /// Report the cached prompt tokens in OpenAI usage (`prompt_tokens_details.cached_tokens`),
     /// as vLLM does with `--enable-prompt-tokens-details`.
     pub prompt_tokens_details: bool,
+    /// Structured output: the share of JSON answers cut one character short (not JSON),
+    /// picked from the seed and the request's arrival index ([`structured`]).
+    pub invalid_json_fraction: f64,
     /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), as a
     /// reasoning model behind vLLM's reasoning parser streams them; 0 for none.
     pub reasoning_tokens: u32,
@@ -302,6 +306,7 @@ impl Default for SimConfig {
             kv_cache_tokens: 262_144,
             prefix_caching: true,
             prompt_tokens_details: false,
+            invalid_json_fraction: 0.0,
             reasoning_tokens: 0,
             faults: Faults::default(),
             seed: 0,
@@ -402,6 +407,9 @@ pub struct RequestTruth {
     pub ideal_cached_tokens: u32,
     /// The `x-session-id` header the request carried.
     pub session_id: Option<String>,
+    /// Structured output: whether the answer was the schema's valid JSON (`None`: the request
+    /// asked for none).
+    pub structured_valid: Option<bool>,
     /// `error`, `rate_limit`, `reset`, `stall`, `malformed`, `short_batch`; `cancelled` when
     /// the client went away before the response ended (and no fault was planned).
     pub fault: Option<&'static str>,

@@ -217,6 +217,8 @@ pub(crate) struct Generation {
     pub ideal_cached_tokens: u32,
     /// The `x-session-id` header it carried.
     pub session_id: Option<String>,
+    /// Structured output: whether its answer is the schema's valid JSON.
+    pub structured_valid: Option<bool>,
     pub max_tokens: u32,
     pub fault: Option<Fault>,
     /// What the truth says of the request ([`RequestTruth`]'s fields of the same names).
@@ -273,6 +275,7 @@ impl Generation {
             cached_tokens: 0,
             ideal_cached_tokens: 0,
             session_id: None,
+            structured_valid: None,
             max_tokens,
             fault,
             route: "completions",
@@ -477,6 +480,7 @@ impl Generation {
                 cached_tokens: self.cached_tokens,
                 ideal_cached_tokens: self.ideal_cached_tokens,
                 session_id: self.session_id.take(),
+                structured_valid: self.structured_valid,
                 fault,
                 route: self.route,
                 inputs: self.inputs,

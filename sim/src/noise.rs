@@ -16,6 +16,8 @@ pub enum Draw {
     Gap(u32),
     /// Speculative decoding: the acceptance of decode step `n` (from 0).
     Step(u32),
+    /// Structured output: whether the answer is cut short.
+    Structured,
 }
 
 /// A uniform draw in (0, 1) from (seed, request index, draw).
@@ -24,6 +26,7 @@ pub fn unit(seed: u64, index: u64, draw: Draw) -> f64 {
         Draw::FirstToken => 0x7FF7_0000_0000_0000,
         Draw::Gap(n) => 0x6A90_0000_0000_0000 ^ u64::from(n),
         Draw::Step(n) => 0x53E0_0000_0000_0000 ^ u64::from(n),
+        Draw::Structured => 0x2C1B_0000_0000_0000,
     };
     let bits = mix(seed ^ mix(index ^ mix(lane)));
     // 53 bits, offset by half a step: never 0 and never 1.

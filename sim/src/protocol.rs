@@ -66,6 +66,11 @@ pub(crate) struct GenRequest {
     /// The answering mode's answer, one token ([`crate::answers`]); the request then ends
     /// with `finish_reason: "stop"`.
     pub answer: Option<String>,
+    /// Structured output: the JSON Schema `response_format` asks the answer to match.
+    pub response_schema: Option<Value>,
+    /// Structured output: the answer's pieces, one a token ([`crate::structured`]); the request
+    /// ends with `finish_reason: "stop"` once they are all out.
+    pub pieces: Option<Vec<String>>,
     /// Responses: the prompt as read (the previous response's conversation, then this turn's
     /// instructions and input), to which the output is added once generated and which the
     /// server then keeps under the response's id for a next turn to continue.
@@ -123,6 +128,7 @@ pub(crate) fn parse(
     };
     let Read {
         prompt,
+        response_schema,
         question,
         previous_response_id,
         images,
@@ -156,6 +162,8 @@ pub(crate) fn parse(
         details,
         question,
         answer: None,
+        response_schema,
+        pieces: None,
         conversation,
         previous_response_id,
         images,
@@ -166,6 +174,8 @@ pub(crate) fn parse(
 #[derive(Default)]
 struct Read {
     prompt: PromptTokens,
+    /// `response_format.json_schema.schema` (chat and completions).
+    response_schema: Option<Value>,
     question: Option<crate::answers::Question>,
     previous_response_id: Option<String>,
     images: Vec<crate::ImageTruth>,
@@ -193,6 +203,15 @@ fn nested<'a>(obj: &'a Map<String, Value>, section: &str, key: &str) -> Option<&
     obj.get(section)
         .and_then(Value::as_object)
         .and_then(|o| o.get(key))
+}
+
+/// OpenAI's `response_format: {type: "json_schema", json_schema: {schema}}`: the schema.
+fn response_schema(obj: &Map<String, Value>) -> Option<Value> {
+    let f = obj.get("response_format")?;
+    if f.get("type")?.as_str()? != "json_schema" {
+        return None;
+    }
+    f.get("json_schema")?.get("schema").cloned()
 }
 
 /// The OpenAI APIs' `n`: the simulator answers one choice.
@@ -224,6 +243,7 @@ fn read_completions(obj: &Map<String, Value>) -> Result<Read, String> {
     read.include_usage = nested_flag(obj, "stream_options", "include_usage");
     read.continuous_usage = nested_flag(obj, "stream_options", "continuous_usage_stats");
     read.stream = flag(obj, "stream");
+    read.response_schema = response_schema(obj);
     Ok(read)
 }
 
@@ -260,6 +280,7 @@ fn read_chat(obj: &Map<String, Value>) -> Result<Read, String> {
     read.include_usage = nested_flag(obj, "stream_options", "include_usage");
     read.continuous_usage = nested_flag(obj, "stream_options", "continuous_usage_stats");
     read.stream = flag(obj, "stream");
+    read.response_schema = response_schema(obj);
     Ok(read)
 }
 
@@ -680,6 +701,15 @@ impl Word {
         }
     }
 
+    /// A piece of a structured answer as it goes on the wire: at most 12 bytes of JSON-escaped
+    /// ASCII, no leading space.
+    pub(crate) fn piece(text: &str) -> Word {
+        let mut bytes = [b' '; 12];
+        let len = text.len().min(12);
+        bytes[..len].copy_from_slice(&text.as_bytes()[..len]);
+        Word { bytes, len }
+    }
+
     /// An answer's word (at most 11 ASCII digits, `-` or letters), with its leading space.
     pub(crate) fn answer(text: &str) -> Word {
         let mut bytes = [b' '; 12];
@@ -917,7 +947,12 @@ impl Events {
             previous_response_id: req.previous_response_id.clone(),
             text: String::with_capacity(text_capacity),
             reasoning_text: String::new(),
-            finish_reason: if req.answer.is_some() {
+            finish_reason: if req.answer.is_some()
+                || req
+                    .pieces
+                    .as_ref()
+                    .is_some_and(|p| p.len() as u32 <= req.max_tokens)
+            {
                 "stop"
             } else {
                 "length"

@@ -244,6 +244,13 @@ pub struct RunSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "KEY=VALUE,…", value_parser = |s: &str| parse_agentic(s))]
     pub agentic: Option<schemas::document::agentic::AgentSessions>,
+    /// Structured output: every request asks for JSON matching this JSON Schema file
+    /// (`response_format: {type: "json_schema"}`, which vLLM, SGLang and llama.cpp enforce with
+    /// a grammar), may stop at end-of-sequence, and keeps its answer; the result gives the share
+    /// of answers that parse and match, which every verifier recomputes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "FILE")]
+    pub json_schema: Option<String>,
     /// A trace replayed at its timestamps (`--trace FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(skip)]
@@ -590,6 +597,7 @@ impl Default for RunSpec {
             engine: None,
             sessions: None,
             agentic: None,
+            json_schema: None,
             trace: None,
             burstiness: None,
             ramp: None,
@@ -858,6 +866,17 @@ impl RunSpec {
                 if !(ms.is_finite() && ms >= 0.0) {
                     bail!("--sessions think_ms must be a non-negative number, got {ms}");
                 }
+            }
+        }
+        if self.json_schema.is_some() {
+            if !matches!(
+                self.backend,
+                crate::Api::OpenaiChat | crate::Api::OpenaiCompletions
+            ) {
+                bail!("--json-schema asks through OpenAI's response_format: use --backend openai-chat or openai-completions");
+            }
+            if self.agentic.is_some() || self.trace.is_some() || self.sessions.is_some() {
+                bail!("--json-schema shapes single answers: not with --agentic, --trace or --sessions");
             }
         }
         if self.agentic.is_some() {

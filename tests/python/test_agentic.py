@@ -1,5 +1,5 @@
-"""Agentic sessions and the prefix cache against its ideal (`result/v0.14`), re-derived with no
-provebench code.
+"""Agentic sessions, the prefix cache against its ideal and structured output (`result/v0.14`),
+re-derived with no provebench code.
 
 The definitions are public (docs/reference/agentic.md, docs/reference/metrics.md): a record's
 `agent` places it in its session's tree (`agent`, `depth`, `parent`), `session` names the session
@@ -15,6 +15,9 @@ recomputes every new number with numpy, checks the session tree's shape against 
 settings, and checks that every request of a session named the same `x-session-id`.
 """
 
+import json
+
+import jsonschema
 import numpy as np
 import pytest
 
@@ -138,3 +141,58 @@ def test_the_prefix_cache_shares_follow_from_the_records(result):
     assert sum(server) == sum(ideal)
     # Whole blocks, never the last prompt token.
     assert all(c % 16 == 0 and c < n for c, n in zip(ideal, prompt))
+
+
+# ---- Structured output, judged by the `jsonschema` package (Draft 2020-12) ----
+
+SCHEMA = {"type": "object", "properties": {
+    "name": {"type": "string", "minLength": 4, "maxLength": 16},
+    "age": {"type": "integer", "minimum": 18},
+    "kind": {"enum": ["cat", "dog"]},
+    "tags": {"type": "array", "items": {"type": "boolean"}, "minItems": 2},
+}, "required": ["name", "age"], "additionalProperties": False}
+
+
+@pytest.fixture(scope="module")
+def structured(tmp_path_factory):
+    d = tmp_path_factory.mktemp("structured")
+    (d / "person.json").write_text(json.dumps(SCHEMA))
+    with running_sim(d, "--ttft-ms", "1", "--itl-ms", "0.2", "--seed", "9",
+                     "--invalid-json-fraction", "0.25") as target:
+        run = run_runner("run", "--target", target, "--no-sign", "--out", str(d / "s.json"),
+                         "--backend", "openai-chat", "--profile", "concurrent", "--concurrency", "4",
+                         "--max-requests", "200", "--data", "prompt_tokens=24,output_tokens=64",
+                         "--json-schema", str(d / "person.json"), cwd=d)
+        assert run.returncode == 0, run.stdout + run.stderr
+    return statement_of(d / "s.json")
+
+
+def test_structured_output_is_judged_alike_by_an_independent_validator(structured):
+    check_current_and_valid({"structured": structured})
+    [bench] = structured["predicate"]["benchmarks"]
+    records, summary = bench["records"], bench["summary"]
+    schema = bench["workload"]["json_schema"]["schema"]
+    assert schema == SCHEMA
+    validator = jsonschema.Draft202012Validator(schema)
+    order = completed_in_schedule_order(records)
+    parsed = valid = 0
+    flags = []
+    for i in order:
+        try:
+            answer = json.loads(records["output_text"][i])
+        except json.JSONDecodeError:
+            flags.append(0)
+            continue
+        parsed += 1
+        ok = validator.is_valid(answer)
+        valid += ok
+        flags.append(int(ok))
+    x = summary["structured_output"]
+    assert (x["requests"], x["parsed"], x["valid"]) == (len(order), parsed, valid)
+    assert 20 < len(order) - valid < 80, "about a quarter cut short"
+    assert close(x["valid_share"], valid / len(order))
+    n = len(flags)
+    batch = [flags[j * n // BATCHES:(j + 1) * n // BATCHES] for j in range(BATCHES)]
+    hw = half_width([sum(b) / len(b) for b in batch])
+    interval = summary["uncertainty"]["structured_valid_share"]
+    assert close(interval["low"], valid / n - hw) and close(interval["high"], valid / n + hw)

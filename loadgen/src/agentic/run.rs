@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 
 /// How a benchmark's sessions are sent.
 pub struct Plan {
@@ -98,57 +98,19 @@ pub async fn run(
             .then(|| Arc::new(Semaphore::new(schedule.max_in_flight.max(1) as usize))),
     });
     let count = shared.sessions.sessions.len();
-    let mut tasks = JoinSet::new();
-    let out_of_budget =
-        |s: &Shared| s.started.load(Ordering::Relaxed) >= s.max_requests || s.enough.raised();
-    match &schedule.arrivals {
-        Some(arrivals) => {
-            let mut cancel = cancel.clone();
-            for (i, offset) in arrivals
-                .offsets(count as u64, schedule.seed)
-                .into_iter()
-                .enumerate()
-            {
-                let at = origin + Duration::from_micros(offset);
-                if shared.stop_at.is_some_and(|s| at > s)
-                    || *cancel.borrow()
-                    || out_of_budget(&shared)
-                {
-                    break;
-                }
-                tokio::select! {
-                    _ = clock::pace_until(at) => {}
-                    _ = cancel.changed() => break,
-                    _ = shared.enough.wait() => break,
-                }
-                let (shared, cancel) = (shared.clone(), cancel.clone());
-                tasks.spawn(async move { session(shared, i, at, cancel).await });
-            }
-        }
-        None => {
-            let next = Arc::new(AtomicU64::new(0));
-            for _ in 0..schedule.concurrency.max(1).min(count as u32) {
-                let (shared, cancel, next) = (shared.clone(), cancel.clone(), next.clone());
-                tasks.spawn(async move {
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                        let now = Instant::now();
-                        if i >= count
-                            || shared.stop_at.is_some_and(|s| now >= s)
-                            || *cancel.borrow()
-                            || out_of_budget(&shared)
-                        {
-                            break;
-                        }
-                        session(shared.clone(), i, now, cancel.clone()).await;
-                    }
-                });
-            }
-        }
-    }
-    while let Some(done) = tasks.join_next().await {
-        done.expect("a session task panicked");
-    }
+    let stop_at = shared.stop_at;
+    let budget = shared.clone();
+    let spent = move || budget.started.load(Ordering::Relaxed) >= budget.max_requests;
+    crate::scheduler::start_units(
+        schedule,
+        count,
+        origin,
+        stop_at,
+        spent,
+        cancel,
+        move |i, at, cancel| session(shared.clone(), i, at, cancel),
+    )
+    .await;
 }
 
 /// Takes a session's requests from the budget, all at once: a session starts only when the

@@ -93,6 +93,8 @@ pub struct Prepared {
     trace: Option<Trace>,
     /// `--agentic trace=FILE`: the AgentX sessions and the file's sha256.
     agentx: Option<(Vec<crate::agentic::agentx::TraceSession>, String)>,
+    /// `--json-schema FILE`: the schema, read and checked.
+    json_schema: Option<schemas::document::structured::JsonSchemaOutput>,
     tokenizer: Option<TokenCounter>,
     /// `--accuracy`: the suite, read and checked.
     accuracy: Option<crate::accuracy::Suite>,
@@ -158,6 +160,10 @@ impl Prepared {
             },
             None => None,
         };
+        let json_schema = match &spec.json_schema {
+            Some(path) => Some(crate::structured::load(Path::new(path))?),
+            None => None,
+        };
         let tokenizer = match &spec.tokenizer {
             Some(path) => Some(TokenCounter::from_tokenizer_json(Path::new(path))?),
             None => None,
@@ -189,6 +195,7 @@ impl Prepared {
             dataset,
             trace,
             agentx,
+            json_schema,
             tokenizer,
             accuracy,
         })
@@ -228,6 +235,10 @@ impl Prepared {
             stamps: Default::default(),
             ignored_events: Default::default(),
             request_ids: Default::default(),
+            structured: self
+                .json_schema
+                .as_ref()
+                .map(crate::structured::response_format),
         });
         // Rerank: how a server pairs the query with each document is its own, and the client
         // leaves the count to it (no request without documents to measure it by, either).
@@ -262,6 +273,7 @@ impl Prepared {
             dataset: self.dataset,
             trace: self.trace,
             agentx: self.agentx,
+            json_schema: self.json_schema,
             context_tokens,
             accuracy: self.accuracy,
             overhead,
@@ -286,6 +298,8 @@ pub struct Measurement {
     agentx: Option<(Vec<crate::agentic::agentx::TraceSession>, String)>,
     /// The model's context window: the spec's `agentic.context_tokens`, else the server's.
     context_tokens: Option<u32>,
+    /// `--json-schema FILE`: the schema every answer is asked to match.
+    json_schema: Option<schemas::document::structured::JsonSchemaOutput>,
     /// `--accuracy`: the suite the phase asks.
     accuracy: Option<crate::accuracy::Suite>,
     /// Tokens the server adds to every prompt (BOS, chat template).
@@ -1061,6 +1075,7 @@ impl Measurement {
                 tokenizer,
                 prompts_sha256,
                 sessions,
+                json_schema: self.json_schema.clone(),
             },
             _ => Workload::Synthetic {
                 prompt_tokens: data.prompt_tokens,
@@ -1089,6 +1104,7 @@ impl Measurement {
                         format: format.as_str().into(),
                     }
                 }),
+                json_schema: self.json_schema.clone(),
             },
         })
     }

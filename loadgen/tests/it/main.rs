@@ -8,4 +8,5 @@ mod agentic;
 mod capacity;
 mod known_answers;
 mod speculative;
+mod structured;
 mod workloads;

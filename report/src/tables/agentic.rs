@@ -17,6 +17,7 @@
 //! of the ideal; its counters say 90.6%. Per session: ideal 91.0%, server 90.5% (means).
 //! ```
 
+use super::workload::stats;
 use crate::format::{self, MISSING};
 use schemas::document::Benchmark;
 use schemas::interval::Interval;
@@ -36,18 +37,6 @@ fn pct_interval(i: Option<Interval>) -> String {
             pct(i.high.get())
         ),
         None => String::new(),
-    }
-}
-
-fn stats(d: Option<&Distribution>) -> String {
-    match d {
-        Some(d) => format!(
-            "{} | {} | {}",
-            format::fixed(d.mean.get(), 2),
-            format::fixed(d.median.get(), 2),
-            format::fixed(d.p99.get(), 2)
-        ),
-        None => format!("{MISSING} | {MISSING} | {MISSING}"),
     }
 }
 

@@ -174,6 +174,11 @@ fn rates<'a>(
                 .and_then(|p| Some(p.server.as_ref()?.hit_rate)),
             u.prefix_cache_server_hit_rate,
         ),
+        (
+            "Structured output valid (share)",
+            s.structured_output.as_ref().map(|x| x.valid_share),
+            u.structured_valid_share,
+        ),
     ]
 }
 

@@ -33,7 +33,7 @@ use schemas::summary::Distribution;
 use schemas::summary::{GroupStats, Reasoning, TurnStats};
 
 /// Mean, p50 and p99 of a distribution with two decimals, as table cells.
-fn stats(d: Option<&Distribution>) -> String {
+pub(super) fn stats(d: Option<&Distribution>) -> String {
     match d {
         Some(d) => format!(
             "{} | {} | {}",
@@ -332,6 +332,9 @@ pub fn section(b: &Benchmark) -> String {
     if let Some(p) = &s.prefix_cache {
         blocks.push(super::agentic::prefix_cache_line(b, p));
     }
+    if let Some(x) = &s.structured_output {
+        blocks.push(structured_line(b, x));
+    }
     blocks.join("\n")
 }
 
@@ -361,5 +364,39 @@ fn images_line(b: &Benchmark, i: &schemas::summary::ImagesSent) -> String {
         "Images: {shape}{} sent, {} MiB{tokens}.\n",
         i.images,
         format::fixed(i.bytes as f64 / (1u64 << 20) as f64, 2)
+    )
+}
+
+/// `Structured output (schema.json, sha256 ab12…): 98 of 100 answers match the schema
+/// (98.0 %, 95 % interval 95.1 % – 100.0 %); 99 parse as JSON.`
+fn structured_line(b: &Benchmark, x: &schemas::summary::StructuredOutput) -> String {
+    let file = match b.workload.json_schema() {
+        Some(j) => format!(
+            " ({}, sha256 {}…)",
+            md_escape(&j.path),
+            &j.sha256[..12.min(j.sha256.len())]
+        ),
+        None => String::new(),
+    };
+    let pct = |v: f64| format!("{} %", format::fixed(v * 100.0, 1));
+    let interval = match b
+        .summary
+        .uncertainty
+        .as_ref()
+        .and_then(|u| u.structured_valid_share)
+    {
+        Some(i) => format!(
+            ", 95 % interval {} – {}",
+            pct(i.low.get()),
+            pct(i.high.get())
+        ),
+        None => String::new(),
+    };
+    format!(
+        "Structured output{file}: {} of {} answers match the schema ({}{interval}); {} parse as JSON.\n",
+        x.valid,
+        x.requests,
+        pct(x.valid_share.get()),
+        x.parsed
     )
 }

@@ -123,6 +123,9 @@ pub struct SimArgs {
     /// (`prompt_tokens_details.cached_tokens`), as vLLM's flag of the same name does.
     #[arg(long)]
     pub enable_prompt_tokens_details: bool,
+    /// Structured output: cut this share of JSON answers one character short (not JSON), seeded.
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub invalid_json_fraction: f64,
     /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), like a
     /// reasoning model behind vLLM's `--reasoning-parser`.
     #[arg(long, default_value_t = 0)]

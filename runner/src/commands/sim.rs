@@ -22,6 +22,7 @@ impl SimArgs {
             kv_cache_tokens: self.kv_cache_tokens,
             prefix_caching: !self.no_enable_prefix_caching,
             prompt_tokens_details: self.enable_prompt_tokens_details,
+            invalid_json_fraction: self.invalid_json_fraction,
             reasoning_tokens: self.reasoning_tokens,
             seed: self.seed,
             api_key: self.api_key.clone(),

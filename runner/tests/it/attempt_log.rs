@@ -97,7 +97,7 @@ fn five_attempts_two_published_three_listed_with_their_outcomes() {
 
     // Each result carries its registration and verifies with it.
     let s = statement(&p.join("good1.json"));
-    assert_eq!(s["predicateType"], "https://provebench.dev/result/v0.13");
+    assert_eq!(s["predicateType"], schemas::PREDICATE_TYPE);
     assert_eq!(s["predicate"]["attempt"]["index"], 0);
     let verified = run_ok(p, &["verify", "good2.json", "--key", "lab.pub", "--json"]);
     let v: Value = serde_json::from_slice(&verified.stdout).unwrap();

@@ -204,7 +204,7 @@ macro_rules! dist {
     };
 }
 
-pub const CATALOGUE: [Metric; 44] = [
+pub const CATALOGUE: [Metric; 45] = [
     Metric {
         key: "request_throughput",
         reads: "request_throughput_per_s",
@@ -497,6 +497,17 @@ pub const CATALOGUE: [Metric; 44] = [
         without_completions: false,
         get: |s| Some(s.prefix_cache.as_ref()?.server.as_ref()?.hit_rate.get()),
         interval: Some(|s| s.uncertainty.as_ref()?.prefix_cache_server_hit_rate),
+    },
+    Metric {
+        key: "structured_valid",
+        reads: "structured_output",
+        group: Group::Always,
+        name: "Structured output: answers matching the schema (share)",
+        stored: Some("structured_output.valid_share"),
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| Some(s.structured_output.as_ref()?.valid_share.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.structured_valid_share),
     },
     Metric {
         key: "server_ttft:p50",
@@ -839,6 +850,7 @@ mod tests {
             "sessions.session_time_ms.median",
             "prefix_cache.ideal.hit_rate",
             "prefix_cache.server.hit_rate",
+            "structured_output.valid_share",
         ];
         carried.sort_unstable();
         assert_eq!(names, carried);

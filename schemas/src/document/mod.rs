@@ -11,6 +11,7 @@ pub mod capacity;
 pub mod objective;
 pub mod agentic;
 pub mod record;
+pub mod structured;
 pub mod record_columns;
 pub mod repetitions;
 pub mod telemetry;
@@ -663,6 +664,10 @@ pub enum Workload {
         /// Chat with images: seeded images sent with every prompt. Since `result/v0.11`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         images: Option<SyntheticImages>,
+        /// Structured output: the JSON Schema every answer was asked to match. Since
+        /// `result/v0.14`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        json_schema: Option<structured::JsonSchemaOutput>,
     },
     /// Prompts read from a file (JSONL or ShareGPT), sampled with the run's seed.
     Dataset {
@@ -683,6 +688,10 @@ pub enum Workload {
         /// ShareGPT conversations replayed turn by turn.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sessions: Option<Sessions>,
+        /// Structured output: the JSON Schema every answer was asked to match. Since
+        /// `result/v0.14`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        json_schema: Option<structured::JsonSchemaOutput>,
     },
     /// Requests replayed from a trace file at its timestamps.
     Trace {
@@ -836,6 +845,17 @@ impl Workload {
             inputs_per_request: None,
             documents: None,
             images: None,
+            json_schema: None,
+        }
+    }
+
+    /// The JSON Schema its answers were asked to match, when it has one.
+    pub fn json_schema(&self) -> Option<&structured::JsonSchemaOutput> {
+        match self {
+            Workload::Synthetic { json_schema, .. } | Workload::Dataset { json_schema, .. } => {
+                json_schema.as_ref()
+            }
+            Workload::Trace { .. } | Workload::Agentic { .. } => None,
         }
     }
 

@@ -114,6 +114,10 @@ pub struct RawRecord {
     /// the workload) and what the server said it served. Since `result/v0.14`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<CachedTokens>,
+    /// Structured output: the answer's text, kept to judge it against the workload's JSON
+    /// Schema (`crate::structured`); absent for other requests. Since `result/v0.14`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_text: Option<String>,
 }
 
 /// A request's place in an agentic session's tree.
@@ -241,6 +245,7 @@ impl RawRecord {
     pub fn is_v0_14(&self) -> bool {
         self.agent.is_some()
             || self.cached_tokens.is_some()
+            || self.output_text.is_some()
             || self
                 .error
                 .as_ref()

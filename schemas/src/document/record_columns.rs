@@ -130,6 +130,9 @@ pub struct RecordColumns {
     /// Prompt tokens a perfect prefix cache would serve, and those the server said it served.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_tokens: Option<Vec<Option<crate::document::CachedTokens>>>,
+    /// Structured output: each answer's text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_text: Option<Vec<Option<String>>>,
 }
 
 /// An optional column's values, or `n` nulls when it is absent.
@@ -207,6 +210,7 @@ impl RecordColumns {
                 "cached_tokens",
                 self.cached_tokens.as_ref().map_or(n, Vec::len),
             ),
+            ("output_text", self.output_text.as_ref().map_or(n, Vec::len)),
         ];
         if let Some((field, len)) = lengths.iter().find(|(_, len)| *len != n) {
             return Err(format!(
@@ -244,6 +248,7 @@ impl RecordColumns {
         let mut client_phases = optional(self.client_phases, n);
         let mut agent = optional(self.agent, n);
         let mut cached_tokens = optional(self.cached_tokens, n);
+        let mut output_text = optional(self.output_text, n);
         // Every column has `n` entries (checked above), so this yields exactly `n` records.
         let mut rows = Vec::with_capacity(n);
         rows.extend(std::iter::from_fn(|| {
@@ -279,6 +284,7 @@ impl RecordColumns {
                 client_phases: client_phases.next()?,
                 agent: agent.next()?,
                 cached_tokens: cached_tokens.next()?,
+                output_text: output_text.next()?,
             })
         }));
         Ok(rows)
@@ -412,6 +418,9 @@ impl Serialize for Columns<'_> {
         }
         if any(|r| r.cached_tokens.is_some()) {
             st.serialize_field("cached_tokens", &column(r, |r| &r.cached_tokens))?;
+        }
+        if any(|r| r.output_text.is_some()) {
+            st.serialize_field("output_text", &column(r, |r| &r.output_text))?;
         }
         st.end()
     }

@@ -201,13 +201,15 @@ pub const VERSIONS: [Version; 14] = [
     Version {
         predicate_type: PREDICATE_TYPE,
         brought: &[Brought {
-            what: "agentic sessions, cached tokens, a context overflow or the summary's \
-                   sessions and prefix cache",
+            what: "agentic sessions, cached tokens, a context overflow, structured output or \
+                   the summary's sessions, prefix cache or structured output",
             carried_by: |s| {
                 s.predicate.benchmarks.iter().any(|b| {
                     matches!(b.workload, super::Workload::Agentic { .. })
+                        || b.workload.json_schema().is_some()
                         || b.summary.sessions.is_some()
                         || b.summary.prefix_cache.is_some()
+                        || b.summary.structured_output.is_some()
                         || b.records.iter().any(super::RawRecord::is_v0_14)
                 })
             },

@@ -78,6 +78,7 @@ pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
             inputs_per_request: None,
             documents: None,
             images: None,
+            json_schema: None,
         },
         slo: None,
         started_at: "2026-11-22T00:00:00.000000Z".into(),
