@@ -269,6 +269,7 @@ fn with_workload(mut p: schemas::Predicate, kind: &str) -> schemas::Predicate {
                 tokenizer: "tokenizer.json".into(),
                 prompts_sha256: digest.clone(),
                 sessions: None,
+                json_schema: None,
             },
             "trace" => Workload::Trace {
                 path: "mooncake.jsonl".into(),

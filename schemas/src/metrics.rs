@@ -40,8 +40,16 @@ use std::collections::BTreeMap;
 
 /// A benchmark's whole summary: its records' ([`summarize`]) and its telemetry's.
 pub fn summarize_benchmark(b: &Benchmark) -> Result<Summary, MetricsError> {
-    let gaps = DecodedGaps::of_records(&b.records)?;
-    let mut summary = summarize_looked(&b.records, &gaps, b.slo.as_ref(), b.precision.is_some())?;
+    summarize_benchmark_decoded(b, &DecodedGaps::of_records(&b.records)?)
+}
+
+/// [`summarize_benchmark`] with the records' gaps already decoded: what sealing and every
+/// verifier compute, one definition.
+pub fn summarize_benchmark_decoded(
+    b: &Benchmark,
+    gaps: &DecodedGaps,
+) -> Result<Summary, MetricsError> {
+    let mut summary = summarize_looked(&b.records, gaps, b.slo.as_ref(), b.precision.is_some())?;
     summary.host = host_summary(&b.records, b.telemetry.as_ref())?;
     if let Some(schema) = b.workload.json_schema() {
         let t = critical_value(b.precision.is_some());

@@ -412,22 +412,19 @@ fn check_benchmark(
         v.aggregates_only += 1;
         return;
     }
-    let recomputed =
-        match metrics::summarize_looked(&b.records, &gaps, b.slo.as_ref(), b.precision.is_some())
-            .and_then(|mut s| {
-                s.host = metrics::host_summary(&b.records, b.telemetry.as_ref())?;
-                if version < WITH_UNCERTAINTY {
-                    // Written before summaries said how sure they are: the rest must match.
-                    s.uncertainty = None;
-                }
-                Ok(s)
-            }) {
-            Ok(s) => s,
-            Err(e) => {
-                v.document_errors.push(format!("benchmarks[{bi}]: {e}"));
-                return;
-            }
-        };
+    let recomputed = match metrics::summarize_benchmark_decoded(b, &gaps).map(|mut s| {
+        if version < WITH_UNCERTAINTY {
+            // Written before summaries said how sure they are: the rest must match.
+            s.uncertainty = None;
+        }
+        s
+    }) {
+        Ok(s) => s,
+        Err(e) => {
+            v.document_errors.push(format!("benchmarks[{bi}]: {e}"));
+            return;
+        }
+    };
     let stored = serde_json::to_value(&b.summary).expect("summary serialises");
     let fresh = serde_json::to_value(&recomputed).expect("summary serialises");
     crate::json_diff::diff_paths(

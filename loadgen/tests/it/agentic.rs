@@ -6,7 +6,7 @@
 //! count is carried beside it. A history that outgrows the context window is counted, not
 //! sent, and flagged past 1 %.
 
-use crate::common::run_against;
+use crate::common::{run_against, verifies};
 use loadgen::spec::{ProfileName, RunSpec};
 use schemas::document::agentic::AgentSessions;
 use schemas::document::{ErrorClass, RawRecord, Workload};
@@ -44,19 +44,6 @@ fn paired<'a>(
         .filter(|r| r.error.is_none())
         .map(|r| (r, by_id[r.request_id.as_deref().unwrap()]))
         .collect()
-}
-
-/// The document verifies as an unsigned one: every number recomputed from its records.
-fn verifies(doc: &schemas::Statement) {
-    let bytes = serde_json::to_vec(&schemas::seal::envelope(doc, None)).unwrap();
-    let (v, _) =
-        schemas::verify::verify_envelope(&bytes, &[], schemas::verify::Policy::AllowUnsigned);
-    assert!(
-        v.document_errors.is_empty()
-            && v.summary_mismatches.is_empty()
-            && v.missing_flags.is_empty(),
-        "{v:?}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

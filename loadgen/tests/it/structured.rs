@@ -3,7 +3,7 @@
 //! every record keeps its answer, and the share the summary gives is exactly the simulator's
 //! truth. A schema with a keyword the checker does not check is refused before any request.
 
-use crate::common::run_against;
+use crate::common::{run_against, verifies};
 use loadgen::spec::{ProfileName, RunSpec};
 use schemas::structured::Verdict;
 use sim::{SimConfig, SimServer};

@@ -72,3 +72,16 @@ pub async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str)
     let journal = Arc::into_inner(journal).expect("the run let go of the journal");
     schemas::seal::seal(journal.finish().unwrap().predicate).unwrap()
 }
+
+/// The document verifies as an unsigned one: every number recomputed from its records.
+pub fn verifies(doc: &schemas::Statement) {
+    let bytes = serde_json::to_vec(&schemas::seal::envelope(doc, None)).unwrap();
+    let (v, _) =
+        schemas::verify::verify_envelope(&bytes, &[], schemas::verify::Policy::AllowUnsigned);
+    assert!(
+        v.document_errors.is_empty()
+            && v.summary_mismatches.is_empty()
+            && v.missing_flags.is_empty(),
+        "{v:?}"
+    );
+}
