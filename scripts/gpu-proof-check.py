@@ -331,7 +331,35 @@ def main_check(a: argparse.Namespace) -> int:
         detail.append("nvidia-smi: not on this host")
     check("GPU UUID and driver", ok, "; ".join(detail))
 
-    # 9. Every run counted: both registered in the proof key's attempt log before their first
+    # 10. Agentic sessions on the GPU: every turn's prompt (its agent's whole history) counted by
+    # the server as the runner built it, every session completed, and llama.cpp's own count of
+    # the prompt tokens it reused beside a perfect cache's: never above it by more than the BOS.
+    runs = 2
+    if a.agentic:
+        runs = 3
+        try:
+            ab = statement(a.agentic)["predicate"]["benchmarks"][0]
+            rec, s = ab["records"], ab["summary"]
+            n = len(rec["phase"])
+            exact = sum(rec["input_tokens_client"][i] == rec["input_tokens_server"][i] for i in range(n))
+            failed = sum(e is not None for e in rec["error"])
+            cached = [c or {} for c in rec.get("cached_tokens", [None] * n)]
+            over = sum((c.get("server") or 0) > (c.get("ideal") or 0) + 1 for c in cached)
+            x, p = s.get("sessions") or {}, s.get("prefix_cache") or {}
+            ideal, server = (p.get("ideal") or {}), (p.get("server") or {})
+            ok = n > 0 and failed == 0 and exact == n and over == 0 and x.get("sessions") == x.get("completed") \
+                and ideal.get("cached_tokens", 0) > 0 and "cached_tokens" in server
+            check("agentic sessions", ok,
+                  f"{x.get('completed')} of {x.get('sessions')} sessions completed, {n} requests ({failed} failed), "
+                  f"{exact} prompts counted exactly by the server; the server reused {server.get('cached_tokens')} "
+                  f"prompt tokens where a perfect cache serves {ideal.get('cached_tokens')} "
+                  f"({over} requests above it by more than the BOS)",
+                  sessions=x.get("sessions"), ideal_hit_rate=ideal.get("hit_rate"),
+                  server_hit_rate=server.get("hit_rate"))
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+            check("agentic sessions", False, f"{a.agentic}: {e}")
+
+    # 9. Every run counted: each registered in the proof key's attempt log before its first
     # request and closed as completed, the log published with them and the site verified
     # (`runner verify-site --json`), the log's entries, tiles and checkpoint included.
     if a.site_verdict:
@@ -341,8 +369,8 @@ def main_check(a: argparse.Namespace) -> int:
             v = {"ok": False, "problems": [{"path": a.site_verdict, "reason": str(e)}]}
         log = (v.get("logs") or [{}])[0]
         t = log.get("tally", {})
-        ok = v.get("ok") is True and t.get("registered") == 2 and t.get("completed") == 2 \
-            and log.get("published") == 2
+        ok = v.get("ok") is True and t.get("registered") == runs and t.get("completed") == runs \
+            and log.get("published") == runs
         check("attempt log", ok,
               f"{t.get('registered')} attempts registered, {t.get('completed')} completed, "
               f"{log.get('published')} published, in {log.get('origin')} ({log.get('size')} entries); "
@@ -392,6 +420,7 @@ def main() -> None:
     c.add_argument("--devices", default="/dev/null", help="what `llama-server --list-devices` printed")
     c.add_argument("--cpu", action="store_true")
     c.add_argument("--site-verdict", default=None, help="`runner verify-site --json` of the site the kit published")
+    c.add_argument("--agentic", default=None, help="the agentic sessions' result")
     a = p.parse_args()
     if a.cmd == "energy-log":
         energy_log(a.file)

@@ -18,10 +18,11 @@
 #       2. starts an independent reader of the driver's energy counter (nvidia-ml-py, its own
 #          process) and `runner run --engine llama.cpp` with every layer on the GPU (Vulkan):
 #          a sweep (synchronous, throughput, 3 rates between) of PROOF_SECONDS (15) each, NVML
-#          sampled every 100 ms;
+#          sampled every 100 ms; then agentic sessions (--agentic, PROOF_AGENTIC) on the same
+#          engine, llama.cpp's own count of the prompt tokens it reused beside a perfect cache's;
 #       3. a benchmark of the CPU simulator while the GPU idles, sampled the same way;
 #       4. scripts/bench-runner.sh with the bundled runner (its CPU per token and pacing p99);
-#       5. `runner verify` of both results; both were counted in the proof key's attempt log
+#       5. `runner verify` of every result; each was counted in the proof key's attempt log
 #          (proof.attempts/), which `runner log verify` checks and `runner publish --log` puts in
 #          a site with them, checked by `runner verify-site`;
 #       6. scripts/gpu-proof-check.py, which writes OUT/summary.json and OUT/summary.md and fails
@@ -30,7 +31,8 @@
 #       (proof.log) and the rest in extras.tar.gz (the idle result, the engine's log, the
 #       energy log, nvidia-smi's answers, the runner benchmark's output).
 #
-# Knobs (environment): PROOF_SECONDS, PROOF_DATA (the sweep's --data), PROOF_MODEL_ARGS,
+# Knobs (environment): PROOF_SECONDS, PROOF_DATA (the sweep's --data), PROOF_AGENTIC (the
+# agentic run's --agentic), PROOF_MODEL_ARGS,
 # PROOF_BENCH_REQUESTS, PYTHON (python3), PROOF_KEEP_WORK=1 keeps the work directory,
 # PROOF_XZ_LEVEL (9) for --bundle.
 #
@@ -250,6 +252,17 @@ run() {
       --key proof.key --out result.json) || { say "the sweep failed"; status=2; }
   kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null || true
 
+  # 6 sessions of a main agent (6 turns, the 3rd spawning a subagent of 2): 8 requests each,
+  # every prompt its agent's whole history; one token a cache block, as llama.cpp reuses them.
+  say "agentic sessions: llama.cpp on the GPU, its prompt cache against a perfect one"
+  (cd "$work" && RUST_LOG=warn timeout 240 "$runner" run --engine llama.cpp \
+      --engine-model "$work/model.gguf" --engine-port "$(free_port)" \
+      --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=--parallel --engine-arg=8 \
+      --engine-arg=--ctx-size --engine-arg=32768 \
+      --backend openai-completions --profile concurrent --concurrency 4 --max-requests 48 \
+      --agentic "${PROOF_AGENTIC:-turns=6,subagents=1,spawn_every=3,subagent_turns=2,system_tokens=256,task_tokens=64,output_tokens=16,tool_result_tokens=128,tool_ms=10,block_tokens=1}" \
+      --gpu-sample-ms 100 --key proof.key --out agentic.json) || { say "the agentic run failed"; status=2; }
+
   say "the simulator on this host while the GPU idles"
   local sim_port; sim_port=$(free_port)
   RUST_LOG=warn "$runner" sim --host 127.0.0.1 --port "$sim_port" >/dev/null 2>&1 &
@@ -268,16 +281,16 @@ run() {
     say "warning: bench-runner.sh ended early"
   cat "$work/bench-runner.txt"
 
-  for r in result.json idle.json; do
+  for r in result.json idle.json agentic.json; do
     [ -f "$work/$r" ] || continue
     "$runner" verify --key "$work/proof.pub" "$work/$r" || { say "$r does not verify"; status=2; }
   done
 
-  say "the attempt log: both runs counted in proof.attempts/, published with them and checked"
+  say "the attempt log: every run counted in proof.attempts/, published with them and checked"
   tar -C "$work" -xJf "$here/wasm.tar.xz"
   (cd "$work" && "$runner" trust proof.pub --keys keys.json >/dev/null &&
      "$runner" log verify proof.attempts --key proof.pub &&
-     PROVEBENCH_WASM=$work/wasm/report_wasm_bg.wasm "$runner" publish result.json idle.json --out proof-site \
+     PROVEBENCH_WASM=$work/wasm/report_wasm_bg.wasm "$runner" publish result.json idle.json agentic.json --out proof-site \
        --keys keys.json --key proof.key --log proof.attempts >/dev/null &&
      "$runner" verify-site proof-site --key proof.pub --json > verify-site.json) ||
     { say "the attempt log or its site did not verify"; status=2; }
@@ -287,9 +300,10 @@ run() {
   if [ -f "$work/result.json" ] && [ -f "$work/idle.json" ]; then
     "$py" "$here/gpu-proof-check.py" check --result "$work/result.json" --idle "$work/idle.json" \
       --energy-log "$work/energy.log" --engine-log "${engine_log:-/dev/null}" --bench "$work/bench-runner.txt" \
-      --smi "$work/smi.csv" --seconds "$seconds" --model-bytes "$(stat -c %s "$work/model.gguf")" --devices "$work/llama-server.devices.txt" --site-verdict "$work/verify-site.json" --out "$out" ${cpu_server:+--cpu} || { [ $status = 2 ] || status=1; }
+      --smi "$work/smi.csv" --seconds "$seconds" --model-bytes "$(stat -c %s "$work/model.gguf")" --devices "$work/llama-server.devices.txt" --site-verdict "$work/verify-site.json" --agentic "$work/agentic.json" --out "$out" ${cpu_server:+--cpu} || { [ $status = 2 ] || status=1; }
   fi
   cp "$work/result.json" "$out/" 2>/dev/null || true
+  cp "$work/agentic.json" "$out/" 2>/dev/null || true
   cp "$work/proof.pub" "$out/" 2>/dev/null || true
   cp "$work/proof-site/logs"/*/attempts.json "$out/" 2>/dev/null || true
   (cd "$work" && tar -czf "$out/extras.tar.gz" --ignore-failed-read idle.json energy.log smi.csv verify-site.json \

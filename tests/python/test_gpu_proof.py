@@ -62,7 +62,7 @@ def test_every_check_passes_on_the_scripted_gpu(proof):
     names = [c["check"] for c in summary["checks"]]
     assert names == ["engine on the GPU", "NVML columns real", "energy = the driver's counter (2 %)",
                      "energy = power integrated (5 %)", "gpu_idle right", "runner cost measured",
-                     "within 8 minutes", "GPU UUID and driver", "attempt log"], names
+                     "within 8 minutes", "GPU UUID and driver", "agentic sessions", "attempt log"], names
     assert summary["driver"] == "580.00.00-fake"
     # Five benchmarks in the sweep: synchronous, throughput and three rates between. On this
     # 2-core host the "GPU" is llama-server on a CPU shared with the other suites, and its
@@ -84,10 +84,11 @@ def test_the_outputs_are_a_verifiable_result_and_its_key(proof):
     out = d / "out"
     assert {"result.json", "proof.pub", "summary.json", "summary.md", "proof.log", "extras.tar.gz", "attempts.json"} <= \
         {f.name for f in out.iterdir()}
-    # Both runs were counted in the proof key's log, and the site published both.
+    # Every run was counted in the proof key's log, and the site published them all.
     attempts = json.loads((out / "attempts.json").read_text())
-    assert attempts["tally"]["registered"] == 2 and attempts["tally"]["completed"] == 2, attempts
-    assert sorted(attempts["published"].values()) == ["results/idle.json", "results/result.json"], attempts
+    assert attempts["tally"]["registered"] == 3 and attempts["tally"]["completed"] == 3, attempts
+    assert sorted(attempts["published"].values()) == \
+        ["results/agentic.json", "results/idle.json", "results/result.json"], attempts
     assert attempts["not_published"] == []
     verify = subprocess.run([RUNNER, "verify", "--key", str(out / "proof.pub"), str(out / "result.json")],
                             capture_output=True, text=True)
