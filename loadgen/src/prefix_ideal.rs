@@ -47,11 +47,7 @@ impl Hasher for KeyHasher {
 
 /// One step of the chain: the key of a block `id` behind the block keyed `previous`.
 fn chain(previous: u64, id: u64) -> u64 {
-    let mut x = previous ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    // splitmix64's finaliser: every bit of both inputs reaches every bit of the key.
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
+    crate::rng::mix(previous ^ id.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 impl IdealCache {

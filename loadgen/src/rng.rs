@@ -1,6 +1,14 @@
 //! A small seeded random source: the same seed gives the same prompts and the same
 //! Poisson schedule on every platform and every version of this tool.
 
+/// SplitMix64's finaliser: every bit of `z` reaches every bit of the result (also what block
+/// ids and the ideal cache's block keys are made with).
+pub fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// SplitMix64 (Steele, Lea & Flood 2014).
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
@@ -12,10 +20,7 @@ impl Rng {
 
     pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        mix(self.0)
     }
 
     /// Uniform in [0, 1).

@@ -69,8 +69,9 @@ pub(crate) struct Engine {
     pub spec_accepted_by_position: Vec<AtomicU64>,
     /// `None` when prefix caching is off.
     prefix_cache: Option<Mutex<PrefixCache>>,
-    /// Every block hash admitted since start or the last reset: a perfect cache, for the truth.
-    ideal_cache: Mutex<std::collections::HashSet<u64>>,
+    /// A perfect cache for the truth: every block admitted since start or the last reset,
+    /// never evicted; `None` when no truth is kept (it would grow without bound).
+    ideal_cache: Option<Mutex<PrefixCache>>,
     /// The Responses API's responses, by id, for a next turn's `previous_response_id`.
     responses: Mutex<ResponseStore>,
     truth: Option<Mutex<Vec<RequestTruth>>>,
@@ -102,7 +103,7 @@ impl Engine {
             spec_accepted_by_position: (0..cfg.speculative.as_ref().map_or(0, |s| s.k))
                 .map(|_| AtomicU64::new(0))
                 .collect(),
-            ideal_cache: Mutex::new(std::collections::HashSet::new()),
+            ideal_cache: keep_truth.then(|| Mutex::new(PrefixCache::new(usize::MAX))),
             prefix_cache: cfg.prefix_caching.then(|| {
                 let blocks = cfg.kv_cache_tokens / u64::from(PREFIX_BLOCK_TOKENS);
                 Mutex::new(PrefixCache::new(blocks.min(usize::MAX as u64) as usize))
@@ -140,8 +141,7 @@ impl Engine {
 
     /// Empties the prefix cache (`POST /reset_prefix_cache`).
     pub fn reset_prefix_cache(&self) {
-        self.ideal_cache.lock().expect("ideal cache lock").clear();
-        if let Some(cache) = &self.prefix_cache {
+        for cache in self.prefix_cache.iter().chain(&self.ideal_cache) {
             cache.lock().expect("prefix cache lock").clear();
         }
     }
@@ -160,29 +160,19 @@ impl Engine {
         let Some(cache) = &self.prefix_cache else {
             return 0;
         };
-        let lookup = (prompt_tokens.saturating_sub(1) / PREFIX_BLOCK_TOKENS) as usize;
-        let blocks_hit = cache
-            .lock()
-            .expect("prefix cache lock")
-            .serve(blocks, lookup);
-        let hit = blocks_hit as u32 * PREFIX_BLOCK_TOKENS;
+        let hit = served(cache, blocks, prompt_tokens);
         self.prefix_queries_total
             .fetch_add(u64::from(prompt_tokens), Relaxed);
         self.prefix_hits_total.fetch_add(u64::from(hit), Relaxed);
         hit
     }
 
-    /// What a perfect cache would serve of a prompt of `prompt_tokens` tokens (whole blocks of
-    /// the leading run already admitted, at most `prompt_tokens − 1`); remembers its blocks.
+    /// What a perfect cache would serve of the prompt, as [`Engine::prefix_lookup`] counts it
+    /// but never evicting; 0 when no truth is kept.
     fn ideal_lookup(&self, blocks: &[u64], prompt_tokens: u32) -> u32 {
-        let lookup = (prompt_tokens.saturating_sub(1) / PREFIX_BLOCK_TOKENS) as usize;
-        let mut seen = self.ideal_cache.lock().expect("ideal cache lock");
-        let hit = blocks[..lookup.min(blocks.len())]
-            .iter()
-            .take_while(|h| seen.contains(h))
-            .count();
-        seen.extend(blocks.iter().copied());
-        hit as u32 * PREFIX_BLOCK_TOKENS
+        self.ideal_cache
+            .as_ref()
+            .map_or(0, |cache| served(cache, blocks, prompt_tokens))
     }
 
     /// `due`, moved up to the next decode step when the server runs in steps.
@@ -199,6 +189,18 @@ impl Engine {
         let extra = running.saturating_sub(1) as f64;
         Duration::from_secs_f64(self.itl_s * (1.0 + self.cfg.itl_growth * extra))
     }
+}
+
+/// The prompt tokens `cache` serves of a prompt of `prompt_tokens` tokens: the leading run of
+/// `blocks` it holds, in whole blocks, at most `prompt_tokens − 1` (vLLM always computes the last
+/// prompt token, whose logits give the first output token); it then remembers every block.
+fn served(cache: &Mutex<PrefixCache>, blocks: &[u64], prompt_tokens: u32) -> u32 {
+    let lookup = (prompt_tokens.saturating_sub(1) / PREFIX_BLOCK_TOKENS) as usize;
+    let hit = cache
+        .lock()
+        .expect("prefix cache lock")
+        .serve(blocks, lookup);
+    hit as u32 * PREFIX_BLOCK_TOKENS
 }
 
 /// One generation request's life on the server: queue, deadlines, truth. Dropping it before

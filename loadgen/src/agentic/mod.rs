@@ -139,7 +139,7 @@ impl Sessions {
 /// requests of one agent, named by line and field.
 pub fn check_tool_results(
     a: &AgentSessions,
-    trace: Option<&Vec<agentx::TraceSession>>,
+    trace: Option<&[agentx::TraceSession]>,
     window: u32,
 ) -> anyhow::Result<()> {
     match (trace, &a.trace) {
@@ -179,9 +179,7 @@ pub(crate) fn block_id(parts: &[u64]) -> u64 {
             .wrapping_add(0x9e37_79b9_7f4a_7c15)
             .wrapping_add(x << 6)
             .wrapping_add(x >> 2);
-        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        x ^= x >> 31;
+        x = crate::rng::mix(x);
     }
     x & !(1 << 63)
 }

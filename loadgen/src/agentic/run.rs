@@ -20,7 +20,6 @@
 use super::Sessions;
 use crate::client::{Endpoint, Job};
 use crate::prefix_ideal::IdealCache;
-use crate::trace::Blocks;
 use schemas::document::{AgentStep, CachedTokens, ErrorClass, Phase, RawRecord, RequestError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -33,8 +32,6 @@ pub struct Plan {
     /// Arrivals start sessions (`None`: a closed loop of `concurrency` sessions); the request
     /// budget counts turns. Never split across clients.
     pub schedule: crate::scheduler::Plan,
-    /// Writes a prompt's words from its block ids.
-    pub blocks: Arc<Blocks>,
     /// The benchmark's perfect cache.
     pub ideal: Arc<IdealCache>,
     /// The model's context window, when known.
@@ -50,7 +47,6 @@ pub struct Plan {
 struct Shared {
     endpoint: Arc<Endpoint>,
     sessions: Arc<Sessions>,
-    blocks: Arc<Blocks>,
     ideal: Arc<IdealCache>,
     context_tokens: Option<u32>,
     overhead: u32,
@@ -78,7 +74,6 @@ pub async fn run(
     let shared = Arc::new(Shared {
         endpoint,
         sessions,
-        blocks: plan.blocks,
         ideal: plan.ideal,
         context_tokens: plan.context_tokens,
         overhead: plan.overhead,
@@ -130,10 +125,8 @@ async fn session(s: Arc<Shared>, index: usize, start: Instant, cancel: watch::Re
         return;
     }
     let agents = s.sessions.sessions[index].agents.len();
-    let (done_tx, done_rx): (Vec<_>, Vec<_>) = (0..agents).map(|_| watch::channel(false)).unzip();
     let live = Arc::new(Live {
-        done_tx,
-        done_rx,
+        done: (0..agents).map(|_| watch::channel(false).0).collect(),
         handles: Mutex::new(Vec::new()),
         id: format!("{}-s{index}", s.session_prefix),
     });
@@ -153,8 +146,8 @@ async fn session(s: Arc<Shared>, index: usize, start: Instant, cancel: watch::Re
 
 /// What a session's agents share while it runs.
 struct Live {
-    done_tx: Vec<watch::Sender<bool>>,
-    done_rx: Vec<watch::Receiver<bool>>,
+    /// Each agent's end, for the turns that join it.
+    done: Vec<watch::Sender<bool>>,
     handles: Mutex<Vec<JoinHandle<()>>>,
     id: String,
 }
@@ -171,7 +164,7 @@ fn spawn_agent(
     let handle = tokio::spawn(async move {
         run_agent(&s2, &live2, session, agent, start, cancel).await;
         // Ended, however: whoever joins it goes on.
-        let _ = live2.done_tx[agent as usize].send(true);
+        live2.done[agent as usize].send_replace(true);
     });
     live.handles.lock().expect("handles lock").push(handle);
 }
@@ -207,7 +200,7 @@ async fn run_agent(
         let mut scheduled = due;
         if !turn.joins.is_empty() {
             for &j in &turn.joins {
-                let mut rx = live.done_rx[j as usize].clone();
+                let mut rx = live.done[j as usize].subscribe();
                 tokio::select! {
                     _ = rx.wait_for(|d| *d) => {}
                     _ = cancel.changed() => return,
@@ -234,7 +227,7 @@ async fn run_agent(
                     }),
                     None => None,
                 };
-                s.blocks.extend_blocks(
+                s.sessions.blocks.extend_blocks(
                     ids,
                     turn.prompt.tokens,
                     sess.block_tokens,

@@ -146,18 +146,18 @@ impl Prepared {
             }
             None => None,
         };
-        if let Some(a) = &spec.agentic {
-            crate::agentic::generate::check(a)?;
-        }
-        let agentx = match &spec.agentic {
-            Some(a) => match &a.trace {
-                Some(path) => {
-                    let (sessions, sha) = crate::agentic::agentx::load(Path::new(path))?;
-                    tracing::info!(path = %path, sessions = sessions.len(), "AgentX trace");
-                    Some((sessions, sha))
+        let agentx = match spec.agentic.as_ref() {
+            Some(a) => {
+                crate::agentic::generate::check(a)?;
+                match &a.trace {
+                    Some(path) => {
+                        let (sessions, sha) = crate::agentic::agentx::load(Path::new(path))?;
+                        tracing::info!(path = %path, sessions = sessions.len(), "AgentX trace");
+                        Some((sessions, sha))
+                    }
+                    None => None,
                 }
-                None => None,
-            },
+            }
             None => None,
         };
         let json_schema = match &spec.json_schema {
@@ -265,7 +265,11 @@ impl Prepared {
             .and_then(|a| a.context_tokens)
             .or(context_window);
         if let (Some(a), Some(window)) = (&spec.agentic, context_tokens) {
-            crate::agentic::check_tool_results(a, self.agentx.as_ref().map(|x| &x.0), window)?;
+            crate::agentic::check_tool_results(
+                a,
+                self.agentx.as_ref().map(|x| x.0.as_slice()),
+                window,
+            )?;
         }
         Ok(Measurement {
             endpoint,
@@ -428,17 +432,19 @@ impl Measurement {
                 anyhow::bail!("--shard splits independent requests, not --sessions or --agentic")
             }
             Load::Agentic(sessions) => {
-                let block_tokens = self.spec.agentic.as_ref().map_or(16, |a| a.block_tokens);
+                let a = self
+                    .spec
+                    .agentic
+                    .as_ref()
+                    .expect("agentic load comes from --agentic");
                 let session_prefix = format!(
                     "{}-b{:x}",
                     self.endpoint.request_ids.prefix(),
                     plan.seed & 0xffff_ffff
                 );
-                let blocks = sessions.blocks.clone();
                 let plan = crate::agentic::run::Plan {
                     schedule: plan,
-                    blocks,
-                    ideal: Arc::new(crate::prefix_ideal::IdealCache::new(block_tokens)),
+                    ideal: Arc::new(crate::prefix_ideal::IdealCache::new(a.block_tokens)),
                     context_tokens: self.context_tokens,
                     overhead: self.overhead,
                     exact: !matches!(*self.counter, TokenCounter::Words),

@@ -84,6 +84,8 @@ async fn the_valid_share_is_the_simulators_truth() {
                 assert!(r.output_tokens_client < 64);
             }
         }
+        // Every verifier judges the stored answers again.
+        verifies(&doc);
         let interval = b
             .summary
             .uncertainty
