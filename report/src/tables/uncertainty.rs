@@ -67,7 +67,7 @@ pub fn section(b: &Benchmark) -> String {
         out.push('\n');
         out.push_str(&precision_line(b, p));
     }
-    let stops = early_stopping_line(&[latencies[0], latencies[1], latencies[2], latencies[3]]);
+    let stops = early_stopping_line(&latencies);
     if !stops.is_empty() {
         out.push('\n');
         out.push_str(&stops);
@@ -235,9 +235,7 @@ fn row(label: &str, v: f64, i: Option<Interval>) -> String {
 }
 
 /// One line: each tail percentile of TTFT, TPOT and E2E as LoadGen's rule states it.
-fn early_stopping_line(
-    latencies: &[(&str, &Option<Distribution>, &Option<Intervals>); 4],
-) -> String {
+fn early_stopping_line(latencies: &[(&str, &Option<Distribution>, &Option<Intervals>)]) -> String {
     let mut parts = Vec::new();
     for (name, d, i) in latencies {
         let (Some(d), Some(es)) = (d, i.as_ref().and_then(|i| i.early_stopping.as_ref())) else {
