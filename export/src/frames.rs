@@ -107,6 +107,8 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
     let mut depth: Vec<Option<u32>> = vec![];
     let mut cached_ideal: Vec<Option<u32>> = vec![];
     let mut cached_server: Vec<Option<u32>> = vec![];
+    let mut tool_calls: Vec<Option<u32>> = vec![];
+    let mut tool_calls_valid: Vec<Option<u32>> = vec![];
 
     for doc in docs {
         let mut undecodable = 0usize;
@@ -146,6 +148,16 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
                 depth.push(r.agent.map(|a| a.depth));
                 cached_ideal.push(r.cached_tokens.and_then(|c| c.ideal));
                 cached_server.push(r.cached_tokens.and_then(|c| c.server));
+                let made = r.tool_calls.as_deref();
+                tool_calls.push(made.map(|m| m.len() as u32));
+                tool_calls_valid.push(made.zip(b.workload.tools()).map(|(m, t)| {
+                    m.iter()
+                        .filter(|c| {
+                            schemas::tool_calls::judge_call(&t.tools, c)
+                                == schemas::tool_calls::CallVerdict::Valid
+                        })
+                        .count() as u32
+                }));
             }
         }
         if undecodable > 0 {
@@ -183,6 +195,8 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
         column("depth", depth),
         column("cached_tokens_ideal", cached_ideal),
         column("cached_tokens_server", cached_server),
+        column("tool_calls", tool_calls),
+        column("tool_calls_valid", tool_calls_valid),
     ]);
     DataFrame::new(height, columns)
 }

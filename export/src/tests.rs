@@ -270,6 +270,7 @@ fn with_workload(mut p: schemas::Predicate, kind: &str) -> schemas::Predicate {
                 prompts_sha256: digest.clone(),
                 sessions: None,
                 json_schema: None,
+                tools: None,
             },
             "trace" => Workload::Trace {
                 path: "mooncake.jsonl".into(),

@@ -131,6 +131,7 @@ impl AggregateBenchmark {
                 sessions: None,
                 prefix_cache: None,
                 structured_output: None,
+                tool_calls: None,
             },
         }
     }

@@ -156,6 +156,7 @@ pub fn import(source: &Source, v: &Value) -> Result<Vec<Imported>, ImportError> 
         prompts_sha256: String::new(),
         sessions: None,
         json_schema: None,
+        tools: None,
     };
     Ok(vec![Imported {
         name: source.output_name(1),

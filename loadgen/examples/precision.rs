@@ -201,7 +201,7 @@ fn endpoint(sim: &SimServer, streams: usize, clock: TokenClock) -> anyhow::Resul
         stamps: Default::default(),
         ignored_events: Default::default(),
         request_ids: Default::default(),
-        structured: None,
+        shape: None,
     })
 }
 

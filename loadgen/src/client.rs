@@ -41,10 +41,32 @@ pub struct Endpoint {
     pub ignored_events: AtomicU64,
     /// The ids requests carry ([`REQUEST_ID_HEADER`]).
     pub request_ids: RequestIds,
-    /// Structured output: the body fields that ask for JSON matching a schema
-    /// (`response_format`), merged into every benchmark request, whose answer's text its
-    /// record then keeps (`output_text`).
-    pub structured: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Structured output and tool calls: what every benchmark request adds to its body and
+    /// what its record keeps of the answer.
+    pub shape: Option<AnswerShape>,
+}
+
+/// What shapes an answer: the body fields that ask for it (`response_format`, `tools`,
+/// `tool_choice`), merged into every benchmark request, and what the record keeps.
+#[derive(Clone, Debug, Default)]
+pub struct AnswerShape {
+    pub fields: serde_json::Map<String, serde_json::Value>,
+    /// Structured output: the answer's text (`output_text`).
+    pub text: bool,
+    /// Tool calls: the calls the answer made (`tool_calls`).
+    pub tool_calls: bool,
+}
+
+impl AnswerShape {
+    /// Both shapes' fields and keeps in one (either may be absent).
+    pub fn of(parts: impl IntoIterator<Item = AnswerShape>) -> Option<AnswerShape> {
+        parts.into_iter().reduce(|mut a, b| {
+            a.fields.extend(b.fields);
+            a.text |= b.text;
+            a.tool_calls |= b.tool_calls;
+            a
+        })
+    }
 }
 
 /// The header a request's id goes in, where servers log it (vLLM, SGLang, llama.cpp).
@@ -140,6 +162,8 @@ pub struct Answer {
     pub text: String,
     /// The Responses API's id of this response.
     pub response_id: Option<String>,
+    /// The calls it made, when the request offered tools.
+    pub tool_calls: Option<Vec<schemas::document::tools::ToolCall>>,
 }
 
 /// One request to make.
@@ -267,6 +291,8 @@ struct Progress {
     reasoning_server: Option<u32>,
     /// The answer text, when the caller keeps it (a conversation's next turn needs it).
     text: Option<String>,
+    /// The tool calls the answer made so far, when the request offered tools.
+    tool_calls: Option<Vec<schemas::document::tools::ToolCall>>,
     /// The response's id (Responses API), which a conversation's next turn names.
     response_id: Option<String>,
     /// Events of types the API does not define.
@@ -340,8 +366,16 @@ impl Endpoint {
         origin: Instant,
     ) -> (RawRecord, String) {
         let body = self.body(job, Some(extra));
-        let (record, answer) = self.run_body(body, job, origin, true, false).await;
-        (record, answer.text)
+        let calls = extra.contains_key("tools");
+        let (record, answer) = self.run_body(body, job, origin, (true, calls), false).await;
+        // An item that offered tools is answered by its calls, when the model made some.
+        match answer.tool_calls {
+            Some(calls) if !calls.is_empty() => (
+                record,
+                serde_json::to_string(&calls).expect("calls always serialize"),
+            ),
+            _ => (record, answer.text),
+        }
     }
 
     /// The request body of `job`: the benchmark's sampling, or with `greedy` an accuracy
@@ -357,33 +391,38 @@ impl Endpoint {
             history: job.history,
             previous_response_id: job.previous_response_id,
             max_tokens: job.output_tokens,
-            // A grammar ends where the schema does: the answer must be free to stop there.
-            ignore_eos: greedy.is_none() && self.ignore_eos && self.structured.is_none(),
+            // A grammar ends where the schema does, a call where its arguments do: the answer
+            // must be free to stop there.
+            ignore_eos: greedy.is_none() && self.ignore_eos && self.shape.is_none(),
             temperature: if greedy.is_some() {
                 0.0
             } else {
                 self.temperature
             },
-            extra: greedy.or(self.structured.as_ref()),
+            extra: greedy.or(self.shape.as_ref().map(|s| &s.fields)),
             items: job.items(),
             images: job.attachments.map_or(&[], |a| &a.image_urls),
         })
     }
 
     async fn run(&self, job: &Job<'_>, origin: Instant, keep_text: bool) -> (RawRecord, Answer) {
-        let structured = self.structured.is_some();
-        let (mut record, answer) = self
+        let (text, calls) = self
+            .shape
+            .as_ref()
+            .map_or((false, false), |s| (s.text, s.tool_calls));
+        let (mut record, mut answer) = self
             .run_body(
                 self.body(job, None),
                 job,
                 origin,
-                keep_text || structured,
+                (keep_text || text, calls),
                 true,
             )
             .await;
-        if structured {
+        if text {
             record.output_text = Some(answer.text.clone());
         }
+        record.tool_calls = answer.tool_calls.take();
         (record, answer)
     }
 
@@ -392,12 +431,13 @@ impl Endpoint {
         body: Vec<u8>,
         job: &Job<'_>,
         origin: Instant,
-        keep_text: bool,
+        (keep_text, keep_calls): (bool, bool),
         tallied: bool,
     ) -> (RawRecord, Answer) {
         let mut p = Progress {
             arrivals: Vec::with_capacity(job.output_tokens as usize),
             text: keep_text.then(String::new),
+            tool_calls: keep_calls.then(Vec::new),
             ..Progress::default()
         };
         let mut sent = Instant::now();
@@ -469,6 +509,7 @@ impl Endpoint {
             }),
             agent: None,
             output_text: None,
+            tool_calls: None,
             cached_tokens: p.cached_tokens_server.map(|n| CachedTokens {
                 server: Some(n),
                 ..CachedTokens::default()
@@ -477,6 +518,7 @@ impl Endpoint {
         let answer = Answer {
             text: p.text.unwrap_or_default(),
             response_id: p.response_id,
+            tool_calls: p.tool_calls,
         };
         (record, answer)
     }
@@ -592,6 +634,9 @@ impl Endpoint {
                                 if let Some(t) = state.answer_text(data) {
                                     text.push_str(&t);
                                 }
+                            }
+                            if let Some(calls) = p.tool_calls.as_mut() {
+                                state.tool_call_pieces(data, calls);
                             }
                             if let Some(reason) = ev.finish_reason {
                                 // The server's word, kept to a name's length.

@@ -42,6 +42,7 @@ pub mod scheduler;
 pub mod sessions;
 pub mod sse;
 pub mod structured;
+pub mod tools;
 pub mod synth;
 pub mod token_counter;
 pub mod trace;

@@ -23,8 +23,9 @@ pub fn load(path: &Path) -> Result<JsonSchemaOutput> {
     })
 }
 
-/// OpenAI's `response_format` for it, as vLLM, SGLang and llama.cpp read it.
-pub fn response_format(s: &JsonSchemaOutput) -> Map<String, Value> {
+/// OpenAI's `response_format` for it, as vLLM, SGLang and llama.cpp read it; the record
+/// keeps the answer's text.
+pub fn shape(s: &JsonSchemaOutput) -> crate::client::AnswerShape {
     let mut fields = Map::new();
     fields.insert(
         "response_format".into(),
@@ -33,5 +34,9 @@ pub fn response_format(s: &JsonSchemaOutput) -> Map<String, Value> {
             "json_schema": {"name": SCHEMA_NAME, "schema": s.schema, "strict": true},
         }),
     );
-    fields
+    crate::client::AnswerShape {
+        fields,
+        text: true,
+        tool_calls: false,
+    }
 }

@@ -89,6 +89,7 @@ pub fn summary(e: &Exact) -> Summary {
         sessions: None,
         prefix_cache: None,
         structured_output: None,
+        tool_calls: None,
     }
 }
 
@@ -133,6 +134,7 @@ pub fn synthetic(input: u32, output: u32) -> Workload {
         documents: None,
         images: None,
         json_schema: None,
+        tools: None,
     }
 }
 

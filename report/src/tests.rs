@@ -805,6 +805,7 @@ fn dataset_workloads_get_a_sweep_bullet_and_no_grid() {
             prompts_sha256: "cd".repeat(32),
             sessions: None,
             json_schema: None,
+            tools: None,
         };
     }
     let st = sealed(predicate(&doc("m"), benchmarks, vec![]));

@@ -81,6 +81,10 @@ pub struct Uncertainty {
     /// order; since `result/v0.14`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_valid_share: Option<Interval>,
+    /// `tool_calls.valid_share`'s: batch means of valid calls over calls, by request in
+    /// schedule order; since `result/v0.15`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_valid_share: Option<Interval>,
 }
 
 /// A distribution's intervals. p90 and p99 are null where LoadGen's rule supports no estimate

@@ -34,6 +34,7 @@ pub mod uncertainty;
 pub mod streaming;
 pub mod agentic;
 pub mod structured;
+pub mod tool_calls;
 pub mod metrics;
 pub mod validity;
 pub mod precision;
@@ -74,12 +75,16 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.15: tool calls: the workload's `tools`, records' `tool_calls`, the summary's
+/// `tool_calls`, and accuracy suites graded by calls (`tool_call`).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.15";
 /// v0.14: agentic sessions and the prefix cache against its ideal: records' `agent` and
 /// `cached_tokens`, requests never sent because their context would not fit
 /// (`context_overflow`), the workload `agentic`, the summary's `sessions` and
 /// `prefix_cache`, and the flag `context_overflow`; structured output: the workload's
-/// `json_schema`, records' `output_text`, the summary's `structured_output`.
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.14";
+/// `json_schema`, records' `output_text`, the summary's `structured_output`. Still read and
+/// verified.
+pub const PREDICATE_TYPE_V0_14: &str = "https://provebench.dev/result/v0.14";
 /// v0.13: every attempt counted: the run's registration in its signing key's append-only
 /// attempt log, with the signed checkpoint and the inclusion proof (`attempt`).
 pub const PREDICATE_TYPE_V0_13: &str = "https://provebench.dev/result/v0.13";

@@ -59,6 +59,14 @@ pub fn summarize_benchmark_decoded(
             u.structured_valid_share = interval;
         }
     }
+    if let Some(tools) = b.workload.tools() {
+        let t = critical_value(b.precision.is_some());
+        let (stats, interval) = crate::tool_calls::stats(&b.records, &tools.tools, t)?;
+        summary.tool_calls = stats;
+        if let Some(u) = summary.uncertainty.as_mut() {
+            u.tool_call_valid_share = interval;
+        }
+    }
     Ok(summary)
 }
 
@@ -255,6 +263,7 @@ pub fn summarize_looked(
         sessions: None,
         prefix_cache: None,
         structured_output: None,
+        tool_calls: None,
         host: None,
         uncertainty: None,
         published: None,

@@ -117,6 +117,10 @@ pub struct Summary {
     /// ([`crate::structured`]); since `result/v0.14`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<StructuredOutput>,
+    /// Tool calls: the calls the answers made, and those whose arguments parse and match
+    /// their function's parameters ([`crate::tool_calls`]); since `result/v0.15`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<ToolCallStats>,
     /// Derived from the benchmark's telemetry ([`crate::telemetry`]); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSummary>,
@@ -359,6 +363,23 @@ pub struct StructuredOutput {
     pub valid: u64,
     /// `valid` / `requests`.
     pub valid_share: Finite,
+}
+
+/// Completed requests that offered tools, and the calls their answers made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ToolCallStats {
+    pub requests: u64,
+    /// Requests whose answer made at least one call, and the calls made.
+    pub called: u64,
+    pub calls: u64,
+    /// Calls whose arguments parse as JSON, and those that also name an offered function
+    /// and match its parameters.
+    pub parsed: u64,
+    pub valid: u64,
+    /// `valid` / `calls`; absent when no call was made.
+    pub valid_share: Option<Finite>,
 }
 
 /// Agentic sessions as wholes, and their requests by depth in the session's tree.

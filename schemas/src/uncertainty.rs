@@ -276,6 +276,7 @@ pub(crate) fn uncertainty_counted(
         prefix_cache_ideal_hit_rate: None,
         prefix_cache_server_hit_rate: None,
         structured_valid_share: None,
+        tool_call_valid_share: None,
     })
 }
 

@@ -231,8 +231,9 @@ async fn generate(
         Err(refusal) => return Ok(refused(refusal)),
     };
     let cfg = &engine.cfg;
-    // The answering mode: a streamed question gets its number as one token, then "stop".
-    if let (true, Some(q)) = (parsed.stream, parsed.question) {
+    // The answering mode: a streamed question gets its number as one token, then "stop"
+    // (unless it offered tools: its answer is then a call).
+    if let (true, Some(q), None) = (parsed.stream, parsed.question, &parsed.tool_offer) {
         let load = engine.running.load(Relaxed) + engine.waiting.load(Relaxed);
         let busy = cfg.wrong_answers_when_busy > 0 && load >= cfg.wrong_answers_when_busy;
         let wrong = if busy { 1.0 } else { cfg.wrong_answers };
@@ -252,6 +253,21 @@ async fn generate(
         structured_valid = Some(valid && fits);
         parsed.max_tokens = parsed.max_tokens.min(pieces.len() as u32);
         parsed.pieces = Some(pieces);
+    }
+    // Tool calls: a call's arguments, a piece a token, cut at max_tokens.
+    let mut tool_call = None;
+    if let (true, Some(offer), Api::Chat) = (parsed.stream, parsed.tool_offer.take(), parsed.api) {
+        let draw = super::noise::unit(cfg.seed, index, super::noise::Draw::ToolPick);
+        if let Some((name, parameters)) = offer.pick(draw) {
+            let malformed = super::noise::unit(cfg.seed, index, super::noise::Draw::ToolCall)
+                < cfg.malformed_tool_call_fraction;
+            let (pieces, valid) = super::structured::answer(&parameters, malformed);
+            let fits = pieces.len() as u32 <= parsed.max_tokens;
+            tool_call = Some((name.clone(), valid && fits));
+            parsed.max_tokens = parsed.max_tokens.min(pieces.len() as u32);
+            parsed.pieces = Some(pieces);
+            parsed.tool_name = Some(name);
+        }
     }
     // A generation has no batch to cut short: its slice of the faults passes as no fault.
     let fault =
@@ -279,6 +295,10 @@ async fn generate(
     gen.request_id = request_id;
     gen.session_id = session_id;
     gen.structured_valid = structured_valid;
+    if let Some((name, valid)) = tool_call {
+        gen.tool_call = Some(name);
+        gen.tool_call_valid = Some(valid);
+    }
     if let Some(refusal) = fault.and_then(|f| fault_refusal(parsed.api, f)) {
         gen.finish(Instant::now());
         return Ok(refusal);

@@ -132,6 +132,7 @@ mod model;
 pub mod noise;
 mod pooling;
 pub mod structured;
+pub mod tools;
 mod protocol;
 #[cfg(test)]
 mod tests;
@@ -182,6 +183,9 @@ pub struct SimConfig {
     /// Structured output: the share of JSON answers cut one character short (not JSON),
     /// picked from the seed and the request's arrival index ([`structured`]).
     pub invalid_json_fraction: f64,
+    /// Tool calls: the share of calls whose arguments are cut one character short (not JSON),
+    /// picked from the seed and the request's arrival index ([`tools`]).
+    pub malformed_tool_call_fraction: f64,
     /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), as a
     /// reasoning model behind vLLM's reasoning parser streams them; 0 for none.
     pub reasoning_tokens: u32,
@@ -307,6 +311,7 @@ impl Default for SimConfig {
             prefix_caching: true,
             prompt_tokens_details: false,
             invalid_json_fraction: 0.0,
+            malformed_tool_call_fraction: 0.0,
             reasoning_tokens: 0,
             faults: Faults::default(),
             seed: 0,
@@ -410,6 +415,10 @@ pub struct RequestTruth {
     /// Structured output: whether the answer was the schema's valid JSON (`None`: the request
     /// asked for none).
     pub structured_valid: Option<bool>,
+    /// Tool calls: the function the answer called, and whether its arguments are valid
+    /// (`None`: the request offered no tools, or chose none).
+    pub tool_call: Option<String>,
+    pub tool_call_valid: Option<bool>,
     /// `error`, `rate_limit`, `reset`, `stall`, `malformed`, `short_batch`; `cancelled` when
     /// the client went away before the response ended (and no fault was planned).
     pub fault: Option<&'static str>,

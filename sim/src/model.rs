@@ -221,6 +221,9 @@ pub(crate) struct Generation {
     pub session_id: Option<String>,
     /// Structured output: whether its answer is the schema's valid JSON.
     pub structured_valid: Option<bool>,
+    /// Tool calls: the function called, and whether its arguments are valid.
+    pub tool_call: Option<String>,
+    pub tool_call_valid: Option<bool>,
     pub max_tokens: u32,
     pub fault: Option<Fault>,
     /// What the truth says of the request ([`RequestTruth`]'s fields of the same names).
@@ -278,6 +281,8 @@ impl Generation {
             ideal_cached_tokens: 0,
             session_id: None,
             structured_valid: None,
+            tool_call: None,
+            tool_call_valid: None,
             max_tokens,
             fault,
             route: "completions",
@@ -483,6 +488,8 @@ impl Generation {
                 ideal_cached_tokens: self.ideal_cached_tokens,
                 session_id: self.session_id.take(),
                 structured_valid: self.structured_valid,
+                tool_call: self.tool_call.take(),
+                tool_call_valid: self.tool_call_valid,
                 fault,
                 route: self.route,
                 inputs: self.inputs,

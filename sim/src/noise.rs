@@ -18,6 +18,9 @@ pub enum Draw {
     Step(u32),
     /// Structured output: whether the answer is cut short.
     Structured,
+    /// Tool calls: which offered function is called, and whether its arguments are cut short.
+    ToolPick,
+    ToolCall,
 }
 
 /// A uniform draw in (0, 1) from (seed, request index, draw).
@@ -27,6 +30,8 @@ pub fn unit(seed: u64, index: u64, draw: Draw) -> f64 {
         Draw::Gap(n) => 0x6A90_0000_0000_0000 ^ u64::from(n),
         Draw::Step(n) => 0x53E0_0000_0000_0000 ^ u64::from(n),
         Draw::Structured => 0x2C1B_0000_0000_0000,
+        Draw::ToolPick => 0x70C1_0000_0000_0000,
+        Draw::ToolCall => 0x70C2_0000_0000_0000,
     };
     let bits = mix(seed ^ mix(index ^ mix(lane)));
     // 53 bits, offset by half a step: never 0 and never 1.

@@ -71,6 +71,11 @@ pub(crate) struct GenRequest {
     /// Structured output: the answer's pieces, one a token ([`crate::structured`]); the request
     /// ends with `finish_reason: "stop"` once they are all out.
     pub pieces: Option<Vec<String>>,
+    /// Chat: the tools offered ([`crate::tools`]).
+    pub tool_offer: Option<crate::tools::ToolOffer>,
+    /// Tool calls: the function the answer calls, whose arguments are `pieces`; the request
+    /// then ends with `finish_reason: "tool_calls"`.
+    pub tool_name: Option<String>,
     /// Responses: the prompt as read (the previous response's conversation, then this turn's
     /// instructions and input), to which the output is added once generated and which the
     /// server then keeps under the response's id for a next turn to continue.
@@ -129,6 +134,7 @@ pub(crate) fn parse(
     let Read {
         prompt,
         response_schema,
+        tool_offer,
         question,
         previous_response_id,
         images,
@@ -164,6 +170,8 @@ pub(crate) fn parse(
         answer: None,
         response_schema,
         pieces: None,
+        tool_offer,
+        tool_name: None,
         conversation,
         previous_response_id,
         images,
@@ -176,6 +184,7 @@ struct Read {
     prompt: PromptTokens,
     /// `response_format.json_schema.schema` (chat and completions).
     response_schema: Option<Value>,
+    tool_offer: Option<crate::tools::ToolOffer>,
     question: Option<crate::answers::Question>,
     previous_response_id: Option<String>,
     images: Vec<crate::ImageTruth>,
@@ -281,6 +290,7 @@ fn read_chat(obj: &Map<String, Value>) -> Result<Read, String> {
     read.continuous_usage = nested_flag(obj, "stream_options", "continuous_usage_stats");
     read.stream = flag(obj, "stream");
     read.response_schema = response_schema(obj);
+    read.tool_offer = crate::tools::ToolOffer::read(obj);
     Ok(read)
 }
 
@@ -849,6 +859,9 @@ pub(crate) struct Events {
     reasoning_text: String,
     /// `stop` after an answering-mode answer, else `length`.
     finish_reason: &'static str,
+    /// Tool calls: the first argument piece's head (the call's id, type and name before it);
+    /// `head` then carries the later pieces.
+    call_head: Option<Vec<u8>>,
 }
 
 /// OpenAI content chunk: the rest after the token text.
@@ -856,6 +869,10 @@ const COMPLETION_TAIL: &[u8] = br#"","logprobs":null,"finish_reason":null,"stop_
 
 "#;
 const CHAT_TAIL: &[u8] = br#""},"logprobs":null,"finish_reason":null}]}
+
+"#;
+/// A chat tool-call piece: the rest after the arguments' text.
+const CALL_TAIL: &[u8] = br#""}}]},"logprobs":null,"finish_reason":null}]}
 
 "#;
 const DONE: &[u8] = b"data: [DONE]\n\n";
@@ -883,7 +900,9 @@ impl Events {
     }
 
     pub(crate) fn new(req: &GenRequest, ident: Ident, reasoning: u32) -> Events {
-        let reasoning = if matches!(req.api, Api::Chat | Api::Responses) {
+        let reasoning = if req.tool_name.is_some() {
+            0
+        } else if matches!(req.api, Api::Chat | Api::Responses) {
             reasoning.min(req.max_tokens.saturating_sub(1))
         } else {
             0
@@ -900,6 +919,10 @@ impl Events {
             Api::Completions => format!(
                 r#"data: {{{},"choices":[{{"index":0,"text":""#,
                 ident.openai_fields("text_completion")
+            ),
+            Api::Chat if req.tool_name.is_some() => format!(
+                r#"data: {{{},"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":""#,
+                ident.openai_fields("chat.completion.chunk")
             ),
             Api::Chat => format!(
                 r#"data: {{{},"choices":[{{"index":0,"delta":{{"content":""#,
@@ -923,6 +946,15 @@ impl Events {
         } else {
             (String::new(), String::new())
         };
+        let call_head = req.tool_name.as_ref().map(|name| {
+            format!(
+                r#"data: {{{},"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"call_{}","type":"function","function":{{"name":{},"arguments":""#,
+                ident.openai_fields("chat.completion.chunk"),
+                ident.id.trim_start_matches("chatcmpl-"),
+                serde_json::to_string(name).expect("a string serializes")
+            )
+            .into_bytes()
+        });
         let text_capacity = if matches!(req.api, Api::Tgi | Api::Sglang | Api::Responses) {
             req.max_tokens.min(1 << 16) as usize * 9
         } else {
@@ -947,7 +979,15 @@ impl Events {
             previous_response_id: req.previous_response_id.clone(),
             text: String::with_capacity(text_capacity),
             reasoning_text: String::new(),
-            finish_reason: if req.answer.is_some()
+            call_head,
+            finish_reason: if req.tool_name.is_some()
+                && req
+                    .pieces
+                    .as_ref()
+                    .is_some_and(|p| p.len() as u32 <= req.max_tokens)
+            {
+                "tool_calls"
+            } else if req.answer.is_some()
                 || req
                     .pieces
                     .as_ref()
@@ -1075,15 +1115,15 @@ impl Events {
         let m = words.len() as u32;
         match self.api {
             Api::Completions | Api::Chat => {
-                let tail = if self.api == Api::Chat {
-                    CHAT_TAIL
-                } else {
-                    COMPLETION_TAIL
+                let tail = match (self.api, &self.call_head) {
+                    (Api::Chat, Some(_)) => CALL_TAIL,
+                    (Api::Chat, None) => CHAT_TAIL,
+                    _ => COMPLETION_TAIL,
                 };
-                let head = if k < self.reasoning {
-                    &self.reasoning_head
-                } else {
-                    &self.head
+                let head = match &self.call_head {
+                    Some(first) if k == 0 => first,
+                    _ if k < self.reasoning => &self.reasoning_head,
+                    _ => &self.head,
                 };
                 let text: usize = words.iter().map(|w| w.text().len()).sum();
                 out.reserve(head.len() + text + tail.len());

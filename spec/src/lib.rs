@@ -251,6 +251,18 @@ pub struct RunSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "FILE")]
     pub json_schema: Option<String>,
+    /// Tool calls: every chat request offers the tools in this file (OpenAI's `tools` array
+    /// of functions with JSON Schema parameters), may stop at end-of-sequence, and keeps the
+    /// calls its answer makes (timed as output tokens as their pieces stream); the result gives
+    /// the share of calls that parse and match their function, which every verifier recomputes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "FILE")]
+    pub tools: Option<String>,
+    /// With --tools: OpenAI's `tool_choice`: auto, required, none, or a function's name (that
+    /// function must be called). Not sent when not given (servers take auto).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "auto|required|none|NAME")]
+    pub tool_choice: Option<String>,
     /// A trace replayed at its timestamps (`--trace FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(skip)]
@@ -598,6 +610,8 @@ impl Default for RunSpec {
             sessions: None,
             agentic: None,
             json_schema: None,
+            tools: None,
+            tool_choice: None,
             trace: None,
             burstiness: None,
             ramp: None,
@@ -878,6 +892,18 @@ impl RunSpec {
             if self.agentic.is_some() || self.trace.is_some() || self.sessions.is_some() {
                 bail!("--json-schema shapes single answers: not with --agentic, --trace or --sessions");
             }
+        }
+        if self.tools.is_some() {
+            if self.backend != crate::Api::OpenaiChat {
+                bail!(
+                    "--tools offers functions through OpenAI's chat API: use --backend openai-chat"
+                );
+            }
+            if self.agentic.is_some() || self.trace.is_some() || self.sessions.is_some() {
+                bail!("--tools shapes single answers: not with --agentic, --trace or --sessions");
+            }
+        } else if self.tool_choice.is_some() {
+            bail!("--tool-choice goes with --tools FILE");
         }
         if self.agentic.is_some() {
             if self.sessions.is_some()

@@ -57,15 +57,20 @@ run(fast, 'embeddings.json', '--backend', 'openai-embeddings', '--profile', 'con
 run(fast, 'rerank.json', '--backend', 'tei-rerank', '--max-requests', '6', '--data', 'prompt_tokens=8,documents=3');
 run(fast, 'images.json', '--backend', 'openai-chat', '--max-requests', '4',
   '--data', 'prompt_tokens=16,output_tokens=4,images=2,image_size=64x64,image_format=png');
-// Agentic sessions against a simulator that says its cached tokens, and structured output
-// against one that cuts a fifth of its JSON answers short.
+// Agentic sessions against a simulator that says its cached tokens, structured output
+// against one that cuts a fifth of its JSON answers short, and tool calls (with the shipped
+// suite graded by its calls) against one that cuts a fifth of its calls' arguments short.
 const caching = await startSim('--ttft-ms', '1', '--itl-ms', '0.5', '--enable-prompt-tokens-details',
-  '--invalid-json-fraction', '0.2');
+  '--invalid-json-fraction', '0.2', '--malformed-tool-call-fraction', '0.2');
 run(caching, 'agentic.json', '--backend', 'openai-completions', '--profile', 'concurrent', '--concurrency', '3',
   '--max-requests', '60', '--agentic', 'turns=4,subagents=1,spawn_every=2,subagent_turns=2,system_tokens=32,task_tokens=16,output_tokens=4,tool_result_tokens=24,tool_ms=2');
 writeFileSync(join(dir, 'schema.json'), JSON.stringify({ type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] }));
 run(caching, 'structured.json', '--backend', 'openai-chat', '--max-requests', '20', '--data', 'prompt_tokens=16,output_tokens=32',
   '--json-schema', join(dir, 'schema.json'));
+writeFileSync(join(dir, 'tools.json'), JSON.stringify([{ type: 'function', function: { name: 'lookup',
+  parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] } } }]));
+run(caching, 'calls.json', '--backend', 'openai-chat', '--max-requests', '20', '--data', 'prompt_tokens=16,output_tokens=32',
+  '--tools', join(dir, 'tools.json'), '--accuracy', 'builtin:tool-calls:6');
 
 const files = (d) => Object.fromEntries(readdirSync(join(dir, d)).sort().map((n) => [n, readFileSync(join(dir, d, n))]));
 
@@ -123,7 +128,7 @@ test('a sweep renders the same in Node, wasmtime and natively', () => {
   assert.ok(out['throughput.svg'].toString().startsWith('<svg'));
 });
 
-test('agentic sessions and structured output render the same everywhere, recomputed by the module', () => {
+test('agentic sessions, structured output and tool calls render the same everywhere, recomputed by the module', () => {
   const md = sameEverywhere('report', ['agentic.json'], 'agentic')['report.md'].toString();
   assert.match(md, /Agentic sessions: 10 \(10 completed\)/);
   assert.match(md, /\| Depth \| Requests \| Completed \| Mean prompt tokens \|/);
@@ -132,7 +137,10 @@ test('agentic sessions and structured output render the same everywhere, recompu
   const s = sameEverywhere('report', ['structured.json'], 'structured')['report.md'].toString();
   assert.match(s, /Structured output \(.*schema\.json, sha256 [0-9a-f]{12}…\): [0-9]+ of 20 answers match the schema/);
   const keys = readFileSync(join(dir, 'keys.json'), 'utf8');
-  for (const [file, n] of [['agentic.json', 60], ['structured.json', 20]]) {
+  const t = sameEverywhere('report', ['calls.json'], 'tools')['report.md'].toString();
+  assert.match(t, /Tool calls \(.*tools\.json, sha256 [0-9a-f]{12}…\): 20 of 20 answers called, 20 calls; [0-9]+ match their function/);
+  // (The tool-call result's records include its accuracy phase's 6.)
+  for (const [file, n] of [['agentic.json', 60], ['structured.json', 20], ['calls.json', 26]]) {
     const loaded = glue.loadDocument(readFileSync(join(dir, file)), keys);
     try {
       const facts = JSON.parse(loaded.meta());

@@ -91,11 +91,82 @@ def marks(grader, answer, gold, choices=None, tolerance=0.0):
     if grader == "number":
         g = last_number(gold)
         return [mark(last_number(answer), lambda f: g is not None and abs(f - g) <= tolerance)]
+    if grader == "tool_call":
+        return [ast_mark(answer, gold)]
     raise AssertionError(grader)
 
 
 RULES = {"gsm8k": ["strict-match", "flexible-extract"], "exact": ["exact"], "choice": ["choice"],
-         "number": ["number"]}
+         "number": ["number"], "tool_call": ["ast"]}
+
+
+# ---- BFCL's AST checker, applied to JSON (docs/reference/accuracy.md) ----
+
+def bfcl_standardize(s):
+    return re.sub(r"[ ,./\-_*^]", "", s).lower().replace("'", '"')
+
+
+def bfcl_equal(v, gold):
+    # Python's json gives int and float as BFCL's checker sees them; bool is not a number.
+    if isinstance(gold, bool) or isinstance(v, bool):
+        return type(v) is type(gold) and v == gold
+    if isinstance(gold, str):
+        return isinstance(v, str) and bfcl_standardize(v) == bfcl_standardize(gold)
+    if isinstance(gold, float):
+        return isinstance(v, (int, float)) and float(v) == gold
+    if isinstance(gold, int):
+        return type(v) is int and v == gold
+    if gold is None:
+        return v is None
+    if isinstance(gold, list):
+        return isinstance(v, list) and len(v) == len(gold) and all(map(bfcl_equal, v, gold))
+    if isinstance(gold, dict):
+        return (isinstance(v, dict) and v.keys() == gold.keys()
+                and all(bfcl_equal(v[k], gold[k]) for k in gold))
+    raise AssertionError(gold)
+
+
+def bfcl_call_matches(args, params):
+    if any(k not in params for k in args):
+        return False
+    for p, allowed in params.items():
+        if p not in args:
+            if "" not in allowed:
+                return False
+        elif not any(a != "" and bfcl_equal(args[p], a) for a in allowed):
+            return False
+    return True
+
+
+def ast_mark(answer, gold):
+    try:
+        calls = json.loads(answer)
+        assert isinstance(calls, list)
+        calls = [(c["name"], c["arguments"]) for c in calls]
+        assert all(isinstance(n, str) and isinstance(a, str) for n, a in calls)
+    except (ValueError, AssertionError, TypeError, KeyError):
+        return "unparsed"
+    parsed = []
+    for name, arguments in calls:
+        try:
+            args = json.loads(arguments)
+        except ValueError:
+            return "wrong"
+        if not isinstance(args, dict):
+            return "wrong"
+        parsed.append((name, args))
+    gold = json.loads(gold)
+    if len(parsed) != len(gold):
+        return "wrong"
+    used = [False] * len(parsed)
+    for g in gold:
+        [(function, params)] = g.items()
+        k = next((k for k, (n, a) in enumerate(parsed)
+                  if not used[k] and n == function and bfcl_call_matches(a, params)), None)
+        if k is None:
+            return "wrong"
+        used[k] = True
+    return "correct"
 
 
 def wilson(k, n):

@@ -1,4 +1,4 @@
-//! `builtin:arithmetic`: a suite the runner writes itself from the run's seed, so a result can
+//! The builtin suites. `builtin:arithmetic`: a suite the runner writes itself from the run's seed, so a result can
 //! carry an accuracy check with nothing downloaded. Each item asks for the sum, difference or
 //! product of two whole numbers under 100, after three worked examples, and is graded `exact`
 //! (the answer up to its first newline must be the number). It is a sanity check — a broken
@@ -11,6 +11,13 @@ use crate::rng::Rng;
 use serde_json::json;
 
 pub const NAME: &str = "builtin:arithmetic";
+
+/// `builtin:tool-calls`: 16 single-turn requests that offer one to three functions (OpenAI
+/// `tools`) and are graded `tool_call` against BFCL-style possible answers: 14 want one call
+/// (most among distractor functions), 2 want two parallel calls. Shipped as JSONL, read like a
+/// file; its sha256 is the file's.
+pub const TOOL_CALLS: &str = "builtin:tool-calls";
+pub const TOOL_CALLS_JSONL: &str = include_str!("suites/tool-calls.jsonl");
 
 /// Items the suite holds (`builtin:arithmetic:N` asks a seeded N of them).
 pub const ITEMS: usize = 200;

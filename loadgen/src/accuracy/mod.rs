@@ -55,7 +55,8 @@ fn stop_sequences(suite: &Suite) -> Map<String, serde_json::Value> {
     extra
 }
 
-/// Asks item `i` once, greedily: its record (µs from `origin`) and the answer's text.
+/// Asks item `i` once, greedily: its record (µs from `origin`) and the answer's text (for an
+/// item that offers tools, the calls it made as JSON when it made some).
 async fn ask(
     suite: &Suite,
     i: usize,
@@ -64,6 +65,16 @@ async fn ask(
     origin: Instant,
 ) -> (schemas::document::RawRecord, String) {
     let item = &suite.items[i];
+    let offered;
+    let extra = match &item.tools {
+        Some(tools) => {
+            let mut e = extra.clone();
+            e.insert("tools".into(), serde_json::Value::Array(tools.clone()));
+            offered = e;
+            &offered
+        }
+        None => extra,
+    };
     let job = Job {
         prompt: &item.prompt,
         history: &item.history,

@@ -5,13 +5,15 @@
 //! {"grader": "gsm8k", "template": "Question: {prompt}\nAnswer:", "fewshot": [{"prompt": "…", "answer": "…"}], "output_tokens": 256, "stop": ["Question:"]}
 //! {"id": "1", "prompt": "Janet's ducks lay 16 eggs per day…", "answer": "…\n#### 18"}
 //! {"id": "2", "messages": [{"role": "user", "content": "…"}], "answer": "B", "choices": ["…", "…"]}
+//! {"id": "3", "prompt": "Weather in Paris?", "tools": [{"type": "function", "function": {…}}], "answer": [{"get_weather": {"city": ["Paris"]}}]}
 //! ```
 //!
 //! The first line is the suite's header when it names a `grader` and holds no `answer`; every
 //! other line is an item. A prompt is sent as the template renders it (`{prompt}`, and
 //! `{choices}` as `A. …` lines), after the few-shot examples rendered the same way and
-//! followed by their answers; chat messages are sent as they are. Errors name the file, the
-//! line and the field.
+//! followed by their answers; chat messages are sent as they are. A `tool_call` suite's items
+//! offer their `tools` and give the gold calls in BFCL's form. Errors name the file, the line
+//! and the field.
 
 use crate::rng::Rng;
 use anyhow::{anyhow, bail, Result};
@@ -45,15 +47,19 @@ pub struct Item {
     pub history: Vec<String>,
     pub gold: String,
     pub choices: Option<u32>,
+    /// Tool calls: the tools the request offers (OpenAI's `tools`), checked.
+    pub tools: Option<Vec<Value>>,
 }
 
 impl Item {
-    /// What the result stores as the prompt sent: the text, or chat messages as JSON.
+    /// What the result stores as the prompt sent: the text, or chat messages as JSON; an item
+    /// that offers tools as `{"messages": […], "tools": […]}`.
     pub fn shown(&self, messages: bool) -> String {
-        if messages {
-            crate::backend::chat_messages(&self.history, &self.prompt).to_string()
-        } else {
-            self.prompt.clone()
+        let chat = || crate::backend::chat_messages(&self.history, &self.prompt);
+        match &self.tools {
+            Some(tools) => serde_json::json!({"messages": chat(), "tools": tools}).to_string(),
+            None if messages => chat().to_string(),
+            None => self.prompt.clone(),
         }
     }
 }
@@ -92,6 +98,8 @@ struct Line {
     answer: Option<Value>,
     #[serde(default)]
     choices: Option<Vec<String>>,
+    #[serde(default)]
+    tools: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -123,10 +131,13 @@ pub fn load(value: &str, grader: Option<&str>, seed: u64) -> Result<Suite> {
     let (name, n) = parse_choice(value)?;
     let (text, is_builtin) = if name == super::builtin::NAME {
         (super::builtin::jsonl(seed), true)
+    } else if name == super::builtin::TOOL_CALLS {
+        (super::builtin::TOOL_CALLS_JSONL.to_string(), true)
     } else if let Some(other) = name.strip_prefix("builtin:") {
         bail!(
-            "--accuracy builtin:{other}: the builtin suite is {}",
-            super::builtin::NAME
+            "--accuracy builtin:{other}: the builtin suites are {} and {}",
+            super::builtin::NAME,
+            super::builtin::TOOL_CALLS
         );
     } else {
         let text = std::fs::read_to_string(Path::new(&name))
@@ -135,7 +146,7 @@ pub fn load(value: &str, grader: Option<&str>, seed: u64) -> Result<Suite> {
     };
     let mut suite = parse(&name, &text, grader)?;
     if is_builtin && grader.is_some() {
-        bail!("--accuracy-grader: the builtin suite is graded `exact`");
+        bail!("--accuracy-grader: a builtin suite is graded by its own grader");
     }
     if let Some(n) = n {
         if n > suite.meta.rows {
@@ -314,10 +325,21 @@ fn read_item(
         Some(_) => bail!("{at}: id must be a string or a number"),
         None => bail!("{at}: no id"),
     };
+    let calls = grader == Grader::ToolCall;
     let gold = match line.answer {
-        Some(a @ (Value::String(_) | Value::Number(_))) => answer_text(&a),
+        Some(a @ (Value::String(_) | Value::Number(_))) if !calls => answer_text(&a),
+        Some(a @ Value::Array(_)) if calls => a.to_string(),
+        Some(_) if calls => bail!("{at}: answer must be the gold calls, [{{\"function\": {{\"param\": [allowed values]}}}}]"),
         Some(_) => bail!("{at}: answer must be a string or a number"),
         None => bail!("{at}: no answer"),
+    };
+    let tools = match (line.tools, calls) {
+        (Some(t), true) => {
+            Some(crate::tools::read_tools(&t).map_err(|e| anyhow!("{at}: tools{e}"))?)
+        }
+        (None, true) => bail!("{at}: no tools: a tool_call item offers the functions it may call"),
+        (Some(_), false) => bail!("{at}: tools go with the tool_call grader"),
+        (None, false) => None,
     };
     let choices = line.choices.as_ref().map(|c| c.len() as u32);
     if choices.is_some_and(|c| c == 0 || c > 26) {
@@ -350,6 +372,7 @@ fn read_item(
         history,
         gold,
         choices,
+        tools,
     };
     Ok((item, chat))
 }

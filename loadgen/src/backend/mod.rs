@@ -165,6 +165,18 @@ impl StreamState {
         }
     }
 
+    /// Adds a payload's tool-call pieces to `calls` (chat only; see
+    /// `openai::tool_call_pieces`).
+    pub fn tool_call_pieces(
+        &self,
+        data: &[u8],
+        calls: &mut Vec<schemas::document::tools::ToolCall>,
+    ) {
+        if self.api == Api::OpenaiChat {
+            openai::tool_call_pieces(data, calls);
+        }
+    }
+
     /// The answer text of a payload, for APIs whose conversations the runner continues
     /// (the OpenAI ones); `None` for the others or a payload without text.
     pub fn answer_text(&self, data: &[u8]) -> Option<String> {

@@ -3,7 +3,8 @@
 //!
 //! Token rule: a chunk is a token event when its first choice carries non-empty generated text
 //! (`text`; for chat `delta.content`, or `delta.reasoning_content` / `delta.reasoning`, which
-//! reasoning models stream before the answer). Not tokens: the chat opening chunk (`delta.role`
+//! reasoning models stream before the answer, or a piece of a tool call: a function's name or
+//! some of its arguments in `delta.tool_calls[].function`). Not tokens: the chat opening chunk (`delta.role`
 //! with empty or null content) and a finish chunk with empty text or delta (llama.cpp sends
 //! one; vLLM instead puts `finish_reason` on the chunk with the last token, which is a token).
 //! Usage may come in any chunk: vLLM and llama.cpp's chat send a final `"choices": []` chunk,
@@ -130,13 +131,61 @@ struct Delta {
     reasoning_content: NonEmpty,
     #[serde(default)]
     reasoning: NonEmpty,
+    /// Tool calls in pieces: read only for whether a piece is there.
+    #[serde(default)]
+    tool_calls: CallPieces,
+}
+
+/// `delta.tool_calls`: whether any call's `function` carries a name or some arguments. Read
+/// element by element, kept in nothing: a chunk of text pays for no list.
+#[derive(Default)]
+struct CallPieces(bool);
+
+#[derive(Deserialize)]
+struct ToolCallDelta {
+    #[serde(default)]
+    function: Option<FunctionDelta>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta {
+    #[serde(default)]
+    name: NonEmpty,
+    #[serde(default)]
+    arguments: NonEmpty,
+}
+
+impl<'de> Deserialize<'de> for CallPieces {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Pieces;
+        impl<'de> serde::de::Visitor<'de> for Pieces {
+            type Value = CallPieces;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of tool-call pieces, or null")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<CallPieces, A::Error> {
+                let mut any = false;
+                while let Some(c) = seq.next_element::<ToolCallDelta>()? {
+                    any |= c.function.is_some_and(|f| f.name.0 || f.arguments.0);
+                }
+                Ok(CallPieces(any))
+            }
+            fn visit_unit<E>(self) -> Result<CallPieces, E> {
+                Ok(CallPieces(false))
+            }
+        }
+        d.deserialize_any(Pieces)
+    }
 }
 
 impl Choice for ChatChoice {
     fn token(&self) -> bool {
         self.delta
             .as_ref()
-            .is_some_and(|d| d.content.0 || d.reasoning_content.0 || d.reasoning.0)
+            .is_some_and(|d| d.content.0 || d.reasoning_content.0 || d.reasoning.0 || d.tool_calls.0)
     }
     fn reasoning(&self) -> bool {
         self.delta
@@ -205,3 +254,44 @@ pub(super) fn answer_text(data: &[u8], chat: bool) -> Option<String> {
     };
     text.as_str().filter(|t| !t.is_empty()).map(String::from)
 }
+
+/// Adds the tool-call pieces of a chat chunk (`choices[0].delta.tool_calls[]`: `index`, and
+/// `function.name` and `function.arguments` in pieces) to `calls`, the calls so far by index.
+/// Off the per-token fast path: only requests that offered tools ask, once per event.
+pub(super) fn tool_call_pieces(data: &[u8], calls: &mut Vec<schemas::document::tools::ToolCall>) {
+    let Ok(v) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let Some(pieces) = v
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .and_then(|c| c.get("delta"))
+        .and_then(|d| d.get("tool_calls"))
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    for (k, piece) in pieces.iter().enumerate() {
+        // Servers number the calls; one that does not gets them in order.
+        let index = piece
+            .get("index")
+            .and_then(Value::as_u64)
+            .map_or(k, |i| i as usize)
+            .min(MAX_TOOL_CALLS);
+        if calls.len() <= index {
+            calls.resize_with(index + 1, Default::default);
+        }
+        let call = &mut calls[index];
+        if let Some(f) = piece.get("function") {
+            if let Some(name) = f.get("name").and_then(Value::as_str) {
+                call.name.push_str(name);
+            }
+            if let Some(arguments) = f.get("arguments").and_then(Value::as_str) {
+                call.arguments.push_str(arguments);
+            }
+        }
+    }
+}
+
+/// The most calls one answer is read for (a stray index cannot make the record huge).
+const MAX_TOOL_CALLS: usize = 127;

@@ -954,3 +954,60 @@ fn openai_responses_errors_and_unknown_events() {
         Err(EventError::NotJson(_))
     ));
 }
+
+/// Tool calls as llama.cpp streams them (its real chunks, trimmed: the name with the first
+/// argument piece, then pieces) and as vLLM's parsers do (the name alone, then pieces; two
+/// parallel calls by `index`): every chunk with a name or some arguments is a token event,
+/// the opening and finish chunks are not, and the pieces join into whole calls.
+#[test]
+fn tool_call_pieces_are_token_events_and_join_into_calls() {
+    use schemas::document::tools::ToolCall;
+    let llama = [
+        r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"role":"assistant","content":null}}],"object":"chat.completion.chunk"}"#,
+        r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"tool_calls":[{"index":0,"id":"1vyc","type":"function","function":{"name":"get_weather","arguments":"{"}}]}}],"object":"chat.completion.chunk"}"#,
+        r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"city\": \""}}]}}]}"#,
+        r#"{"choices":[{"finish_reason":null,"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"Paris\"}"}}]}}]}"#,
+        r#"{"choices":[{"finish_reason":"tool_calls","index":0,"delta":{}}]}"#,
+    ];
+    let vllm = [
+        r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"chatcmpl-tool-a","type":"function","index":0,"function":{"name":"add"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"a\": 1}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"id":"chatcmpl-tool-b","type":"function","index":1,"function":{"name":"add","arguments":""}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"a\": 2}"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}}]},"finish_reason":"tool_calls"}]}"#,
+    ];
+    let call = |name: &str, arguments: &str| ToolCall {
+        name: name.into(),
+        arguments: arguments.into(),
+    };
+    for (chunks, tokens, want) in [
+        (
+            &llama[..],
+            vec![0, 1, 1, 1, 0],
+            vec![call("get_weather", r#"{"city": "Paris"}"#)],
+        ),
+        (
+            &vllm[..],
+            vec![0, 1, 1, 1, 1, 0],
+            vec![call("add", r#"{"a": 1}"#), call("add", r#"{"a": 2}"#)],
+        ),
+    ] {
+        let mut s = Api::OpenaiChat.new_stream();
+        let mut calls = Vec::new();
+        let mut counted = Vec::new();
+        for c in chunks {
+            counted.push(s.on_data(c.as_bytes()).unwrap().tokens);
+            s.tool_call_pieces(c.as_bytes(), &mut calls);
+        }
+        assert_eq!(counted, tokens);
+        assert_eq!(calls, want);
+    }
+    // A stray index does not grow the list without bound.
+    let mut calls = Vec::new();
+    Api::OpenaiChat.new_stream().tool_call_pieces(
+        br#"{"choices":[{"delta":{"tool_calls":[{"index":4000000000,"function":{"name":"f"}}]}}]}"#,
+        &mut calls,
+    );
+    assert_eq!(calls.len(), 128);
+}

@@ -95,6 +95,8 @@ pub struct Prepared {
     agentx: Option<(Vec<crate::agentic::agentx::TraceSession>, String)>,
     /// `--json-schema FILE`: the schema, read and checked.
     json_schema: Option<schemas::document::structured::JsonSchemaOutput>,
+    /// `--tools FILE`: the tools, read and checked.
+    tools: Option<schemas::document::tools::ToolsOffered>,
     tokenizer: Option<TokenCounter>,
     /// `--accuracy`: the suite, read and checked.
     accuracy: Option<crate::accuracy::Suite>,
@@ -164,6 +166,13 @@ impl Prepared {
             Some(path) => Some(crate::structured::load(Path::new(path))?),
             None => None,
         };
+        let tools = match &spec.tools {
+            Some(path) => Some(crate::tools::load(
+                Path::new(path),
+                spec.tool_choice.as_deref(),
+            )?),
+            None => None,
+        };
         let tokenizer = match &spec.tokenizer {
             Some(path) => Some(TokenCounter::from_tokenizer_json(Path::new(path))?),
             None => None,
@@ -178,6 +187,14 @@ impl Prepared {
                 if suite.meta.messages && spec.backend != crate::backend::Api::OpenaiChat {
                     anyhow::bail!(
                         "{}: its items are chat messages: use --backend openai-chat",
+                        suite.meta.name
+                    );
+                }
+                if suite.items.iter().any(|i| i.tools.is_some())
+                    && spec.backend != crate::backend::Api::OpenaiChat
+                {
+                    anyhow::bail!(
+                        "{}: its items offer tools: use --backend openai-chat",
                         suite.meta.name
                     );
                 }
@@ -196,6 +213,7 @@ impl Prepared {
             trace,
             agentx,
             json_schema,
+            tools,
             tokenizer,
             accuracy,
         })
@@ -235,10 +253,12 @@ impl Prepared {
             stamps: Default::default(),
             ignored_events: Default::default(),
             request_ids: Default::default(),
-            structured: self
-                .json_schema
-                .as_ref()
-                .map(crate::structured::response_format),
+            shape: client::AnswerShape::of(
+                self.json_schema
+                    .iter()
+                    .map(crate::structured::shape)
+                    .chain(self.tools.iter().map(crate::tools::shape)),
+            ),
         });
         // Rerank: how a server pairs the query with each document is its own, and the client
         // leaves the count to it (no request without documents to measure it by, either).
@@ -278,6 +298,7 @@ impl Prepared {
             trace: self.trace,
             agentx: self.agentx,
             json_schema: self.json_schema,
+            tools: self.tools,
             context_tokens,
             accuracy: self.accuracy,
             overhead,
@@ -304,6 +325,8 @@ pub struct Measurement {
     context_tokens: Option<u32>,
     /// `--json-schema FILE`: the schema every answer is asked to match.
     json_schema: Option<schemas::document::structured::JsonSchemaOutput>,
+    /// `--tools FILE`: the tools every request offers.
+    tools: Option<schemas::document::tools::ToolsOffered>,
     /// `--accuracy`: the suite the phase asks.
     accuracy: Option<crate::accuracy::Suite>,
     /// Tokens the server adds to every prompt (BOS, chat template).
@@ -1082,6 +1105,7 @@ impl Measurement {
                 prompts_sha256,
                 sessions,
                 json_schema: self.json_schema.clone(),
+                tools: self.tools.clone(),
             },
             _ => Workload::Synthetic {
                 prompt_tokens: data.prompt_tokens,
@@ -1111,6 +1135,7 @@ impl Measurement {
                     }
                 }),
                 json_schema: self.json_schema.clone(),
+                tools: self.tools.clone(),
             },
         })
     }

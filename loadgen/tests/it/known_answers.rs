@@ -386,7 +386,7 @@ async fn latency_legs() {
         stamps: Default::default(),
         ignored_events: Default::default(),
         request_ids: Default::default(),
-        structured: None,
+        shape: None,
     };
     let parallel: usize = std::env::var("LEGS_PARALLEL")
         .ok()

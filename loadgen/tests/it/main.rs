@@ -9,4 +9,5 @@ mod capacity;
 mod known_answers;
 mod speculative;
 mod structured;
+mod tool_calls;
 mod workloads;

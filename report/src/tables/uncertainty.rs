@@ -179,6 +179,11 @@ fn rates<'a>(
             s.structured_output.as_ref().map(|x| x.valid_share),
             u.structured_valid_share,
         ),
+        (
+            "Tool calls valid (share)",
+            s.tool_calls.as_ref().and_then(|x| x.valid_share),
+            u.tool_call_valid_share,
+        ),
     ]
 }
 

@@ -126,6 +126,9 @@ pub struct SimArgs {
     /// Structured output: cut this share of JSON answers one character short (not JSON), seeded.
     #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
     pub invalid_json_fraction: f64,
+    /// Tool calls: cut this share of calls' arguments one character short (not JSON), seeded.
+    #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
+    pub malformed_tool_call_fraction: f64,
     /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), like a
     /// reasoning model behind vLLM's `--reasoning-parser`.
     #[arg(long, default_value_t = 0)]

@@ -23,6 +23,7 @@ impl SimArgs {
             prefix_caching: !self.no_enable_prefix_caching,
             prompt_tokens_details: self.enable_prompt_tokens_details,
             invalid_json_fraction: self.invalid_json_fraction,
+            malformed_tool_call_fraction: self.malformed_tool_call_fraction,
             reasoning_tokens: self.reasoning_tokens,
             seed: self.seed,
             api_key: self.api_key.clone(),

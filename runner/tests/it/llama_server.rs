@@ -1043,3 +1043,127 @@ fn structured_output_under_a_json_schema_grammar_is_valid_unless_cut_off() {
     );
     assert!(valid >= 4, "{x}");
 }
+
+/// A chat template that renders tools, assistant calls and tool results in Hermes' form
+/// (`<tool_call>` blocks), which llama.cpp's `--jinja` recognises as a template that supports
+/// tool calls and parses into streamed `tool_calls` (SmolLM2's own template renders no tools,
+/// and llama.cpp then leaves a call as text).
+const TOOL_TEMPLATE: &str = r#"{%- if tools %}<|im_start|>system
+You may call functions. Here are the available tools: <tools>{% for tool in tools %}{{ tool | tojson }}{% endfor %}</tools> For each call return a JSON object with the function name and arguments within <tool_call></tool_call> tags:
+<tool_call>
+{"name": <function-name>, "arguments": <args-json-object>}
+</tool_call><|im_end|>
+{% endif %}
+{%- for message in messages %}
+{%- if message.role == "tool" %}<|im_start|>user
+<tool_response>
+{{ message.content }}
+</tool_response><|im_end|>
+{% elif message.role == "assistant" and message.tool_calls %}<|im_start|>assistant
+{% for tool_call in message.tool_calls %}<tool_call>
+{"name": "{{ tool_call.function.name }}", "arguments": {{ tool_call.function.arguments | tojson }}}
+</tool_call>{% endfor %}<|im_end|>
+{% else %}<|im_start|>{{ message.role }}
+{{ message.content }}<|im_end|>
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}"#;
+
+/// Tool calls on a real engine: llama.cpp (`--jinja`) streams SmolLM2's calls as `tool_calls`
+/// pieces; the runner times them, reassembles them, judges them against the offered function
+/// and grades a one-shot suite by BFCL's rules. The server's count of output tokens (the call's
+/// markup included) stands beside the client's events.
+#[test]
+fn tool_calls_stream_from_llama_cpp_and_are_graded() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("tools.jinja");
+    std::fs::write(&template, TOOL_TEMPLATE).unwrap();
+    let Some(server) = start_with(&[
+        "--jinja",
+        "--chat-template-file",
+        template.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    let weather = serde_json::json!({"type": "function", "function": {
+        "name": "get_weather", "description": "Get the weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"]}}});
+    let tools = dir.path().join("tools.json");
+    std::fs::write(&tools, serde_json::json!([weather]).to_string()).unwrap();
+    let shot = r#"<tool_call>
+{"name": "get_weather", "arguments": {"city": "Rome"}}
+</tool_call>"#;
+    let item = |id: &str, city: &str| {
+        serde_json::json!({"id": id, "messages": [
+            {"role": "user", "content": "What is the weather in Rome?"},
+            {"role": "assistant", "content": shot},
+            {"role": "user", "content": format!("And in {city}?")}],
+            "tools": [weather], "answer": [{"get_weather": {"city": [city]}}]})
+        .to_string()
+    };
+    let suite = dir.path().join("calls.jsonl");
+    std::fs::write(
+        &suite,
+        [
+            r#"{"grader": "tool_call", "output_tokens": 48}"#.to_string(),
+            item("paris", "Paris"),
+            item("oslo", "Oslo"),
+            item("lima", "Lima"),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let st = run_with_data(
+        &server,
+        dir.path(),
+        "tools.json.result",
+        &[
+            "--backend",
+            "openai-chat",
+            "--max-requests",
+            "4",
+            "--data",
+            "prompt_tokens=24,output_tokens=32",
+            "--tools",
+            tools.to_str().unwrap(),
+            "--accuracy",
+            suite.to_str().unwrap(),
+        ],
+    );
+    // The benchmark: every request offered the tool and kept what it called.
+    let b = &st["predicate"]["benchmarks"][0];
+    let x = &b["summary"]["tool_calls"];
+    assert_eq!(x["requests"], 4, "{x}");
+    for r in &schemas::document::record_columns::rows_of_json(&b["records"]).unwrap() {
+        assert!(r["tool_calls"].is_array(), "{r}");
+    }
+    // The suite: SmolLM2 follows the one-shot example with calls, reassembled whole.
+    let a = &st["predicate"]["accuracy"];
+    let answers = schemas::accuracy::texts::decode(a["answers"].as_str().unwrap()).unwrap();
+    let records = schemas::document::record_columns::rows_of_json(&a["records"]).unwrap();
+    let mut called = 0;
+    for (answer, r) in answers.iter().zip(&records) {
+        let Ok(calls) = serde_json::from_str::<Vec<schemas::document::tools::ToolCall>>(answer)
+        else {
+            continue;
+        };
+        called += 1;
+        assert_eq!(calls[0].name, "get_weather", "{answer}");
+        let verdict = schemas::tool_calls::judge_call(std::slice::from_ref(&weather), &calls[0]);
+        assert_eq!(verdict, schemas::tool_calls::CallVerdict::Valid, "{answer}");
+        assert_eq!(r["finish_reason"], "tool_calls");
+        // The markup's tokens are held back: fewer events than tokens.
+        assert!(
+            r["output_tokens_server"].as_u64().unwrap()
+                > r["output_tokens_client"].as_u64().unwrap(),
+            "{r}"
+        );
+    }
+    let ast = &a["grade"]["rules"][0];
+    eprintln!("llama.cpp tool calls: {called} of 3 items called; graded {ast}");
+    assert!(called >= 2, "{answers:?}");
+    assert_eq!(ast["total"], 3);
+    assert!(ast["correct"].as_u64().unwrap() >= 1, "{ast}");
+}

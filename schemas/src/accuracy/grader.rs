@@ -10,6 +10,8 @@
 
 use crate::document::accuracy::Grader;
 
+pub mod tool_call;
+
 /// Bumped whenever a rule's verdict on some text could change: a stored grade names the
 /// version it was computed with, and a verifier of another version says so rather than
 /// disagree.
@@ -63,6 +65,7 @@ pub fn grade(grader: Grader, answer: &str, gold: &Gold) -> Vec<Mark> {
             (Some(a), Some(g)) if (a - g).abs() <= gold.tolerance => Mark::Correct,
             _ => Mark::Wrong,
         }],
+        Grader::ToolCall => vec![tool_call::grade(answer, gold.answer)],
     }
 }
 
@@ -92,6 +95,7 @@ pub fn check_gold(grader: Grader, gold: &Gold) -> Result<(), String> {
         Grader::Number if last_number(gold.answer).is_none() => {
             Err(format!("the answer {:?} holds no number", gold.answer))
         }
+        Grader::ToolCall => tool_call::check_gold(gold.answer),
         _ => Ok(()),
     }
 }

@@ -204,7 +204,7 @@ macro_rules! dist {
     };
 }
 
-pub const CATALOGUE: [Metric; 45] = [
+pub const CATALOGUE: [Metric; 46] = [
     Metric {
         key: "request_throughput",
         reads: "request_throughput_per_s",
@@ -508,6 +508,17 @@ pub const CATALOGUE: [Metric; 45] = [
         without_completions: false,
         get: |s| Some(s.structured_output.as_ref()?.valid_share.get()),
         interval: Some(|s| s.uncertainty.as_ref()?.structured_valid_share),
+    },
+    Metric {
+        key: "tool_calls_valid",
+        reads: "tool_calls",
+        group: Group::Always,
+        name: "Tool calls: calls matching their function (share)",
+        stored: Some("tool_calls.valid_share"),
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| s.tool_calls.as_ref()?.valid_share.map(Finite::get),
+        interval: Some(|s| s.uncertainty.as_ref()?.tool_call_valid_share),
     },
     Metric {
         key: "server_ttft:p50",
@@ -851,6 +862,7 @@ mod tests {
             "prefix_cache.ideal.hit_rate",
             "prefix_cache.server.hit_rate",
             "structured_output.valid_share",
+            "tool_calls.valid_share",
         ];
         carried.sort_unstable();
         assert_eq!(names, carried);

@@ -102,7 +102,7 @@ pub struct Grade {
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Score {
-    /// `strict-match`, `flexible-extract`, `exact`, `choice` or `number`.
+    /// `strict-match`, `flexible-extract`, `exact`, `choice`, `number` or `ast`.
     pub rule: String,
     /// Items asked: correct + wrong + unparsed + failed.
     pub total: u64,
@@ -164,10 +164,21 @@ pub enum Grader {
     /// The last number in the answer (`,` and `$` ignored) equals the gold number within the
     /// suite's absolute tolerance.
     Number,
+    /// Function calls against the gold calls by the Berkeley Function Calling Leaderboard's
+    /// AST rules (`grader::tool_call`): the same functions, no parameter the gold lacks, every
+    /// required one, each value one of the allowed (strings standardized); since
+    /// `result/v0.15`.
+    ToolCall,
 }
 
 impl Grader {
-    pub const ALL: [Grader; 4] = [Grader::Gsm8k, Grader::Exact, Grader::Choice, Grader::Number];
+    pub const ALL: [Grader; 5] = [
+        Grader::Gsm8k,
+        Grader::Exact,
+        Grader::Choice,
+        Grader::Number,
+        Grader::ToolCall,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -175,6 +186,7 @@ impl Grader {
             Grader::Exact => "exact",
             Grader::Choice => "choice",
             Grader::Number => "number",
+            Grader::ToolCall => "tool_call",
         }
     }
 
@@ -190,6 +202,7 @@ impl Grader {
             Grader::Exact => &["exact"],
             Grader::Choice => &["choice"],
             Grader::Number => &["number"],
+            Grader::ToolCall => &["ast"],
         }
     }
 }

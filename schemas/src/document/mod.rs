@@ -12,6 +12,7 @@ pub mod objective;
 pub mod agentic;
 pub mod record;
 pub mod structured;
+pub mod tools;
 pub mod record_columns;
 pub mod repetitions;
 pub mod telemetry;
@@ -668,6 +669,9 @@ pub enum Workload {
         /// `result/v0.14`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         json_schema: Option<structured::JsonSchemaOutput>,
+        /// Tool calls: the tools every chat request offered. Since `result/v0.15`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tools: Option<tools::ToolsOffered>,
     },
     /// Prompts read from a file (JSONL or ShareGPT), sampled with the run's seed.
     Dataset {
@@ -692,6 +696,9 @@ pub enum Workload {
         /// `result/v0.14`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         json_schema: Option<structured::JsonSchemaOutput>,
+        /// Tool calls: the tools every chat request offered. Since `result/v0.15`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tools: Option<tools::ToolsOffered>,
     },
     /// Requests replayed from a trace file at its timestamps.
     Trace {
@@ -846,6 +853,7 @@ impl Workload {
             documents: None,
             images: None,
             json_schema: None,
+            tools: None,
         }
     }
 
@@ -855,6 +863,14 @@ impl Workload {
             Workload::Synthetic { json_schema, .. } | Workload::Dataset { json_schema, .. } => {
                 json_schema.as_ref()
             }
+            Workload::Trace { .. } | Workload::Agentic { .. } => None,
+        }
+    }
+
+    /// The tools its requests offered, when they offered some.
+    pub fn tools(&self) -> Option<&tools::ToolsOffered> {
+        match self {
+            Workload::Synthetic { tools, .. } | Workload::Dataset { tools, .. } => tools.as_ref(),
             Workload::Trace { .. } | Workload::Agentic { .. } => None,
         }
     }

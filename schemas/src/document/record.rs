@@ -118,6 +118,10 @@ pub struct RawRecord {
     /// Schema (`crate::structured`); absent for other requests. Since `result/v0.14`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_text: Option<String>,
+    /// Tool calls: the calls the answer made, reassembled from the stream (empty when it
+    /// answered in text); absent for a request that offered no tools. Since `result/v0.15`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<super::tools::ToolCall>>,
 }
 
 /// A request's place in an agentic session's tree.
@@ -250,6 +254,11 @@ impl RawRecord {
                 .error
                 .as_ref()
                 .is_some_and(|e| e.class == ErrorClass::ContextOverflow)
+    }
+
+    /// Whether it carries a field that came with `result/v0.15` (tool calls).
+    pub fn is_v0_15(&self) -> bool {
+        self.tool_calls.is_some()
     }
 
     /// Output tokens of each token event: the server's counts where the record has them,

@@ -133,6 +133,9 @@ pub struct RecordColumns {
     /// Structured output: each answer's text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_text: Option<Vec<Option<String>>>,
+    /// Tool calls: the calls each answer made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<Option<Vec<crate::document::tools::ToolCall>>>>,
 }
 
 /// An optional column's values, or `n` nulls when it is absent.
@@ -211,6 +214,7 @@ impl RecordColumns {
                 self.cached_tokens.as_ref().map_or(n, Vec::len),
             ),
             ("output_text", self.output_text.as_ref().map_or(n, Vec::len)),
+            ("tool_calls", self.tool_calls.as_ref().map_or(n, Vec::len)),
         ];
         if let Some((field, len)) = lengths.iter().find(|(_, len)| *len != n) {
             return Err(format!(
@@ -249,6 +253,7 @@ impl RecordColumns {
         let mut agent = optional(self.agent, n);
         let mut cached_tokens = optional(self.cached_tokens, n);
         let mut output_text = optional(self.output_text, n);
+        let mut tool_calls = optional(self.tool_calls, n);
         // Every column has `n` entries (checked above), so this yields exactly `n` records.
         let mut rows = Vec::with_capacity(n);
         rows.extend(std::iter::from_fn(|| {
@@ -285,6 +290,7 @@ impl RecordColumns {
                 agent: agent.next()?,
                 cached_tokens: cached_tokens.next()?,
                 output_text: output_text.next()?,
+                tool_calls: tool_calls.next()?,
             })
         }));
         Ok(rows)
@@ -421,6 +427,9 @@ impl Serialize for Columns<'_> {
         }
         if any(|r| r.output_text.is_some()) {
             st.serialize_field("output_text", &column(r, |r| &r.output_text))?;
+        }
+        if any(|r| r.tool_calls.is_some()) {
+            st.serialize_field("tool_calls", &column(r, |r| &r.tool_calls))?;
         }
         st.end()
     }

@@ -8,9 +8,9 @@ use super::Statement;
 use crate::flag::FlagCode;
 use crate::{
     PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
-    PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3,
-    PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7,
-    PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
+    PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_14, PREDICATE_TYPE_V0_2,
+    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6,
+    PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
 };
 
 /// One version of the document.
@@ -28,7 +28,7 @@ pub struct Brought {
 }
 
 /// Every version this crate reads, oldest first; the last is the one it writes.
-pub const VERSIONS: [Version; 14] = [
+pub const VERSIONS: [Version; 15] = [
     Version {
         predicate_type: PREDICATE_TYPE_V0_1,
         brought: &[],
@@ -199,7 +199,7 @@ pub const VERSIONS: [Version; 14] = [
         }],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_14,
         brought: &[Brought {
             what: "agentic sessions, cached tokens, a context overflow, structured output or \
                    the summary's sessions, prefix cache or structured output",
@@ -212,6 +212,23 @@ pub const VERSIONS: [Version; 14] = [
                         || b.summary.structured_output.is_some()
                         || b.records.iter().any(super::RawRecord::is_v0_14)
                 })
+            },
+        }],
+    },
+    Version {
+        predicate_type: PREDICATE_TYPE,
+        brought: &[Brought {
+            what: "tool calls or an accuracy suite graded by its calls",
+            carried_by: |s| {
+                s.predicate.benchmarks.iter().any(|b| {
+                    b.workload.tools().is_some()
+                        || b.summary.tool_calls.is_some()
+                        || b.records.iter().any(super::RawRecord::is_v0_15)
+                }) || s
+                    .predicate
+                    .accuracy
+                    .as_ref()
+                    .is_some_and(|a| a.suite.grader == super::accuracy::Grader::ToolCall)
             },
         }],
     },

@@ -79,6 +79,7 @@ pub fn benchmark(records: Vec<RawRecord>) -> Benchmark {
             documents: None,
             images: None,
             json_schema: None,
+            tools: None,
         },
         slo: None,
         started_at: "2026-11-22T00:00:00.000000Z".into(),

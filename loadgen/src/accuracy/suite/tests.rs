@@ -60,7 +60,7 @@ fn bad_suites_name_the_file_the_line_and_the_field() {
         "{\"grader\": \"bleu\"}\n{\"id\": 1, \"prompt\": \"p\", \"answer\": \"x\"}",
         None
     )
-    .contains("unknown grader \"bleu\" (known: gsm8k, exact, choice, number)"));
+    .contains("unknown grader \"bleu\" (known: gsm8k, exact, choice, number, tool_call)"));
     assert!(err("{\"id\": 1, \"prompt\": \"p\", \"answer\": \"x\"}", None).contains("no grader"));
     let no_number = format!("{header}{{\"id\": 1, \"prompt\": \"p\", \"answer\": \"#### \"}}\n");
     assert!(err(&no_number, None).contains("s.jsonl:2: answer: a GSM8K answer"));
