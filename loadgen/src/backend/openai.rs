@@ -183,9 +183,9 @@ impl<'de> Deserialize<'de> for CallPieces {
 
 impl Choice for ChatChoice {
     fn token(&self) -> bool {
-        self.delta
-            .as_ref()
-            .is_some_and(|d| d.content.0 || d.reasoning_content.0 || d.reasoning.0 || d.tool_calls.0)
+        self.delta.as_ref().is_some_and(|d| {
+            d.content.0 || d.reasoning_content.0 || d.reasoning.0 || d.tool_calls.0
+        })
     }
     fn reasoning(&self) -> bool {
         self.delta

@@ -373,39 +373,20 @@ fn images_line(b: &Benchmark, i: &schemas::summary::ImagesSent) -> String {
 /// `Tool calls (tools.json, sha256 ab12…; tool_choice "auto"): 97 of 100 answers called, 97
 /// calls; 95 match their function (97.9 %, 95 % interval 95.0 % – 100.0 %); 96 parse as JSON.`
 fn tool_calls_line(b: &Benchmark, x: &schemas::summary::ToolCallStats) -> String {
-    let file = match b.workload.tools() {
-        Some(t) => {
-            let choice = t.tool_choice.as_ref().map_or(String::new(), |c| {
-                format!("; tool_choice {}", md_escape(&c.to_string()))
-            });
-            format!(
-                " ({}, sha256 {}…{choice})",
-                md_escape(&t.path),
-                &t.sha256[..12.min(t.sha256.len())]
-            )
-        }
-        None => String::new(),
-    };
-    let pct = |v: f64| format!("{} %", format::fixed(v * 100.0, 1));
-    let share = match x.valid_share {
-        Some(s) => {
-            let interval = match b
-                .summary
-                .uncertainty
-                .as_ref()
-                .and_then(|u| u.tool_call_valid_share)
-            {
-                Some(i) => format!(
-                    ", 95 % interval {} – {}",
-                    pct(i.low.get()),
-                    pct(i.high.get())
-                ),
-                None => String::new(),
-            };
-            format!(" ({}{interval})", pct(s.get()))
-        }
-        None => String::new(),
-    };
+    let file = b.workload.tools().map_or(String::new(), |t| {
+        let choice = t.tool_choice.as_ref().map_or(String::new(), |c| {
+            format!("; tool_choice {}", md_escape(&c.to_string()))
+        });
+        file_named(&t.path, &t.sha256, &choice)
+    });
+    let share = x.valid_share.map_or(String::new(), |s| {
+        let interval = b
+            .summary
+            .uncertainty
+            .as_ref()
+            .and_then(|u| u.tool_call_valid_share);
+        format!(" ({})", share_with_interval(s.get(), interval))
+    });
     format!(
         "Tool calls{file}: {} of {} answers called, {} calls; {} match their function{share}; {} parse as JSON.\n",
         x.called, x.requests, x.calls, x.valid, x.parsed
@@ -415,33 +396,43 @@ fn tool_calls_line(b: &Benchmark, x: &schemas::summary::ToolCallStats) -> String
 /// `Structured output (schema.json, sha256 ab12…): 98 of 100 answers match the schema
 /// (98.0 %, 95 % interval 95.1 % – 100.0 %); 99 parse as JSON.`
 fn structured_line(b: &Benchmark, x: &schemas::summary::StructuredOutput) -> String {
-    let file = match b.workload.json_schema() {
-        Some(j) => format!(
-            " ({}, sha256 {}…)",
-            md_escape(&j.path),
-            &j.sha256[..12.min(j.sha256.len())]
-        ),
-        None => String::new(),
-    };
-    let pct = |v: f64| format!("{} %", format::fixed(v * 100.0, 1));
-    let interval = match b
+    let file = b
+        .workload
+        .json_schema()
+        .map_or(String::new(), |j| file_named(&j.path, &j.sha256, ""));
+    let interval = b
         .summary
         .uncertainty
         .as_ref()
-        .and_then(|u| u.structured_valid_share)
-    {
+        .and_then(|u| u.structured_valid_share);
+    format!(
+        "Structured output{file}: {} of {} answers match the schema ({}); {} parse as JSON.\n",
+        x.valid,
+        x.requests,
+        share_with_interval(x.valid_share.get(), interval),
+        x.parsed
+    )
+}
+
+/// ` (path, sha256 ab12…{more})`: a file the workload read, named.
+fn file_named(path: &str, sha256: &str, more: &str) -> String {
+    format!(
+        " ({}, sha256 {}…{more})",
+        md_escape(path),
+        &sha256[..12.min(sha256.len())]
+    )
+}
+
+/// `98.0 %, 95 % interval 95.1 % – 100.0 %` (the interval when there is one).
+fn share_with_interval(share: f64, interval: Option<schemas::interval::Interval>) -> String {
+    let pct = |v: f64| format!("{} %", format::fixed(v * 100.0, 1));
+    match interval {
         Some(i) => format!(
-            ", 95 % interval {} – {}",
+            "{}, 95 % interval {} – {}",
+            pct(share),
             pct(i.low.get()),
             pct(i.high.get())
         ),
-        None => String::new(),
-    };
-    format!(
-        "Structured output{file}: {} of {} answers match the schema ({}{interval}); {} parse as JSON.\n",
-        x.valid,
-        x.requests,
-        pct(x.valid_share.get()),
-        x.parsed
-    )
+        None => pct(share),
+    }
 }
