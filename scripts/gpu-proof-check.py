@@ -310,6 +310,21 @@ def main_check(a: argparse.Namespace) -> int:
           "; ".join(", ".join(f"{k} {v}" for k, v in c.items() if k != "case") for c in cases)
           or "no benchmark lines", cases=cases)
 
+    # 4b. The client's ceiling on this host (scripts/bench-client-ceiling.sh), when it ran.
+    if a.ceiling:
+        text = open(a.ceiling, errors="replace").read()
+        # Measured is what this checks: a host whose client cannot hold 1 ms at the first rate
+        # says so ("below 1000"), which is a figure too.
+        top = re.search(r"^ceiling: (below )?([0-9]+) req/s", text, re.M)
+        cpu = re.search(r"^closed loop: .* CPU ([0-9.]+) us a request", text, re.M)
+        rates = re.findall(r"^rate ([0-9]+) req/s: .* pacing p99 ([0-9?]+) us", text, re.M)
+        check("client ceiling measured", bool(top and cpu),
+              f"{(top.group(1) or '') + top.group(2) if top else '?'} req/s with send lateness p99 <= 1 ms, "
+              f"{cpu.group(1) if cpu else '?'} us of CPU a request; rates tried: "
+              + ", ".join(f"{r} (p99 {p} us)" for r, p in rates),
+              ceiling_per_s=int(top.group(2)) if top and not top.group(1) else None,
+              cpu_us_per_request=float(cpu.group(1)) if cpu else None)
+
     # 5. Start to finish.
     check("within 8 minutes", a.seconds <= 480, f"{a.seconds} s")
 
@@ -421,6 +436,7 @@ def main() -> None:
     c.add_argument("--cpu", action="store_true")
     c.add_argument("--site-verdict", default=None, help="`runner verify-site --json` of the site the kit published")
     c.add_argument("--agentic", default=None, help="the agentic sessions' result")
+    c.add_argument("--ceiling", default=None, help="what scripts/bench-client-ceiling.sh printed")
     a = p.parse_args()
     if a.cmd == "energy-log":
         energy_log(a.file)

@@ -21,7 +21,8 @@
 #          sampled every 100 ms; then agentic sessions (--agentic, PROOF_AGENTIC) on the same
 #          engine, llama.cpp's own count of the prompt tokens it reused beside a perfect cache's;
 #       3. a benchmark of the CPU simulator while the GPU idles, sampled the same way;
-#       4. scripts/bench-runner.sh with the bundled runner (its CPU per token and pacing p99);
+#       4. scripts/bench-runner.sh with the bundled runner (its CPU per token and pacing p99), and
+#          scripts/bench-client-ceiling.sh (the highest open-loop rate with send lateness p99 <= 1 ms);
 #       5. `runner verify` of every result; each was counted in the proof key's attempt log
 #          (proof.attempts/), which `runner log verify` checks and `runner publish --log` puts in
 #          a site with them, checked by `runner verify-site`;
@@ -123,7 +124,7 @@ bundle() {
   # Compressed: a GPU host is sent the bundle and the project's tree together, 64 MiB in all.
   strip -o "$tmp/runner" "$runner_bin" && xz -T0 "-${PROOF_XZ_LEVEL:-9}" -c "$tmp/runner" > "$dir/runner.xz"
   cp "$here/gpu-proof.sh" "$here/gpu-proof-check.py" "$here/gpu-proof-model.py" "$here/bench-runner.sh" \
-    "$here/lib.sh" "$dir/"
+    "$here/bench-client-ceiling.sh" "$here/lib.sh" "$dir/"
 
   pack_llama "$llama" "$dir" "$tmp"
   # The report module, for the site the kit publishes with its attempt log.
@@ -281,6 +282,12 @@ run() {
     say "warning: bench-runner.sh ended early"
   cat "$work/bench-runner.txt"
 
+  say "the client's ceiling on this host (scripts/bench-client-ceiling.sh)"
+  RUNNER_BIN=$runner timeout 240 bash "$here/bench-client-ceiling.sh" 1000 "${PROOF_CEILING_MAX:-64000}" \
+    "${PROOF_CEILING_SECONDS:-2}" > "$work/client-ceiling.txt" 2>&1 ||
+    say "warning: bench-client-ceiling.sh ended early"
+  cat "$work/client-ceiling.txt"
+
   for r in result.json idle.json agentic.json; do
     [ -f "$work/$r" ] || continue
     "$runner" verify --key "$work/proof.pub" "$work/$r" || { say "$r does not verify"; status=2; }
@@ -300,14 +307,14 @@ run() {
   if [ -f "$work/result.json" ] && [ -f "$work/idle.json" ]; then
     "$py" "$here/gpu-proof-check.py" check --result "$work/result.json" --idle "$work/idle.json" \
       --energy-log "$work/energy.log" --engine-log "${engine_log:-/dev/null}" --bench "$work/bench-runner.txt" \
-      --smi "$work/smi.csv" --seconds "$seconds" --model-bytes "$(stat -c %s "$work/model.gguf")" --devices "$work/llama-server.devices.txt" --site-verdict "$work/verify-site.json" --agentic "$work/agentic.json" --out "$out" ${cpu_server:+--cpu} || { [ $status = 2 ] || status=1; }
+      --smi "$work/smi.csv" --seconds "$seconds" --model-bytes "$(stat -c %s "$work/model.gguf")" --devices "$work/llama-server.devices.txt" --site-verdict "$work/verify-site.json" --agentic "$work/agentic.json" --ceiling "$work/client-ceiling.txt" --out "$out" ${cpu_server:+--cpu} || { [ $status = 2 ] || status=1; }
   fi
   cp "$work/result.json" "$out/" 2>/dev/null || true
   cp "$work/agentic.json" "$out/" 2>/dev/null || true
   cp "$work/proof.pub" "$out/" 2>/dev/null || true
   cp "$work/proof-site/logs"/*/attempts.json "$out/" 2>/dev/null || true
   (cd "$work" && tar -czf "$out/extras.tar.gz" --ignore-failed-read idle.json energy.log smi.csv verify-site.json \
-     nvidia-smi.txt bench-runner.txt llama-server.devices.txt llama-server.smoke.log \
+     nvidia-smi.txt bench-runner.txt client-ceiling.txt llama-server.devices.txt llama-server.smoke.log \
      ${engine_log:+$(basename "$engine_log")} 2>/dev/null) || true
   say "done in $seconds s, status $status"
   [ -n "${PROOF_KEEP_WORK:-}" ] || rm -rf "$work"

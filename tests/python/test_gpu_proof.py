@@ -34,6 +34,7 @@ def proof(tmp_path_factory, fake_nvml):
     assert bundle.returncode == 0, bundle.stdout + bundle.stderr
     env = {**os.environ, "PYTHON": sys.executable, "PROOF_SECONDS": "2",
            "PROOF_DATA": "prompt_tokens=32,output_tokens=16", "PROOF_BENCH_REQUESTS": "50",
+           "PROOF_CEILING_MAX": "1500", "PROOF_CEILING_SECONDS": "1",
            "PROOF_MODEL_ARGS": "--hidden 128 --layers 2 --ff 256 --heads 4 --kv-heads 2"}
     run = subprocess.run([str(d / "bundle" / "gpu-proof.sh"), "--run", "--out", str(d / "out"),
                           "--fake-nvml", str(lib), "--llama-server", llama_server()],
@@ -47,7 +48,7 @@ def test_the_bundle_fits_in_what_a_gpu_host_may_be_sent(proof):
     assert size <= 60 * 2**20, size
     names = {f.name for f in (d / "bundle").iterdir()}
     assert {"runner.xz", "llama-server.tar.xz", "vocab.gguf", "gpu-proof.sh", "gpu-proof-check.py",
-            "gpu-proof-model.py", "bench-runner.sh", "lib.sh", "MANIFEST.sha256", "wheels", "wasm.tar.xz"} <= names, names
+            "gpu-proof-model.py", "bench-runner.sh", "bench-client-ceiling.sh", "lib.sh", "MANIFEST.sha256", "wheels", "wasm.tar.xz"} <= names, names
     listing = subprocess.run(["tar", "-tJf", str(d / "bundle" / "llama-server.tar.xz")],
                              capture_output=True, text=True).stdout.split()
     for lib in ("llama-server/llama-server", "llama-server/libggml-vulkan.so.0", "llama-server/libvulkan.so.1"):
@@ -62,7 +63,7 @@ def test_every_check_passes_on_the_scripted_gpu(proof):
     names = [c["check"] for c in summary["checks"]]
     assert names == ["engine on the GPU", "NVML columns real", "energy = the driver's counter (2 %)",
                      "energy = power integrated (5 %)", "gpu_idle right", "runner cost measured",
-                     "within 8 minutes", "GPU UUID and driver", "agentic sessions", "attempt log"], names
+                     "client ceiling measured", "within 8 minutes", "GPU UUID and driver", "agentic sessions", "attempt log"], names
     assert summary["driver"] == "580.00.00-fake"
     # Five benchmarks in the sweep: synchronous, throughput and three rates between. On this
     # 2-core host the "GPU" is llama-server on a CPU shared with the other suites, and its
