@@ -2,6 +2,7 @@
 //! `tools` array), read and checked before any request, and the body fields that offer them.
 //! Judging the calls is `schemas::tool_calls`'s, the same code in every verifier.
 
+use crate::backend::Api;
 use crate::client::AnswerShape;
 use anyhow::{anyhow, bail, Result};
 use schemas::document::tools::ToolsOffered;
@@ -85,16 +86,67 @@ fn tool_choice(choice: &str, tools: &[Value]) -> Result<Value> {
     }
 }
 
-/// The body fields that offer the tools, and what the record keeps: the calls.
-pub fn shape(t: &ToolsOffered) -> AnswerShape {
-    let mut fields = Map::new();
-    fields.insert("tools".into(), Value::Array(t.tools.clone()));
-    if let Some(c) = &t.tool_choice {
-        fields.insert("tool_choice".into(), c.clone());
-    }
+/// The body fields that offer the tools on `api`, and what the record keeps: the calls.
+pub fn shape(t: &ToolsOffered, api: Api) -> AnswerShape {
     AnswerShape {
-        fields,
+        fields: fields(&t.tools, t.tool_choice.as_ref(), api),
         text: false,
         tool_calls: true,
+    }
+}
+
+/// `tools` (as read: chat's form) and `tool_choice` as `api` takes them: chat nests each
+/// function under `function`; the Responses API takes its fields flat (`{"type": "function",
+/// "name", "parameters", …}`), and a named choice as `{"type": "function", "name": …}`.
+pub fn fields(tools: &[Value], choice: Option<&Value>, api: Api) -> Map<String, Value> {
+    let flat = |v: &Value| {
+        let mut f = v
+            .get("function")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        f.insert("type".into(), json!("function"));
+        Value::Object(f)
+    };
+    let mut fields = Map::new();
+    let tools = match api {
+        Api::OpenaiResponses => tools.iter().map(flat).collect(),
+        _ => tools.to_vec(),
+    };
+    fields.insert("tools".into(), Value::Array(tools));
+    if let Some(c) = choice {
+        let c = match (api, c.get("function")) {
+            (Api::OpenaiResponses, Some(_)) => flat(c),
+            _ => c.clone(),
+        };
+        fields.insert("tool_choice".into(), c);
+    }
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_responses_api_takes_functions_flat_and_chat_nested() {
+        let tools = read_tools(&json!([{"name": "f", "parameters": {"type": "object"}}])).unwrap();
+        let choice = json!({"type": "function", "function": {"name": "f"}});
+        let chat = fields(&tools, Some(&choice), Api::OpenaiChat);
+        assert_eq!(chat["tools"][0]["function"]["name"], "f");
+        assert_eq!(chat["tool_choice"], choice);
+        let responses = fields(&tools, Some(&choice), Api::OpenaiResponses);
+        assert_eq!(
+            responses["tools"],
+            json!([{"type": "function", "name": "f", "parameters": {"type": "object"}}])
+        );
+        assert_eq!(
+            responses["tool_choice"],
+            json!({"type": "function", "name": "f"})
+        );
+        assert_eq!(
+            fields(&tools, Some(&json!("auto")), Api::OpenaiResponses)["tool_choice"],
+            "auto"
+        );
     }
 }

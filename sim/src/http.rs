@@ -256,7 +256,9 @@ async fn generate(
     }
     // Tool calls: a call's arguments, a piece a token, cut at max_tokens.
     let mut tool_call = None;
-    if let (true, Some(offer), Api::Chat) = (parsed.stream, parsed.tool_offer.take(), parsed.api) {
+    if let (true, Some(offer), Api::Chat | Api::Responses) =
+        (parsed.stream, parsed.tool_offer.take(), parsed.api)
+    {
         let draw = super::noise::unit(cfg.seed, index, super::noise::Draw::ToolPick);
         if let Some((name, parameters)) = offer.pick(draw) {
             let malformed = super::noise::unit(cfg.seed, index, super::noise::Draw::ToolCall)

@@ -369,6 +369,7 @@ fn read_responses(
     }
     read.max_tokens = max_tokens(obj.get("max_output_tokens")).map_err(|m| invalid(&m))?;
     read.stream = flag(obj, "stream");
+    read.tool_offer = crate::tools::ToolOffer::read(obj);
     Ok(read)
 }
 
@@ -807,6 +808,14 @@ impl Ident {
         format!("msg_{}", self.item_hex)
     }
 
+    /// Responses: a function call's item id and its call id.
+    fn function_call_ids(&self) -> (String, String) {
+        (
+            format!("fc_{}", self.item_hex),
+            format!("call_{}", self.item_hex),
+        )
+    }
+
     /// Responses: the reasoning item's id.
     fn reasoning_id(&self) -> String {
         format!("rs_{}", self.item_hex)
@@ -862,6 +871,8 @@ pub(crate) struct Events {
     /// Tool calls: the first argument piece's head (the call's id, type and name before it);
     /// `head` then carries the later pieces.
     call_head: Option<Vec<u8>>,
+    /// Tool calls: the function called (Responses: its output item and argument deltas).
+    call_name: Option<String>,
 }
 
 /// OpenAI content chunk: the rest after the token text.
@@ -885,6 +896,12 @@ const OUTPUT_TEXT_TAIL: &[u8] = br#"","logprobs":[]}
 const REASONING_TEXT_HEAD: &[u8] = br#"event: response.reasoning_text.delta
 data: {"type":"response.reasoning_text.delta","sequence_number":"#;
 const REASONING_TEXT_TAIL: &[u8] = br#""}
+
+"#;
+/// Responses function-call argument deltas: up to the sequence number, and after the text.
+const FUNCTION_ARGS_HEAD: &[u8] = br#"event: response.function_call_arguments.delta
+data: {"type":"response.function_call_arguments.delta","sequence_number":"#;
+const FUNCTION_ARGS_TAIL: &[u8] = br#""}
 
 "#;
 
@@ -928,10 +945,21 @@ impl Events {
                 r#"data: {{{},"choices":[{{"index":0,"delta":{{"content":""#,
                 ident.openai_fields("chat.completion.chunk")
             ),
+            Api::Responses if req.tool_name.is_some() => {
+                String::from_utf8(FUNCTION_ARGS_HEAD.to_vec()).expect("ASCII")
+            }
             Api::Responses => String::from_utf8(OUTPUT_TEXT_HEAD.to_vec()).expect("ASCII"),
             Api::Tgi | Api::Sglang => String::new(),
         };
-        let (mid, reasoning_mid) = if req.api == Api::Responses {
+        let (mid, reasoning_mid) = if req.api == Api::Responses && req.tool_name.is_some() {
+            (
+                format!(
+                    r#","item_id":"{}","output_index":0,"delta":""#,
+                    ident.function_call_ids().0
+                ),
+                String::new(),
+            )
+        } else if req.api == Api::Responses {
             (
                 format!(
                     r#","item_id":"{}","output_index":{},"content_index":0,"delta":""#,
@@ -946,7 +974,7 @@ impl Events {
         } else {
             (String::new(), String::new())
         };
-        let call_head = req.tool_name.as_ref().map(|name| {
+        let call_head = req.tool_name.as_ref().filter(|_| req.api == Api::Chat).map(|name| {
             format!(
                 r#"data: {{{},"choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"id":"call_{}","type":"function","function":{{"name":{},"arguments":""#,
                 ident.openai_fields("chat.completion.chunk"),
@@ -980,6 +1008,7 @@ impl Events {
             text: String::with_capacity(text_capacity),
             reasoning_text: String::new(),
             call_head,
+            call_name: req.tool_name.clone(),
             finish_reason: if req.tool_name.is_some()
                 && req
                     .pieces
@@ -1031,6 +1060,15 @@ impl Events {
                 );
                 push(out.split().freeze());
             }
+            Api::Responses if self.call_name.is_some() && k == 0 => {
+                let item = self.function_call_item("in_progress", "");
+                push(self.typed(
+                    out,
+                    "response.output_item.added",
+                    format_args!(r#","output_index":0,"item":{item}"#),
+                ));
+            }
+            Api::Responses if self.call_name.is_some() => {}
             Api::Responses => {
                 if k == 0 && self.reasoning > 0 {
                     let id = self.ident.reasoning_id();
@@ -1195,7 +1233,9 @@ impl Events {
                 unreachable!("{:?} carries a step's tokens in one event", self.api)
             }
             Api::Responses => {
-                let (head, mid, tail) = if k < self.reasoning {
+                let (head, mid, tail) = if self.call_name.is_some() {
+                    (&self.head, &self.mid, FUNCTION_ARGS_TAIL)
+                } else if k < self.reasoning {
                     (
                         &self.reasoning_head,
                         &self.reasoning_mid,
@@ -1290,6 +1330,29 @@ impl Events {
                 }
                 events.push(Bytes::from_static(DONE));
             }
+            Api::Responses if self.call_name.is_some() => {
+                let arguments = std::mem::take(&mut self.text);
+                let (id, _) = self.ident.function_call_ids();
+                events.push(self.typed(
+                    out,
+                    "response.function_call_arguments.done",
+                    format_args!(r#","item_id":"{id}","output_index":0,"arguments":"{arguments}""#),
+                ));
+                let (status, kind) = if self.finish_reason == "tool_calls" {
+                    ("completed", "response.completed")
+                } else {
+                    ("incomplete", "response.incomplete")
+                };
+                let item = self.function_call_item(status, &arguments);
+                events.push(self.typed(
+                    out,
+                    "response.output_item.done",
+                    format_args!(r#","output_index":0,"item":{item}"#),
+                ));
+                let usage = responses_usage(self.prompt_tokens, self.cached_tokens, self.n, 0);
+                let response = self.response_json(status, &format!("[{item}]"), &usage);
+                events.push(self.typed(out, kind, format_args!(r#","response":{response}"#)));
+            }
             Api::Responses => {
                 let index = u32::from(self.reasoning > 0);
                 let id = self.ident.message_id();
@@ -1372,6 +1435,17 @@ impl Events {
             status,
             output,
             usage,
+        )
+    }
+
+    /// Responses: the function call's output item in `status`, with its `arguments` so far
+    /// (JSON-escaped, as streamed).
+    fn function_call_item(&self, status: &str, arguments: &str) -> String {
+        let (id, call_id) = self.ident.function_call_ids();
+        let name = serde_json::to_string(self.call_name.as_deref().unwrap_or_default())
+            .expect("a string serializes");
+        format!(
+            r#"{{"id":"{id}","type":"function_call","status":"{status}","arguments":"{arguments}","call_id":"{call_id}","name":{name}}}"#
         )
     }
 

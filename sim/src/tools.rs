@@ -1,9 +1,12 @@
-//! Tool calls: a streamed chat request that offers `tools` gets a call to one of them (the
+//! Tool calls: a streamed chat or Responses request that offers `tools` gets a call to one of them (the
 //! function `tool_choice` names; else, for `auto`, `required` or none given, one picked from
 //! the seed and the request's arrival index; `tool_choice: "none"` gets text), its arguments
 //! built from the function's `parameters` as [`crate::structured`] builds a schema's answer,
-//! then `finish_reason: "tool_calls"`. It streams as llama.cpp streams calls: the first piece
-//! with the call's id, type and name, then argument pieces of at most 12 bytes, one a token.
+//! then `finish_reason: "tool_calls"` (Responses: `response.completed`). On chat it streams as
+//! llama.cpp streams calls: the first piece with the call's id, type and name, then argument
+//! pieces of at most 12 bytes, one a token; on Responses as OpenAI does: the `function_call`
+//! output item (its name), one `function_call_arguments.delta` a piece, then
+//! `…arguments.done` and the item done.
 //!
 //! A seeded share of calls (`malformed_tool_call_fraction`, from the seed and the arrival
 //! index) has its arguments cut one character short: not JSON. The truth records the function
@@ -19,13 +22,20 @@ pub struct ToolOffer {
 }
 
 impl ToolOffer {
-    /// `tools` (with `tool_choice`) of a chat body, when it offers some.
+    /// `tools` (with `tool_choice`) of a chat or Responses body, when it offers some. Chat
+    /// nests each function (`{"type": "function", "function": {"name", …}}`), Responses does not
+    /// (`{"type": "function", "name", …}`), nor its named choice: both are read as chat's.
     pub(crate) fn read(obj: &Map<String, Value>) -> Option<ToolOffer> {
-        let tools = obj.get("tools")?.as_array()?.clone();
-        (!tools.is_empty()).then(|| ToolOffer {
-            tools,
-            choice: obj.get("tool_choice").cloned(),
-        })
+        let nest = |v: &Value| match v.get("function") {
+            Some(_) => v.clone(),
+            None => serde_json::json!({"type": "function", "function": v}),
+        };
+        let tools: Vec<Value> = obj.get("tools")?.as_array()?.iter().map(nest).collect();
+        let choice = obj.get("tool_choice").map(|c| match c.get("name") {
+            Some(_) if c.get("function").is_none() => nest(c),
+            _ => c.clone(),
+        });
+        (!tools.is_empty()).then_some(ToolOffer { tools, choice })
     }
 
     /// The function called and its parameters; `None` for `tool_choice: "none"`. `draw`: a

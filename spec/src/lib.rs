@@ -251,7 +251,7 @@ pub struct RunSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "FILE")]
     pub json_schema: Option<String>,
-    /// Tool calls: every chat request offers the tools in this file (OpenAI's `tools` array
+    /// Tool calls: every chat or Responses request offers the tools in this file (OpenAI's `tools` array
     /// of functions with JSON Schema parameters), may stop at end-of-sequence, and keeps the
     /// calls its answer makes (timed as output tokens as their pieces stream); the result gives
     /// the share of calls that parse and match their function, which every verifier recomputes.
@@ -894,10 +894,11 @@ impl RunSpec {
             }
         }
         if self.tools.is_some() {
-            if self.backend != crate::Api::OpenaiChat {
-                bail!(
-                    "--tools offers functions through OpenAI's chat API: use --backend openai-chat"
-                );
+            if !matches!(
+                self.backend,
+                crate::Api::OpenaiChat | crate::Api::OpenaiResponses
+            ) {
+                bail!("--tools offers functions through OpenAI's APIs: use --backend openai-chat or openai-responses");
             }
             if self.agentic.is_some() || self.trace.is_some() || self.sessions.is_some() {
                 bail!("--tools shapes single answers: not with --agentic, --trace or --sessions");

@@ -34,24 +34,34 @@ TOOLS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def result(tmp_path_factory):
-    d = tmp_path_factory.mktemp("tools")
+def measured(d, backend, *extra):
     (d / "tools.json").write_text(json.dumps(TOOLS))
     with running_sim(d, "--ttft-ms", "1", "--itl-ms", "0.2", "--seed", "5",
                      "--malformed-tool-call-fraction", "0.3") as target:
         run = run_runner("run", "--target", target, "--no-sign", "--out", str(d / "t.json"),
-                         "--backend", "openai-chat", "--profile", "concurrent", "--concurrency", "4",
+                         "--backend", backend, "--profile", "concurrent", "--concurrency", "4",
                          "--max-requests", "200", "--data", "prompt_tokens=24,output_tokens=64",
-                         "--tools", str(d / "tools.json"),
-                         "--accuracy", "builtin:tool-calls", "--accuracy-during-load", "5%", cwd=d)
+                         "--tools", str(d / "tools.json"), *extra, cwd=d)
         assert run.returncode == 0, run.stdout + run.stderr
     return statement_of(d / "t.json")
 
 
-def test_every_call_is_judged_alike_by_an_independent_validator(result):
-    check_current_and_valid({"tools": result})
-    [bench] = result["predicate"]["benchmarks"]
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    return measured(tmp_path_factory.mktemp("tools"), "openai-chat",
+                    "--accuracy", "builtin:tool-calls", "--accuracy-during-load", "5%")
+
+
+@pytest.fixture(scope="module")
+def responses(tmp_path_factory):
+    return measured(tmp_path_factory.mktemp("responses"), "openai-responses")
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_every_call_is_judged_alike_by_an_independent_validator(api, request):
+    st = request.getfixturevalue("result" if api == "chat" else "responses")
+    check_current_and_valid({"tools": st})
+    [bench] = st["predicate"]["benchmarks"]
     records, summary = bench["records"], bench["summary"]
     offered = {t["function"]["name"]: t["function"]["parameters"] for t in bench["workload"]["tools"]["tools"]}
     assert bench["workload"]["tools"]["tools"] == TOOLS

@@ -69,7 +69,7 @@ async fn ask(
     let extra = match &item.tools {
         Some(tools) => {
             let mut e = extra.clone();
-            e.insert("tools".into(), serde_json::Value::Array(tools.clone()));
+            e.extend(crate::tools::fields(tools, None, endpoint.api));
             offered = e;
             &offered
         }

@@ -101,6 +101,7 @@ impl Codec for Api {
         StreamState {
             api: self,
             sglang: sglang::Progress::default(),
+            call_indices: Vec::new(),
         }
     }
 }
@@ -147,6 +148,8 @@ pub struct StreamState {
     api: Api,
     /// SGLang sends cumulative text and counts: what the previous event had.
     sglang: sglang::Progress,
+    /// Responses: each function call's output index, in the order the calls opened.
+    call_indices: Vec<u64>,
 }
 
 impl StreamState {
@@ -165,15 +168,19 @@ impl StreamState {
         }
     }
 
-    /// Adds a payload's tool-call pieces to `calls` (chat only; see
-    /// `openai::tool_call_pieces`).
+    /// Adds a payload's tool-call pieces to `calls` (chat: `openai::tool_call_pieces`;
+    /// Responses: `responses::tool_call_pieces`).
     pub fn tool_call_pieces(
-        &self,
+        &mut self,
         data: &[u8],
         calls: &mut Vec<schemas::document::tools::ToolCall>,
     ) {
-        if self.api == Api::OpenaiChat {
-            openai::tool_call_pieces(data, calls);
+        match self.api {
+            Api::OpenaiChat => openai::tool_call_pieces(data, calls),
+            Api::OpenaiResponses => {
+                responses::tool_call_pieces(data, calls, &mut self.call_indices)
+            }
+            _ => {}
         }
     }
 

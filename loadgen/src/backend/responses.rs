@@ -4,7 +4,10 @@
 //! The stream is typed events: each SSE `data` payload is a JSON object whose `type` names
 //! it. Token rule: `response.output_text.delta` with a non-empty `delta` is an answer token;
 //! `response.reasoning_text.delta` and `response.reasoning_summary_text.delta` are reasoning
-//! tokens (counted apart, as chat's `reasoning_content` is). `response.created` carries the
+//! tokens (counted apart, as chat's `reasoning_content` is); `response.function_call_arguments.delta`
+//! with a non-empty `delta` is a token of a function call's arguments (the call's name comes
+//! in its `response.output_item.added`, which carries no generated token of its own: vLLM and
+//! OpenAI stream the name whole there). `response.created` carries the
 //! response's id (a conversation's next turn names it as `previous_response_id`). The stream
 //! ends with `response.completed`, `response.incomplete` (its `incomplete_details.reason`,
 //! e.g. `max_output_tokens`, is the finish reason) or `response.failed`, whose `response`
@@ -138,7 +141,7 @@ pub(super) fn event(data: &[u8]) -> Result<Event, EventError> {
         ..Event::default()
     };
     Ok(match typed.kind.as_ref() {
-        "response.output_text.delta" => token(false),
+        "response.output_text.delta" | "response.function_call_arguments.delta" => token(false),
         "response.reasoning_text.delta" | "response.reasoning_summary_text.delta" => token(true),
         "response.created" => Event {
             response_id: response(data)?.and_then(|r| r.id),
@@ -217,4 +220,55 @@ pub(super) fn answer_text(data: &[u8]) -> Option<String> {
         .as_str()
         .filter(|t| !t.is_empty())
         .map(String::from)
+}
+
+/// Adds a Responses event's part of a function call to `calls`: a `function_call` output item
+/// opens a call (its name, and arguments if it has some), `…function_call_arguments.delta`
+/// adds to the arguments of the call at its `output_index`, `…arguments.done` and the item's
+/// `output_item.done` set them whole. `at`: each call's output index, in `calls`' order.
+pub(super) fn tool_call_pieces(
+    data: &[u8],
+    calls: &mut Vec<schemas::document::tools::ToolCall>,
+    at: &mut Vec<u64>,
+) {
+    let Ok(v) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let index = v.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+    let found = at.iter().position(|&i| i == index);
+    match v.get("type").and_then(Value::as_str) {
+        Some(kind @ ("response.output_item.added" | "response.output_item.done")) => {
+            let Some(item) = v.get("item").filter(|i| i["type"] == "function_call") else {
+                return;
+            };
+            let k = match found {
+                Some(k) => k,
+                None if kind.ends_with("added") && calls.len() < 128 => {
+                    calls.push(Default::default());
+                    at.push(index);
+                    calls.len() - 1
+                }
+                None => return,
+            };
+            if let Some(name) = item.get("name").and_then(Value::as_str) {
+                calls[k].name = name.to_string();
+            }
+            if let Some(a) = item.get("arguments").and_then(Value::as_str) {
+                if !a.is_empty() {
+                    calls[k].arguments = a.to_string();
+                }
+            }
+        }
+        Some("response.function_call_arguments.delta") => {
+            if let (Some(k), Some(d)) = (found, v.get("delta").and_then(Value::as_str)) {
+                calls[k].arguments.push_str(d);
+            }
+        }
+        Some("response.function_call_arguments.done") => {
+            if let (Some(k), Some(a)) = (found, v.get("arguments").and_then(Value::as_str)) {
+                calls[k].arguments = a.to_string();
+            }
+        }
+        _ => {}
+    }
 }

@@ -1011,3 +1011,52 @@ fn tool_call_pieces_are_token_events_and_join_into_calls() {
     );
     assert_eq!(calls.len(), 128);
 }
+
+/// A function call on the Responses API, as OpenAI and vLLM stream it: the call's output item
+/// (its name) is no token; each non-empty argument delta is one; `…arguments.done` sets the
+/// arguments whole. Two calls, by output index.
+#[test]
+fn responses_function_calls_are_timed_by_their_argument_deltas_and_joined() {
+    use schemas::document::tools::ToolCall;
+    let events = [
+        (
+            r#"{"type":"response.output_item.added","sequence_number":2,"output_index":0,"item":{"id":"fc_1","type":"function_call","status":"in_progress","arguments":"","call_id":"call_1","name":"add"}}"#,
+            0,
+        ),
+        (
+            r#"{"type":"response.function_call_arguments.delta","sequence_number":3,"item_id":"fc_1","output_index":0,"delta":"{\"a\":"}"#,
+            1,
+        ),
+        (
+            r#"{"type":"response.output_item.added","sequence_number":4,"output_index":1,"item":{"id":"fc_2","type":"function_call","status":"in_progress","arguments":"","call_id":"call_2","name":"add"}}"#,
+            0,
+        ),
+        (
+            r#"{"type":"response.function_call_arguments.delta","sequence_number":5,"item_id":"fc_2","output_index":1,"delta":"{\"a\": 2}"}"#,
+            1,
+        ),
+        (
+            r#"{"type":"response.function_call_arguments.delta","sequence_number":6,"item_id":"fc_1","output_index":0,"delta":" 1}"}"#,
+            1,
+        ),
+        (
+            r#"{"type":"response.function_call_arguments.delta","sequence_number":7,"item_id":"fc_1","output_index":0,"delta":""}"#,
+            0,
+        ),
+        (
+            r#"{"type":"response.function_call_arguments.done","sequence_number":8,"item_id":"fc_2","output_index":1,"arguments":"{\"a\": 2}"}"#,
+            0,
+        ),
+    ];
+    let mut s = Api::OpenaiResponses.new_stream();
+    let mut calls = Vec::new();
+    for (e, tokens) in events {
+        assert_eq!(s.on_data(e.as_bytes()).unwrap().tokens, tokens, "{e}");
+        s.tool_call_pieces(e.as_bytes(), &mut calls);
+    }
+    let call = |a: &str| ToolCall {
+        name: "add".into(),
+        arguments: a.into(),
+    };
+    assert_eq!(calls, vec![call(r#"{"a": 1}"#), call(r#"{"a": 2}"#)]);
+}

@@ -191,10 +191,13 @@ impl Prepared {
                     );
                 }
                 if suite.items.iter().any(|i| i.tools.is_some())
-                    && spec.backend != crate::backend::Api::OpenaiChat
+                    && !matches!(
+                        spec.backend,
+                        crate::backend::Api::OpenaiChat | crate::backend::Api::OpenaiResponses
+                    )
                 {
                     anyhow::bail!(
-                        "{}: its items offer tools: use --backend openai-chat",
+                        "{}: its items offer tools: use --backend openai-chat or openai-responses",
                         suite.meta.name
                     );
                 }
@@ -254,10 +257,11 @@ impl Prepared {
             ignored_events: Default::default(),
             request_ids: Default::default(),
             shape: client::AnswerShape::of(
-                self.json_schema
-                    .iter()
-                    .map(crate::structured::shape)
-                    .chain(self.tools.iter().map(crate::tools::shape)),
+                self.json_schema.iter().map(crate::structured::shape).chain(
+                    self.tools
+                        .iter()
+                        .map(|t| crate::tools::shape(t, spec.backend)),
+                ),
             ),
         });
         // Rerank: how a server pairs the query with each document is its own, and the client

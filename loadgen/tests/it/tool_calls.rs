@@ -1,8 +1,9 @@
 //! Tool calls against the simulator, which answers a request that offers tools with a call to
 //! one of them (arguments built from its parameters, streamed in pieces as llama.cpp streams
-//! them) and cuts a seeded share of the calls' arguments short: every piece is timed as an
-//! output token, every call is reassembled whole, and the valid share the summary gives is
-//! exactly the simulator's truth. An accuracy suite of tool items is graded by its calls
+//! them on chat, as argument deltas after the call's output item on the Responses API) and
+//! cuts a seeded share of the calls' arguments short: every piece is timed as an output token,
+//! every call is reassembled whole, and the valid share the summary gives is exactly the
+//! simulator's truth, on both APIs. An accuracy suite of tool items is graded by its calls
 //! against answers known from the simulator's rule.
 
 use crate::common::{run_against, verifies};
@@ -35,9 +36,15 @@ async fn calls_are_timed_reassembled_and_judged_as_the_simulator_made_them() {
     let dir = tempfile::tempdir().unwrap();
     let tools = dir.path().join("tools.json");
     std::fs::write(&tools, TOOLS).unwrap();
-    for (choice, name) in [(None, "tools"), (Some("add"), "named")] {
+    use loadgen::backend::Api;
+    for (backend, choice, name) in [
+        (Api::OpenaiChat, None, "tools"),
+        (Api::OpenaiChat, Some("add"), "named"),
+        (Api::OpenaiResponses, None, "responses"),
+        (Api::OpenaiResponses, Some("add"), "responses-named"),
+    ] {
         let spec = RunSpec {
-            backend: loadgen::backend::Api::OpenaiChat,
+            backend,
             profile: ProfileName::Concurrent,
             concurrency: vec![4],
             max_requests: Some(200),
@@ -70,7 +77,12 @@ async fn calls_are_timed_reassembled_and_judged_as_the_simulator_made_them() {
             let args: Result<serde_json::Value, _> = serde_json::from_str(&calls[0].arguments);
             assert_eq!(args.is_ok(), ok, "{:?}", calls[0]);
             if ok {
-                assert_eq!(r.finish_reason.as_deref(), Some("tool_calls"));
+                let done = if backend == Api::OpenaiChat {
+                    "tool_calls"
+                } else {
+                    "completed"
+                };
+                assert_eq!(r.finish_reason.as_deref(), Some(done));
                 let want = if calls[0].name == "add" {
                     serde_json::json!({"a": 2, "b": 0.0})
                 } else {
