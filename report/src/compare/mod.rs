@@ -19,6 +19,7 @@
 //! Every chart is followed by its points' table (one click away in the HTML) and every
 //! point carries a hover title (`charts::points`).
 
+pub(crate) mod agentic;
 pub(crate) mod capacity;
 pub(crate) mod energy;
 pub(crate) mod grids;
@@ -258,6 +259,7 @@ fn group_section(
         "\nPeak: the benchmark with the highest output throughput. Per GPU: divided by the host's GPU count (a host without GPUs counts as one). Per user: 1000 / mean TPOT in ms (mean ITL where a result has no TPOT). Bold: the best of the column.\n",
     );
     md.push_str(&capacity::table(subjects, &g.members));
+    md.push_str(&agentic::table(subjects, &g.members));
     let mut add =
         |md: &mut String, heading: &str, name: String, chart| -> Result<(), RenderError> {
             let file = charts::file(&name, chart)?;

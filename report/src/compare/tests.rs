@@ -579,3 +579,70 @@ fn a_result_below_its_accuracy_threshold_is_shown_but_leads_nothing() {
         "the legend says so: {svg}"
     );
 }
+
+/// Agentic results: the prefix cache as a whole, by depth and per session, ideal beside the
+/// server's, with the server's share of the ideal; a result without sessions adds no row.
+#[test]
+fn agentic_results_compare_the_prefix_cache_against_its_ideal_by_depth() {
+    use schemas::summary::{CacheShare, DepthStats, PrefixCacheUse, SessionStats};
+    let cache = |ideal: f64, server: f64| PrefixCacheUse {
+        block_tokens: Some(16),
+        ideal: Some(CacheShare {
+            requests: 10,
+            input_tokens: 1000,
+            cached_tokens: (ideal * 1000.0) as u64,
+            hit_rate: fin(ideal),
+        }),
+        server: Some(CacheShare {
+            requests: 10,
+            input_tokens: 1000,
+            cached_tokens: (server * 1000.0) as u64,
+            hit_rate: fin(server),
+        }),
+    };
+    let depth = |depth: u32, requests: u64, ttft: f64, c| DepthStats {
+        depth,
+        requests,
+        completed: requests,
+        input_tokens_mean: Some(fin(1000.0)),
+        ttft_ms: Some(dist(ttft)),
+        prefix_cache: Some(c),
+    };
+    let mut a = exact("vllm", "m", 1, &[("concurrent@4", 1000.0, 10.0)]);
+    let b = &mut a.predicate.benchmarks[0];
+    b.summary.prefix_cache = Some(cache(0.8, 0.6));
+    b.summary.sessions = Some(SessionStats {
+        sessions: 8,
+        completed: 8,
+        session_time_ms: Some(dist(14_000.0)),
+        requests_per_session: Some(fin(16.0)),
+        input_tokens_per_session: Some(fin(30_000.0)),
+        output_tokens_per_session: Some(fin(2_000.0)),
+        context_overflows: 0,
+        ideal_hit_rate_by_session: Some(dist(0.75)),
+        server_hit_rate_by_session: Some(dist(0.5)),
+        by_depth: vec![
+            depth(0, 56, 33.5, cache(0.9, 0.9)),
+            depth(1, 64, 29.0, cache(0.5, 0.25)),
+        ],
+    });
+    let plain = exact("vllm", "m", 1, &[("concurrent@4", 900.0, 11.0)]);
+    let r = super::report(&[entry("a.json", a), entry("b.json", plain)]).unwrap();
+    let md = text(&r, "compare.md");
+    assert!(
+        md.contains("### Agentic sessions: the prefix cache against its ideal"),
+        "{md}"
+    );
+    for row in [
+        "| 1. [a.json](a.json) | concurrent@4 | all | 120 | 100.00 | 80.0% | 60.0% | 75.0% |",
+        "| 1. [a.json](a.json) | concurrent@4 | 0 | 56 | 33.50 | 90.0% | 90.0% | 100.0% |",
+        "| 1. [a.json](a.json) | concurrent@4 | 1 | 64 | 29.00 | 50.0% | 25.0% | 50.0% |",
+        "| 1. [a.json](a.json) | concurrent@4 | per session | 8 | — | 75.0% | 50.0% | 66.7% |",
+    ] {
+        assert!(md.contains(row), "{row}\n{md}");
+    }
+    assert!(
+        !md.contains("[b.json](b.json) | concurrent@4 | all"),
+        "{md}"
+    );
+}
