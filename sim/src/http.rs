@@ -232,8 +232,9 @@ async fn generate(
     };
     let cfg = &engine.cfg;
     // The answering mode: a streamed question gets its number as one token, then "stop"
-    // (unless it offered tools: its answer is then a call).
-    if let (true, Some(q), None) = (parsed.stream, parsed.question, &parsed.tool_offer) {
+    // (unless it offered tools it may call: its answer is then a call).
+    let calls = parsed.tool_offer.as_ref().is_some_and(|o| o.calls());
+    if let (true, Some(q), false) = (parsed.stream, parsed.question, calls) {
         let load = engine.running.load(Relaxed) + engine.waiting.load(Relaxed);
         let busy = cfg.wrong_answers_when_busy > 0 && load >= cfg.wrong_answers_when_busy;
         let wrong = if busy { 1.0 } else { cfg.wrong_answers };

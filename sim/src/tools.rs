@@ -38,6 +38,11 @@ impl ToolOffer {
         (!tools.is_empty()).then_some(ToolOffer { tools, choice })
     }
 
+    /// Whether the answer is a call (`tool_choice` is not `"none"`).
+    pub fn calls(&self) -> bool {
+        !matches!(&self.choice, Some(Value::String(c)) if c == "none")
+    }
+
     /// The function called and its parameters; `None` for `tool_choice: "none"`. `draw`: a
     /// uniform draw in (0, 1) that picks among the tools when the choice is free.
     pub fn pick(&self, draw: f64) -> Option<(String, Value)> {
@@ -89,5 +94,6 @@ mod tests {
             ("b".to_string(), json!({"type": "object"}))
         );
         assert!(offer(Some(json!("none"))).pick(0.5).is_none());
+        assert!(!offer(Some(json!("none"))).calls() && offer(None).calls());
     }
 }
