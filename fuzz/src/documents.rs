@@ -147,3 +147,47 @@ fn check_reply(reply: &[u8]) {
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
+
+/// A `tool_call` accuracy item: the answer, a NUL, then the gold (BFCL's possible answer).
+/// Graded without a panic whatever either holds; a gold the suite reader would refuse grades
+/// nothing correct, and a gold the reader accepts makes its own calls, written as the runner
+/// stores them, correct when each allowed list's first value is not the optional mark.
+pub fn tool_call_grade(data: &[u8]) {
+    use schemas::accuracy::grader::{tool_call, Mark};
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (answer, gold) = text.split_once('\0').unwrap_or((text, "[]"));
+    let mark = tool_call::grade(answer, gold);
+    if tool_call::check_gold(gold).is_err() {
+        assert_ne!(mark, Mark::Correct, "a refused gold graded correct");
+        return;
+    }
+    let Ok(serde_json::Value::Array(calls)) = serde_json::from_str::<serde_json::Value>(gold)
+    else {
+        return;
+    };
+    let mut made = Vec::new();
+    for call in &calls {
+        let Some((name, params)) = call.as_object().and_then(|o| o.iter().next()) else {
+            return;
+        };
+        let mut args = serde_json::Map::new();
+        for (p, allowed) in params.as_object().into_iter().flatten() {
+            match allowed.as_array().and_then(|a| a.first()) {
+                Some(serde_json::Value::String(s)) if s.is_empty() => {}
+                Some(v) => {
+                    args.insert(p.clone(), v.clone());
+                }
+                None => return,
+            }
+        }
+        made.push(serde_json::json!({"name": name, "arguments": serde_json::Value::Object(args).to_string()}));
+    }
+    let own = serde_json::Value::Array(made).to_string();
+    assert_eq!(
+        tool_call::grade(&own, gold),
+        Mark::Correct,
+        "{own} against {gold}"
+    );
+}

@@ -18,7 +18,8 @@ mod stream;
 mod tlog;
 
 pub use documents::{
-    import, record_columns, report_diff, report_render, token_gaps, verify_document,
+    import, record_columns, report_diff, report_render, token_gaps, tool_call_grade,
+    verify_document,
 };
 pub use stream::{
     agentx_trace, chunk_openai, chunk_responses, chunk_sglang, chunk_tgi, dataset_file,
@@ -50,4 +51,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("report_diff", report_diff),
     ("checkpoint_note", checkpoint_note),
     ("log_tiles", log_tiles),
+    ("tool_call_grade", tool_call_grade),
 ];

@@ -101,7 +101,12 @@ fn response(reads: &[&[u8]]) -> Http1Outcome {
 /// One stream of payloads (one a line) through `api`'s parser.
 fn chunks(api: Api, data: &[u8]) {
     let mut stream = api.new_stream();
+    let mut calls = Vec::new();
     for payload in data.split(|&b| b == b'\n') {
+        // Tool-call pieces joined as a request that offered tools joins them: never more
+        // calls than one answer is read for.
+        stream.tool_call_pieces(payload, &mut calls);
+        assert!(calls.len() <= 128, "{} calls", calls.len());
         if let Ok(event) = stream.on_data(payload) {
             // One payload is at most one timed token event, however many tokens it carries.
             assert!(
