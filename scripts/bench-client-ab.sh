@@ -11,9 +11,6 @@ set -euo pipefail
 runner=("$(realpath "$1")" "$(realpath "$2")"); rounds=${3:-5}
 . "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
-figure() { # figure NAME LINE: the number a "benchmark done" line gives NAME
-  grep -o "$1=Some(\"[0-9.]*\")" <<<"$2" | tr -dc '0-9.'
-}
 for i in $(seq 1 "$rounds"); do
   for s in 0 1; do
     side=$([ $s = 0 ] && echo A || echo B)

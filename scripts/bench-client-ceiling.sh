@@ -24,9 +24,6 @@ on_runner=(); on_sim=()
 if command -v taskset >/dev/null 2>&1 && [ "$n" -ge 2 ]; then
   on_runner=(taskset -c "$((n - 1))"); on_sim=(taskset -c "0-$((n - 2))")
 fi
-figure() { # figure NAME LINE: the number a "benchmark done" line gives NAME
-  sed -n "s/.*$1=Some(\"\?\([0-9.]*\)\"\?).*/\1/p" <<<"$2"
-}
 best=; best_cpu=
 rate=$start
 while [ "$rate" -le "$max" ]; do

@@ -46,3 +46,7 @@ start_sim() {
     *) echo "the simulator did not start: $(cat "$url_file.log")" >&2; rm -f "$url_file" "$url_file.log"; return 1 ;;
   esac
 }
+
+# figure NAME LINE: the number the runner's "benchmark done" log LINE gives NAME
+# (`NAME=Some("1.23")` or `NAME=Some(45)`); nothing when it gives none.
+figure() { sed -n "s/.*$1=Some(\"\?\([0-9.]*\)\"\?).*/\1/p" <<<"$2"; }

@@ -250,10 +250,7 @@ async fn generate(
         let invalid = super::noise::unit(cfg.seed, index, super::noise::Draw::Structured)
             < cfg.invalid_json_fraction;
         let (pieces, valid) = super::structured::answer(&schema, invalid);
-        let fits = pieces.len() as u32 <= parsed.max_tokens;
-        structured_valid = Some(valid && fits);
-        parsed.max_tokens = parsed.max_tokens.min(pieces.len() as u32);
-        parsed.pieces = Some(pieces);
+        structured_valid = Some(parsed.answer_in_pieces(pieces) && valid);
     }
     // Tool calls: a call's arguments, a piece a token, cut at max_tokens.
     let mut tool_call = None;
@@ -265,10 +262,7 @@ async fn generate(
             let malformed = super::noise::unit(cfg.seed, index, super::noise::Draw::ToolCall)
                 < cfg.malformed_tool_call_fraction;
             let (pieces, valid) = super::structured::answer(&parameters, malformed);
-            let fits = pieces.len() as u32 <= parsed.max_tokens;
-            tool_call = Some((name.clone(), valid && fits));
-            parsed.max_tokens = parsed.max_tokens.min(pieces.len() as u32);
-            parsed.pieces = Some(pieces);
+            tool_call = Some((name.clone(), parsed.answer_in_pieces(pieces) && valid));
             parsed.tool_name = Some(name);
         }
     }

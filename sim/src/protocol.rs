@@ -86,6 +86,17 @@ pub(crate) struct GenRequest {
     pub images: Vec<crate::ImageTruth>,
 }
 
+impl GenRequest {
+    /// Answers with `pieces`, one a token (a structured answer, a call's arguments), cut at
+    /// `max_tokens` as an engine's would be; whether they all fit.
+    pub(crate) fn answer_in_pieces(&mut self, pieces: Vec<String>) -> bool {
+        let fits = pieces.len() as u32 <= self.max_tokens;
+        self.max_tokens = self.max_tokens.min(pieces.len() as u32);
+        self.pieces = Some(pieces);
+        fits
+    }
+}
+
 /// Why a request was refused before generation.
 #[derive(Debug)]
 pub(crate) enum Refusal {

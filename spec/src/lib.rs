@@ -882,29 +882,34 @@ impl RunSpec {
                 }
             }
         }
-        if self.json_schema.is_some() {
-            if !matches!(
+        if self.json_schema.is_some()
+            && !matches!(
                 self.backend,
                 crate::Api::OpenaiChat | crate::Api::OpenaiCompletions
-            ) {
-                bail!("--json-schema asks through OpenAI's response_format: use --backend openai-chat or openai-completions");
-            }
-            if self.agentic.is_some() || self.trace.is_some() || self.sessions.is_some() {
-                bail!("--json-schema shapes single answers: not with --agentic, --trace or --sessions");
-            }
+            )
+        {
+            bail!("--json-schema asks through OpenAI's response_format: use --backend openai-chat or openai-completions");
         }
-        if self.tools.is_some() {
-            if !matches!(
+        if self.tools.is_some()
+            && !matches!(
                 self.backend,
                 crate::Api::OpenaiChat | crate::Api::OpenaiResponses
-            ) {
-                bail!("--tools offers functions through OpenAI's APIs: use --backend openai-chat or openai-responses");
-            }
-            if self.agentic.is_some() || self.trace.is_some() || self.sessions.is_some() {
-                bail!("--tools shapes single answers: not with --agentic, --trace or --sessions");
-            }
-        } else if self.tool_choice.is_some() {
+            )
+        {
+            bail!("--tools offers functions through OpenAI's APIs: use --backend openai-chat or openai-responses");
+        }
+        if self.tools.is_none() && self.tool_choice.is_some() {
             bail!("--tool-choice goes with --tools FILE");
+        }
+        // What shapes each answer (a schema, tools) shapes single answers, not histories.
+        let answers_shaped = [
+            ("--json-schema", self.json_schema.is_some()),
+            ("--tools", self.tools.is_some()),
+        ];
+        if let Some((flag, _)) = answers_shaped.iter().find(|(_, on)| *on) {
+            if self.agentic.is_some() || self.trace.is_some() || self.sessions.is_some() {
+                bail!("{flag} shapes single answers: not with --agentic, --trace or --sessions");
+            }
         }
         if self.agentic.is_some() {
             if self.sessions.is_some()
