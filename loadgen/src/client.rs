@@ -195,6 +195,10 @@ pub struct Attachments {
     pub image_urls: Vec<String>,
     /// …and what the request's record says of it.
     pub images: Vec<SentImage>,
+    /// Chat: a replayed turn's own body fields — its whole `messages` list, its `tools`,
+    /// its model and sampling — merged into the body last (as a JSON Merge Patch), so the
+    /// request sends them as the trace wrote them.
+    pub fields: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Attachments {
@@ -213,6 +217,13 @@ impl Attachments {
 impl Job<'_> {
     fn items(&self) -> &[String] {
         self.attachments.map_or(&[], |a| &a.items)
+    }
+
+    /// Its own body fields (a replayed turn's), when it has some.
+    fn fields(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
+        self.attachments
+            .map(|a| &a.fields)
+            .filter(|f| !f.is_empty())
     }
 
     /// The vectors (embeddings) or scores (rerank) its answer must hold.
@@ -393,13 +404,20 @@ impl Endpoint {
             max_tokens: job.output_tokens,
             // A grammar ends where the schema does, a call where its arguments do: the answer
             // must be free to stop there.
-            ignore_eos: greedy.is_none() && self.ignore_eos && self.shape.is_none(),
+            ignore_eos: greedy.is_none()
+                && self.ignore_eos
+                && self.shape.is_none()
+                && !job
+                    .fields()
+                    .is_some_and(|f| f.contains_key("tools") || f.contains_key("response_format")),
             temperature: if greedy.is_some() {
                 0.0
             } else {
                 self.temperature
             },
-            extra: greedy.or(self.shape.as_ref().map(|s| &s.fields)),
+            extra: greedy
+                .or(job.fields())
+                .or(self.shape.as_ref().map(|s| &s.fields)),
             items: job.items(),
             images: job.attachments.map_or(&[], |a| &a.image_urls),
         })
@@ -410,19 +428,23 @@ impl Endpoint {
             .shape
             .as_ref()
             .map_or((false, false), |s| (s.text, s.tool_calls));
+        // A replayed turn that offers tools keeps its calls for the history that follows.
+        let offered = keep_text && job.fields().is_some_and(|f| f.contains_key("tools"));
         let (mut record, mut answer) = self
             .run_body(
                 self.body(job, None),
                 job,
                 origin,
-                (keep_text || text, calls),
+                (keep_text || text, calls || offered),
                 true,
             )
             .await;
         if text {
             record.output_text = Some(answer.text.clone());
         }
-        record.tool_calls = answer.tool_calls.take();
+        if calls {
+            record.tool_calls = answer.tool_calls.take();
+        }
         (record, answer)
     }
 

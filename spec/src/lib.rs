@@ -239,7 +239,8 @@ pub struct RunSpec {
     /// `turns=10,subagents=2,spawn_every=4,subagent_turns=3,depth=1,system_tokens=1024,
     /// task_tokens=256,output_tokens=128,tool_result_tokens=512,tool_result_stdev=0,
     /// tool_ms=200,block_tokens=16` (the defaults; `--agentic ""` takes them all), or
-    /// `trace=FILE` to replay an AgentX trace; `context_tokens=N` when the server states no
+    /// `trace=FILE` to replay an AgentX trace or an AIPerf DAG file (chat messages, the
+    /// server's answers threaded into each history); `context_tokens=N` when the server states no
     /// context window. Concurrency counts sessions, a rate starts them.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "KEY=VALUE,…", value_parser = |s: &str| parse_agentic(s))]

@@ -283,12 +283,14 @@ impl TraceSession {
                 spawns: Vec::new(),
                 joins: Vec::new(),
                 line: Some(r.line),
+                authored: None,
             })
             .collect();
         let mut agents = vec![Agent {
             parent: None,
             depth: 0,
             turns: Vec::new(),
+            ..Agent::default()
         }];
         for (spawn_t, end_t, requests) in &self.subagents {
             // The parent's request before the spawn; a subagent before any is not replayed.
@@ -317,12 +319,14 @@ impl TraceSession {
                     spawns: Vec::new(),
                     joins: Vec::new(),
                     line: Some(r.line),
+                    authored: None,
                 })
                 .collect();
             agents.push(Agent {
                 parent: Some(0),
                 depth: 1,
                 turns,
+                ..Agent::default()
             });
             main[p].spawns.push(me);
             if let Some(j) = (p + 1..self.main.len()).find(|&j| self.main[j].t >= *end_t) {
@@ -337,13 +341,10 @@ impl TraceSession {
     }
 }
 
-/// Reads an AgentX file.
-pub fn load(path: &std::path::Path) -> Result<(Vec<TraceSession>, String)> {
-    let text = crate::dataset::read_text(path)?;
-    let sha = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(text.as_bytes()));
-    let sessions = parse(&text, &path.display().to_string())
-        .with_context(|| format!("reading the AgentX trace {}", path.display()))?;
-    Ok((sessions, sha))
+/// Reads an AgentX file's text.
+pub fn load_text(text: &str, path: &std::path::Path) -> Result<Vec<TraceSession>> {
+    parse(text, &path.display().to_string())
+        .with_context(|| format!("reading the AgentX trace {}", path.display()))
 }
 
 #[cfg(test)]

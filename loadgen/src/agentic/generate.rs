@@ -126,6 +126,7 @@ impl Builder<'_> {
             parent,
             depth,
             turns: Vec::new(),
+            ..Agent::default()
         });
         let prefix = a.system_tokens + a.block_tokens;
         let mut tokens = prefix + a.task_tokens;
@@ -194,6 +195,7 @@ impl Builder<'_> {
                 spawns,
                 joins,
                 line: None,
+                authored: None,
             })
             .collect();
         me

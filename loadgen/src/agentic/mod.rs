@@ -4,19 +4,22 @@
 //! their own that starts from the session's shared prefix — whose answers come back as the
 //! spawning turn's tool result before the main agent goes on.
 //!
-//! Sessions come from the seeded generator ([`generate`]) or an AgentX trace ([`agentx`]);
-//! both give the same [`Session`]s, and [`run`] sends them. Prompts are not held as text: a
-//! turn holds its block ids and length, and [`crate::trace::Blocks`] writes its words just
-//! before it is sent, so that equal blocks are equal text and a turn's prompt length is exact
-//! without tokenizing it. The answers the server gives are not sent back (their length is
-//! in the next turn's history as blocks of their own), as AIPerf's trace replay does: what a
-//! session sends is fixed by its spec and seed, whatever the server answers.
+//! Sessions come from the seeded generator ([`generate`]), an AgentX trace ([`agentx`]) or
+//! an AIPerf DAG file ([`dag`]); all give the same [`Session`]s, and [`run`] sends them.
+//! The generator's and AgentX's prompts are not held as text: a turn holds its block ids and
+//! length, and [`crate::trace::Blocks`] writes its words just before it is sent, so that
+//! equal blocks are equal text and a turn's prompt length is exact without tokenizing it.
+//! Their answers are not sent back (their length is in the next turn's history as blocks of
+//! their own), as AIPerf's trace replay does: what a session sends is fixed by its spec and
+//! seed, whatever the server answers. A DAG file's turns are chat messages written out
+//! ([`Authored`]): an agent's history is its messages and the server's live answers.
 //!
 //! Every request names its session in [`SESSION_HEADER`], for routers that keep a session on
 //! one replica; each session's blocks are its own (the generator's session marker, the
 //! trace's ids salted by session), so sessions share only what they are declared to share.
 
 pub mod agentx;
+pub mod dag;
 pub mod generate;
 pub mod run;
 
@@ -54,14 +57,40 @@ pub struct Turn {
     pub joins: Vec<u32>,
     /// The trace's line (1-based) it came from, for errors found later.
     pub line: Option<usize>,
+    /// A DAG turn: its own messages and body fields (its `prompt` is then empty).
+    pub authored: Option<Arc<Authored>>,
+}
+
+/// A turn a DAG file writes out: the chat messages it adds to its agent's history, and the
+/// body fields it sends beside them (`tools`, `model`, and its `extra` sampling fields).
+#[derive(Debug, Default, PartialEq)]
+pub struct Authored {
+    pub messages: Vec<serde_json::Value>,
+    pub fields: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Where an agent's history of messages starts (DAG agents; block prompts hold their own).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum History {
+    /// Empty: each turn's messages and each answer join it (a root or a spawned agent).
+    #[default]
+    Own,
+    /// Its parent's history when it was forked, then as [`History::Own`].
+    Inherited,
+    /// None kept: each turn sends only its own messages (`message_array_with_responses`).
+    PerTurn,
 }
 
 /// One agent of a session: the main agent (0) or a subagent.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Agent {
     pub parent: Option<u32>,
     pub depth: u32,
     pub turns: Vec<Turn>,
+    pub history: History,
+    /// Agents of the session its start spawns, before its first turn (a DAG's
+    /// `pre_session_spawns`).
+    pub starts: Vec<u32>,
 }
 
 /// One session: its agents, the main agent first.
@@ -105,6 +134,13 @@ impl Sessions {
             for a in &s.agents {
                 h.update(a.parent.map_or(u64::MAX, u64::from).to_le_bytes());
                 h.update((a.turns.len() as u64).to_le_bytes());
+                // (Only a DAG's agents have these: other sessions hash as they always did.)
+                if a.history != History::Own || !a.starts.is_empty() {
+                    h.update([a.history as u8]);
+                    for j in &a.starts {
+                        h.update(j.to_le_bytes());
+                    }
+                }
                 for t in &a.turns {
                     h.update(t.prompt.tokens.to_le_bytes());
                     h.update(t.output_tokens.to_le_bytes());
@@ -114,6 +150,10 @@ impl Sessions {
                     }
                     for j in t.spawns.iter().chain(&t.joins) {
                         h.update(j.to_le_bytes());
+                    }
+                    if let Some(a) = &t.authored {
+                        h.update(serde_json::to_vec(&a.messages).expect("JSON serializes"));
+                        h.update(serde_json::to_vec(&a.fields).expect("JSON serializes"));
                     }
                 }
             }
@@ -133,17 +173,91 @@ impl Sessions {
     }
 }
 
+/// A trace of agentic sessions, as `[agentic] trace` names it: an AgentX file or an AIPerf
+/// DAG file, told apart by their first object (a DAG conversation has `session_id` and
+/// `turns`).
+#[derive(Debug)]
+pub enum TraceFile {
+    AgentX(Vec<agentx::TraceSession>),
+    Dag(dag::DagFile),
+}
+
+impl TraceFile {
+    /// Reads and checks the file; with its sha256.
+    pub fn load(path: &std::path::Path) -> anyhow::Result<(TraceFile, String)> {
+        let text = crate::dataset::read_text(path)?;
+        let sha = hex::encode(Sha256::digest(text.as_bytes()));
+        let first = text
+            .lines()
+            .map(|l| l.trim_start_matches('\u{feff}').trim())
+            .find(|l| !l.is_empty())
+            .and_then(|l| {
+                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(l).ok()
+            });
+        let file = match first {
+            Some(o) if dag::looks_like(&o) => TraceFile::Dag(dag::load_text(&text, path)?),
+            _ => TraceFile::AgentX(agentx::load_text(&text, path)?),
+        };
+        Ok((file, sha))
+    }
+
+    /// What it is, for logs.
+    pub fn format(&self) -> &'static str {
+        match self {
+            TraceFile::AgentX(_) => "AgentX",
+            TraceFile::Dag(_) => "AIPerf DAG",
+        }
+    }
+
+    /// The sessions it holds.
+    pub fn sessions(&self) -> u64 {
+        match self {
+            TraceFile::AgentX(s) => s.len() as u64,
+            TraceFile::Dag(d) => d.sessions(),
+        }
+    }
+
+    /// Requests a session holds, on average (rounded up).
+    pub fn requests_per_session(&self) -> u64 {
+        let all = match self {
+            TraceFile::AgentX(s) => s.iter().map(agentx::TraceSession::requests).sum(),
+            TraceFile::Dag(d) => d.requests(),
+        };
+        all.div_ceil(self.sessions().max(1))
+    }
+
+    /// Session `index` of a benchmark (`seed` its benchmark's): the file's sessions in turn.
+    /// `a` gives the longest gap and a DAG turn's output tokens when it states none.
+    pub fn build(&self, index: u64, seed: u64, a: &AgentSessions) -> Session {
+        let max_gap = Duration::from_secs_f64(a.max_gap_s.get());
+        match self {
+            TraceFile::AgentX(s) => {
+                s[(index % s.len() as u64) as usize].build(index, seed, max_gap)
+            }
+            TraceFile::Dag(d) => d
+                .build(index, a.output_tokens, max_gap)
+                .expect("every root was built when the file was read"),
+        }
+    }
+
+    /// Whether its prompts are chat messages written out (sent only by the chat API).
+    pub fn authored(&self) -> bool {
+        matches!(self, TraceFile::Dag(_))
+    }
+}
+
 /// Refuses, before any load, sessions one of whose tool results alone would not fit the
 /// model's context window of `window` tokens: the generator's `tool_result_tokens` (with four
-/// standard deviations of its draw), or a trace's largest growth of a prompt between two
-/// requests of one agent, named by line and field.
+/// standard deviations of its draw), or an AgentX trace's largest growth of a prompt between
+/// two requests of one agent, named by line and field. (A DAG file's messages are text, whose
+/// tokens are the server's to count: its window is the server's to enforce.)
 pub fn check_tool_results(
     a: &AgentSessions,
-    trace: Option<&[agentx::TraceSession]>,
+    trace: Option<&TraceFile>,
     window: u32,
 ) -> anyhow::Result<()> {
     match (trace, &a.trace) {
-        (Some(sessions), Some(path)) => {
+        (Some(TraceFile::AgentX(sessions)), Some(path)) => {
             for s in sessions {
                 if let Some((grown, line, field)) = s.largest_tool_result() {
                     if grown >= window {
@@ -154,6 +268,7 @@ pub fn check_tool_results(
                 }
             }
         }
+        (Some(TraceFile::Dag(_)), _) => {}
         _ => {
             let largest = f64::from(a.tool_result_tokens) + 4.0 * a.tool_result_stdev.get();
             if largest + f64::from(a.system_tokens + a.block_tokens + a.task_tokens)

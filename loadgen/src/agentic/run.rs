@@ -16,15 +16,22 @@
 //! Each turn's prompt is written just before it is sent, and the ideal prefix cache
 //! ([`crate::prefix_ideal`]) counts it in the same step: turns are counted in the order they
 //! are sent.
+//!
+//! A DAG turn ([`super::Authored`]) sends its agent's history of messages with its own
+//! appended, and the answer (its text, and its tool calls when the turn offered tools) joins
+//! the history as the assistant's message; a forked agent starts from a copy of its parent's
+//! history. Its prompt's tokens are the server's to count: the record has no client count,
+//! no ideal cache and no context check of its own.
 
-use super::Sessions;
-use crate::client::{Endpoint, Job};
+use super::{History, Sessions};
+use crate::client::{Answer, Attachments, Endpoint, Job};
 use crate::prefix_ideal::IdealCache;
 use schemas::document::{AgentStep, CachedTokens, ErrorClass, Phase, RawRecord, RequestError};
+use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 /// How a benchmark's sessions are sent.
@@ -130,7 +137,7 @@ async fn session(s: Arc<Shared>, index: usize, start: Instant, cancel: watch::Re
         handles: Mutex::new(Vec::new()),
         id: format!("{}-s{index}", s.session_prefix),
     });
-    spawn_agent(&s, &live, index, 0, start, &cancel);
+    spawn_agent(&s, &live, (index, 0), start, &cancel, Vec::new());
     // Agents push their subagents' handles before they end: drain until none is left.
     loop {
         let handles: Vec<JoinHandle<()>> =
@@ -152,17 +159,22 @@ struct Live {
     id: String,
 }
 
+/// Starts agent `agent` of session `session` at `start`, its history of messages `history`
+/// (a forked DAG agent's parent's; otherwise empty), and the agents its start spawns.
 fn spawn_agent(
     s: &Arc<Shared>,
     live: &Arc<Live>,
-    session: usize,
-    agent: u32,
+    (session, agent): (usize, u32),
     start: Instant,
     cancel: &watch::Receiver<bool>,
+    history: Vec<Value>,
 ) {
+    for &c in &s.sessions.sessions[session].agents[agent as usize].starts {
+        spawn_agent(s, live, (session, c), start, cancel, Vec::new());
+    }
     let (s2, live2, cancel) = (s.clone(), live.clone(), cancel.clone());
     let handle = tokio::spawn(async move {
-        run_agent(&s2, &live2, session, agent, start, cancel).await;
+        run_agent(&s2, &live2, session, agent, start, cancel, history).await;
         // Ended, however: whoever joins it goes on.
         live2.done[agent as usize].send_replace(true);
     });
@@ -176,6 +188,7 @@ async fn run_agent(
     agent: u32,
     start: Instant,
     mut cancel: watch::Receiver<bool>,
+    mut history: Vec<Value>,
 ) {
     let sess = &s.sessions.sessions[session];
     let a = &sess.agents[agent as usize];
@@ -211,52 +224,88 @@ async fn run_agent(
         if *cancel.borrow() || s.enough.raised() {
             break;
         }
-        let ids = turn.prompt.ids(sess.block_tokens);
-        let tokens = turn.prompt.tokens + s.overhead;
-        let mut record = match s.context_tokens {
-            Some(window)
-                if u64::from(tokens) + u64::from(turn.output_tokens) > u64::from(window) =>
-            {
-                overflow(s, scheduled, tokens, turn.output_tokens, window)
+        let mut record = if let Some(authored) = &turn.authored {
+            let Ok(permit) = permit(s, &mut cancel).await else {
+                break;
+            };
+            let sent = match a.history {
+                History::PerTurn => authored.messages.clone(),
+                History::Own | History::Inherited => {
+                    history.extend(authored.messages.iter().cloned());
+                    history.clone()
+                }
+            };
+            let mut attachments = Attachments {
+                fields: authored.fields.clone(),
+                ..Attachments::default()
+            };
+            attachments
+                .fields
+                .insert("messages".into(), Value::Array(sent));
+            let job = Job {
+                prompt: "",
+                history: &[],
+                previous_response_id: None,
+                session_id: Some(&live.id),
+                prompt_tokens: None,
+                output_tokens: turn.output_tokens,
+                scheduled,
+                phase: Phase::Measured,
+                attachments: Some(&attachments),
+            };
+            let (record, answer) = tokio::select! {
+                r = s.endpoint.execute_keeping_text(&job, s.origin) => r,
+                _ = cancel.wait_for(|c| *c) => (crate::scheduler::cancelled(&job, s.origin), Answer::default()),
+            };
+            drop(permit);
+            if record.error.is_none() && a.history != History::PerTurn {
+                history.push(assistant(answer, k));
             }
-            _ => {
-                let permit = match &s.cap {
-                    Some(cap) => Some(tokio::select! {
-                        p = cap.clone().acquire_owned() => p.expect("semaphore never closed"),
-                        _ = cancel.changed() => break,
-                    }),
-                    None => None,
-                };
-                s.sessions.blocks.extend_blocks(
-                    ids,
-                    turn.prompt.tokens,
-                    sess.block_tokens,
-                    &mut text,
-                    &mut written,
-                );
-                let ideal = s.ideal.serve(ids, turn.prompt.tokens, sess.block_tokens);
-                let job = Job {
-                    prompt: &text,
-                    history: &[],
-                    previous_response_id: None,
-                    session_id: Some(&live.id),
-                    prompt_tokens: s.exact.then_some(tokens),
-                    output_tokens: turn.output_tokens,
-                    scheduled,
-                    phase: Phase::Measured,
-                    attachments: None,
-                };
-                let mut record = tokio::select! {
-                    r = s.endpoint.execute(&job, s.origin) => r,
-                    _ = cancel.wait_for(|c| *c) => crate::scheduler::cancelled(&job, s.origin),
-                };
-                drop(permit);
-                record.cached_tokens = Some(CachedTokens {
-                    ideal: Some(ideal),
-                    block_tokens: Some(s.ideal.block_tokens()),
-                    server: record.cached_tokens.and_then(|c| c.server),
-                });
-                record
+            record
+        } else {
+            let ids = turn.prompt.ids(sess.block_tokens);
+            let tokens = turn.prompt.tokens + s.overhead;
+            match s.context_tokens {
+                Some(window)
+                    if u64::from(tokens) + u64::from(turn.output_tokens) > u64::from(window) =>
+                {
+                    overflow(s, scheduled, tokens, turn.output_tokens, window)
+                }
+                _ => {
+                    let Ok(permit) = permit(s, &mut cancel).await else {
+                        break;
+                    };
+                    s.sessions.blocks.extend_blocks(
+                        ids,
+                        turn.prompt.tokens,
+                        sess.block_tokens,
+                        &mut text,
+                        &mut written,
+                    );
+                    let ideal = s.ideal.serve(ids, turn.prompt.tokens, sess.block_tokens);
+                    let job = Job {
+                        prompt: &text,
+                        history: &[],
+                        previous_response_id: None,
+                        session_id: Some(&live.id),
+                        prompt_tokens: s.exact.then_some(tokens),
+                        output_tokens: turn.output_tokens,
+                        scheduled,
+                        phase: Phase::Measured,
+                        attachments: None,
+                    };
+                    let mut record = tokio::select! {
+                        r = s.endpoint.execute(&job, s.origin) => r,
+                        _ = cancel.wait_for(|c| *c) => crate::scheduler::cancelled(&job, s.origin),
+                    };
+                    drop(permit);
+                    record.cached_tokens = Some(CachedTokens {
+                        ideal: Some(ideal),
+                        block_tokens: Some(s.ideal.block_tokens()),
+                        server: record.cached_tokens.and_then(|c| c.server),
+                    });
+                    record
+                }
             }
         };
         record.session = Some(session as u32);
@@ -268,9 +317,48 @@ async fn run_agent(
         }
         previous_end = Instant::now();
         for &c in &turn.spawns {
-            spawn_agent(s, live, session, c, previous_end, &cancel);
+            let inherited = match sess.agents[c as usize].history {
+                History::Inherited => history.clone(),
+                History::Own | History::PerTurn => Vec::new(),
+            };
+            spawn_agent(s, live, (session, c), previous_end, &cancel, inherited);
         }
     }
+}
+
+/// A slot under an open loop's cap on requests in flight (none under a closed loop); `Err`
+/// when the benchmark is cancelled first.
+async fn permit(
+    s: &Shared,
+    cancel: &mut watch::Receiver<bool>,
+) -> Result<Option<OwnedSemaphorePermit>, ()> {
+    match &s.cap {
+        Some(cap) => tokio::select! {
+            p = cap.clone().acquire_owned() => Ok(Some(p.expect("semaphore never closed"))),
+            _ = cancel.changed() => Err(()),
+        },
+        None => Ok(None),
+    }
+}
+
+/// The answer to turn `k` as the history's assistant message: its text, and its tool calls
+/// (ids made up, `call_<turn>_<n>`: the stream's own are not kept).
+fn assistant(answer: Answer, k: usize) -> Value {
+    let mut m = json!({ "role": "assistant", "content": answer.text });
+    if let Some(calls) = answer.tool_calls.filter(|c| !c.is_empty()) {
+        m["tool_calls"] = calls
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                json!({
+                    "id": format!("call_{}_{i}", k + 1),
+                    "type": "function",
+                    "function": { "name": c.name, "arguments": c.arguments },
+                })
+            })
+            .collect();
+    }
+    m
 }
 
 /// The record of a turn not sent: its history would overflow the context window.

@@ -91,8 +91,8 @@ pub struct Prepared {
     spec: RunSpec,
     dataset: Option<Dataset>,
     trace: Option<Trace>,
-    /// `--agentic trace=FILE`: the AgentX sessions and the file's sha256.
-    agentx: Option<(Vec<crate::agentic::agentx::TraceSession>, String)>,
+    /// `--agentic trace=FILE`: the trace's sessions and the file's sha256.
+    agent_trace: Option<(crate::agentic::TraceFile, String)>,
     /// `--json-schema FILE`: the schema, read and checked.
     json_schema: Option<schemas::document::structured::JsonSchemaOutput>,
     /// `--tools FILE`: the tools, read and checked.
@@ -148,14 +148,20 @@ impl Prepared {
             }
             None => None,
         };
-        let agentx = match spec.agentic.as_ref() {
+        let agent_trace = match spec.agentic.as_ref() {
             Some(a) => {
                 crate::agentic::generate::check(a)?;
                 match &a.trace {
                     Some(path) => {
-                        let (sessions, sha) = crate::agentic::agentx::load(Path::new(path))?;
-                        tracing::info!(path = %path, sessions = sessions.len(), "AgentX trace");
-                        Some((sessions, sha))
+                        let (file, sha) = crate::agentic::TraceFile::load(Path::new(path))?;
+                        tracing::info!(path = %path, format = file.format(), sessions = file.sessions(), "agentic trace");
+                        if file.authored() && spec.backend != crate::backend::Api::OpenaiChat {
+                            anyhow::bail!(
+                                "{path}: a DAG file's turns are chat messages, which only --backend openai-chat sends (not {})",
+                                spec.backend.as_str()
+                            );
+                        }
+                        Some((file, sha))
                     }
                     None => None,
                 }
@@ -214,7 +220,7 @@ impl Prepared {
             spec,
             dataset,
             trace,
-            agentx,
+            agent_trace,
             json_schema,
             tools,
             tokenizer,
@@ -289,18 +295,14 @@ impl Prepared {
             .and_then(|a| a.context_tokens)
             .or(context_window);
         if let (Some(a), Some(window)) = (&spec.agentic, context_tokens) {
-            crate::agentic::check_tool_results(
-                a,
-                self.agentx.as_ref().map(|x| x.0.as_slice()),
-                window,
-            )?;
+            crate::agentic::check_tool_results(a, self.agent_trace.as_ref().map(|x| &x.0), window)?;
         }
         Ok(Measurement {
             endpoint,
             counter: Arc::new(counter),
             dataset: self.dataset,
             trace: self.trace,
-            agentx: self.agentx,
+            agent_trace: self.agent_trace,
             json_schema: self.json_schema,
             tools: self.tools,
             context_tokens,
@@ -323,8 +325,8 @@ pub struct Measurement {
     dataset: Option<Dataset>,
     /// The trace, when the workload replays one.
     trace: Option<Trace>,
-    /// `--agentic trace=FILE`: the AgentX sessions and the file's sha256.
-    agentx: Option<(Vec<crate::agentic::agentx::TraceSession>, String)>,
+    /// `--agentic trace=FILE`: the trace's sessions and the file's sha256.
+    agent_trace: Option<(crate::agentic::TraceFile, String)>,
     /// The model's context window: the spec's `agentic.context_tokens`, else the server's.
     context_tokens: Option<u32>,
     /// `--json-schema FILE`: the schema every answer is asked to match.
@@ -967,13 +969,10 @@ impl Measurement {
             let blocks = Arc::new(crate::trace::Blocks::new(words, seed));
             let per = self.requests_per_session().max(1);
             let count = n.div_ceil(per).max(1);
-            let (sessions, trace) = match &self.agentx {
+            let (sessions, trace) = match &self.agent_trace {
                 Some((file, sha)) => {
-                    let max_gap = Duration::from_secs_f64(a.max_gap_s.get());
-                    let built = (0..count)
-                        .map(|i| file[i as usize % file.len()].build(i, seed, max_gap))
-                        .collect();
-                    (built, Some((sha.clone(), file.len() as u64)))
+                    let built = (0..count).map(|i| file.build(i, seed, a)).collect();
+                    (built, Some((sha.clone(), file.sessions())))
                 }
                 None => (crate::agentic::generate::sessions(a, count, seed, 0), None),
             };
@@ -1033,11 +1032,8 @@ impl Measurement {
 
     /// Requests a session of `--agentic` holds: the generator's count, or a trace's mean.
     fn requests_per_session(&self) -> u64 {
-        match (&self.spec.agentic, &self.agentx) {
-            (_, Some((file, _))) => {
-                let all: u64 = file.iter().map(|s| s.requests()).sum();
-                all.div_ceil(file.len().max(1) as u64)
-            }
+        match (&self.spec.agentic, &self.agent_trace) {
+            (_, Some((file, _))) => file.requests_per_session(),
             (Some(a), None) => crate::agentic::generate::requests_per_session(a),
             (None, None) => 1,
         }

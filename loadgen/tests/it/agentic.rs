@@ -317,3 +317,136 @@ async fn an_agentx_trace_replays_its_sessions_with_subagents_joined() {
     assert_eq!(ideal, 2 * (32 + 96 + 144));
     sim.shutdown().await;
 }
+
+/// An AIPerf DAG file: a main agent whose first turn spawns a subagent (joined by its
+/// second), whose second forks a reviewer in the background (carrying on the main agent's
+/// history) and whose third offers a tool. The simulator counts one token a word and answers
+/// `max_tokens` words, so every prompt's length is known: the authored words so far, plus
+/// the answers threaded into the history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dag_file_replays_its_messages_with_live_answers_forks_and_joins() {
+    let sim = SimServer::start(sim_config()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("agents.dag.jsonl");
+    let user = |text: &str| format!(r#"{{"role":"user","content":"{text}"}}"#);
+    let lines = [
+        format!(
+            r#"{{"session_id":"main","turns":[{{"messages":[{{"role":"system","content":"s1 s2 s3"}},{}],"max_tokens":4,"spawns":["sub"]}},{{"messages":[{}],"max_tokens":4,"delay":5,"forks":[{{"child":"review","background":true}}]}},{{"messages":[{}],"max_tokens":8,"tools":[{{"type":"function","function":{{"name":"grep","parameters":{{"type":"object","properties":{{"pattern":{{"type":"string"}}}},"required":["pattern"]}}}}}}]}},{{"messages":[{}],"max_tokens":2}}]}}"#,
+            user("u1 u2"),
+            user("t1"),
+            user("call"),
+            user("bye")
+        ),
+        format!(
+            r#"{{"session_id":"sub","turns":[{{"messages":[{}],"max_tokens":2}}]}}"#,
+            user("a b c")
+        ),
+        format!(
+            r#"{{"session_id":"review","turns":[{{"messages":[{}],"max_tokens":3}}]}}"#,
+            user("r1 r2")
+        ),
+    ];
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    // Two sessions of the one root: the second a copy, marked.
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiChat,
+        profile: ProfileName::Concurrent,
+        concurrency: vec![2],
+        max_requests: Some(12),
+        agentic: Some(settings(&format!("trace={}", file.display()))),
+        ..RunSpec::default()
+    };
+    let doc = run_against(&sim, spec, dir.path(), "dag").await;
+    let truth = sim.truth();
+    let b = &doc.predicate.benchmarks[0];
+    assert!(
+        matches!(
+            &b.workload,
+            Workload::Agentic {
+                trace_sessions: Some(1),
+                sessions: 2,
+                requests: 12,
+                ..
+            }
+        ),
+        "{:?}",
+        b.workload
+    );
+    let pairs = paired(&b.records, &truth);
+    assert_eq!(pairs.len(), 12, "{:?}", b.records);
+    for s in 0..2u32 {
+        let of = |agent: u32, turn: u32| {
+            pairs
+                .iter()
+                .find(|(r, _)| {
+                    r.session == Some(s) && r.agent.unwrap().agent == agent && r.turn == Some(turn)
+                })
+                .unwrap_or_else(|| panic!("session {s} agent {agent} turn {turn}"))
+                .1
+        };
+        // The copy's marker is one more word in every history it opens (or carries on).
+        let m = s;
+        // main: 5 words; + its answer (4) and 1; + 4 and 1; + the call's text (none) and 1.
+        let main: Vec<u32> = (1..=4).map(|t| of(0, t).prompt_tokens).collect();
+        assert_eq!(main, [5 + m, 10 + m, 15 + m, 16 + m], "session {s}");
+        // The subagent's own history; the fork carries main's through turn 2's answer.
+        assert_eq!(of(1, 1).prompt_tokens, 3 + m);
+        assert_eq!(of(2, 1).prompt_tokens, 10 + m + 4 + 2);
+        // Spawned after turn 1's answer, joined by turn 2; the fork after turn 2, joined by
+        // no one.
+        assert!(of(1, 1).received >= of(0, 1).end);
+        assert!(of(0, 2).received >= of(1, 1).end);
+        assert!(of(2, 1).received >= of(0, 2).end);
+        // Turn 3 offered a tool and was answered by a call.
+        assert_eq!(of(0, 3).tool_call.as_deref(), Some("grep"));
+        assert_eq!(of(0, 3).tool_call_valid, Some(true));
+        // One session id a session.
+        let ids: std::collections::BTreeSet<_> = (1..=4)
+            .map(|t| of(0, t).session_id.clone())
+            .chain([of(1, 1).session_id.clone(), of(2, 1).session_id.clone()])
+            .collect();
+        assert_eq!(ids.len(), 1);
+        assert!(ids.first().unwrap().is_some());
+    }
+    // No ideal is claimed for text the client did not tokenize.
+    assert!(pairs
+        .iter()
+        .all(|(r, _)| r.cached_tokens.is_none_or(|c| c.ideal.is_none())));
+    verifies(&doc);
+    sim.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dag_file_is_refused_before_any_load_unless_chat_sends_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a.dag.jsonl");
+    std::fs::write(
+        &file,
+        "{\"session_id\":\"a\",\"turns\":[{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"spawns\":[\"b\"]}]}\n",
+    )
+    .unwrap();
+    let spec = |api| RunSpec {
+        backend: api,
+        agentic: Some(settings(&format!("trace={}", file.display()))),
+        ..RunSpec::default()
+    };
+    let e = loadgen::measure::Prepared::new(spec(loadgen::backend::Api::OpenaiChat))
+        .err()
+        .unwrap();
+    assert!(
+        format!("{e:#}").contains("line 1: turns[0].spawns[0]: no conversation `b` in the file"),
+        "{e:#}"
+    );
+    std::fs::write(
+        &file,
+        "{\"session_id\":\"a\",\"turns\":[{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}]}\n",
+    )
+    .unwrap();
+    let e = loadgen::measure::Prepared::new(spec(loadgen::backend::Api::OpenaiCompletions))
+        .err()
+        .unwrap();
+    assert!(
+        format!("{e:#}").contains("only --backend openai-chat"),
+        "{e:#}"
+    );
+}

@@ -981,6 +981,88 @@ fn agentic_sessions_count_exactly_and_the_servers_cache_sits_beside_the_ideal() 
     );
 }
 
+/// An AIPerf DAG file on llama.cpp: the main agent's history grows by each real answer the
+/// server gave (by the server's own counts, each prompt holds the one before it and its
+/// answer, and more), the subagent spawned from turn 1 has a history of its own, and the
+/// slot that keeps the session's history serves most of each next prompt from its cache.
+#[test]
+fn a_dag_file_threads_the_servers_real_answers_into_each_history() {
+    let Some(server) = start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("agent.dag.jsonl");
+    let turn = |text: &str, extra: &str| {
+        format!(r#"{{"messages":[{{"role":"user","content":"{text}"}}],"max_tokens":12{extra}}}"#)
+    };
+    let main = format!(
+        r#"{{"session_id":"main","turns":[{},{},{}]}}"#,
+        turn("List three fruits.", r#","spawns":["helper"]"#),
+        turn("Now three vegetables.", ""),
+        turn("Which of them is red?", ""),
+    );
+    let helper = format!(
+        r#"{{"session_id":"helper","turns":[{}]}}"#,
+        turn("Name a colour.", "")
+    );
+    std::fs::write(&file, format!("{main}\n{helper}\n")).unwrap();
+    let st = run_with_data(
+        &server,
+        dir.path(),
+        "dag.json",
+        &[
+            "--backend",
+            "openai-chat",
+            "--profile",
+            "concurrent",
+            "--concurrency",
+            "1",
+            "--max-requests",
+            "4",
+            "--agentic",
+            &format!("trace={}", file.display()),
+        ],
+    );
+    let b = &st["predicate"]["benchmarks"][0];
+    assert_eq!(b["workload"]["kind"], "agentic");
+    let rows = schemas::document::record_columns::rows_of_json(&b["records"]).unwrap();
+    assert_eq!(rows.len(), 4);
+    let of = |agent: u64, turn: u64| {
+        rows.iter()
+            .find(|r| r["agent"]["agent"] == agent && r["turn"] == turn)
+            .unwrap_or_else(|| panic!("agent {agent} turn {turn}"))
+    };
+    let count =
+        |r: &serde_json::Value, f: &str| r[f].as_u64().unwrap_or_else(|| panic!("{f}: {r}"));
+    for r in &rows {
+        assert!(r["error"].is_null(), "{}", r["error"]);
+    }
+    for t in 1..3 {
+        let (before, next) = (of(0, t), of(0, t + 1));
+        let held = count(before, "input_tokens_server") + count(before, "output_tokens_server");
+        assert!(
+            count(next, "input_tokens_server") > held,
+            "turn {}: {} prompt tokens, not more than turn {t}'s prompt and answer ({held})",
+            t + 1,
+            next["input_tokens_server"]
+        );
+    }
+    // Turn 3 follows turn 2 at once: its slot kept the history, all of turn 2's prompt (but
+    // the last token, which llama.cpp evaluates again) comes from its cache.
+    let cached = of(0, 3)["cached_tokens"]["server"].as_u64().unwrap();
+    assert!(
+        cached + 1 >= count(of(0, 2), "input_tokens_server"),
+        "{cached} cached"
+    );
+    // The helper's own history: its one message, not the main agent's.
+    assert!(count(of(1, 1), "input_tokens_server") < count(of(0, 2), "input_tokens_server"));
+    let x = &b["summary"]["sessions"];
+    assert_eq!(
+        (x["sessions"].as_u64(), x["completed"].as_u64()),
+        (Some(1), Some(1))
+    );
+}
+
 /// Structured output on llama.cpp: `response_format` with a JSON Schema turns into its grammar,
 /// so every answer of a real model that ends by itself parses and matches — by the summary's
 /// count and by the checker read again here — and the only invalid answers are those the
