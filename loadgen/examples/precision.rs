@@ -275,7 +275,7 @@ async fn drive(
                 prompt,
                 history: &[],
                 previous_response_id: None,
-                session_id: None,
+                session: None,
                 prompt_tokens: None,
                 output_tokens: case.output_tokens,
                 scheduled: Instant::now(),

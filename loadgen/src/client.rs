@@ -175,9 +175,9 @@ pub struct Job<'a> {
     /// The Responses API: the conversation's previous response, which holds `history` on the
     /// server (the request then sends only `prompt`).
     pub previous_response_id: Option<&'a str>,
-    /// The agentic session it belongs to, sent in [`schemas::document::agentic::SESSION_HEADER`]
-    /// for routers that keep a session on one replica.
-    pub session_id: Option<&'a str>,
+    /// The agentic session it belongs to: its id goes in
+    /// [`crate::affinity::SESSION_HEADER`], its cookies back to the router that set them.
+    pub session: Option<&'a crate::affinity::SessionRoute>,
     pub prompt_tokens: Option<u32>,
     pub output_tokens: u32,
     pub scheduled: Instant,
@@ -270,7 +270,7 @@ impl Endpoint {
                 prompt: "the",
                 history: &[],
                 previous_response_id: None,
-                session_id: None,
+                session: None,
                 prompt_tokens: None,
                 output_tokens: 1,
                 scheduled: now,
@@ -469,7 +469,7 @@ impl Endpoint {
         let outcome = self
             .stream(
                 body,
-                (&request_id, job.session_id),
+                (&request_id, job.session),
                 &mut sent,
                 deadline,
                 origin,
@@ -551,7 +551,7 @@ impl Endpoint {
     async fn stream(
         &self,
         body: Vec<u8>,
-        (request_id, session_id): (&str, Option<&str>),
+        (request_id, session): (&str, Option<&crate::affinity::SessionRoute>),
         sent: &mut Instant,
         deadline: Instant,
         origin: Instant,
@@ -562,10 +562,13 @@ impl Endpoint {
         let mut response = within(
             deadline,
             self.stall_timeout,
-            self.open(body, request_id, session_id, sent),
+            self.open(body, request_id, session, sent),
         )
         .await??;
         p.phases = Some(response.phases(origin));
+        if let Some(session) = session {
+            session.remember(&response.set_cookies());
+        }
         if !(200..300).contains(&response.status()) {
             let status = response.status();
             let class = match status {
@@ -783,6 +786,14 @@ impl Streaming<'_> {
         }
     }
 
+    /// The head's `Set-Cookie` pairs.
+    fn set_cookies(&mut self) -> Vec<String> {
+        match self {
+            Streaming::Lean(r) => std::mem::take(&mut r.set_cookies),
+            Streaming::Wire(response) => response.set_cookies(),
+        }
+    }
+
     /// The next piece of the body and when it arrived; `None` at the end.
     async fn chunk(&mut self) -> Result<Option<(Stamp, &[u8])>, String> {
         match self {
@@ -810,18 +821,20 @@ impl Endpoint {
         &self,
         body: Vec<u8>,
         request_id: &str,
-        session_id: Option<&str>,
+        session: Option<&crate::affinity::SessionRoute>,
         sent: &mut Instant,
     ) -> Result<Streaming<'_>, RequestError> {
         let fail = |class, message: String| RequestError { class, message };
-        let both;
-        let headers: &[(&str, &str)] = match session_id {
+        let (cookie, routed);
+        let headers: &[(&str, &str)] = match session {
             Some(session) => {
-                both = [
+                cookie = session.cookie_header();
+                routed = [
                     (REQUEST_ID_HEADER, request_id),
-                    (schemas::document::agentic::SESSION_HEADER, session),
+                    (crate::affinity::SESSION_HEADER, session.id.as_str()),
+                    ("cookie", cookie.as_deref().unwrap_or("")),
                 ];
-                &both
+                &routed[..if cookie.is_some() { 3 } else { 2 }]
             }
             None => &[(REQUEST_ID_HEADER, request_id)],
         };

@@ -202,6 +202,7 @@ impl Pool {
             },
             framing: head.framing,
             reusable: head.keep_alive,
+            set_cookies: head.set_cookies,
         }
     }
 }
@@ -228,6 +229,8 @@ pub struct Response<'p> {
     pub phases: Phases,
     framing: Framing,
     reusable: bool,
+    /// The head's `Set-Cookie` pairs (`name=value`).
+    pub set_cookies: Vec<String>,
 }
 
 impl Response<'_> {

@@ -25,6 +25,7 @@
 //! benchmark against the simulator in a few lines.
 
 pub mod accuracy;
+pub mod affinity;
 pub mod agentic;
 pub mod arrivals;
 pub mod backend;

@@ -284,7 +284,7 @@ async fn converse(
             prompt,
             history: earlier,
             previous_response_id: previous.as_deref().filter(|_| chained),
-            session_id: None,
+            session: None,
             prompt_tokens: None,
             output_tokens: turn.output_tokens,
             scheduled,

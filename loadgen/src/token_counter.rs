@@ -93,7 +93,7 @@ impl TokenCounter {
             prompt: text,
             history: &[],
             previous_response_id: None,
-            session_id: None,
+            session: None,
             prompt_tokens: None,
             output_tokens: 1,
             scheduled: now,

@@ -148,13 +148,25 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
         };
         let request_id = header("x-request-id");
         let session_id = header("x-session-id");
+        let cookie = req
+            .headers()
+            .get("cookie")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let body = match read_body(req).await {
             Ok(body) => body,
             Err(response) => return Ok(response),
         };
         return match (route, pooled) {
             (Some(route), _) => {
-                generate(engine, route, body, received, (request_id, session_id)).await
+                generate(
+                    engine,
+                    route,
+                    body,
+                    received,
+                    (request_id, session_id, cookie),
+                )
+                .await
             }
             (_, Some(route)) => pool(engine, route, body, received).await,
             (None, None) => unreachable!("one of them is"),
@@ -211,7 +223,7 @@ async fn generate(
     route: Route,
     body: Bytes,
     received: Instant,
-    (request_id, session_id): (Option<String>, Option<String>),
+    (request_id, session_id, cookie): (Option<String>, Option<String>, Option<String>),
 ) -> Result<Response<Body>, io::Error> {
     let mut parsed = match protocol::parse(route, &body, |id| engine.previous_response(id)) {
         Ok(parsed) => parsed,
@@ -291,6 +303,17 @@ async fn generate(
     gen.images = std::mem::take(&mut parsed.images);
     gen.request_id = request_id;
     gen.session_id = session_id;
+    // As llm-d's session-affinity scorer: a request not yet routed gets its pod's cookie.
+    let set_cookie = (cfg.affinity_cookie
+        && !cookie
+            .as_deref()
+            .is_some_and(|c| c.split(';').any(|p| p.trim().starts_with("llm-d-session="))))
+    .then(|| {
+        use base64::Engine as _;
+        let pod = base64::engine::general_purpose::STANDARD.encode(format!("pod-{}", index % 4));
+        format!("llm-d-session={pod}; Path=/; HttpOnly; SameSite=Lax")
+    });
+    gen.cookie = cookie;
     gen.structured_valid = structured_valid;
     if let Some((name, valid)) = tool_call {
         gen.tool_call = Some(name);
@@ -300,11 +323,15 @@ async fn generate(
         gen.finish(Instant::now());
         return Ok(refusal);
     }
-    if parsed.stream {
-        Ok(sse_response(stream_body(gen, &parsed, ident, conversation)))
+    let mut response = if parsed.stream {
+        sse_response(stream_body(gen, &parsed, ident, conversation))
     } else {
-        whole(gen, &parsed, &ident, conversation).await
+        whole(gen, &parsed, &ident, conversation).await?
+    };
+    if let Some(c) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().append("set-cookie", c);
     }
+    Ok(response)
 }
 
 /// The answer of a request its fault refuses before admission (500 or 429, in `api`'s shape);

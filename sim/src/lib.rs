@@ -186,6 +186,10 @@ pub struct SimConfig {
     /// Tool calls: the share of calls whose arguments are cut one character short (not JSON),
     /// picked from the seed and the request's arrival index ([`tools`]).
     pub malformed_tool_call_fraction: f64,
+    /// Answer as llm-d's session-affinity router does: a generation request that carries no
+    /// `llm-d-session` cookie gets `Set-Cookie: llm-d-session=<base64 of "pod-N">` (N its
+    /// arrival index mod 4), and the truth keeps the `Cookie` each request carried.
+    pub affinity_cookie: bool,
     /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), as a
     /// reasoning model behind vLLM's reasoning parser streams them; 0 for none.
     pub reasoning_tokens: u32,
@@ -312,6 +316,7 @@ impl Default for SimConfig {
             prompt_tokens_details: false,
             invalid_json_fraction: 0.0,
             malformed_tool_call_fraction: 0.0,
+            affinity_cookie: false,
             reasoning_tokens: 0,
             faults: Faults::default(),
             seed: 0,
@@ -412,6 +417,8 @@ pub struct RequestTruth {
     pub ideal_cached_tokens: u32,
     /// The `x-session-id` header the request carried.
     pub session_id: Option<String>,
+    /// The `Cookie` header it carried.
+    pub cookie: Option<String>,
     /// Structured output: whether the answer was the schema's valid JSON (`None`: the request
     /// asked for none).
     pub structured_valid: Option<bool>,

@@ -219,6 +219,8 @@ pub(crate) struct Generation {
     pub ideal_cached_tokens: u32,
     /// The `x-session-id` header it carried.
     pub session_id: Option<String>,
+    /// The `Cookie` header it carried.
+    pub cookie: Option<String>,
     /// Structured output: whether its answer is the schema's valid JSON.
     pub structured_valid: Option<bool>,
     /// Tool calls: the function called, and whether its arguments are valid.
@@ -280,6 +282,7 @@ impl Generation {
             cached_tokens: 0,
             ideal_cached_tokens: 0,
             session_id: None,
+            cookie: None,
             structured_valid: None,
             tool_call: None,
             tool_call_valid: None,
@@ -487,6 +490,7 @@ impl Generation {
                 cached_tokens: self.cached_tokens,
                 ideal_cached_tokens: self.ideal_cached_tokens,
                 session_id: self.session_id.take(),
+                cookie: self.cookie.take(),
                 structured_valid: self.structured_valid,
                 tool_call: self.tool_call.take(),
                 tool_call_valid: self.tool_call_valid,

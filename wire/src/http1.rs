@@ -15,12 +15,15 @@ pub const MAX_HEAD_BYTES: usize = 64 << 10;
 /// Longest chunk-size line accepted (extensions included).
 pub const MAX_CHUNK_SIZE_LINE: usize = 4096;
 
-/// What a response head says about the body and the connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a response head says about the body and the connection, and the cookies it sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Head {
     pub status: u16,
     pub framing: Framing,
     pub keep_alive: bool,
+    /// Each `Set-Cookie`'s `name=value` (its attributes dropped), in order: what a session
+    /// sends back (llm-d's `llm-d-session` routes the session's next requests to one pod).
+    pub set_cookies: Vec<String>,
 }
 
 impl Head {
@@ -93,6 +96,7 @@ fn head_of(parsed: &httparse::Response<'_, '_>) -> Result<Head, BadHead> {
     let mut keep_alive = parsed.version == Some(1);
     let mut chunked = false;
     let mut length: Option<u64> = None;
+    let mut set_cookies = Vec::new();
     for h in parsed.headers.iter() {
         let value = std::str::from_utf8(h.value).unwrap_or("").trim();
         if h.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -118,6 +122,10 @@ fn head_of(parsed: &httparse::Response<'_, '_>) -> Result<Head, BadHead> {
                     keep_alive = true;
                 }
             }
+        } else if h.name.eq_ignore_ascii_case("set-cookie") {
+            if let Some(pair) = cookie_pair(value) {
+                set_cookies.push(pair.to_string());
+            }
         }
     }
     let framing = if status == 204 || status == 304 || (100..200).contains(&status) {
@@ -134,7 +142,16 @@ fn head_of(parsed: &httparse::Response<'_, '_>) -> Result<Head, BadHead> {
         status,
         framing,
         keep_alive,
+        set_cookies,
     })
+}
+
+/// A `Set-Cookie` value's `name=value` (RFC 6265 §5.2: up to the first `;`), when it has a
+/// name.
+pub fn cookie_pair(set_cookie: &str) -> Option<&str> {
+    let pair = set_cookie.split(';').next()?.trim();
+    let (name, _) = pair.split_once('=')?;
+    (!name.trim().is_empty()).then_some(pair)
 }
 
 /// The next piece of the body in `buf[*start..end]`, consuming the framing around it
@@ -234,4 +251,21 @@ pub fn at_close(framing: &mut Framing) -> io::Result<()> {
         io::ErrorKind::UnexpectedEof,
         "the connection closed inside the response body",
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_head_gives_each_cookie_it_sets_without_its_attributes() {
+        let head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+            Set-Cookie: llm-d-session=cG9kLTE=; Path=/; HttpOnly; SameSite=Lax\r\n\
+            set-cookie: lb=7\r\nset-cookie: =nameless\r\nset-cookie: novalue\r\n\
+            transfer-encoding: chunked\r\n\r\n";
+        let (used, h) = parse_head(head).unwrap().unwrap();
+        assert_eq!(used, head.len());
+        assert_eq!(h.set_cookies, ["llm-d-session=cG9kLTE=", "lb=7"]);
+        assert_eq!(h.framing, Framing::Chunked(ChunkState::Size));
+    }
 }

@@ -182,6 +182,16 @@ impl Response {
         self.inner.headers().get(name)?.to_str().ok()
     }
 
+    /// Each `Set-Cookie`'s `name=value`, in order ([`crate::http1::cookie_pair`]).
+    pub fn set_cookies(&self) -> Vec<String> {
+        self.inner
+            .headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| crate::http1::cookie_pair(v.to_str().ok()?).map(str::to_string))
+            .collect()
+    }
+
     /// The next piece of the body; `None` at its end.
     pub async fn chunk(&mut self) -> Result<Option<&[u8]>, WireError> {
         match self.inner.chunk().await {

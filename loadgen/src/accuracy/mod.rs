@@ -79,7 +79,7 @@ async fn ask(
         prompt: &item.prompt,
         history: &item.history,
         previous_response_id: None,
-        session_id: None,
+        session: None,
         prompt_tokens: None,
         output_tokens: suite.meta.output_tokens,
         scheduled: Instant::now(),

@@ -135,7 +135,7 @@ async fn session(s: Arc<Shared>, index: usize, start: Instant, cancel: watch::Re
     let live = Arc::new(Live {
         done: (0..agents).map(|_| watch::channel(false).0).collect(),
         handles: Mutex::new(Vec::new()),
-        id: format!("{}-s{index}", s.session_prefix),
+        route: crate::affinity::SessionRoute::new(format!("{}-s{index}", s.session_prefix)),
     });
     spawn_agent(&s, &live, (index, 0), start, &cancel, Vec::new());
     // Agents push their subagents' handles before they end: drain until none is left.
@@ -156,7 +156,8 @@ struct Live {
     /// Each agent's end, for the turns that join it.
     done: Vec<watch::Sender<bool>>,
     handles: Mutex<Vec<JoinHandle<()>>>,
-    id: String,
+    /// Its id and the cookies its answers set, for routers that keep it on one replica.
+    route: crate::affinity::SessionRoute,
 }
 
 /// Starts agent `agent` of session `session` at `start`, its history of messages `history`
@@ -246,7 +247,7 @@ async fn run_agent(
                 prompt: "",
                 history: &[],
                 previous_response_id: None,
-                session_id: Some(&live.id),
+                session: Some(&live.route),
                 prompt_tokens: None,
                 output_tokens: turn.output_tokens,
                 scheduled,
@@ -287,7 +288,7 @@ async fn run_agent(
                         prompt: &text,
                         history: &[],
                         previous_response_id: None,
-                        session_id: Some(&live.id),
+                        session: Some(&live.route),
                         prompt_tokens: s.exact.then_some(tokens),
                         output_tokens: turn.output_tokens,
                         scheduled,

@@ -450,3 +450,71 @@ async fn a_dag_file_is_refused_before_any_load_unless_chat_sends_it() {
         "{e:#}"
     );
 }
+
+/// Behind a router that keeps sessions on a pod by cookie (the simulator answering as llm-d's
+/// session-affinity scorer): each session's first request goes without, and every later one
+/// sends back the cookie set on that first answer — its own session's, never another's —
+/// through either HTTP client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_session_sends_back_the_cookie_its_router_set() {
+    for client in [
+        loadgen::spec::HttpClient::Auto,
+        loadgen::spec::HttpClient::Reqwest,
+    ] {
+        sessions_keep_their_cookies(client).await;
+    }
+}
+
+async fn sessions_keep_their_cookies(http_client: loadgen::spec::HttpClient) {
+    let sim = SimServer::start(SimConfig {
+        affinity_cookie: true,
+        ..sim_config()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiChat,
+        profile: ProfileName::Concurrent,
+        concurrency: vec![3],
+        // 3 main turns, the 2nd spawning one subagent of 2 turns: 5 requests a session.
+        max_requests: Some(5 * 6),
+        agentic: Some(settings(
+            "turns=3,subagents=1,spawn_every=2,subagent_turns=2,system_tokens=32,task_tokens=8,\
+             output_tokens=2,tool_result_tokens=8,tool_ms=1,block_tokens=16",
+        )),
+        http_client,
+        ..RunSpec::default()
+    };
+    let doc = run_against(&sim, spec, dir.path(), "affinity").await;
+    let truth = sim.truth();
+    let mut by_session: BTreeMap<String, Vec<&RequestTruth>> = BTreeMap::new();
+    for t in &truth {
+        if let Some(s) = &t.session_id {
+            by_session.entry(s.clone()).or_default().push(t);
+        }
+    }
+    assert_eq!(by_session.len(), 6);
+    use base64::Engine as _;
+    for (session, mut requests) in by_session {
+        requests.sort_by_key(|t| t.received);
+        assert_eq!(requests.len(), 5);
+        let first = requests[0];
+        assert_eq!(
+            first.cookie, None,
+            "{session}: its first request had no cookie to send"
+        );
+        let pod =
+            base64::engine::general_purpose::STANDARD.encode(format!("pod-{}", first.index % 4));
+        for t in &requests[1..] {
+            assert_eq!(
+                t.cookie.as_deref(),
+                Some(format!("llm-d-session={pod}").as_str()),
+                "{session}: request {} sent another session's cookie, or none",
+                t.index
+            );
+        }
+    }
+    verifies(&doc);
+    sim.shutdown().await;
+}

@@ -455,7 +455,7 @@ async fn latency_legs() {
                 prompt: "a b c",
                 history: &[],
                 previous_response_id: None,
-                session_id: None,
+                session: None,
                 prompt_tokens: None,
                 output_tokens: 4,
                 scheduled: origin,

@@ -129,6 +129,10 @@ pub struct SimArgs {
     /// Tool calls: cut this share of calls' arguments one character short (not JSON), seeded.
     #[arg(long, default_value_t = 0.0, value_parser = fraction, help_heading = "Faults")]
     pub malformed_tool_call_fraction: f64,
+    /// Answer as llm-d's session-affinity router: set an `llm-d-session` cookie on answers to
+    /// requests that carry none (the client should send it back for the session).
+    #[arg(long)]
+    pub affinity_cookie: bool,
     /// Chat answers open with this many reasoning tokens (`delta.reasoning_content`), like a
     /// reasoning model behind vLLM's `--reasoning-parser`.
     #[arg(long, default_value_t = 0)]

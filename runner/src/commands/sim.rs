@@ -24,6 +24,7 @@ impl SimArgs {
             prompt_tokens_details: self.enable_prompt_tokens_details,
             invalid_json_fraction: self.invalid_json_fraction,
             malformed_tool_call_fraction: self.malformed_tool_call_fraction,
+            affinity_cookie: self.affinity_cookie,
             reasoning_tokens: self.reasoning_tokens,
             seed: self.seed,
             api_key: self.api_key.clone(),
