@@ -386,17 +386,21 @@ fn resolve(read: Vec<Read>) -> Result<DagFile> {
         let last = c.turns.len() - 1;
         let mut turns = Vec::with_capacity(c.turns.len());
         for (k, t) in c.turns.iter().enumerate() {
+            // Each child once a turn as a fork and once as a spawn, at most.
             let mut seen: Vec<(usize, bool)> = Vec::new();
+            let mut once = |child: usize, fork: bool, id: &str, at: &str| -> Result<()> {
+                if seen.contains(&(child, fork)) {
+                    let how = if fork { "forked" } else { "spawned" };
+                    bail!("line {}: {at}: `{id}` is {how} twice from one turn", c.line);
+                }
+                seen.push((child, fork));
+                referenced[child] = true;
+                Ok(())
+            };
             let mut forks = Vec::new();
             for (id, background, at) in &t.forks {
                 let child = find(c, id, at)?;
-                if seen.contains(&(child, true)) {
-                    bail!(
-                        "line {}: {at}: `{id}` is forked twice from one turn",
-                        c.line
-                    );
-                }
-                seen.push((child, true));
+                once(child, true, id, at)?;
                 if let Some((line, there)) = forked_from.get(&child) {
                     bail!(
                         "line {}: {at}: `{id}` is already forked at line {line} ({there}); a fork carries one parent's history",
@@ -410,7 +414,6 @@ fn resolve(read: Vec<Read>) -> Result<DagFile> {
                         c.line
                     );
                 }
-                referenced[child] = true;
                 forks.push((child, *background));
             }
             let mut spawns = Vec::new();
@@ -423,14 +426,7 @@ fn resolve(read: Vec<Read>) -> Result<DagFile> {
                 let mut group = Vec::new();
                 for (id, here) in children {
                     let child = find(c, id, here)?;
-                    if seen.contains(&(child, false)) {
-                        bail!(
-                            "line {}: {here}: `{id}` is spawned twice from one turn",
-                            c.line
-                        );
-                    }
-                    seen.push((child, false));
-                    referenced[child] = true;
+                    once(child, false, id, here)?;
                     group.push(child);
                 }
                 let join = match join_at {

@@ -9,7 +9,7 @@
 use crate::common::{run_against, verifies};
 use loadgen::spec::{ProfileName, RunSpec};
 use schemas::document::agentic::AgentSessions;
-use schemas::document::{ErrorClass, RawRecord, Workload};
+use schemas::document::{ErrorClass, RawRecord, Statement, Workload};
 use schemas::flag::{FlagCode, Severity};
 use sim::{RequestTruth, SimConfig, SimServer};
 use std::collections::{BTreeMap, HashMap};
@@ -44,6 +44,41 @@ fn paired<'a>(
         .filter(|r| r.error.is_none())
         .map(|r| (r, by_id[r.request_id.as_deref().unwrap()]))
         .collect()
+}
+
+/// The simulator's truth of the request of `session` that was `agent`'s turn `turn`.
+fn turn_of<'a>(
+    pairs: &[(&RawRecord, &'a RequestTruth)],
+    session: u32,
+    agent: u32,
+    turn: u32,
+) -> &'a RequestTruth {
+    pairs
+        .iter()
+        .find(|(r, _)| {
+            r.session == Some(session) && r.agent.unwrap().agent == agent && r.turn == Some(turn)
+        })
+        .unwrap_or_else(|| panic!("session {session} agent {agent} turn {turn}"))
+        .1
+}
+
+/// Replays the agentic trace `file` over chat, `concurrency` sessions at a time, `requests`
+/// in all.
+async fn replay(
+    sim: &SimServer,
+    dir: &std::path::Path,
+    file: &std::path::Path,
+    (concurrency, requests): (u32, u64),
+) -> Statement {
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiChat,
+        profile: ProfileName::Concurrent,
+        concurrency: vec![concurrency],
+        max_requests: Some(requests),
+        agentic: Some(settings(&format!("trace={}", file.display()))),
+        ..RunSpec::default()
+    };
+    run_against(sim, spec, dir, "replay").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -261,15 +296,7 @@ async fn an_agentx_trace_replays_its_sessions_with_subagents_joined() {
         ),
     )
     .unwrap();
-    let spec = RunSpec {
-        backend: loadgen::backend::Api::OpenaiChat,
-        profile: ProfileName::Concurrent,
-        concurrency: vec![2],
-        max_requests: Some(8),
-        agentic: Some(settings(&format!("trace={}", trace.display()))),
-        ..RunSpec::default()
-    };
-    let doc = run_against(&sim, spec, dir.path(), "agentx").await;
+    let doc = replay(&sim, dir.path(), &trace, (2, 8)).await;
     let truth = sim.truth();
     let b = &doc.predicate.benchmarks[0];
     assert!(matches!(
@@ -288,15 +315,7 @@ async fn an_agentx_trace_replays_its_sessions_with_subagents_joined() {
     lengths.sort_unstable();
     assert_eq!(lengths, [70, 70, 100, 100, 150, 150, 200, 200]);
     for s in 0..2u32 {
-        let of = |agent: u32, turn: u32| {
-            pairs
-                .iter()
-                .find(|(r, _)| {
-                    r.session == Some(s) && r.agent.unwrap().agent == agent && r.turn == Some(turn)
-                })
-                .unwrap()
-                .1
-        };
+        let of = |agent: u32, turn: u32| turn_of(&pairs, s, agent, turn);
         // The subagent ends at 0.06 s: the request at 0.08 waits for it, the one at 0.03 not.
         assert!(of(1, 1).received >= of(0, 1).end);
         assert!(of(0, 3).received >= of(1, 1).end);
@@ -348,15 +367,7 @@ async fn a_dag_file_replays_its_messages_with_live_answers_forks_and_joins() {
     ];
     std::fs::write(&file, lines.join("\n")).unwrap();
     // Two sessions of the one root: the second a copy, marked.
-    let spec = RunSpec {
-        backend: loadgen::backend::Api::OpenaiChat,
-        profile: ProfileName::Concurrent,
-        concurrency: vec![2],
-        max_requests: Some(12),
-        agentic: Some(settings(&format!("trace={}", file.display()))),
-        ..RunSpec::default()
-    };
-    let doc = run_against(&sim, spec, dir.path(), "dag").await;
+    let doc = replay(&sim, dir.path(), &file, (2, 12)).await;
     let truth = sim.truth();
     let b = &doc.predicate.benchmarks[0];
     assert!(
@@ -375,15 +386,7 @@ async fn a_dag_file_replays_its_messages_with_live_answers_forks_and_joins() {
     let pairs = paired(&b.records, &truth);
     assert_eq!(pairs.len(), 12, "{:?}", b.records);
     for s in 0..2u32 {
-        let of = |agent: u32, turn: u32| {
-            pairs
-                .iter()
-                .find(|(r, _)| {
-                    r.session == Some(s) && r.agent.unwrap().agent == agent && r.turn == Some(turn)
-                })
-                .unwrap_or_else(|| panic!("session {s} agent {agent} turn {turn}"))
-                .1
-        };
+        let of = |agent: u32, turn: u32| turn_of(&pairs, s, agent, turn);
         // The copy's marker is one more word in every history it opens (or carries on).
         let m = s;
         // main: 5 words; + its answer (4) and 1; + 4 and 1; + the call's text (none) and 1.
