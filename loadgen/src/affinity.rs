@@ -1,5 +1,5 @@
 //! Session affinity: what keeps a session's requests on one replica behind a router. Every
-//! request of a session names it in [`SESSION_HEADER`] (inference-perf's and the simulator's
+//! request of a session (an agentic session, or a multi-turn conversation) names it in [`SESSION_HEADER`] (inference-perf's and the simulator's
 //! convention, for routers that hash a header), and sends back the cookies the router set on
 //! the session's earlier answers — llm-d's session-affinity scorer answers with `Set-Cookie:
 //! llm-d-session=<the pod, base64>` and routes a request that carries it to that pod; Envoy's

@@ -152,6 +152,9 @@ pub struct Plan {
     pub chained: bool,
     /// What the server adds to a completions prompt it counts (BOS).
     pub overhead: u32,
+    /// Conversation ids (sent in [`crate::affinity::SESSION_HEADER`]) are this, `-s`, and
+    /// the conversation's index.
+    pub session_prefix: String,
 }
 
 /// What every conversation task shares.
@@ -167,6 +170,7 @@ struct Shared {
     think: Duration,
     chained: bool,
     overhead: u32,
+    session_prefix: String,
     origin: Instant,
     sink: crate::scheduler::Sink,
     /// Open loops: the cap on requests in flight.
@@ -197,6 +201,7 @@ pub async fn run(
         think: plan.think,
         chained: plan.chained,
         overhead: plan.overhead,
+        session_prefix: plan.session_prefix.clone(),
         origin,
         sink,
         cap: plan
@@ -240,6 +245,8 @@ async fn converse(
     let mut previous: Option<String> = None;
     let mut history: Vec<String> = Vec::with_capacity(turns.len() * 2);
     let mut records = Vec::with_capacity(turns.len());
+    // A router that keeps a conversation on one replica reads its id, or its cookie.
+    let route = crate::affinity::SessionRoute::new(format!("{}-s{index}", s.session_prefix));
     let mut scheduled = start;
     for (k, turn) in turns.iter().enumerate() {
         if k > 0 {
@@ -284,7 +291,7 @@ async fn converse(
             prompt,
             history: earlier,
             previous_response_id: previous.as_deref().filter(|_| chained),
-            session: None,
+            session: Some(&route),
             prompt_tokens: None,
             output_tokens: turn.output_tokens,
             scheduled,

@@ -466,11 +466,7 @@ impl Measurement {
                     .agentic
                     .as_ref()
                     .expect("agentic load comes from --agentic");
-                let session_prefix = format!(
-                    "{}-b{:x}",
-                    self.endpoint.request_ids.prefix(),
-                    plan.seed & 0xffff_ffff
-                );
+                let session_prefix = self.session_prefix(&plan);
                 let plan = crate::agentic::run::Plan {
                     schedule: plan,
                     ideal: Arc::new(crate::prefix_ideal::IdealCache::new(a.block_tokens)),
@@ -493,6 +489,7 @@ impl Measurement {
                 let s = &self.spec;
                 let think_ms = s.sessions.as_ref().and_then(|x| x.think_ms).unwrap_or(0.0);
                 let plan = sessions::Plan {
+                    session_prefix: self.session_prefix(&plan),
                     schedule: plan,
                     think: Duration::from_secs_f64(think_ms / 1000.0),
                     chained: self.chain()
@@ -1037,6 +1034,16 @@ impl Measurement {
             (Some(a), None) => crate::agentic::generate::requests_per_session(a),
             (None, None) => 1,
         }
+    }
+
+    /// The start of a benchmark's session ids: the run's request-id prefix and the
+    /// benchmark's seed, so no two benchmarks (or runs) share a session id.
+    fn session_prefix(&self, plan: &scheduler::Plan) -> String {
+        format!(
+            "{}-b{:x}",
+            self.endpoint.request_ids.prefix(),
+            plan.seed & 0xffff_ffff
+        )
     }
 
     /// How a Responses API conversation goes to the server (none for the other APIs).

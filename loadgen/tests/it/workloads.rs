@@ -165,6 +165,18 @@ async fn multi_turn_sessions_carry_the_answers_and_reuse_the_cache() {
         cached.iter().filter(|&&c| c >= 1024).count() >= 4,
         "{cached:?}"
     );
+    // Each conversation names itself in x-session-id, for routers: one id a conversation,
+    // its 3 turns each (the run's probe before the benchmark is in no conversation).
+    let measured: std::collections::HashSet<&str> =
+        b.records.iter().filter_map(|r| r.request_id.as_deref()).collect();
+    let mut ids: std::collections::BTreeMap<String, usize> = Default::default();
+    for t in sim.truth() {
+        if t.request_id.as_deref().is_some_and(|id| measured.contains(id)) {
+            let id = t.session_id.clone().expect("every turn names its conversation");
+            *ids.entry(id).or_default() += 1;
+        }
+    }
+    assert_eq!(ids.values().copied().collect::<Vec<_>>(), [3, 3, 3, 3], "{ids:?}");
     sim.shutdown().await;
     })
     .await;
