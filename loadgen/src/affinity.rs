@@ -19,9 +19,11 @@ pub struct SessionRoute {
 }
 
 impl SessionRoute {
-    pub fn new(id: String) -> SessionRoute {
+    /// Session `index` of a benchmark whose session ids start with `prefix` (the run's and
+    /// the benchmark's): its id is `<prefix>-s<index>`.
+    pub fn new(prefix: &str, index: usize) -> SessionRoute {
         SessionRoute {
-            id,
+            id: format!("{prefix}-s{index}"),
             cookies: Mutex::new(Vec::new()),
         }
     }
@@ -55,7 +57,8 @@ mod tests {
 
     #[test]
     fn the_latest_cookie_of_a_name_is_sent_back_with_the_others() {
-        let r = SessionRoute::new("s".into());
+        let r = SessionRoute::new("run", 0);
+        assert_eq!(r.id, "run-s0");
         assert_eq!(r.cookie_header(), None);
         r.remember(&["llm-d-session=cG9kLWE=".into(), "lb=1".into()]);
         r.remember(&["llm-d-session=cG9kLWI=".into()]);

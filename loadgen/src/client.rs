@@ -175,7 +175,7 @@ pub struct Job<'a> {
     /// The Responses API: the conversation's previous response, which holds `history` on the
     /// server (the request then sends only `prompt`).
     pub previous_response_id: Option<&'a str>,
-    /// The agentic session it belongs to: its id goes in
+    /// The session it belongs to (an agentic session, a conversation): its id goes in
     /// [`crate::affinity::SESSION_HEADER`], its cookies back to the router that set them.
     pub session: Option<&'a crate::affinity::SessionRoute>,
     pub prompt_tokens: Option<u32>,
@@ -396,28 +396,28 @@ impl Endpoint {
         job: &Job<'_>,
         greedy: Option<&serde_json::Map<String, serde_json::Value>>,
     ) -> Vec<u8> {
+        // The fields merged in last: an accuracy check's, a replayed turn's own, or the
+        // benchmark's answer shape.
+        let extra = greedy
+            .or(job.fields())
+            .or(self.shape.as_ref().map(|s| &s.fields));
+        // A grammar ends where the schema does, a call where its arguments do: an answer asked
+        // for either must be free to stop there.
+        let shaped =
+            extra.is_some_and(|f| f.contains_key("response_format") || f.contains_key("tools"));
         self.api.request_body(&GenerationRequest {
             model: &self.model,
             prompt: job.prompt,
             history: job.history,
             previous_response_id: job.previous_response_id,
             max_tokens: job.output_tokens,
-            // A grammar ends where the schema does, a call where its arguments do: the answer
-            // must be free to stop there.
-            ignore_eos: greedy.is_none()
-                && self.ignore_eos
-                && self.shape.is_none()
-                && !job
-                    .fields()
-                    .is_some_and(|f| f.contains_key("tools") || f.contains_key("response_format")),
+            ignore_eos: greedy.is_none() && self.ignore_eos && !shaped,
             temperature: if greedy.is_some() {
                 0.0
             } else {
                 self.temperature
             },
-            extra: greedy
-                .or(job.fields())
-                .or(self.shape.as_ref().map(|s| &s.fields)),
+            extra,
             items: job.items(),
             images: job.attachments.map_or(&[], |a| &a.image_urls),
         })

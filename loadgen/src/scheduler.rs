@@ -301,6 +301,22 @@ async fn one(
     record
 }
 
+/// A slot under an open loop's cap on requests in flight (`None` under a closed loop, which
+/// has no cap); `Err` when the benchmark is cancelled first. Conversations and agentic
+/// sessions take one before each turn.
+pub(crate) async fn slot(
+    cap: Option<&Arc<Semaphore>>,
+    cancel: &mut watch::Receiver<bool>,
+) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, ()> {
+    match cap {
+        Some(cap) => tokio::select! {
+            p = cap.clone().acquire_owned() => Ok(Some(p.expect("semaphore never closed"))),
+            _ = cancel.changed() => Err(()),
+        },
+        None => Ok(None),
+    }
+}
+
 pub(crate) fn cancelled(job: &Job<'_>, origin: Instant) -> RawRecord {
     let at = clock::us_since(origin, job.scheduled);
     RawRecord {

@@ -152,8 +152,7 @@ pub struct Plan {
     pub chained: bool,
     /// What the server adds to a completions prompt it counts (BOS).
     pub overhead: u32,
-    /// Conversation ids (sent in [`crate::affinity::SESSION_HEADER`]) are this, `-s`, and
-    /// the conversation's index.
+    /// What conversation ids (sent in [`crate::affinity::SESSION_HEADER`]) start with.
     pub session_prefix: String,
 }
 
@@ -246,7 +245,7 @@ async fn converse(
     let mut history: Vec<String> = Vec::with_capacity(turns.len() * 2);
     let mut records = Vec::with_capacity(turns.len());
     // A router that keeps a conversation on one replica reads its id, or its cookie.
-    let route = crate::affinity::SessionRoute::new(format!("{}-s{index}", s.session_prefix));
+    let route = crate::affinity::SessionRoute::new(&s.session_prefix, index);
     let mut scheduled = start;
     for (k, turn) in turns.iter().enumerate() {
         if k > 0 {
@@ -265,12 +264,8 @@ async fn converse(
         {
             break;
         }
-        let permit = match &s.cap {
-            Some(cap) => Some(tokio::select! {
-                p = cap.clone().acquire_owned() => p.expect("semaphore never closed"),
-                _ = cancel.changed() => break,
-            }),
-            None => None,
+        let Ok(permit) = crate::scheduler::slot(s.cap.as_ref(), &mut cancel).await else {
+            break;
         };
         // Completions: the whole conversation as one text; chat: messages.
         let joined;

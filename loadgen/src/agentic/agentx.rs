@@ -56,22 +56,7 @@ pub fn parse(text: &str, name: &str) -> Result<Vec<TraceSession>> {
     let whole: Option<Map<String, Value>> = serde_json::from_str(trimmed).ok();
     let objects: Vec<(usize, Map<String, Value>)> = match whole {
         Some(o) => vec![(1, o)],
-        None => {
-            let mut out = Vec::new();
-            for (i, line) in text.lines().enumerate() {
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let n = i + 1;
-                let v: Value = serde_json::from_str(line)
-                    .map_err(|e| anyhow!("{name}: line {n}: not JSON: {e}"))?;
-                let Value::Object(o) = v else {
-                    bail!("{name}: line {n}: a session is a JSON object");
-                };
-                out.push((n, o));
-            }
-            out
-        }
+        None => super::json_objects(text, name, "session")?,
     };
     if objects.is_empty() {
         bail!("{name}: no sessions");

@@ -114,20 +114,10 @@ pub fn looks_like(first: &Map<String, Value>) -> bool {
 
 /// Reads a DAG file; errors name the file, the line and the field.
 pub fn parse(text: &str, name: &str) -> Result<DagFile> {
-    let mut read = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let n = i + 1;
-        let line = line.trim_start_matches('\u{feff}').trim();
-        if line.is_empty() {
-            continue;
-        }
-        let v: Value =
-            serde_json::from_str(line).map_err(|e| anyhow!("{name}: line {n}: not JSON: {e}"))?;
-        let Value::Object(o) = v else {
-            bail!("{name}: line {n}: a conversation is a JSON object");
-        };
-        read.push(conversation(&o, n).map_err(|e| anyhow!("{name}: line {n}: {e:#}"))?);
-    }
+    let read = super::json_objects(text, name, "conversation")?
+        .into_iter()
+        .map(|(n, o)| conversation(&o, n).map_err(|e| anyhow!("{name}: line {n}: {e:#}")))
+        .collect::<Result<Vec<_>>>()?;
     if read.is_empty() {
         bail!("{name}: no conversations");
     }
@@ -189,12 +179,28 @@ fn ids(v: Option<&Value>, at: &str) -> Result<Vec<(String, String)>> {
         Some(Value::Array(a)) => a
             .iter()
             .enumerate()
-            .map(|(j, v)| match v {
-                Value::String(s) if !s.is_empty() => Ok((s.clone(), format!("{at}[{j}]"))),
-                _ => bail!("{at}[{j}]: not a session id (a non-empty string)"),
+            .map(|(j, v)| {
+                let here = format!("{at}[{j}]");
+                Ok((session_id(Some(v), &here)?, here))
             })
             .collect(),
         Some(_) => bail!("{at}: not a list"),
+    }
+}
+
+/// A session id: a non-empty string.
+fn session_id(v: Option<&Value>, at: &str) -> Result<String> {
+    match v {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        _ => bail!("{at}: not a session id (a non-empty string)"),
+    }
+}
+
+/// Refuses a field of object `o` (at `at`) that is not one of `known`, saying what `o` has.
+fn known_fields(o: &Map<String, Value>, known: &[&str], at: &str, has: &str) -> Result<()> {
+    match o.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => bail!("{at}.{k}: unknown field ({has})"),
+        None => Ok(()),
     }
 }
 
@@ -202,11 +208,12 @@ fn turn(v: &Value, at: &str) -> Result<ReadTurn> {
     let Value::Object(t) = v else {
         bail!("{at}: not an object");
     };
-    for key in t.keys() {
-        if !TURN_FIELDS.contains(&key.as_str()) {
-            bail!("{at}.{key}: unknown field (sampling and other body fields go in `extra`)");
-        }
-    }
+    known_fields(
+        t,
+        TURN_FIELDS,
+        at,
+        "sampling and other body fields go in `extra`",
+    )?;
     let messages = match t.get("messages") {
         Some(Value::Array(m)) if !m.is_empty() => m.clone(),
         Some(Value::Array(_)) => bail!("{at}.messages: empty"),
@@ -269,18 +276,9 @@ fn turn(v: &Value, at: &str) -> Result<ReadTurn> {
                 match f {
                     Value::String(s) if !s.is_empty() => forks.push((s.clone(), false, here)),
                     Value::Object(o) => {
-                        if let Some(k) = o
-                            .keys()
-                            .find(|k| !["child", "background"].contains(&k.as_str()))
-                        {
-                            bail!(
-                                "{here}.{k}: unknown field (a fork has `child` and `background`)"
-                            );
-                        }
-                        let child = match o.get("child") {
-                            Some(Value::String(s)) if !s.is_empty() => s.clone(),
-                            _ => bail!("{here}.child: not a session id (a non-empty string)"),
-                        };
+                        let has = "a fork has `child` and `background`";
+                        known_fields(o, &["child", "background"], &here, has)?;
+                        let child = session_id(o.get("child"), &format!("{here}.child"))?;
                         let background = match o.get("background") {
                             None | Some(Value::Null) => false,
                             Some(Value::Bool(b)) => *b,
@@ -312,14 +310,8 @@ fn turn(v: &Value, at: &str) -> Result<ReadTurn> {
                                 at: format!("{at}.spawns"),
                             });
                         }
-                        if let Some(k) = o
-                            .keys()
-                            .find(|k| !["children", "join_at"].contains(&k.as_str()))
-                        {
-                            bail!(
-                                "{here}.{k}: unknown field (a spawn has `children` and `join_at`)"
-                            );
-                        }
+                        let has = "a spawn has `children` and `join_at`";
+                        known_fields(o, &["children", "join_at"], &here, has)?;
                         let children = ids(o.get("children"), &format!("{here}.children"))?;
                         if children.is_empty() {
                             bail!("{here}.children: no children");

@@ -187,13 +187,9 @@ impl TraceFile {
     pub fn load(path: &std::path::Path) -> anyhow::Result<(TraceFile, String)> {
         let text = crate::dataset::read_text(path)?;
         let sha = hex::encode(Sha256::digest(text.as_bytes()));
-        let first = text
-            .lines()
-            .map(|l| l.trim_start_matches('\u{feff}').trim())
-            .find(|l| !l.is_empty())
-            .and_then(|l| {
-                serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(l).ok()
-            });
+        let first = json_lines(&text)
+            .next()
+            .and_then(|(_, l)| serde_json::from_str::<JsonObject>(l).ok());
         let file = match first {
             Some(o) if dag::looks_like(&o) => TraceFile::Dag(dag::load_text(&text, path)?),
             _ => TraceFile::AgentX(agentx::load_text(&text, path)?),
@@ -244,6 +240,32 @@ impl TraceFile {
     pub fn authored(&self) -> bool {
         matches!(self, TraceFile::Dag(_))
     }
+}
+
+type JsonObject = serde_json::Map<String, serde_json::Value>;
+
+/// A JSON Lines trace's lines that are not blank, numbered from 1 and trimmed (a UTF-8 byte
+/// order mark dropped).
+fn json_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim_start_matches('\u{feff}').trim()))
+        .filter(|(_, l)| !l.is_empty())
+}
+
+/// Each line of a JSON Lines trace as an object (`what` names one, for the error); with its
+/// line. Errors name the file `name` and the line.
+fn json_objects(text: &str, name: &str, what: &str) -> anyhow::Result<Vec<(usize, JsonObject)>> {
+    json_lines(text)
+        .map(|(n, line)| {
+            match serde_json::from_str(line)
+                .map_err(|e| anyhow::anyhow!("{name}: line {n}: not JSON: {e}"))?
+            {
+                serde_json::Value::Object(o) => Ok((n, o)),
+                _ => anyhow::bail!("{name}: line {n}: a {what} is a JSON object"),
+            }
+        })
+        .collect()
 }
 
 /// Refuses, before any load, sessions one of whose tool results alone would not fit the

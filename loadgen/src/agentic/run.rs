@@ -31,7 +31,7 @@ use serde_json::{json, Value};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinHandle;
 
 /// How a benchmark's sessions are sent.
@@ -135,7 +135,7 @@ async fn session(s: Arc<Shared>, index: usize, start: Instant, cancel: watch::Re
     let live = Arc::new(Live {
         done: (0..agents).map(|_| watch::channel(false).0).collect(),
         handles: Mutex::new(Vec::new()),
-        route: crate::affinity::SessionRoute::new(format!("{}-s{index}", s.session_prefix)),
+        route: crate::affinity::SessionRoute::new(&s.session_prefix, index),
     });
     spawn_agent(&s, &live, (index, 0), start, &cancel, Vec::new());
     // Agents push their subagents' handles before they end: drain until none is left.
@@ -226,7 +226,7 @@ async fn run_agent(
             break;
         }
         let mut record = if let Some(authored) = &turn.authored {
-            let Ok(permit) = permit(s, &mut cancel).await else {
+            let Ok(permit) = crate::scheduler::slot(s.cap.as_ref(), &mut cancel).await else {
                 break;
             };
             let sent = match a.history {
@@ -273,7 +273,8 @@ async fn run_agent(
                     overflow(s, scheduled, tokens, turn.output_tokens, window)
                 }
                 _ => {
-                    let Ok(permit) = permit(s, &mut cancel).await else {
+                    let Ok(permit) = crate::scheduler::slot(s.cap.as_ref(), &mut cancel).await
+                    else {
                         break;
                     };
                     s.sessions.blocks.extend_blocks(
@@ -324,21 +325,6 @@ async fn run_agent(
             };
             spawn_agent(s, live, (session, c), previous_end, &cancel, inherited);
         }
-    }
-}
-
-/// A slot under an open loop's cap on requests in flight (none under a closed loop); `Err`
-/// when the benchmark is cancelled first.
-async fn permit(
-    s: &Shared,
-    cancel: &mut watch::Receiver<bool>,
-) -> Result<Option<OwnedSemaphorePermit>, ()> {
-    match &s.cap {
-        Some(cap) => tokio::select! {
-            p = cap.clone().acquire_owned() => Ok(Some(p.expect("semaphore never closed"))),
-            _ = cancel.changed() => Err(()),
-        },
-        None => Ok(None),
     }
 }
 
