@@ -267,6 +267,7 @@ impl TraceSession {
                 },
                 spawns: Vec::new(),
                 joins: Vec::new(),
+                after: Vec::new(),
                 line: Some(r.line),
                 authored: None,
             })
@@ -303,6 +304,7 @@ impl TraceSession {
                     },
                     spawns: Vec::new(),
                     joins: Vec::new(),
+                    after: Vec::new(),
                     line: Some(r.line),
                     authored: None,
                 })

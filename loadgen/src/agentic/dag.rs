@@ -342,7 +342,11 @@ fn turn(v: &Value, at: &str) -> Result<ReadTurn> {
         Some(_) => bail!("{at}.spawns: not a list"),
     }
     Ok(ReadTurn {
-        authored: Arc::new(Authored { messages, fields }),
+        authored: Arc::new(Authored {
+            messages,
+            fields,
+            answers: Vec::new(),
+        }),
         max_tokens,
         delay,
         forks,
@@ -660,9 +664,10 @@ impl Builder<'_> {
                     wait: t.delay.min(self.max_gap),
                     spawns: Vec::new(),
                     joins: Vec::new(),
+                    after: Vec::new(),
                     line: Some(conv.line),
                     authored: Some(match (marked, self.copy) {
-                        (true, 1..) => Arc::new(mark(&t.authored, self.copy)),
+                        (true, 1..) => Arc::new(t.authored.marked(self.copy)),
                         _ => t.authored.clone(),
                     }),
                 }
@@ -699,31 +704,6 @@ impl Builder<'_> {
             starts,
         };
         Ok(me)
-    }
-}
-
-/// `a` with `[copy-N]` before the text of its first message that is not a system message.
-fn mark(a: &Authored, copy: u64) -> Authored {
-    let mut messages = a.messages.clone();
-    let marker = format!("[copy-{copy}] ");
-    if let Some(m) = messages.iter_mut().find(|m| m["role"] != "system") {
-        match m.get_mut("content") {
-            Some(Value::String(s)) => s.insert_str(0, &marker),
-            Some(Value::Array(parts)) => {
-                if let Some(Value::String(s)) = parts
-                    .iter_mut()
-                    .find(|p| p["type"] == "text")
-                    .and_then(|p| p.get_mut("text"))
-                {
-                    s.insert_str(0, &marker);
-                }
-            }
-            _ => {}
-        }
-    }
-    Authored {
-        messages,
-        fields: a.fields.clone(),
     }
 }
 

@@ -194,6 +194,7 @@ impl Builder<'_> {
                 wait,
                 spawns,
                 joins,
+                after: Vec::new(),
                 line: None,
                 authored: None,
             })

@@ -4,15 +4,18 @@
 //! their own that starts from the session's shared prefix — whose answers come back as the
 //! spawning turn's tool result before the main agent goes on.
 //!
-//! Sessions come from the seeded generator ([`generate`]), an AgentX trace ([`agentx`]) or
-//! an AIPerf DAG file ([`dag`]); all give the same [`Session`]s, and [`run`] sends them.
+//! Sessions come from the seeded generator ([`generate`]), an AgentX trace ([`agentx`]), an
+//! AIPerf DAG file ([`dag`]) or OpenTelemetry traces of LLM calls ([`otel`]); all give the same
+//! [`Session`]s, and [`run`] sends them.
 //! The generator's and AgentX's prompts are not held as text: a turn holds its block ids and
 //! length, and [`crate::trace::Blocks`] writes its words just before it is sent, so that
 //! equal blocks are equal text and a turn's prompt length is exact without tokenizing it.
 //! Their answers are not sent back (their length is in the next turn's history as blocks of
 //! their own), as AIPerf's trace replay does: what a session sends is fixed by its spec and
-//! seed, whatever the server answers. A DAG file's turns are chat messages written out
-//! ([`Authored`]): an agent's history is its messages and the server's live answers.
+//! seed, whatever the server answers. A DAG file's and an OpenTelemetry trace's turns are chat
+//! messages written out ([`Authored`]): an agent's history is its messages and the server's
+//! live answers, or (a recorded call) its recorded messages with the live answers of the calls
+//! it followed in place of the recorded ones.
 //!
 //! Every request names its session in [`SESSION_HEADER`], for routers that keep a session on
 //! one replica; each session's blocks are its own (the generator's session marker, the
@@ -21,6 +24,7 @@
 pub mod agentx;
 pub mod dag;
 pub mod generate;
+pub mod otel;
 pub mod run;
 
 pub use schemas::document::agentic::{AgentSessions, SESSION_HEADER};
@@ -55,18 +59,105 @@ pub struct Turn {
     pub spawns: Vec<u32>,
     /// Agents of the session that must have ended before it is sent.
     pub joins: Vec<u32>,
+    /// Turns of other agents (agent, turn index) that must have been answered before it is
+    /// sent (a recorded call's predecessors); its `wait` then counts from the last of them.
+    pub after: Vec<(u32, u32)>,
     /// The trace's line (1-based) it came from, for errors found later.
     pub line: Option<usize>,
     /// A DAG turn: its own messages and body fields (its `prompt` is then empty).
     pub authored: Option<Arc<Authored>>,
 }
 
-/// A turn a DAG file writes out: the chat messages it adds to its agent's history, and the
-/// body fields it sends beside them (`tools`, `model`, and its `extra` sampling fields).
+/// A turn written out as chat messages (a DAG file's or a recorded call's): the messages it
+/// adds to its agent's history, and the body fields it sends beside them (`tools`, `model`,
+/// and its `extra` sampling fields).
 #[derive(Debug, Default, PartialEq)]
 pub struct Authored {
     pub messages: Vec<serde_json::Value>,
     pub fields: serde_json::Map<String, serde_json::Value>,
+    /// Its messages that are earlier turns' answers, replaced by their live answers when sent.
+    pub answers: Vec<Answered>,
+}
+
+/// Message `message` of a turn is the answer to turn `turn` (an index) of agent `agent`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answered {
+    pub message: usize,
+    pub agent: u32,
+    pub turn: u32,
+}
+
+impl Authored {
+    /// Itself with `[copy-N]` before the text of its first message that is not a system
+    /// message: a copy of a session shares only its system prompt with the sessions before it.
+    pub fn marked(&self, copy: u64) -> Authored {
+        let mut messages = self.messages.clone();
+        let marker = format!("[copy-{copy}] ");
+        if let Some(m) = messages.iter_mut().find(|m| m["role"] != "system") {
+            match m.get_mut("content") {
+                Some(serde_json::Value::String(s)) => s.insert_str(0, &marker),
+                Some(serde_json::Value::Array(parts)) => {
+                    if let Some(serde_json::Value::String(s)) = parts
+                        .iter_mut()
+                        .find(|p| p["type"] == "text")
+                        .and_then(|p| p.get_mut("text"))
+                    {
+                        s.insert_str(0, &marker);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Authored {
+            messages,
+            fields: self.fields.clone(),
+            answers: self.answers.clone(),
+        }
+    }
+
+    /// Its messages as sent: each of [`Authored::answers`] replaced by the live answer `live`
+    /// gives (an assistant message; `None` keeps the recorded one). The live answer's tool
+    /// calls take the recorded calls' ids in order, so the tool results that follow still
+    /// answer them: a recorded call it lacks stays as recorded, and calls beyond the recorded
+    /// ones are dropped.
+    pub fn resolved(
+        &self,
+        live: impl Fn(u32, u32) -> Option<serde_json::Value>,
+    ) -> Vec<serde_json::Value> {
+        let mut messages = self.messages.clone();
+        for a in &self.answers {
+            if let Some(answer) = live(a.agent, a.turn) {
+                let recorded = &mut messages[a.message];
+                *recorded = in_place_of(recorded, answer);
+            }
+        }
+        messages
+    }
+}
+
+/// The live assistant message `live` in the place of the recorded one.
+fn in_place_of(recorded: &serde_json::Value, mut live: serde_json::Value) -> serde_json::Value {
+    let recorded_calls = recorded["tool_calls"].as_array().map_or(&[][..], |c| c);
+    let live_calls = match live.as_object_mut().and_then(|m| m.remove("tool_calls")) {
+        Some(serde_json::Value::Array(c)) => c,
+        _ => Vec::new(),
+    };
+    if !recorded_calls.is_empty() {
+        let calls: Vec<serde_json::Value> = recorded_calls
+            .iter()
+            .enumerate()
+            .map(|(i, r)| match live_calls.get(i) {
+                Some(l) => {
+                    let mut l = l.clone();
+                    l["id"] = r["id"].clone();
+                    l
+                }
+                None => r.clone(),
+            })
+            .collect();
+        live["tool_calls"] = serde_json::Value::Array(calls);
+    }
+    live
 }
 
 /// Where an agent's history of messages starts (DAG agents; block prompts hold their own).
@@ -77,7 +168,8 @@ pub enum History {
     Own,
     /// Its parent's history when it was forked, then as [`History::Own`].
     Inherited,
-    /// None kept: each turn sends only its own messages (`message_array_with_responses`).
+    /// None kept: each turn sends only its own messages (`message_array_with_responses`, and
+    /// recorded calls), with the live answers it names in place of the recorded ones.
     PerTurn,
 }
 
@@ -151,9 +243,21 @@ impl Sessions {
                     for j in t.spawns.iter().chain(&t.joins) {
                         h.update(j.to_le_bytes());
                     }
+                    // (Only recorded calls have these: other sessions hash as they always did.)
+                    for (j, k) in &t.after {
+                        h.update(b"after");
+                        h.update(j.to_le_bytes());
+                        h.update(k.to_le_bytes());
+                    }
                     if let Some(a) = &t.authored {
                         h.update(serde_json::to_vec(&a.messages).expect("JSON serializes"));
                         h.update(serde_json::to_vec(&a.fields).expect("JSON serializes"));
+                        for x in &a.answers {
+                            h.update(b"answer");
+                            h.update((x.message as u64).to_le_bytes());
+                            h.update(x.agent.to_le_bytes());
+                            h.update(x.turn.to_le_bytes());
+                        }
                     }
                 }
             }
@@ -173,20 +277,29 @@ impl Sessions {
     }
 }
 
-/// A trace of agentic sessions, as `[agentic] trace` names it: an AgentX file or an AIPerf
-/// DAG file, told apart by their first object (a DAG conversation has `session_id` and
+/// A trace of agentic sessions, as `[agentic] trace` names it: an AgentX file, an AIPerf DAG
+/// file, or OpenTelemetry traces (a file, JSON Lines of them, or a directory of files), told
+/// apart by their first object (a trace has `spans`; a DAG conversation, `session_id` and
 /// `turns`).
 #[derive(Debug)]
 pub enum TraceFile {
     AgentX(Vec<agentx::TraceSession>),
     Dag(dag::DagFile),
+    Otel(otel::OtelFile),
 }
 
 impl TraceFile {
-    /// Reads and checks the file; with its sha256.
+    /// Reads and checks the file (or directory of OpenTelemetry traces); with its sha256.
     pub fn load(path: &std::path::Path) -> anyhow::Result<(TraceFile, String)> {
+        if path.is_dir() {
+            let (file, sha) = otel::load_dir(path)?;
+            return Ok((TraceFile::Otel(file), sha));
+        }
         let text = crate::dataset::read_text(path)?;
         let sha = hex::encode(Sha256::digest(text.as_bytes()));
+        if let Some(file) = otel::from_text(&text, path)? {
+            return Ok((TraceFile::Otel(file), sha));
+        }
         let first = json_lines(&text)
             .next()
             .and_then(|(_, l)| serde_json::from_str::<JsonObject>(l).ok());
@@ -202,6 +315,7 @@ impl TraceFile {
         match self {
             TraceFile::AgentX(_) => "AgentX",
             TraceFile::Dag(_) => "AIPerf DAG",
+            TraceFile::Otel(_) => "OpenTelemetry",
         }
     }
 
@@ -210,6 +324,7 @@ impl TraceFile {
         match self {
             TraceFile::AgentX(s) => s.len() as u64,
             TraceFile::Dag(d) => d.sessions(),
+            TraceFile::Otel(o) => o.sessions(),
         }
     }
 
@@ -218,12 +333,14 @@ impl TraceFile {
         let all = match self {
             TraceFile::AgentX(s) => s.iter().map(agentx::TraceSession::requests).sum(),
             TraceFile::Dag(d) => d.requests(),
+            TraceFile::Otel(o) => o.requests(),
         };
         all.div_ceil(self.sessions().max(1))
     }
 
     /// Session `index` of a benchmark (`seed` its benchmark's): the file's sessions in turn.
-    /// `a` gives the longest gap and a DAG turn's output tokens when it states none.
+    /// `a` gives the longest gap and a DAG turn's (or recorded call's) output tokens when it
+    /// states none.
     pub fn build(&self, index: u64, seed: u64, a: &AgentSessions) -> Session {
         let max_gap = Duration::from_secs_f64(a.max_gap_s.get());
         match self {
@@ -233,12 +350,13 @@ impl TraceFile {
             TraceFile::Dag(d) => d
                 .build(index, a.output_tokens, max_gap)
                 .expect("every root was built when the file was read"),
+            TraceFile::Otel(o) => o.build(index, a.output_tokens, max_gap),
         }
     }
 
     /// Whether its prompts are chat messages written out (sent only by the chat API).
     pub fn authored(&self) -> bool {
-        matches!(self, TraceFile::Dag(_))
+        matches!(self, TraceFile::Dag(_) | TraceFile::Otel(_))
     }
 }
 
@@ -271,8 +389,9 @@ fn json_objects(text: &str, name: &str, what: &str) -> anyhow::Result<Vec<(usize
 /// Refuses, before any load, sessions one of whose tool results alone would not fit the
 /// model's context window of `window` tokens: the generator's `tool_result_tokens` (with four
 /// standard deviations of its draw), or an AgentX trace's largest growth of a prompt between
-/// two requests of one agent, named by line and field. (A DAG file's messages are text, whose
-/// tokens are the server's to count: its window is the server's to enforce.)
+/// two requests of one agent, named by line and field. (A DAG file's or an OpenTelemetry
+/// trace's messages are text, whose tokens are the server's to count: its window is the
+/// server's to enforce.)
 pub fn check_tool_results(
     a: &AgentSessions,
     trace: Option<&TraceFile>,
@@ -290,7 +409,7 @@ pub fn check_tool_results(
                 }
             }
         }
-        (Some(TraceFile::Dag(_)), _) => {}
+        (Some(TraceFile::Dag(_) | TraceFile::Otel(_)), _) => {}
         _ => {
             let largest = f64::from(a.tool_result_tokens) + 4.0 * a.tool_result_stdev.get();
             if largest + f64::from(a.system_tokens + a.block_tokens + a.task_tokens)

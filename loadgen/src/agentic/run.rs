@@ -21,13 +21,17 @@
 //! appended, and the answer (its text, and its tool calls when the turn offered tools) joins
 //! the history as the assistant's message; a forked agent starts from a copy of its parent's
 //! history. Its prompt's tokens are the server's to count: the record has no client count,
-//! no ideal cache and no context check of its own.
+//! no ideal cache and no context check of its own. A recorded call (a turn that keeps no
+//! history) waits for the calls it followed, then its `wait`, and sends its recorded messages
+//! with their live answers in place of the recorded ones (a call that failed or was never
+//! sent leaves its recorded answer there).
 
 use super::{History, Sessions};
 use crate::client::{Answer, Attachments, Endpoint, Job};
 use crate::prefix_ideal::IdealCache;
 use schemas::document::{AgentStep, CachedTokens, ErrorClass, Phase, RawRecord, RequestError};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -133,7 +137,8 @@ async fn session(s: Arc<Shared>, index: usize, start: Instant, cancel: watch::Re
     }
     let agents = s.sessions.sessions[index].agents.len();
     let live = Arc::new(Live {
-        done: (0..agents).map(|_| watch::channel(false).0).collect(),
+        answered: (0..agents).map(|_| watch::channel(0).0).collect(),
+        answers: Mutex::new(HashMap::new()),
         handles: Mutex::new(Vec::new()),
         route: crate::affinity::SessionRoute::new(&s.session_prefix, index),
     });
@@ -153,8 +158,12 @@ async fn session(s: Arc<Shared>, index: usize, start: Instant, cancel: watch::Re
 
 /// What a session's agents share while it runs.
 struct Live {
-    /// Each agent's end, for the turns that join it.
-    done: Vec<watch::Sender<bool>>,
+    /// Each agent's turns answered so far ([`ENDED`] once it has ended), for the turns that
+    /// join it or follow one of its turns.
+    answered: Vec<watch::Sender<u32>>,
+    /// The live answers of agents that keep no history, by (agent, turn index), for the
+    /// recorded calls that follow them.
+    answers: Mutex<HashMap<(u32, u32), Value>>,
     handles: Mutex<Vec<JoinHandle<()>>>,
     /// Its id and the cookies its answers set, for routers that keep it on one replica.
     route: crate::affinity::SessionRoute,
@@ -177,7 +186,7 @@ fn spawn_agent(
     let handle = tokio::spawn(async move {
         run_agent(&s2, &live2, session, agent, start, cancel, history).await;
         // Ended, however: whoever joins it goes on.
-        live2.done[agent as usize].send_replace(true);
+        live2.answered[agent as usize].send_replace(ENDED);
     });
     live.handles.lock().expect("handles lock").push(handle);
 }
@@ -203,6 +212,16 @@ async fn run_agent(
     // The agent's last prompt, extended by each next turn's new words.
     let (mut text, mut written) = (String::new(), (Vec::new(), 0u32));
     for (k, turn) in a.turns.iter().enumerate() {
+        for &(j, k) in &turn.after {
+            let mut rx = live.answered[j as usize].subscribe();
+            tokio::select! {
+                _ = rx.wait_for(|&n| n > k) => {}
+                _ = cancel.changed() => return,
+            }
+        }
+        if !turn.after.is_empty() {
+            previous_end = previous_end.max(Instant::now());
+        }
         let due = previous_end + turn.wait;
         if s.stop_at.is_some_and(|stop| due >= stop) {
             break;
@@ -214,9 +233,9 @@ async fn run_agent(
         let mut scheduled = due;
         if !turn.joins.is_empty() {
             for &j in &turn.joins {
-                let mut rx = live.done[j as usize].subscribe();
+                let mut rx = live.answered[j as usize].subscribe();
                 tokio::select! {
-                    _ = rx.wait_for(|d| *d) => {}
+                    _ = rx.wait_for(|&n| n == ENDED) => {}
                     _ = cancel.changed() => return,
                 }
             }
@@ -230,7 +249,10 @@ async fn run_agent(
                 break;
             };
             let sent = match a.history {
-                History::PerTurn => authored.messages.clone(),
+                History::PerTurn => authored.resolved(|agent, turn| {
+                    let answers = live.answers.lock().expect("answers lock");
+                    answers.get(&(agent, turn)).cloned()
+                }),
                 History::Own | History::Inherited => {
                     history.extend(authored.messages.iter().cloned());
                     history.clone()
@@ -259,8 +281,15 @@ async fn run_agent(
                 _ = cancel.wait_for(|c| *c) => (crate::scheduler::cancelled(&job, s.origin), Answer::default()),
             };
             drop(permit);
-            if record.error.is_none() && a.history != History::PerTurn {
-                history.push(assistant(answer, k));
+            if record.error.is_none() {
+                let answer = assistant(answer, k);
+                match a.history {
+                    History::PerTurn => {
+                        let mut answers = live.answers.lock().expect("answers lock");
+                        answers.insert((agent, k as u32), answer);
+                    }
+                    History::Own | History::Inherited => history.push(answer),
+                }
             }
             record
         } else {
@@ -318,6 +347,7 @@ async fn run_agent(
             break;
         }
         previous_end = Instant::now();
+        live.answered[agent as usize].send_replace(k as u32 + 1);
         for &c in &turn.spawns {
             let inherited = match sess.agents[c as usize].history {
                 History::Inherited => history.clone(),
@@ -327,6 +357,9 @@ async fn run_agent(
         }
     }
 }
+
+/// What [`Live::answered`] holds for an agent that has ended.
+const ENDED: u32 = u32::MAX;
 
 /// The answer to turn `k` as the history's assistant message: its text, and its tool calls
 /// (ids made up, `call_<turn>_<n>`: the stream's own are not kept).

@@ -157,7 +157,8 @@ impl Prepared {
                         tracing::info!(path = %path, format = file.format(), sessions = file.sessions(), "agentic trace");
                         if file.authored() && spec.backend != crate::backend::Api::OpenaiChat {
                             anyhow::bail!(
-                                "{path}: a DAG file's turns are chat messages, which only --backend openai-chat sends (not {})",
+                                "{path}: the turns of an {} trace are chat messages, which only --backend openai-chat sends (not {})",
+                                file.format(),
                                 spec.backend.as_str()
                             );
                         }

@@ -419,6 +419,97 @@ async fn a_dag_file_replays_its_messages_with_live_answers_forks_and_joins() {
     sim.shutdown().await;
 }
 
+/// An OpenTelemetry trace (inference-perf's replay format): a planner, two workers that quote
+/// its plan, and a writer that quotes both workers' results, with a tool span between calls
+/// that is not sent. The simulator counts one token a word and answers `max_tokens` words,
+/// while every recorded answer is one word: a prompt's length tells whether the live answers
+/// took the recorded ones' places. The writer waits for both workers, then its recorded gap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opentelemetry_trace_replays_its_calls_after_their_predecessors_with_live_answers() {
+    let sim = SimServer::start(sim_config()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trace.json");
+    let at = |ms: u64| format!("2025-03-01T10:00:00.{ms:03}+00:00");
+    let m = |role: &str, text: &str| serde_json::json!({"role": role, "content": text});
+    let call = |id: &str,
+                (start, end): (u64, u64),
+                input: serde_json::Value,
+                out: &str,
+                tokens: u32| {
+        serde_json::json!({
+            "span_id": id, "name": format!("chat {id}"), "start_time": at(start), "end_time": at(end),
+            "attributes": {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": input.to_string(),
+                "gen_ai.output.messages": serde_json::json!([m("assistant", out)]).to_string(),
+                "gen_ai.usage.output_tokens": tokens,
+            }
+        })
+    };
+    let (sys, task) = (m("system", "s1 s2 s3"), m("user", "u1 u2"));
+    let spans = serde_json::json!([
+        call("plan", (0, 100), serde_json::json!([sys, task]), "plan", 4),
+        {"span_id": "t1", "name": "execute_tool search", "start_time": at(100), "end_time": at(110)},
+        call("w1", (120, 200), serde_json::json!([sys, task, m("assistant", "plan"), m("user", "w1 x")]), "r1", 3),
+        call("w2", (130, 220), serde_json::json!([sys, task, m("assistant", "plan"), m("user", "w2")]), "r2", 2),
+        call("write", (300, 400), serde_json::json!([sys, task, m("assistant", "plan"), m("user", "w1 x"),
+            m("assistant", "r1"), m("user", "w2"), m("assistant", "r2"), m("user", "end")]), "done", 1),
+    ]);
+    std::fs::write(
+        &file,
+        serde_json::json!({"trace_id": "abc", "spans": spans}).to_string(),
+    )
+    .unwrap();
+    // Two sessions of the one trace: the second a copy, marked.
+    let doc = replay(&sim, dir.path(), &file, (2, 8)).await;
+    let truth = sim.truth();
+    let b = &doc.predicate.benchmarks[0];
+    assert!(
+        matches!(
+            &b.workload,
+            Workload::Agentic {
+                trace_sessions: Some(1),
+                sessions: 2,
+                requests: 8,
+                ..
+            }
+        ),
+        "{:?}",
+        b.workload
+    );
+    let pairs = paired(&b.records, &truth);
+    assert_eq!(pairs.len(), 8, "{:?}", b.records);
+    for s in 0..2u32 {
+        let of = |agent: u32, turn: u32| turn_of(&pairs, s, agent, turn);
+        let (plan, w1, w2, write) = (of(0, 1), of(0, 2), of(1, 1), of(0, 3));
+        let m = s; // the copy's marker: one word more in every prompt
+        assert_eq!(plan.prompt_tokens, 5 + m);
+        // The plan's live answer is 4 words, not the recorded 1.
+        assert_eq!(w1.prompt_tokens, 5 + 4 + 2 + m);
+        assert_eq!(w2.prompt_tokens, 5 + 4 + 1 + m);
+        // All three live answers: 4, 3 and 2 words.
+        assert_eq!(write.prompt_tokens, 5 + 4 + 2 + 3 + 1 + 2 + 1 + m);
+        // The workers after the plan by their recorded gaps (20 and 30 ms); the writer after
+        // both, then its gap of 80 ms from the later worker's recorded end.
+        assert!(w1.received >= plan.end + std::time::Duration::from_millis(20));
+        assert!(w2.received >= plan.end + std::time::Duration::from_millis(30));
+        let both = w1.end.max(w2.end);
+        assert!(write.received >= both + std::time::Duration::from_millis(80));
+        // One session id a session.
+        assert_eq!(plan.session_id, write.session_id);
+        assert_eq!(plan.session_id, w2.session_id);
+    }
+    // The writer's record: the main agent's third turn, the worker a subagent.
+    let agent = |r: &RawRecord| r.agent.unwrap();
+    assert!(b
+        .records
+        .iter()
+        .all(|r| (agent(r).agent, agent(r).depth) == (0, 0)
+            || (agent(r).agent, agent(r).depth) == (1, 1)));
+    verifies(&doc);
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dag_file_is_refused_before_any_load_unless_chat_sends_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -1063,6 +1063,113 @@ fn a_dag_file_threads_the_servers_real_answers_into_each_history() {
     );
 }
 
+/// An OpenTelemetry trace of a tool-calling agent on llama.cpp (`--jinja`, a template that
+/// renders tools): the first call offered a tool and was answered by a call, the second holds
+/// that call (by id) and its tool result, the third the second's answer. Replayed, each later
+/// prompt holds the server's real answer in the recorded one's place, with the recorded call
+/// id the tool result answers, and the server takes every request.
+#[test]
+fn an_opentelemetry_trace_replays_a_tool_calling_agent_with_the_servers_real_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("tools.jinja");
+    std::fs::write(&template, TOOL_TEMPLATE).unwrap();
+    let Some(server) = start_with(&[
+        "--jinja",
+        "--chat-template-file",
+        template.to_str().unwrap(),
+    ]) else {
+        return;
+    };
+    let tools = serde_json::json!([{"type": "function", "name": "get_weather",
+        "description": "Get the weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]);
+    let shot = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\"}}\n</tool_call>";
+    let m = |role: &str, text: &str| serde_json::json!({"role": role, "content": text});
+    let asked = vec![
+        m("user", "What is the weather in Rome?"),
+        m("assistant", shot),
+        m("user", "And in Paris?"),
+    ];
+    let call = serde_json::json!({"role": "assistant", "parts": [{"type": "tool_call", "id": "call_w1",
+        "name": "get_weather", "arguments": {"city": "Paris"}}]});
+    let result = serde_json::json!({"role": "tool", "parts": [{"type": "tool_call_response",
+        "id": "call_w1", "response": "18 C and sunny"}]});
+    let answered = [&asked[..], &[call.clone(), result]].concat();
+    let thanked = [
+        &answered[..],
+        &[
+            m("assistant", "It is sunny in Paris."),
+            m("user", "Thanks. Now one word only."),
+        ],
+    ]
+    .concat();
+    let span = |id: &str,
+                (start, end): (u32, u32),
+                input: &[serde_json::Value],
+                output: serde_json::Value,
+                tokens: u32| {
+        serde_json::json!({"span_id": id, "name": "chat smollm2",
+            "start_time": format!("2025-05-01T09:00:0{start}Z"), "end_time": format!("2025-05-01T09:00:0{end}Z"),
+            "attributes": {"gen_ai.operation.name": "chat", "gen_ai.input.messages": input,
+                "gen_ai.output.messages": [output], "gen_ai.usage.output_tokens": tokens,
+                "gen_ai.tool.definitions": tools.to_string()}})
+    };
+    let spans = serde_json::json!({"spans": [
+        span("a", (0, 1), &asked, call, 20),
+        span("b", (2, 3), &answered, m("assistant", "It is sunny in Paris."), 12),
+        span("c", (4, 5), &thanked, m("assistant", "Sunny."), 8),
+    ]});
+    let file = dir.path().join("agent.otel.json");
+    std::fs::write(&file, spans.to_string()).unwrap();
+    let st = run_with_data(
+        &server,
+        dir.path(),
+        "otel.json",
+        &[
+            "--backend",
+            "openai-chat",
+            "--profile",
+            "concurrent",
+            "--concurrency",
+            "1",
+            "--max-requests",
+            "3",
+            "--agentic",
+            &format!("trace={},max_gap_s=0", file.display()),
+        ],
+    );
+    let b = &st["predicate"]["benchmarks"][0];
+    let rows = schemas::document::record_columns::rows_of_json(&b["records"]).unwrap();
+    assert_eq!(rows.len(), 3);
+    for r in &rows {
+        assert!(r["error"].is_null(), "{}", r["error"]);
+    }
+    let of = |turn: u64| rows.iter().find(|r| r["turn"] == turn).unwrap();
+    let count =
+        |r: &serde_json::Value, f: &str| r[f].as_u64().unwrap_or_else(|| panic!("{f}: {r}"));
+    eprintln!(
+        "llama.cpp OpenTelemetry replay: the first call finished by {} after {} tokens",
+        of(1)["finish_reason"],
+        of(1)["output_tokens_server"]
+    );
+    // Asked for the recorded call again (one tool offered: `required`, a grammar here), the
+    // model called it.
+    assert_eq!(of(1)["finish_reason"], "tool_calls");
+    // Each prompt holds the one before it and more; the third holds the second's real answer.
+    assert!(count(of(2), "input_tokens_server") > count(of(1), "input_tokens_server"));
+    let held = count(of(2), "input_tokens_server") + count(of(2), "output_tokens_server");
+    assert!(
+        count(of(3), "input_tokens_server") > held,
+        "{} prompt tokens, not more than the second call's prompt and answer ({held})",
+        of(3)["input_tokens_server"]
+    );
+    let x = &b["summary"]["sessions"];
+    assert_eq!(
+        (x["sessions"].as_u64(), x["completed"].as_u64()),
+        (Some(1), Some(1))
+    );
+}
+
 /// Structured output on llama.cpp: `response_format` with a JSON Schema turns into its grammar,
 /// so every answer of a real model that ends by itself parses and matches — by the summary's
 /// count and by the checker read again here — and the only invalid answers are those the
