@@ -69,6 +69,24 @@ impl AnswerShape {
     }
 }
 
+/// What engines answer (lowercased) when a request's prompt and output do not fit the model's
+/// context window: vLLM, SGLang, llama.cpp, TGI and OpenAI's own words.
+const TOO_LONG: &[&str] = &[
+    "maximum context length",
+    "is longer than the maximum model length",
+    "longer than the model's context length",
+    "exceeds the available context size",
+    "exceed_context_size_error",
+    "context_length_exceeded",
+    "`inputs` tokens + `max_new_tokens` must be",
+];
+
+/// Whether an error answer's body `text` says the request did not fit the context window.
+fn too_long(text: &str) -> bool {
+    let text = text.to_lowercase();
+    TOO_LONG.iter().any(|p| text.contains(p))
+}
+
 /// The header a request's id goes in, where servers log it (vLLM, SGLang, llama.cpp).
 pub const REQUEST_ID_HEADER: &str = "X-Request-Id";
 
@@ -571,14 +589,15 @@ impl Endpoint {
         }
         if !(200..300).contains(&response.status()) {
             let status = response.status();
-            let class = match status {
-                429 => ErrorClass::RateLimited,
-                400..=499 => ErrorClass::HttpClient,
-                _ => ErrorClass::HttpServer,
-            };
             let text = within(deadline, self.stall_timeout, response.text())
                 .await
                 .unwrap_or_default();
+            let class = match status {
+                429 => ErrorClass::RateLimited,
+                400 | 413 | 422 if too_long(&text) => ErrorClass::ContextOverflow,
+                400..=499 => ErrorClass::HttpClient,
+                _ => ErrorClass::HttpServer,
+            };
             let status = wire::status_line(status);
             return Err(fail(
                 class,

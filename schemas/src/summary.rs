@@ -398,8 +398,8 @@ pub struct SessionStats {
     pub requests_per_session: Option<Finite>,
     pub input_tokens_per_session: Option<Finite>,
     pub output_tokens_per_session: Option<Finite>,
-    /// Measured requests never sent because their prompt and output would not fit the model's
-    /// context window (error class `context_overflow`).
+    /// Measured requests whose prompt and output did not fit the model's context window: not
+    /// sent, or refused by the server as too long (error class `context_overflow`).
     pub context_overflows: u64,
     /// Each completed session's share of prompt tokens a perfect prefix cache would serve, and
     /// the server's own share, over sessions (absent without those counts).

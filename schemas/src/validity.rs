@@ -26,8 +26,8 @@ pub const PROMPT_LENGTH_TOLERANCE: f64 = 0.01;
 /// Share of prompt tokens served from the prefix cache above which a cache-free workload
 /// is flagged.
 pub const PREFIX_HIT_LIMIT: f64 = 0.05;
-/// Share of an agentic benchmark's measured requests whose context would overflow the model's
-/// window (and were not sent) above which the benchmark is flagged invalid.
+/// Share of an agentic benchmark's measured requests that overflowed the model's window (not
+/// sent, or refused by the server as too long) above which the benchmark is flagged invalid.
 pub const CONTEXT_OVERFLOW_LIMIT: f64 = 0.01;
 /// Mean SM utilisation (%) under which GPUs count as idle.
 pub const IDLE_SM_UTIL_PCT: f64 = 5.0;
@@ -131,8 +131,8 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, run: &RunFacts) -> Vec<Fla
                 FlagCode::ContextOverflow,
                 Severity::Error,
                 format!(
-                    "{} of {} measured requests were not sent: their history would overflow \
-                     the model's context window (over {}%)",
+                    "{} of {} measured requests overflowed the model's context window (not \
+                     sent, or refused by the server; over {}%)",
                     x.context_overflows,
                     r.measured,
                     CONTEXT_OVERFLOW_LIMIT * 100.0

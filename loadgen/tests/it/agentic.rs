@@ -510,6 +510,64 @@ async fn an_opentelemetry_trace_replays_its_calls_after_their_predecessors_with_
     sim.shutdown().await;
 }
 
+/// A recorded call too long for the model, whose tokens only the server counts: it is sent, the
+/// simulator refuses it as vLLM does ("maximum context length", HTTP 400), and its record says
+/// `context_overflow` — counted by the sessions' summary and flagged past 1 %.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_the_server_refuses_as_too_long_is_a_context_overflow() {
+    let sim = SimServer::start(sim_config()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("long.jsonl");
+    let call = |id: &str, ms: u64, text: &str, tokens: u32| {
+        serde_json::json!({
+            "span_id": id, "start_time": format!("2025-03-01T10:00:00.{ms:03}Z"),
+            "attributes": {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.input.messages": [{"role": "user", "content": text}],
+                "gen_ai.output.text": "ok",
+                "gen_ai.usage.output_tokens": tokens,
+            }
+        })
+    };
+    // The second call asks for all of the simulator's window of 65,536 tokens as output.
+    let trace =
+        serde_json::json!({"spans": [call("a", 0, "hello", 2), call("b", 1, "again", 65_536)]});
+    std::fs::write(&file, format!("{trace}\n")).unwrap();
+    let doc = replay(&sim, dir.path(), &file, (1, 6)).await;
+    let b = &doc.predicate.benchmarks[0];
+    let overflowed: Vec<&RawRecord> = b
+        .records
+        .iter()
+        .filter(|r| {
+            r.error
+                .as_ref()
+                .is_some_and(|e| e.class == ErrorClass::ContextOverflow)
+        })
+        .collect();
+    assert_eq!(
+        overflowed.len(),
+        3,
+        "{:?}",
+        b.records.iter().map(|r| &r.error).collect::<Vec<_>>()
+    );
+    assert!(overflowed.iter().all(|r| r.turn == Some(2)
+        && r.error
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("maximum context length")));
+    assert_eq!(b.summary.sessions.as_ref().unwrap().context_overflows, 3);
+    let flag = doc
+        .predicate
+        .validity
+        .iter()
+        .find(|f| f.code == FlagCode::ContextOverflow)
+        .expect("3 of 6 is over 1 %");
+    assert!(flag.message.contains("3 of 6"), "{}", flag.message);
+    verifies(&doc);
+    sim.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dag_file_is_refused_before_any_load_unless_chat_sends_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -1170,6 +1170,53 @@ fn an_opentelemetry_trace_replays_a_tool_calling_agent_with_the_servers_real_ans
     );
 }
 
+/// A recorded call longer than llama.cpp's context (a slot's 1,024 tokens here): the server
+/// refuses it in its own words (`exceed_context_size_error`), and the record says
+/// `context_overflow`, which the sessions' summary counts and the validity flags.
+#[test]
+fn a_call_llama_cpp_refuses_as_too_long_is_a_context_overflow() {
+    let Some(server) = start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let long = "lorem ipsum dolor sit amet ".repeat(600);
+    let trace = serde_json::json!({"spans": [{"span_id": "a", "name": "chat smollm2",
+        "start_time": "2025-05-01T09:00:00Z",
+        "attributes": {"gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": [{"role": "user", "content": long}],
+            "gen_ai.usage.output_tokens": 4}}]});
+    let file = dir.path().join("long.otel.json");
+    std::fs::write(&file, trace.to_string()).unwrap();
+    let st = run_with_data(
+        &server,
+        dir.path(),
+        "long.json",
+        &[
+            "--backend",
+            "openai-chat",
+            "--max-requests",
+            "1",
+            "--fail-on",
+            "never",
+            "--agentic",
+            &format!("trace={}", file.display()),
+        ],
+    );
+    let b = &st["predicate"]["benchmarks"][0];
+    let rows = schemas::document::record_columns::rows_of_json(&b["records"]).unwrap();
+    assert_eq!(
+        rows[0]["error"]["class"], "context_overflow",
+        "{}",
+        rows[0]["error"]
+    );
+    assert_eq!(b["summary"]["sessions"]["context_overflows"], 1);
+    let flags = st["predicate"]["validity"].as_array().unwrap();
+    assert!(
+        flags.iter().any(|f| f["code"] == "context_overflow"),
+        "{flags:?}"
+    );
+}
+
 /// Structured output on llama.cpp: `response_format` with a JSON Schema turns into its grammar,
 /// so every answer of a real model that ends by itself parses and matches — by the summary's
 /// count and by the checker read again here — and the only invalid answers are those the

@@ -12,17 +12,19 @@ use schemars::JsonSchema;
 /// Agentic sessions: a main agent's turns, each answer followed by a tool call whose result
 /// joins the history after the tool's latency, subagents spawned from some turns (each with a
 /// context of its own that starts from the session's shared prefix) and joined back, or the
-/// same replayed from an AgentX (Weka) trace or an AIPerf DAG file.
+/// same replayed from an AgentX (Weka) trace, an AIPerf DAG file or OpenTelemetry traces.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct AgentSessions {
     /// Replay this trace instead of generating sessions: an AgentX file (one JSON object a
     /// session: `block_size`, `requests` with `t`, `in`, `out`, `hash_ids`, `api_time`,
-    /// subagents as `type: "subagent"`) or an AIPerf DAG file (one conversation a line:
-    /// `session_id`, `turns` of chat `messages` with `forks` and `spawns`); the generator's
-    /// settings below are then unused, but for `output_tokens` (a DAG turn's, when it states
-    /// no `max_tokens`) and `max_gap_s`.
+    /// subagents as `type: "subagent"`), an AIPerf DAG file (one conversation a line:
+    /// `session_id`, `turns` of chat `messages` with `forks` and `spawns`), or OpenTelemetry
+    /// traces (a JSON object with `spans`, whose chat spans with `gen_ai.input.messages` are
+    /// the calls: a file, JSON Lines of them, or a directory of `*.json` files); the
+    /// generator's settings below are then unused, but for `output_tokens` (a DAG turn's or
+    /// a call's, when it states none) and `max_gap_s`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
     /// The main agent's turns per session.
@@ -71,8 +73,8 @@ pub struct AgentSessions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_tokens: Option<u32>,
     /// Trace replay: the longest pause between a request's end and the next one's send (s);
-    /// longer idle gaps in the trace (a DAG turn's `delay`) are cut to it, as AIPerf's AgentX
-    /// scenario does.
+    /// longer idle gaps in the trace (a DAG turn's `delay`, a recorded call's gap) are cut to
+    /// it, as AIPerf's AgentX scenario does.
     #[serde(default = "defaults::max_gap_s")]
     pub max_gap_s: Finite,
 }

@@ -357,8 +357,9 @@ pub enum ErrorClass {
     Stream,
     /// The run was interrupted while this request was in flight.
     Cancelled,
-    /// Never sent: its prompt and output would not fit the model's context window (agentic
-    /// sessions, whose history grows). Since `result/v0.14`.
+    /// Its prompt and output did not fit the model's context window: not sent (an agentic
+    /// session's history outgrew the window the client knows), or refused by the server in
+    /// the words engines use for it. Since `result/v0.14`.
     ContextOverflow,
 }
 
