@@ -139,12 +139,18 @@ def bfcl_call_matches(args, params):
 
 
 def ast_mark(answer, gold):
+    gold = json.loads(gold)
     try:
         calls = json.loads(answer)
         assert isinstance(calls, list)
         calls = [(c["name"], c["arguments"]) for c in calls]
         assert all(isinstance(n, str) and isinstance(a, str) for n, a in calls)
     except (ValueError, AssertionError, TypeError, KeyError):
+        calls = None
+    if not gold:
+        # BFCL's irrelevance: no offered function fits, so calling none is right.
+        return "wrong" if calls else "correct"
+    if calls is None:
         return "unparsed"
     parsed = []
     for name, arguments in calls:
@@ -155,7 +161,6 @@ def ast_mark(answer, gold):
         if not isinstance(args, dict):
             return "wrong"
         parsed.append((name, args))
-    gold = json.loads(gold)
     if len(parsed) != len(gold):
         return "wrong"
     used = [False] * len(parsed)

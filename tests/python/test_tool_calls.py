@@ -118,3 +118,7 @@ def test_bfcl_rules_on_hand_written_cases():
     assert ast_mark(call({"city": "paris", "n": 3, "y": 1}), gold) == "wrong"
     assert ast_mark("Paris is sunny.", gold) == "unparsed"
     assert ast_mark(json.dumps([{"name": "f", "arguments": '{"city": '}]), gold) == "wrong"
+    # Irrelevance (gold []): calling nothing is right, any call wrong.
+    assert ast_mark("No tool fits.", "[]") == "correct"
+    assert ast_mark("[]", "[]") == "correct"
+    assert ast_mark(call({"city": "paris"}), "[]") == "wrong"

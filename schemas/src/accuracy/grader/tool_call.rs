@@ -13,6 +13,8 @@
 //!   matches it) so that each pair names the same function, the call passes no parameter the
 //!   gold does not list, leaves out none that is required, and gives each a value equal to one
 //!   of its allowed values.
+//! - A gold of no call (`[]`, BFCL's irrelevance items: no offered function fits the
+//!   question) is met by an answer that calls nothing: text, or no calls.
 //! - Values are equal by type: strings after BFCL's standardization (spaces and `,./-_*^`
 //!   removed, lower case, `'` as `"`); an integer gold takes only that integer; a gold with a
 //!   fraction takes any number of that value (an integer where a float is expected, as BFCL
@@ -24,11 +26,18 @@ use serde_json::{Map, Value};
 
 /// The mark of `answer` against `gold` (both JSON text).
 pub fn grade(answer: &str, gold: &str) -> Mark {
-    let Some(calls) = read_calls(answer) else {
-        return Mark::Unparsed;
-    };
     let Ok(gold) = read_gold(gold) else {
         return Mark::Wrong;
+    };
+    let calls = read_calls(answer);
+    if gold.is_empty() {
+        return match calls {
+            Some(c) if !c.is_empty() => Mark::Wrong,
+            _ => Mark::Correct,
+        };
+    }
+    let Some(calls) = calls else {
+        return Mark::Unparsed;
     };
     let mut parsed = Vec::with_capacity(calls.len());
     for (name, arguments) in calls {
@@ -83,9 +92,6 @@ fn read_gold(gold: &str) -> Result<Vec<GoldCall>, String> {
                 .into(),
         );
     };
-    if calls.is_empty() {
-        return Err("the answer lists no call".into());
-    }
     calls
         .into_iter()
         .enumerate()
@@ -220,13 +226,20 @@ mod tests {
             Mark::Correct
         );
         assert_eq!(grade(&answer(&[("area", r#"{"r": 2}"#)]), two), Mark::Wrong);
+        // Irrelevance: no call is due, so text or no call is right and any call wrong.
+        assert_eq!(grade("I cannot tell the time.", "[]"), Mark::Correct);
+        assert_eq!(grade("[]", "[]"), Mark::Correct);
+        assert_eq!(
+            grade(&answer(&[("get_time", r#"{"city": "Paris"}"#)]), "[]"),
+            Mark::Wrong
+        );
     }
 
     #[test]
     fn a_gold_not_in_bfcl_form_is_refused() {
         assert!(check_gold(GOLD).is_ok());
+        assert!(check_gold("[]").is_ok(), "irrelevance: no call");
         for bad in [
-            "[]",
             "{}",
             r#"[{"f": {"x": 1}}]"#,
             r#"[{"f": {}, "g": {}}]"#,
