@@ -30,6 +30,7 @@
 //! stays the same when other values are added to an axis; its index is its position in the
 //! expansion, which is what a Slurm array task or an Indexed Job's completion picks.
 
+use crate::design::{Design, DesignFile, FactorFile};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 use spec::{EngineSpec, RunSpec};
@@ -51,6 +52,9 @@ pub struct Cell {
     pub axes: BTreeMap<&'static str, String>,
     /// GPUs the cell asks the scheduler for (its tensor-parallel size), when the plan says.
     pub gpus: Option<u32>,
+    /// An experiment's cell: each factor's level (factor → label), and its repetition (from 1).
+    pub factors: BTreeMap<String, String>,
+    pub repetition: Option<u32>,
     pub spec: RunSpec,
 }
 
@@ -71,6 +75,8 @@ pub struct Plan {
     pub cells: Vec<Cell>,
     pub slurm: Option<toml::Table>,
     pub kubernetes: Option<toml::Table>,
+    /// An experiment's factors and design (`[factors]`, `[design]`).
+    pub design: Option<Design>,
 }
 
 #[derive(Deserialize)]
@@ -89,6 +95,8 @@ struct PlanFile {
     profile: BTreeMap<String, Spanned<toml::Table>>,
     slurm: Option<toml::Table>,
     kubernetes: Option<toml::Table>,
+    factors: Option<BTreeMap<String, Spanned<FactorFile>>>,
+    design: Option<Spanned<DesignFile>>,
 }
 
 /// An engine axis value: a recipe name or file, or a table of the run spec's `[engine]`
@@ -202,8 +210,15 @@ impl Plan {
         check_axis_names(&file, &src)?;
         let axes = parse_axes(&file, &src, &beside)?;
         check_fragments(&file, &axes, &src)?;
+        let design = read_design(&file, &axes, &src)?;
         let fixed = file.fixed.as_ref();
-        let cells = expand(&axes, fixed.map(|f| f.get_ref()), &beside, path)?;
+        let cells = expand(
+            &axes,
+            design.as_ref(),
+            fixed.map(|f| f.get_ref()),
+            &beside,
+            path,
+        )?;
 
         use sha2::Digest;
         Ok(Plan {
@@ -220,6 +235,7 @@ impl Plan {
             cells,
             slurm: file.slurm,
             kubernetes: file.kubernetes,
+            design,
             text,
         })
     }
@@ -417,16 +433,67 @@ fn check_fragments(
     Ok(())
 }
 
-/// The matrix: one cell per combination of axis values, the last axis fastest.
+/// `[factors]` and `[design]`, read and checked (factors in the plan's order); `None` when
+/// the plan names no factor.
+fn read_design(
+    file: &PlanFile,
+    axes: &[(&'static str, Vec<AxisValue>)],
+    src: &Source,
+) -> Result<Option<Design>> {
+    let Some(factors) = &file.factors else {
+        if let Some(d) = &file.design {
+            return Err(src.at(d.span(), "[design] without [factors]: nothing varies"));
+        }
+        return Ok(None);
+    };
+    let mut named: Vec<(&String, &Spanned<FactorFile>)> = factors.iter().collect();
+    named.sort_by_key(|(_, f)| f.span().start);
+    let span_of = |at: &str| -> std::ops::Range<usize> {
+        match at.strip_prefix("factors.") {
+            Some(name) => named
+                .iter()
+                .find(|(n, _)| n.as_str() == name.split('.').next().unwrap_or(name))
+                .map(|(_, f)| f.span()),
+            None => file.design.as_ref().map(|d| d.span()),
+        }
+        .unwrap_or(0..0)
+    };
+    if named.is_empty() {
+        return Err(src.at(0..0, "[factors] names no factor"));
+    }
+    for (name, f) in &named {
+        if AXES.contains(&name.as_str()) {
+            return Err(src.at(f.span(), format!("factors.{name}: `{name}` is an axis")));
+        }
+    }
+    let owned: Vec<(String, FactorFile)> = named
+        .iter()
+        .map(|(n, f)| ((*n).clone(), f.get_ref().clone()))
+        .collect();
+    let design = crate::design::read(&owned, file.design.as_ref().map(|d| d.get_ref()))
+        .map_err(|(at, what)| src.at(span_of(&at), format!("{at}: {what}")))?;
+    let has_engine = axes.iter().any(|(a, _)| *a == "engine")
+        || file
+            .fixed
+            .as_ref()
+            .is_some_and(|f| f.get_ref().contains_key("engine"));
+    crate::design::check_settings(&design, has_engine)
+        .map_err(|(at, what)| src.at(span_of(&at), format!("{at}: {what}")))?;
+    Ok(Some(design))
+}
+
+/// The matrix: one cell per combination of axis values, the last axis fastest; with a
+/// design, one per combination, treatment and repetition, in the design's order.
 fn expand(
     axes: &[(&'static str, Vec<AxisValue>)],
+    design: Option<&Design>,
     fixed: Option<&toml::Table>,
     beside: &dyn Fn(&str) -> PathBuf,
     path: &Path,
 ) -> Result<Vec<Cell>> {
-    let mut cells = Vec::new();
     let mut counts: Vec<usize> = axes.iter().map(|_| 0).collect();
     let total: usize = axes.iter().map(|(_, v)| v.len()).product();
+    let mut combinations = Vec::with_capacity(total);
     for index in 0..total {
         // Mixed-radix digits of the index, the last axis fastest.
         let mut rest = index;
@@ -439,9 +506,30 @@ fn expand(
             .zip(&counts)
             .map(|((a, v), &d)| (*a, &v[d]))
             .collect();
-        cells.push(cell(index, &chosen, fixed, beside, path)?);
+        combinations.push(chosen);
     }
-    Ok(cells)
+    let Some(design) = design else {
+        return combinations
+            .iter()
+            .enumerate()
+            .map(|(index, chosen)| cell(index, chosen, None, fixed, beside, path))
+            .collect();
+    };
+    design
+        .runs(combinations.len())
+        .into_iter()
+        .enumerate()
+        .map(|(index, (c, t, rep))| {
+            cell(
+                index,
+                &combinations[c],
+                Some((design, t, rep)),
+                fixed,
+                beside,
+                path,
+            )
+        })
+        .collect()
 }
 
 fn engine_value(
@@ -553,6 +641,7 @@ fn merge(base: &mut toml::Table, over: &toml::Table) {
 fn cell(
     index: usize,
     chosen: &[(&'static str, &AxisValue)],
+    treatment: Option<(&Design, usize, u32)>,
     fixed: Option<&toml::Table>,
     beside: &dyn Fn(&str) -> PathBuf,
     path: &Path,
@@ -561,6 +650,13 @@ fn cell(
     for (_, v) in chosen {
         if let AxisValue::Fragment { table: t, .. } = v {
             merge(&mut table, t);
+        }
+    }
+    let levels = treatment.map_or(Vec::new(), |(d, t, _)| d.levels(t));
+    for (f, level) in &levels {
+        if let crate::design::Setting::Field(p) = &f.setting {
+            crate::design::set_field(&mut table, p, &level.value)
+                .map_err(|e| anyhow!("{}: factors.{}: {e}", path.display(), f.name))?;
         }
     }
     let sections: Vec<&str> = chosen
@@ -620,11 +716,25 @@ fn cell(
     if let Some(t) = &mut spec.tokenizer {
         *t = beside(t).display().to_string();
     }
-    let id = chosen
+    for (f, level) in &levels {
+        if let Some(e) = spec.engine.as_mut() {
+            crate::design::set_engine(&f.setting, &level.value, &mut e.args, &mut e.env);
+        }
+    }
+    let mut id = chosen
         .iter()
         .map(|(_, v)| v.label())
+        .chain(
+            levels
+                .iter()
+                .map(|(f, l)| format!("{}-{}", slug(&f.name), slug(&l.label))),
+        )
         .collect::<Vec<_>>()
         .join("_");
+    let repetition = treatment.map(|(_, _, rep)| rep);
+    if let Some(rep) = repetition.filter(|_| treatment.is_some_and(|(d, _, _)| d.repetitions > 1)) {
+        id.push_str(&format!("_r{rep}"));
+    }
     spec.validate()
         .map_err(|e| anyhow!("{}: cell {index} ({id}): {e:#}", path.display()))?;
     Ok(Cell {
@@ -632,6 +742,11 @@ fn cell(
         id,
         axes: chosen.iter().map(|(a, v)| (*a, v.label())).collect(),
         gpus: gpus.or(spec.engine.as_ref().and_then(|e| e.gpus)),
+        factors: levels
+            .iter()
+            .map(|(f, l)| (f.name.clone(), l.label.clone()))
+            .collect(),
+        repetition,
         spec,
     })
 }
