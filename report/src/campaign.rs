@@ -16,6 +16,7 @@
 //! from a document goes through [`md_escape`]; link targets are percent-encoded.
 
 use crate::escape::md_escape;
+use crate::experiment::Headline;
 use crate::format::{self, MISSING};
 use crate::input::Loaded;
 use crate::{RenderError, Report};
@@ -94,6 +95,8 @@ fn cell_file(
         tool: String::new(),
         plan: String::new(),
         axes: vec![],
+        factors: vec![],
+        design: None,
         cells: vec![],
         materials: vec![Material::sha256("", ""), material.clone()],
     };
@@ -191,6 +194,16 @@ pub fn campaign_markdown(
     }
     out.push('\n');
     out.push_str(&matrix(c, &shown));
+    let headlines: Vec<Option<Headline>> = c
+        .cells
+        .iter()
+        .zip(&shown)
+        .map(|(cell, s)| match s {
+            Shown::Verified(l) => headline(cell, l).map(|h| h.0),
+            _ => None,
+        })
+        .collect();
+    out.push_str(&crate::experiment::markdown(c, &headlines));
     let problems: String = c
         .cells
         .iter()
@@ -234,15 +247,32 @@ fn labels(c: &Campaign, axis: &str) -> Vec<String> {
     let mut values: Vec<String> = c
         .axes
         .iter()
+        .chain(&c.factors)
         .find(|a| a.name == axis)
         .map(|a| a.values.clone())
         .unwrap_or_default();
-    for v in c.cells.iter().filter_map(|cell| cell.axes.get(axis)) {
-        if !values.contains(v) {
-            values.push(v.clone());
+    for v in c.cells.iter().filter_map(|cell| coordinate(cell, axis)) {
+        if !values.contains(&v) {
+            values.push(v);
         }
     }
     values
+}
+
+/// The row name an experiment's repetitions are set out by.
+const REPETITION: &str = "repetition";
+
+/// A cell's value on an axis, a factor or its repetition.
+fn coordinate(cell: &CellEntry, name: &str) -> Option<String> {
+    cell.axes
+        .get(name)
+        .or_else(|| cell.factors.get(name))
+        .cloned()
+        .or_else(|| {
+            (name == REPETITION)
+                .then(|| cell.repetition.map(|r| r.to_string()))
+                .flatten()
+        })
 }
 
 /// The legend, the axes of one value, and the table.
@@ -254,6 +284,18 @@ fn matrix(c: &Campaign, shown: &[Shown]) -> String {
                 names.push(k);
             }
         }
+    }
+    // An experiment's factors and repetitions set its cells apart too.
+    for f in &c.factors {
+        if !names.contains(&f.name.as_str()) {
+            names.push(&f.name);
+        }
+    }
+    if c.cells
+        .iter()
+        .any(|cell| cell.repetition.is_some_and(|r| r > 1))
+    {
+        names.push(REPETITION);
     }
     let has_gpus = names.contains(&GPUS_AXIS);
     let mut fixed = Vec::new();
@@ -311,7 +353,7 @@ fn matrix(c: &Campaign, shown: &[Shown]) -> String {
             rows_axes
                 .iter()
                 .zip(&combo)
-                .all(|((name, _), v)| cell.axes.get(*name).map(String::as_str) == Some(*v))
+                .all(|((name, _), v)| coordinate(cell, name).as_deref() == Some(*v))
         };
         if !c.cells.iter().any(in_row) {
             continue;
@@ -355,25 +397,9 @@ fn cell_text(cell: &CellEntry, s: &Shown) -> String {
         Shown::Missing => return format!("{id} missing"),
     };
     let p = &loaded.statement.predicate;
-    let Some(peak) = peak(&p.benchmarks) else {
+    let Some(h) = headline(cell, loaded) else {
         return format!("{id} verified ✓ · no benchmark completed");
     };
-    let s = &peak.summary;
-    let otps = s.output_token_throughput_per_s.map(|v| v.get());
-    let gpus = cell
-        .axes
-        .get(GPUS_AXIS)
-        .and_then(|g| gpu_count(g))
-        .or_else(|| crate::view::gpus(&p.host).map(|(n, _)| n))
-        .filter(|n| *n > 0);
-    let per_gpu = otps.zip(gpus).map(|(v, n)| v / f64::from(n));
-    let p50 = |d: &Option<schemas::summary::Distribution>,
-               published: Option<&schemas::summary::PublishedStats>| {
-        d.as_ref()
-            .map(|d| d.median.get())
-            .or_else(|| published.and_then(|p| p.median).map(|m| m.get()))
-    };
-    let published = s.published.as_ref();
     // A capacity search's cell leads with its answer: the number the search was run for.
     let capacity = p.capacity.as_ref().map_or(String::new(), |c| {
         let slo: Vec<String> = c.slo.iter().map(ToString::to_string).collect();
@@ -387,17 +413,44 @@ fn cell_text(cell: &CellEntry, s: &Shown) -> String {
         .map_or(String::new(), |a| format!(" · accuracy {}", md_escape(&a)));
     format!(
         "{id} verified ✓{capacity}{accuracy} · {} · {} · TTFT p50 {} · TPOT p50 {}",
-        format::with_unit(otps, "tok/s"),
-        format::with_unit(per_gpu, "tok/s/GPU"),
-        format::with_unit(
-            p50(&s.ttft_ms, published.and_then(|p| p.ttft_ms.as_ref())),
-            "ms"
-        ),
-        format::with_unit(
-            p50(&s.tpot_ms, published.and_then(|p| p.tpot_ms.as_ref())),
-            "ms"
-        ),
+        format::with_unit(h.1, "tok/s"),
+        format::with_unit(h.0.per_gpu, "tok/s/GPU"),
+        format::with_unit(h.0.ttft_p50_ms, "ms"),
+        format::with_unit(h.0.tpot_p50_ms, "ms"),
     )
+}
+
+/// A verified cell's headline numbers, from its peak benchmark (with its output throughput
+/// in all); `None` when no benchmark completed.
+fn headline(cell: &CellEntry, loaded: &Loaded) -> Option<(Headline, Option<f64>)> {
+    let p = &loaded.statement.predicate;
+    let s = &peak(&p.benchmarks)?.summary;
+    let otps = s.output_token_throughput_per_s.map(|v| v.get());
+    let gpus = cell
+        .axes
+        .get(GPUS_AXIS)
+        .and_then(|g| gpu_count(g))
+        .or_else(|| crate::view::gpus(&p.host).map(|(n, _)| n))
+        .filter(|n| *n > 0);
+    let p50 = |d: &Option<schemas::summary::Distribution>,
+               published: Option<&schemas::summary::PublishedStats>| {
+        d.as_ref()
+            .map(|d| d.median.get())
+            .or_else(|| published.and_then(|p| p.median).map(|m| m.get()))
+    };
+    let published = s.published.as_ref();
+    Some((
+        Headline {
+            per_gpu: otps.zip(gpus).map(|(v, n)| v / f64::from(n)),
+            ttft_p50_ms: p50(&s.ttft_ms, published.and_then(|p| p.ttft_ms.as_ref())),
+            tpot_p50_ms: p50(&s.tpot_ms, published.and_then(|p| p.tpot_ms.as_ref())),
+            accurate: !p
+                .validity
+                .iter()
+                .any(|f| f.code == schemas::flag::FlagCode::AccuracyBelowThreshold),
+        },
+        otps,
+    ))
 }
 
 /// The benchmark with the highest output throughput among those that did not fail (the
@@ -569,6 +622,8 @@ mod tests {
                     index,
                     id,
                     axes,
+                    factors: Default::default(),
+                    repetition: None,
                     outcome,
                     result,
                     reason,
@@ -594,6 +649,8 @@ mod tests {
                     values: gpus.map(String::from).to_vec(),
                 },
             ],
+            factors: vec![],
+            design: None,
             cells,
             materials,
         };
@@ -698,6 +755,8 @@ mod tests {
             index: 0,
             id: "vllm-2gpu".into(),
             axes: BTreeMap::new(),
+            factors: Default::default(),
+            repetition: None,
             outcome: Outcome::Verified,
             result: Some("vllm-2gpu.json".into()),
             reason: None,
@@ -771,11 +830,15 @@ mod tests {
                 name: evil.into(),
                 values: vec![evil.into(), "b".into()],
             }],
+            factors: vec![],
+            design: None,
             cells: vec![
                 CellEntry {
                     index: 0,
                     id: evil.into(),
                     axes: BTreeMap::from([(evil.to_string(), evil.to_string())]),
+                    factors: Default::default(),
+                    repetition: None,
                     outcome: Outcome::Verified,
                     result: Some(uri.clone()),
                     reason: None,
@@ -784,6 +847,8 @@ mod tests {
                     index: 1,
                     id: evil.into(),
                     axes: BTreeMap::from([(evil.to_string(), "b".to_string())]),
+                    factors: Default::default(),
+                    repetition: None,
                     outcome: Outcome::Failed,
                     result: Some("javascript:alert(3)".into()),
                     reason: Some(evil.into()),
@@ -842,10 +907,14 @@ mod tests {
                 name: "engine".into(),
                 values: vec!["vllm".into()],
             }],
+            factors: vec![],
+            design: None,
             cells: vec![CellEntry {
                 index: 0,
                 id: "only".into(),
                 axes: BTreeMap::from([("engine".to_string(), "vllm".to_string())]),
+                factors: Default::default(),
+                repetition: None,
                 outcome: Outcome::Verified,
                 result: Some("only.json".into()),
                 reason: None,

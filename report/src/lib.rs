@@ -29,6 +29,7 @@ pub mod charts;
 pub mod compare;
 pub mod diff;
 pub mod escape;
+pub mod experiment;
 pub mod facts;
 pub mod format;
 pub mod history;

@@ -17,8 +17,15 @@ use ed25519_dalek::SigningKey;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The campaign predicate's type (a result's is [`crate::PREDICATE_TYPE`]).
-pub const CAMPAIGN_PREDICATE_TYPE: &str = "https://provebench.dev/campaign/v0.1";
+/// The campaign predicate's type (a result's is [`crate::PREDICATE_TYPE`]). `v0.2` added an
+/// experiment's factors, design and each cell's levels and repetition.
+pub const CAMPAIGN_PREDICATE_TYPE: &str = "https://provebench.dev/campaign/v0.2";
+
+/// The campaign predicate types a reader accepts: the current one and those before it.
+pub const CAMPAIGN_PREDICATE_TYPES: &[&str] = &[
+    CAMPAIGN_PREDICATE_TYPE,
+    "https://provebench.dev/campaign/v0.1",
+];
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -44,9 +51,28 @@ pub struct Campaign {
     pub plan: String,
     /// Each axis the plan names, with its values' labels in the plan's order.
     pub axes: Vec<Axis>,
+    /// An experiment's factors, each with its levels' labels in the plan's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub factors: Vec<Axis>,
+    /// An experiment's design: how its treatments were chosen and ordered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub design: Option<DesignEntry>,
     pub cells: Vec<CellEntry>,
     /// The plan, then every verified cell's result: what the campaign was made of.
     pub materials: Vec<Material>,
+}
+
+/// An experiment's design as it ran: every treatment `repetitions` times, each repetition in
+/// the order `order` (`random`: shuffled from `seed`; `plan`: as the plan expands), the
+/// treatments the full factorial or a listed set.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DesignEntry {
+    pub treatments: u32,
+    pub full_factorial: bool,
+    pub repetitions: u32,
+    pub order: String,
+    pub seed: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -63,6 +89,12 @@ pub struct CellEntry {
     pub id: String,
     /// Axis name → the label of this cell's value.
     pub axes: BTreeMap<String, String>,
+    /// An experiment's cell: factor name → the label of its level.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub factors: BTreeMap<String, String>,
+    /// An experiment's cell: its repetition (from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition: Option<u32>,
     pub outcome: Outcome,
     /// The result file, relative to the campaign document, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -144,7 +176,11 @@ pub fn is_campaign(bytes: &[u8]) -> bool {
         .and_then(|e| e.decode())
         .ok()
         .and_then(|d| serde_json::from_slice::<serde_json::Value>(d.payload()).ok())
-        .is_some_and(|v| v["predicateType"] == CAMPAIGN_PREDICATE_TYPE)
+        .is_some_and(|v| {
+            v["predicateType"]
+                .as_str()
+                .is_some_and(|t| CAMPAIGN_PREDICATE_TYPES.contains(&t))
+        })
 }
 
 /// Parses a campaign envelope and checks its signature against `trusted` and its
@@ -178,7 +214,7 @@ pub fn check(bytes: &[u8], trusted: &[TrustedKey]) -> Result<Checked, String> {
     if statement.statement_type != STATEMENT_TYPE {
         problems.push(format!("_type is {:?}", statement.statement_type));
     }
-    if statement.predicate_type != CAMPAIGN_PREDICATE_TYPE {
+    if !CAMPAIGN_PREDICATE_TYPES.contains(&statement.predicate_type.as_str()) {
         problems.push(format!("predicateType is {:?}", statement.predicate_type));
     }
     let c = &statement.predicate;

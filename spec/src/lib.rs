@@ -264,6 +264,17 @@ pub struct RunSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "auto|required|none|NAME")]
     pub tool_choice: Option<String>,
+    /// An experiment's levels this run measures, `NAME=LEVEL` each (`--factor
+    /// max_num_seqs=256 --factor chunked=true`): kept with the spec in the result, so that
+    /// what was varied is named beside what was measured. A campaign's experiment sets them
+    /// on each cell.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[arg(
+        long = "factor",
+        value_name = "NAME=LEVEL",
+        help_heading = "Experiment"
+    )]
+    pub factors: Vec<String>,
     /// A trace replayed at its timestamps (`--trace FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(skip)]
@@ -613,6 +624,7 @@ impl Default for RunSpec {
             json_schema: None,
             tools: None,
             tool_choice: None,
+            factors: Vec::new(),
             trace: None,
             burstiness: None,
             ramp: None,
@@ -706,6 +718,12 @@ impl RunSpec {
             Ok(())
         };
         url_is_http(&self.target)?;
+        for f in &self.factors {
+            match f.split_once('=') {
+                Some((name, level)) if !name.trim().is_empty() && !level.is_empty() => {}
+                _ => bail!("--factor {f:?}: a factor is NAME=LEVEL"),
+            }
+        }
         match self.profile {
             ProfileName::Constant | ProfileName::Poisson if self.rate.is_empty() => {
                 bail!(

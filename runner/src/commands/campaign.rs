@@ -63,10 +63,13 @@ fn trusted_if_readable(plan: &Plan) -> Vec<TrustedKey> {
         .unwrap_or_default()
 }
 
+/// A cell's axis values, then its levels and repetition (an experiment's).
 fn axes_text(c: &Cell) -> String {
     campaign::plan::AXES
         .iter()
         .filter_map(|a| c.axes.get(a).map(|v| format!("{a}={v}")))
+        .chain(c.factors.iter().map(|(f, l)| format!("{f}={l}")))
+        .chain(c.repetition.map(|r| format!("repetition={r}")))
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -80,6 +83,24 @@ fn show(plan: &Plan) -> Result<(), Failure> {
         plan.sha256,
         plan.results.display()
     );
+    if let Some(d) = &plan.design {
+        println!(
+            "experiment: {} factors, {} treatments ({}), {} repetition(s), order {}{}",
+            d.factors.len(),
+            d.treatments.len(),
+            if d.full_factorial {
+                "full factorial"
+            } else {
+                "listed"
+            },
+            d.repetitions,
+            d.order.as_str(),
+            match d.order {
+                campaign::design::Order::Random => format!(" (seed {})", d.seed),
+                campaign::design::Order::Plan => String::new(),
+            }
+        );
+    }
     println!("{:>5}  {:<40}  {:<9}  axes", "index", "id", "state");
     for c in &plan.cells {
         let state = store::state(plan, c, &trusted);
@@ -325,6 +346,11 @@ fn cell(args: &CellArgs) -> Result<(), Failure> {
     if let Some(log) = &plan.log {
         argv.extend(["--log".into(), log.clone().into_os_string()]);
     }
+    if plan.design.is_some() {
+        // An experiment's treatments share nothing: each benchmark starts on an empty cache
+        // (the engine itself is started afresh for each cell).
+        argv.push("--reset-prefix-cache".into());
+    }
     // A plan registered before its cells ran (`runner register`): each cell refers to it.
     let registered = crate::commands::register::registration_file(&plan.path);
     if let Ok(bytes) = std::fs::read(&registered) {
@@ -338,6 +364,7 @@ fn cell(args: &CellArgs) -> Result<(), Failure> {
     }
     let wrapped = Wrapped::try_parse_from(argv).map_err(|e| Failure::Input(anyhow!("{e}")))?;
     let mut spec = c.spec.clone();
+    spec.factors = c.factors.iter().map(|(f, l)| format!("{f}={l}")).collect();
     if let Some(e) = spec.engine.as_mut().filter(|e| e.port.is_none()) {
         // Cells that share a node (two 2-GPU cells on an 8-GPU node) must not share a port.
         e.port = Some(free_port().map_err(Failure::Input)?);
@@ -447,6 +474,8 @@ fn collect(args: &CollectArgs) -> Result<(), Failure> {
                 .iter()
                 .map(|(a, v)| (a.to_string(), v.clone()))
                 .collect(),
+            factors: c.factors.clone(),
+            repetition: c.repetition,
             outcome,
             result,
             reason,
@@ -473,6 +502,25 @@ fn collect(args: &CollectArgs) -> Result<(), Failure> {
                 values: v.clone(),
             })
             .collect(),
+        factors: plan.design.as_ref().map_or(Vec::new(), |d| {
+            d.factors
+                .iter()
+                .map(|f| Axis {
+                    name: f.name.clone(),
+                    values: f.levels.iter().map(|l| l.label.clone()).collect(),
+                })
+                .collect()
+        }),
+        design: plan
+            .design
+            .as_ref()
+            .map(|d| schemas::campaign::DesignEntry {
+                treatments: d.treatments.len() as u32,
+                full_factorial: d.full_factorial,
+                repetitions: d.repetitions,
+                order: d.order.as_str().into(),
+                seed: d.seed,
+            }),
         cells,
         materials,
     };

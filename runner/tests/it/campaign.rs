@@ -351,7 +351,7 @@ fn collect_and_check(d: &Path) {
     assert!(out.status.success(), "{}", text(&out));
     let results = d.join("results");
     let doc = statement(&results.join("campaign.json"));
-    assert_eq!(doc["predicateType"], "https://provebench.dev/campaign/v0.1");
+    assert_eq!(doc["predicateType"], "https://provebench.dev/campaign/v0.2");
     let p = &doc["predicate"];
     assert_eq!(p["name"], "sim-matrix");
     assert_eq!(

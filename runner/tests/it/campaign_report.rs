@@ -90,6 +90,8 @@ fn fixture() -> tempfile::TempDir {
                     ("engine".to_string(), engine.to_string()),
                     ("gpus".to_string(), gpus.to_string()),
                 ]),
+                factors: Default::default(),
+                repetition: None,
                 outcome: if failed {
                     Outcome::Failed
                 } else {
@@ -115,6 +117,8 @@ fn fixture() -> tempfile::TempDir {
                 values: vec!["1gpu".into(), "2gpu".into()],
             },
         ],
+        factors: vec![],
+        design: None,
         cells,
         materials,
     };

@@ -13,6 +13,7 @@ mod capacity;
 mod cli;
 mod compare;
 mod engine_recipes;
+mod experiment;
 mod faults_and_journal;
 mod faults_mid_run;
 mod gate;

@@ -1,0 +1,339 @@
+//! A campaign that is an experiment, read: each factor's main effect on the headline numbers
+//! with its 95 % interval from the repetitions, and the Pareto frontier of output throughput
+//! per GPU against output tokens per second per user across the treatments.
+//!
+//! Where it sits: inside the campaign report ([`crate::campaign`]), after the matrix; its
+//! numbers are the matrix' own, recomputed from each verified cell's result, never read from
+//! the campaign document.
+//!
+//! **Main effects.** In each repetition, a factor's effect of level k is the mean of the
+//! headline over that repetition's cells at level k less the mean over its cells at the
+//! factor's first level (for two levels: high − low, the textbook main effect of a full
+//! factorial). The estimate is the mean over repetitions, and its interval Student's t at 95 %
+//! over the repetitions' estimates (none with one repetition). Assumptions: the design is the
+//! full factorial (a listed design's levels may be confounded: no effects are given for it),
+//! every cell of a repetition verified (a repetition missing one is left out), and the
+//! repetitions independent — the order within each is shuffled, so a drift across the run
+//! spreads over the levels instead of adding to one.
+//!
+//! **The frontier.** A treatment's point is the mean over its verified cells of the peak
+//! benchmark's output throughput per GPU and of 1000 / TPOT p50 (the tokens per second one
+//! request sees), each with its 95 % interval over the repetitions. A point is on the frontier
+//! when no other point dominates it: is not worse on either axis beyond the two points'
+//! intervals and better on one beyond them — so two treatments the repetitions cannot tell
+//! apart on an axis tie there (with one repetition, no interval: strict comparison). A
+//! treatment whose cells failed an accuracy check (a result flagged
+//! `accuracy_below_threshold`) is listed but never on the frontier, nor dominates.
+
+use crate::escape::md_escape;
+use crate::format;
+use schemas::campaign::Campaign;
+
+/// The headline numbers of one verified cell.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Headline {
+    /// Output tokens per second per GPU at the peak benchmark.
+    pub per_gpu: Option<f64>,
+    pub ttft_p50_ms: Option<f64>,
+    pub tpot_p50_ms: Option<f64>,
+    /// Whether the cell's accuracy check (when it asked one) passed.
+    pub accurate: bool,
+}
+
+/// How a cell's headline is read.
+type Read = fn(&Headline) -> Option<f64>;
+
+/// The headlines a main effect is given for: (name, unit, how a cell's is read).
+const METRICS: &[(&str, &str, Read)] = &[
+    ("output tok/s/GPU", "tok/s/GPU", |h| h.per_gpu),
+    ("TTFT p50", "ms", |h| h.ttft_p50_ms),
+    ("TPOT p50", "ms", |h| h.tpot_p50_ms),
+];
+
+/// One main effect: factor, the level against the factor's first, one estimate per metric.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Effect {
+    pub factor: String,
+    pub level: String,
+    pub base: String,
+    /// Per metric of [`METRICS`]: the estimate and its 95 % interval (when two or more
+    /// repetitions give one), or `None` when no repetition is complete.
+    pub estimates: Vec<Option<Estimate>>,
+}
+
+/// An estimate and its 95 % interval, when there is one.
+pub type Estimate = (f64, Option<(f64, f64)>);
+
+/// Main effects of a full-factorial experiment; `headlines[i]` is cell `i`'s (cells in the
+/// campaign's order), `None` when it has no verified result.
+pub fn main_effects(c: &Campaign, headlines: &[Option<Headline>]) -> Vec<Effect> {
+    let Some(design) = c.design.as_ref().filter(|d| d.full_factorial) else {
+        return Vec::new();
+    };
+    let reps = design.repetitions.max(1);
+    // The repetitions in which every cell verified.
+    let complete: Vec<u32> = (1..=reps)
+        .filter(|r| {
+            c.cells
+                .iter()
+                .zip(headlines)
+                .filter(|(cell, _)| cell.repetition.unwrap_or(1) == *r)
+                .all(|(_, h)| h.is_some())
+        })
+        .collect();
+    let mut effects = Vec::new();
+    for f in &c.factors {
+        let Some(base) = f.values.first() else {
+            continue;
+        };
+        for level in &f.values[1..] {
+            let estimates = METRICS
+                .iter()
+                .map(|(_, _, read)| {
+                    let per_rep: Vec<f64> = complete
+                        .iter()
+                        .filter_map(|r| {
+                            let mean_at = |l: &str| {
+                                mean(c.cells.iter().zip(headlines).filter_map(|(cell, h)| {
+                                    (cell.repetition.unwrap_or(1) == *r
+                                        && cell.factors.get(&f.name).map(String::as_str) == Some(l))
+                                    .then(|| h.as_ref().and_then(read))
+                                    .flatten()
+                                }))
+                            };
+                            Some(mean_at(level)? - mean_at(base)?)
+                        })
+                        .collect();
+                    let estimate = mean(per_rep.iter().copied())?;
+                    Some((estimate, t_interval(&per_rep)))
+                })
+                .collect();
+            effects.push(Effect {
+                factor: f.name.clone(),
+                level: level.clone(),
+                base: base.clone(),
+                estimates,
+            });
+        }
+    }
+    effects
+}
+
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (n, sum) = values.fold((0usize, 0.0), |(n, s), v| (n + 1, s + v));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// Student's t at 95 % (two-sided) over `values`: mean ± t · s / √n; `None` under two.
+fn t_interval(values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 2 {
+        return None;
+    }
+    let m = values.iter().sum::<f64>() / n as f64;
+    let var = values.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1) as f64;
+    let half = schemas::uncertainty::student_t::critical_value(
+        (n - 1) as u32,
+        schemas::uncertainty::CONFIDENCE,
+    ) * (var / n as f64).sqrt();
+    Some((m - half, m + half))
+}
+
+/// One treatment's point.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    /// Its levels, `factor level` joined by `, `.
+    pub label: String,
+    pub per_gpu: f64,
+    pub per_user: f64,
+    /// The half-widths of their 95 % intervals over the repetitions (0 with one).
+    pub per_gpu_half: f64,
+    pub per_user_half: f64,
+    pub accurate: bool,
+    pub on_frontier: bool,
+}
+
+impl Point {
+    /// Whether `self` dominates `p`: not worse on either axis beyond the two points'
+    /// intervals, and better on one beyond them (differences within the intervals are
+    /// ties: the repetitions cannot tell them apart).
+    fn dominates(&self, p: &Point) -> bool {
+        let (gx, gy) = (
+            self.per_gpu_half + p.per_gpu_half,
+            self.per_user_half + p.per_user_half,
+        );
+        self.accurate
+            && self.per_gpu + gx >= p.per_gpu
+            && self.per_user + gy >= p.per_user
+            && (self.per_gpu - gx > p.per_gpu || self.per_user - gy > p.per_user)
+    }
+}
+
+/// Each treatment's point (the factors' levels its cells share; axis values apart), and
+/// whether it is on the frontier.
+pub fn frontier(c: &Campaign, headlines: &[Option<Headline>]) -> Vec<Point> {
+    // (label, each cell's (per GPU, per user), all accurate)
+    type Gathered = (String, Vec<(f64, f64)>, bool);
+    let mut points: Vec<Gathered> = Vec::new();
+    for (cell, h) in c.cells.iter().zip(headlines) {
+        let Some(h) = h else { continue };
+        let (Some(per_gpu), Some(tpot)) = (h.per_gpu, h.tpot_p50_ms.filter(|t| *t > 0.0)) else {
+            continue;
+        };
+        let mut parts: Vec<String> = cell
+            .axes
+            .iter()
+            .filter(|(a, _)| c.axes.iter().any(|x| &x.name == *a && x.values.len() > 1))
+            .map(|(a, v)| format!("{a} {v}"))
+            .collect();
+        parts.extend(
+            c.factors
+                .iter()
+                .filter_map(|f| cell.factors.get(&f.name).map(|l| format!("{} {l}", f.name))),
+        );
+        let label = parts.join(", ");
+        match points.iter_mut().find(|(l, _, _)| *l == label) {
+            Some((_, values, accurate)) => {
+                values.push((per_gpu, 1000.0 / tpot));
+                *accurate &= h.accurate;
+            }
+            None => points.push((label, vec![(per_gpu, 1000.0 / tpot)], h.accurate)),
+        }
+    }
+    let half = |v: Vec<f64>| t_interval(&v).map_or(0.0, |(lo, hi)| (hi - lo) / 2.0);
+    let means: Vec<Point> = points
+        .into_iter()
+        .map(|(label, values, accurate)| Point {
+            label,
+            per_gpu: mean(values.iter().map(|v| v.0)).expect("a point has a value"),
+            per_user: mean(values.iter().map(|v| v.1)).expect("a point has a value"),
+            per_gpu_half: half(values.iter().map(|v| v.0).collect()),
+            per_user_half: half(values.iter().map(|v| v.1).collect()),
+            accurate,
+            on_frontier: false,
+        })
+        .collect();
+    means
+        .iter()
+        .map(|p| Point {
+            on_frontier: p.accurate && !means.iter().any(|q| q.dominates(p)),
+            ..p.clone()
+        })
+        .collect()
+}
+
+/// The experiment's section of `campaign.md`.
+pub fn markdown(c: &Campaign, headlines: &[Option<Headline>]) -> String {
+    let Some(d) = &c.design else {
+        return String::new();
+    };
+    let mut out = String::from("\n## Experiment\n\n");
+    out.push_str(&format!(
+        "{} factors ({}), {} treatments ({}), {} repetition(s), each in {} order{}.\n",
+        c.factors.len(),
+        c.factors
+            .iter()
+            .map(|f| format!(
+                "{}: {}",
+                md_escape(&f.name),
+                f.values
+                    .iter()
+                    .map(|v| md_escape(v))
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            ))
+            .collect::<Vec<_>>()
+            .join("; "),
+        d.treatments,
+        if d.full_factorial {
+            "the full factorial"
+        } else {
+            "listed"
+        },
+        d.repetitions,
+        md_escape(&d.order),
+        if d.order == "random" {
+            format!(" (seed {})", d.seed)
+        } else {
+            String::new()
+        },
+    ));
+    let effects = main_effects(c, headlines);
+    if d.full_factorial {
+        out.push_str(
+            "\n### Main effects\n\nEach level against the factor's first: the change in the \
+             mean headline, with its 95 % interval over the repetitions (Student's t).\n\n",
+        );
+        let mut header = vec!["factor".to_string(), "level".to_string()];
+        header.extend(METRICS.iter().map(|(name, _, _)| format!("Δ {name}")));
+        out.push_str(&format!(
+            "| {} |\n|{}\n",
+            header.join(" | "),
+            " :--- |".repeat(2) + &" ---: |".repeat(METRICS.len())
+        ));
+        for e in &effects {
+            let mut row = vec![
+                md_escape(&e.factor),
+                format!("{} vs {}", md_escape(&e.level), md_escape(&e.base)),
+            ];
+            for ((_, unit, _), est) in METRICS.iter().zip(&e.estimates) {
+                row.push(match est {
+                    None => format::MISSING.to_string(),
+                    Some((v, None)) => format!("{} (one repetition)", signed(*v, unit)),
+                    Some((v, Some((lo, hi)))) => {
+                        format!(
+                            "{} [{}, {}]",
+                            signed(*v, unit),
+                            signed(*lo, ""),
+                            signed(*hi, "")
+                        )
+                    }
+                });
+            }
+            out.push_str(&format!("| {} |\n", row.join(" | ")));
+        }
+    } else {
+        out.push_str(
+            "\nA listed design: its factors' levels may be confounded, so no main effects are \
+             estimated.\n",
+        );
+    }
+    let points = frontier(c, headlines);
+    if !points.is_empty() {
+        out.push_str(
+            "\n### Frontier\n\nEach treatment's mean over its cells: output throughput per \
+             GPU against the tokens per second one request sees (1000 / TPOT p50). On the \
+             frontier: no other treatment is better on one beyond both intervals (95 %, over \
+             the repetitions) and not worse on the other beyond them; a treatment that failed \
+             its accuracy check never leads.\n\n| treatment | output tok/s/GPU | tok/s per user | |\n| :--- | ---: | ---: | :--- |\n",
+        );
+        let mut sorted = points.clone();
+        sorted.sort_by(|a, b| b.per_gpu.total_cmp(&a.per_gpu));
+        for p in &sorted {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                md_escape(&p.label),
+                format::fixed(p.per_gpu, 2),
+                format::fixed(p.per_user, 2),
+                match (p.on_frontier, p.accurate) {
+                    (true, _) => "**frontier**",
+                    (false, false) => "failed its accuracy check",
+                    (false, true) => "dominated",
+                }
+            ));
+        }
+    }
+    out
+}
+
+fn signed(v: f64, unit: &str) -> String {
+    let n = format::signed(v, 2);
+    if unit.is_empty() {
+        n
+    } else {
+        format!("{n} {unit}")
+    }
+}
+
+#[cfg(test)]
+mod tests;
