@@ -421,7 +421,7 @@ fn collect_and_check(d: &Path) {
 
 /// SLURM_CONF of the project's single-node Slurm (scripts/install-slurm.sh installs and
 /// starts it, idempotently); `None` (the test skips) outside CI where it cannot run.
-fn slurm() -> Option<String> {
+pub(crate) fn slurm() -> Option<String> {
     let script = Path::new(&std::env::var_os("CARGO_MANIFEST_DIR").unwrap())
         .join("../scripts/install-slurm.sh");
     let out = Command::new(&script).output().unwrap();
@@ -442,12 +442,12 @@ fn slurm() -> Option<String> {
     conf
 }
 
-fn slurm_runner(dir: &Path, conf: &str, args: &[&str]) -> Output {
+pub(crate) fn slurm_runner(dir: &Path, conf: &str, args: &[&str]) -> Output {
     runner(dir, args).env("SLURM_CONF", conf).output().unwrap()
 }
 
 /// `runner campaign run plan.toml --executor slurm EXTRA…` against the Slurm of `conf`.
-fn slurm_submit(dir: &Path, conf: &str, extra: &[&str]) -> Output {
+pub(crate) fn slurm_submit(dir: &Path, conf: &str, extra: &[&str]) -> Output {
     let base = ["campaign", "run", "plan.toml", "--executor", "slurm"];
     slurm_runner(dir, conf, &[&base[..], extra].concat())
 }
@@ -484,7 +484,7 @@ fn verified_lines(status: &str) -> usize {
         .count()
 }
 
-fn wait_until_idle(conf: &str, dir: &Path, within: Duration) {
+pub(crate) fn wait_until_idle(conf: &str, dir: &Path, within: Duration) {
     let deadline = Instant::now() + within;
     while !active_tasks(conf, dir).is_empty() {
         assert!(

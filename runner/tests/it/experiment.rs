@@ -99,6 +99,30 @@ fn a_two_by_two_by_two_experiment_runs_in_a_seeded_order_and_its_main_effects_ar
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
+    check_experiment(d);
+}
+
+/// The same experiment as a Slurm job array, one task at a time (the cells measure time), its
+/// task ids the cells' indices: Slurm starts them in the design's order.
+#[test]
+fn the_experiment_runs_the_same_as_a_slurm_array() {
+    let Some(conf) = crate::campaign::slurm() else {
+        return;
+    };
+    let dir = experiment_dir();
+    let d = dir.path();
+    let plan = std::fs::read_to_string(d.join("plan.toml")).unwrap();
+    std::fs::write(d.join("plan.toml"), plan + "\n[slurm]\nmax_parallel = 1\n").unwrap();
+    let out = crate::campaign::slurm_submit(d, &conf, &["--time", "10"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let sbatch = std::fs::read_to_string(d.join("results/slurm/1gpu.sbatch")).unwrap();
+    assert!(sbatch.contains("%1\n"), "{sbatch}");
+    crate::campaign::wait_until_idle(&conf, d, std::time::Duration::from_secs(300));
+    check_experiment(d);
+}
+
+/// Collects the experiment in `d` and holds it to the simulator's model.
+fn check_experiment(d: &Path) {
     let out = runner(d, &["campaign", "collect", "plan.toml"])
         .output()
         .unwrap();
@@ -169,11 +193,21 @@ fn a_two_by_two_by_two_experiment_runs_in_a_seeded_order_and_its_main_effects_ar
     // No effect where the model has none: the gap between tokens does not move the first.
     let (est, _, _) = effect(&md, "itl", 3);
     assert!(est.abs() < 1.0, "itl on TTFT: {est}\n{md}");
-    // The frontier: the fastest first token and gaps are best on both axes, and alone.
+    // The frontier: the fastest first token, prefill and gaps lead on both axes. The model
+    // gives every treatment of 2 ms gaps the same tokens per second per user (500), which the
+    // measurement splits by a few tenths of a percent, so those may tie onto the frontier;
+    // no treatment of 6 ms gaps may (a third of the rate, and less throughput).
     let frontier: Vec<&str> = md
         .lines()
         .filter(|l| l.ends_with("| **frontier** |"))
         .collect();
-    assert_eq!(frontier.len(), 1, "{md}");
-    assert!(frontier[0].contains("ttft 10, prefill 2, itl 2"), "{md}");
+    assert!(
+        frontier
+            .iter()
+            .any(|l| l.contains("| ttft 10, prefill 2, itl 2 |")),
+        "{md}"
+    );
+    assert!(frontier.iter().all(|l| l.contains("itl 2 |")), "{md}");
+    let dominated = md.lines().filter(|l| l.ends_with("| dominated |")).count();
+    assert!(dominated >= 4, "{md}");
 }
