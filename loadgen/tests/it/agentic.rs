@@ -62,6 +62,26 @@ fn turn_of<'a>(
         .1
 }
 
+/// The benchmark of a replay of one trace's session twice (the second a marked copy), with
+/// `requests` requests in all.
+fn two_copies_of_one(doc: &Statement, requests: u64) -> &schemas::document::Benchmark {
+    let b = &doc.predicate.benchmarks[0];
+    assert!(
+        matches!(
+            &b.workload,
+            Workload::Agentic {
+                trace_sessions: Some(1),
+                sessions: 2,
+                requests: r,
+                ..
+            } if *r == requests
+        ),
+        "{:?}",
+        b.workload
+    );
+    b
+}
+
 /// Replays the agentic trace `file` over chat, `concurrency` sessions at a time, `requests`
 /// in all.
 async fn replay(
@@ -369,20 +389,7 @@ async fn a_dag_file_replays_its_messages_with_live_answers_forks_and_joins() {
     // Two sessions of the one root: the second a copy, marked.
     let doc = replay(&sim, dir.path(), &file, (2, 12)).await;
     let truth = sim.truth();
-    let b = &doc.predicate.benchmarks[0];
-    assert!(
-        matches!(
-            &b.workload,
-            Workload::Agentic {
-                trace_sessions: Some(1),
-                sessions: 2,
-                requests: 12,
-                ..
-            }
-        ),
-        "{:?}",
-        b.workload
-    );
+    let b = two_copies_of_one(&doc, 12);
     let pairs = paired(&b.records, &truth);
     assert_eq!(pairs.len(), 12, "{:?}", b.records);
     for s in 0..2u32 {
@@ -463,20 +470,7 @@ async fn an_opentelemetry_trace_replays_its_calls_after_their_predecessors_with_
     // Two sessions of the one trace: the second a copy, marked.
     let doc = replay(&sim, dir.path(), &file, (2, 8)).await;
     let truth = sim.truth();
-    let b = &doc.predicate.benchmarks[0];
-    assert!(
-        matches!(
-            &b.workload,
-            Workload::Agentic {
-                trace_sessions: Some(1),
-                sessions: 2,
-                requests: 8,
-                ..
-            }
-        ),
-        "{:?}",
-        b.workload
-    );
+    let b = two_copies_of_one(&doc, 8);
     let pairs = paired(&b.records, &truth);
     assert_eq!(pairs.len(), 8, "{:?}", b.records);
     for s in 0..2u32 {
