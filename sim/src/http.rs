@@ -197,8 +197,6 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
         }
         (&Method::POST, "/reset_prefix_cache") => {
             engine.reset_prefix_cache();
-            // The log a campaign keeps beside each cell shows every reset.
-            tracing::info!("prefix cache reset (POST /reset_prefix_cache)");
             Response::new(empty())
         }
         (&Method::POST, "/tokenize") => match read_body(req).await {
