@@ -180,7 +180,10 @@ fn check_experiment(d: &Path) {
         );
         for b in s["predicate"]["benchmarks"].as_array().unwrap() {
             let reset = &b["telemetry"]["prefix_cache_reset"];
-            assert_eq!(reset["request"], "POST /reset_prefix_cache", "{id}: {reset}");
+            assert_eq!(
+                reset["request"], "POST /reset_prefix_cache",
+                "{id}: {reset}"
+            );
             assert_eq!(reset["ok"], true, "{id}: {reset}");
         }
     }
