@@ -90,10 +90,15 @@ pub struct Answered {
 impl Authored {
     /// Itself with `[copy-N]` before the text of its first message that is not a system
     /// message: a copy of a session shares only its system prompt with the sessions before it.
+    /// Copy 0 is the original: unmarked.
     pub fn marked(&self, copy: u64) -> Authored {
         let mut messages = self.messages.clone();
         let marker = format!("[copy-{copy}] ");
-        if let Some(m) = messages.iter_mut().find(|m| m["role"] != "system") {
+        if let Some(m) = messages
+            .iter_mut()
+            .find(|m| m["role"] != "system")
+            .filter(|_| copy > 0)
+        {
             match m.get_mut("content") {
                 Some(serde_json::Value::String(s)) => s.insert_str(0, &marker),
                 Some(serde_json::Value::Array(parts)) => {

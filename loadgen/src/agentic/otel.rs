@@ -767,14 +767,7 @@ fn build(t: &Trace, copy: u64, output_tokens: u32, max_gap: Duration) -> Session
                     turn: at[j].1,
                 })
                 .collect(),
-            ..match copy {
-                0 => Authored {
-                    messages: c.authored.messages.clone(),
-                    fields: c.authored.fields.clone(),
-                    answers: Vec::new(),
-                },
-                _ => c.authored.marked(copy),
-            }
+            ..c.authored.marked(copy)
         };
         let turns = &mut agents[agent as usize].turns;
         at.push((agent, turns.len() as u32));

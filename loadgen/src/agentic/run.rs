@@ -169,6 +169,23 @@ struct Live {
     route: crate::affinity::SessionRoute,
 }
 
+impl Live {
+    /// Waits until agent `agent`'s count of turns answered meets `ready`; false when the run
+    /// was cancelled first.
+    async fn wait_for(
+        &self,
+        agent: u32,
+        ready: impl Fn(u32) -> bool,
+        cancel: &mut watch::Receiver<bool>,
+    ) -> bool {
+        let mut rx = self.answered[agent as usize].subscribe();
+        tokio::select! {
+            _ = rx.wait_for(|&n| ready(n)) => true,
+            _ = cancel.changed() => false,
+        }
+    }
+}
+
 /// Starts agent `agent` of session `session` at `start`, its history of messages `history`
 /// (a forked DAG agent's parent's; otherwise empty), and the agents its start spawns.
 fn spawn_agent(
@@ -212,11 +229,9 @@ async fn run_agent(
     // The agent's last prompt, extended by each next turn's new words.
     let (mut text, mut written) = (String::new(), (Vec::new(), 0u32));
     for (k, turn) in a.turns.iter().enumerate() {
-        for &(j, k) in &turn.after {
-            let mut rx = live.answered[j as usize].subscribe();
-            tokio::select! {
-                _ = rx.wait_for(|&n| n > k) => {}
-                _ = cancel.changed() => return,
+        for &(j, answered) in &turn.after {
+            if !live.wait_for(j, |n| n > answered, &mut cancel).await {
+                return;
             }
         }
         if !turn.after.is_empty() {
@@ -233,10 +248,8 @@ async fn run_agent(
         let mut scheduled = due;
         if !turn.joins.is_empty() {
             for &j in &turn.joins {
-                let mut rx = live.answered[j as usize].subscribe();
-                tokio::select! {
-                    _ = rx.wait_for(|&n| n == ENDED) => {}
-                    _ = cancel.changed() => return,
+                if !live.wait_for(j, |n| n == ENDED, &mut cancel).await {
+                    return;
                 }
             }
             scheduled = scheduled.max(Instant::now());
