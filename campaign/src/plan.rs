@@ -118,6 +118,11 @@ struct EngineValue {
     speculative_method: Option<String>,
     speculative_model: Option<String>,
     num_speculative_tokens: Option<u32>,
+    /// LoRA adapters to load (`NAME=PATH` each) and how many a batch holds, as `runner
+    /// run`'s `--lora-module` and `--max-loras`.
+    #[serde(default)]
+    lora_modules: Vec<String>,
+    max_loras: Option<u32>,
 }
 
 /// A model axis value: the served name, or a table with the file the engine loads.
@@ -548,6 +553,8 @@ fn engine_value(
             speculative_method: None,
             speculative_model: None,
             num_speculative_tokens: None,
+            lora_modules: vec![],
+            max_loras: None,
         },
         other => other
             .clone()
@@ -580,6 +587,8 @@ fn engine_value(
             speculative_method: v.speculative_method,
             speculative_model: v.speculative_model,
             num_speculative_tokens: v.num_speculative_tokens,
+            lora_modules: v.lora_modules,
+            max_loras: v.max_loras,
         },
     })
 }
@@ -840,6 +849,28 @@ rate = [2.0]
         );
         let top = e(&PLAN.replace("key = \"c.key\"", "key = \"c.key\"\nresult = \"r\""));
         assert!(top.contains("line 3") && top.contains("result"), "{top}");
+        // A price is an amount and its currency: a bare number is refused before any cell
+        // runs, naming the setting and the cell.
+        let price = e(&PLAN.replace(
+            "max_requests = 50",
+            "max_requests = 50\ngpu_hour_price = \"2.5\"",
+        ));
+        assert!(
+            price.contains("cell 0")
+                && price.contains("gpu_hour_price")
+                && price.contains("needs its currency"),
+            "{price}"
+        );
+        let priced = parse(&PLAN.replace(
+            "max_requests = 50",
+            "max_requests = 50\ngpu_hour_price = \"2.5 USD\"\nkwh_price = \"$0.12\"",
+        ))
+        .unwrap();
+        assert_eq!(
+            priced.cells[3].spec.gpu_hour_price.as_deref(),
+            Some("2.5 USD")
+        );
+        assert_eq!(priced.cells[3].spec.kwh_price.as_deref(), Some("$0.12"));
         let p = parse(PLAN).unwrap();
         assert!(p
             .cell(9)

@@ -45,6 +45,10 @@ pub struct Options {
     /// Speculative decoding asked for: the recipe's `[speculative]` flags carry it, after the
     /// user's `{args}`.
     pub speculative: Option<SpeculativeSettings>,
+    /// LoRA adapters to load at start (`NAME=PATH` each) and how many one batch may hold:
+    /// the recipe's `[lora]` flags carry them, after the user's `{args}`.
+    pub lora_modules: Vec<String>,
+    pub max_loras: Option<u32>,
 }
 
 /// The exact command, checked, before anything starts.
@@ -120,6 +124,18 @@ pub fn plan(loaded: &Loaded, o: &Options) -> anyhow::Result<Plan> {
             )
         })?;
         values.args.extend(flags.args(&loaded.source, s)?);
+    }
+    if !o.lora_modules.is_empty() || o.max_loras.is_some() {
+        let flags = r.lora.as_ref().ok_or_else(|| {
+            anyhow!(
+                "engine recipe {} has no [lora] table (it serves no adapter under a request's \
+                 model name): pass the engine's own flags with --engine-arg",
+                loaded.source
+            )
+        })?;
+        values
+            .args
+            .extend(flags.args(&loaded.source, &o.lora_modules, o.max_loras)?);
     }
     let v = &values;
     let (argv, container, image) = match &o.container_runtime {

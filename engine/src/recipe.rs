@@ -39,6 +39,8 @@ pub struct Recipe {
     pub prefix_cache_reset: Option<PrefixCacheReset>,
     /// The flags that carry speculative decoding's settings.
     pub speculative: Option<SpeculativeFlags>,
+    /// The flags that load LoRA adapters at start.
+    pub lora: Option<LoraFlags>,
     /// Seconds between SIGTERM and SIGKILL when stopping.
     #[serde(default = "default_stop_timeout")]
     pub stop_timeout_s: u64,
@@ -209,6 +211,47 @@ impl SpeculativeFlags {
                 );
             };
             out.extend([flag.clone(), value]);
+        }
+        Ok(out)
+    }
+}
+
+/// How an engine loads LoRA adapters at start, to serve each under its name in a request's
+/// `model`: `args` first (vLLM's and SGLang's `--enable-lora`), then `modules` followed by one
+/// `NAME=PATH` an adapter (vLLM's `--lora-modules`, SGLang's `--lora-paths`), then
+/// `max_loras` and the number of adapters one batch may hold (vLLM's `--max-loras`, SGLang's
+/// `--max-loras-per-batch`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoraFlags {
+    #[serde(default)]
+    pub args: Vec<String>,
+    pub modules: String,
+    pub max_loras: Option<String>,
+}
+
+impl LoraFlags {
+    /// The engine's arguments for `modules` (`NAME=PATH` each) and `max_loras`; a number of
+    /// adapters the recipe has no flag for is refused, naming it and the recipe (`source`).
+    pub fn args(
+        &self,
+        source: &str,
+        modules: &[String],
+        max_loras: Option<u32>,
+    ) -> anyhow::Result<Vec<String>> {
+        let mut out = self.args.clone();
+        if !modules.is_empty() {
+            out.push(self.modules.clone());
+            out.extend(modules.iter().cloned());
+        }
+        if let Some(n) = max_loras {
+            let Some(flag) = &self.max_loras else {
+                anyhow::bail!(
+                    "engine recipe {source}: its [lora] table has no flag for --max-loras: pass \
+                     the engine's own with --engine-arg"
+                );
+            };
+            out.extend([flag.clone(), n.to_string()]);
         }
         Ok(out)
     }

@@ -132,6 +132,7 @@ impl AggregateBenchmark {
                 prefix_cache: None,
                 structured_output: None,
                 tool_calls: None,
+                by_adapter: None,
             },
         }
     }
@@ -170,6 +171,7 @@ pub fn aggregates_document(
         capacity: None,
         accuracy: None,
         attempt: None,
+        pricing: None,
         run: Run {
             id: hex::encode(&id.finalize()[..16]),
             started_at: UNKNOWN_TIME.into(),

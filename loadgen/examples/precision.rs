@@ -272,6 +272,7 @@ async fn drive(
             let tag = next.get() + TAG_BASE;
             next.set(next.get() + 1);
             let job = Job {
+                model: None,
                 prompt,
                 history: &[],
                 previous_response_id: None,

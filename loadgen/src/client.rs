@@ -186,6 +186,8 @@ pub struct Answer {
 
 /// One request to make.
 pub struct Job<'a> {
+    /// The model it names instead of the endpoint's: a LoRA adapter (`--lora-adapters`).
+    pub model: Option<&'a str>,
     pub prompt: &'a str,
     /// A conversation's earlier turns, alternating user message and answer (chat sends them
     /// as messages before `prompt`); empty for a single-turn request.
@@ -285,6 +287,7 @@ impl Endpoint {
         let one_document = &one_document;
         let probes = (0..count).map(|_| async move {
             let job = Job {
+                model: None,
                 prompt: "the",
                 history: &[],
                 previous_response_id: None,
@@ -424,7 +427,7 @@ impl Endpoint {
         let shaped =
             extra.is_some_and(|f| f.contains_key("response_format") || f.contains_key("tools"));
         self.api.request_body(&GenerationRequest {
-            model: &self.model,
+            model: job.model.unwrap_or(&self.model),
             prompt: job.prompt,
             history: job.history,
             previous_response_id: job.previous_response_id,
@@ -511,14 +514,22 @@ impl Endpoint {
         let reasoned = p.reasoning > 0;
         let streams = self.api.streams();
         let images = job.attachments.map_or(&[][..], |a| &a.images);
+        // (Never before the send: a retried send is stamped again after the first head.)
+        let client_phases = p.phases.map(|c| ClientPhases {
+            head_us: c.head_us.max(us_since(origin, sent)),
+            ..c
+        });
         let record = RawRecord {
             phase: job.phase,
             scheduled_us: us_since(origin, job.scheduled),
             sent_us: us_since(origin, sent),
             first_token_us: p.arrivals.first().copied(),
             token_gaps: token_times::encode_arrivals(&p.arrivals),
-            // (Likewise, the end is never before the last token.)
-            end_us: us_since(origin, end).max(p.arrivals.last().copied().unwrap_or(0)),
+            // (Likewise, the end is never before the last token, nor before the response's
+            // head: the head may be stamped by the kernel, a microsecond apart in rounding.)
+            end_us: us_since(origin, end)
+                .max(p.arrivals.last().copied().unwrap_or(0))
+                .max(client_phases.map_or(0, |c| c.head_us)),
             output_tokens_requested: streams.then_some(job.output_tokens),
             input_tokens_client: job.prompt_tokens,
             input_tokens_server: p.input_tokens_server,
@@ -542,14 +553,11 @@ impl Endpoint {
             request_id: Some(request_id),
             server_timing: p.server_timing,
             category: None,
-            // (Never before the send: a retried send is stamped again after the first head.)
-            client_phases: p.phases.map(|c| ClientPhases {
-                head_us: c.head_us.max(us_since(origin, sent)),
-                ..c
-            }),
+            client_phases,
             agent: None,
             output_text: None,
             tool_calls: None,
+            adapter: job.model.map(str::to_string),
             cached_tokens: p.cached_tokens_server.map(|n| CachedTokens {
                 server: Some(n),
                 ..CachedTokens::default()

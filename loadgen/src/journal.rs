@@ -587,6 +587,7 @@ impl Assembly {
                 },
             )
             .collect();
+        let pricing = schemas::document::pricing::Pricing::of_spec(&run.spec);
         Ok(Assembled {
             predicate: Predicate {
                 run,
@@ -605,6 +606,7 @@ impl Assembly {
                     .accuracy
                     .map(|(a, answers)| answered(a, answers, self.load_answers)),
                 attempt: self.attempt,
+                pricing,
             },
             complete,
         })

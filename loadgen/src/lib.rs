@@ -36,6 +36,7 @@ pub mod dataset;
 pub mod http1;
 pub mod images;
 pub mod journal;
+pub mod lora;
 pub mod measure;
 pub mod prefix_ideal;
 pub mod rng;

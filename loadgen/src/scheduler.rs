@@ -282,6 +282,7 @@ async fn one(
     // A trace request's text is written here, in its own task, not in the pacing loop.
     let text = prompt.text();
     let job = Job {
+        model: prompt.adapter.as_deref(),
         prompt: &text,
         history: &[],
         previous_response_id: None,
@@ -336,6 +337,7 @@ pub(crate) fn cancelled(job: &Job<'_>, origin: Instant) -> RawRecord {
             class: ErrorClass::Cancelled,
             message: "the run was interrupted".into(),
         }),
+        adapter: job.model.map(str::to_string),
         ..Default::default()
     }
 }
@@ -485,6 +487,7 @@ mod tests {
     fn phases_mark_the_ends() {
         let r = cancelled(
             &Job {
+                model: None,
                 prompt: "",
                 history: &[],
                 previous_response_id: None,

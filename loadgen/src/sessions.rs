@@ -283,6 +283,7 @@ async fn converse(
             (&joined, &[])
         };
         let job = Job {
+            model: None,
             prompt,
             history: earlier,
             previous_response_id: previous.as_deref().filter(|_| chained),

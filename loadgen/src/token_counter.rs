@@ -90,6 +90,7 @@ impl TokenCounter {
         };
         let now = std::time::Instant::now();
         let job = crate::client::Job {
+            model: None,
             prompt: text,
             history: &[],
             previous_response_id: None,

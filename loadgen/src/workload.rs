@@ -24,6 +24,8 @@ pub struct Prompt {
     pub prefix_group: Option<u32>,
     /// A dataset line's category.
     pub category: Option<String>,
+    /// The LoRA adapter it asks for (`--lora-adapters`): the request's `model`.
+    pub adapter: Option<std::sync::Arc<str>>,
     /// A trace request, whose text is written just before it is sent.
     pub trace: Option<TraceText>,
     /// Embeddings' further inputs, rerank's documents, chat's images.
@@ -156,6 +158,7 @@ pub async fn synthetic(
             output_tokens,
             prefix_group: group.map(|g| g as u32),
             category: None,
+            adapter: None,
             trace: None,
             attachments: None,
         };
@@ -216,6 +219,7 @@ pub async fn from_dataset(
         prompts.push(Prompt {
             text: row.prompt.clone(),
             category: row.category.clone(),
+            adapter: None,
             tokens,
             output_tokens,
             prefix_group: None,

@@ -15,6 +15,7 @@
 //! run complete; otherwise `INVALID`, with the reason listed under the table. Every string
 //! from a document goes through [`md_escape`]; link targets are percent-encoded.
 
+use crate::charts::ChartFile;
 use crate::escape::md_escape;
 use crate::experiment::Headline;
 use crate::format::{self, MISSING};
@@ -48,14 +49,14 @@ pub fn render(
         let bytes = files.iter().find(|(u, _)| *u == uri).map(|(_, b)| *b);
         results.insert(uri.clone(), cell_file(c, &uri, bytes, trusted));
     }
-    let md = campaign_markdown(&checked, &results);
+    let (md, charts) = campaign_markdown(&checked, &results)?;
     let html = crate::html::page(&format!("provebench campaign: {}", c.name), &md);
-    Ok(Report {
-        files: vec![
-            ("campaign.md".into(), md.into_bytes()),
-            ("campaign.html".into(), html.into_bytes()),
-        ],
-    })
+    let mut files = vec![
+        ("campaign.md".into(), md.into_bytes()),
+        ("campaign.html".into(), html.into_bytes()),
+    ];
+    files.extend(charts.into_iter().map(|c| (c.name, c.svg.into_bytes())));
+    Ok(Report { files })
 }
 
 /// The result files a campaign's cells name, each once, in cell order: what a host reads
@@ -150,7 +151,7 @@ fn shown<'a>(cell: &CellEntry, results: &'a BTreeMap<String, Result<Loaded, Stri
 pub fn campaign_markdown(
     checked: &Checked,
     results: &BTreeMap<String, Result<Loaded, String>>,
-) -> String {
+) -> Result<(String, Vec<ChartFile>), RenderError> {
     let c = &checked.statement.predicate;
     let shown: Vec<Shown> = c.cells.iter().map(|cell| shown(cell, results)).collect();
     let count = |f: fn(&Shown) -> bool| shown.iter().filter(|s| f(s)).count();
@@ -190,7 +191,7 @@ pub fn campaign_markdown(
     }
     if c.cells.is_empty() {
         out.push_str("\nThe campaign has no cells.\n");
-        return out;
+        return Ok((out, Vec::new()));
     }
     out.push('\n');
     out.push_str(&matrix(c, &shown));
@@ -203,7 +204,8 @@ pub fn campaign_markdown(
             _ => None,
         })
         .collect();
-    out.push_str(&crate::experiment::markdown(c, &headlines));
+    let (experiment, charts) = crate::experiment::markdown(c, &headlines)?;
+    out.push_str(&experiment);
     let problems: String = c
         .cells
         .iter()
@@ -238,7 +240,7 @@ pub fn campaign_markdown(
         out.push_str("\n## Cells without a verified result\n\n");
         out.push_str(&problems);
     }
-    out
+    Ok((out, charts.into_iter().collect()))
 }
 
 /// An axis' labels: its declared values, then any label a cell gives that it does not
@@ -411,8 +413,19 @@ fn cell_text(cell: &CellEntry, s: &Shown) -> String {
     // Then the grade, when the cell asked a suite: a fast cell with wrong answers says so.
     let accuracy = crate::tables::accuracy::headline(p)
         .map_or(String::new(), |a| format!(" · accuracy {}", md_escape(&a)));
+    // And what a million output tokens cost at the peak, where the cell priced its GPUs.
+    let cost = crate::campaign::peak(&p.benchmarks)
+        .and_then(|b| crate::tables::cost::of(p, b))
+        .and_then(|c| c.gpu_output)
+        .zip(p.pricing.as_ref().and_then(|x| x.gpu_hour.as_ref()))
+        .map_or(String::new(), |(c, price)| {
+            format!(
+                " · {} per M output tokens",
+                crate::tables::cost::money(Some(c), Some(price))
+            )
+        });
     format!(
-        "{id} verified ✓{capacity}{accuracy} · {} · {} · TTFT p50 {} · TPOT p50 {}",
+        "{id} verified ✓{capacity}{accuracy} · {} · {} · TTFT p50 {} · TPOT p50 {}{cost}",
         format::with_unit(h.1, "tok/s"),
         format::with_unit(h.0.per_gpu, "tok/s/GPU"),
         format::with_unit(h.0.ttft_p50_ms, "ms"),

@@ -25,6 +25,7 @@
 //! treatment whose cells failed an accuracy check (a result flagged
 //! `accuracy_below_threshold`) is listed but never on the frontier, nor dominates.
 
+use crate::charts::{Chart, ChartFile, LegendEntry, Line, Marker, Panel, Series, Style};
 use crate::escape::md_escape;
 use crate::format;
 use schemas::campaign::Campaign;
@@ -222,10 +223,65 @@ pub fn frontier(c: &Campaign, headlines: &[Option<Headline>]) -> Vec<Point> {
         .collect()
 }
 
-/// The experiment's section of `campaign.md`.
-pub fn markdown(c: &Campaign, headlines: &[Option<Headline>]) -> String {
+/// The frontier drawn: each treatment's point, output tok/s per GPU against tok/s per user,
+/// labelled by its levels; the frontier's points joined in a line, the dominated (and those
+/// that failed their accuracy check) grey. `None` with fewer than two treatments.
+pub fn frontier_chart(points: &[Point]) -> Option<Chart> {
+    if points.len() < 2 {
+        return None;
+    }
+    let mut front: Vec<&Point> = points.iter().filter(|p| p.on_frontier).collect();
+    front.sort_by(|a, b| a.per_user.total_cmp(&b.per_user));
+    let behind: Vec<&Point> = points.iter().filter(|p| !p.on_frontier).collect();
+    let series = |ps: &[&Point], style: Style| Series {
+        style,
+        points: ps.iter().map(|p| (p.per_user, p.per_gpu)).collect(),
+        titles: ps.iter().map(|p| p.label.clone()).collect(),
+    };
+    let mut all = Vec::new();
+    let mut legend = Vec::new();
+    for (ps, style, label) in [
+        (&front, Style::nth(0), "on the frontier"),
+        (
+            &behind,
+            Style {
+                color: crate::charts::GRAY,
+                line: Line::None,
+                marker: Marker::Circle,
+            },
+            "dominated, or failed its accuracy check",
+        ),
+    ] {
+        if ps.is_empty() {
+            continue;
+        }
+        all.push(series(ps, style));
+        legend.push(LegendEntry {
+            style,
+            label: label.into(),
+        });
+    }
+    Some(Chart {
+        title: "The experiment's frontier".into(),
+        note: Some("each treatment's mean over its cells and repetitions".into()),
+        panels: vec![Panel {
+            title: String::new(),
+            x_desc: "Output tok/s per user (1000 / TPOT p50)".into(),
+            y_desc: "Output tok/s per GPU".into(),
+            whole_x: false,
+            series: all,
+        }],
+        legend,
+    })
+}
+
+/// The experiment's section of `campaign.md`, and its frontier chart (`frontier.svg`).
+pub fn markdown(
+    c: &Campaign,
+    headlines: &[Option<Headline>],
+) -> Result<(String, Option<ChartFile>), crate::RenderError> {
     let Some(d) = &c.design else {
-        return String::new();
+        return Ok((String::new(), None));
     };
     let mut out = String::from("\n## Experiment\n\n");
     out.push_str(&format!(
@@ -299,13 +355,23 @@ pub fn markdown(c: &Campaign, headlines: &[Option<Headline>]) -> String {
         );
     }
     let points = frontier(c, headlines);
+    let mut chart = None;
     if !points.is_empty() {
         out.push_str(
             "\n### Frontier\n\nEach treatment's mean over its cells: output throughput per \
              GPU against the tokens per second one request sees (1000 / TPOT p50). On the \
              frontier: no other treatment is better on one beyond both intervals (95 %, over \
              the repetitions) and not worse on the other beyond them; a treatment that failed \
-             its accuracy check never leads.\n\n| treatment | output tok/s/GPU | tok/s per user | |\n| :--- | ---: | ---: | :--- |\n",
+             its accuracy check never leads.\n\n",
+        );
+        if let Some(c) = frontier_chart(&points) {
+            let file = crate::charts::file("frontier.svg", c)?;
+            out.push_str(&crate::markdown::chart_block(&file));
+            out.push('\n');
+            chart = Some(file);
+        }
+        out.push_str(
+            "| treatment | output tok/s/GPU | tok/s per user | |\n| :--- | ---: | ---: | :--- |\n",
         );
         let mut sorted = points.clone();
         sorted.sort_by(|a, b| b.per_gpu.total_cmp(&a.per_gpu));
@@ -323,7 +389,7 @@ pub fn markdown(c: &Campaign, headlines: &[Option<Headline>]) -> String {
             ));
         }
     }
-    out
+    Ok((out, chart))
 }
 
 fn signed(v: f64, unit: &str) -> String {

@@ -90,6 +90,7 @@ pub fn summary(e: &Exact) -> Summary {
         prefix_cache: None,
         structured_output: None,
         tool_calls: None,
+        by_adapter: None,
     }
 }
 
@@ -197,6 +198,7 @@ pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Pr
         capacity: None,
         accuracy: None,
         attempt: None,
+        pricing: None,
         run: Run {
             id: "0123456789abcdef0123456789abcdef".into(),
             started_at: "2026-11-22T00:00:00Z".into(),

@@ -78,6 +78,8 @@ pub fn start(
         reset_prefix_cache,
         run_id: run_id.to_string(),
         speculative: e.speculative(),
+        lora_modules: e.lora_modules.clone(),
+        max_loras: e.max_loras,
     };
     let plan = launch::plan(&loaded, &options).map_err(Failure::Input)?;
     let stop_timeout = Duration::from_secs(loaded.recipe.stop_timeout_s);

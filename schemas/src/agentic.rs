@@ -25,12 +25,12 @@
 //! session are correlated (each turn's prompt holds the last); batches of many sessions' turns
 //! are long against that, which is the method's assumption.
 
-use crate::distribution::{distribution, order_statistics, MetricsError};
+use crate::distribution::{distribution, MetricsError};
 use crate::document::{ErrorClass, Phase, RawRecord};
 use crate::interval::{Interval, Intervals};
 use crate::numbers::Finite;
 use crate::summary::{CacheShare, DepthStats, PrefixCacheUse, SessionStats};
-use crate::uncertainty::{self, Series};
+use crate::uncertainty;
 use std::collections::BTreeMap;
 
 /// The summary's `sessions` and `prefix_cache`, and their intervals.
@@ -229,12 +229,12 @@ pub fn agentic(records: &[RawRecord], t: f64) -> Result<AgenticParts, MetricsErr
             .collect()
     };
     let session_time_ms = distribution(&times)?;
-    parts.session_time = with_intervals(&times, &session_time_ms, t)?;
+    parts.session_time = uncertainty::ordered_intervals(&times, &session_time_ms, t)?;
     let mut by_depth = Vec::with_capacity(depths.len());
     let mut ttft_by_depth = Vec::with_capacity(depths.len());
     for (depth, d) in depths {
         let ttft_ms = distribution(&d.ttft)?;
-        ttft_by_depth.push(with_intervals(&d.ttft, &ttft_ms, t)?);
+        ttft_by_depth.push(uncertainty::ordered_intervals(&d.ttft, &ttft_ms, t)?);
         by_depth.push(DepthStats {
             depth,
             requests: d.requests,
@@ -262,20 +262,6 @@ pub fn agentic(records: &[RawRecord], t: f64) -> Result<AgenticParts, MetricsErr
         by_depth,
     });
     Ok(parts)
-}
-
-/// A distribution's batch-means intervals over `values` in the order given.
-fn with_intervals(
-    values: &[f64],
-    d: &Option<crate::summary::Distribution>,
-    t: f64,
-) -> Result<Option<Intervals>, MetricsError> {
-    match d {
-        Some(d) => uncertainty::intervals(&Series::whole(values), d, t, false, |ranks| {
-            order_statistics(values.to_vec(), ranks)
-        }),
-        None => Ok(None),
-    }
 }
 
 #[cfg(test)]

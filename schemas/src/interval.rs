@@ -85,6 +85,20 @@ pub struct Uncertainty {
     /// schedule order; since `result/v0.15`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_valid_share: Option<Interval>,
+    /// `by_adapter`'s, in its order; since `result/v0.16`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_adapter: Option<Vec<AdapterIntervals>>,
+}
+
+/// One LoRA adapter's intervals (`summary.by_adapter`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AdapterIntervals {
+    pub ttft_ms: Option<Intervals>,
+    pub tpot_ms: Option<Intervals>,
+    pub e2e_ms: Option<Intervals>,
+    pub output_token_throughput_per_s: Option<Interval>,
 }
 
 /// A distribution's intervals. p90 and p99 are null where LoadGen's rule supports no estimate

@@ -35,6 +35,7 @@ pub mod streaming;
 pub mod agentic;
 pub mod structured;
 pub mod tool_calls;
+pub mod adapters;
 pub mod metrics;
 pub mod validity;
 pub mod precision;
@@ -75,9 +76,12 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.16: LoRA adapters (records' `adapter`, the summary's `by_adapter`) and the prices a
+/// run assumed (`pricing`).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.16";
 /// v0.15: tool calls: the workload's `tools`, records' `tool_calls`, the summary's
-/// `tool_calls`, and accuracy suites graded by calls (`tool_call`).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.15";
+/// `tool_calls`, and accuracy suites graded by calls (`tool_call`). Still read and verified.
+pub const PREDICATE_TYPE_V0_15: &str = "https://provebench.dev/result/v0.15";
 /// v0.14: agentic sessions and the prefix cache against its ideal: records' `agent` and
 /// `cached_tokens`, requests never sent because their context would not fit
 /// (`context_overflow`), the workload `agentic`, the summary's `sessions` and

@@ -264,6 +264,7 @@ pub fn summarize_looked(
         prefix_cache: None,
         structured_output: None,
         tool_calls: None,
+        by_adapter: None,
         host: None,
         uncertainty: None,
         published: None,
@@ -289,6 +290,11 @@ pub fn summarize_looked(
     uncertainty.ttft_ms_by_depth = agentic.ttft_by_depth;
     uncertainty.prefix_cache_ideal_hit_rate = agentic.ideal_hit_rate;
     uncertainty.prefix_cache_server_hit_rate = agentic.server_hit_rate;
+    let window = (window_end.saturating_sub(window_us), window_end);
+    if let Some((stats, intervals)) = crate::adapters::by_adapter(records, window, t)? {
+        summary.by_adapter = Some(stats);
+        uncertainty.by_adapter = Some(intervals);
+    }
     summary.uncertainty = Some(uncertainty);
     Ok(summary)
 }

@@ -121,6 +121,10 @@ pub struct Summary {
     /// their function's parameters ([`crate::tool_calls`]); since `result/v0.15`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<ToolCallStats>,
+    /// LoRA adapters: each adapter's share, latency and output rate beside the whole
+    /// ([`crate::adapters`]), in the order of their names; since `result/v0.16`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_adapter: Option<Vec<AdapterStats>>,
     /// Derived from the benchmark's telemetry ([`crate::telemetry`]); absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<HostSummary>,
@@ -179,6 +183,27 @@ pub struct EventStats {
     /// Gaps between consecutive events of a request, after its first (the per-chunk ITL;
     /// `itl_ms` spreads each over the event's tokens).
     pub event_gap_ms: Option<Distribution>,
+}
+
+/// The requests that named one LoRA adapter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AdapterStats {
+    /// The adapter, as the requests' `model` named it.
+    pub adapter: String,
+    /// Its measured requests, and how many completed.
+    pub requests: u64,
+    pub completed: u64,
+    /// `requests` over the measured requests that named an adapter.
+    pub share: Finite,
+    /// Output tokens of its completed requests, and those per second of the benchmark's
+    /// window.
+    pub output_tokens: u64,
+    pub output_token_throughput_per_s: Option<Finite>,
+    pub ttft_ms: Option<Distribution>,
+    pub tpot_ms: Option<Distribution>,
+    pub e2e_ms: Option<Distribution>,
 }
 
 /// The requests of one prompt category (SPEED-Bench's split: acceptance differs by kind of

@@ -212,7 +212,7 @@ pub(crate) fn uncertainty_counted(
     // TTFT of one turn or prefix group: its requests' values, in schedule order.
     let by_key =
         |values: &std::collections::BTreeMap<u32, Vec<f64>>, key: u32, d: &Option<Distribution>| {
-            with_tail(values.get(&key).map_or(&[][..], |v| v), d, t, false)
+            ordered_intervals(values.get(&key).map_or(&[][..], |v| v), d, t)
         };
     let itl = match &summary.itl_ms {
         Some(d) => {
@@ -277,6 +277,8 @@ pub(crate) fn uncertainty_counted(
         prefix_cache_server_hit_rate: None,
         structured_valid_share: None,
         tool_call_valid_share: None,
+        // `crate::adapters`'.
+        by_adapter: None,
     })
 }
 
@@ -499,21 +501,49 @@ impl<'a, 'g> Rates<'a, 'g> {
         rate: Option<Finite>,
         count: impl Fn(&End) -> u64,
     ) -> Result<Option<Interval>, MetricsError> {
-        let (start, end) = self.s.window;
-        let Some(rate) = rate else { return Ok(None) };
-        if end <= start || self.s.ends.len() < BATCHES * MIN_PER_BATCH {
-            return Ok(None);
-        }
-        let span = (end - start) as u128;
-        let mut per_slice = [0u64; BATCHES];
-        for e in &self.s.ends {
-            let offset = u128::from(e.at_us.saturating_sub(start)).min(span - 1);
-            per_slice[(offset * BATCHES as u128 / span) as usize] += count(e);
-        }
-        let slice_s = (end - start) as f64 / 1e6 / BATCHES as f64;
-        let rates: Vec<f64> = per_slice.iter().map(|&c| c as f64 / slice_s).collect();
-        let h = half_width(&rates, self.t);
-        interval(rate.get() - h, rate.get() + h).map(Some)
+        let ends: Vec<(u64, u64)> = self.s.ends.iter().map(|e| (e.at_us, count(e))).collect();
+        slice_rate_interval(self.s.window, &ends, rate, self.t)
+    }
+}
+
+/// The interval around `rate` of the rates in [`BATCHES`] equal slices of `window` (µs):
+/// each slice counts what the requests that ended in it (`ends`: end µs and count) add.
+/// Absent with fewer than [`MIN_PER_BATCH`] ends a slice on average, or no window.
+pub(crate) fn slice_rate_interval(
+    (start, end): (u64, u64),
+    ends: &[(u64, u64)],
+    rate: Option<Finite>,
+    t: f64,
+) -> Result<Option<Interval>, MetricsError> {
+    let Some(rate) = rate else { return Ok(None) };
+    if end <= start || ends.len() < BATCHES * MIN_PER_BATCH {
+        return Ok(None);
+    }
+    let span = (end - start) as u128;
+    let mut per_slice = [0u64; BATCHES];
+    for &(at_us, count) in ends {
+        let offset = u128::from(at_us.saturating_sub(start)).min(span - 1);
+        per_slice[(offset * BATCHES as u128 / span) as usize] += count;
+    }
+    let slice_s = (end - start) as f64 / 1e6 / BATCHES as f64;
+    let rates: Vec<f64> = per_slice.iter().map(|&c| c as f64 / slice_s).collect();
+    let h = half_width(&rates, t);
+    interval(rate.get() - h, rate.get() + h).map(Some)
+}
+
+/// A distribution's batch-means intervals over `values` in the order given (schedule order),
+/// with no early-stopping estimate: a part of a benchmark's requests (a turn, a depth, an
+/// adapter).
+pub(crate) fn ordered_intervals(
+    values: &[f64],
+    d: &Option<Distribution>,
+    t: f64,
+) -> Result<Option<Intervals>, MetricsError> {
+    match d {
+        Some(d) => intervals(&Series::whole(values), d, t, false, |ranks| {
+            distribution::order_statistics(values.to_vec(), ranks)
+        }),
+        None => Ok(None),
     }
 }
 

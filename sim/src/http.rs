@@ -243,6 +243,20 @@ async fn generate(
         Err(refusal) => return Ok(refused(refusal)),
     };
     let cfg = &engine.cfg;
+    // LoRA: a request names an adapter, the base model, or nothing this server serves.
+    let adapter = match (&cfg.lora, parsed.model.take()) {
+        (Some(lora), Some(model)) if model != cfg.model => {
+            if !lora.adapters.contains(&model) {
+                let message = format!("The model `{model}` does not exist.");
+                return Ok(json_response(
+                    StatusCode::NOT_FOUND,
+                    protocol::error_body(parsed.api, 404, "NotFoundError", &message),
+                ));
+            }
+            Some(model)
+        }
+        _ => None,
+    };
     // The answering mode: a streamed question gets its number as one token, then "stop"
     // (unless it offered tools it may call: its answer is then a call).
     let calls = parsed.tool_offer.as_ref().is_some_and(|o| o.calls());
@@ -303,6 +317,7 @@ async fn generate(
     gen.images = std::mem::take(&mut parsed.images);
     gen.request_id = request_id;
     gen.session_id = session_id;
+    gen.adapter = adapter;
     // As llm-d's session-affinity scorer: a request not yet routed gets its pod's cookie.
     let set_cookie = (cfg.affinity_cookie
         && !cookie
@@ -812,13 +827,19 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, Response<Body>> {
 
 fn models_body(engine: &Engine) -> Bytes {
     let model = &engine.cfg.model;
-    Bytes::from(
-        serde_json::json!({"object": "list", "data": [{
-            "id": model, "object": "model", "created": 0, "owned_by": "provebench",
-            "root": model, "parent": null, "max_model_len": protocol::MAX_MODEL_LEN,
-        }]})
-        .to_string(),
-    )
+    let mut data = vec![serde_json::json!({
+        "id": model, "object": "model", "created": 0, "owned_by": "provebench",
+        "root": model, "parent": null, "max_model_len": protocol::MAX_MODEL_LEN,
+    })];
+    // LoRA adapters as vLLM lists them: after the base model, which is each one's parent.
+    for name in engine.cfg.lora.iter().flat_map(|l| &l.adapters) {
+        data.push(serde_json::json!({
+            "id": name, "object": "model", "created": 0, "owned_by": "provebench",
+            "root": format!("/adapters/{name}"), "parent": model,
+            "max_model_len": protocol::MAX_MODEL_LEN,
+        }));
+    }
+    Bytes::from(serde_json::json!({"object": "list", "data": data}).to_string())
 }
 
 /// vLLM V1's engine metrics, as its `prometheus_client` writes them: text format 0.0.4 (a

@@ -111,6 +111,20 @@
 //! `predicted_ms` (from it to the last token's), `predicted_n`, `draft_n`, `draft_n_accepted`,
 //! and the simulator's own `queue_ms` (arrival to admission) and `draft_steps`.
 //!
+//! # LoRA adapters
+//!
+//! With [`SimConfig::lora`] the simulator serves named adapters beside its base model, as vLLM
+//! does with `--enable-lora --lora-modules`: `/v1/models` lists each (its `parent` the base
+//! model), an OpenAI request whose `model` names one is served with it, and one that names
+//! neither the base model nor an adapter is refused with vLLM's 404 (`NotFoundError`, "The
+//! model `…` does not exist."). At most [`Lora::max_loras`] adapters are loaded at once. A
+//! request whose adapter is not loaded when it is admitted loads it, evicting the least
+//! recently used, and its first token is due [`Lora::load_ms`] later than it would be (the
+//! swap cost); a request whose adapter is loaded pays nothing more, and a request of the base
+//! model neither loads nor evicts. No adapter is loaded at start. The truth keeps each
+//! request's adapter and whether it loaded it ([`RequestTruth::adapter`],
+//! [`RequestTruth::adapter_loaded`]).
+//!
 //! # Metrics
 //!
 //! `GET /metrics` serves the gauges and counters of vLLM's V1 engine, named and labelled as
@@ -214,6 +228,21 @@ pub struct SimConfig {
     /// on the last chunk of an OpenAI stream, with the usage: the server's own clock beside
     /// the client's. On whenever `speculative` is.
     pub timings: bool,
+    /// Serve LoRA adapters beside the base model (see the crate docs); `None`: the base
+    /// model only, and any `model` a request names is served as it.
+    pub lora: Option<Lora>,
+}
+
+/// LoRA adapters served beside the base model, as vLLM serves them with `--enable-lora
+/// --lora-modules NAME=PATH … --max-loras N`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lora {
+    /// The adapters' names: what a request's `model` names to be served with one.
+    pub adapters: Vec<String>,
+    /// Adapters loaded at once (vLLM's `--max-loras`), at least 1.
+    pub max_loras: u32,
+    /// The swap cost: what loading an adapter adds to its request's time to first token (ms).
+    pub load_ms: f64,
 }
 
 /// Speculative decoding with a known acceptance: each decode step drafts `k` tokens and the
@@ -326,6 +355,7 @@ impl Default for SimConfig {
             embedding_dim: 384,
             speculative: None,
             timings: false,
+            lora: None,
         }
     }
 }
@@ -379,6 +409,17 @@ impl SimConfig {
         if let Some(s) = &self.speculative {
             if let Err(why) = s.validate() {
                 return bad(&why);
+            }
+        }
+        if let Some(l) = &self.lora {
+            if l.max_loras == 0 {
+                return bad("LoRA max_loras must be at least 1");
+            }
+            if !(l.load_ms.is_finite() && l.load_ms >= 0.0) {
+                return bad("LoRA load_ms must be a non-negative number");
+            }
+            if l.adapters.iter().any(|a| a.is_empty() || *a == self.model) {
+                return bad("a LoRA adapter needs a name of its own (not empty, not the model's)");
             }
         }
         Ok(())
@@ -449,6 +490,10 @@ pub struct RequestTruth {
     pub accepted_by_position: Vec<u32>,
     /// The `X-Request-Id` the request carried.
     pub request_id: Option<String>,
+    /// The LoRA adapter it was served with, and whether its admission loaded it (paying
+    /// [`Lora::load_ms`]).
+    pub adapter: Option<String>,
+    pub adapter_loaded: bool,
 }
 
 /// An image a chat request carried, as the server decoded it: what a client's record of the

@@ -8,6 +8,10 @@
 //! With decode steps on, every deadline moves up to the next step boundary, so the running
 //! requests' tokens leave together, as a continuous-batching engine's do.
 //!
+//! A request served with a LoRA adapter that is not loaded at its admission loads it (the
+//! least recently used one out when all `max_loras` places are taken): its first token is
+//! due `load_ms` later.
+//!
 //! At admission the prompt's leading blocks are looked up in the prefix cache ([`PrefixCache`]);
 //! the `k` tokens found skip prefill, so the first token is due at
 //! `admitted + ttft + prefill × (prompt_tokens − k)`.
@@ -74,6 +78,8 @@ pub(crate) struct Engine {
     ideal_cache: Option<Mutex<PrefixCache>>,
     /// The Responses API's responses, by id, for a next turn's `previous_response_id`.
     responses: Mutex<ResponseStore>,
+    /// The LoRA adapters loaded, the least recently used first.
+    loras_loaded: Mutex<VecDeque<String>>,
     truth: Option<Mutex<Vec<RequestTruth>>>,
     ttft: Duration,
     prefill_s_per_token: f64,
@@ -109,6 +115,7 @@ impl Engine {
                 Mutex::new(PrefixCache::new(blocks.min(usize::MAX as u64) as usize))
             }),
             responses: Mutex::new(ResponseStore::default()),
+            loras_loaded: Mutex::new(VecDeque::new()),
             truth: keep_truth.then(|| Mutex::new(Vec::new())),
             ttft: Duration::from_secs_f64(cfg.ttft_ms / 1e3),
             prefill_s_per_token: cfg.prefill_us_per_token / 1e6,
@@ -137,6 +144,26 @@ impl Engine {
     pub fn keep_response(&self, id: &str, conversation: Conversation) {
         let mut store = self.responses.lock().expect("response store lock");
         store.keep(id.to_string(), conversation);
+    }
+
+    /// Uses LoRA adapter `name` at an admission: whether it had to be loaded (then it is,
+    /// the least recently used out when every place is taken), and it becomes the most
+    /// recently used.
+    fn use_lora(&self, name: &str) -> bool {
+        let places = self.cfg.lora.as_ref().map_or(1, |l| l.max_loras) as usize;
+        let mut loaded = self.loras_loaded.lock().expect("lora lock");
+        let had = match loaded.iter().position(|a| a == name) {
+            Some(at) => {
+                loaded.remove(at);
+                true
+            }
+            None => false,
+        };
+        if !had && loaded.len() >= places {
+            loaded.pop_front();
+        }
+        loaded.push_back(name.to_string());
+        !had
     }
 
     /// Empties the prefix cache (`POST /reset_prefix_cache`).
@@ -250,6 +277,9 @@ pub(crate) struct Generation {
     accepted_by_position: Vec<u32>,
     /// The `X-Request-Id` the request carried.
     pub request_id: Option<String>,
+    /// The LoRA adapter it is served with, and whether its admission loaded it.
+    pub adapter: Option<String>,
+    adapter_loaded: bool,
     permit: Option<OwnedSemaphorePermit>,
     finished: bool,
 }
@@ -302,6 +332,8 @@ impl Generation {
             accepted_tokens: 0,
             accepted_by_position: Vec::new(),
             request_id: None,
+            adapter: None,
+            adapter_loaded: false,
             permit: None,
             finished: false,
         }
@@ -352,7 +384,13 @@ impl Generation {
         self.permit = Some(permit);
         self.admitted = Some(now);
         let computed = self.prompt_tokens - self.cached_tokens;
-        let prefill = Duration::from_secs_f64(engine.prefill_s_per_token * computed as f64);
+        let mut prefill = Duration::from_secs_f64(engine.prefill_s_per_token * computed as f64);
+        if let (Some(name), Some(lora)) = (&self.adapter, &engine.cfg.lora) {
+            self.adapter_loaded = engine.use_lora(name);
+            if self.adapter_loaded {
+                prefill += Duration::from_secs_f64(lora.load_ms / 1e3);
+            }
+        }
         let noise = Duration::from_secs_f64(
             noise::exponential_ms(
                 engine.cfg.seed,
@@ -504,6 +542,8 @@ impl Generation {
                 accepted_tokens: self.accepted_tokens,
                 accepted_by_position: std::mem::take(&mut self.accepted_by_position),
                 request_id: self.request_id.take(),
+                adapter: self.adapter.take(),
+                adapter_loaded: self.adapter_loaded,
             };
             truth.lock().expect("truth lock").push(record);
         }

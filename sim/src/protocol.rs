@@ -48,6 +48,8 @@ pub(crate) enum Api {
 #[derive(Clone, Debug)]
 pub(crate) struct GenRequest {
     pub api: Api,
+    /// OpenAI APIs: the `model` the request named (a LoRA adapter's name, or the base model).
+    pub model: Option<String>,
     pub prompt_tokens: u32,
     /// The chained hash of each whole block of the prompt, for the prefix cache.
     pub block_hashes: Vec<u64>,
@@ -168,8 +170,15 @@ pub(crate) fn parse(
     } else {
         (prompt.blocks, None)
     };
+    let model = match api {
+        Api::Completions | Api::Chat | Api::Responses => {
+            obj.get("model").and_then(Value::as_str).map(str::to_string)
+        }
+        Api::Tgi | Api::Sglang => None,
+    };
     Ok(GenRequest {
         api,
+        model,
         prompt_tokens,
         block_hashes,
         max_tokens,

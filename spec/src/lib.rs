@@ -9,6 +9,7 @@
 
 mod api;
 mod formats;
+pub mod lora;
 
 pub use api::Api;
 pub use formats::{
@@ -275,6 +276,23 @@ pub struct RunSpec {
         help_heading = "Experiment"
     )]
     pub factors: Vec<String>,
+    /// LoRA adapters to spread the requests over, `NAME[:WEIGHT]` comma-separated (weight 1
+    /// when absent): each request's `model` names one adapter, as vLLM and SGLang serve them,
+    /// in these proportions (exact over each benchmark, in a seeded order); the summary gives
+    /// each adapter's latency beside the whole.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[arg(long, value_delimiter = ',', value_name = "NAME[:WEIGHT]")]
+    pub lora_adapters: Vec<String>,
+    /// What one GPU costs an hour, with its currency (`2.50 USD`, `$2.50`): the report gives
+    /// the cost per million input and output tokens at each load, stating this price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "PRICE", help_heading = "Cost")]
+    pub gpu_hour_price: Option<String>,
+    /// What one kWh costs, with its currency (`0.12 USD`): charged for the GPUs' measured
+    /// energy (needs GPU telemetry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "PRICE", help_heading = "Cost")]
+    pub kwh_price: Option<String>,
     /// A trace replayed at its timestamps (`--trace FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(skip)]
@@ -439,6 +457,16 @@ pub struct EngineSpec {
         value_name = "K"
     )]
     pub num_speculative_tokens: Option<u32>,
+    /// Load this LoRA adapter at start, `NAME=PATH` (repeat for more); the recipe's `[lora]`
+    /// table says which flags carry it (vLLM's `--lora-modules`, SGLang's `--lora-paths`).
+    /// Requests name adapters with --lora-adapters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[arg(id = "lora_module", long = "lora-module", value_name = "NAME=PATH")]
+    pub lora_modules: Vec<String>,
+    /// LoRA adapters one batch may hold (vLLM's --max-loras, SGLang's --max-loras-per-batch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(id = "max_loras", long = "max-loras", value_name = "N")]
+    pub max_loras: Option<u32>,
 }
 
 impl EngineSpec {
@@ -625,6 +653,9 @@ impl Default for RunSpec {
             tools: None,
             tool_choice: None,
             factors: Vec::new(),
+            lora_adapters: Vec::new(),
+            gpu_hour_price: None,
+            kwh_price: None,
             trace: None,
             burstiness: None,
             ramp: None,
@@ -722,6 +753,40 @@ impl RunSpec {
             match f.split_once('=') {
                 Some((name, level)) if !name.trim().is_empty() && !level.is_empty() => {}
                 _ => bail!("--factor {f:?}: a factor is NAME=LEVEL"),
+            }
+        }
+        lora::parse(&self.lora_adapters)?;
+        for (flag, price) in [
+            ("--gpu-hour-price (gpu_hour_price)", &self.gpu_hour_price),
+            ("--kwh-price (kwh_price)", &self.kwh_price),
+        ] {
+            if let Some(p) = price {
+                schemas::document::pricing::Price::parse(p, flag).map_err(anyhow::Error::msg)?;
+            }
+        }
+        if let Some(e) = &self.engine {
+            for m in &e.lora_modules {
+                match m.split_once('=') {
+                    Some((name, path)) if !name.trim().is_empty() && !path.trim().is_empty() => {}
+                    _ => bail!("--lora-module {m:?}: an adapter to load is NAME=PATH"),
+                }
+            }
+            if e.max_loras == Some(0) {
+                bail!("--max-loras must be at least 1");
+            }
+        }
+        if !self.lora_adapters.is_empty() {
+            if self.sessions.is_some() || self.agentic.is_some() {
+                bail!("--lora-adapters spreads independent requests over adapters; it does not yet go with --sessions or --agentic");
+            }
+            if !matches!(
+                self.backend,
+                Api::OpenaiCompletions | Api::OpenaiChat | Api::OpenaiResponses
+            ) {
+                bail!(
+                    "--lora-adapters names each adapter in the request's `model`, which only the OpenAI APIs carry (not --backend {})",
+                    self.backend.as_str()
+                );
             }
         }
         match self.profile {

@@ -76,6 +76,7 @@ async fn ask(
         None => extra,
     };
     let job = Job {
+        model: None,
         prompt: &item.prompt,
         history: &item.history,
         previous_response_id: None,

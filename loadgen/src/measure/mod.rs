@@ -959,8 +959,22 @@ impl Measurement {
         }
     }
 
-    /// What the benchmark sends: prompts, or conversations.
+    /// What the benchmark sends: prompts, or conversations; prompts spread over the LoRA
+    /// adapters the spec names ([`crate::lora`]).
     async fn build_load(&self, data: &DataSpec, n: u64, seed: u64) -> anyhow::Result<Load> {
+        let mut load = self.build_prompts(data, n, seed).await?;
+        if let Load::Prompts(set) = &mut load {
+            let mix = crate::spec::lora::parse(&self.spec.lora_adapters)?;
+            let names: Vec<Arc<str>> = mix.iter().map(|a| Arc::from(a.name.as_str())).collect();
+            let order = crate::lora::assign(&mix, set.prompts.len(), seed);
+            for (prompt, k) in set.prompts.iter_mut().zip(order) {
+                prompt.adapter = Some(names[k].clone());
+            }
+        }
+        Ok(load)
+    }
+
+    async fn build_prompts(&self, data: &DataSpec, n: u64, seed: u64) -> anyhow::Result<Load> {
         let s = &self.spec;
         if let Some(a) = &s.agentic {
             let words = crate::trace::calibrate(&self.counter).await?;
@@ -1006,6 +1020,7 @@ impl Measurement {
                     output_tokens: rows[index].output_tokens,
                     prefix_group: None,
                     category: None,
+                    adapter: None,
                     trace: Some(workload::TraceText {
                         blocks: blocks.clone(),
                         rows: rows.clone(),

@@ -459,6 +459,7 @@ async fn latency_legs() {
         let origin = std::time::Instant::now();
         let jobs: Vec<_> = (0..parallel)
             .map(|_| loadgen::client::Job {
+                model: None,
                 prompt: "a b c",
                 history: &[],
                 previous_response_id: None,

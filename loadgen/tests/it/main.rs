@@ -7,6 +7,7 @@ mod common;
 mod agentic;
 mod capacity;
 mod known_answers;
+mod lora;
 mod speculative;
 mod structured;
 mod tool_calls;

@@ -21,6 +21,7 @@
 
 pub(crate) mod agentic;
 pub(crate) mod capacity;
+pub(crate) mod cost;
 pub(crate) mod energy;
 pub(crate) mod grids;
 pub(crate) mod leaders;
@@ -259,6 +260,7 @@ fn group_section(
         "\nPeak: the benchmark with the highest output throughput. Per GPU: divided by the host's GPU count (a host without GPUs counts as one). Per user: 1000 / mean TPOT in ms (mean ITL where a result has no TPOT). Bold: the best of the column.\n",
     );
     md.push_str(&capacity::table(subjects, &g.members));
+    md.push_str(&cost::table(subjects, &g.members));
     md.push_str(&agentic::table(subjects, &g.members));
     let mut add =
         |md: &mut String, heading: &str, name: String, chart| -> Result<(), RenderError> {

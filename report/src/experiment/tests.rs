@@ -138,10 +138,28 @@ fn the_frontier_is_exactly_the_treatments_no_other_dominates() {
         .map(|p| p.label.as_str())
         .collect();
     assert_eq!(on, ["a lo, b x", "a hi, b y"]);
-    let md = markdown(&c, &hs);
+    let (md, chart) = markdown(&c, &hs).unwrap();
     assert!(
         md.contains("| a lo, b y | 50.00 | 200.00 | failed its accuracy check |"),
         "{md}"
+    );
+    // The frontier drawn: its two points joined, the other two grey, each named by its levels.
+    let chart = chart.unwrap();
+    assert_eq!(chart.name, "frontier.svg");
+    assert!(md.contains("](frontier.svg)\n"), "{md}");
+    let drawn = frontier_chart(&points).unwrap();
+    let series = &drawn.panels[0].series;
+    assert_eq!(series.len(), 2);
+    assert_eq!(
+        series[0].titles,
+        ["a hi, b y", "a lo, b x"],
+        "in the order of tok/s per user"
+    );
+    assert_eq!(series[1].style.color, crate::charts::GRAY);
+    assert_eq!(series[1].titles.len(), 2);
+    assert!(
+        chart.svg.contains("<svg") && chart.svg.contains("a hi, b x"),
+        "its points' titles"
     );
     assert!(
         md.contains("| a hi, b x | 250.00 | 40.00 | dominated |"),

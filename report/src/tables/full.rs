@@ -199,6 +199,12 @@ pub fn details(st: &Statement) -> String {
     } else {
         format!("Energy per benchmark (GPU telemetry):\n\n{energy}\n{sections}")
     };
+    let cost = crate::tables::cost::table(p, &order);
+    let sections = if cost.is_empty() {
+        sections
+    } else {
+        format!("{cost}\n{sections}")
+    };
     format!(
         "{}{}{}{sections}",
         super::accuracy::section(p),

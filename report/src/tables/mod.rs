@@ -7,8 +7,10 @@
 //! events carry several tokens, and servers that time themselves, what they said.
 
 pub mod accuracy;
+pub mod adapters;
 pub mod agentic;
 pub mod capacity;
+pub mod cost;
 pub mod full;
 pub mod host;
 pub mod pooled;

@@ -338,6 +338,9 @@ pub fn section(b: &Benchmark) -> String {
     if let Some(x) = &s.tool_calls {
         blocks.push(tool_calls_line(b, x));
     }
+    if s.by_adapter.is_some() {
+        blocks.push(super::adapters::section(s));
+    }
     blocks.join("\n")
 }
 

@@ -163,6 +163,29 @@ pub struct SimArgs {
     /// On whenever --speculative is.
     #[arg(long)]
     pub timings: bool,
+    /// Serve these LoRA adapters beside the model, comma-separated, as vLLM's
+    /// `--lora-modules` does: /v1/models lists them, a request's `model` picks one, and a
+    /// model neither the base nor an adapter is refused with vLLM's 404.
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        help_heading = "LoRA adapters"
+    )]
+    pub lora_modules: Vec<String>,
+    /// Adapters loaded at once (vLLM's --max-loras); a request whose adapter is not loaded
+    /// loads it, the least recently used out.
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        help_heading = "LoRA adapters"
+    )]
+    pub max_loras: u32,
+    /// What loading an adapter adds to its request's time to first token (ms): the swap cost.
+    #[arg(long, default_value_t = 0.0, value_name = "MS", value_parser = non_negative,
+          help_heading = "LoRA adapters")]
+    pub lora_load_ms: f64,
 }
 
 /// A finite number ≥ 0 (times, growth factors).

@@ -282,6 +282,7 @@ fn merge(parts: &[Part]) -> Result<Predicate> {
         capacity: None,
         accuracy: None,
         attempt: None,
+        pricing: first.pricing.clone(),
         run: Run {
             id: super::synth::run_id()?,
             started_at: loadgen::journal::timestamp(started),

@@ -215,8 +215,9 @@ fn call_ops(
 }
 
 /// Renders the campaign document at `campaign_path` as its matrix, by report-wasm's module
-/// in wasmtime (`module`, else found as `runner report` finds it): writes `campaign.md`
-/// and `campaign.html` into `out` (created if missing; those two files replaced). The
+/// in wasmtime (`module`, else found as `runner report` finds it): writes `campaign.md`,
+/// `campaign.html` and the charts they show into `out` (created if missing; those files
+/// replaced). The
 /// result files the campaign names are read beside it (plain file names only; one that
 /// is absent shows as not at hand); the campaign's signature and every result are checked
 /// against the trusted-keys file `keys` (without one, nothing can verify: every cell
@@ -268,9 +269,17 @@ fn campaign_report(
         .with_context(|| format!("creating {}", out.display()))
         .map_err(Failure::Input)?;
     for name in ["campaign.md", "campaign.html"] {
-        let bytes = report
-            .file(name)
-            .ok_or_else(|| Failure::Input(anyhow!("the module returned no {name}")))?;
+        if report.file(name).is_none() {
+            return Err(Failure::Input(anyhow!("the module returned no {name}")));
+        }
+    }
+    // The pages, and the charts they show (an experiment's `frontier.svg`).
+    for (name, bytes) in &report.files {
+        if !plain_file_name(name) {
+            return Err(Failure::Input(anyhow!(
+                "the module returned a file named {name:?}, not a plain file name"
+            )));
+        }
         output::write_atomically(&out.join(name), bytes).map_err(Failure::Input)?;
     }
     Ok(())

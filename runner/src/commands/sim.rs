@@ -49,6 +49,11 @@ impl SimArgs {
                 acceptance: self.acceptance.clone(),
             }),
             timings: self.timings,
+            lora: (!self.lora_modules.is_empty()).then(|| sim::Lora {
+                adapters: self.lora_modules.clone(),
+                max_loras: self.max_loras,
+                load_ms: self.lora_load_ms,
+            }),
         }
     }
 }

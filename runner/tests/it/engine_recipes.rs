@@ -509,6 +509,8 @@ fn a_container_recipe_builds_the_runtimes_command_line() {
             model: Some("yuhuili/EAGLE3-LLaMA3.1-Instruct-8B".into()),
             tokens: Some(3),
         }),
+        lora_modules: vec!["sql=/adapters/sql".into()],
+        max_loras: Some(2),
     };
     let plan = engine::launch::plan(&loaded, &options).unwrap();
     let port = options.values.port;
@@ -544,6 +546,12 @@ fn a_container_recipe_builds_the_runtimes_command_line() {
         // Speculative decoding, as vLLM takes it: one JSON object after the user's arguments.
         "--speculative-config",
         r#"{"method":"eagle3","model":"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B","num_speculative_tokens":3}"#,
+        // LoRA adapters, as vLLM loads them: served under their names.
+        "--enable-lora",
+        "--lora-modules",
+        "sql=/adapters/sql",
+        "--max-loras",
+        "2",
     ]
     .map(String::from)
     .to_vec();
@@ -605,6 +613,57 @@ fn speculative_settings_become_each_engines_flags() {
             .unwrap(),
         ["--speculate", "2"]
     );
+}
+
+/// Each shipped recipe that serves adapters under a request's model name loads them with its
+/// own flags; llama.cpp, which selects adapters by id in the request body, has none and the
+/// plan says so.
+#[test]
+fn lora_adapters_become_each_engines_flags() {
+    let modules = ["sql=/a/sql".to_string(), "chat=/a/chat".to_string()];
+    let args = |name: &str| {
+        let loaded = engine::recipe::load(name).unwrap();
+        loaded
+            .recipe
+            .lora
+            .clone()
+            .map(|l| l.args(&loaded.source, &modules, Some(4)))
+    };
+    assert_eq!(
+        args("sglang").unwrap().unwrap(),
+        [
+            "--enable-lora",
+            "--lora-paths",
+            "sql=/a/sql",
+            "chat=/a/chat",
+            "--max-loras-per-batch",
+            "4"
+        ]
+    );
+    assert!(args("llama.cpp").is_none() && args("tgi").is_none());
+    let loaded = engine::recipe::load("llama.cpp").unwrap();
+    let options = engine::launch::Options {
+        values: engine::recipe::Values {
+            model: "m.gguf".into(),
+            port: free_port(),
+            gpus: 1,
+            args: vec![],
+            hf_home: "/hf".into(),
+            model_dir: ".".into(),
+        },
+        container_runtime: None,
+        image: None,
+        env: Default::default(),
+        reset_prefix_cache: false,
+        run_id: "abc".into(),
+        speculative: None,
+        lora_modules: modules.to_vec(),
+        max_loras: None,
+    };
+    let e = engine::launch::plan(&loaded, &options)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("built-in:llama.cpp has no [lora] table"), "{e}");
 }
 
 /// `--speculative-method`, `--speculative-model` and `--num-speculative-tokens` through the

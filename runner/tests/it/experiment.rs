@@ -217,4 +217,10 @@ fn check_experiment(d: &Path) {
     assert!(frontier.iter().all(|l| l.contains("itl 2 |")), "{md}");
     let dominated = md.lines().filter(|l| l.ends_with("| dominated |")).count();
     assert!(dominated >= 4, "{md}");
+    // And drawn, beside campaign.md: every treatment a point, named by its levels.
+    assert!(md.contains("](frontier.svg)"), "{md}");
+    let svg = std::fs::read_to_string(d.join("results/frontier.svg")).unwrap();
+    assert!(
+        svg.contains("ttft 10, prefill 2, itl 2") && svg.contains("ttft 40, prefill 200, itl 6")
+    );
 }

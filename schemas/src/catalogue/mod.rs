@@ -98,7 +98,7 @@ impl Metric {
 
 /// The summary's fields that no metric here reads, and why: each field a summary gains is
 /// either compared (an entry above) or named here (a test holds the two to the summary).
-pub const NOT_COMPARED: [(&str, &str); 9] = [
+pub const NOT_COMPARED: [(&str, &str); 10] = [
     (
         "window_us",
         "the measured window, which the throughputs divide by",
@@ -119,6 +119,10 @@ pub const NOT_COMPARED: [(&str, &str); 9] = [
     (
         "by_category",
         "a breakdown of events, server_clock and itl_ms, shown in the report",
+    ),
+    (
+        "by_adapter",
+        "a breakdown of ttft_ms, tpot_ms, e2e_ms and the output rate by LoRA adapter, shown in the report",
     ),
     ("images", "what the requests carried"),
     (

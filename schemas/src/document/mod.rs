@@ -9,6 +9,7 @@ pub mod accuracy;
 pub mod attempt;
 pub mod capacity;
 pub mod objective;
+pub mod pricing;
 pub mod agentic;
 pub mod record;
 pub mod structured;
@@ -115,6 +116,10 @@ pub struct Predicate {
     /// Since `result/v0.13`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<attempt::LogPlace>,
+    /// What the publisher assumed a GPU-hour and a kWh cost (`--gpu-hour-price`,
+    /// `--kwh-price`), which every cost shown from this result states; since `result/v0.16`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<pricing::Pricing>,
 }
 
 /// One client's part of a schedule split across `count` clients: it sent the requests whose

@@ -122,6 +122,10 @@ pub struct RawRecord {
     /// answered in text); absent for a request that offered no tools. Since `result/v0.15`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<super::tools::ToolCall>>,
+    /// LoRA adapters: the adapter the request asked for (its `model` field); absent when the
+    /// benchmark spread no requests over adapters. Since `result/v0.16`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<String>,
 }
 
 /// A request's place in an agentic session's tree.
@@ -259,6 +263,11 @@ impl RawRecord {
     /// Whether it carries a field that came with `result/v0.15` (tool calls).
     pub fn is_v0_15(&self) -> bool {
         self.tool_calls.is_some()
+    }
+
+    /// Whether it carries a field that came with `result/v0.16` (a LoRA adapter).
+    pub fn is_v0_16(&self) -> bool {
+        self.adapter.is_some()
     }
 
     /// Output tokens of each token event: the server's counts where the record has them,

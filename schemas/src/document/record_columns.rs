@@ -136,6 +136,9 @@ pub struct RecordColumns {
     /// Tool calls: the calls each answer made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<Option<Vec<crate::document::tools::ToolCall>>>>,
+    /// LoRA adapters: the adapter each request asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<Vec<Option<String>>>,
 }
 
 /// An optional column's values, or `n` nulls when it is absent.
@@ -215,6 +218,7 @@ impl RecordColumns {
             ),
             ("output_text", self.output_text.as_ref().map_or(n, Vec::len)),
             ("tool_calls", self.tool_calls.as_ref().map_or(n, Vec::len)),
+            ("adapter", self.adapter.as_ref().map_or(n, Vec::len)),
         ];
         if let Some((field, len)) = lengths.iter().find(|(_, len)| *len != n) {
             return Err(format!(
@@ -254,6 +258,7 @@ impl RecordColumns {
         let mut cached_tokens = optional(self.cached_tokens, n);
         let mut output_text = optional(self.output_text, n);
         let mut tool_calls = optional(self.tool_calls, n);
+        let mut adapter = optional(self.adapter, n);
         // Every column has `n` entries (checked above), so this yields exactly `n` records.
         let mut rows = Vec::with_capacity(n);
         rows.extend(std::iter::from_fn(|| {
@@ -291,6 +296,7 @@ impl RecordColumns {
                 cached_tokens: cached_tokens.next()?,
                 output_text: output_text.next()?,
                 tool_calls: tool_calls.next()?,
+                adapter: adapter.next()?,
             })
         }));
         Ok(rows)
@@ -430,6 +436,9 @@ impl Serialize for Columns<'_> {
         }
         if any(|r| r.tool_calls.is_some()) {
             st.serialize_field("tool_calls", &column(r, |r| &r.tool_calls))?;
+        }
+        if any(|r| r.adapter.is_some()) {
+            st.serialize_field("adapter", &column(r, |r| &r.adapter))?;
         }
         st.end()
     }

@@ -8,9 +8,9 @@ use super::Statement;
 use crate::flag::FlagCode;
 use crate::{
     PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
-    PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_14, PREDICATE_TYPE_V0_2,
-    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6,
-    PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
+    PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_14, PREDICATE_TYPE_V0_15,
+    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5,
+    PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
 };
 
 /// One version of the document.
@@ -28,7 +28,7 @@ pub struct Brought {
 }
 
 /// Every version this crate reads, oldest first; the last is the one it writes.
-pub const VERSIONS: [Version; 15] = [
+pub const VERSIONS: [Version; 16] = [
     Version {
         predicate_type: PREDICATE_TYPE_V0_1,
         brought: &[],
@@ -216,7 +216,7 @@ pub const VERSIONS: [Version; 15] = [
         }],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_15,
         brought: &[Brought {
             what: "tool calls or an accuracy suite graded by its calls",
             carried_by: |s| {
@@ -229,6 +229,19 @@ pub const VERSIONS: [Version; 15] = [
                     .accuracy
                     .as_ref()
                     .is_some_and(|a| a.suite.grader == super::accuracy::Grader::ToolCall)
+            },
+        }],
+    },
+    Version {
+        predicate_type: PREDICATE_TYPE,
+        brought: &[Brought {
+            what: "LoRA adapters or prices",
+            carried_by: |s| {
+                s.predicate.pricing.is_some()
+                    || s.predicate.benchmarks.iter().any(|b| {
+                        b.summary.by_adapter.is_some()
+                            || b.records.iter().any(super::RawRecord::is_v0_16)
+                    })
             },
         }],
     },

@@ -97,6 +97,7 @@ pub fn predicate() -> Predicate {
         capacity: None,
         accuracy: None,
         attempt: None,
+        pricing: None,
         run: Run {
             id: "0123456789abcdef0123456789abcdef".into(),
             started_at: "2026-11-22T00:00:00.000000Z".into(),

@@ -54,6 +54,8 @@ const NAMED_APART: &[(&str, &str)] = &[
     ("engine.speculative_method", "speculative_method"),
     ("engine.speculative_model", "speculative_model"),
     ("engine.num_speculative_tokens", "num_speculative_tokens"),
+    ("engine.lora_modules", "lora_module"),
+    ("engine.max_loras", "max_loras"),
 ];
 
 /// Fields a spec file sets and no flag does, and why.

@@ -97,7 +97,9 @@ pub fn run_ok(dir: &Path, args: &[&str]) -> std::process::Output {
     let out = run(dir, args);
     assert!(
         out.status.success(),
-        "runner {args:?}: {}",
+        "runner {args:?} exited {}: {}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     out

@@ -1,0 +1,172 @@
+//! LoRA adapters against the simulator, which serves named adapters and loads one that is not
+//! loaded at its request's admission (the least recently used out), at a stated swap cost: each
+//! adapter's share of the requests is its weight's, every record names the adapter the server
+//! served it with, and each adapter's TTFT is the simulator's — both what the server timed and
+//! what its model says the swaps cost, worked out here from the order of the requests alone.
+
+use crate::common::{run_against, verifies};
+use loadgen::spec::{ProfileName, RunSpec};
+use sim::{Lora, SimConfig, SimServer};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+fn adapters(names: &[&str], max_loras: u32, load_ms: f64) -> Option<Lora> {
+    Some(Lora {
+        adapters: names.iter().map(|s| s.to_string()).collect(),
+        max_loras,
+        load_ms,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_spread_over_adapters_in_the_weights_shares() {
+    let sim = SimServer::start(SimConfig {
+        ttft_ms: 0.0,
+        prefill_us_per_token: 0.0,
+        itl_ms: 0.0,
+        itl_growth: 0.0,
+        max_batch: 64,
+        lora: adapters(&["sql", "chat", "code", "math"], 4, 0.0),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiCompletions,
+        profile: ProfileName::Concurrent,
+        concurrency: vec![16],
+        max_requests: Some(2000),
+        data: loadgen::spec::parse_data("prompt_tokens=8,output_tokens=2").unwrap(),
+        lora_adapters: ["sql:5", "chat:3", "code:1.5", "math:0.5"]
+            .map(String::from)
+            .to_vec(),
+        ..RunSpec::default()
+    };
+    let doc = run_against(&sim, spec, dir.path(), "shares").await;
+    verifies(&doc);
+    let b = &doc.predicate.benchmarks[0];
+    assert_eq!(b.records.len(), 2000);
+    let truth: HashMap<String, Option<String>> = sim
+        .truth()
+        .into_iter()
+        .filter_map(|t| Some((t.request_id?, t.adapter)))
+        .collect();
+    let mut counted: BTreeMap<&str, u64> = BTreeMap::new();
+    for r in &b.records {
+        assert!(r.completed(), "{:?}", r.error);
+        let adapter = r.adapter.as_deref().unwrap();
+        // The record names the adapter the server served it with.
+        assert_eq!(
+            truth[r.request_id.as_ref().unwrap()].as_deref(),
+            Some(adapter)
+        );
+        *counted.entry(adapter).or_default() += 1;
+    }
+    let by = b.summary.by_adapter.as_ref().unwrap();
+    for (name, weight) in [("sql", 0.5), ("chat", 0.3), ("code", 0.15), ("math", 0.05)] {
+        let share = counted[name] as f64 / 2000.0;
+        eprintln!("adapter {name}: share {share:.4} (weight {weight})");
+        assert!((share - weight).abs() <= 0.02 * weight, "{name}: {share}");
+        let s = by.iter().find(|s| s.adapter == name).unwrap();
+        assert_eq!(s.requests, counted[name]);
+        assert!((s.share.get() - share).abs() < 1e-12);
+    }
+    // The adapters' output rates add up to the whole benchmark's.
+    let sum: f64 = by
+        .iter()
+        .map(|s| s.output_token_throughput_per_s.unwrap().get())
+        .sum();
+    let whole = b.summary.output_token_throughput_per_s.unwrap().get();
+    assert!((sum - whole).abs() < 1e-6 * whole, "{sum} vs {whole}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_adapters_ttft_is_the_simulators_swap_model() {
+    // Long enough that the client's own ~0.5 ms (send, read) and the server's timer wake-ups are
+    // well within 1 % of every mean.
+    let (ttft_ms, load_ms) = (100.0, 100.0);
+    let sim = SimServer::start(SimConfig {
+        ttft_ms,
+        prefill_us_per_token: 0.0,
+        itl_ms: 1.0,
+        itl_growth: 0.0,
+        lora: adapters(&["a", "b", "c"], 2, load_ms),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiChat,
+        profile: ProfileName::Synchronous,
+        max_requests: Some(100),
+        data: loadgen::spec::parse_data("prompt_tokens=16,output_tokens=3").unwrap(),
+        lora_adapters: ["a:2", "b:1", "c:1"].map(String::from).to_vec(),
+        seed: 11,
+        ..RunSpec::default()
+    };
+    let doc = run_against(&sim, spec, dir.path(), "swaps").await;
+    verifies(&doc);
+    let b = &doc.predicate.benchmarks[0];
+    let truth: HashMap<String, sim::RequestTruth> = sim
+        .truth()
+        .into_iter()
+        .filter_map(|t| Some((t.request_id.clone()?, t)))
+        .collect();
+    // The model, from the order of the requests alone: two places, least recently used out.
+    // Every swap it predicts is one the server made, and no other.
+    let mut order: Vec<_> = b.records.iter().collect();
+    order.sort_by_key(|r| r.scheduled_us);
+    let mut loaded: VecDeque<&str> = VecDeque::new();
+    let mut model: BTreeMap<&str, (f64, u64)> = BTreeMap::new();
+    let mut timed: BTreeMap<&str, (f64, u64)> = BTreeMap::new();
+    for r in &order {
+        let name = r.adapter.as_deref().unwrap();
+        let swap = match loaded.iter().position(|a| *a == name) {
+            Some(at) => {
+                loaded.remove(at);
+                false
+            }
+            None => {
+                if loaded.len() == 2 {
+                    loaded.pop_front();
+                }
+                true
+            }
+        };
+        loaded.push_back(name);
+        let t = &truth[r.request_id.as_ref().unwrap()];
+        assert_eq!(t.adapter.as_deref(), Some(name));
+        assert_eq!(t.adapter_loaded, swap, "{r:?}");
+        let m = model.entry(name).or_default();
+        m.0 += ttft_ms + if swap { load_ms } else { 0.0 };
+        m.1 += 1;
+        // What the server timed: arrival to its first token's write.
+        let m = timed.entry(name).or_default();
+        m.0 += (t.token_written[0] - t.received).as_secs_f64() * 1e3;
+        m.1 += 1;
+    }
+    for s in b.summary.by_adapter.as_ref().unwrap() {
+        let got = s.ttft_ms.as_ref().unwrap().mean.get();
+        let (sum, n) = model[s.adapter.as_str()];
+        let (server_sum, server_n) = timed[s.adapter.as_str()];
+        assert_eq!((n, server_n), (s.requests, s.requests));
+        let (want, server) = (sum / n as f64, server_sum / server_n as f64);
+        eprintln!(
+            "adapter {}: TTFT mean {got:.3} ms; the server's {server:.3}, the swap model's {want:.3}",
+            s.adapter
+        );
+        assert!(
+            (got - server).abs() <= 0.01 * server,
+            "{}: {got} vs {server}",
+            s.adapter
+        );
+        // The server's timer wakes late, never early: the model is a floor, and the mean
+        // stays within a few percent of it.
+        assert!(
+            got >= want && got <= 1.03 * want,
+            "{}: {got} vs {want}",
+            s.adapter
+        );
+    }
+}

@@ -1,0 +1,118 @@
+//! LoRA adapters in a benchmark's full detail: each adapter's share of the requests, its
+//! latency and its output rate beside the whole benchmark's, with their 95 % intervals, as
+//! `schemas::adapters` derived them. Written only when the summary has `by_adapter`.
+//!
+//! ```text
+//! By LoRA adapter (95 % intervals in brackets):
+//!
+//! | Adapter | Share | Requests | Completed | TTFT mean (ms) | TTFT p99 (ms) | TPOT mean (ms) | E2E mean (ms) | Output tok/s |
+//! | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
+//! | sql | 50.0 % | 1000 | 1000 | 41.20 [40.10 – 42.30] | 44.10 | 8.01 [7.98 – 8.04] | 1044.2 [1040.1 – 1048.3] | 612.4 [598.0 – 626.8] |
+//! ```
+
+use crate::escape::md_escape;
+use crate::format::{self, MISSING};
+use schemas::interval::{AdapterIntervals, Interval, Intervals};
+use schemas::summary::{AdapterStats, Distribution};
+
+/// The table, or an empty string without adapters.
+pub fn section(s: &schemas::Summary) -> String {
+    let Some(adapters) = &s.by_adapter else {
+        return String::new();
+    };
+    let intervals = s.uncertainty.as_ref().and_then(|u| u.by_adapter.as_ref());
+    let mut out = String::from(
+        "By LoRA adapter (95 % intervals in brackets):\n\n\
+         | Adapter | Share | Requests | Completed | TTFT mean (ms) | TTFT p99 (ms) | TPOT mean (ms) | E2E mean (ms) | Output tok/s |\n\
+         | :--- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for (k, a) in adapters.iter().enumerate() {
+        out.push_str(&row(a, intervals.and_then(|i| i.get(k))));
+    }
+    out
+}
+
+fn row(a: &AdapterStats, i: Option<&AdapterIntervals>) -> String {
+    let mean = |d: &Option<Distribution>, i: Option<&Option<Intervals>>| match d {
+        Some(d) => with_interval(d.mean.get(), i.and_then(|i| i.as_ref()).map(|i| i.mean), 2),
+        None => MISSING.to_string(),
+    };
+    format!(
+        "| {} | {} % | {} | {} | {} | {} | {} | {} | {} |\n",
+        md_escape(&a.adapter),
+        format::fixed(a.share.get() * 100.0, 1),
+        a.requests,
+        a.completed,
+        mean(&a.ttft_ms, i.map(|i| &i.ttft_ms)),
+        format::fixed_opt(a.ttft_ms.as_ref().map(|d| d.p99.get()), 2),
+        mean(&a.tpot_ms, i.map(|i| &i.tpot_ms)),
+        mean(&a.e2e_ms, i.map(|i| &i.e2e_ms)),
+        match a.output_token_throughput_per_s {
+            Some(v) => with_interval(v.get(), i.and_then(|i| i.output_token_throughput_per_s), 1),
+            None => MISSING.to_string(),
+        },
+    )
+}
+
+/// `41.20 [40.10 – 42.30]`, or the value alone without an interval.
+fn with_interval(v: f64, i: Option<Interval>, decimals: usize) -> String {
+    match i {
+        Some(i) => format!(
+            "{} [{} – {}]",
+            format::fixed(v, decimals),
+            format::fixed(i.low.get(), decimals),
+            format::fixed(i.high.get(), decimals)
+        ),
+        None => format::fixed(v, decimals),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schemas::document::RawRecord;
+
+    #[test]
+    fn each_adapter_is_a_row_with_its_intervals() {
+        let records: Vec<RawRecord> = (0..200u64)
+            .map(|i| {
+                let (name, ttft) = if i % 4 == 0 {
+                    ("b|x", 30_000)
+                } else {
+                    ("a", 10_000)
+                };
+                RawRecord {
+                    scheduled_us: i * 20_000,
+                    sent_us: i * 20_000,
+                    first_token_us: Some(i * 20_000 + ttft + (i % 3) * 100),
+                    token_gaps: schemas::token_times::encode(&[2000, 2000]),
+                    end_us: i * 20_000 + ttft + 4000,
+                    output_tokens_client: 3,
+                    adapter: Some(name.into()),
+                    ..RawRecord::default()
+                }
+            })
+            .collect();
+        let s = schemas::metrics::summarize(&records, None).unwrap();
+        let table = section(&s);
+        let rows: Vec<&str> = table
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| :"))
+            .collect();
+        assert_eq!(rows.len(), 3, "{table}");
+        assert!(
+            rows[1].starts_with("| a | 75.0 % | 150 | 150 | 10.10 ["),
+            "{table}"
+        );
+        // A name is escaped as a table cell.
+        assert!(
+            rows[2].starts_with("| b\\|x | 25.0 % | 50 | 50 | 30.10"),
+            "{table}"
+        );
+        assert!(rows[2].contains("| 34.00 [34.00 – 34.00] |"), "{table}");
+        assert_eq!(
+            section(&schemas::metrics::summarize(&records[..0], None).unwrap()),
+            ""
+        );
+    }
+}
