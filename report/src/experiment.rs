@@ -65,59 +65,136 @@ pub struct Effect {
 /// An estimate and its 95 % interval, when there is one.
 pub type Estimate = (f64, Option<(f64, f64)>);
 
+/// The repetitions of a full-factorial experiment in which every cell verified; `None` for
+/// a listed design (its levels may be confounded: no effect is estimated).
+fn complete_repetitions(c: &Campaign, headlines: &[Option<Headline>]) -> Option<Vec<u32>> {
+    let design = c.design.as_ref().filter(|d| d.full_factorial)?;
+    Some(
+        (1..=design.repetitions.max(1))
+            .filter(|r| {
+                c.cells
+                    .iter()
+                    .zip(headlines)
+                    .filter(|(cell, _)| cell.repetition.unwrap_or(1) == *r)
+                    .all(|(_, h)| h.is_some())
+            })
+            .collect(),
+    )
+}
+
+/// A contrast of cell means, per metric: in each complete repetition, Σ sign × the mean
+/// headline of the cells at the levels of each term (the other factors averaged over); the
+/// estimate is its mean over the repetitions, the interval Student's t over them.
+fn contrast(
+    c: &Campaign,
+    headlines: &[Option<Headline>],
+    complete: &[u32],
+    terms: &[(f64, Vec<(&str, &str)>)],
+) -> Vec<Option<Estimate>> {
+    METRICS
+        .iter()
+        .map(|(_, _, read)| {
+            let per_rep: Vec<f64> = complete
+                .iter()
+                .filter_map(|r| {
+                    let mean_at = |levels: &[(&str, &str)]| {
+                        mean(c.cells.iter().zip(headlines).filter_map(|(cell, h)| {
+                            (cell.repetition.unwrap_or(1) == *r
+                                && levels.iter().all(|(f, l)| {
+                                    cell.factors.get(*f).map(String::as_str) == Some(*l)
+                                }))
+                            .then(|| h.as_ref().and_then(read))
+                            .flatten()
+                        }))
+                    };
+                    terms
+                        .iter()
+                        .map(|(sign, levels)| mean_at(levels).map(|m| sign * m))
+                        .sum::<Option<f64>>()
+                })
+                .collect();
+            let estimate = mean(per_rep.iter().copied())?;
+            Some((estimate, t_interval(&per_rep)))
+        })
+        .collect()
+}
+
 /// Main effects of a full-factorial experiment; `headlines[i]` is cell `i`'s (cells in the
-/// campaign's order), `None` when it has no verified result.
+/// campaign's order), `None` when it has no verified result. Each level of a factor against
+/// its first.
 pub fn main_effects(c: &Campaign, headlines: &[Option<Headline>]) -> Vec<Effect> {
-    let Some(design) = c.design.as_ref().filter(|d| d.full_factorial) else {
+    let Some(complete) = complete_repetitions(c, headlines) else {
         return Vec::new();
     };
-    let reps = design.repetitions.max(1);
-    // The repetitions in which every cell verified.
-    let complete: Vec<u32> = (1..=reps)
-        .filter(|r| {
-            c.cells
-                .iter()
-                .zip(headlines)
-                .filter(|(cell, _)| cell.repetition.unwrap_or(1) == *r)
-                .all(|(_, h)| h.is_some())
-        })
-        .collect();
     let mut effects = Vec::new();
     for f in &c.factors {
         let Some(base) = f.values.first() else {
             continue;
         };
         for level in &f.values[1..] {
-            let estimates = METRICS
-                .iter()
-                .map(|(_, _, read)| {
-                    let per_rep: Vec<f64> = complete
-                        .iter()
-                        .filter_map(|r| {
-                            let mean_at = |l: &str| {
-                                mean(c.cells.iter().zip(headlines).filter_map(|(cell, h)| {
-                                    (cell.repetition.unwrap_or(1) == *r
-                                        && cell.factors.get(&f.name).map(String::as_str) == Some(l))
-                                    .then(|| h.as_ref().and_then(read))
-                                    .flatten()
-                                }))
-                            };
-                            Some(mean_at(level)? - mean_at(base)?)
-                        })
-                        .collect();
-                    let estimate = mean(per_rep.iter().copied())?;
-                    Some((estimate, t_interval(&per_rep)))
-                })
-                .collect();
+            let terms = [
+                (1.0, vec![(f.name.as_str(), level.as_str())]),
+                (-1.0, vec![(f.name.as_str(), base.as_str())]),
+            ];
             effects.push(Effect {
                 factor: f.name.clone(),
                 level: level.clone(),
                 base: base.clone(),
-                estimates,
+                estimates: contrast(c, headlines, &complete, &terms),
             });
         }
     }
     effects
+}
+
+/// Two-factor interactions of a full-factorial experiment: for factors A and B and levels a
+/// and b (each against its factor's first, a₀ and b₀), how much A's effect changes when B
+/// moves from b₀ to b — (ȳ(a, b) − ȳ(a₀, b)) − (ȳ(a, b₀) − ȳ(a₀, b₀)), the other factors
+/// averaged over; 0 when the two act independently (additively) on the metric.
+pub fn interactions(c: &Campaign, headlines: &[Option<Headline>]) -> Vec<Effect> {
+    let Some(complete) = complete_repetitions(c, headlines) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (i, fa) in c.factors.iter().enumerate() {
+        for fb in &c.factors[i + 1..] {
+            let (Some(a0), Some(b0)) = (fa.values.first(), fb.values.first()) else {
+                continue;
+            };
+            for a in &fa.values[1..] {
+                for b in &fb.values[1..] {
+                    let at = |x: &str, y: &str| {
+                        vec![
+                            (fa.name.as_str(), x.to_string()),
+                            (fb.name.as_str(), y.to_string()),
+                        ]
+                    };
+                    let cells = [
+                        (1.0, at(a, b)),
+                        (-1.0, at(a0, b)),
+                        (-1.0, at(a, b0)),
+                        (1.0, at(a0, b0)),
+                    ];
+                    let terms: Vec<(f64, Vec<(&str, &str)>)> = cells
+                        .iter()
+                        .map(|(sign, levels)| {
+                            (
+                                *sign,
+                                levels.iter().map(|(f, l)| (*f, l.as_str())).collect(),
+                            )
+                        })
+                        .collect();
+                    out.push(Effect {
+                        factor: format!("{} × {}", fa.name, fb.name),
+                        level: format!("{a} × {b}"),
+                        base: format!("{a0} × {b0}"),
+                        estimates: contrast(c, headlines, &complete, &terms),
+                    });
+                }
+            }
+        }
+    }
+    out
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
@@ -314,39 +391,21 @@ pub fn markdown(
             String::new()
         },
     ));
-    let effects = main_effects(c, headlines);
     if d.full_factorial {
         out.push_str(
             "\n### Main effects\n\nEach level against the factor's first: the change in the \
              mean headline, with its 95 % interval over the repetitions (Student's t).\n\n",
         );
-        let mut header = vec!["factor".to_string(), "level".to_string()];
-        header.extend(METRICS.iter().map(|(name, _, _)| format!("Δ {name}")));
-        out.push_str(&format!(
-            "| {} |\n|{}\n",
-            header.join(" | "),
-            " :--- |".repeat(2) + &" ---: |".repeat(METRICS.len())
-        ));
-        for e in &effects {
-            let mut row = vec![
-                md_escape(&e.factor),
-                format!("{} vs {}", md_escape(&e.level), md_escape(&e.base)),
-            ];
-            for ((_, unit, _), est) in METRICS.iter().zip(&e.estimates) {
-                row.push(match est {
-                    None => format::MISSING.to_string(),
-                    Some((v, None)) => format!("{} (one repetition)", signed(*v, unit)),
-                    Some((v, Some((lo, hi)))) => {
-                        format!(
-                            "{} [{}, {}]",
-                            signed(*v, unit),
-                            signed(*lo, ""),
-                            signed(*hi, "")
-                        )
-                    }
-                });
-            }
-            out.push_str(&format!("| {} |\n", row.join(" | ")));
+        out.push_str(&effects_table(&main_effects(c, headlines)));
+        let pairs = interactions(c, headlines);
+        if !pairs.is_empty() {
+            out.push_str(
+                "\n### Interactions\n\nFor each pair of factors, how much the first's effect \
+                 changes when the second leaves its first level: (ȳ(a, b) − ȳ(a₀, b)) − \
+                 (ȳ(a, b₀) − ȳ(a₀, b₀)), the other factors averaged over, with its 95 % \
+                 interval over the repetitions; 0 when the two act independently.\n\n",
+            );
+            out.push_str(&effects_table(&pairs));
         }
     } else {
         out.push_str(
@@ -390,6 +449,39 @@ pub fn markdown(
         }
     }
     Ok((out, chart))
+}
+
+/// A table of effects (main or interaction): a row each, an estimate a metric.
+fn effects_table(effects: &[Effect]) -> String {
+    let mut header = vec!["factor".to_string(), "level".to_string()];
+    header.extend(METRICS.iter().map(|(name, _, _)| format!("Δ {name}")));
+    let mut out = format!(
+        "| {} |\n|{}\n",
+        header.join(" | "),
+        " :--- |".repeat(2) + &" ---: |".repeat(METRICS.len())
+    );
+    for e in effects {
+        let mut row = vec![
+            md_escape(&e.factor),
+            format!("{} vs {}", md_escape(&e.level), md_escape(&e.base)),
+        ];
+        for ((_, unit, _), est) in METRICS.iter().zip(&e.estimates) {
+            row.push(match est {
+                None => format::MISSING.to_string(),
+                Some((v, None)) => format!("{} (one repetition)", signed(*v, unit)),
+                Some((v, Some((lo, hi)))) => {
+                    format!(
+                        "{} [{}, {}]",
+                        signed(*v, unit),
+                        signed(*lo, ""),
+                        signed(*hi, "")
+                    )
+                }
+            });
+        }
+        out.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    out
 }
 
 fn signed(v: f64, unit: &str) -> String {

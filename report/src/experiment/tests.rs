@@ -183,3 +183,41 @@ fn the_frontier_is_exactly_the_treatments_no_other_dominates() {
         .collect();
     assert_eq!(on, ["a hi, b x", "a hi, b y"]);
 }
+
+#[test]
+fn an_interaction_is_how_much_one_factors_effect_changes_with_the_other() {
+    // Additive: a moves TTFT by 30, b by 5, independently; no interaction.
+    let additive = |a: &str, b: &str, r: u32| {
+        let ttft = 10.0 + if a == "hi" { 30.0 } else { 0.0 } + if b == "y" { 5.0 } else { 0.0 };
+        h(1.0, ttft + f64::from(r), 1.0)
+    };
+    let (c, hs) = experiment(2, additive);
+    let [i] = interactions(&c, &hs).try_into().unwrap();
+    assert_eq!(
+        (i.factor.as_str(), i.level.as_str(), i.base.as_str()),
+        ("a × b", "hi × y", "lo × x")
+    );
+    let (v, interval) = i.estimates[1].unwrap();
+    assert!(v.abs() < 1e-9 && interval.is_some_and(|(lo, hi)| lo.abs() < 1e-9 && hi.abs() < 1e-9));
+    // hi and y together cost 12 more than their two effects: the interaction is +12, and the
+    // main effect of a is its mean over b's levels (30 + 12 / 2).
+    let (c, hs) = experiment(2, |a, b, r| {
+        let both = if a == "hi" && b == "y" { 12.0 } else { 0.0 };
+        let mut x = additive(a, b, r);
+        x.ttft_p50_ms = x.ttft_p50_ms.map(|t| t + both);
+        x
+    });
+    let (v, _) = interactions(&c, &hs)[0].estimates[1].unwrap();
+    assert!((v - 12.0).abs() < 1e-9, "{v}");
+    let (main, _) = main_effects(&c, &hs)[0].estimates[1].unwrap();
+    assert!((main - 36.0).abs() < 1e-9, "{main}");
+    let (md, _) = markdown(&c, &hs).unwrap();
+    assert!(
+        md.contains("### Interactions") && md.contains("| a × b | hi × y vs lo × x |"),
+        "{md}"
+    );
+    // A listed design estimates none.
+    let (mut c, hs) = experiment(2, additive);
+    c.design.as_mut().unwrap().full_factorial = false;
+    assert!(interactions(&c, &hs).is_empty());
+}

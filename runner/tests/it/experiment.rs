@@ -190,6 +190,7 @@ fn check_experiment(d: &Path) {
     // The main effects, against the simulator's model; the interval is Student's t over two
     // repetitions, widened by half a millisecond of this machine's timer jitter.
     let md = std::fs::read_to_string(d.join("results/campaign.md")).unwrap();
+    eprintln!("{}", &md[md.find("## Experiment").unwrap_or(0)..]);
     for (factor, col, truth) in [("ttft", 3, 30.0), ("prefill", 3, 12.672), ("itl", 4, 4.0)] {
         let (est, lo, hi) = effect(&md, factor, col);
         assert!(
@@ -200,6 +201,19 @@ fn check_experiment(d: &Path) {
     // No effect where the model has none: the gap between tokens does not move the first.
     let (est, _, _) = effect(&md, "itl", 3);
     assert!(est.abs() < 1.0, "itl on TTFT: {est}\n{md}");
+    // The model adds the first token's base and its prefill: they do not interact on TTFT,
+    // nor does anything on TPOT (the gap alone sets it).
+    for (pair, col) in [
+        ("ttft × prefill", 3),
+        ("ttft × itl", 4),
+        ("prefill × itl", 4),
+    ] {
+        let (est, lo, hi) = effect(&md, pair, col);
+        assert!(
+            lo - 0.5 <= 0.0 && 0.0 <= hi + 0.5,
+            "{pair}: {est} [{lo}, {hi}]\n{md}"
+        );
+    }
     // The frontier: the fastest first token, prefill and gaps lead on both axes. The model
     // gives every treatment of 2 ms gaps the same tokens per second per user (500), which the
     // measurement splits by a few tenths of a percent, so those may tie onto the frontier;
