@@ -461,6 +461,10 @@ fn headline(cell: &CellEntry, loaded: &Loaded) -> Option<(Headline, Option<f64>)
                 .validity
                 .iter()
                 .any(|f| f.code == schemas::flag::FlagCode::AccuracyBelowThreshold),
+            capacity_per_gpu: p.capacity.as_ref().and_then(|c| {
+                let per = c.passed?.get() / f64::from(gpus?);
+                Some((per, c.search))
+            }),
         },
         otps,
     ))

@@ -39,6 +39,9 @@ pub struct Headline {
     pub tpot_p50_ms: Option<f64>,
     /// Whether the cell's accuracy check (when it asked one) passed.
     pub accurate: bool,
+    /// A capacity search's answer (the highest load that met its SLO) per GPU, and what it
+    /// searched over.
+    pub capacity_per_gpu: Option<(f64, schemas::document::capacity::Search)>,
 }
 
 /// How a cell's headline is read.
@@ -229,6 +232,8 @@ pub struct Point {
     pub per_user_half: f64,
     pub accurate: bool,
     pub on_frontier: bool,
+    /// The mean capacity per GPU over its cells, where every one searched for it.
+    pub capacity_per_gpu: Option<(f64, schemas::document::capacity::Search)>,
 }
 
 impl Point {
@@ -250,8 +255,13 @@ impl Point {
 /// Each treatment's point (the factors' levels its cells share; axis values apart), and
 /// whether it is on the frontier.
 pub fn frontier(c: &Campaign, headlines: &[Option<Headline>]) -> Vec<Point> {
-    // (label, each cell's (per GPU, per user), all accurate)
-    type Gathered = (String, Vec<(f64, f64)>, bool);
+    // (label, each cell's (per GPU, per user), all accurate, each cell's capacity per GPU)
+    type Gathered = (
+        String,
+        Vec<(f64, f64)>,
+        bool,
+        Vec<Option<(f64, schemas::document::capacity::Search)>>,
+    );
     let mut points: Vec<Gathered> = Vec::new();
     for (cell, h) in c.cells.iter().zip(headlines) {
         let Some(h) = h else { continue };
@@ -270,18 +280,30 @@ pub fn frontier(c: &Campaign, headlines: &[Option<Headline>]) -> Vec<Point> {
                 .filter_map(|f| cell.factors.get(&f.name).map(|l| format!("{} {l}", f.name))),
         );
         let label = parts.join(", ");
-        match points.iter_mut().find(|(l, _, _)| *l == label) {
-            Some((_, values, accurate)) => {
+        match points.iter_mut().find(|(l, _, _, _)| *l == label) {
+            Some((_, values, accurate, capacity)) => {
                 values.push((per_gpu, 1000.0 / tpot));
                 *accurate &= h.accurate;
+                capacity.push(h.capacity_per_gpu);
             }
-            None => points.push((label, vec![(per_gpu, 1000.0 / tpot)], h.accurate)),
+            None => points.push((
+                label,
+                vec![(per_gpu, 1000.0 / tpot)],
+                h.accurate,
+                vec![h.capacity_per_gpu],
+            )),
         }
     }
     let half = |v: Vec<f64>| t_interval(&v).map_or(0.0, |(lo, hi)| (hi - lo) / 2.0);
     let means: Vec<Point> = points
         .into_iter()
-        .map(|(label, values, accurate)| Point {
+        .map(|(label, values, accurate, capacity)| Point {
+            capacity_per_gpu: capacity
+                .iter()
+                .copied()
+                .collect::<Option<Vec<_>>>()
+                .filter(|c| c.windows(2).all(|w| w[0].1 == w[1].1))
+                .and_then(|c| Some((mean(c.iter().map(|x| x.0))?, c.first()?.1))),
             label,
             per_gpu: mean(values.iter().map(|v| v.0)).expect("a point has a value"),
             per_user: mean(values.iter().map(|v| v.1)).expect("a point has a value"),
@@ -429,14 +451,28 @@ pub fn markdown(
             out.push('\n');
             chart = Some(file);
         }
-        out.push_str(
-            "| treatment | output tok/s/GPU | tok/s per user | |\n| :--- | ---: | ---: | :--- |\n",
-        );
+        // The cells searched for their capacity under an SLO: each treatment's, per GPU.
+        let capacity = points.iter().any(|p| p.capacity_per_gpu.is_some());
+        out.push_str(if capacity {
+            "| treatment | output tok/s/GPU | tok/s per user | capacity per GPU | |\n| :--- | ---: | ---: | ---: | :--- |\n"
+        } else {
+            "| treatment | output tok/s/GPU | tok/s per user | |\n| :--- | ---: | ---: | :--- |\n"
+        });
         let mut sorted = points.clone();
         sorted.sort_by(|a, b| b.per_gpu.total_cmp(&a.per_gpu));
         for p in &sorted {
+            let cap = if capacity {
+                let v = p
+                    .capacity_per_gpu
+                    .map_or(format::MISSING.to_string(), |(v, search)| {
+                        crate::tables::capacity::load(search, v)
+                    });
+                format!(" {v} |")
+            } else {
+                String::new()
+            };
             out.push_str(&format!(
-                "| {} | {} | {} | {} |\n",
+                "| {} | {} | {} |{cap} {} |\n",
                 md_escape(&p.label),
                 format::fixed(p.per_gpu, 2),
                 format::fixed(p.per_user, 2),

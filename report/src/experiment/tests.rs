@@ -63,6 +63,7 @@ fn h(per_gpu: f64, ttft: f64, tpot: f64) -> Headline {
         ttft_p50_ms: Some(ttft),
         tpot_p50_ms: Some(tpot),
         accurate: true,
+        capacity_per_gpu: None,
     }
 }
 
@@ -220,4 +221,34 @@ fn an_interaction_is_how_much_one_factors_effect_changes_with_the_other() {
     let (mut c, hs) = experiment(2, additive);
     c.design.as_mut().unwrap().full_factorial = false;
     assert!(interactions(&c, &hs).is_empty());
+}
+
+#[test]
+fn a_treatment_whose_cells_searched_their_capacity_shows_it_per_gpu() {
+    use schemas::document::capacity::Search;
+    let (c, mut hs) = experiment(2, |a, _, _| {
+        h(if a == "hi" { 200.0 } else { 100.0 }, 1.0, 5.0)
+    });
+    for (i, x) in hs.iter_mut().enumerate() {
+        x.as_mut().unwrap().capacity_per_gpu =
+            Some((2.0 + (i % 4) as f64 + (i / 4) as f64, Search::Rate));
+    }
+    let points = frontier(&c, &hs);
+    // a lo, b x: cells 0 and 4, 2 and 3 req/s per GPU.
+    let p = points.iter().find(|p| p.label == "a lo, b x").unwrap();
+    assert_eq!(p.capacity_per_gpu, Some((2.5, Search::Rate)));
+    let (md, _) = markdown(&c, &hs).unwrap();
+    assert!(
+        md.contains("| a lo, b x | 100.00 | 200.00 | 2.50 req/s |"),
+        "{md}"
+    );
+    // One cell without an answer: the treatment has none.
+    hs[0].as_mut().unwrap().capacity_per_gpu = None;
+    let points = frontier(&c, &hs);
+    assert!(points
+        .iter()
+        .find(|p| p.label == "a lo, b x")
+        .unwrap()
+        .capacity_per_gpu
+        .is_none());
 }
