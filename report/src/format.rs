@@ -29,6 +29,14 @@ pub fn fixed_opt(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| MISSING.to_string(), |v| fixed(v, decimals))
 }
 
+/// ` [40.10 – 42.30]`: a 95 % interval after a value, its ends with `decimals` decimals;
+/// empty without one.
+pub fn bracketed(interval: Option<(f64, f64)>, decimals: usize) -> String {
+    interval.map_or_else(String::new, |(low, high)| {
+        format!(" [{} – {}]", fixed(low, decimals), fixed(high, decimals))
+    })
+}
+
 /// `1.67 sec`: the value with two decimals and a unit, or [`MISSING`] alone (no unit
 /// after a dash).
 pub fn with_unit(v: Option<f64>, unit: &str) -> String {

@@ -56,15 +56,12 @@ fn row(a: &AdapterStats, i: Option<&AdapterIntervals>) -> String {
 
 /// `41.20 [40.10 – 42.30]`, or the value alone without an interval.
 fn with_interval(v: f64, i: Option<Interval>, decimals: usize) -> String {
-    match i {
-        Some(i) => format!(
-            "{} [{} – {}]",
-            format::fixed(v, decimals),
-            format::fixed(i.low.get(), decimals),
-            format::fixed(i.high.get(), decimals)
-        ),
-        None => format::fixed(v, decimals),
-    }
+    let ends = i.map(|i| (i.low.get(), i.high.get()));
+    format!(
+        "{}{}",
+        format::fixed(v, decimals),
+        format::bracketed(ends, decimals)
+    )
 }
 
 #[cfg(test)]

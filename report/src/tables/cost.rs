@@ -113,17 +113,12 @@ pub fn money(v: Option<PerMillion>, price: Option<&Price>) -> String {
     let (Some(v), Some(price)) = (v, price) else {
         return format::MISSING.to_string();
     };
-    let amount = |x: f64| format::fixed(x, 4);
-    match v.interval {
-        Some((low, high)) => format!(
-            "{} {} [{} – {}]",
-            amount(v.value),
-            price.currency,
-            amount(low),
-            amount(high)
-        ),
-        None => format!("{} {}", amount(v.value), price.currency),
-    }
+    format!(
+        "{} {}{}",
+        format::fixed(v.value, 4),
+        price.currency,
+        format::bracketed(v.interval, 4)
+    )
 }
 
 /// The cost table of a result's benchmarks, in `order` (the details' order): empty without a
