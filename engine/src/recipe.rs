@@ -112,6 +112,14 @@ pub struct Metrics {
     /// …): read at each position the engine lists.
     #[serde(default)]
     pub spec_decode_accepted_per_position: Vec<String>,
+    /// Disaggregated serving's KV-cache transfers: the time histogram's `_sum` (in seconds, or
+    /// in milliseconds) and its `_count`.
+    #[serde(default)]
+    pub kv_transfer_seconds: Vec<String>,
+    #[serde(default)]
+    pub kv_transfer_milliseconds: Vec<String>,
+    #[serde(default)]
+    pub kv_transfers: Vec<String>,
 }
 
 impl Metrics {
@@ -136,6 +144,12 @@ impl Metrics {
                 MetricRole::SpecDecodeAcceptedTokens,
                 &self.spec_decode_accepted_tokens,
             ),
+            (MetricRole::KvTransferSeconds, &self.kv_transfer_seconds),
+            (
+                MetricRole::KvTransferMilliseconds,
+                &self.kv_transfer_milliseconds,
+            ),
+            (MetricRole::KvTransfers, &self.kv_transfers),
         ];
         let mut roles: BTreeMap<MetricRole, Vec<String>> = all
             .into_iter()

@@ -37,6 +37,23 @@ pub fn bracketed(interval: Option<(f64, f64)>, decimals: usize) -> String {
     })
 }
 
+/// `41.20 [40.10 – 42.30]`: a value and its interval (the value alone without one), both
+/// with `decimals` decimals; [`MISSING`] without a value.
+pub fn with_interval(
+    v: Option<f64>,
+    interval: Option<schemas::interval::Interval>,
+    decimals: usize,
+) -> String {
+    match v {
+        Some(v) => format!(
+            "{}{}",
+            fixed(v, decimals),
+            bracketed(interval.map(|i| (i.low.get(), i.high.get())), decimals)
+        ),
+        None => MISSING.to_string(),
+    }
+}
+
 /// `1.67 sec`: the value with two decimals and a unit, or [`MISSING`] alone (no unit
 /// after a dash).
 pub fn with_unit(v: Option<f64>, unit: &str) -> String {

@@ -510,6 +510,7 @@ pub fn with_telemetry(mut b: Benchmark, gpus: u32, throttled: &[usize]) -> Bench
             ok: true,
             detail: "HTTP 200".into(),
         }),
+        roles: vec![],
     });
     b.summary = schemas::metrics::summarize_benchmark(&b).expect("summarize");
     b

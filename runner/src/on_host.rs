@@ -200,7 +200,41 @@ pub fn watch_config(
         metrics,
         metrics_period: Duration::from_millis(args.metrics_sample_ms.max(10)),
         reset,
+        roles: vec![],
     }
+}
+
+/// The prefill and decode roles the spec declares, to watch: each role's GPUs, and its
+/// metrics pages read with the names of the recipe that fits the server (checked when the
+/// spec was validated, so a declaration that does not parse reads as none).
+pub fn role_watch(
+    spec: &loadgen::spec::RunSpec,
+    recipe: Option<&Loaded>,
+    engine_name: &str,
+) -> Vec<telemetry::RoleConfig> {
+    let names = recipe
+        .and_then(|l| l.recipe.metrics.as_ref())
+        .map(|m| m.roles())
+        .ok_or_else(|| {
+            format!(
+                "no recipe names the metrics of this engine ({engine_name}); pass --engine RECIPE"
+            )
+        });
+    spec.roles()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| telemetry::RoleConfig {
+            role: r.role,
+            gpus: r.gpus,
+            gpus_sampled_here: r.host.is_none(),
+            pages: r
+                .metrics_urls
+                .iter()
+                .map(|u| (u.clone(), host::probe::public_endpoint(u)))
+                .collect(),
+            metrics: names.clone(),
+        })
+        .collect()
 }
 
 /// The load generator's hook, on the telemetry watch; it also journals the current

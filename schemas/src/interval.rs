@@ -88,6 +88,19 @@ pub struct Uncertainty {
     /// `by_adapter`'s, in its order; since `result/v0.16`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_adapter: Option<Vec<AdapterIntervals>>,
+    /// `host.roles`', in its order; since `result/v0.17`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_role: Option<Vec<RoleIntervals>>,
+}
+
+/// One role's intervals (`summary.host.roles`, in its order).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RoleIntervals {
+    pub tokens_per_s_per_gpu: Option<Interval>,
+    pub j_per_token: Option<Interval>,
+    pub kv_transfer_mean_ms: Option<Interval>,
 }
 
 /// One LoRA adapter's intervals (`summary.by_adapter`).

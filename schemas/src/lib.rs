@@ -36,6 +36,7 @@ pub mod agentic;
 pub mod structured;
 pub mod tool_calls;
 pub mod adapters;
+pub mod roles;
 pub mod metrics;
 pub mod validity;
 pub mod precision;
@@ -76,9 +77,12 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.17: prefill and decode roles (the telemetry's `roles`, the summary's `host.roles`,
+/// the intervals' `by_role`).
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.17";
 /// v0.16: LoRA adapters (records' `adapter`, the summary's `by_adapter`) and the prices a
-/// run assumed (`pricing`).
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.16";
+/// run assumed (`pricing`). Still read and verified.
+pub const PREDICATE_TYPE_V0_16: &str = "https://provebench.dev/result/v0.16";
 /// v0.15: tool calls: the workload's `tools`, records' `tool_calls`, the summary's
 /// `tool_calls`, and accuracy suites graded by calls (`tool_call`). Still read and verified.
 pub const PREDICATE_TYPE_V0_15: &str = "https://provebench.dev/result/v0.15";

@@ -51,6 +51,16 @@ pub fn summarize_benchmark_decoded(
 ) -> Result<Summary, MetricsError> {
     let mut summary = summarize_looked(&b.records, gaps, b.slo.as_ref(), b.precision.is_some())?;
     summary.host = host_summary(&b.records, b.telemetry.as_ref())?;
+    if let (Some(host), Some(t)) = (summary.host.as_mut(), b.telemetry.as_ref()) {
+        let window = measured_window(&b.records);
+        let critical = critical_value(b.precision.is_some());
+        if let Some((stats, intervals)) = crate::roles::roles(&b.records, t, window, critical)? {
+            host.roles = Some(stats);
+            if let Some(u) = summary.uncertainty.as_mut() {
+                u.by_role = Some(intervals);
+            }
+        }
+    }
     if let Some(schema) = b.workload.json_schema() {
         let t = critical_value(b.precision.is_some());
         let (stats, interval) = crate::structured::stats(&b.records, &schema.schema, t)?;
@@ -86,6 +96,16 @@ fn critical_value(looked: bool) -> f64 {
         crate::uncertainty::BATCHES as u32 - 1,
         confidence_of(looked),
     )
+}
+
+/// The benchmark's window (module doc): its measured requests' earliest scheduled send and
+/// latest end, in µs; (0, 0) when none was measured.
+pub fn measured_window(records: &[RawRecord]) -> (u64, u64) {
+    let measured = || records.iter().filter(|r| r.phase == Phase::Measured);
+    match measured().map(|r| r.scheduled_us).min() {
+        Some(start) => (start, measured().map(|r| r.end_us).max().unwrap_or(start)),
+        None => (0, 0),
+    }
 }
 
 /// What a benchmark's telemetry implies, beside the summary of its `records`.

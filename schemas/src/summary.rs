@@ -506,6 +506,61 @@ pub struct Breakdown {
 pub struct HostSummary {
     pub gpu: Option<GpuSummary>,
     pub server: Option<ServerSummary>,
+    /// Each role of a deployment that prefills and decodes apart (`crate::roles`); since
+    /// `result/v0.17`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<Vec<RoleSummary>>,
+}
+
+/// A side of a disaggregated deployment (vLLM's `kv_producer` and `kv_consumer`, SGLang's
+/// `--disaggregation-mode prefill` and `decode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ServingRole {
+    /// Computes prompts' KV caches: its work is input tokens.
+    Prefill,
+    /// Generates from KV caches it receives: its work is output tokens.
+    Decode,
+}
+
+impl ServingRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ServingRole::Prefill => "prefill",
+            ServingRole::Decode => "decode",
+        }
+    }
+}
+
+/// What one role of a disaggregated deployment did ([`crate::roles`] defines each figure).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RoleSummary {
+    pub role: ServingRole,
+    pub gpus: u32,
+    /// The role's work by the client's count: input tokens (prefill) or output tokens
+    /// (decode) of the measured requests that completed.
+    pub tokens: u64,
+    /// `tokens` per second of the benchmark's window, per GPU of the role.
+    pub tokens_per_s_per_gpu: Option<Finite>,
+    /// The same count over every completed request of the benchmark (warm-up and cool-down
+    /// too): what the servers' count and the energy are set against.
+    pub benchmark_tokens: u64,
+    /// The role's servers' own count over the benchmark: the increase of their prompt-token
+    /// (prefill) or generated-token (decode) counters; null when no page was scraped.
+    pub server_tokens: Option<Finite>,
+    /// True when `server_tokens` and `benchmark_tokens` differ by more than 1 %.
+    pub counts_disagree: Option<bool>,
+    /// The role's GPUs' energy over the benchmark; null when one of them was not sampled or
+    /// reports no counter.
+    pub energy_j: Option<u64>,
+    /// `energy_j` / `benchmark_tokens`.
+    pub j_per_token: Option<Finite>,
+    /// KV-cache transfers its servers counted over the benchmark, and their mean time.
+    pub kv_transfers: Option<Finite>,
+    pub kv_transfer_mean_ms: Option<Finite>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

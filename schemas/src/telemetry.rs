@@ -80,11 +80,13 @@ pub fn summarize(t: &Telemetry, output_tokens: u64) -> Result<HostSummary, Telem
             .map(|g| summarize_gpus(g, output_tokens))
             .transpose()?,
         server: t.server.as_ref().map(summarize_server).transpose()?,
+        // `crate::roles`', filled in by `crate::metrics`.
+        roles: None,
     })
 }
 
 /// A column decoded and checked against the sample times.
-fn column(name: &str, text: &str, want: usize) -> Result<Vec<i64>, TelemetryError> {
+pub(crate) fn column(name: &str, text: &str, want: usize) -> Result<Vec<i64>, TelemetryError> {
     let values = series::decode(text).map_err(|source| TelemetryError::Column {
         column: name.into(),
         source,
@@ -100,7 +102,7 @@ fn column(name: &str, text: &str, want: usize) -> Result<Vec<i64>, TelemetryErro
 }
 
 /// Sample times, checked to be in order; with the longest gap and the span.
-fn times(name: &str, text: &str) -> Result<(Vec<i64>, u64, u64), TelemetryError> {
+pub(crate) fn times(name: &str, text: &str) -> Result<(Vec<i64>, u64, u64), TelemetryError> {
     let t = series::decode(text).map_err(|source| TelemetryError::Column {
         column: format!("{name}.t_us"),
         source,
@@ -120,7 +122,7 @@ fn times(name: &str, text: &str) -> Result<(Vec<i64>, u64, u64), TelemetryError>
     Ok((t, max_gap, span))
 }
 
-fn finite(what: &str, v: f64) -> Result<Finite, TelemetryError> {
+pub(crate) fn finite(what: &str, v: f64) -> Result<Finite, TelemetryError> {
     Finite::new(v).map_err(|_| TelemetryError::NotFinite(what.into()))
 }
 
@@ -199,26 +201,47 @@ fn summarize_gpus(g: &GpuTelemetry, output_tokens: u64) -> Result<GpuSummary, Te
     })
 }
 
-fn summarize_server(m: &ServerMetrics) -> Result<ServerSummary, TelemetryError> {
-    let (t, max_gap_us, _) = times("server", &m.t_us)?;
+/// A server's series decoded: values by metric name, one per sample.
+pub(crate) type Decoded<'a> = BTreeMap<&'a str, Vec<f64>>;
+
+/// A server's sample times, their longest gap, and its series decoded; `at` names it in
+/// errors (`server`, `roles[0].servers[1]`).
+pub(crate) fn decode_server<'a>(
+    m: &'a ServerMetrics,
+    at: &str,
+) -> Result<(Vec<i64>, u64, Decoded<'a>), TelemetryError> {
+    let (t, max_gap_us, _) = times(at, &m.t_us)?;
     let n = t.len();
     let mut decoded: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for (i, s) in m.series.iter().enumerate() {
-        let raw = column(&format!("server.series[{i}] ({})", s.name), &s.values, n)?;
+        let raw = column(&format!("{at}.series[{i}] ({})", s.name), &s.values, n)?;
         decoded.insert(&s.name, s.scaled(&raw));
     }
+    Ok((t, max_gap_us, decoded))
+}
+
+/// A counter role's increase over the samples: per metric, then summed (a restart of one
+/// must not hide another's growth); `None` when none of its metrics was kept.
+pub(crate) fn role_increase(
+    m: &ServerMetrics,
+    decoded: &BTreeMap<&str, Vec<f64>>,
+    role: MetricRole,
+) -> Option<f64> {
+    let names = m.roles.get(&role)?;
+    let parts: Vec<f64> = names
+        .iter()
+        .filter_map(|n| decoded.get(n.as_str()))
+        .map(|s| counter_increase(s))
+        .collect();
+    (!parts.is_empty()).then(|| parts.iter().sum::<f64>())
+}
+
+fn summarize_server(m: &ServerMetrics) -> Result<ServerSummary, TelemetryError> {
+    let (t, max_gap_us, decoded) = decode_server(m, "server")?;
+    let n = t.len();
     let role = |r: MetricRole| m.role_values(&decoded, r);
     let gauge = |r: MetricRole| role(r).map(|v| (v.iter().sum::<f64>() / v.len() as f64, max(&v)));
-    let increase = |r: MetricRole| {
-        // Per metric, then summed: a restart of one must not hide another's growth.
-        let names = m.roles.get(&r)?;
-        let parts: Vec<f64> = names
-            .iter()
-            .filter_map(|n| decoded.get(n.as_str()))
-            .map(|s| counter_increase(s))
-            .collect();
-        (!parts.is_empty()).then(|| parts.iter().sum::<f64>())
-    };
+    let increase = |r: MetricRole| role_increase(m, &decoded, r);
     let opt = |what: &str, v: Option<f64>| v.map(|v| finite(what, v)).transpose();
     let (running, waiting) = (gauge(MetricRole::Running), gauge(MetricRole::Waiting));
     let queries = increase(MetricRole::PrefixCacheQueries);
@@ -292,7 +315,7 @@ fn speculative(
 }
 
 /// A counter's increase over its samples; a fall is a restart, from which it counts anew.
-fn counter_increase(s: &[f64]) -> f64 {
+pub(crate) fn counter_increase(s: &[f64]) -> f64 {
     s.windows(2)
         .map(|w| if w[1] >= w[0] { w[1] - w[0] } else { w[1] })
         .sum()

@@ -279,6 +279,8 @@ pub(crate) fn uncertainty_counted(
         tool_call_valid_share: None,
         // `crate::adapters`'.
         by_adapter: None,
+        // `crate::roles`', filled in by `crate::metrics`.
+        by_role: None,
     })
 }
 

@@ -346,6 +346,7 @@ fn result_v0_2_documents_still_verify_and_telemetry_is_recomputed() {
         server: None,
         server_null_reason: Some("turned off".into()),
         prefix_cache_reset: None,
+        roles: vec![],
     });
     let sealed = serde_json::to_value(schemas::seal::seal(p).unwrap()).unwrap();
     let gpu = &sealed["predicate"]["benchmarks"][0]["summary"]["host"]["gpu"];

@@ -408,7 +408,8 @@ async fn pool(
         gen.finish(Instant::now());
         return Ok(refusal);
     }
-    gen.admit().await;
+    // Pooling is never disaggregated: admission cannot fail.
+    gen.admit().await?;
     if let Some(Fault::Stall { pause, .. }) = fault {
         gen.stall(pause);
     }
@@ -460,7 +461,10 @@ async fn whole(
     ident: &Ident,
     conversation: Option<protocol::PromptTokens>,
 ) -> Result<Response<Body>, io::Error> {
-    gen.admit().await;
+    if let Err(e) = gen.admit().await {
+        gen.failed(Instant::now(), "prefill_failed");
+        return Err(e);
+    }
     let seed = gen.engine().cfg.seed;
     let n = req.max_tokens;
     let mut fired = false;
@@ -590,7 +594,12 @@ impl Stream {
                     self.stage = Stage::Done;
                 }
                 Stage::Queued => {
-                    self.gen.admit().await;
+                    if let Err(e) = self.gen.admit().await {
+                        // The prefill side failed it: the connection drops, no last chunk.
+                        self.gen.failed(Instant::now(), "prefill_failed");
+                        self.stage = Stage::Done;
+                        return Some(Err(e));
+                    }
                     self.events.cached_tokens = self.gen.cached_tokens;
                     // Responses: `response.created` and `.in_progress`, before the first token's delay.
                     let pending = &mut self.pending;
@@ -948,6 +957,9 @@ fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
     if engine.cfg.speculative.is_some() {
         speculative_metrics(engine, &model, openmetrics, &mut out);
     }
+    if engine.cfg.disaggregated.is_some() {
+        transfer_metrics(engine, &model, &mut out);
+    }
     if openmetrics {
         out.push_str("# EOF\n");
     }
@@ -1004,6 +1016,35 @@ fn speculative_metrics(engine: &Engine, model: &str, openmetrics: bool, out: &mu
             go_float(n(count))
         );
     }
+}
+
+/// The decode side's KV transfers as vLLM's NIXL connector exports them: the histogram
+/// `vllm:nixl_xfer_time_seconds` (the same lines in either format).
+fn transfer_metrics(engine: &Engine, model: &str, out: &mut String) {
+    let name = "vllm:nixl_xfer_time_seconds";
+    let t = &engine.kv_transfers;
+    let labels = format!("engine=\"0\",model_name=\"{model}\"");
+    let _ = write!(
+        out,
+        "# HELP {name} Histogram of transfer duration for NIXL KV Cache transfers.\n\
+         # TYPE {name} histogram\n"
+    );
+    let count = t.count.load(Relaxed);
+    for (le, n) in t.cumulative() {
+        let _ = writeln!(
+            out,
+            "{name}_bucket{{{labels},le=\"{le:?}\"}} {}",
+            go_float(n as f64)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{name}_bucket{{{labels},le=\"+Inf\"}} {}",
+        go_float(count as f64)
+    );
+    let _ = writeln!(out, "{name}_count{{{labels}}} {}", go_float(count as f64));
+    let sum_s = t.sum_us.load(Relaxed) as f64 / 1e6;
+    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", go_float(sum_s));
 }
 
 /// One metric of the page: its samples by `finished_reason` (`None`: no such label).

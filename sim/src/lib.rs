@@ -125,6 +125,23 @@
 //! request's adapter and whether it loaded it ([`RequestTruth::adapter`],
 //! [`RequestTruth::adapter_loaded`]).
 //!
+//! # Prefill and decode on two processes
+//!
+//! With [`SimConfig::disaggregated`] the simulator is the decode side of a disaggregated
+//! deployment (`disaggregated.rs`): each generation request is first prefilled by another
+//! simulator (the prefill side, an ordinary one), then its KV cache crosses over in
+//! [`Disaggregated::kv_transfer_ms`], then it decodes here with no prefill of its own. The
+//! prefill side counts the prompt tokens in its `/metrics`, this side the generated tokens and
+//! the transfers (`vllm:nixl_xfer_time_seconds`, as vLLM's NIXL connector counts them on the
+//! side that pulls the KV), and the truth keeps each request's [`RequestTruth::remote_prefill`]
+//! and [`RequestTruth::kv_transfer`].
+//!
+//! # Truth log
+//!
+//! With [`SimConfig::truth_log`] every request that ends is appended to a file as one JSON line
+//! (`truth_log.rs` names the fields): the server's own account for a test that runs the
+//! simulator as a separate process (`runner sim --truth-log FILE`).
+//!
 //! # Metrics
 //!
 //! `GET /metrics` serves the gauges and counters of vLLM's V1 engine, named and labelled as
@@ -139,6 +156,7 @@
 //! in `# EOF`).
 
 pub mod answers;
+mod disaggregated;
 mod faults;
 mod http;
 mod images;
@@ -150,6 +168,9 @@ pub mod tools;
 mod protocol;
 #[cfg(test)]
 mod tests;
+mod truth_log;
+
+pub use disaggregated::Disaggregated;
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -231,6 +252,13 @@ pub struct SimConfig {
     /// Serve LoRA adapters beside the base model (see the crate docs); `None`: the base
     /// model only, and any `model` a request names is served as it.
     pub lora: Option<Lora>,
+    /// Serve as the decode side of a disaggregated deployment (see the crate docs): every
+    /// generation request is prefilled by another simulator, then its KV cache crosses over
+    /// in a known time; `None` serves each request whole.
+    pub disaggregated: Option<Disaggregated>,
+    /// Append one JSON line per request that ended to this file: what the server did, by its
+    /// own clock (see the crate docs' `# Truth log`); `None` writes none.
+    pub truth_log: Option<std::path::PathBuf>,
 }
 
 /// LoRA adapters served beside the base model, as vLLM serves them with `--enable-lora
@@ -356,6 +384,8 @@ impl Default for SimConfig {
             speculative: None,
             timings: false,
             lora: None,
+            disaggregated: None,
+            truth_log: None,
         }
     }
 }
@@ -408,6 +438,11 @@ impl SimConfig {
         }
         if let Some(s) = &self.speculative {
             if let Err(why) = s.validate() {
+                return bad(&why);
+            }
+        }
+        if let Some(d) = &self.disaggregated {
+            if let Err(why) = d.validate() {
                 return bad(&why);
             }
         }
@@ -468,7 +503,8 @@ pub struct RequestTruth {
     pub tool_call: Option<String>,
     pub tool_call_valid: Option<bool>,
     /// `error`, `rate_limit`, `reset`, `stall`, `malformed`, `short_batch`; `cancelled` when
-    /// the client went away before the response ended (and no fault was planned).
+    /// the client went away before the response ended (and no fault was planned);
+    /// `prefill_failed` when the prefill side of a disaggregated deployment failed it.
     pub fault: Option<&'static str>,
     /// Which API served it: `completions` (`/v1/completions`), `chat`
     /// (`/v1/chat/completions`), `responses` (`/v1/responses`), `tgi` (`/generate_stream`, or
@@ -494,6 +530,10 @@ pub struct RequestTruth {
     /// [`Lora::load_ms`]).
     pub adapter: Option<String>,
     pub adapter_loaded: bool,
+    /// The decode side of a disaggregated deployment: how long the prefill side took to
+    /// answer, and the KV transfer after it (`None` when served whole).
+    pub remote_prefill: Option<std::time::Duration>,
+    pub kv_transfer: Option<std::time::Duration>,
 }
 
 /// An image a chat request carried, as the server decoded it: what a client's record of the
@@ -580,7 +620,7 @@ impl SimServer {
             .await
             .map_err(std::io::Error::other)??;
         let addr = listener.local_addr()?;
-        let engine = Arc::new(model::Engine::new(cfg, keep_truth));
+        let engine = Arc::new(model::Engine::new(cfg, keep_truth)?);
         let (stop, stopped) = watch::channel(false);
         let task = handle.spawn(http::serve(listener, engine.clone(), stopped));
         Ok(SimServer {

@@ -26,9 +26,11 @@
 //! embedders and cross-encoders, with prefix caching off), and it ends by `stop`, as vLLM
 //! finishes a pooling request.
 
+use super::disaggregated::Transfers;
 use super::faults::Fault;
 use super::noise::{self, Draw};
 use super::protocol::Conversation;
+use super::truth_log::TruthLog;
 use super::{RequestTruth, SimConfig, PREFIX_BLOCK_TOKENS};
 use clock::Timer;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -81,6 +83,10 @@ pub(crate) struct Engine {
     /// The LoRA adapters loaded, the least recently used first.
     loras_loaded: Mutex<VecDeque<String>>,
     truth: Option<Mutex<Vec<RequestTruth>>>,
+    /// Where each request that ends is appended, when asked ([`SimConfig::truth_log`]).
+    truth_log: Option<TruthLog>,
+    /// The decode side's KV transfers (`vllm:nixl_xfer_time_seconds`).
+    pub kv_transfers: Transfers,
     ttft: Duration,
     prefill_s_per_token: f64,
     itl_s: f64,
@@ -89,8 +95,15 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    pub fn new(cfg: SimConfig, keep_truth: bool) -> Engine {
-        Engine {
+    pub fn new(cfg: SimConfig, keep_truth: bool) -> std::io::Result<Engine> {
+        let started = Instant::now();
+        let truth_log = match &cfg.truth_log {
+            Some(path) => Some(TruthLog::open(path, started).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("the truth log {}: {e}", path.display()))
+            })?),
+            None => None,
+        };
+        Ok(Engine {
             model_json: serde_json::to_string(&cfg.model).expect("a string serialises"),
             slots: Arc::new(Semaphore::new(cfg.max_batch as usize)),
             running: AtomicU32::new(0),
@@ -117,12 +130,14 @@ impl Engine {
             responses: Mutex::new(ResponseStore::default()),
             loras_loaded: Mutex::new(VecDeque::new()),
             truth: keep_truth.then(|| Mutex::new(Vec::new())),
+            truth_log,
+            kv_transfers: Transfers::default(),
             ttft: Duration::from_secs_f64(cfg.ttft_ms / 1e3),
             prefill_s_per_token: cfg.prefill_us_per_token / 1e6,
             itl_s: cfg.itl_ms / 1e3,
-            started: Instant::now(),
+            started,
             cfg,
-        }
+        })
     }
 
     #[cfg_attr(not(test), allow(dead_code))]
@@ -280,6 +295,10 @@ pub(crate) struct Generation {
     /// The LoRA adapter it is served with, and whether its admission loaded it.
     pub adapter: Option<String>,
     adapter_loaded: bool,
+    /// The decode side of a disaggregated deployment: the prefill side's time, and the KV
+    /// transfer's.
+    remote_prefill: Option<Duration>,
+    kv_transfer: Option<Duration>,
     permit: Option<OwnedSemaphorePermit>,
     finished: bool,
 }
@@ -334,6 +353,8 @@ impl Generation {
             request_id: None,
             adapter: None,
             adapter_loaded: false,
+            remote_prefill: None,
+            kv_transfer: None,
             permit: None,
             finished: false,
         }
@@ -358,9 +379,34 @@ impl Generation {
     }
 
     /// Waits for a batch slot (FIFO), looks the prompt up in the prefix cache, then sets the
-    /// first token's deadline: the prefill of the cached tokens is skipped.
-    pub async fn admit(&mut self) {
+    /// first token's deadline: the prefill of the cached tokens is skipped. On the decode side
+    /// of a disaggregated deployment the prefill side prefills it first and the KV crosses
+    /// over (`disaggregated.rs`); `Err` when the prefill side failed it.
+    pub async fn admit(&mut self) -> std::io::Result<()> {
         let engine = self.engine.clone();
+        let remote = match (&engine.cfg.disaggregated, self.prefill_only) {
+            (Some(d), false) => {
+                // Waiting, as vLLM's decode side holds a request until its KV is in.
+                let _queued = Queued::enter(&engine.waiting);
+                let asked = Instant::now();
+                d.prefill(
+                    &engine.model_json,
+                    &self.block_hashes,
+                    self.prompt_tokens,
+                    self.index,
+                )
+                .await?;
+                let prefilled = Instant::now();
+                let due = prefilled + Duration::from_secs_f64(d.kv_transfer_ms / 1e3);
+                Timer::global().sleep_until(due).await;
+                let arrived = Instant::now();
+                engine.kv_transfers.record(arrived - prefilled);
+                self.remote_prefill = Some(prefilled - asked);
+                self.kv_transfer = Some(arrived - prefilled);
+                true
+            }
+            _ => false,
+        };
         let permit = {
             // A guard, so that a client leaving while queued is no longer counted as waiting.
             let _queued = Queued::enter(&engine.waiting);
@@ -373,7 +419,8 @@ impl Generation {
         };
         engine.running.fetch_add(1, Relaxed);
         let blocks = std::mem::take(&mut self.block_hashes);
-        if !self.prefill_only {
+        // The decode side looks nothing up: the prompt's KV came computed.
+        if !self.prefill_only && !remote {
             self.cached_tokens = engine.prefix_lookup(&blocks, self.prompt_tokens);
             self.ideal_cached_tokens = engine.ideal_lookup(&blocks, self.prompt_tokens);
         }
@@ -383,7 +430,11 @@ impl Generation {
         let now = Instant::now();
         self.permit = Some(permit);
         self.admitted = Some(now);
-        let computed = self.prompt_tokens - self.cached_tokens;
+        let computed = if remote {
+            0
+        } else {
+            self.prompt_tokens - self.cached_tokens
+        };
         let mut prefill = Duration::from_secs_f64(engine.prefill_s_per_token * computed as f64);
         if let (Some(name), Some(lora)) = (&self.adapter, &engine.cfg.lora) {
             self.adapter_loaded = engine.use_lora(name);
@@ -400,6 +451,7 @@ impl Generation {
             ) / 1e3,
         );
         self.deadline = engine.at_step(now + engine.ttft + prefill + noise);
+        Ok(())
     }
 
     /// Sleeps until the next token is due (at once when the server is behind, or with ITL 0).
@@ -499,6 +551,11 @@ impl Generation {
         self.finish_as(end, self.fault.map(Fault::name), whole);
     }
 
+    /// Ends a request that failed on the server's side (`what` goes into the truth's `fault`).
+    pub fn failed(&mut self, end: Instant, what: &'static str) {
+        self.finish_as(end, Some(what), false);
+    }
+
     fn finish_as(&mut self, end: Instant, fault: Option<&'static str>, whole: bool) {
         if self.finished {
             return;
@@ -517,7 +574,7 @@ impl Generation {
             };
             reason.fetch_add(1, Relaxed);
         }
-        if let Some(truth) = &self.engine.truth {
+        if self.engine.truth.is_some() || self.engine.truth_log.is_some() {
             let record = RequestTruth {
                 index: self.index,
                 received: self.received,
@@ -544,8 +601,15 @@ impl Generation {
                 request_id: self.request_id.take(),
                 adapter: self.adapter.take(),
                 adapter_loaded: self.adapter_loaded,
+                remote_prefill: self.remote_prefill,
+                kv_transfer: self.kv_transfer,
             };
-            truth.lock().expect("truth lock").push(record);
+            if let Some(log) = &self.engine.truth_log {
+                log.write(&record, self.emitted, self.first_written);
+            }
+            if let Some(truth) = &self.engine.truth {
+                truth.lock().expect("truth lock").push(record);
+            }
         }
     }
 }

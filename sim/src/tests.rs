@@ -1745,7 +1745,7 @@ async fn responses_chain_by_previous_response_id() {
 /// The store keeps the newest responses, dropping the oldest beyond its bound.
 #[test]
 fn the_response_store_is_bounded() {
-    let engine = model::Engine::new(instant_cfg(), false);
+    let engine = model::Engine::new(instant_cfg(), false).unwrap();
     let conversation = |words: &str| {
         let body = json!({"input": words}).to_string();
         let mut req =
@@ -2539,6 +2539,107 @@ async fn lora_adapters_load_on_demand_at_their_swap_cost() {
                 assert!(ttft < 150.0, "{ttft}");
             }
         }
+    })
+    .await
+}
+
+/// The decode side of a disaggregated deployment: each request is prefilled on the prefill
+/// side (which counts its prompt tokens), then its KV transfer takes the stated time (counted
+/// in `vllm:nixl_xfer_time_seconds` as the truth has it), then it decodes with no prefill
+/// here; a prefill side that is gone fails the request.
+#[tokio::test]
+async fn the_decode_side_prefills_on_the_prefill_side_then_transfers() {
+    bounded(30, async {
+        let prefill = SimServer::start(SimConfig {
+            prefill_us_per_token: 100.0,
+            ..instant_cfg()
+        })
+        .await
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("decode-truth.jsonl");
+        let decode = SimServer::start(SimConfig {
+            disaggregated: Some(crate::Disaggregated {
+                prefill_url: prefill.base_url(),
+                kv_transfer_ms: 15.0,
+            }),
+            truth_log: Some(log.clone()),
+            ..instant_cfg()
+        })
+        .await
+        .unwrap();
+        let prompt = words(7, 40, 1000);
+        for stream in [true, false, true] {
+            let (s, body) = post(&decode, "/v1/completions", json!({"prompt": prompt, "max_tokens": 5, "stream": stream})).await;
+            assert_eq!(s, 200, "{body}");
+        }
+        let (s, body) = post(&decode, "/v1/chat/completions", json!({"messages": [{"role": "user", "content": prompt}], "max_tokens": 5, "stream": true})).await;
+        assert_eq!(s, 200, "{body}");
+        let lateness = testkit::timing::wake_lateness_ms(Duration::from_millis(15), 5).await;
+        let (mut p, mut d) = (prefill.truth(), decode.truth());
+        p.sort_by_key(|t| t.index);
+        d.sort_by_key(|t| t.index);
+        assert_eq!(p.len(), 4);
+        // The prefill side prefilled the whole prompt (the chat template's tokens too) and
+        // wrote one token; the decode side looked nothing up and wrote the answer.
+        for (p, d) in p.iter().zip(&d) {
+            assert_eq!(p.prompt_tokens, d.prompt_tokens);
+            assert_eq!(p.token_written.len(), 1);
+            assert_eq!(d.cached_tokens, 0);
+            let transfer = d.kv_transfer.unwrap().as_secs_f64() * 1e3;
+            assert!((15.0..15.0 + lateness + 2.0).contains(&transfer), "{transfer} ms, lateness {lateness}");
+            assert!(d.remote_prefill.unwrap() >= p.end - p.received);
+            // Admitted here only once the KV is in.
+            assert!(d.admitted >= d.received + d.remote_prefill.unwrap() + d.kv_transfer.unwrap());
+        }
+        // The repeated prompt hit the prefill side's prefix cache, as the decode side's own would.
+        assert_eq!(p[0].cached_tokens, 0);
+        assert_eq!(p[1].cached_tokens, 32);
+        let (_, page) = get(&decode, "/metrics").await;
+        let value = |name: &str| -> f64 {
+            page.lines()
+                .find(|l| l.starts_with(name))
+                .and_then(|l| l.rsplit(' ').next())
+                .unwrap_or_else(|| panic!("{name} in\n{page}"))
+                .parse()
+                .unwrap()
+        };
+        assert_eq!(value("vllm:nixl_xfer_time_seconds_count{"), 4.0);
+        let sum: f64 = d.iter().map(|t| t.kv_transfer.unwrap().as_micros() as f64 / 1e6).sum();
+        assert!((value("vllm:nixl_xfer_time_seconds_sum{") - sum).abs() < 1e-9, "{page}");
+        assert_eq!(value("vllm:nixl_xfer_time_seconds_bucket{engine=\"0\",model_name=\"provebench-sim\",le=\"0.025\"}"), 4.0);
+        let (_, prefill_page) = get(&prefill, "/metrics").await;
+        let prompt_total = p.iter().map(|t| u64::from(t.prompt_tokens)).sum::<u64>();
+        assert!(prefill_page.contains(&format!("vllm:prompt_tokens_total{{engine=\"0\",model_name=\"provebench-sim\"}} {prompt_total}.0")), "{prefill_page}");
+        // The truth log holds the same account, a line a request.
+        let lines: Vec<Value> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 4);
+        for line in &lines {
+            let t = d.iter().find(|t| t.index == line["index"].as_u64().unwrap()).unwrap();
+            assert_eq!(line["kv_transfer_us"].as_u64(), Some(t.kv_transfer.unwrap().as_micros() as u64));
+            assert_eq!(line["output_tokens"], 5);
+            assert_eq!(line["prompt_tokens"], t.prompt_tokens);
+        }
+        // With the prefill side gone, a request fails: no stream, the truth says why.
+        prefill.shutdown().await;
+        let failed = http_client()
+            .build()
+            .unwrap()
+            .post(format!("{}/v1/completions", decode.base_url()))
+            .json(&json!({"prompt": "a b c", "max_tokens": 3, "stream": true}))
+            .send()
+            .await;
+        let broken = match failed {
+            Err(_) => true,
+            Ok(r) => r.text().await.is_err(),
+        };
+        assert!(broken, "a request whose prefill failed must not end whole");
+        let d = decode.truth();
+        assert!(d.iter().any(|t| t.fault == Some("prefill_failed")));
     })
     .await
 }

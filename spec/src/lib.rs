@@ -10,6 +10,7 @@
 mod api;
 mod formats;
 pub mod lora;
+pub mod roles;
 
 pub use api::Api;
 pub use formats::{
@@ -293,6 +294,48 @@ pub struct RunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[arg(long, value_name = "PRICE", help_heading = "Cost")]
     pub kwh_price: Option<String>,
+    /// The GPUs that prefill, where the deployment serves prefill and decode apart (vLLM's or
+    /// SGLang's disaggregation, llm-d, Dynamo; requests still go to --target, its router):
+    /// NVML indices on this host (`0,1`, `0-3`), or `HOST:0-3` for GPUs on another host
+    /// (counted, not sampled). The result gives input tokens per second per prefill GPU and
+    /// the prefill GPUs' joules per input token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(
+        long,
+        value_name = "[HOST:]GPUS",
+        help_heading = "Disaggregated serving"
+    )]
+    pub prefill_gpus: Option<String>,
+    /// The GPUs that decode (as --prefill-gpus): the result gives output tokens per second
+    /// per decode GPU and the decode GPUs' joules per output token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[arg(
+        long,
+        value_name = "[HOST:]GPUS",
+        help_heading = "Disaggregated serving"
+    )]
+    pub decode_gpus: Option<String>,
+    /// The prefill servers' metrics pages (comma-separated, one a server): their prompt-token
+    /// counters stand beside the client's count, and KV-transfer counters give the transfer
+    /// time where they export them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "URL",
+        help_heading = "Disaggregated serving"
+    )]
+    pub prefill_metrics_url: Vec<String>,
+    /// The decode servers' metrics pages: generated-token counters, and the KV-transfer time
+    /// (vLLM's `vllm:nixl_xfer_time_seconds`, on the side that pulls the KV).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "URL",
+        help_heading = "Disaggregated serving"
+    )]
+    pub decode_metrics_url: Vec<String>,
     /// A trace replayed at its timestamps (`--trace FILE`).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[arg(skip)]
@@ -656,6 +699,10 @@ impl Default for RunSpec {
             lora_adapters: Vec::new(),
             gpu_hour_price: None,
             kwh_price: None,
+            prefill_gpus: None,
+            decode_gpus: None,
+            prefill_metrics_url: Vec::new(),
+            decode_metrics_url: Vec::new(),
             trace: None,
             burstiness: None,
             ramp: None,
@@ -701,6 +748,17 @@ fn until_precise_help() -> String {
 }
 
 impl RunSpec {
+    /// The prefill and decode roles it declares (`roles`), prefill first; empty when the
+    /// deployment serves whole.
+    pub fn roles(&self) -> Result<Vec<roles::Role>> {
+        roles::declared(
+            self.prefill_gpus.as_deref(),
+            self.decode_gpus.as_deref(),
+            &self.prefill_metrics_url,
+            &self.decode_metrics_url,
+        )
+    }
+
     /// Reads a TOML spec; errors name the file, the line and the field.
     pub fn from_toml_file(path: &Path) -> Result<RunSpec> {
         let text =
@@ -756,6 +814,7 @@ impl RunSpec {
             }
         }
         lora::parse(&self.lora_adapters)?;
+        self.roles()?;
         for (flag, price) in [
             ("--gpu-hour-price (gpu_hour_price)", &self.gpu_hour_price),
             ("--kwh-price (kwh_price)", &self.kwh_price),

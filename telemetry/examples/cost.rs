@@ -34,6 +34,7 @@ fn main() {
         metrics: (url != "none").then(|| Ok((url.clone(), url, roles))),
         metrics_period: period,
         reset: None,
+        roles: vec![],
     });
     if let Err(why) = watch.gpu_status() {
         eprintln!("warning: no GPU sampling: {why}");

@@ -16,4 +16,4 @@ pub mod reset;
 pub mod scrape;
 mod watch;
 
-pub use watch::{Watch, WatchConfig};
+pub use watch::{RoleConfig, Watch, WatchConfig};

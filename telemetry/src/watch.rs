@@ -6,7 +6,7 @@ use crate::gpu::GpuSampler;
 use crate::nvml::Nvml;
 use crate::reset::Reset;
 use crate::scrape::{RoleAlternatives, Scraper};
-use schemas::document::telemetry::{CacheReset, Telemetry};
+use schemas::document::telemetry::{CacheReset, RoleTelemetry, ServingRole, Telemetry};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -23,12 +23,35 @@ pub struct WatchConfig {
     pub metrics_period: Duration,
     /// Empty the prefix cache before each benchmark.
     pub reset: Option<Reset>,
+    /// A deployment that prefills and decodes apart: each role's GPUs and metrics pages.
+    pub roles: Vec<RoleConfig>,
+}
+
+/// One role of a disaggregated deployment, to watch.
+#[derive(Clone, Debug)]
+pub struct RoleConfig {
+    pub role: ServingRole,
+    /// NVML indices of its GPUs.
+    pub gpus: Vec<u32>,
+    /// Whether those are this host's GPUs (sampled here).
+    pub gpus_sampled_here: bool,
+    /// Its metrics pages: (URL to fetch, URL to record) each.
+    pub pages: Vec<(String, String)>,
+    /// The metrics to read there (the engine's recipe); `Err` why there are none.
+    pub metrics: Result<RoleAlternatives, String>,
+}
+
+/// A role being watched: its declaration and a scraper (or why none) a page.
+struct RoleWatch {
+    config: RoleConfig,
+    scrapers: Vec<Result<Scraper, String>>,
 }
 
 pub struct Watch {
     gpu: Result<GpuSampler, String>,
     metrics: Result<Scraper, String>,
     reset: Option<Reset>,
+    roles: Vec<RoleWatch>,
     /// The current benchmark's origin and reset.
     current: Mutex<(Option<Instant>, Option<CacheReset>)>,
 }
@@ -62,10 +85,32 @@ impl Watch {
         if let Err(why) = &metrics {
             tracing::info!("no server metrics: {why}");
         }
+        let roles = config
+            .roles
+            .into_iter()
+            .map(|role| {
+                let scrapers = role
+                    .pages
+                    .iter()
+                    .map(|(url, public)| match &role.metrics {
+                        Err(why) => Err(format!("{public}: {why}")),
+                        Ok(names) => {
+                            Scraper::start(url, public, config.metrics_period, names.clone())
+                                .map_err(|e| format!("scraping {public}: {e}"))
+                        }
+                    })
+                    .collect();
+                RoleWatch {
+                    config: role,
+                    scrapers,
+                }
+            })
+            .collect();
         Watch {
             gpu,
             metrics,
             reset: config.reset,
+            roles,
             current: Mutex::new((None, None)),
         }
     }
@@ -86,6 +131,9 @@ impl Watch {
         }
         if let Ok(m) = &self.metrics {
             m.begin();
+        }
+        for scraper in self.roles.iter().flat_map(|r| &r.scrapers).flatten() {
+            scraper.begin();
         }
         *self.current.lock().expect("watch lock") = (None, reset);
     }
@@ -128,12 +176,40 @@ impl Watch {
             Ok(m) => (Some(m), None),
             Err(why) => (None, Some(why)),
         };
+        let roles = self
+            .roles
+            .iter()
+            .map(|r| {
+                let (mut servers, mut null_reasons) = (vec![], vec![]);
+                for scraper in &r.scrapers {
+                    let got = scraper.as_ref().map_err(String::clone).and_then(|m| {
+                        if end {
+                            m.end(origin)
+                        } else {
+                            m.so_far(origin)
+                        }
+                    });
+                    match got {
+                        Ok(m) => servers.push(m),
+                        Err(why) => null_reasons.push(why),
+                    }
+                }
+                RoleTelemetry {
+                    role: r.config.role,
+                    gpus: r.config.gpus.clone(),
+                    gpus_sampled_here: r.config.gpus_sampled_here,
+                    servers,
+                    null_reasons,
+                }
+            })
+            .collect();
         Telemetry {
             gpu,
             gpu_null_reason,
             server,
             server_null_reason,
             prefix_cache_reset: reset,
+            roles,
         }
     }
 }

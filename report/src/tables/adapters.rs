@@ -11,8 +11,8 @@
 //! ```
 
 use crate::escape::md_escape;
-use crate::format::{self, MISSING};
-use schemas::interval::{AdapterIntervals, Interval, Intervals};
+use crate::format;
+use schemas::interval::{AdapterIntervals, Intervals};
 use schemas::summary::{AdapterStats, Distribution};
 
 /// The table, or an empty string without adapters.
@@ -33,9 +33,12 @@ pub fn section(s: &schemas::Summary) -> String {
 }
 
 fn row(a: &AdapterStats, i: Option<&AdapterIntervals>) -> String {
-    let mean = |d: &Option<Distribution>, i: Option<&Option<Intervals>>| match d {
-        Some(d) => with_interval(d.mean.get(), i.and_then(|i| i.as_ref()).map(|i| i.mean), 2),
-        None => MISSING.to_string(),
+    let mean = |d: &Option<Distribution>, i: Option<&Option<Intervals>>| {
+        format::with_interval(
+            d.as_ref().map(|d| d.mean.get()),
+            i.and_then(|i| i.as_ref()).map(|i| i.mean),
+            2,
+        )
     };
     format!(
         "| {} | {} % | {} | {} | {} | {} | {} | {} | {} |\n",
@@ -47,20 +50,11 @@ fn row(a: &AdapterStats, i: Option<&AdapterIntervals>) -> String {
         format::fixed_opt(a.ttft_ms.as_ref().map(|d| d.p99.get()), 2),
         mean(&a.tpot_ms, i.map(|i| &i.tpot_ms)),
         mean(&a.e2e_ms, i.map(|i| &i.e2e_ms)),
-        match a.output_token_throughput_per_s {
-            Some(v) => with_interval(v.get(), i.and_then(|i| i.output_token_throughput_per_s), 1),
-            None => MISSING.to_string(),
-        },
-    )
-}
-
-/// `41.20 [40.10 – 42.30]`, or the value alone without an interval.
-fn with_interval(v: f64, i: Option<Interval>, decimals: usize) -> String {
-    let ends = i.map(|i| (i.low.get(), i.high.get()));
-    format!(
-        "{}{}",
-        format::fixed(v, decimals),
-        format::bracketed(ends, decimals)
+        format::with_interval(
+            a.output_token_throughput_per_s.map(|v| v.get()),
+            i.and_then(|i| i.output_token_throughput_per_s),
+            1
+        ),
     )
 }
 

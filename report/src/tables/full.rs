@@ -169,6 +169,11 @@ pub fn benchmark_section(st: &Statement, index: usize) -> String {
         out.push('\n');
         out.push_str(&host);
     }
+    let roles = super::roles::section(b);
+    if !roles.is_empty() {
+        out.push('\n');
+        out.push_str(&roles);
+    }
     let flags: String = view::flags_for(&p.validity, index)
         .map(|f| view::flag_item(f, None))
         .collect();

@@ -15,6 +15,7 @@ pub mod full;
 pub mod host;
 pub mod pooled;
 pub mod repetitions;
+pub mod roles;
 pub mod seed_grid;
 pub mod seed_sweep;
 pub mod streaming;

@@ -186,6 +186,22 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 0.0, value_name = "MS", value_parser = non_negative,
           help_heading = "LoRA adapters")]
     pub lora_load_ms: f64,
+    /// Serve as the decode side of a disaggregated deployment: prefill each generation
+    /// request on the simulator at this URL (`http://HOST:PORT`, serving the same --model),
+    /// then take --kv-transfer-ms for its KV cache to cross over, then decode it here with no
+    /// prefill of its own. /metrics counts the transfers as vLLM's NIXL connector does
+    /// (`vllm:nixl_xfer_time_seconds`).
+    #[arg(long, value_name = "URL", help_heading = "Disaggregated serving")]
+    pub prefill_url: Option<String>,
+    /// How long each KV transfer from the prefill side takes (ms).
+    #[arg(long, default_value_t = 0.0, value_name = "MS", value_parser = non_negative,
+          requires = "prefill_url", help_heading = "Disaggregated serving")]
+    pub kv_transfer_ms: f64,
+    /// Append one JSON line per request that ended to FILE: what the server did, by its own
+    /// clock (arrival, admission, first token and end, tokens, and on the decode side the
+    /// prefill and the KV transfer), for checking a client's figures against.
+    #[arg(long, value_name = "FILE")]
+    pub truth_log: Option<std::path::PathBuf>,
 }
 
 /// A finite number ≥ 0 (times, growth factors).

@@ -236,7 +236,13 @@ async fn measure(
         _ => None,
     };
     let (server, model) = identify(&prepared, &spec, engine.as_ref()).await?;
-    let watch = watch_the_host(prepared.server().base(), &server, engine.as_ref(), args);
+    let watch = watch_the_host(
+        prepared.server().base(),
+        &server,
+        engine.as_ref(),
+        args,
+        &spec,
+    );
     let started = SystemTime::now();
     let mut measurement = prepared
         .connect(
@@ -390,6 +396,7 @@ fn watch_the_host(
     server: &Engine,
     engine: Option<&on_host::Engine>,
     args: &RunArgs,
+    spec: &RunSpec,
 ) -> telemetry::Watch {
     let shipped;
     let fits = match engine {
@@ -399,13 +406,9 @@ fn watch_the_host(
             shipped.as_ref()
         }
     };
-    telemetry::Watch::start(on_host::watch_config(
-        args,
-        base,
-        &server.endpoint,
-        fits,
-        &server.name,
-    ))
+    let mut config = on_host::watch_config(args, base, &server.endpoint, fits, &server.name);
+    config.roles = on_host::role_watch(spec, fits, &server.name);
+    telemetry::Watch::start(config)
 }
 
 /// A run whose header is journaled: what is left to do is the load, then the result.

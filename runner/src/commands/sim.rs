@@ -54,6 +54,11 @@ impl SimArgs {
                 max_loras: self.max_loras,
                 load_ms: self.lora_load_ms,
             }),
+            disaggregated: self.prefill_url.as_ref().map(|url| sim::Disaggregated {
+                prefill_url: url.clone(),
+                kv_transfer_ms: self.kv_transfer_ms,
+            }),
+            truth_log: self.truth_log.clone(),
         }
     }
 }

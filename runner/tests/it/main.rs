@@ -22,6 +22,7 @@ mod hostile_documents;
 mod llama_server;
 mod precision;
 mod reproduce;
+mod roles;
 mod sharding;
 mod site;
 mod speculative;

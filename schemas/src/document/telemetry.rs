@@ -20,6 +20,31 @@ pub struct Telemetry {
     pub server_null_reason: Option<String>,
     /// The engine's prefix cache emptied before this benchmark; null when not asked for.
     pub prefix_cache_reset: Option<CacheReset>,
+    /// A deployment that prefills and decodes apart: each role's GPUs and its servers'
+    /// metrics; empty for one that serves whole. Since `result/v0.17`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roles: Vec<RoleTelemetry>,
+}
+
+pub use crate::summary::ServingRole;
+
+/// One role of a disaggregated deployment, as declared and as observed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RoleTelemetry {
+    pub role: ServingRole,
+    /// The role's GPUs: NVML indices on the sampled host (`gpu.gpus[].index`), or, where
+    /// they are elsewhere, indices on their own hosts (then no GPU of the role is sampled
+    /// and its energy is null). Their number divides its throughput.
+    pub gpus: Vec<u32>,
+    /// Whether `gpus` are GPUs of the host whose NVML readings `gpu` holds.
+    pub gpus_sampled_here: bool,
+    /// Each of the role's metrics pages that answered, scraped as `server` is.
+    pub servers: Vec<ServerMetrics>,
+    /// Why a page gave nothing, one line a page.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub null_reasons: Vec<String>,
 }
 
 /// NVML readings of every GPU, one column per reading.
@@ -122,6 +147,13 @@ pub enum MetricRole {
     /// `name{position="0"}`): drafts whose token at that position was accepted. Not summed:
     /// each is its position's.
     SpecDecodeAcceptedPerPosition,
+    /// Counter: seconds spent in KV-cache transfers between a disaggregated deployment's
+    /// sides (a histogram's `_sum`, vLLM's `vllm:nixl_xfer_time_seconds_sum`).
+    KvTransferSeconds,
+    /// Counter: the same in milliseconds (SGLang's `sglang:kv_transfer_latency_ms_sum`).
+    KvTransferMilliseconds,
+    /// Counter: KV-cache transfers (the histogram's `_count`).
+    KvTransfers,
 }
 
 impl MetricRole {
