@@ -44,6 +44,10 @@ pub struct Recipe {
     /// Seconds between SIGTERM and SIGKILL when stopping.
     #[serde(default = "default_stop_timeout")]
     pub stop_timeout_s: u64,
+    /// The command that prints the engine's flags (`vllm serve --help=all`): an
+    /// experiment's flag factors are checked against what it lists before any cell runs
+    /// ([`crate::help`]).
+    pub help: Option<Vec<String>>,
 }
 
 fn default_stop_timeout() -> u64 {

@@ -119,6 +119,7 @@ fn execute(args: &CampaignRunArgs) -> Result<(), Failure> {
     let plan = load(&args.plan)?;
     // The key is checked before anything is submitted: a task that cannot sign is wasted.
     let (_, trusted) = campaign_key(&plan, None)?;
+    check_flag_factors(&plan)?;
     let selected = store::select(&plan, &args.only, &trusted).map_err(Failure::Input)?;
     if selected.is_empty() {
         println!(
@@ -154,6 +155,78 @@ fn execute(args: &CampaignRunArgs) -> Result<(), Failure> {
         Executor::Slurm => submit_slurm(&plan, &cells, args),
         Executor::Kubernetes => write_kubernetes(&plan, &cells, args),
     }
+}
+
+/// An experiment's flag factors against each engine's own help (its recipe's `help`
+/// command, run here), before any cell runs or is submitted: a flag the engine does not list,
+/// or a level it would refuse (a value for a switch, none for a flag that takes one, a value
+/// outside the choices its help names), stops the campaign naming the factor and the level.
+/// An engine whose help cannot be read here (not installed on this host, run in a
+/// container, no help command) is said in the log and not checked.
+fn check_flag_factors(plan: &Plan) -> Result<(), Failure> {
+    use campaign::design::Setting;
+    let Some(design) = &plan.design else {
+        return Ok(());
+    };
+    let flags: Vec<(&campaign::design::Factor, &str)> = design
+        .factors
+        .iter()
+        .filter_map(|f| match &f.setting {
+            Setting::Flag(flag) => Some((f, flag.as_str())),
+            _ => None,
+        })
+        .collect();
+    if flags.is_empty() {
+        return Ok(());
+    }
+    let mut engines: Vec<(&str, bool)> = plan
+        .cells
+        .iter()
+        .filter_map(|c| c.spec.engine.as_ref())
+        .map(|e| (e.recipe.as_str(), e.container.is_some()))
+        .collect();
+    engines.sort_unstable();
+    engines.dedup();
+    for (recipe, in_container) in engines {
+        if in_container {
+            tracing::warn!(
+                recipe,
+                "the engine runs in a container: its flags are not checked before the cells run"
+            );
+            continue;
+        }
+        let loaded = engine::recipe::load(recipe).map_err(Failure::Input)?;
+        let known = match engine::help::flags_of(&loaded.recipe) {
+            Ok(known) => known,
+            Err(why) => {
+                tracing::warn!(
+                    recipe,
+                    "the factors' flags are not checked against the engine: {why}"
+                );
+                continue;
+            }
+        };
+        let shown = loaded.recipe.help.as_deref().unwrap_or_default().join(" ");
+        for (factor, flag) in &flags {
+            for level in &factor.levels {
+                if let Some(why) = engine::help::refusal(&known, flag, &level.value) {
+                    return Err(Failure::Input(anyhow!(
+                        "{}: factors.{}: level {}: {why} (as `{shown}` lists the flags of {}); no cell ran",
+                        plan.path.display(),
+                        factor.name,
+                        level.label,
+                        loaded.recipe.name
+                    )));
+                }
+            }
+        }
+        tracing::info!(
+            recipe,
+            flags = flags.len(),
+            "the factors' flags are ones the engine takes"
+        );
+    }
+    Ok(())
 }
 
 /// Each cell as a child `runner campaign cell`, one after another: an engine that crashes

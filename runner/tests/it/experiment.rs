@@ -32,6 +32,7 @@ port = 8000
 command = ["{RUNNER}", "sim", "--port", "{{port}}", "--model", "{{model}}", "{{args}}"]
 ready = {{ request = "GET /health", timeout_s = 30 }}
 version = {{ request = "GET /version", field = "version" }}
+help = ["{RUNNER}", "sim", "--help"]
 [prefix_cache_reset]
 request = "POST /reset_prefix_cache"
 "#
@@ -100,6 +101,45 @@ fn a_two_by_two_by_two_experiment_runs_in_a_seeded_order_and_its_main_effects_ar
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     check_experiment(d);
+}
+
+/// A flag factor the engine does not take, or a level its own `--help` says it refuses,
+/// stops the campaign before any cell runs, naming the factor and the level.
+#[test]
+fn a_flag_or_a_level_the_engine_refuses_stops_the_plan_before_any_cell() {
+    let dir = experiment_dir();
+    let d = dir.path();
+    let plan = std::fs::read_to_string(d.join("plan.toml")).unwrap();
+    for (from, to, says) in [
+        (
+            r#"itl = { flag = "--itl-ms", levels = [2, 6] }"#,
+            r#"itl = { flag = "--itl-msec", levels = [2, 6] }"#,
+            "factors.itl: level 2: the engine's --help lists no flag --itl-msec",
+        ),
+        (
+            r#"itl = { flag = "--itl-ms", levels = [2, 6] }"#,
+            r#"steps = { flag = "--decode-steps", levels = [1, 2] }"#,
+            "factors.steps: level 1: --decode-steps is a switch (it takes no value)",
+        ),
+        (
+            r#"ttft = { flag = "--ttft-ms", levels = [10, 40] }"#,
+            r#"ttft = { flag = "--ttft-ms", levels = [10, true] }"#,
+            "factors.ttft: level true: --ttft-ms takes a value",
+        ),
+    ] {
+        assert!(plan.contains(from));
+        std::fs::write(d.join("plan.toml"), plan.replace(from, to)).unwrap();
+        let out = runner(d, &["campaign", "run", "plan.toml"])
+            .output()
+            .unwrap();
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(3), "bad input: {said}");
+        assert!(
+            said.contains(says) && said.contains("no cell ran"),
+            "{said}"
+        );
+        assert!(!d.join("results/cells").exists(), "a cell ran: {said}");
+    }
 }
 
 /// The same experiment as a Slurm job array, one task at a time (the cells measure time), its
