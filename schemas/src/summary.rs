@@ -525,6 +525,11 @@ pub enum ServingRole {
 }
 
 impl ServingRole {
+    /// Prefill, then decode.
+    pub fn iter() -> impl Iterator<Item = ServingRole> {
+        [ServingRole::Prefill, ServingRole::Decode].into_iter()
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ServingRole::Prefill => "prefill",

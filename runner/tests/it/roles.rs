@@ -258,6 +258,25 @@ fn each_roles_throughput_per_gpu_energy_and_the_kv_transfer_match_the_simulators
     assert!((get(prefill, "j_per_token") - pe / input).abs() < 1e-9);
     assert!((get(decode, "j_per_token") - de / output).abs() < 1e-9);
 
+    // A diff reads them from the catalogue: each role's figures side by side.
+    let diff = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(dir.path())
+        .args([
+            "diff", "r.json", "r.json", "--out", "diff", "--native", "--json",
+        ])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&diff.stdout);
+    for key in [
+        "prefill_throughput_per_gpu",
+        "decode_throughput_per_gpu",
+        "prefill_j_per_token",
+        "decode_j_per_token",
+        "kv_transfer:mean",
+    ] {
+        assert!(shown.contains(&format!("\"{key}\"")), "{key} in\n{shown}");
+    }
+
     // Every figure with its interval, about it.
     let by_role = &b["summary"]["uncertainty"]["by_role"];
     for (i, figure) in [

@@ -14,8 +14,9 @@ mod target;
 pub use target::Target;
 
 use crate::interval::Interval;
+use crate::interval::RoleIntervals;
 use crate::numbers::Finite;
-use crate::summary::{Distribution, Latency, Summary};
+use crate::summary::{Distribution, Latency, RoleSummary, ServingRole, Summary};
 
 /// Which way a metric improves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,9 +91,10 @@ impl Metric {
         Some(percent / 100.0)
     }
 
-    /// Whether `--until-precise` can target it: it has an interval to narrow.
+    /// Whether `--until-precise` can target it: it has an interval to narrow, from the
+    /// records alone (a figure of the host's telemetry is known only once the benchmark ends).
     pub fn targetable(&self) -> bool {
-        self.interval.is_some()
+        self.interval.is_some() && self.reads != "host"
     }
 }
 
@@ -208,7 +210,7 @@ macro_rules! dist {
     };
 }
 
-pub const CATALOGUE: [Metric; 46] = [
+pub const CATALOGUE: [Metric; 51] = [
     Metric {
         key: "request_throughput",
         reads: "request_throughput_per_s",
@@ -564,6 +566,62 @@ pub const CATALOGUE: [Metric; 46] = [
         },
         interval: Some(|s| Some(s.uncertainty.as_ref()?.client_overhead_ms.as_ref()?.median)),
     },
+    // A disaggregated deployment's roles (`crate::roles`), wherever either side declares them.
+    Metric {
+        key: "prefill_throughput_per_gpu",
+        reads: "host",
+        group: Group::Always,
+        name: "Input tokens per second per prefill GPU",
+        stored: None,
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| Some(role(s, ServingRole::Prefill)?.0.tokens_per_s_per_gpu?.get()),
+        interval: Some(|s| role(s, ServingRole::Prefill)?.1?.tokens_per_s_per_gpu),
+    },
+    Metric {
+        key: "decode_throughput_per_gpu",
+        reads: "host",
+        group: Group::Always,
+        name: "Output tokens per second per decode GPU",
+        stored: None,
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| Some(role(s, ServingRole::Decode)?.0.tokens_per_s_per_gpu?.get()),
+        interval: Some(|s| role(s, ServingRole::Decode)?.1?.tokens_per_s_per_gpu),
+    },
+    Metric {
+        key: "prefill_j_per_token",
+        reads: "host",
+        group: Group::Always,
+        name: "Prefill GPUs' joules per input token (J)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| Some(role(s, ServingRole::Prefill)?.0.j_per_token?.get()),
+        interval: Some(|s| role(s, ServingRole::Prefill)?.1?.j_per_token),
+    },
+    Metric {
+        key: "decode_j_per_token",
+        reads: "host",
+        group: Group::Always,
+        name: "Decode GPUs' joules per output token (J)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| Some(role(s, ServingRole::Decode)?.0.j_per_token?.get()),
+        interval: Some(|s| role(s, ServingRole::Decode)?.1?.j_per_token),
+    },
+    Metric {
+        key: "kv_transfer:mean",
+        reads: "host",
+        group: Group::Always,
+        name: "KV-cache transfer mean (ms)",
+        stored: None,
+        better: Some(Better::Lower),
+        without_completions: false,
+        get: |s| kv_transfer(s).map(|(v, _)| v),
+        interval: Some(|s| kv_transfer(s)?.1),
+    },
     // What the GPU telemetry adds, compared only when both benchmarks have a host summary
     // (so that documents without telemetry compare as before). Output tokens per joule is
     // the efficiency and is judged; energy and mean power follow from how much work ran and
@@ -795,6 +853,26 @@ pub fn mean_tpot(s: &Summary) -> Option<(f64, Option<Interval>)> {
 
 pub fn ttfot(s: &Summary) -> Option<&Distribution> {
     s.reasoning.as_ref()?.time_to_first_output_token_ms.as_ref()
+}
+
+/// A role of the benchmark's deployment and its intervals, when it declares that role.
+fn role(s: &Summary, which: ServingRole) -> Option<(&RoleSummary, Option<&RoleIntervals>)> {
+    let roles = s.host.as_ref()?.roles.as_ref()?;
+    let at = roles.iter().position(|r| r.role == which)?;
+    let intervals = s.uncertainty.as_ref()?.by_role.as_ref();
+    Some((&roles[at], intervals.and_then(|i| i.get(at))))
+}
+
+/// The mean KV transfer of the role whose servers counted transfers (the side that pulls the
+/// KV), with its interval.
+fn kv_transfer(s: &Summary) -> Option<(f64, Option<Interval>)> {
+    ServingRole::iter().find_map(|which| {
+        let (r, i) = role(s, which)?;
+        Some((
+            r.kv_transfer_mean_ms?.get(),
+            i.and_then(|i| i.kv_transfer_mean_ms),
+        ))
+    })
 }
 
 #[cfg(test)]
