@@ -6,10 +6,10 @@ use polars::prelude::{
     Column, CsvWriter, DataFrame, IntoColumn, IntoLazy, NamedFrom, ParquetWriter, PolarsResult,
     SerWriter, Series, SortMultipleOptions,
 };
-use schemas::document::{serde_name, Benchmark, GpuInventory, Workload};
 use schemas::distribution::us_to_ms;
-use schemas::summary::Distribution;
+use schemas::document::{serde_name, Benchmark, GpuInventory, Workload};
 use schemas::numbers::Finite;
+use schemas::summary::Distribution;
 use schemas::token_times;
 
 /// The columns every row carries: which file, run, model, engine, GPU and benchmark.
@@ -109,6 +109,7 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
     let mut cached_server: Vec<Option<u32>> = vec![];
     let mut tool_calls: Vec<Option<u32>> = vec![];
     let mut tool_calls_valid: Vec<Option<u32>> = vec![];
+    let mut adapter: Vec<Option<String>> = vec![];
 
     for doc in docs {
         let mut undecodable = 0usize;
@@ -158,6 +159,7 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
                         })
                         .count() as u32
                 }));
+                adapter.push(r.adapter.clone());
             }
         }
         if undecodable > 0 {
@@ -197,9 +199,20 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
         column("cached_tokens_server", cached_server),
         column("tool_calls", tool_calls),
         column("tool_calls_valid", tool_calls_valid),
+        column("adapter", adapter),
     ]);
     DataFrame::new(height, columns)
 }
+
+/// The roles' figures exported (catalogue keys; a column's name has `_` for `:`), null for a
+/// deployment that serves whole.
+pub(crate) const ROLE_COLUMNS: [&str; 5] = [
+    "prefill_throughput_per_gpu",
+    "decode_throughput_per_gpu",
+    "prefill_j_per_token",
+    "decode_j_per_token",
+    "kv_transfer:mean",
+];
 
 /// The four latency distributions exported, by column prefix.
 pub(crate) const DISTRIBUTIONS: [&str; 4] = ["ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"];
@@ -233,6 +246,12 @@ pub fn summaries_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
     let mut goodput: Vec<Option<f64>> = vec![];
     let mut stats: Vec<Vec<Option<f64>>> = vec![vec![]; DISTRIBUTIONS.len() * STATS.len()];
     let mut flags: Vec<Option<String>> = vec![];
+    // Each catalogue metric of a disaggregated deployment's roles, by key.
+    let role_metrics: Vec<&schemas::catalogue::Metric> = ROLE_COLUMNS
+        .iter()
+        .map(|key| schemas::catalogue::find(key).expect("a catalogue key"))
+        .collect();
+    let mut roles: Vec<Vec<Option<f64>>> = vec![vec![]; role_metrics.len()];
 
     for doc in docs {
         let p = &doc.statement.predicate;
@@ -265,6 +284,9 @@ pub fn summaries_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
             out_tput.push(s.output_token_throughput_per_s.map(Finite::get));
             total_tput.push(s.total_token_throughput_per_s.map(Finite::get));
             goodput.push(s.goodput.as_ref().map(|g| g.requests_per_s.get()));
+            for (column, m) in roles.iter_mut().zip(&role_metrics) {
+                column.push((m.get)(s));
+            }
             let dists = [&s.ttft_ms, &s.itl_ms, &s.tpot_ms, &s.e2e_ms];
             for (di, d) in dists.iter().enumerate() {
                 for (si, (_, get)) in STATS.iter().enumerate() {
@@ -306,6 +328,9 @@ pub fn summaries_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
             STATS[i % STATS.len()].0
         );
         columns.push(column(&name, values));
+    }
+    for (key, values) in ROLE_COLUMNS.iter().zip(roles) {
+        columns.push(column(&key.replace(':', "_"), values));
     }
     columns.push(column("flags", flags));
     DataFrame::new(height, columns)?

@@ -406,3 +406,57 @@ fn results_of_older_versions_export_as_the_current_one() {
         }
     }
 }
+
+/// A record's LoRA adapter, and a deployment's roles' figures, export as columns of their own
+/// (null where a result has none).
+#[test]
+fn adapters_and_roles_export() {
+    use schemas::document::telemetry::ServingRole;
+    use schemas::summary::{HostSummary, RoleSummary};
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = synthetic(3, 4, None);
+    p.benchmarks[0].records[1].adapter = Some("sql".into());
+    let role = |role, tokens_per_s: f64| RoleSummary {
+        role,
+        gpus: 2,
+        tokens: 100,
+        tokens_per_s_per_gpu: Some(Finite::new(tokens_per_s).unwrap()),
+        benchmark_tokens: 100,
+        server_tokens: None,
+        counts_disagree: None,
+        energy_j: None,
+        j_per_token: None,
+        kv_transfers: Some(Finite::new(4.0).unwrap()),
+        kv_transfer_mean_ms: Some(Finite::new(12.5).unwrap()),
+    };
+    // The summary as the runner seals it, then a deployment's roles put in it (export reads
+    // the stored summary).
+    let mut st = schemas::seal::seal(p).unwrap();
+    st.predicate.benchmarks[0].summary.host = Some(HostSummary {
+        gpu: None,
+        server: None,
+        roles: Some(vec![
+            role(ServingRole::Prefill, 900.0),
+            role(ServingRole::Decode, 250.0),
+        ]),
+    });
+    let file = dir.path().join("r.json");
+    std::fs::write(&file, serde_json::to_vec(&st).unwrap()).unwrap();
+    let out = dir.path().join("records.csv");
+    export(std::slice::from_ref(&file), &out, None, What::Records);
+    let df = read(&out, Format::Csv);
+    assert_eq!(str_at(&df, "adapter", 0), None);
+    assert_eq!(str_at(&df, "adapter", 1).as_deref(), Some("sql"));
+    let out = dir.path().join("summaries.csv");
+    export(&[file], &out, None, What::Summaries);
+    let df = read(&out, Format::Csv);
+    let row = (0..df.height())
+        .find(|&r| u64_at(&df, "benchmark_index", r) == Some(0))
+        .unwrap();
+    assert_eq!(f64_at(&df, "prefill_throughput_per_gpu", row), Some(900.0));
+    assert_eq!(f64_at(&df, "decode_throughput_per_gpu", row), Some(250.0));
+    assert_eq!(f64_at(&df, "kv_transfer_mean", row), Some(12.5));
+    assert_eq!(f64_at(&df, "decode_j_per_token", row), None);
+    let other = (row + 1) % df.height();
+    assert_eq!(f64_at(&df, "decode_throughput_per_gpu", other), None);
+}
