@@ -465,6 +465,7 @@ fn headline(cell: &CellEntry, loaded: &Loaded) -> Option<(Headline, Option<f64>)
                 let per = c.passed?.get() / f64::from(gpus?);
                 Some((per, c.search))
             }),
+            gpu_hour_price: p.pricing.as_ref().and_then(|x| x.gpu_hour.clone()),
         },
         otps,
     ))

@@ -29,9 +29,10 @@ use crate::charts::{Chart, ChartFile, LegendEntry, Line, Marker, Panel, Series, 
 use crate::escape::md_escape;
 use crate::format;
 use schemas::campaign::Campaign;
+use schemas::document::pricing::Price;
 
 /// The headline numbers of one verified cell.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Headline {
     /// Output tokens per second per GPU at the peak benchmark.
     pub per_gpu: Option<f64>,
@@ -42,6 +43,8 @@ pub struct Headline {
     /// A capacity search's answer (the highest load that met its SLO) per GPU, and what it
     /// searched over.
     pub capacity_per_gpu: Option<(f64, schemas::document::capacity::Search)>,
+    /// The price of a GPU-hour the cell's result assumed.
+    pub gpu_hour_price: Option<Price>,
 }
 
 /// How a cell's headline is read.
@@ -234,9 +237,30 @@ pub struct Point {
     pub on_frontier: bool,
     /// The mean capacity per GPU over its cells, where every one searched for it.
     pub capacity_per_gpu: Option<(f64, schemas::document::capacity::Search)>,
+    /// The GPU-hour price its cells assumed, where every one assumed the same.
+    pub gpu_hour_price: Option<Price>,
 }
 
 impl Point {
+    /// What a million output tokens cost in GPU time at the treatment's throughput per GPU:
+    /// `price / (tok/s/GPU × 3600) × 10⁶`, its interval the throughput's turned over (none when
+    /// the throughput's reaches 0).
+    pub fn gpu_cost_per_million_output(&self) -> Option<crate::tables::cost::PerMillion> {
+        let price = self.gpu_hour_price.as_ref()?.amount.get();
+        let cost = |per_gpu: f64| price / (per_gpu * 3600.0) * 1e6;
+        (self.per_gpu > 0.0).then(|| crate::tables::cost::PerMillion {
+            value: cost(self.per_gpu),
+            interval: (self.per_gpu_half > 0.0 && self.per_gpu - self.per_gpu_half > 0.0).then(
+                || {
+                    (
+                        cost(self.per_gpu + self.per_gpu_half),
+                        cost(self.per_gpu - self.per_gpu_half),
+                    )
+                },
+            ),
+        })
+    }
+
     /// Whether `self` dominates `p`: not worse on either axis beyond the two points'
     /// intervals, and better on one beyond them (differences within the intervals are
     /// ties: the repetitions cannot tell them apart).
@@ -255,12 +279,14 @@ impl Point {
 /// Each treatment's point (the factors' levels its cells share; axis values apart), and
 /// whether it is on the frontier.
 pub fn frontier(c: &Campaign, headlines: &[Option<Headline>]) -> Vec<Point> {
-    // (label, each cell's (per GPU, per user), all accurate, each cell's capacity per GPU)
+    // (label, each cell's (per GPU, per user), all accurate, each cell's capacity per GPU,
+    // each cell's GPU-hour price)
     type Gathered = (
         String,
         Vec<(f64, f64)>,
         bool,
         Vec<Option<(f64, schemas::document::capacity::Search)>>,
+        Vec<Option<Price>>,
     );
     let mut points: Vec<Gathered> = Vec::new();
     for (cell, h) in c.cells.iter().zip(headlines) {
@@ -280,24 +306,31 @@ pub fn frontier(c: &Campaign, headlines: &[Option<Headline>]) -> Vec<Point> {
                 .filter_map(|f| cell.factors.get(&f.name).map(|l| format!("{} {l}", f.name))),
         );
         let label = parts.join(", ");
-        match points.iter_mut().find(|(l, _, _, _)| *l == label) {
-            Some((_, values, accurate, capacity)) => {
+        match points.iter_mut().find(|(l, ..)| *l == label) {
+            Some((_, values, accurate, capacity, prices)) => {
                 values.push((per_gpu, 1000.0 / tpot));
                 *accurate &= h.accurate;
                 capacity.push(h.capacity_per_gpu);
+                prices.push(h.gpu_hour_price.clone());
             }
             None => points.push((
                 label,
                 vec![(per_gpu, 1000.0 / tpot)],
                 h.accurate,
                 vec![h.capacity_per_gpu],
+                vec![h.gpu_hour_price.clone()],
             )),
         }
     }
     let half = |v: Vec<f64>| t_interval(&v).map_or(0.0, |(lo, hi)| (hi - lo) / 2.0);
     let means: Vec<Point> = points
         .into_iter()
-        .map(|(label, values, accurate, capacity)| Point {
+        .map(|(label, values, accurate, capacity, prices)| Point {
+            gpu_hour_price: prices
+                .first()
+                .cloned()
+                .flatten()
+                .filter(|first| prices.iter().all(|p| p.as_ref() == Some(first))),
             capacity_per_gpu: capacity
                 .iter()
                 .copied()
@@ -451,13 +484,17 @@ pub fn markdown(
             out.push('\n');
             chart = Some(file);
         }
-        // The cells searched for their capacity under an SLO: each treatment's, per GPU.
+        // The cells searched for their capacity under an SLO: each treatment's, per GPU; and
+        // where they priced their GPUs, what a million output tokens cost at its throughput.
         let capacity = points.iter().any(|p| p.capacity_per_gpu.is_some());
-        out.push_str(if capacity {
-            "| treatment | output tok/s/GPU | tok/s per user | capacity per GPU | |\n| :--- | ---: | ---: | ---: | :--- |\n"
-        } else {
-            "| treatment | output tok/s/GPU | tok/s per user | |\n| :--- | ---: | ---: | :--- |\n"
-        });
+        let priced = points.iter().any(|p| p.gpu_hour_price.is_some());
+        out.push_str(&format!(
+            "| treatment | output tok/s/GPU | tok/s per user |{}{} |\n| :--- | ---: | ---: |{}{} :--- |\n",
+            if capacity { " capacity per GPU |" } else { "" },
+            if priced { " GPU cost per M output tokens |" } else { "" },
+            if capacity { " ---: |" } else { "" },
+            if priced { " ---: |" } else { "" },
+        ));
         let mut sorted = points.clone();
         sorted.sort_by(|a, b| b.per_gpu.total_cmp(&a.per_gpu));
         for p in &sorted {
@@ -471,8 +508,17 @@ pub fn markdown(
             } else {
                 String::new()
             };
+            let cost = if priced {
+                let c = crate::tables::cost::money(
+                    p.gpu_cost_per_million_output(),
+                    p.gpu_hour_price.as_ref(),
+                );
+                format!(" {c} |")
+            } else {
+                String::new()
+            };
             out.push_str(&format!(
-                "| {} | {} | {} |{cap} {} |\n",
+                "| {} | {} | {} |{cap}{cost} {} |\n",
                 md_escape(&p.label),
                 format::fixed(p.per_gpu, 2),
                 format::fixed(p.per_user, 2),

@@ -64,6 +64,7 @@ fn h(per_gpu: f64, ttft: f64, tpot: f64) -> Headline {
         tpot_p50_ms: Some(tpot),
         accurate: true,
         capacity_per_gpu: None,
+        gpu_hour_price: None,
     }
 }
 
@@ -251,4 +252,42 @@ fn a_treatment_whose_cells_searched_their_capacity_shows_it_per_gpu() {
         .unwrap()
         .capacity_per_gpu
         .is_none());
+}
+
+#[test]
+fn a_priced_treatment_shows_what_a_million_output_tokens_cost_at_its_throughput() {
+    use schemas::document::pricing::Price;
+    let price = Price::parse("2.50 USD", "test").unwrap();
+    // Two repetitions: a lo's cells at 100 and 102 tok/s per GPU, a hi's at 200 both times.
+    let (c, mut hs) = experiment(2, |a, _, r| {
+        let per_gpu = if a == "hi" {
+            200.0
+        } else {
+            98.0 + 2.0 * f64::from(r)
+        };
+        h(per_gpu, 1.0, 5.0)
+    });
+    for x in hs.iter_mut() {
+        x.as_mut().unwrap().gpu_hour_price = Some(price.clone());
+    }
+    let points = frontier(&c, &hs);
+    let hi = points.iter().find(|p| p.label == "a hi, b x").unwrap();
+    let cost = hi.gpu_cost_per_million_output().unwrap();
+    // 2.50 / (200 × 3600) × 10⁶ = 3.4722…; no spread between its cells, no interval.
+    assert!((cost.value - 2.5 / (200.0 * 3600.0) * 1e6).abs() < 1e-12);
+    assert_eq!(cost.interval, None);
+    let lo = points.iter().find(|p| p.label == "a lo, b x").unwrap();
+    let cost = lo.gpu_cost_per_million_output().unwrap();
+    let (low, high) = cost.interval.unwrap_or_else(|| panic!("{lo:?}"));
+    assert!(low < cost.value && cost.value < high, "{cost:?}");
+    let (md, _) = markdown(&c, &hs).unwrap();
+    assert!(md.contains("| GPU cost per M output tokens |"), "{md}");
+    assert!(
+        md.contains("| a hi, b x | 200.00 | 200.00 | 3.4722 USD |"),
+        "{md}"
+    );
+    // Cells that assumed different prices give the treatment none.
+    hs[0].as_mut().unwrap().gpu_hour_price = Some(Price::parse("3 USD", "test").unwrap());
+    let points = frontier(&c, &hs);
+    assert!(points.iter().any(|p| p.gpu_hour_price.is_none()));
 }

@@ -53,6 +53,7 @@ model = "sim-model"
 profile = "synchronous"
 max_requests = 6
 data = { prompt_tokens = 64, output_tokens = 8 }
+gpu_hour_price = "2.50 USD"
 
 [factors]
 ttft = { flag = "--ttft-ms", levels = [10, 40] }
@@ -271,6 +272,13 @@ fn check_experiment(d: &Path) {
     assert!(frontier.iter().all(|l| l.contains("itl 2 |")), "{md}");
     let dominated = md.lines().filter(|l| l.ends_with("| dominated |")).count();
     assert!(dominated >= 4, "{md}");
+    // Priced: each treatment's GPU cost of a million output tokens, at its throughput per GPU.
+    assert!(md.contains("| GPU cost per M output tokens |"), "{md}");
+    let priced = md
+        .lines()
+        .filter(|l| l.starts_with("| ttft 10, prefill 2, itl 2 |"))
+        .collect::<Vec<_>>();
+    assert!(priced.iter().any(|l| l.contains(" USD [")), "{md}");
     // And drawn, beside campaign.md: every treatment a point, named by its levels.
     assert!(md.contains("](frontier.svg)"), "{md}");
     let svg = std::fs::read_to_string(d.join("results/frontier.svg")).unwrap();
