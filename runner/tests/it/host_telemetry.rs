@@ -8,90 +8,18 @@
 use crate::support;
 
 use std::path::Path;
-use std::process::{Child, Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-use support::{free_port, statement};
-
-struct Sim(Child, String);
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use support::{statement, Sim};
 
 fn sim() -> Sim {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args([
-            "sim",
-            "--port",
-            &port.to_string(),
-            "--prefill-us-per-token",
-            "50",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let url = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the simulator did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Sim(child, url)
+    support::sim(&["--prefill-us-per-token", "50"])
 }
 
-/// `runner run` signed with a fresh key, NVML from `script` (None: no library at all).
+/// `runner run` signed with a fresh key, NVML from `script` (None: no library at all), verified.
 fn run(dir: &Path, sim: &Sim, script: Option<&str>, args: &[&str]) -> (Output, serde_json::Value) {
-    if !dir.join("lab.key").exists() {
-        let k = Command::new(env!("CARGO_BIN_EXE_runner"))
-            .current_dir(dir)
-            .args(["keygen", "lab"])
-            .output()
-            .unwrap();
-        assert!(k.status.success());
-    }
-    // A result of its own each run: a journal is never overwritten.
-    static RUNS: AtomicUsize = AtomicUsize::new(0);
-    let name = format!("r{}.json", RUNS.fetch_add(1, Ordering::Relaxed));
-    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
-    c.current_dir(dir)
-        .args([
-            "run", "--target", &sim.1, "--key", "lab.key", "--out", &name,
-        ])
-        .args(args)
-        .env("RUST_LOG", "warn");
-    match script {
-        Some(text) => {
-            let s = testkit::nvml::script(dir, text);
-            c.env("PROVEBENCH_NVML_LIB", testkit::nvml::fake_nvml_lib())
-                .env("FAKE_NVML_SCRIPT", s);
-        }
-        None => {
-            c.env("PROVEBENCH_NVML_LIB", dir.join("no-such-libnvidia-ml.so"));
-        }
-    }
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let verify = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .current_dir(dir)
-        .args(["verify", "--key", "lab.pub", &name])
-        .output()
-        .unwrap();
-    assert!(
-        verify.status.success(),
-        "verify: {}",
-        String::from_utf8_lossy(&verify.stdout)
-    );
-    (out, statement(&dir.join(name)))
+    let (out, st, _) = support::run_on_nvml(dir, &sim.1, script, args);
+    (out, st)
 }
 
 fn codes(st: &serde_json::Value) -> Vec<String> {

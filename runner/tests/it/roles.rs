@@ -6,37 +6,10 @@
 //! energy are held to the simulators' logs and the scripted power, and `runner verify`
 //! recomputes them.
 
-use crate::support::{free_port, statement};
+use crate::support::{run_on_nvml, sim, Sim};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
-
-struct Sim(Child, String);
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn sim(args: &[&str]) -> Sim {
-    let port = free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .args(["sim", "--port", &port.to_string()])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the simulator did not listen");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Sim(child, format!("http://127.0.0.1:{port}"))
-}
+use std::process::Command;
 
 /// The truth log's lines.
 fn truth(path: &Path) -> Vec<Value> {
@@ -93,57 +66,25 @@ fn deployment(dir: &Path) -> Deployment {
     }
 }
 
-/// `runner run` against the deployment's decode side (its front), signed, then verified.
-fn run(dir: &Path, d: &Deployment, roles: &[&str]) -> Value {
-    if !dir.join("lab.key").exists() {
-        let k = Command::new(env!("CARGO_BIN_EXE_runner"))
-            .current_dir(dir)
-            .args(["keygen", "lab"])
-            .output()
-            .unwrap();
-        assert!(k.status.success());
-    }
-    let out = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .current_dir(dir)
-        .args(["run", "--target", &d.decode.1, "--key", "lab.key"])
-        .args([
-            "--out",
-            "r.json",
-            "--profile",
-            "concurrent",
-            "--concurrency",
-            "4",
-        ])
-        .args([
-            "--max-requests",
-            "120",
-            "--data",
-            "prompt_tokens=200,output_tokens=12",
-        ])
-        .args(["--gpu-sample-ms", "40", "--metrics-sample-ms", "40"])
-        .args(roles)
-        .env("RUST_LOG", "warn")
-        .env("PROVEBENCH_NVML_LIB", testkit::nvml::fake_nvml_lib())
-        .env("FAKE_NVML_SCRIPT", testkit::nvml::script(dir, NVML))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let verify = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .current_dir(dir)
-        .args(["verify", "--key", "lab.pub", "r.json"])
-        .output()
-        .unwrap();
-    assert!(
-        verify.status.success(),
-        "verify: {}",
-        String::from_utf8_lossy(&verify.stdout)
-    );
-    statement(&dir.join("r.json"))
+/// `runner run` against the deployment's decode side (its front), signed, then verified; its
+/// statement and file.
+fn run(dir: &Path, d: &Deployment, roles: &[&str]) -> (Value, String) {
+    let load = [
+        "--profile",
+        "concurrent",
+        "--concurrency",
+        "4",
+        "--max-requests",
+        "120",
+        "--data",
+        "prompt_tokens=200,output_tokens=12",
+        "--gpu-sample-ms",
+        "40",
+        "--metrics-sample-ms",
+        "40",
+    ];
+    let (_, st, file) = run_on_nvml(dir, &d.decode.1, Some(NVML), &[&load[..], roles].concat());
+    (st, file)
 }
 
 fn within(got: f64, truth: f64, share: f64) -> bool {
@@ -154,7 +95,7 @@ fn within(got: f64, truth: f64, share: f64) -> bool {
 fn each_roles_throughput_per_gpu_energy_and_the_kv_transfer_match_the_simulators() {
     let dir = tempfile::tempdir().unwrap();
     let d = deployment(dir.path());
-    let st = run(
+    let (st, file) = run(
         dir.path(),
         &d,
         &[
@@ -261,9 +202,7 @@ fn each_roles_throughput_per_gpu_energy_and_the_kv_transfer_match_the_simulators
     // A diff reads them from the catalogue: each role's figures side by side.
     let diff = Command::new(env!("CARGO_BIN_EXE_runner"))
         .current_dir(dir.path())
-        .args([
-            "diff", "r.json", "r.json", "--out", "diff", "--native", "--json",
-        ])
+        .args(["diff", &file, &file, "--out", "diff", "--native", "--json"])
         .output()
         .unwrap();
     let shown = String::from_utf8_lossy(&diff.stdout);
@@ -298,7 +237,7 @@ fn each_roles_throughput_per_gpu_energy_and_the_kv_transfer_match_the_simulators
 fn gpus_on_another_host_are_counted_not_sampled() {
     let dir = tempfile::tempdir().unwrap();
     let d = deployment(dir.path());
-    let st = run(
+    let (st, _) = run(
         dir.path(),
         &d,
         &["--prefill-gpus", "0", "--decode-gpus", "node-b:0-3"],

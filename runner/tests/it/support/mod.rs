@@ -1,6 +1,7 @@
 //! What the integration tests share: where the real `llama-server` is installed, reading
-//! a result's statement, a free port, the runner run to its end with the built wasm module
-//! ([`run`]), and the runner as a bounded child ([`children`]).
+//! a result's statement, a free port, `runner sim` as a process ([`sim`]), the runner run to
+//! its end with the built wasm module ([`run`]), and the runner as a bounded child
+//! ([`children`]).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -103,4 +104,95 @@ pub fn run_ok(dir: &Path, args: &[&str]) -> std::process::Output {
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// `runner sim` as a process of its own, killed when dropped; `.1` is its base URL.
+pub struct Sim(pub std::process::Child, pub String);
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `runner sim ARGS` on a free port and waits (up to 30 s) until it listens.
+pub fn sim(args: &[&str]) -> Sim {
+    let port = free_port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["sim", "--port", &port.to_string()])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the simulator did not listen"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Sim(child, format!("http://127.0.0.1:{port}"))
+}
+
+/// `runner run --target TARGET ARGS` in `dir`, signed with `lab.key` (made on first use), NVML
+/// played from `script` by the fake library (`None`: no library at all), then `runner verify`;
+/// the run's output, its statement and its file's name (a file of its own each run: a journal
+/// is never overwritten).
+pub fn run_on_nvml(
+    dir: &Path,
+    target: &str,
+    script: Option<&str>,
+    args: &[&str],
+) -> (std::process::Output, serde_json::Value, String) {
+    use std::process::Command;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    if !dir.join("lab.key").exists() {
+        let k = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .current_dir(dir)
+            .args(["keygen", "lab"])
+            .output()
+            .unwrap();
+        assert!(k.status.success());
+    }
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let name = format!("r{}.json", RUNS.fetch_add(1, Ordering::Relaxed));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.current_dir(dir)
+        .args([
+            "run", "--target", target, "--key", "lab.key", "--out", &name,
+        ])
+        .args(args)
+        .env("RUST_LOG", "warn");
+    match script {
+        Some(text) => {
+            let s = testkit::nvml::script(dir, text);
+            c.env("PROVEBENCH_NVML_LIB", testkit::nvml::fake_nvml_lib())
+                .env("FAKE_NVML_SCRIPT", s);
+        }
+        None => {
+            c.env("PROVEBENCH_NVML_LIB", dir.join("no-such-libnvidia-ml.so"));
+        }
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let verify = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .current_dir(dir)
+        .args(["verify", "--key", "lab.pub", &name])
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "verify: {}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
+    let st = statement(&dir.join(&name));
+    (out, st, name)
 }
