@@ -747,6 +747,16 @@ fn until_precise_help() -> String {
     )
 }
 
+/// `NAME=VALUE`, each side holding more than blanks; else `FLAG "TEXT": WHAT`.
+fn name_and_value<'a>(text: &'a str, flag: &str, what: &str) -> Result<(&'a str, &'a str)> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() && !value.trim().is_empty() => {
+            Ok((name, value))
+        }
+        _ => bail!("{flag} {text:?}: {what}"),
+    }
+}
+
 impl RunSpec {
     /// The prefill and decode roles it declares (`roles`), prefill first; empty when the
     /// deployment serves whole.
@@ -808,10 +818,7 @@ impl RunSpec {
         };
         url_is_http(&self.target)?;
         for f in &self.factors {
-            match f.split_once('=') {
-                Some((name, level)) if !name.trim().is_empty() && !level.is_empty() => {}
-                _ => bail!("--factor {f:?}: a factor is NAME=LEVEL"),
-            }
+            name_and_value(f, "--factor", "a factor is NAME=LEVEL")?;
         }
         lora::parse(&self.lora_adapters)?;
         self.roles()?;
@@ -825,10 +832,7 @@ impl RunSpec {
         }
         if let Some(e) = &self.engine {
             for m in &e.lora_modules {
-                match m.split_once('=') {
-                    Some((name, path)) if !name.trim().is_empty() && !path.trim().is_empty() => {}
-                    _ => bail!("--lora-module {m:?}: an adapter to load is NAME=PATH"),
-                }
+                name_and_value(m, "--lora-module", "an adapter to load is NAME=PATH")?;
             }
             if e.max_loras == Some(0) {
                 bail!("--max-loras must be at least 1");
