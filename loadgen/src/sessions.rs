@@ -1,6 +1,10 @@
 //! Multi-turn conversations: each request is a turn, and carries the conversation so far —
 //! every earlier user message and the server's real answer to it — and the next user message.
 //!
+//! With LoRA adapters (`--lora-adapters`) a conversation is one tenant's: every turn of it
+//! names the same adapter, the conversations spread over the adapters in the weights' shares
+//! ([`crate::lora`]).
+//!
 //! Turns of one conversation go in order: turn k + 1 is scheduled when turn k's answer has
 //! ended, plus the think time, and its latency counts from then. Conversations interleave
 //! under the profile: a closed loop keeps N conversations going (a worker takes the next one
@@ -42,6 +46,9 @@ pub struct Conversations {
     /// sha256 over every conversation's user messages, length-prefixed, in order.
     pub sha256: String,
     pub tokenizer: String,
+    /// The LoRA adapter each conversation is served with, every turn of it (by index; empty
+    /// without `--lora-adapters`).
+    pub adapters: Vec<Arc<str>>,
 }
 
 impl Conversations {
@@ -58,6 +65,7 @@ impl Conversations {
             conversations,
             sha256: hex::encode(h.finalize()),
             tokenizer,
+            adapters: Vec::new(),
         }
     }
 
@@ -283,7 +291,7 @@ async fn converse(
             (&joined, &[])
         };
         let job = Job {
-            model: None,
+            model: s.conversations.adapters.get(index).map(|a| &**a),
             prompt,
             history: earlier,
             previous_response_id: previous.as_deref().filter(|_| chained),

@@ -839,8 +839,8 @@ impl RunSpec {
             }
         }
         if !self.lora_adapters.is_empty() {
-            if self.sessions.is_some() || self.agentic.is_some() {
-                bail!("--lora-adapters spreads independent requests over adapters; it does not yet go with --sessions or --agentic");
+            if self.agentic.is_some() {
+                bail!("--lora-adapters spreads requests or conversations over adapters; it does not yet go with --agentic");
             }
             if !matches!(
                 self.backend,

@@ -959,17 +959,24 @@ impl Measurement {
         }
     }
 
-    /// What the benchmark sends: prompts, or conversations; prompts spread over the LoRA
-    /// adapters the spec names ([`crate::lora`]).
+    /// What the benchmark sends: prompts, or conversations; prompts (or whole conversations)
+    /// spread over the LoRA adapters the spec names ([`crate::lora`]).
     async fn build_load(&self, data: &DataSpec, n: u64, seed: u64) -> anyhow::Result<Load> {
         let mut load = self.build_prompts(data, n, seed).await?;
-        if let Load::Prompts(set) = &mut load {
-            let mix = crate::spec::lora::parse(&self.spec.lora_adapters)?;
-            let names: Vec<Arc<str>> = mix.iter().map(|a| Arc::from(a.name.as_str())).collect();
-            let order = crate::lora::assign(&mix, set.prompts.len(), seed);
-            for (prompt, k) in set.prompts.iter_mut().zip(order) {
-                prompt.adapter = Some(names[k].clone());
+        let mix = crate::spec::lora::parse(&self.spec.lora_adapters)?;
+        let names: Vec<Arc<str>> = mix.iter().map(|a| Arc::from(a.name.as_str())).collect();
+        match &mut load {
+            Load::Prompts(set) => {
+                let order = crate::lora::assign(&mix, set.prompts.len(), seed);
+                for (prompt, k) in set.prompts.iter_mut().zip(order) {
+                    prompt.adapter = Some(names[k].clone());
+                }
             }
+            Load::Conversations(c) => {
+                let order = crate::lora::assign(&mix, c.conversations.len(), seed);
+                c.adapters = order.into_iter().map(|k| names[k].clone()).collect();
+            }
+            _ => {}
         }
         Ok(load)
     }

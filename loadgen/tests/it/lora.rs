@@ -172,3 +172,65 @@ async fn each_adapters_ttft_is_the_simulators_swap_model() {
         );
     }
 }
+
+/// With conversations, a conversation is one tenant's: every turn names the same adapter (the
+/// one the server served it with), and the conversations take the weights' shares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_turn_of_a_conversation_names_its_adapter() {
+    let sim = SimServer::start(SimConfig {
+        ttft_ms: 0.0,
+        prefill_us_per_token: 0.0,
+        itl_ms: 0.0,
+        itl_growth: 0.0,
+        lora: adapters(&["sql", "chat"], 2, 0.0),
+        ..SimConfig::default()
+    })
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiChat,
+        profile: ProfileName::Concurrent,
+        concurrency: vec![8],
+        max_requests: Some(192),
+        sessions: Some(loadgen::spec::parse_sessions("turns=3").unwrap()),
+        data: loadgen::spec::parse_data("prompt_tokens=8,output_tokens=2").unwrap(),
+        lora_adapters: ["sql:3", "chat:1"].map(String::from).to_vec(),
+        ..RunSpec::default()
+    };
+    let doc = run_against(&sim, spec, dir.path(), "sessions").await;
+    verifies(&doc);
+    let b = &doc.predicate.benchmarks[0];
+    assert_eq!(b.records.len(), 192);
+    let truth: HashMap<String, Option<String>> = sim
+        .truth()
+        .into_iter()
+        .filter_map(|t| Some((t.request_id?, t.adapter)))
+        .collect();
+    let mut by_session: BTreeMap<u32, (String, u32)> = BTreeMap::new();
+    for r in &b.records {
+        assert!(r.completed(), "{:?}", r.error);
+        let adapter = r.adapter.clone().unwrap();
+        assert_eq!(
+            truth[r.request_id.as_ref().unwrap()].as_deref(),
+            Some(&*adapter)
+        );
+        let entry = by_session
+            .entry(r.session.unwrap())
+            .or_insert((adapter.clone(), 0));
+        assert_eq!(entry.0, adapter, "a conversation keeps its adapter");
+        entry.1 += 1;
+    }
+    // 64 conversations of 3 turns: 48 of sql's, 16 of chat's (one whole block of 64).
+    assert_eq!(by_session.len(), 64);
+    let sql = by_session.values().filter(|(a, _)| a == "sql").count();
+    assert_eq!(sql, 48);
+    let stats = b.summary.by_adapter.as_ref().unwrap();
+    assert_eq!(
+        stats
+            .iter()
+            .map(|a| (a.adapter.as_str(), a.requests))
+            .collect::<Vec<_>>(),
+        [("chat", 48), ("sql", 144)]
+    );
+}
