@@ -5,11 +5,13 @@
 //! Read from the help text of the three styles engines print: Python's argparse (vLLM, SGLang:
 //! `  --dtype {auto,half,bfloat16}`, `  --max-num-seqs MAX_NUM_SEQS`, `  --enable-x, --no-enable-x`),
 //! clap (`      --ttft-ms <TTFT_MS>`), and llama.cpp's own (`-c,    --ctx-size N`,
-//! `-fa,   --flash-attn [on|off|auto]`). A line declares flags when it starts with `-`; its
-//! declaration runs until the first word that is neither a flag nor a value's name, and each
-//! flag in it takes the value named after it (none: a switch; in `[…]`: optional). Choices are
-//! read where the declaration spells them (`{a,b}`, `[a|b]`); a flag whose choices the help
-//! states only in prose is checked for presence and for taking a value, not for its level.
+//! `-fa,   --flash-attn [on|off|auto]`). A line declares flags when it starts with `-`: its
+//! flags, each value's name one space after its flag, and the description two spaces or more
+//! after the declaration (or on the next line) — so prose that opens with a flag
+//! (`--itl-ms × (1 + …)`) declares nothing. Aliases on one line share the value one of them
+//! names; a value in `[…]` is optional. Choices are read where the declaration spells them
+//! (`{a,b}`, `[a|b]`); a flag whose choices the help states only in prose is checked for
+//! presence and for taking a value, not for its level.
 
 use crate::recipe::Recipe;
 use std::collections::BTreeMap;
@@ -130,11 +132,16 @@ pub fn parse(help: &str) -> BTreeMap<String, HelpFlag> {
             continue;
         }
         let words: Vec<&str> = words[..declared].iter().map(|w| w.0).collect();
+        // The line's long flags, each with what it takes; aliases share the value one of
+        // them names (`-hfd, --hf-repo-draft <user>/<model>`: both take it).
+        let mut line_flags: Vec<(String, HelpFlag)> = vec![];
         let mut i = 0;
         while i < words.len() {
             let word = words[i].trim_end_matches(',');
             if !word.starts_with('-') || word == "-" || word == "--" {
-                break;
+                // A value's repetition (`[NAME ...]`): the next alias may follow it.
+                i += 1;
+                continue;
             }
             // `--name=VALUE` declares its value in the same word.
             let (name, inline) = match word.split_once('=') {
@@ -145,7 +152,7 @@ pub fn parse(help: &str) -> BTreeMap<String, HelpFlag> {
                 words
                     .get(i + 1)
                     .map(|w| w.trim_end_matches(','))
-                    .filter(|w| is_value_name(w))
+                    .filter(|w| !w.starts_with('-'))
             });
             if inline.is_none() && next.is_some() {
                 i += 1;
@@ -159,26 +166,45 @@ pub fn parse(help: &str) -> BTreeMap<String, HelpFlag> {
                 Some(v) if v.starts_with('[') => (Takes::OptionalValue, choices(v)),
                 Some(v) => (Takes::Value, choices(v)),
             };
-            flags
-                .entry(name.to_string())
-                .or_insert(HelpFlag { takes, choices });
-            // A declaration whose words end with a comma lists another alias next.
+            line_flags.push((name.to_string(), HelpFlag { takes, choices }));
+        }
+        let shared = line_flags
+            .iter()
+            .rev()
+            .find(|(_, f)| f.takes != Takes::Nothing)
+            .map(|(_, f)| f.clone());
+        for (name, mut f) in line_flags {
+            if let (Takes::Nothing, Some(s)) = (f.takes, &shared) {
+                f = s.clone();
+            }
+            flags.entry(name).or_insert(f);
         }
     }
     flags
 }
 
 /// How many of a line's first words declare flags: flags (`-c,`, `--ctx-size`,
-/// `--port=PORT`) and the names of their values.
+/// `--port=PORT`) and the names of their values. A value's name stands one space after its
+/// flag (whatever it looks like: `N`, `<TTFT_MS>`, `KEY=TYPE:VALUE,...`); after it, one space
+/// apart, only more value names (`START END`) or argparse's repetition of it (`NAME [NAME
+/// ...]`). Two spaces or more start the description.
 fn declaration_len(words: &[(&str, usize)]) -> usize {
     let mut n = 0;
-    let mut after_flag = false;
-    for (w, _) in words {
-        let w = w.trim_end_matches(',');
+    let (mut after_flag, mut after_value) = (false, false);
+    let mut previous_end: Option<usize> = None;
+    for &(word, end) in words {
+        let w = word.trim_end_matches(',');
+        let adjacent = previous_end.is_some_and(|p| end - word.len() == p + 1);
         let flag = w.starts_with('-') && w != "-" && w != "--";
-        if flag || (after_flag && is_value_name(w)) {
+        let value = adjacent && after_flag && !flag;
+        let more = adjacent
+            && after_value
+            && (is_value_name(w) || w.starts_with('[') || w.ends_with(']') || w == "...");
+        if flag || value || more {
             n += 1;
+            after_value = !flag;
             after_flag = flag;
+            previous_end = Some(end);
         } else {
             break;
         }
@@ -274,6 +300,10 @@ options:
                         If set, the prefill requests can be chunked.
   --tensor-parallel-size TENSOR_PARALLEL_SIZE, -tp TENSOR_PARALLEL_SIZE
                         Number of tensor parallel groups.
+  --cuda-graph-sizes CUDA_GRAPH_SIZES [CUDA_GRAPH_SIZES ...]
+                        Cuda graph capture sizes.
+  --lora-modules LORA_MODULES [LORA_MODULES ...], --lora_modules LORA_MODULES [LORA_MODULES ...]
+                        LoRA modules configurations.
 ";
 
     /// As clap prints them (`runner sim --help`).
@@ -298,6 +328,11 @@ Options:
 -fa,   --flash-attn [on|off|auto]       set Flash Attention use ('on', 'off', or 'auto', default: 'auto')
 --no-perf                               disable internal libllama performance timings (default: false)
 -np,   --parallel N                     number of parallel sequences to decode (default: 1)
+--mlock                                 DEPRECATED in favor of `--load-mode`: force system to keep model in
+--override-kv KEY=TYPE:VALUE,...        advanced option to override model metadata by key.
+--control-vector-layer-range START END
+                                        --hf-repo (default: unused)
+--spec-draft-hf, -hfd, -hfrd, --hf-repo-draft <user>/<model>[:quant]
 ";
 
     #[test]
@@ -308,6 +343,9 @@ Options:
         assert_eq!(a["--enable-chunked-prefill"].takes, Takes::Nothing);
         assert_eq!(a["--no-enable-chunked-prefill"].takes, Takes::Nothing);
         assert_eq!(a["--tensor-parallel-size"].takes, Takes::Value);
+        assert_eq!(a["--cuda-graph-sizes"].takes, Takes::Value);
+        assert_eq!(a["--lora-modules"].takes, Takes::Value);
+        assert_eq!(a["--lora_modules"].takes, Takes::Value);
         assert!(!a.contains_key("--parallel"));
         let c = parse(CLAP);
         assert_eq!(c["--port"].takes, Takes::Value);
@@ -321,6 +359,23 @@ Options:
         assert_eq!(l["--ctx-size"].takes, Takes::Value);
         assert_eq!(l["--parallel"].takes, Takes::Value);
         assert_eq!(l["--no-perf"].takes, Takes::Nothing);
+        assert_eq!(
+            l["--mlock"].takes,
+            Takes::Nothing,
+            "a description in capitals"
+        );
+        assert_eq!(l["--override-kv"].takes, Takes::Value);
+        assert_eq!(l["--control-vector-layer-range"].takes, Takes::Value);
+        assert_eq!(l["--hf-repo-draft"].takes, Takes::Value);
+        assert_eq!(
+            l["--spec-draft-hf"].takes,
+            Takes::Value,
+            "an alias shares the value"
+        );
+        assert!(
+            !l.contains_key("--hf-repo"),
+            "a description's mention declares nothing"
+        );
         assert_eq!(
             l["--flash-attn"],
             HelpFlag {
