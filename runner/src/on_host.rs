@@ -212,14 +212,26 @@ pub fn role_watch(
     recipe: Option<&Loaded>,
     engine_name: &str,
 ) -> Vec<telemetry::RoleConfig> {
-    let names = recipe
-        .and_then(|l| l.recipe.metrics.as_ref())
-        .map(|m| m.roles())
-        .ok_or_else(|| {
-            format!(
-                "no recipe names the metrics of this engine ({engine_name}); pass --engine RECIPE"
-            )
-        });
+    // A router in front of the roles may not say which engine serves behind it: then each
+    // page is read with every shipped recipe's names, the first alternative a page has whole
+    // chosen as ever (each engine prefixes its own, so none is counted twice).
+    let names = match recipe.and_then(|l| l.recipe.metrics.as_ref()) {
+        Some(m) => Ok(m.roles()),
+        None => {
+            let mut all: telemetry::scrape::RoleAlternatives = Default::default();
+            for (name, _) in recipe::BUILT_IN {
+                let metrics = shipped_recipe(name).and_then(|l| l.recipe.metrics);
+                for (role, alternatives) in metrics.map(|m| m.roles()).unwrap_or_default() {
+                    all.entry(role).or_default().extend(alternatives);
+                }
+            }
+            tracing::info!(
+                "the target does not say its engine ({engine_name}): the roles' pages are read \
+                 with every shipped recipe's metric names"
+            );
+            Ok::<_, String>(all)
+        }
+    };
     spec.roles()
         .unwrap_or_default()
         .into_iter()
@@ -298,5 +310,37 @@ impl HostWatch for Watching {
     fn after(&self) -> Option<Telemetry> {
         *self.current.lock().expect("checkpoint lock") = None;
         Some(self.watch.after())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schemas::document::telemetry::MetricRole;
+
+    /// Behind a router that does not say its engine, a role's page is read with every shipped
+    /// recipe's names: vLLM's and SGLang's both, the page's own chosen when it is scraped.
+    #[test]
+    fn roles_behind_an_unknown_router_read_every_shipped_recipes_names() {
+        let spec = loadgen::spec::RunSpec {
+            decode_gpus: Some("0".into()),
+            decode_metrics_url: vec!["http://127.0.0.1:8200/metrics".into()],
+            ..Default::default()
+        };
+        let [role] = role_watch(&spec, None, "unknown").try_into().unwrap();
+        let names = role.metrics.unwrap();
+        let transfers = &names[&MetricRole::KvTransfers];
+        assert!(transfers.contains(&"vllm:nixl_xfer_time_seconds_count".to_string()));
+        assert!(transfers.contains(&"sglang:kv_transfer_latency_ms_count".to_string()));
+        assert!(names[&MetricRole::GenerationTokens]
+            .iter()
+            .any(|n| n.starts_with("sglang:")));
+        // A recipe that fits reads with its own names alone.
+        let vllm = shipped_recipe("vllm").unwrap();
+        let [role] = role_watch(&spec, Some(&vllm), "vllm").try_into().unwrap();
+        let names = role.metrics.unwrap();
+        assert!(names[&MetricRole::KvTransfers]
+            .iter()
+            .all(|n| n.starts_with("vllm:")));
     }
 }
