@@ -399,7 +399,7 @@ fn cell_text(cell: &CellEntry, s: &Shown) -> String {
         Shown::Missing => return format!("{id} missing"),
     };
     let p = &loaded.statement.predicate;
-    let Some(h) = headline(cell, loaded) else {
+    let Some((h, peak)) = headline(cell, loaded) else {
         return format!("{id} verified ✓ · no benchmark completed");
     };
     // A capacity search's cell leads with its answer: the number the search was run for.
@@ -414,8 +414,7 @@ fn cell_text(cell: &CellEntry, s: &Shown) -> String {
     let accuracy = crate::tables::accuracy::headline(p)
         .map_or(String::new(), |a| format!(" · accuracy {}", md_escape(&a)));
     // And what a million output tokens cost at the peak, where the cell priced its GPUs.
-    let cost = crate::campaign::peak(&p.benchmarks)
-        .and_then(|b| crate::tables::cost::of(p, b))
+    let cost = crate::tables::cost::of(p, peak)
         .and_then(|c| c.gpu_output)
         .zip(p.pricing.as_ref().and_then(|x| x.gpu_hour.as_ref()))
         .map_or(String::new(), |(c, price)| {
@@ -426,18 +425,22 @@ fn cell_text(cell: &CellEntry, s: &Shown) -> String {
         });
     format!(
         "{id} verified ✓{capacity}{accuracy} · {} · {} · TTFT p50 {} · TPOT p50 {}{cost}",
-        format::with_unit(h.1, "tok/s"),
-        format::with_unit(h.0.per_gpu, "tok/s/GPU"),
-        format::with_unit(h.0.ttft_p50_ms, "ms"),
-        format::with_unit(h.0.tpot_p50_ms, "ms"),
+        format::with_unit(
+            peak.summary.output_token_throughput_per_s.map(|v| v.get()),
+            "tok/s"
+        ),
+        format::with_unit(h.per_gpu, "tok/s/GPU"),
+        format::with_unit(h.ttft_p50_ms, "ms"),
+        format::with_unit(h.tpot_p50_ms, "ms"),
     )
 }
 
-/// A verified cell's headline numbers, from its peak benchmark (with its output throughput
-/// in all); `None` when no benchmark completed.
-fn headline(cell: &CellEntry, loaded: &Loaded) -> Option<(Headline, Option<f64>)> {
+/// A verified cell's headline numbers, with the peak benchmark they are read from; `None`
+/// when no benchmark completed.
+fn headline<'a>(cell: &CellEntry, loaded: &'a Loaded) -> Option<(Headline, &'a Benchmark)> {
     let p = &loaded.statement.predicate;
-    let s = &peak(&p.benchmarks)?.summary;
+    let best = peak(&p.benchmarks)?;
+    let s = &best.summary;
     let otps = s.output_token_throughput_per_s.map(|v| v.get());
     let gpus = cell
         .axes
@@ -467,7 +470,7 @@ fn headline(cell: &CellEntry, loaded: &Loaded) -> Option<(Headline, Option<f64>)
             }),
             gpu_hour_price: p.pricing.as_ref().and_then(|x| x.gpu_hour.clone()),
         },
-        otps,
+        best,
     ))
 }
 

@@ -242,23 +242,16 @@ pub struct Point {
 }
 
 impl Point {
-    /// What a million output tokens cost in GPU time at the treatment's throughput per GPU:
-    /// `price / (tok/s/GPU × 3600) × 10⁶`, its interval the throughput's turned over (none when
-    /// the throughput's reaches 0).
+    /// What a million output tokens cost in GPU time at the treatment's throughput per GPU
+    /// (one GPU's price a second over its rate, as [`crate::tables::cost::gpu_time`]), its
+    /// interval the throughput's over the repetitions turned over.
     pub fn gpu_cost_per_million_output(&self) -> Option<crate::tables::cost::PerMillion> {
-        let price = self.gpu_hour_price.as_ref()?.amount.get();
-        let cost = |per_gpu: f64| price / (per_gpu * 3600.0) * 1e6;
-        (self.per_gpu > 0.0).then(|| crate::tables::cost::PerMillion {
-            value: cost(self.per_gpu),
-            interval: (self.per_gpu_half > 0.0 && self.per_gpu - self.per_gpu_half > 0.0).then(
-                || {
-                    (
-                        cost(self.per_gpu + self.per_gpu_half),
-                        cost(self.per_gpu - self.per_gpu_half),
-                    )
-                },
-            ),
-        })
+        let per_second = self.gpu_hour_price.as_ref()?.amount.get() / 3600.0;
+        let interval = (self.per_gpu_half > 0.0).then_some((
+            self.per_gpu - self.per_gpu_half,
+            self.per_gpu + self.per_gpu_half,
+        ));
+        crate::tables::cost::gpu_time(per_second, self.per_gpu, interval)
     }
 
     /// Whether `self` dominates `p`: not worse on either axis beyond the two points'

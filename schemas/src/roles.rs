@@ -36,7 +36,7 @@ use crate::document::telemetry::{MetricRole, RoleTelemetry, ServingRole, Telemet
 use crate::document::{Phase, RawRecord};
 use crate::interval::RoleIntervals;
 use crate::summary::RoleSummary;
-use crate::telemetry::{self, finite, TelemetryError};
+use crate::telemetry::{self, finite};
 use crate::uncertainty::{self, BATCHES, MIN_PER_BATCH};
 
 /// A server's count and the client's differ when they are further apart than this share.
@@ -102,7 +102,7 @@ fn one(
     let benchmark_tokens: u64 = completed().map(|r| work(kind, r)).sum();
     let window_us = window.1.saturating_sub(window.0);
     let rate = per_second(tokens, window_us)?;
-    let per_gpu = |v: f64| finite_or(&format!("roles[{index}] tokens per GPU"), v / gpus as f64);
+    let per_gpu = |v: f64| finite(&format!("roles[{index}] tokens per GPU"), v / gpus as f64);
     let tokens_per_s_per_gpu = match rate {
         Some(r) if gpus > 0 => Some(per_gpu(r.get())?),
         _ => None,
@@ -123,7 +123,7 @@ fn one(
     let mut runs_ok = !role.servers.is_empty();
     for (s, m) in role.servers.iter().enumerate() {
         let at = format!("roles[{index}].servers[{s}]");
-        let (_, _, decoded) = telemetry::decode_server(m, &at).map_err(telemetry_error)?;
+        let (_, _, decoded) = telemetry::decode_server(m, &at)?;
         if let Some(v) = telemetry::role_increase(m, &decoded, work_counter(kind)) {
             *server_tokens.get_or_insert(0.0) += v;
         }
@@ -132,18 +132,20 @@ fn one(
             continue;
         };
         *transfers.get_or_insert(0.0) += count;
-        transfer_ms += transfer_time_ms(m, &decoded, |_| true);
-        // Run j of this page: its increments j·(n−1)/k .. (j+1)·(n−1)/k.
         let n = decoded.values().next().map_or(0, Vec::len);
+        transfer_ms += transfer_time_ms(m, &decoded, 0..n);
         if n < BATCHES + 1 {
             runs_ok = false;
             continue;
         }
+        // Run j of this page: its increments j·(n−1)/k .. (j+1)·(n−1)/k, the samples from the
+        // first's start to the last's end.
         for (j, run) in runs.iter_mut().enumerate() {
             let steps = uncertainty::batch(n - 1, j);
-            let within = |i: usize| steps.contains(&i);
-            run.0 += transfer_time_ms(m, &decoded, within);
-            run.1 += increase_within(m, &decoded, MetricRole::KvTransfers, within);
+            let samples = steps.start..steps.end + 1;
+            run.0 += transfer_time_ms(m, &decoded, samples.clone());
+            run.1 += telemetry::role_increase_over(m, &decoded, MetricRole::KvTransfers, samples)
+                .unwrap_or(0.0);
         }
     }
     let kv_transfer_mean_ms = transfers.filter(|&c| c > 0.0).map(|c| transfer_ms / c);
@@ -159,7 +161,7 @@ fn one(
     // The role's GPUs' energy.
     let energy = role_energy(records, telemetry, role, t)?;
     let j_per_token = match energy.as_ref().map(|e| e.0) {
-        Some(e) if benchmark_tokens > 0 => Some(finite_or(
+        Some(e) if benchmark_tokens > 0 => Some(finite(
             &format!("roles[{index}] joules per token"),
             e as f64 / benchmark_tokens as f64,
         )?),
@@ -174,7 +176,7 @@ fn one(
             tokens_per_s_per_gpu,
             benchmark_tokens,
             server_tokens: server_tokens
-                .map(|v| finite_or(&what("server tokens"), v))
+                .map(|v| finite(&what("server tokens"), v))
                 .transpose()?,
             counts_disagree: server_tokens.map(|s| {
                 (s - benchmark_tokens as f64).abs() > DISAGREE_SHARE * (benchmark_tokens as f64)
@@ -182,10 +184,10 @@ fn one(
             energy_j: energy.as_ref().map(|e| e.0),
             j_per_token,
             kv_transfers: transfers
-                .map(|v| finite_or(&what("KV transfers"), v))
+                .map(|v| finite(&what("KV transfers"), v))
                 .transpose()?,
             kv_transfer_mean_ms: kv_transfer_mean_ms
-                .map(|v| finite_or(&what("KV transfer time"), v))
+                .map(|v| finite(&what("KV transfer time"), v))
                 .transpose()?,
         },
         RoleIntervals {
@@ -196,39 +198,16 @@ fn one(
     ))
 }
 
-/// The transfer time (ms) counted over the increments `within` picks (increment `i`: from
-/// sample `i` to `i + 1`): the seconds counter's increase × 1000 plus the milliseconds one's.
+/// The transfer time (ms) counted over the samples `samples` picks: the seconds counter's
+/// increase × 1000 plus the milliseconds one's.
 fn transfer_time_ms(
     m: &crate::document::telemetry::ServerMetrics,
     decoded: &telemetry::Decoded,
-    within: impl Fn(usize) -> bool + Copy,
+    samples: std::ops::Range<usize>,
 ) -> f64 {
-    increase_within(m, decoded, MetricRole::KvTransferSeconds, within) * 1e3
-        + increase_within(m, decoded, MetricRole::KvTransferMilliseconds, within)
-}
-
-/// A counter role's increase over the increments `within` picks, per metric then summed;
-/// a fall is a restart (as [`telemetry::counter_increase`]); 0 when none of its metrics was kept.
-fn increase_within(
-    m: &crate::document::telemetry::ServerMetrics,
-    decoded: &telemetry::Decoded,
-    role: MetricRole,
-    within: impl Fn(usize) -> bool,
-) -> f64 {
-    let Some(names) = m.roles.get(&role) else {
-        return 0.0;
-    };
-    names
-        .iter()
-        .filter_map(|n| decoded.get(n.as_str()))
-        .map(|s| {
-            s.windows(2)
-                .enumerate()
-                .filter(|(i, _)| within(*i))
-                .map(|(_, w)| if w[1] >= w[0] { w[1] - w[0] } else { w[1] })
-                .sum::<f64>()
-        })
-        .sum()
+    let over = |role| telemetry::role_increase_over(m, decoded, role, samples.clone());
+    over(MetricRole::KvTransferSeconds).unwrap_or(0.0) * 1e3
+        + over(MetricRole::KvTransferMilliseconds).unwrap_or(0.0)
 }
 
 /// The role's GPUs' energy (J) with the interval of its joules per token; `None` unless every
@@ -245,7 +224,7 @@ fn role_energy(
     if role.gpus.is_empty() {
         return Ok(None);
     }
-    let (times, _, _) = telemetry::times("gpu", &g.t_us).map_err(telemetry_error)?;
+    let (times, _, _) = telemetry::times("gpu", &g.t_us)?;
     let n = times.len();
     let mut columns = Vec::with_capacity(role.gpus.len());
     for &want in &role.gpus {
@@ -256,7 +235,7 @@ fn role_energy(
             return Ok(None);
         };
         let at = format!("gpu.gpus[{i}].energy_j");
-        columns.push(telemetry::column(&at, text, n).map_err(telemetry_error)?);
+        columns.push(telemetry::column(&at, text, n)?);
     }
     if n == 0 {
         return Ok(None);
@@ -294,12 +273,4 @@ fn role_energy(
         None
     };
     Ok(Some((energy, interval)))
-}
-
-fn finite_or(what: &str, v: f64) -> Result<crate::numbers::Finite, MetricsError> {
-    finite(what, v).map_err(telemetry_error)
-}
-
-fn telemetry_error(e: TelemetryError) -> MetricsError {
-    MetricsError::Telemetry(e)
 }

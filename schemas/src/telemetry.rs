@@ -227,11 +227,25 @@ pub(crate) fn role_increase(
     decoded: &BTreeMap<&str, Vec<f64>>,
     role: MetricRole,
 ) -> Option<f64> {
+    role_increase_over(m, decoded, role, ..)
+}
+
+/// [`role_increase`] over the samples `samples` picks (`2..=5`: the increments from sample 2
+/// to sample 5).
+pub(crate) fn role_increase_over<R>(
+    m: &ServerMetrics,
+    decoded: &BTreeMap<&str, Vec<f64>>,
+    role: MetricRole,
+    samples: R,
+) -> Option<f64>
+where
+    R: std::slice::SliceIndex<[f64], Output = [f64]> + Clone,
+{
     let names = m.roles.get(&role)?;
     let parts: Vec<f64> = names
         .iter()
         .filter_map(|n| decoded.get(n.as_str()))
-        .map(|s| counter_increase(s))
+        .map(|s| counter_increase(&s[samples.clone()]))
         .collect();
     (!parts.is_empty()).then(|| parts.iter().sum::<f64>())
 }

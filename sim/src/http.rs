@@ -461,10 +461,7 @@ async fn whole(
     ident: &Ident,
     conversation: Option<protocol::PromptTokens>,
 ) -> Result<Response<Body>, io::Error> {
-    if let Err(e) = gen.admit().await {
-        gen.failed(Instant::now(), "prefill_failed");
-        return Err(e);
-    }
+    gen.admit().await?;
     let seed = gen.engine().cfg.seed;
     let n = req.max_tokens;
     let mut fired = false;
@@ -596,7 +593,6 @@ impl Stream {
                 Stage::Queued => {
                     if let Err(e) = self.gen.admit().await {
                         // The prefill side failed it: the connection drops, no last chunk.
-                        self.gen.failed(Instant::now(), "prefill_failed");
                         self.stage = Stage::Done;
                         return Some(Err(e));
                     }

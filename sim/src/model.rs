@@ -381,7 +381,8 @@ impl Generation {
     /// Waits for a batch slot (FIFO), looks the prompt up in the prefix cache, then sets the
     /// first token's deadline: the prefill of the cached tokens is skipped. On the decode side
     /// of a disaggregated deployment the prefill side prefills it first and the KV crosses
-    /// over (`disaggregated.rs`); `Err` when the prefill side failed it.
+    /// over (`disaggregated.rs`); `Err` when the prefill side failed it, which ends it
+    /// (`prefill_failed` in its truth).
     pub async fn admit(&mut self) -> std::io::Result<()> {
         let engine = self.engine.clone();
         let remote = match (&engine.cfg.disaggregated, self.prefill_only) {
@@ -389,13 +390,18 @@ impl Generation {
                 // Waiting, as vLLM's decode side holds a request until its KV is in.
                 let _queued = Queued::enter(&engine.waiting);
                 let asked = Instant::now();
-                d.prefill(
-                    &engine.model_json,
-                    &self.block_hashes,
-                    self.prompt_tokens,
-                    self.index,
-                )
-                .await?;
+                let prefilled = d
+                    .prefill(
+                        &engine.model_json,
+                        &self.block_hashes,
+                        self.prompt_tokens,
+                        self.index,
+                    )
+                    .await;
+                if let Err(e) = prefilled {
+                    self.finish_as(Instant::now(), Some("prefill_failed"), false);
+                    return Err(e);
+                }
                 let prefilled = Instant::now();
                 let due = prefilled + Duration::from_secs_f64(d.kv_transfer_ms / 1e3);
                 Timer::global().sleep_until(due).await;
@@ -549,11 +555,6 @@ impl Generation {
                 Some(Fault::Reset { .. } | Fault::Error | Fault::RateLimit)
             );
         self.finish_as(end, self.fault.map(Fault::name), whole);
-    }
-
-    /// Ends a request that failed on the server's side (`what` goes into the truth's `fault`).
-    pub fn failed(&mut self, end: Instant, what: &'static str) {
-        self.finish_as(end, Some(what), false);
     }
 
     fn finish_as(&mut self, end: Instant, fault: Option<&'static str>, whole: bool) {

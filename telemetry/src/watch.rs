@@ -165,14 +165,17 @@ impl Watch {
             Ok(g) => (Some(g.so_far(origin)), None),
             Err(why) => (None, Some(why.clone())),
         };
-        let server = self.metrics.as_ref().map_err(String::clone).and_then(|m| {
-            if end {
-                m.end(origin)
-            } else {
-                m.so_far(origin)
-            }
-        });
-        let (server, server_null_reason) = match server {
+        // A page's scrapes: the last one taken when the benchmark ended, else those so far.
+        let read = |scraper: &Result<Scraper, String>| {
+            scraper.as_ref().map_err(String::clone).and_then(|m| {
+                if end {
+                    m.end(origin)
+                } else {
+                    m.so_far(origin)
+                }
+            })
+        };
+        let (server, server_null_reason) = match read(&self.metrics) {
             Ok(m) => (Some(m), None),
             Err(why) => (None, Some(why)),
         };
@@ -182,14 +185,7 @@ impl Watch {
             .map(|r| {
                 let (mut servers, mut null_reasons) = (vec![], vec![]);
                 for scraper in &r.scrapers {
-                    let got = scraper.as_ref().map_err(String::clone).and_then(|m| {
-                        if end {
-                            m.end(origin)
-                        } else {
-                            m.so_far(origin)
-                        }
-                    });
-                    match got {
+                    match read(scraper) {
                         Ok(m) => servers.push(m),
                         Err(why) => null_reasons.push(why),
                     }

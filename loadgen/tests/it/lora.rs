@@ -17,19 +17,32 @@ fn adapters(names: &[&str], max_loras: u32, load_ms: f64) -> Option<Lora> {
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn requests_spread_over_adapters_in_the_weights_shares() {
-    let sim = SimServer::start(SimConfig {
+/// A simulator with no timer waits serving `names`, every one loaded at once.
+async fn instant_sim(names: &[&str], max_batch: u32) -> SimServer {
+    SimServer::start(SimConfig {
         ttft_ms: 0.0,
         prefill_us_per_token: 0.0,
         itl_ms: 0.0,
         itl_growth: 0.0,
-        max_batch: 64,
-        lora: adapters(&["sql", "chat", "code", "math"], 4, 0.0),
+        max_batch,
+        lora: adapters(names, names.len() as u32, 0.0),
         ..SimConfig::default()
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+/// The adapter the simulator served each request with, by its `X-Request-Id`.
+fn served(sim: &SimServer) -> HashMap<String, Option<String>> {
+    sim.truth()
+        .into_iter()
+        .filter_map(|t| Some((t.request_id?, t.adapter)))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_spread_over_adapters_in_the_weights_shares() {
+    let sim = instant_sim(&["sql", "chat", "code", "math"], 64).await;
     let dir = tempfile::tempdir().unwrap();
     let spec = RunSpec {
         backend: loadgen::backend::Api::OpenaiCompletions,
@@ -46,11 +59,7 @@ async fn requests_spread_over_adapters_in_the_weights_shares() {
     verifies(&doc);
     let b = &doc.predicate.benchmarks[0];
     assert_eq!(b.records.len(), 2000);
-    let truth: HashMap<String, Option<String>> = sim
-        .truth()
-        .into_iter()
-        .filter_map(|t| Some((t.request_id?, t.adapter)))
-        .collect();
+    let truth = served(&sim);
     let mut counted: BTreeMap<&str, u64> = BTreeMap::new();
     for r in &b.records {
         assert!(r.completed(), "{:?}", r.error);
@@ -177,16 +186,7 @@ async fn each_adapters_ttft_is_the_simulators_swap_model() {
 /// one the server served it with), and the conversations take the weights' shares.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_turn_of_a_conversation_names_its_adapter() {
-    let sim = SimServer::start(SimConfig {
-        ttft_ms: 0.0,
-        prefill_us_per_token: 0.0,
-        itl_ms: 0.0,
-        itl_growth: 0.0,
-        lora: adapters(&["sql", "chat"], 2, 0.0),
-        ..SimConfig::default()
-    })
-    .await
-    .unwrap();
+    let sim = instant_sim(&["sql", "chat"], SimConfig::default().max_batch).await;
     let dir = tempfile::tempdir().unwrap();
     let spec = RunSpec {
         backend: loadgen::backend::Api::OpenaiChat,
@@ -202,11 +202,7 @@ async fn every_turn_of_a_conversation_names_its_adapter() {
     verifies(&doc);
     let b = &doc.predicate.benchmarks[0];
     assert_eq!(b.records.len(), 192);
-    let truth: HashMap<String, Option<String>> = sim
-        .truth()
-        .into_iter()
-        .filter_map(|t| Some((t.request_id?, t.adapter)))
-        .collect();
+    let truth = served(&sim);
     let mut by_session: BTreeMap<u32, (String, u32)> = BTreeMap::new();
     for r in &b.records {
         assert!(r.completed(), "{:?}", r.error);

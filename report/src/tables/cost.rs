@@ -40,6 +40,18 @@ pub fn gpus(p: &Predicate) -> Option<u32> {
     crate::view::gpus(&p.host).map(|(n, _)| n)
 }
 
+/// What a million tokens cost in GPU time, the GPUs costing `per_second` a second and serving
+/// `rate` tokens a second: `per_second / rate × 10⁶`, its interval the rate's (`low`, `high`)
+/// turned over where the rate's stays above 0; `None` at a rate of 0.
+pub fn gpu_time(per_second: f64, rate: f64, interval: Option<(f64, f64)>) -> Option<PerMillion> {
+    (rate > 0.0).then(|| PerMillion {
+        value: per_second / rate * 1e6,
+        interval: interval
+            .filter(|&(low, _)| low > 0.0)
+            .map(|(low, high)| (per_second / high * 1e6, per_second / low * 1e6)),
+    })
+}
+
 /// What `b` costs per million tokens at the result's prices; `None` without a price.
 pub fn of(p: &Predicate, b: &Benchmark) -> Option<Cost> {
     let pricing = p.pricing.as_ref()?;
@@ -47,20 +59,13 @@ pub fn of(p: &Predicate, b: &Benchmark) -> Option<Cost> {
     let mut cost = Cost::default();
     if let (Some(price), Some(n)) = (&pricing.gpu_hour, gpus(p)) {
         let per_second = price.amount.get() * f64::from(n) / 3600.0;
-        let per_million = |rate: f64| (rate > 0.0).then(|| per_second / rate * 1e6);
         if let Some(out) = s.output_token_throughput_per_s.map(|v| v.get()) {
             let interval = s
                 .uncertainty
                 .as_ref()
                 .and_then(|u| u.output_token_throughput_per_s)
-                .filter(|i| i.low.get() > 0.0)
-                .map(|i| {
-                    (
-                        per_second / i.high.get() * 1e6,
-                        per_second / i.low.get() * 1e6,
-                    )
-                });
-            cost.gpu_output = per_million(out).map(|value| PerMillion { value, interval });
+                .map(|i| (i.low.get(), i.high.get()));
+            cost.gpu_output = gpu_time(per_second, out, interval);
         }
         let input = match (
             s.total_token_throughput_per_s,
@@ -69,10 +74,7 @@ pub fn of(p: &Predicate, b: &Benchmark) -> Option<Cost> {
             (Some(t), Some(o)) => Some(t.get() - o.get()),
             _ => None,
         };
-        cost.gpu_input = input.and_then(per_million).map(|value| PerMillion {
-            value,
-            interval: None,
-        });
+        cost.gpu_input = input.and_then(|rate| gpu_time(per_second, rate, None));
     }
     if let (Some(price), Some(g)) = (&pricing.kwh, s.host.as_ref().and_then(|h| h.gpu.as_ref())) {
         let per_joule = price.amount.get() / 3.6e6;
