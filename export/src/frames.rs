@@ -204,15 +204,62 @@ pub fn records_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
     DataFrame::new(height, columns)
 }
 
-/// The roles' figures exported (catalogue keys; a column's name has `_` for `:`), null for a
-/// deployment that serves whole.
-pub(crate) const ROLE_COLUMNS: [&str; 5] = [
-    "prefill_throughput_per_gpu",
-    "decode_throughput_per_gpu",
-    "prefill_j_per_token",
-    "decode_j_per_token",
-    "kv_transfer:mean",
+/// Catalogue metrics whose value a column of the summaries table already holds, by key and that
+/// column; every other catalogue metric gets a column of its own ([`metric_columns`]).
+pub(crate) const CARRIED: [(&str, &str); 20] = [
+    ("request_throughput", "request_throughput_per_s"),
+    ("output_throughput", "output_token_throughput_per_s"),
+    ("total_throughput", "total_token_throughput_per_s"),
+    ("goodput", "goodput_per_s"),
+    ("ttft:mean", "ttft_ms_mean"),
+    ("ttft:p50", "ttft_ms_p50"),
+    ("ttft:p90", "ttft_ms_p90"),
+    ("ttft:p99", "ttft_ms_p99"),
+    ("itl:mean", "itl_ms_mean"),
+    ("itl:p50", "itl_ms_p50"),
+    ("itl:p90", "itl_ms_p90"),
+    ("itl:p99", "itl_ms_p99"),
+    ("tpot:mean", "tpot_ms_mean"),
+    ("tpot:p50", "tpot_ms_p50"),
+    ("tpot:p90", "tpot_ms_p90"),
+    ("tpot:p99", "tpot_ms_p99"),
+    ("e2e:mean", "e2e_ms_mean"),
+    ("e2e:p50", "e2e_ms_p50"),
+    ("e2e:p90", "e2e_ms_p90"),
+    ("e2e:p99", "e2e_ms_p99"),
 ];
+
+/// What the summaries table adds for one catalogue metric.
+pub(crate) struct MetricColumns {
+    pub metric: &'static schemas::catalogue::Metric,
+    /// Its value's column; `None` where a fixed column ([`CARRIED`]) holds it.
+    pub value: Option<String>,
+    /// Its 95 % interval's `_low` and `_high` columns, where the catalogue gives it one.
+    pub interval: Option<(String, String)>,
+}
+
+/// The summaries table's columns of every catalogue metric, in catalogue order: a metric the
+/// catalogue declares is exported with no line here (`ttft_from_send:p99` →
+/// `ttft_from_send_p99`; its interval `ttft_from_send_p99_low`, `_high`).
+pub(crate) fn metric_columns() -> Vec<MetricColumns> {
+    schemas::catalogue::CATALOGUE
+        .iter()
+        .map(|metric| {
+            let carried = CARRIED.iter().find(|(key, _)| *key == metric.key);
+            let name = match carried {
+                Some((_, column)) => column.to_string(),
+                None => metric.key.replace(':', "_"),
+            };
+            MetricColumns {
+                metric,
+                value: carried.is_none().then(|| name.clone()),
+                interval: metric
+                    .interval
+                    .map(|_| (format!("{name}_low"), format!("{name}_high"))),
+            }
+        })
+        .collect()
+}
 
 /// The four latency distributions exported, by column prefix.
 pub(crate) const DISTRIBUTIONS: [&str; 4] = ["ttft_ms", "itl_ms", "tpot_ms", "e2e_ms"];
@@ -246,12 +293,11 @@ pub fn summaries_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
     let mut goodput: Vec<Option<f64>> = vec![];
     let mut stats: Vec<Vec<Option<f64>>> = vec![vec![]; DISTRIBUTIONS.len() * STATS.len()];
     let mut flags: Vec<Option<String>> = vec![];
-    // Each catalogue metric of a disaggregated deployment's roles, by key.
-    let role_metrics: Vec<&schemas::catalogue::Metric> = ROLE_COLUMNS
-        .iter()
-        .map(|key| schemas::catalogue::find(key).expect("a catalogue key"))
-        .collect();
-    let mut roles: Vec<Vec<Option<f64>>> = vec![vec![]; role_metrics.len()];
+    let metrics = metric_columns();
+    // Each metric's value (where no fixed column holds it), then its interval's ends.
+    let mut values: Vec<Vec<Option<f64>>> = vec![vec![]; metrics.len()];
+    let mut lows: Vec<Vec<Option<f64>>> = vec![vec![]; metrics.len()];
+    let mut highs: Vec<Vec<Option<f64>>> = vec![vec![]; metrics.len()];
 
     for doc in docs {
         let p = &doc.statement.predicate;
@@ -284,8 +330,11 @@ pub fn summaries_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
             out_tput.push(s.output_token_throughput_per_s.map(Finite::get));
             total_tput.push(s.total_token_throughput_per_s.map(Finite::get));
             goodput.push(s.goodput.as_ref().map(|g| g.requests_per_s.get()));
-            for (column, m) in roles.iter_mut().zip(&role_metrics) {
-                column.push((m.get)(s));
+            for (i, m) in metrics.iter().enumerate() {
+                values[i].push((m.metric.get)(s));
+                let interval = m.metric.interval.and_then(|f| f(s));
+                lows[i].push(interval.map(|i| i.low.get()));
+                highs[i].push(interval.map(|i| i.high.get()));
             }
             let dists = [&s.ttft_ms, &s.itl_ms, &s.tpot_ms, &s.e2e_ms];
             for (di, d) in dists.iter().enumerate() {
@@ -329,8 +378,14 @@ pub fn summaries_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
         );
         columns.push(column(&name, values));
     }
-    for (key, values) in ROLE_COLUMNS.iter().zip(roles) {
-        columns.push(column(&key.replace(':', "_"), values));
+    for ((m, value), (low, high)) in metrics.iter().zip(values).zip(lows.into_iter().zip(highs)) {
+        if let Some(name) = &m.value {
+            columns.push(column(name, value));
+        }
+        if let Some((low_name, high_name)) = &m.interval {
+            columns.push(column(low_name, low));
+            columns.push(column(high_name, high));
+        }
     }
     columns.push(column("flags", flags));
     DataFrame::new(height, columns)?

@@ -182,6 +182,59 @@ fn export_summaries_equal_the_stored_summaries() {
                     );
                 }
             }
+            // Every catalogue metric, in its own column or the fixed one that holds it, with
+            // its interval's ends.
+            for m in crate::frames::metric_columns() {
+                let value = (m.metric.get)(s);
+                let column = m.value.as_deref().unwrap_or_else(|| {
+                    crate::frames::CARRIED
+                        .iter()
+                        .find(|(key, _)| *key == m.metric.key)
+                        .unwrap()
+                        .1
+                });
+                assert_eq!(f64_at(&df, column, row), value, "{format:?} {column}");
+                if let Some((low, high)) = &m.interval {
+                    let i = (m.metric.interval.unwrap())(s);
+                    assert_eq!(f64_at(&df, low, row), i.map(|i| i.low.get()), "{low}");
+                    assert_eq!(f64_at(&df, high, row), i.map(|i| i.high.get()), "{high}");
+                }
+            }
+            // The synthetic results carry intervals: the export is not all nulls.
+            assert!(f64_at(&df, "itl_ms_mean_low", row).is_some());
+        }
+    }
+}
+
+/// The summaries table's columns are unique, and each fixed column a catalogue metric is
+/// said to be carried by exists.
+#[test]
+fn every_catalogue_metric_has_columns_of_its_own_or_a_fixed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, _) = two_results(dir.path());
+    let out = dir.path().join("s.parquet");
+    export(&files, &out, None, What::Summaries);
+    let df = read(&out, Format::Parquet);
+    let names: Vec<String> = df
+        .get_column_names()
+        .iter()
+        .map(|n| n.to_string())
+        .collect();
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    for (key, column) in crate::frames::CARRIED {
+        assert!(schemas::catalogue::find(key).is_some(), "{key}");
+        assert!(names.iter().any(|n| n == column), "{column}");
+    }
+    for m in crate::frames::metric_columns() {
+        for c in m
+            .value
+            .iter()
+            .chain(m.interval.iter().flat_map(|(l, h)| [l, h]))
+        {
+            assert!(names.contains(c), "{c}");
         }
     }
 }
@@ -389,9 +442,16 @@ fn results_of_older_versions_export_as_the_current_one() {
                 let out = f.with_extension("csv");
                 export(std::slice::from_ref(f), &out, None, what);
                 let table = read(&out, Format::Csv).drop("file").unwrap();
-                // The flags differ as the versions do (`no_accuracy` came with v0.10).
+                // The flags differ as the versions do (`no_accuracy` came with v0.10), and
+                // intervals came with v0.7.
                 match what {
-                    What::Summaries => table.drop("flags").unwrap(),
+                    What::Summaries => {
+                        let intervals = crate::frames::metric_columns()
+                            .into_iter()
+                            .flat_map(|m| m.interval)
+                            .flat_map(|(low, high)| [low, high]);
+                        table.drop_many(intervals.chain(["flags".into()]))
+                    }
                     What::Records => table,
                 }
             })
