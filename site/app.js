@@ -86,9 +86,63 @@ function post(op, args, transfer, onProgress) {
 }
 
 // `onProgress({done, total})`: for the requests that load many documents (compare, history).
-// (A fresh worker loads the module on its first request.)
+// (A fresh worker loads the module on its first request.) Every page of results is priced
+// at the reader's prices, where they gave some (#/prices).
+const PRICED = new Set(['render', 'diff', 'compare', 'history']);
 function call(op, args = {}, transfer = [], onProgress = null) {
-  return post(op, args, transfer, onProgress);
+  const options = PRICED.has(op) ? readerPrices().options : '';
+  return post(op, options ? { ...args, options } : args, transfer, onProgress);
+}
+
+// ---------------------------------------------------------------- the reader's prices
+
+// What a GPU-hour and a kWh cost the reader, kept in this browser only. report-wasm reads
+// them (report::reader_prices): each result whose GPU an entry names is priced at it, in
+// place of its publisher's prices, and its costs say whose prices they are.
+const PRICES_KEY = 'provebench:prices';
+function readerPrices() {
+  let saved = {};
+  try {
+    saved = JSON.parse(localStorage.getItem(PRICES_KEY) ?? '{}') ?? {};
+  } catch {
+    saved = {};
+  }
+  const gpu = typeof saved.gpu_hour_price === 'string' ? saved.gpu_hour_price.trim() : '';
+  const kwh = typeof saved.kwh_price === 'string' ? saved.kwh_price.trim() : '';
+  const given = {};
+  if (gpu) given.gpu_hour_price = gpu;
+  if (kwh) given.kwh_price = kwh;
+  return { gpu, kwh, options: gpu || kwh ? JSON.stringify(given) : '' };
+}
+
+function showPrices(ctx) {
+  const now = readerPrices();
+  const gpuInput = h('input', { type: 'text', id: 'price-gpu-hour', size: 40, value: now.gpu, placeholder: 'H100=2.49 USD, H200=3.10 USD' });
+  const kwhInput = h('input', { type: 'text', id: 'price-kwh', size: 16, value: now.kwh, placeholder: '0.12 USD' });
+  const note = h('p', { id: 'prices-note', class: 'muted' });
+  // Checked by report-wasm before they are kept: a price the module would refuse is named.
+  const save = async (gpu, kwh) => {
+    const given = JSON.stringify({ ...(gpu ? { gpu_hour_price: gpu } : {}), ...(kwh ? { kwh_price: kwh } : {}) });
+    const { error } = await call('checkPrices', { options: given });
+    if (!ctx.alive()) return;
+    note.classList.toggle('error', Boolean(error));
+    if (error) {
+      note.textContent = `Not saved: ${error}`;
+      return;
+    }
+    localStorage.setItem(PRICES_KEY, JSON.stringify({ gpu_hour_price: gpu, kwh_price: kwh }));
+    note.textContent = gpu || kwh ? 'Saved: every result, diff and comparison is priced at these.' : 'Cleared: results show their publishers\' prices.';
+  };
+  view.replaceChildren(
+    h('h1', { text: 'Your prices' }),
+    h('p', { text: 'Results show what a million tokens cost at the prices their publisher assumed. Give your own to price every result at them instead: a GPU-hour price for all GPUs (2.49 USD), or one per GPU (H100=2.49 USD, H200=3.10 USD: a result takes the first entry its GPU\'s name contains, else one without a name), and a price per kWh of GPU energy. They stay in this browser; each cost then says it is the reader\'s.' }),
+    h('p', {}, h('label', {}, 'GPU-hour: ', gpuInput)),
+    h('p', {}, h('label', {}, 'kWh: ', kwhInput)),
+    h('p', {},
+      h('button', { type: 'button', id: 'prices-save', text: 'Use these prices', onclick: () => save(gpuInput.value.trim(), kwhInput.value.trim()) }), ' ',
+      h('button', { type: 'button', id: 'prices-clear', text: 'Clear', onclick: () => { gpuInput.value = ''; kwhInput.value = ''; save('', ''); } })),
+    note,
+  );
 }
 
 startWorker();
@@ -390,6 +444,7 @@ function route() {
   if (parts[0] === 'diff' && args.length === 2) return showDiff(ctx, args[0], args[1]);
   if (parts[0] === 'compare') return showCompare(ctx, args.filter((a) => a !== ''));
   if (parts[0] === 'history' && args.length === 0) return showHistory(ctx);
+  if (parts[0] === 'prices' && args.length === 0) return showPrices(ctx);
   if (parts[0] === 'verify-site' && args.length === 0) return showVerifySite(ctx, { h, call, view, say, facts });
   return notFound(ctx, 'There is no such page.');
 }

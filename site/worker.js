@@ -252,13 +252,15 @@ async function comparisonDocuments(srcs, progress) {
   }
 }
 
-// compare.* (`history`: false) or history.* (true) of the results `srcs`.
-async function compare(srcs, history, progress) {
+// compare.* (`history`: false) or history.* (true) of the results `srcs`, at the reader's
+// prices in `options` (JSON; none when empty).
+async function compare(srcs, history, progress, options) {
   const held = await comparisonDocuments(srcs, progress);
   const comparison = wasm.newComparison();
   try {
     for (const h of held) comparison.add(h.doc, h.name);
-    return files(history ? comparison.history() : comparison.render());
+    const given = options || undefined;
+    return files(history ? comparison.history(given) : comparison.render(given));
   } finally {
     comparison.free();
     for (const h of held) if (h.owned) h.doc.free();
@@ -386,13 +388,15 @@ async function handle(msg, progress) {
     case 'meta':
       return metaOp(msg);
     case 'render':
-      return withDocuments([msg], (doc) => ({ ...files(wasm.renderDocument(doc)), verifyCommand: wasm.verifyCommand(String(msg.name ?? msg.file ?? '')) }));
+      return withDocuments([msg], (doc) => ({ ...files(wasm.renderDocument(doc, msg.options || undefined)), verifyCommand: wasm.verifyCommand(String(msg.name ?? msg.file ?? '')) }));
     case 'diff':
-      return withDocuments([msg.a, msg.b], (a, b) => files(wasm.diffDocuments(a, b)));
+      return withDocuments([msg.a, msg.b], (a, b) => files(wasm.diffDocuments(a, b, msg.options || undefined)));
     case 'compare':
-      return compare(Array.from(msg.srcs ?? [], (s) => (isLocal(s) ? { file: s.file, bytes: s.bytes, name: String(s.name) } : { name: String(s.name) })), false, progress);
+      return compare(Array.from(msg.srcs ?? [], (s) => (isLocal(s) ? { file: s.file, bytes: s.bytes, name: String(s.name) } : { name: String(s.name) })), false, progress, msg.options);
     case 'history':
-      return compare(Array.from(msg.names ?? [], (n) => ({ name: String(n) })), true, progress);
+      return compare(Array.from(msg.names ?? [], (n) => ({ name: String(n) })), true, progress, msg.options);
+    case 'checkPrices':
+      return { error: wasm.checkRenderOptions(msg.options || undefined) ?? null };
     case 'campaignMeta':
       return campaignMeta(msg.name);
     case 'campaignRender':

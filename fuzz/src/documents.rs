@@ -113,7 +113,7 @@ const DIFF_SEPARATOR: &[u8] = b"\n\0--B--\0\n";
 pub fn report_render(data: &[u8]) {
     let request = match data.strip_prefix(RAW_FRAME) {
         Some(frame) => frame.to_vec(),
-        None => abi::encode_parts(&[CORPUS_KEYS, data]),
+        None => abi::encode_parts(&[CORPUS_KEYS, b"", data]),
     };
     check_reply(&abi::handle(Op::Render, &request));
 }
@@ -128,7 +128,7 @@ pub fn report_diff(data: &[u8]) {
                 Some(at) => (&data[..at], &data[at + DIFF_SEPARATOR.len()..]),
                 None => (data, data),
             };
-            abi::encode_parts(&[CORPUS_KEYS, a, b])
+            abi::encode_parts(&[CORPUS_KEYS, b"", a, b])
         }
     };
     check_reply(&abi::handle(Op::Diff, &request));

@@ -4,7 +4,8 @@
 //! * wasm-bindgen exports for the site (and Node): `loadDocument` parses and verifies a
 //!   document once into a `Document`, whose `meta()` gives the facts a page shows (badge,
 //!   problems, provenance: `report::facts`); `renderDocument` and `diffDocuments` render it
-//!   as often as the page needs; `loadCampaign` takes a campaign document, names the
+//!   as often as the page needs (each at the reader's prices its `options` give:
+//!   `report::reader_prices`); `loadCampaign` takes a campaign document, names the
 //!   result files it needs (`meta`), is given them (`addResult`) and renders its matrix
 //!   (`render`: `report::campaign`); `newComparison` takes any number of documents
 //!   (`add`, best their `lite()` copies) and renders them read together (`render`:
@@ -16,6 +17,7 @@
 //!   `pb_alloc`/`pb_free` and `pb_render`/`pb_diff`/`pb_campaign`/`pb_compare`/`pb_history` over [`report::abi`]
 //!   frames.
 
+use report::reader_prices::ReaderPrices;
 use schemas::keys::TrustedKey;
 use schemas::load::NotAResult;
 use wasm_bindgen::prelude::*;
@@ -83,22 +85,41 @@ impl Document {
     }
 }
 
-/// The report over one loaded document.
+/// The reader's prices in a render's `options` (`report::reader_prices::RenderOptions` as
+/// JSON; absent or empty: none).
+fn prices(options: Option<String>) -> Result<ReaderPrices, String> {
+    ReaderPrices::of_options(options.as_deref())
+}
+
+/// Why a render's `options` would be refused (a price without its currency, an unknown
+/// option); `None` when they are sound.
+#[wasm_bindgen(js_name = checkRenderOptions)]
+pub fn check_render_options(options: Option<String>) -> Option<String> {
+    prices(options).err()
+}
+
+/// The report over one loaded document, priced at the reader's prices in `options`.
 #[wasm_bindgen(js_name = renderDocument)]
-pub fn render_document(doc: &Document) -> Rendered {
-    rendered(match &doc.loaded {
-        Ok(loaded) => report::render(std::slice::from_ref(loaded)).map_err(|e| e.to_string()),
-        Err(_) => Err(doc.error().unwrap_or_default()),
+pub fn render_document(doc: &Document, options: Option<String>) -> Rendered {
+    rendered(match (&doc.loaded, prices(options)) {
+        (_, Err(e)) => Err(e),
+        (Ok(loaded), Ok(prices)) => {
+            report::render(std::slice::from_ref(&*prices.priced(loaded))).map_err(|e| e.to_string())
+        }
+        (Err(_), _) => Err(doc.error().unwrap_or_default()),
     })
 }
 
-/// The diff of B against A, both loaded.
+/// The diff of B against A, both loaded, priced at the reader's prices in `options`.
 #[wasm_bindgen(js_name = diffDocuments)]
-pub fn diff_documents(a: &Document, b: &Document) -> Rendered {
-    rendered(match (&a.loaded, &b.loaded) {
-        (Ok(a), Ok(b)) => report::diff(a, b).map_err(|e| e.to_string()),
-        (Err(_), _) => Err(format!("A: {}", a.error().unwrap_or_default())),
-        (_, Err(_)) => Err(format!("B: {}", b.error().unwrap_or_default())),
+pub fn diff_documents(a: &Document, b: &Document, options: Option<String>) -> Rendered {
+    rendered(match (&a.loaded, &b.loaded, prices(options)) {
+        (_, _, Err(e)) => Err(e),
+        (Ok(a), Ok(b), Ok(prices)) => {
+            report::diff(&prices.priced(a), &prices.priced(b)).map_err(|e| e.to_string())
+        }
+        (Err(_), _, _) => Err(format!("A: {}", a.error().unwrap_or_default())),
+        (_, Err(_), _) => Err(format!("B: {}", b.error().unwrap_or_default())),
     })
 }
 
@@ -187,14 +208,48 @@ impl Comparison {
         self.entries.len()
     }
 
-    /// `compare.md`, `compare.html` and the charts.
-    pub fn render(&self) -> Rendered {
-        rendered(report::compare::report(&self.entries).map_err(|e| e.to_string()))
+    /// `compare.md`, `compare.html` and the charts, priced at the reader's prices in
+    /// `options`.
+    pub fn render(&self, options: Option<String>) -> Rendered {
+        rendered(
+            self.priced(options)
+                .and_then(|e| report::compare::report(&e).map_err(|e| e.to_string())),
+        )
     }
 
-    /// `history.md`, `history.html` and the trend charts.
-    pub fn history(&self) -> Rendered {
-        rendered(report::history::report(&self.entries).map_err(|e| e.to_string()))
+    /// `history.md`, `history.html` and the trend charts, priced as [`Comparison::render`].
+    pub fn history(&self, options: Option<String>) -> Rendered {
+        rendered(
+            self.priced(options)
+                .and_then(|e| report::history::report(&e).map_err(|e| e.to_string())),
+        )
+    }
+}
+
+impl Comparison {
+    /// The entries priced at the reader's prices in `options` (as `report::abi` prices a
+    /// comparison's).
+    fn priced(
+        &self,
+        options: Option<String>,
+    ) -> Result<std::borrow::Cow<'_, [report::compare::Entry]>, String> {
+        let prices = prices(options)?;
+        if prices.is_empty() {
+            return Ok(std::borrow::Cow::Borrowed(&self.entries));
+        }
+        Ok(self
+            .entries
+            .iter()
+            .map(|e| report::compare::Entry {
+                name: e.name.clone(),
+                loaded: e
+                    .loaded
+                    .as_ref()
+                    .map(|l| prices.priced(l).into_owned())
+                    .map_err(Clone::clone),
+            })
+            .collect::<Vec<_>>()
+            .into())
     }
 }
 

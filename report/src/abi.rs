@@ -3,7 +3,8 @@
 //! framing is written once.
 //!
 //! A frame is a sequence of parts, each a little-endian `u32` length and that many bytes.
-//! * request: part 0 is a trusted-keys file (JSON; empty for none), then the documents
+//! * request: part 0 is a trusted-keys file (JSON; empty for none), part 1 the render's
+//!   options ([`crate::reader_prices::RenderOptions`] as JSON; empty for none), then the documents
 //!   (`render`: one or more; `diff`: exactly A and B; `campaign`: the campaign document,
 //!   then for each of its result files at hand the uri the campaign names it by and its
 //!   bytes; `compare` and `history`: for each result its name, then its bytes);
@@ -78,9 +79,16 @@ pub fn handle(op: Op, request: &[u8]) -> Vec<u8> {
 
 fn run(op: Op, request: &[u8]) -> Result<Report, String> {
     let parts = decode_parts(request)?;
-    let (keys, docs) = parts.split_first().ok_or("empty request")?;
+    let [keys, options, docs @ ..] = parts.as_slice() else {
+        return Err("request: no trusted keys and options parts".into());
+    };
     let trusted = trusted_keys(keys)?;
-    let load = |bytes: &[u8], name: &str| crate::load(bytes, name, &trusted);
+    let prices = render_options(options)?.prices()?;
+    let load = |bytes: &[u8], name: &str| {
+        let mut loaded = crate::load(bytes, name, &trusted)?;
+        prices.apply(&mut loaded);
+        Ok::<_, RenderError>(loaded)
+    };
     let result: Result<Report, RenderError> = match (op, docs) {
         (Op::Render, docs) => docs
             .iter()
@@ -92,6 +100,13 @@ fn run(op: Op, request: &[u8]) -> Result<Report, String> {
             .and_then(|a| Ok((a, load(b, "B")?)))
             .and_then(|(a, b)| crate::diff(&a, &b)),
         (Op::Diff, docs) => return Err(format!("diff needs 2 documents, got {}", docs.len())),
+        (Op::Campaign, _) if !prices.is_empty() => {
+            return Err(
+                "campaign: a campaign's cells are priced by its plan (`gpu_hour_price` \
+                        in `[fixed]`), not at render"
+                    .into(),
+            )
+        }
         (Op::Campaign, [campaign, files @ ..]) => {
             if files.len() % 2 != 0 {
                 return Err("campaign: a result file's uri without its bytes".into());
@@ -108,7 +123,7 @@ fn run(op: Op, request: &[u8]) -> Result<Report, String> {
         }
         (Op::Campaign, []) => return Err("campaign: no campaign document".into()),
         (Op::Compare | Op::History, named) => {
-            let entries = entries(named, &trusted)?;
+            let entries = entries(named, &trusted, &prices)?;
             if op == Op::Compare {
                 crate::compare::report(&entries)
             } else {
@@ -124,6 +139,7 @@ fn run(op: Op, request: &[u8]) -> Result<Report, String> {
 fn entries(
     parts: &[&[u8]],
     trusted: &[schemas::keys::TrustedKey],
+    prices: &crate::reader_prices::ReaderPrices,
 ) -> Result<Vec<crate::compare::Entry>, String> {
     if parts.len() % 2 == 1 {
         return Err("compare: a result's name without its bytes".into());
@@ -133,7 +149,12 @@ fn entries(
         .map(|pair| {
             let name = std::str::from_utf8(pair[0])
                 .map_err(|_| "compare: a result's name is not UTF-8".to_string())?;
-            let loaded = crate::input::load_or_why(pair[1], trusted).map_err(|e| e.reason);
+            let loaded = crate::input::load_or_why(pair[1], trusted)
+                .map(|mut loaded| {
+                    prices.apply(&mut loaded);
+                    loaded
+                })
+                .map_err(|e| e.reason);
             Ok(crate::compare::Entry::lite(name, loaded))
         })
         .collect()
@@ -146,6 +167,14 @@ pub fn trusted_keys(json: &[u8]) -> Result<Vec<schemas::keys::TrustedKey>, Strin
         return Ok(vec![]);
     }
     schemas::keys::parse_trusted_keys(json).map_err(|e| format!("trusted keys: {e}"))
+}
+
+/// A request's options part: empty for none.
+pub fn render_options(json: &[u8]) -> Result<crate::reader_prices::RenderOptions, String> {
+    if json.is_empty() {
+        return Ok(Default::default());
+    }
+    serde_json::from_slice(json).map_err(|e| format!("render options: {e}"))
 }
 
 /// `0` and the report's files as a frame.
@@ -205,30 +234,30 @@ mod tests {
             files: vec![("a.md".into(), b"# x".to_vec()), ("b.svg".into(), vec![])],
         };
         assert_eq!(decode_reply(&encode_reply(&report)).unwrap(), report);
-        let err = handle(Op::Diff, &encode_parts(&[b"" as &[u8], b"{}"]));
+        let err = handle(Op::Diff, &encode_parts(&[b"" as &[u8], b"", b"{}"]));
         assert_eq!(
             decode_reply(&err).unwrap_err(),
             "diff needs 2 documents, got 1"
         );
-        let err = handle(Op::Render, &encode_parts(&[b"" as &[u8], b"nope"]));
+        let err = handle(Op::Render, &encode_parts(&[b"" as &[u8], b"", b"nope"]));
         assert!(decode_reply(&err)
             .unwrap_err()
             .starts_with("input 1: not a provebench result"));
-        let err = handle(Op::Render, &encode_parts(&[b"[1]" as &[u8]]));
+        let err = handle(Op::Render, &encode_parts(&[b"[1]" as &[u8], b""]));
         assert!(decode_reply(&err).unwrap_err().starts_with("trusted keys:"));
-        let err = handle(Op::Campaign, &encode_parts(&[b"" as &[u8]]));
+        let err = handle(Op::Campaign, &encode_parts(&[b"" as &[u8], b""]));
         assert_eq!(
             decode_reply(&err).unwrap_err(),
             "campaign: no campaign document"
         );
         let err = handle(
             Op::Campaign,
-            &encode_parts(&[b"" as &[u8], b"{}", b"a.json"]),
+            &encode_parts(&[b"" as &[u8], b"", b"{}", b"a.json"]),
         );
         assert!(decode_reply(&err)
             .unwrap_err()
             .contains("without its bytes"));
-        let err = handle(Op::Campaign, &encode_parts(&[b"" as &[u8], b"{}"]));
+        let err = handle(Op::Campaign, &encode_parts(&[b"" as &[u8], b"", b"{}"]));
         assert!(decode_reply(&err).unwrap_err().starts_with("campaign: "));
     }
 }

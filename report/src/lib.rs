@@ -37,6 +37,7 @@ pub mod html;
 pub mod input;
 pub mod markdown;
 pub mod provenance;
+pub mod reader_prices;
 pub mod tables;
 mod view;
 

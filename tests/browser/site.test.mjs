@@ -36,6 +36,9 @@
 //     does not publish; a result page shows its place; published again as the log grows, the
 //     page proves from a few tiles that it extends the checkpoint it kept, and once the log is
 //     made again with the same key it says, above every view, that the log was rewritten;
+//   * the reader's prices (the Prices page, checked by the module, kept in the browser) price
+//     a result and a comparison as `runner report|compare --gpu-hour-price` does, byte for
+//     byte, at a known answer; a price without its currency is refused and not kept;
 //   * the time to first render of a 10,000-request result (logged, not asserted);
 //   * `runner publish` refuses files that are not JSON; `runner serve` stays inside its
 //     directory and sends the right types and the policy; the site works from a subpath of
@@ -1259,6 +1262,54 @@ test('the site works from a subpath of python3 -m http.server (relative URLs onl
   assert.equal(badges.filter((b) => b === 'verified').length, llamaEnv ? 6 : 5);
   await p.close();
   assert.deepEqual(watch.foreign, []);
+});
+
+test("the reader's prices price every page as runner's --gpu-hour-price does", { timeout: 180_000 }, async () => {
+  // The seed-format results list their GPUs (2 and 4 × A100 80GB): priced by the entry that
+  // names them, at a known answer (peak 600 and 1,000 output tok/s).
+  const gpuHour = 'H200=9 USD, a100=2 USD';
+  const kwh = '0.12 USD';
+  const priced = ['--gpu-hour-price', gpuHour, '--kwh-price', kwh];
+  const names = ['pareto-1.json', 'pareto-2.json'];
+  runner('compare', ...names.map((n) => `compare/${n}`), '--out', 'compare-priced', ...priced);
+  const compareMd = readFileSync(join(dir, 'compare-priced', 'compare.md'));
+  const text = compareMd.toString();
+  assert.match(text, /2 USD per GPU-hour × 2 GPUs; 0\.12 USD per kWh of GPU energy; the reader's prices, not the result's/);
+  // 2 GPUs × 2 USD an hour over 600 tok/s: 4 / (600 × 3600) × 10⁶ = 1.8519 USD; 4 GPUs over 1,000: 2.2222.
+  assert.match(text, /1\.8519 USD/);
+  assert.match(text, /2\.2222 USD/);
+  // A result the host of which lists no GPU: the kWh price applies, and its cost says whose.
+  runner('report', 'results/sweep-fast.json', '--keys', 'keys.json', '--out', 'report-priced', ...priced);
+  const md = readFileSync(join(dir, 'report-priced', 'report.md'));
+  assert.match(md.toString(), /Cost per million tokens \(0\.12 USD per kWh of GPU energy; the reader's prices, not the result's/);
+  try {
+    for (const base of [origin, compareOrigin]) {
+      await open(page, `${base}/#/prices`);
+      await page.waitForSelector('#price-gpu-hour', { timeout: WAIT });
+      // A price without its currency is refused by the module, and not kept.
+      await page.fill('#price-gpu-hour', '2.5');
+      await page.click('#prices-save');
+      await page.waitForSelector('#prices-note.error', { timeout: WAIT });
+      assert.match(await page.textContent('#prices-note'), /needs its currency/);
+      assert.equal(await page.evaluate(() => localStorage.getItem('provebench:prices')), null);
+      await page.fill('#price-gpu-hour', gpuHour);
+      await page.fill('#price-kwh', kwh);
+      await page.click('#prices-save');
+      await page.waitForFunction(() => /^Saved/.test(document.querySelector('#prices-note')?.textContent ?? ''), null, { timeout: WAIT });
+    }
+    await openResult('sweep-fast.json');
+    assert.ok((await download(page, '#download-md')).equals(md), 'the priced report is runner report\'s with the same prices');
+    await openCompare(page, compareOrigin, names);
+    assert.ok((await download(page, '#download-md')).equals(compareMd), 'and the priced comparison runner compare\'s');
+  } finally {
+    for (const base of [origin, compareOrigin]) {
+      await open(page, `${base}/#/prices`);
+      await page.evaluate(() => localStorage.removeItem('provebench:prices'));
+    }
+  }
+  // Without them, the publisher's (none here): no cost at all.
+  await openResult('sweep-fast.json');
+  assert.doesNotMatch((await download(page, '#download-md')).toString(), /reader's prices|Cost per million/);
 });
 
 test('no page error and no policy violation in the whole session', () => {

@@ -106,6 +106,9 @@ pub fn assumed(pricing: &Pricing, gpus: Option<u32>) -> String {
     if let Some(p) = &pricing.kwh {
         parts.push(format!("{p} per kWh of GPU energy"));
     }
+    if pricing.readers {
+        parts.push("the reader's prices, not the result's".into());
+    }
     parts.join("; ")
 }
 
@@ -226,6 +229,7 @@ mod tests {
             Pricing {
                 gpu_hour: Price::parse(gpu, "x").ok(),
                 kwh: Price::parse(kwh, "x").ok(),
+                readers: false,
             }
         });
         p

@@ -327,6 +327,28 @@ pub struct RenderArgs {
     /// Render with the code linked into the runner instead of the module (same bytes; for checking that).
     #[arg(long)]
     pub native: bool,
+    /// Price each result's GPUs at your rate, in place of the publisher's: `2.49 USD`, or
+    /// `H100=2.49 USD,H200=3.10 USD` (a result takes the first entry its GPU's name contains,
+    /// else an entry without a name). Its costs then say they are the reader's prices.
+    #[arg(long, value_name = "[GPU=]PRICE,…")]
+    pub gpu_hour_price: Option<String>,
+    /// Price the GPUs' measured energy at your rate per kWh (`0.12 USD`), with
+    /// `--gpu-hour-price`'s rule: your prices replace all the publisher's.
+    #[arg(long, value_name = "PRICE")]
+    pub kwh_price: Option<String>,
+}
+
+impl RenderArgs {
+    /// The module request's options part (`report::abi`): the reader's prices, checked here
+    /// so that a bad one stops before anything renders.
+    pub fn options(&self) -> Result<Vec<u8>, String> {
+        let options = report::reader_prices::RenderOptions {
+            gpu_hour_price: self.gpu_hour_price.clone(),
+            kwh_price: self.kwh_price.clone(),
+        };
+        options.prices()?;
+        Ok(serde_json::to_vec(&options).expect("options serialise"))
+    }
 }
 
 #[derive(Args, Debug)]

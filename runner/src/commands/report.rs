@@ -56,7 +56,10 @@ pub fn compare(args: &CompareArgs) -> Result<(), Failure> {
              are listed as not compared"
         );
     }
-    let mut parts = vec![read_keys(args.render.keys.as_deref())?];
+    let mut parts = vec![
+        read_keys(args.render.keys.as_deref())?,
+        options(&args.render)?,
+    ];
     for (path, bytes) in args
         .files
         .iter()
@@ -95,6 +98,13 @@ pub fn render_files(files: &[PathBuf], args: &RenderArgs) -> Result<(), Failure>
             true,
         ),
         (1, [campaign]) => {
+            if args.gpu_hour_price.is_some() || args.kwh_price.is_some() {
+                return Err(Failure::Input(anyhow!(
+                    "{}: a campaign's cells are priced by its plan (`gpu_hour_price` in \
+                     `[fixed]`), not by --gpu-hour-price or --kwh-price",
+                    campaign.display()
+                )));
+            }
             if args.native {
                 campaign_report(campaign, &args.out, None, args.keys.as_deref(), true)?;
             } else {
@@ -124,7 +134,9 @@ fn render(
     say_where: bool,
 ) -> Result<(), Failure> {
     let keys = read_keys(args.keys.as_deref())?;
-    let parts: Vec<&[u8]> = std::iter::once(keys.as_slice())
+    let options = options(args)?;
+    let parts: Vec<&[u8]> = [keys.as_slice(), options.as_slice()]
+        .into_iter()
         .chain(documents.iter().map(Vec::as_slice))
         .collect();
     let request = abi::encode_parts(&parts);
@@ -134,6 +146,11 @@ fn render(
         println!("{}", args.out.display());
     }
     Ok(())
+}
+
+/// The request's options part; a bad price is bad input.
+fn options(args: &RenderArgs) -> Result<Vec<u8>, Failure> {
+    args.options().map_err(|e| Failure::Input(anyhow!(e)))
 }
 
 /// The trusted-keys file's bytes, empty for none.
@@ -249,7 +266,7 @@ fn campaign_report(
     let uris = report::campaign::result_files(&campaign)
         .map_err(|e| Failure::Input(anyhow!("{}: {e}", campaign_path.display())))?;
     let dir = campaign_path.parent().unwrap_or(Path::new(""));
-    let mut parts = vec![keys, campaign];
+    let mut parts = vec![keys, vec![], campaign];
     for uri in uris {
         if !plain_file_name(&uri) {
             tracing::warn!(%uri, "the campaign names a result that is not a plain file name; not read");

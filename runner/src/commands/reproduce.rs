@@ -199,6 +199,8 @@ fn write_verdict_page(args: &ReproduceArgs, dir: &Path) -> Result<(), Failure> {
                     keys: args.keys.clone(),
                     module: None,
                     native,
+                    gpu_hour_price: None,
+                    kwh_price: None,
                 },
                 json: false,
             },

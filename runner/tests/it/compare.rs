@@ -116,3 +116,55 @@ fn without_keys_signed_results_are_set_aside_and_a_missing_file_is_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("nope.json"), "{err}");
 }
+
+/// The reader's prices (`--gpu-hour-price`, `--kwh-price`) price every result of a
+/// comparison and a report in place of the publisher's, the same bytes through the module
+/// and natively, each cost saying whose prices it assumed; a price without its currency stops
+/// before anything renders (exit 3).
+#[test]
+fn the_readers_prices_price_reports_and_comparisons_through_the_module_and_natively() {
+    let d = fixture();
+    let p = d.path();
+    let priced = [
+        "--gpu-hour-price",
+        "B200=9 USD, 2.5 USD",
+        "--kwh-price",
+        "$0.12",
+    ];
+    for (command, files) in [
+        ("compare", &["run-1.json", "run-2.json"][..]),
+        ("report", &["run-1.json"][..]),
+    ] {
+        let mut args = vec![command];
+        args.extend(files);
+        args.extend(["--keys", "keys.json"]);
+        args.extend(priced);
+        let wasm = format!("{command}-priced");
+        let native = format!("{command}-native");
+        ok(p, &[&args[..], &["--out", &wasm]].concat());
+        ok(p, &[&args[..], &["--out", &native, "--native"]].concat());
+        let md = format!("{command}.md");
+        assert_eq!(read(&p.join(&wasm), &md), read(&p.join(&native), &md));
+        let text = read(&p.join(&wasm), &md);
+        assert!(text.contains("0.12 USD per kWh of GPU energy"), "{text}");
+        assert!(
+            text.contains("the reader's prices, not the result's"),
+            "{text}"
+        );
+    }
+    let out = runner(
+        p,
+        &[
+            "report",
+            "run-1.json",
+            "--out",
+            "x",
+            "--gpu-hour-price",
+            "H100=2.5",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--gpu-hour-price \"2.5\""), "{err}");
+    assert!(!p.join("x").exists(), "nothing rendered");
+}

@@ -20,6 +20,12 @@ pub struct Pricing {
     /// What one kWh of energy costs, charged for the GPUs' measured energy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kwh: Option<Price>,
+    /// Whether these are the prices of whoever renders the result rather than the publisher's:
+    /// set only by a report priced at render time (`runner report --gpu-hour-price`, the
+    /// site's price field), so that each cost says whose price it assumed. Never stored.
+    #[serde(skip)]
+    #[cfg_attr(feature = "json-schema", schemars(skip))]
+    pub readers: bool,
 }
 
 /// An amount of money: a positive number and its currency (ISO 4217, `USD`).
@@ -100,6 +106,7 @@ impl Pricing {
         let p = Pricing {
             gpu_hour: read("gpu_hour_price"),
             kwh: read("kwh_price"),
+            readers: false,
         };
         (p.gpu_hour.is_some() || p.kwh.is_some()).then_some(p)
     }
