@@ -839,9 +839,6 @@ impl RunSpec {
             }
         }
         if !self.lora_adapters.is_empty() {
-            if self.agentic.is_some() {
-                bail!("--lora-adapters spreads requests or conversations over adapters; it does not yet go with --agentic");
-            }
             if !matches!(
                 self.backend,
                 Api::OpenaiCompletions | Api::OpenaiChat | Api::OpenaiResponses

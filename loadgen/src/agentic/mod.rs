@@ -202,6 +202,19 @@ impl Session {
     pub fn requests(&self) -> u64 {
         self.agents.iter().map(|a| a.turns.len() as u64).sum()
     }
+
+    /// The first recorded turn whose request names a model of its own (a DAG's per-turn
+    /// `model`), by (agent, turn).
+    pub fn turn_naming_a_model(&self) -> Option<(usize, usize)> {
+        self.agents.iter().enumerate().find_map(|(a, agent)| {
+            agent.turns.iter().position(|t| {
+                t.authored
+                    .as_ref()
+                    .is_some_and(|x| x.fields.contains_key("model"))
+            })
+            .map(|k| (a, k))
+        })
+    }
 }
 
 /// A benchmark's sessions, prepared before it starts.
@@ -215,6 +228,9 @@ pub struct Sessions {
     pub tokenizer: String,
     /// The trace replayed: its sha256 and sessions.
     pub trace: Option<(String, u64)>,
+    /// The LoRA adapter each session is served with, every request of every agent of it (by
+    /// session index; empty without `--lora-adapters`): a session is one tenant's.
+    pub adapters: Vec<Arc<str>>,
 }
 
 impl Sessions {
@@ -274,6 +290,7 @@ impl Sessions {
             sha256: hex::encode(h.finalize()),
             tokenizer,
             trace,
+            adapters: Vec::new(),
         }
     }
 
@@ -294,6 +311,21 @@ pub enum TraceFile {
 }
 
 impl TraceFile {
+    /// Refuses a trace whose turns name a model of their own when LoRA adapters name each
+    /// session's (`--lora-adapters`: the adapter is the request's `model`), naming the first.
+    pub fn check_adapters(&self, path: &str, a: &AgentSessions) -> anyhow::Result<()> {
+        for index in 0..self.sessions() {
+            if let Some((agent, turn)) = self.build(index, 0, a).turn_naming_a_model() {
+                anyhow::bail!(
+                    "{path}: session {index}, agent {agent}, turn {turn} names a model of its own, \
+                     but --lora-adapters names each session's adapter in its requests' `model` \
+                     (drop one or the other)"
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Reads and checks the file (or directory of OpenTelemetry traces); with its sha256.
     pub fn load(path: &std::path::Path) -> anyhow::Result<(TraceFile, String)> {
         if path.is_dir() {

@@ -279,7 +279,7 @@ async fn run_agent(
                 .fields
                 .insert("messages".into(), Value::Array(sent));
             let job = Job {
-                model: None,
+                model: s.sessions.adapters.get(session).map(|a| &**a),
                 prompt: "",
                 history: &[],
                 previous_response_id: None,
@@ -329,7 +329,7 @@ async fn run_agent(
                     );
                     let ideal = s.ideal.serve(ids, turn.prompt.tokens, sess.block_tokens);
                     let job = Job {
-                        model: None,
+                        model: s.sessions.adapters.get(session).map(|a| &**a),
                         prompt: &text,
                         history: &[],
                         previous_response_id: None,

@@ -162,6 +162,9 @@ impl Prepared {
                                 spec.backend.as_str()
                             );
                         }
+                        if !spec.lora_adapters.is_empty() {
+                            file.check_adapters(path, a)?;
+                        }
                         Some((file, sha))
                     }
                     None => None,
@@ -959,8 +962,9 @@ impl Measurement {
         }
     }
 
-    /// What the benchmark sends: prompts, or conversations; prompts (or whole conversations)
-    /// spread over the LoRA adapters the spec names ([`crate::lora`]).
+    /// What the benchmark sends: prompts, conversations or agentic sessions; prompts (or whole
+    /// conversations, or sessions) spread over the LoRA adapters the spec names
+    /// ([`crate::lora`]).
     async fn build_load(&self, data: &DataSpec, n: u64, seed: u64) -> anyhow::Result<Load> {
         let mut load = self.build_prompts(data, n, seed).await?;
         let mix = crate::spec::lora::parse(&self.spec.lora_adapters)?;
@@ -976,7 +980,11 @@ impl Measurement {
                 let order = crate::lora::assign(&mix, c.conversations.len(), seed);
                 c.adapters = order.into_iter().map(|k| names[k].clone()).collect();
             }
-            _ => {}
+            Load::Agentic(a) if !mix.is_empty() => {
+                let order = crate::lora::assign(&mix, a.sessions.len(), seed);
+                a.adapters = order.into_iter().map(|k| names[k].clone()).collect();
+            }
+            Load::Agentic(_) => {}
         }
         Ok(load)
     }

@@ -595,6 +595,23 @@ async fn a_dag_file_is_refused_before_any_load_unless_chat_sends_it() {
         format!("{e:#}").contains("only --backend openai-chat"),
         "{e:#}"
     );
+    // A turn that names a model of its own, with LoRA adapters naming every session's.
+    std::fs::write(
+        &file,
+        "{\"session_id\":\"a\",\"turns\":[{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}]}\n\
+         {\"session_id\":\"b\",\"turns\":[{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]},\
+         {\"messages\":[{\"role\":\"user\",\"content\":\"y\"}],\"model\":\"m\"}]}\n",
+    )
+    .unwrap();
+    let with_adapters = RunSpec {
+        lora_adapters: vec!["sql".into()],
+        ..spec(loadgen::backend::Api::OpenaiChat)
+    };
+    let e = loadgen::measure::Prepared::new(with_adapters).err().unwrap();
+    assert!(
+        format!("{e:#}").contains("session 1, agent 0, turn 1 names a model of its own"),
+        "{e:#}"
+    );
 }
 
 /// Behind a router that keeps sessions on a pod by cookie (the simulator answering as llm-d's

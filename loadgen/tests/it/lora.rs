@@ -230,3 +230,60 @@ async fn every_turn_of_a_conversation_names_its_adapter() {
         [("chat", 48), ("sql", 144)]
     );
 }
+
+/// With agentic sessions, a session is one tenant's: every request of every agent of it (the
+/// main agent and its subagents) names the session's adapter, the one the server served it
+/// with, and the sessions take the weights' shares.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_agent_of_a_session_names_its_adapter() {
+    let sim = instant_sim(&["sql", "chat"], SimConfig::default().max_batch).await;
+    let dir = tempfile::tempdir().unwrap();
+    // 3 main turns, the 2nd spawning 2 subagents of 2 turns: 7 requests a session.
+    let agentic = loadgen::spec::parse_agentic(
+        "turns=3,subagents=2,spawn_every=2,subagent_turns=2,system_tokens=16,task_tokens=8,\
+         output_tokens=2,tool_result_tokens=8,tool_ms=0,block_tokens=16",
+    )
+    .unwrap();
+    let spec = RunSpec {
+        backend: loadgen::backend::Api::OpenaiCompletions,
+        profile: ProfileName::Concurrent,
+        concurrency: vec![8],
+        max_requests: Some(7 * 64),
+        agentic: Some(agentic),
+        lora_adapters: ["sql:3", "chat:1"].map(String::from).to_vec(),
+        ..RunSpec::default()
+    };
+    let doc = run_against(&sim, spec, dir.path(), "agentic").await;
+    verifies(&doc);
+    let b = &doc.predicate.benchmarks[0];
+    assert_eq!(b.records.len(), 7 * 64);
+    let truth = served(&sim);
+    let mut by_session: BTreeMap<u32, (String, u32)> = BTreeMap::new();
+    for r in &b.records {
+        assert!(r.completed(), "{:?}", r.error);
+        let adapter = r.adapter.clone().unwrap();
+        assert_eq!(
+            truth[r.request_id.as_ref().unwrap()].as_deref(),
+            Some(&*adapter)
+        );
+        let entry = by_session
+            .entry(r.session.unwrap())
+            .or_insert((adapter.clone(), 0));
+        assert_eq!(entry.0, adapter, "every agent of a session keeps its adapter");
+        entry.1 += 1;
+    }
+    assert!(b.records.iter().any(|r| r.agent.is_some_and(|a| a.depth > 0)));
+    // 64 sessions of 7 requests: 48 of sql's, 16 of chat's (one whole block of 64).
+    assert_eq!(by_session.len(), 64);
+    assert!(by_session.values().all(|(_, n)| *n == 7));
+    let sql = by_session.values().filter(|(a, _)| a == "sql").count();
+    assert_eq!(sql, 48);
+    let stats = b.summary.by_adapter.as_ref().unwrap();
+    assert_eq!(
+        stats
+            .iter()
+            .map(|a| (a.adapter.as_str(), a.requests))
+            .collect::<Vec<_>>(),
+        [("chat", 16 * 7), ("sql", 48 * 7)]
+    );
+}
