@@ -88,7 +88,7 @@ function post(op, args, transfer, onProgress) {
 // `onProgress({done, total})`: for the requests that load many documents (compare, history).
 // (A fresh worker loads the module on its first request.) Every page of results is priced
 // at the reader's prices, where they gave some (#/prices).
-const PRICED = new Set(['render', 'diff', 'compare', 'history']);
+const PRICED = new Set(['render', 'diff', 'compare', 'history', 'campaignRender']);
 function call(op, args = {}, transfer = [], onProgress = null) {
   const options = PRICED.has(op) ? readerPrices().options : '';
   return post(op, options ? { ...args, options } : args, transfer, onProgress);
@@ -131,7 +131,7 @@ function showPrices(ctx) {
       return;
     }
     localStorage.setItem(PRICES_KEY, JSON.stringify({ gpu_hour_price: gpu, kwh_price: kwh }));
-    note.textContent = gpu || kwh ? 'Saved: every result, diff and comparison is priced at these.' : 'Cleared: results show their publishers\' prices.';
+    note.textContent = gpu || kwh ? 'Saved: every result, diff, comparison and campaign is priced at these.' : 'Cleared: results show their publishers\' prices.';
   };
   view.replaceChildren(
     h('h1', { text: 'Your prices' }),

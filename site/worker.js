@@ -286,7 +286,7 @@ async function campaignMeta(name) {
 
 // The module names the result files; those the site has are given to it (one it has not
 // is shown by the module as not at hand).
-async function campaignRender(name) {
+async function campaignRender(name, options) {
   const { campaign, facts } = await campaignOf(name);
   try {
     const fetched = await Promise.all(facts.results.map(async (uri) => {
@@ -294,7 +294,7 @@ async function campaignRender(name) {
       return bytes ? [uri, bytes] : null;
     }));
     for (const f of fetched) if (f) campaign.addResult(f[0], f[1]);
-    return files(campaign.render());
+    return files(campaign.render(options || undefined));
   } finally {
     campaign.free();
   }
@@ -400,7 +400,7 @@ async function handle(msg, progress) {
     case 'campaignMeta':
       return campaignMeta(msg.name);
     case 'campaignRender':
-      return campaignRender(msg.name);
+      return campaignRender(msg.name, msg.options);
     case 'provenance':
       return provenance();
     case 'verifySite':

@@ -161,18 +161,21 @@ impl CampaignDocument {
         self.files.push((uri, bytes.to_vec()));
     }
 
-    /// `campaign.md` and `campaign.html` over the results added.
-    pub fn render(&self) -> Rendered {
-        rendered(match &self.keys {
-            Ok(trusted) => {
+    /// `campaign.md` and `campaign.html` over the results added, its cells priced at the
+    /// reader's prices in `options`.
+    pub fn render(&self, options: Option<String>) -> Rendered {
+        rendered(match (&self.keys, prices(options)) {
+            (_, Err(e)) => Err(e),
+            (Ok(trusted), Ok(prices)) => {
                 let files: Vec<(&str, &[u8])> = self
                     .files
                     .iter()
                     .map(|(u, b)| (u.as_str(), b.as_slice()))
                     .collect();
-                report::campaign::render(&self.bytes, &files, trusted).map_err(|e| e.to_string())
+                report::campaign::render(&self.bytes, &files, trusted, &prices)
+                    .map_err(|e| e.to_string())
             }
-            Err(message) => Err(message.clone()),
+            (Err(message), _) => Err(message.clone()),
         })
     }
 }

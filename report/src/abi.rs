@@ -83,7 +83,7 @@ fn run(op: Op, request: &[u8]) -> Result<Report, String> {
         return Err("request: no trusted keys and options parts".into());
     };
     let trusted = trusted_keys(keys)?;
-    let prices = render_options(options)?.prices()?;
+    let prices = crate::reader_prices::RenderOptions::from_json(options)?.prices()?;
     let load = |bytes: &[u8], name: &str| {
         let mut loaded = crate::load(bytes, name, &trusted)?;
         prices.apply(&mut loaded);
@@ -100,13 +100,6 @@ fn run(op: Op, request: &[u8]) -> Result<Report, String> {
             .and_then(|a| Ok((a, load(b, "B")?)))
             .and_then(|(a, b)| crate::diff(&a, &b)),
         (Op::Diff, docs) => return Err(format!("diff needs 2 documents, got {}", docs.len())),
-        (Op::Campaign, _) if !prices.is_empty() => {
-            return Err(
-                "campaign: a campaign's cells are priced by its plan (`gpu_hour_price` \
-                        in `[fixed]`), not at render"
-                    .into(),
-            )
-        }
         (Op::Campaign, [campaign, files @ ..]) => {
             if files.len() % 2 != 0 {
                 return Err("campaign: a result file's uri without its bytes".into());
@@ -119,7 +112,7 @@ fn run(op: Op, request: &[u8]) -> Result<Report, String> {
                     Ok((uri, pair[1]))
                 })
                 .collect::<Result<Vec<_>, String>>()?;
-            crate::campaign::render(campaign, &files, &trusted)
+            crate::campaign::render(campaign, &files, &trusted, &prices)
         }
         (Op::Campaign, []) => return Err("campaign: no campaign document".into()),
         (Op::Compare | Op::History, named) => {
@@ -167,14 +160,6 @@ pub fn trusted_keys(json: &[u8]) -> Result<Vec<schemas::keys::TrustedKey>, Strin
         return Ok(vec![]);
     }
     schemas::keys::parse_trusted_keys(json).map_err(|e| format!("trusted keys: {e}"))
-}
-
-/// A request's options part: empty for none.
-pub fn render_options(json: &[u8]) -> Result<crate::reader_prices::RenderOptions, String> {
-    if json.is_empty() {
-        return Ok(Default::default());
-    }
-    serde_json::from_slice(json).map_err(|e| format!("render options: {e}"))
 }
 
 /// `0` and the report's files as a frame.
@@ -259,5 +244,15 @@ mod tests {
             .contains("without its bytes"));
         let err = handle(Op::Campaign, &encode_parts(&[b"" as &[u8], b"", b"{}"]));
         assert!(decode_reply(&err).unwrap_err().starts_with("campaign: "));
+        // The options part: an unknown option, a price without its currency, none at all.
+        let err = handle(Op::Render, &encode_parts(&[b"" as &[u8], br#"{"x":1}"#]));
+        assert!(decode_reply(&err)
+            .unwrap_err()
+            .starts_with("render options:"));
+        let bad = br#"{"kwh_price":"12"}"#;
+        let err = handle(Op::Render, &encode_parts(&[b"" as &[u8], bad, b"{}"]));
+        assert!(decode_reply(&err).unwrap_err().contains("--kwh-price"));
+        let err = handle(Op::Render, &encode_parts(&[b"" as &[u8]]));
+        assert!(decode_reply(&err).unwrap_err().contains("options"));
     }
 }

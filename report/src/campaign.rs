@@ -37,6 +37,7 @@ pub fn render(
     campaign_bytes: &[u8],
     files: &[(&str, &[u8])],
     trusted: &[TrustedKey],
+    prices: &crate::reader_prices::ReaderPrices,
 ) -> Result<Report, RenderError> {
     let checked =
         campaign::check(campaign_bytes, trusted).map_err(|reason| RenderError::Input {
@@ -47,7 +48,11 @@ pub fn render(
     let mut results: BTreeMap<String, Result<Loaded, String>> = BTreeMap::new();
     for uri in result_uris(c) {
         let bytes = files.iter().find(|(u, _)| *u == uri).map(|(_, b)| *b);
-        results.insert(uri.clone(), cell_file(c, &uri, bytes, trusted));
+        let mut loaded = cell_file(c, &uri, bytes, trusted);
+        if let Ok(l) = &mut loaded {
+            prices.apply(l);
+        }
+        results.insert(uri.clone(), loaded);
     }
     let (md, charts) = campaign_markdown(&checked, &results)?;
     let html = crate::html::page(&format!("provebench campaign: {}", c.name), &md);
@@ -680,11 +685,20 @@ mod tests {
     }
 
     fn render_md(campaign: &[u8], files: &[(String, Vec<u8>)], trusted: &[TrustedKey]) -> String {
+        priced_md(campaign, files, trusted, &Default::default())
+    }
+
+    fn priced_md(
+        campaign: &[u8],
+        files: &[(String, Vec<u8>)],
+        trusted: &[TrustedKey],
+        prices: &crate::reader_prices::ReaderPrices,
+    ) -> String {
         let files: Vec<(&str, &[u8])> = files
             .iter()
             .map(|(u, b)| (u.as_str(), b.as_slice()))
             .collect();
-        let r = render(campaign, &files, trusted).unwrap();
+        let r = render(campaign, &files, trusted, prices).unwrap();
         assert_eq!(r.names(), ["campaign.md", "campaign.html"]);
         r.text("campaign.md").unwrap().to_string()
     }
@@ -735,6 +749,27 @@ mod tests {
         assert!(md.contains("\n## Cells without a verified result\n\n- **sglang-8gpu** (engine sglang, gpus 8gpu, model m): failed: engine did not start: \\<oom\\>\n- **lmdeploy-2gpu** (engine lmdeploy, gpus 2gpu, model m): missing: not run\n"), "{md}");
         // The same input, the same bytes.
         assert_eq!(md, render_md(&campaign, &files, &[key(7).1]));
+    }
+
+    /// At the reader's prices, each cell says what a million output tokens cost at its peak:
+    /// its GPUs at the price for as long as its rate takes.
+    #[test]
+    fn a_reader_prices_every_cell_of_a_campaign() {
+        let (k, trusted) = key(7);
+        let (campaign, files) = three_by_three("engines × GPUs", &k);
+        let prices = crate::reader_prices::ReaderPrices::parse("3 USD", "").unwrap();
+        let md = priced_md(&campaign, &files, std::slice::from_ref(&trusted), &prices);
+        let loaded = crate::input::load_or_why(&files[0].1, &[]).unwrap();
+        let b = peak(&loaded.statement.predicate.benchmarks).unwrap();
+        let otps = b.summary.output_token_throughput_per_s.unwrap().get();
+        // vllm-2gpu: 2 GPUs at 3 USD an hour.
+        let want = format!("{} USD", format::fixed(3.0 * 2.0 / 3600.0 / otps * 1e6, 4));
+        let row = md.lines().find(|l| l.starts_with("| vllm")).unwrap();
+        assert!(
+            row.contains(&format!("· {want} per M output tokens |")),
+            "{row}\n{want}"
+        );
+        assert!(!render_md(&campaign, &files, &[trusted]).contains("per M output tokens"));
     }
 
     /// A cell whose result searched for its capacity leads with the answer.
@@ -882,7 +917,13 @@ mod tests {
         };
         let (_, env) = envelope(c, Some(&k));
         let campaign = serde_json::to_vec(&env).unwrap();
-        let r = render(&campaign, &[(uri.as_str(), bytes.as_slice())], &[trusted]).unwrap();
+        let r = render(
+            &campaign,
+            &[(uri.as_str(), bytes.as_slice())],
+            &[trusted],
+            &Default::default(),
+        )
+        .unwrap();
         let md = r.text("campaign.md").unwrap();
         assert!(md.contains("\\<script\\>"), "{md}");
         assert!(
@@ -911,7 +952,7 @@ mod tests {
         assert_eq!(result_files(&campaign).unwrap(), f.results);
         assert_eq!(facts(&campaign, &[]).badge.kind, "invalid");
         assert!(!facts(b"{}", &[]).parsed);
-        assert!(render(b"{}", &[], &[]).is_err());
+        assert!(render(b"{}", &[], &[], &Default::default()).is_err());
     }
 
     #[test]

@@ -32,6 +32,14 @@ pub struct RenderOptions {
 }
 
 impl RenderOptions {
+    /// The options of a request's options part (`abi`) or a site's call; empty: none.
+    pub fn from_json(json: &[u8]) -> Result<RenderOptions, String> {
+        if json.is_empty() {
+            return Ok(Default::default());
+        }
+        serde_json::from_slice(json).map_err(|e| format!("render options: {e}"))
+    }
+
     /// The prices these options give (none when they give none).
     pub fn prices(&self) -> Result<ReaderPrices, String> {
         ReaderPrices::parse(
@@ -74,7 +82,7 @@ impl ReaderPrices {
     /// The prices a render's options JSON gives (empty or absent: none), as the module's
     /// request and the site's calls carry them.
     pub fn of_options(json: Option<&str>) -> Result<ReaderPrices, String> {
-        crate::abi::render_options(json.unwrap_or_default().as_bytes())?.prices()
+        RenderOptions::from_json(json.unwrap_or_default().as_bytes())?.prices()
     }
 
     /// Whether no price was given.

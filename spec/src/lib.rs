@@ -838,16 +838,16 @@ impl RunSpec {
                 bail!("--max-loras must be at least 1");
             }
         }
-        if !self.lora_adapters.is_empty() {
-            if !matches!(
+        if !self.lora_adapters.is_empty()
+            && !matches!(
                 self.backend,
                 Api::OpenaiCompletions | Api::OpenaiChat | Api::OpenaiResponses
-            ) {
-                bail!(
-                    "--lora-adapters names each adapter in the request's `model`, which only the OpenAI APIs carry (not --backend {})",
-                    self.backend.as_str()
-                );
-            }
+            )
+        {
+            bail!(
+                "--lora-adapters names each adapter in the request's `model`, which only the OpenAI APIs carry (not --backend {})",
+                self.backend.as_str()
+            );
         }
         match self.profile {
             ProfileName::Constant | ProfileName::Poisson if self.rate.is_empty() => {

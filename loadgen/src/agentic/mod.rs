@@ -207,12 +207,15 @@ impl Session {
     /// `model`), by (agent, turn).
     pub fn turn_naming_a_model(&self) -> Option<(usize, usize)> {
         self.agents.iter().enumerate().find_map(|(a, agent)| {
-            agent.turns.iter().position(|t| {
-                t.authored
-                    .as_ref()
-                    .is_some_and(|x| x.fields.contains_key("model"))
-            })
-            .map(|k| (a, k))
+            agent
+                .turns
+                .iter()
+                .position(|t| {
+                    t.authored
+                        .as_ref()
+                        .is_some_and(|x| x.fields.contains_key("model"))
+                })
+                .map(|k| (a, k))
         })
     }
 }

@@ -607,7 +607,9 @@ async fn a_dag_file_is_refused_before_any_load_unless_chat_sends_it() {
         lora_adapters: vec!["sql".into()],
         ..spec(loadgen::backend::Api::OpenaiChat)
     };
-    let e = loadgen::measure::Prepared::new(with_adapters).err().unwrap();
+    let e = loadgen::measure::Prepared::new(with_adapters)
+        .err()
+        .unwrap();
     assert!(
         format!("{e:#}").contains("session 1, agent 0, turn 1 names a model of its own"),
         "{e:#}"

@@ -269,10 +269,16 @@ async fn every_agent_of_a_session_names_its_adapter() {
         let entry = by_session
             .entry(r.session.unwrap())
             .or_insert((adapter.clone(), 0));
-        assert_eq!(entry.0, adapter, "every agent of a session keeps its adapter");
+        assert_eq!(
+            entry.0, adapter,
+            "every agent of a session keeps its adapter"
+        );
         entry.1 += 1;
     }
-    assert!(b.records.iter().any(|r| r.agent.is_some_and(|a| a.depth > 0)));
+    assert!(b
+        .records
+        .iter()
+        .any(|r| r.agent.is_some_and(|a| a.depth > 0)));
     // 64 sessions of 7 requests: 48 of sql's, 16 of chat's (one whole block of 64).
     assert_eq!(by_session.len(), 64);
     assert!(by_session.values().all(|(_, n)| *n == 7));

@@ -98,23 +98,15 @@ pub fn render_files(files: &[PathBuf], args: &RenderArgs) -> Result<(), Failure>
             true,
         ),
         (1, [campaign]) => {
-            if args.gpu_hour_price.is_some() || args.kwh_price.is_some() {
-                return Err(Failure::Input(anyhow!(
-                    "{}: a campaign's cells are priced by its plan (`gpu_hour_price` in \
-                     `[fixed]`), not by --gpu-hour-price or --kwh-price",
-                    campaign.display()
-                )));
-            }
-            if args.native {
-                campaign_report(campaign, &args.out, None, args.keys.as_deref(), true)?;
-            } else {
-                render_campaign(
-                    campaign,
-                    &args.out,
-                    args.module.as_deref(),
-                    args.keys.as_deref(),
-                )?;
-            }
+            let module = args.module.as_deref().filter(|_| !args.native);
+            campaign_report(
+                campaign,
+                &args.out,
+                module,
+                args.keys.as_deref(),
+                args.native,
+                options(args)?,
+            )?;
             println!("{}", args.out.display());
             Ok(())
         }
@@ -245,15 +237,18 @@ pub fn render_campaign(
     module: Option<&Path>,
     keys: Option<&Path>,
 ) -> Result<(), Failure> {
-    campaign_report(campaign_path, out, module, keys, false)
+    campaign_report(campaign_path, out, module, keys, false, vec![])
 }
 
+/// The campaign's matrix, its cells priced at the reader's prices in `options` (the request's
+/// options part; empty: the plan's).
 fn campaign_report(
     campaign_path: &Path,
     out: &Path,
     module: Option<&Path>,
     keys: Option<&Path>,
     native: bool,
+    options: Vec<u8>,
 ) -> Result<(), Failure> {
     let keys = read_keys(keys)?;
     let campaign = crate::read::document(campaign_path).map_err(Failure::Input)?;
@@ -266,7 +261,7 @@ fn campaign_report(
     let uris = report::campaign::result_files(&campaign)
         .map_err(|e| Failure::Input(anyhow!("{}: {e}", campaign_path.display())))?;
     let dir = campaign_path.parent().unwrap_or(Path::new(""));
-    let mut parts = vec![keys, vec![], campaign];
+    let mut parts = vec![keys, options, campaign];
     for uri in uris {
         if !plain_file_name(&uri) {
             tracing::warn!(%uri, "the campaign names a result that is not a plain file name; not read");
