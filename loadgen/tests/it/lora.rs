@@ -182,6 +182,30 @@ async fn each_adapters_ttft_is_the_simulators_swap_model() {
     }
 }
 
+/// Each session's (conversation's) adapter and its requests; every record completed, named
+/// the adapter the simulator served it with, and the same adapter as every other of its session.
+fn adapter_by_session(
+    sim: &SimServer,
+    records: &[schemas::document::RawRecord],
+) -> BTreeMap<u32, (String, u32)> {
+    let truth = served(sim);
+    let mut by_session: BTreeMap<u32, (String, u32)> = BTreeMap::new();
+    for r in records {
+        assert!(r.completed(), "{:?}", r.error);
+        let adapter = r.adapter.clone().unwrap();
+        assert_eq!(
+            truth[r.request_id.as_ref().unwrap()].as_deref(),
+            Some(&*adapter)
+        );
+        let entry = by_session
+            .entry(r.session.unwrap())
+            .or_insert((adapter.clone(), 0));
+        assert_eq!(entry.0, adapter, "a session keeps its adapter");
+        entry.1 += 1;
+    }
+    by_session
+}
+
 /// With conversations, a conversation is one tenant's: every turn names the same adapter (the
 /// one the server served it with), and the conversations take the weights' shares.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -202,21 +226,7 @@ async fn every_turn_of_a_conversation_names_its_adapter() {
     verifies(&doc);
     let b = &doc.predicate.benchmarks[0];
     assert_eq!(b.records.len(), 192);
-    let truth = served(&sim);
-    let mut by_session: BTreeMap<u32, (String, u32)> = BTreeMap::new();
-    for r in &b.records {
-        assert!(r.completed(), "{:?}", r.error);
-        let adapter = r.adapter.clone().unwrap();
-        assert_eq!(
-            truth[r.request_id.as_ref().unwrap()].as_deref(),
-            Some(&*adapter)
-        );
-        let entry = by_session
-            .entry(r.session.unwrap())
-            .or_insert((adapter.clone(), 0));
-        assert_eq!(entry.0, adapter, "a conversation keeps its adapter");
-        entry.1 += 1;
-    }
+    let by_session = adapter_by_session(&sim, &b.records);
     // 64 conversations of 3 turns: 48 of sql's, 16 of chat's (one whole block of 64).
     assert_eq!(by_session.len(), 64);
     let sql = by_session.values().filter(|(a, _)| a == "sql").count();
@@ -257,24 +267,7 @@ async fn every_agent_of_a_session_names_its_adapter() {
     verifies(&doc);
     let b = &doc.predicate.benchmarks[0];
     assert_eq!(b.records.len(), 7 * 64);
-    let truth = served(&sim);
-    let mut by_session: BTreeMap<u32, (String, u32)> = BTreeMap::new();
-    for r in &b.records {
-        assert!(r.completed(), "{:?}", r.error);
-        let adapter = r.adapter.clone().unwrap();
-        assert_eq!(
-            truth[r.request_id.as_ref().unwrap()].as_deref(),
-            Some(&*adapter)
-        );
-        let entry = by_session
-            .entry(r.session.unwrap())
-            .or_insert((adapter.clone(), 0));
-        assert_eq!(
-            entry.0, adapter,
-            "every agent of a session keeps its adapter"
-        );
-        entry.1 += 1;
-    }
+    let by_session = adapter_by_session(&sim, &b.records);
     assert!(b
         .records
         .iter()
