@@ -779,6 +779,59 @@ mod tests {
         }
     }
 
+    /// Every subcommand and every flag `runner --help` declares is named in the user documents
+    /// (docs/reference and docs/guide: `--flag`, or for a spec's flags its field, `field_name`),
+    /// so that the reference cannot fall behind the declarations.
+    #[test]
+    fn the_documents_name_every_command_and_flag() {
+        use clap::CommandFactory;
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs");
+        let mut text = String::new();
+        for dir in ["reference", "guide"] {
+            for entry in std::fs::read_dir(docs.join(dir)).unwrap() {
+                text.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+            }
+        }
+        fn walk(c: &clap::Command, path: &str, text: &str, missing: &mut Vec<String>) {
+            for sub in c.get_subcommands().filter(|s| s.get_name() != "help") {
+                let name = format!("{path} {}", sub.get_name());
+                // `runner campaign show|run|collect …` names each of them.
+                let listed = text.match_indices(&format!("`{path} ")).any(|(at, m)| {
+                    text[at + m.len()..]
+                        .split([' ', '`'])
+                        .next()
+                        .is_some_and(|names| names.split('|').any(|n| n == sub.get_name()))
+                });
+                if !listed {
+                    missing.push(format!("`{name}`"));
+                }
+                for arg in sub.get_arguments() {
+                    let Some(long) = arg.get_long() else { continue };
+                    if ["help", "version"].contains(&long) {
+                        continue;
+                    }
+                    let flag = format!("--{long}");
+                    let field = long.replace('-', "_");
+                    let named = text.match_indices(&flag).any(|(at, _)| {
+                        !text[at + flag.len()..]
+                            .starts_with(|c: char| c.is_alphanumeric() || c == '-')
+                    });
+                    if !named && !text.contains(&format!("`{field}`")) {
+                        missing.push(format!("{name} {flag}"));
+                    }
+                }
+                walk(sub, &name, text, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&super::Cli::command(), "runner", &text, &mut missing);
+        assert!(
+            missing.is_empty(),
+            "not named in docs/reference or docs/guide: {}",
+            missing.join(", ")
+        );
+    }
+
     #[test]
     fn an_allowed_regression_reads_as_a_percentage() {
         assert_eq!(super::parse_percent("5%"), Ok(0.05));
