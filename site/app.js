@@ -115,6 +115,16 @@ function readerPrices() {
   return { gpu, kwh, options: gpu || kwh ? JSON.stringify(given) : '' };
 }
 
+// The nav says when the reader's prices are in force, on every page.
+function markPrices() {
+  const link = document.getElementById('nav-prices');
+  if (!link) return;
+  const active = Boolean(readerPrices().options);
+  link.textContent = active ? 'Prices (yours)' : 'Prices';
+  link.toggleAttribute('data-active', active);
+}
+markPrices();
+
 function showPrices(ctx) {
   const now = readerPrices();
   const gpuInput = h('input', { type: 'text', id: 'price-gpu-hour', size: 40, value: now.gpu, placeholder: 'H100=2.49 USD, H200=3.10 USD' });
@@ -131,6 +141,7 @@ function showPrices(ctx) {
       return;
     }
     localStorage.setItem(PRICES_KEY, JSON.stringify({ gpu_hour_price: gpu, kwh_price: kwh }));
+    markPrices();
     note.textContent = gpu || kwh ? 'Saved: every result, diff, comparison and campaign is priced at these.' : 'Cleared: results show their publishers\' prices.';
   };
   view.replaceChildren(

@@ -1296,6 +1296,7 @@ test("the reader's prices price every page as runner's --gpu-hour-price does", {
       await page.fill('#price-kwh', kwh);
       await page.click('#prices-save');
       await page.waitForFunction(() => /^Saved/.test(document.querySelector('#prices-note')?.textContent ?? ''), null, { timeout: WAIT });
+      assert.equal(await page.textContent('#nav-prices'), 'Prices (yours)', 'the nav says the reader\'s prices are in force');
     }
     await openResult('sweep-fast.json');
     assert.ok((await download(page, '#download-md')).equals(md), 'the priced report is runner report\'s with the same prices');
@@ -1309,6 +1310,7 @@ test("the reader's prices price every page as runner's --gpu-hour-price does", {
   }
   // Without them, the publisher's (none here): no cost at all.
   await openResult('sweep-fast.json');
+  assert.equal(await page.textContent('#nav-prices'), 'Prices');
   assert.doesNotMatch((await download(page, '#download-md')).toString(), /reader's prices|Cost per million/);
 });
 
