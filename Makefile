@@ -117,13 +117,9 @@ test-wasm-repro: wasm
 	$(MAKE) --no-print-directory wasm-repro-suite
 
 # cargo-nextest, a process per test, four at a time; the tests that measure time run alone
-# (.config/nextest.toml says which and why). It prints how many ran, and the slow ones. The
-# build's files are flushed to disk first (`sync`): the timing tests run first, and the kernel
-# writing back a fresh build's gigabytes beside them reads as latency (a clean clone's
-# known-answer tests once saw a millisecond more on every span).
+# (.config/nextest.toml says which and why). It prints how many ran, and the slow ones.
 rust-suite:
 	@scripts/cache.sh claim
-	@sync
 	$(CARGO) nextest run --workspace
 
 # export/'s tests: its tables against the documents they come from, and its program.
