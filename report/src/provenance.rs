@@ -218,13 +218,7 @@ mod tests {
     #[test]
     fn what_stamped_the_tokens_is_said_over_all_benchmarks_and_only_when_recorded() {
         use crate::test_support::{predicate, sweep, Doc};
-        let doc = Doc {
-            model: "m",
-            revision: None,
-            engine: "vllm",
-            version: None,
-            gpus: None,
-        };
+        let doc = Doc::vllm(None);
         let mut p = predicate(&doc, sweep(32, 8, 1.0), vec![]);
         p.benchmarks.truncate(1);
         assert_eq!(token_clock_line("Document", &p), "");

@@ -145,13 +145,7 @@ mod tests {
     use crate::test_support::*;
 
     fn on(gpus: Option<(u32, &str)>) -> Loaded {
-        let doc = Doc {
-            model: "m",
-            revision: None,
-            engine: "vllm",
-            version: None,
-            gpus,
-        };
+        let doc = Doc::vllm(gpus);
         Loaded::unchecked(sealed(predicate(&doc, vec![], vec![])))
     }
 

@@ -193,6 +193,19 @@ pub struct Doc<'a> {
     pub gpus: Option<(u32, &'a str)>,
 }
 
+impl<'a> Doc<'a> {
+    /// Model `m` on vLLM (no revision, no version), on `gpus`.
+    pub fn vllm(gpus: Option<(u32, &'a str)>) -> Doc<'a> {
+        Doc {
+            model: "m",
+            revision: None,
+            engine: "vllm",
+            version: None,
+            gpus,
+        }
+    }
+}
+
 pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Predicate {
     Predicate {
         capacity: None,

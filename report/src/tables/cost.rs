@@ -216,13 +216,7 @@ mod tests {
             gpus.map_or(1, |g| g.0),
             &[],
         );
-        let doc = Doc {
-            model: "m",
-            revision: None,
-            engine: "vllm",
-            version: None,
-            gpus,
-        };
+        let doc = Doc::vllm(gpus);
         let mut p = sealed(predicate(&doc, vec![b], vec![])).predicate;
         p.pricing = pricing.map(|t| {
             let (gpu, kwh) = t.split_once(';').unwrap();
