@@ -621,6 +621,8 @@ impl Endpoint {
         // One timer for the whole stream, re-armed only when it fires: a fresh timeout
         // around every chunk would register and cancel a timer entry per token, which
         // cost more CPU than parsing the token's JSON.
+        // Once the head is in, the request is sent for good: no token precedes this.
+        let sent_us = us_since(origin, *sent);
         let mut last_data = Instant::now();
         let watchdog =
             tokio::time::sleep_until(watchdog_due(last_data, self.stall_timeout, deadline).into());
@@ -653,8 +655,9 @@ impl Endpoint {
             };
             last_data = stamp.at;
             // Each read's stamp is dated on its own (kernel stamps through a clock pair good
-            // to a few µs): a token is never recorded before the one it followed.
-            let at = us_since(origin, stamp.at).max(p.arrivals.last().copied().unwrap_or(0));
+            // to a few µs): a token is never recorded before the one it followed, nor before
+            // its request was sent.
+            let at = us_since(origin, stamp.at).max(p.arrivals.last().copied().unwrap_or(sent_us));
             parser
                 .push(chunk, |data| {
                     if event_error.is_some() {
