@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::run_against;
+use common::{client_spans_hold_the_servers, median, run_against};
 use loadgen::spec::{ProfileName, RunSpec};
 use schemas::summary::Summary;
 use sim::{SimConfig, SimServer};
@@ -21,116 +21,6 @@ fn within(what: &str, measured: f64, truth: f64) {
     assert!(
         (measured - truth).abs() <= tolerance,
         "{what}: measured {measured:.4} ms, truth {truth:.4} ms (±{tolerance:.4})"
-    );
-}
-
-/// What loopback adds to the server's own clock, for TTFT and end-to-end latency measured
-/// from the client's send: the server's wake-up to read the request (its clock starts when its
-/// handler runs) and the way back of the token (the kernel stamps its arrival, so the client's
-/// own wake-up is not in it). Tens of µs each on a busy VM; the least a request of a benchmark
-/// adds is held to 0.3 ms over the least round trip through an idle tokio server on this
-/// machine ([`idle_wake_ms`]: 0.13–0.36 ms on a quiet 2-vCPU Firecracker VM whose vCPUs sleep
-/// between requests sent one at a time), since the legs add to the latency rather than scale
-/// with it; gaps between tokens (ITL, TPOT) carry neither and are held to 1 %.
-const LOOPBACK_MS: f64 = 0.3;
-
-/// The least round trip, in ms, of one byte through a server idle on its own two-thread tokio
-/// runtime (as the simulator runs) that answers from another task, over 12 round trips each
-/// after 100 ms idle (as requests one at a time leave the server idle for their 100 ms): the
-/// two loopback legs of a request and the wake-ups between them, which no client can avoid.
-/// Measured once a test process.
-fn idle_wake_ms() -> f64 {
-    use std::io::{Read, Write};
-    use std::time::{Duration, Instant};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    static WAKE: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    // On a thread of its own: the caller may be inside a runtime.
-    *WAKE.get_or_init(|| {
-        std::thread::spawn(|| {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            let addr = listener.local_addr().unwrap();
-            listener.set_nonblocking(true).unwrap();
-            rt.spawn(async move {
-                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-                let (s, _) = listener.accept().await.unwrap();
-                s.set_nodelay(true).unwrap();
-                let (mut r, w) = s.into_split();
-                let w = std::sync::Arc::new(tokio::sync::Mutex::new(w));
-                let mut b = [0u8; 1];
-                while r.read_exact(&mut b).await.is_ok() {
-                    let w = w.clone();
-                    tokio::spawn(async move { w.lock().await.write_all(&[2]).await.ok() });
-                }
-            });
-            let mut c = std::net::TcpStream::connect(addr).unwrap();
-            c.set_nodelay(true).unwrap();
-            let mut least = f64::INFINITY;
-            let mut b = [0u8; 1];
-            for _ in 0..12 {
-                std::thread::sleep(Duration::from_millis(100));
-                let sent = Instant::now();
-                c.write_all(&[1]).unwrap();
-                c.read_exact(&mut b).unwrap();
-                least = least.min(sent.elapsed().as_secs_f64() * 1e3);
-            }
-            drop(c);
-            rt.shutdown_timeout(Duration::from_secs(1));
-            least
-        })
-        .join()
-        .unwrap()
-    })
-}
-
-/// Each request's span as the client measured it (from its send: to its first token, or to
-/// its last byte) against the server's own span for it (handler start to first token written,
-/// or to last byte written), in ms, request by request. The client's span holds the server's
-/// (requests sent within microseconds of each other may pair with each other's: shorter by
-/// no more than [`LOOPBACK_MS`], but for the odd request whose server stamp came late). What it
-/// adds is the two loopback legs, chiefly the server's wake-up to read the request: 0.11–0.14 ms
-/// a request on a busy VM, yet 0.4–1.5 ms over 12 requests one at a time on a quiet one (the
-/// vCPUs idle between them). So the least any request added is held to [`LOOPBACK_MS`] over
-/// the machine's own idle round trip ([`idle_wake_ms`]) — a fault in the client's clock (a stamp
-/// taken late, or from the schedule) moves every request, the least one too — and the median
-/// to the 1 % the tests name, plus that idle round trip.
-fn client_spans_hold_the_servers(what: &str, spans: &[(f64, f64)]) {
-    let excess: Vec<f64> = spans
-        .iter()
-        .map(|(client, server)| client - server)
-        .collect();
-    let least = excess.iter().copied().fold(f64::INFINITY, f64::min);
-    // The server stamps after its last write: preempted between the two (a clean-clone run's
-    // parallel tests, 2 vCPUs), it stamps late and one request's client span reads shorter
-    // (0.675 ms seen once; two of twelve by 0.46 and 0.37 ms in another clean clone). A quarter
-    // may; a clock fault would move them all.
-    let shorter = excess.iter().filter(|&&e| e < -LOOPBACK_MS).count();
-    assert!(
-        shorter <= (excess.len() / 4).max(1),
-        "{what}: {shorter} client spans more than {LOOPBACK_MS} ms shorter than the server's: \
-         excess {excess:.3?} ms"
-    );
-    let wake = idle_wake_ms();
-    assert!(
-        least <= LOOPBACK_MS + wake,
-        "{what}: the client added at least {least:.4} ms to every one of the server's spans \
-         (±{LOOPBACK_MS} over this machine's idle round trip of {wake:.3} ms): {excess:.3?}"
-    );
-    let (client, server) = (
-        median(spans.iter().map(|s| s.0).collect()),
-        median(spans.iter().map(|s| s.1).collect()),
-    );
-    // The median holds the server's within 1 % plus the legs no client avoids: on a quiet
-    // VM a 33 ms span read 0.36 ms long, over 1 % of it.
-    let tolerance = (server.abs() * 0.01).max(0.050) + wake;
-    assert!(
-        (client - server).abs() <= tolerance,
-        "{what} median: measured {client:.4} ms, truth {server:.4} ms (±1 % and this machine's \
-         idle round trip of {wake:.3} ms: ±{tolerance:.4})"
     );
 }
 
@@ -146,11 +36,6 @@ fn fixed_sim() -> SimConfig {
 }
 
 /// Median of a sample (ms).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    schemas::distribution::percentile(&v, 50.0)
-}
-
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
@@ -251,6 +136,10 @@ async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_s
         let sim = SimServer::start(fixed_sim()).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let (tokens, n) = (16u32, 12usize);
+        // How late this machine's timer wakes from a sleep of the simulator's token gap now:
+        // its every gap is such a sleep, so late by as much (a quiet VM whose vCPUs halt
+        // between wake-ups adds most).
+        let late = testkit::timing::wake_lateness_ms(std::time::Duration::from_millis(20), 7).await;
         let profiles = [
             (ProfileName::Synchronous, vec![], vec![]),
             (ProfileName::Concurrent, vec![], vec![4]),
@@ -319,10 +208,16 @@ async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_s
                 gaps: server_gaps,
                 ..
             } = timings_match_the_truth(&format!("{profile:?}"), &sim, b, n, tokens);
-            // And the server did what it was told, give or take its own timer.
+            // And the server did what it was told, give or take its own timer and this
+            // machine's wake-up: its gaps are timer sleeps alone; its TTFT also holds its own
+            // work on the request (parsing, the prompt's tokens, the batch), 1–4 ms of it when
+            // the host runs slow, so it is held to 5 %: the configuration applied, not the
+            // client's accuracy, which is checked against the server's own clock above.
+            let gap = median(server_gaps);
             assert!(
-                (server_ttft - 100.0).abs() < 2.0 && (median(server_gaps) - 20.0).abs() < 0.5,
-                "{profile:?}: the simulator drifted"
+                (server_ttft - 100.0).abs() < 5.0 + late && (gap - 20.0).abs() < 0.5 + late,
+                "{profile:?}: the simulator drifted: TTFT {server_ttft:.3} ms, median gap \
+                 {gap:.3} ms (its timer wakes {late:.3} ms late here now)"
             );
             if !matches!(profile, ProfileName::Constant | ProfileName::Poisson) {
                 // Closed loops schedule when they send: TTFT from schedule equals TTFT from send.
@@ -785,8 +680,8 @@ async fn the_responses_api_measures_within_one_percent_and_chains_its_conversati
 
 /// Embeddings against the simulator's clock: each request answered whole when its prefill is
 /// done (`ttft_ms` + `prefill_us_per_token` × its inputs' tokens after admission); the latency
-/// the client measured from its send within 1 % of the server's own (handler start to last
-/// byte), the server's token count equal to the client's, one vector of the simulator's
+/// the client measured from its send holds the server's own (handler start to last byte)
+/// request by request ([`client_spans_hold_the_servers`]), the server's token count equal to the client's, one vector of the simulator's
 /// dimension an input, and one seed's answers digested alike in two runs.
 #[tokio::test(flavor = "current_thread")]
 async fn embeddings_latency_and_counts_match_the_servers_truth() {
@@ -835,15 +730,26 @@ async fn embeddings_latency_and_counts_match_the_servers_truth() {
         assert!(truth
             .iter()
             .all(|t| t.route == "embeddings" && t.inputs == 4));
-        let server = median(truth.iter().map(|t| ms(t.end - t.received)).collect());
-        let client = median(
-            b.records
-                .iter()
-                .map(|r| (r.end_us - r.sent_us) as f64 / 1000.0)
-                .collect(),
-        );
-        // 40 ms + 128 × 50 µs of prefill: 1 % is 0.46 ms, beyond the loopback legs.
-        within("embeddings latency median", client, server);
+        // Request by request, the client's in the order it sent them and the server's in
+        // the order its handler started (requests alike, so pairs sent within microseconds
+        // of each other are interchangeable): the span from send to last byte holds the
+        // server's, by the loopback legs.
+        let mut records: Vec<_> = b.records.iter().collect();
+        records.sort_by_key(|r| r.sent_us);
+        let mut served = truth.to_vec();
+        served.sort_by_key(|t| t.received);
+        let spans: Vec<(f64, f64)> = records
+            .iter()
+            .zip(&served)
+            .map(|(r, t)| {
+                (
+                    (r.end_us - r.sent_us) as f64 / 1000.0,
+                    ms(t.end - t.received),
+                )
+            })
+            .collect();
+        client_spans_hold_the_servers("embeddings latency", &spans);
+        let server = median(spans.iter().map(|s| s.1).collect());
         assert!(
             (server - 46.4).abs() < 2.0,
             "the simulator's own model: {server}"
