@@ -68,7 +68,7 @@ pub fn public_pem(key: &SigningKey) -> String {
 pub fn write_trusted_keys(path: &Path, file: &schemas::keys::TrustedKeysFile) -> Result<()> {
     let mut json = serde_json::to_vec_pretty(file).expect("keys files serialise");
     json.push(b'\n');
-    crate::output::write_atomically(path, &json)
+    crate::files::write_atomically(path, &json)
 }
 
 fn with_suffix(name: &Path, suffix: &str) -> PathBuf {

@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod console;
 mod fail_on;
+mod files;
 mod keyfile;
 mod on_host;
 mod output;

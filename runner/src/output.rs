@@ -1,38 +1,10 @@
-//! Writing results: whole files or nothing, never a half-written document.
+//! Writing results: sealed, signed, written whole ([`crate::files`]) and verified as written.
 
+use crate::files::write_atomically;
 use crate::Failure;
-use anyhow::{Context, Result};
 use ed25519_dalek::SigningKey;
 use schemas::{Predicate, Statement};
-use std::io::Write;
 use std::path::Path;
-
-/// Writes exactly `bytes` to `path` through a temporary file in the same directory and a
-/// rename, so a reader never sees a partial file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile_in(dir, path)?;
-    tmp.1
-        .write_all(bytes)
-        .and_then(|_| tmp.1.sync_all())
-        .with_context(|| format!("writing {}", tmp.0.display()))?;
-    std::fs::rename(&tmp.0, path)
-        .with_context(|| format!("renaming {} to {}", tmp.0.display(), path.display()))
-}
-
-fn tempfile_in(dir: &Path, target: &Path) -> Result<(std::path::PathBuf, std::fs::File)> {
-    let name = target
-        .file_name()
-        .map_or_else(|| "result".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let file =
-        std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
-    Ok((tmp, file))
-}
 
 /// Seals `predicate` (summaries and record-derived flags computed from its records),
 /// signs it with `key` (unsigned without one) and writes the envelope to `out`.
@@ -47,5 +19,100 @@ pub fn write_result(
         serde_json::to_vec(&schemas::seal::envelope(&statement, key)).expect("envelopes serialise");
     bytes.push(b'\n');
     write_atomically(out, &bytes).map_err(Failure::Input)?;
+    check_as_written(&bytes, key, out)?;
     Ok((statement, bytes.len()))
+}
+
+/// Verifies the bytes just written as a reader will (under the key that signed them):
+/// every record's times in order, every summary recomputed from the records, every derived
+/// flag present. A result that fails its own verification is this runner's fault (a token
+/// dated before its request's send once was); it is said at once, naming what failed, and
+/// the run exits as a failed verification (1) rather than a reader finding it later. The
+/// file stays: it holds what was measured.
+fn check_as_written(bytes: &[u8], key: Option<&SigningKey>, out: &Path) -> Result<(), Failure> {
+    let trusted: Vec<schemas::keys::TrustedKey> = key
+        .map(|k| schemas::keys::TrustedKey::from_pem("this run", &crate::keyfile::public_pem(k)))
+        .transpose()
+        .map_err(|e| Failure::Key(anyhow::anyhow!("the signing key's public half: {e}")))?
+        .into_iter()
+        .collect();
+    let (verdict, _) =
+        schemas::verify::verify_envelope(bytes, &trusted, schemas::verify::Policy::AllowUnsigned);
+    let problems: Vec<&String> = verdict
+        .document_errors
+        .iter()
+        .chain(&verdict.summary_mismatches)
+        .chain(&verdict.missing_flags)
+        .collect();
+    let signature_failed = key.is_some()
+        && !matches!(
+            verdict.signature,
+            schemas::verify::SignatureVerdict::Verified { .. }
+        );
+    if problems.is_empty() && !signature_failed {
+        return Ok(());
+    }
+    tracing::error!(
+        "{} was written but does not pass its own verification (a fault of this runner: \
+         please report it with the file); signature {:?}; {} problem(s): {}",
+        out.display(),
+        verdict.signature,
+        problems.len(),
+        problems
+            .iter()
+            .take(5)
+            .map(|p| p.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    Err(Failure::Verification)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn synthetic() -> Predicate {
+        let spec = loadgen::synth::Spec {
+            seed: 7,
+            requests: 40,
+            prompt_tokens: 16,
+            output_tokens: 8,
+        };
+        let run = schemas::document::Run {
+            id: "self-check".into(),
+            started_at: "2026-01-01T00:00:00Z".into(),
+            finished_at: "2026-01-01T00:00:10Z".into(),
+            tool: crate::tool::tool(),
+            command_line: vec![],
+            spec: serde_json::json!({"command": "synth"}),
+            seed: schemas::numbers::JsonU64(7),
+            complete: true,
+        };
+        loadgen::synth::predicate(&spec, run, host::machine::detect()).unwrap()
+    }
+
+    #[test]
+    fn a_result_that_passes_its_own_verification_is_written_signed_or_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = SigningKey::from_bytes(&[9; 32]);
+        for (key, name) in [(Some(&key), "signed.json"), (None, "unsigned.json")] {
+            let out = dir.path().join(name);
+            write_result(synthetic(), key, &out).unwrap();
+            assert!(out.exists());
+        }
+    }
+
+    #[test]
+    fn a_result_that_fails_its_own_verification_is_kept_and_the_run_fails() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("r.json");
+        let mut p = synthetic();
+        // A token dated before its request's send: the fault a client clock once made.
+        let r = &mut p.benchmarks[0].records[5];
+        r.first_token_us = Some(r.sent_us - 1);
+        let failed = write_result(p, None, &out).unwrap_err();
+        assert!(matches!(failed, Failure::Verification), "{failed:?}");
+        assert!(out.exists(), "what was measured is kept");
+    }
 }

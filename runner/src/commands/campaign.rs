@@ -10,7 +10,7 @@ use crate::cli::campaign::{
     CampaignArgs, CampaignCommand, CampaignRunArgs, CellArgs, CollectArgs, Executor,
 };
 use crate::cli::{PublishArgs, RunArgs};
-use crate::{keyfile, output, Failure};
+use crate::{keyfile, Failure};
 use anyhow::anyhow;
 use campaign::plan::{Cell, Plan};
 use campaign::store::{self, State};
@@ -339,7 +339,7 @@ fn submit_slurm(plan: &Plan, cells: &[&Cell], args: &CampaignRunArgs) -> Result<
 fn write_kubernetes(plan: &Plan, cells: &[&Cell], args: &CampaignRunArgs) -> Result<(), Failure> {
     let yaml = campaign::jobs::kubernetes_manifests(plan, cells).map_err(Failure::Input)?;
     let path = plan.results.join("kubernetes").join("jobs.yaml");
-    output::write_atomically(&path, yaml.as_bytes()).map_err(Failure::Input)?;
+    crate::files::write_atomically(&path, yaml.as_bytes()).map_err(Failure::Input)?;
     println!("{}", path.display());
     if args.apply && !args.dry_run {
         let status = std::process::Command::new("kubectl")
@@ -601,7 +601,7 @@ fn collect(args: &CollectArgs) -> Result<(), Failure> {
     let mut bytes = serde_json::to_vec(&envelope).expect("envelopes serialise");
     bytes.push(b'\n');
     let campaign_path = plan.results.join("campaign.json");
-    output::write_atomically(&campaign_path, &bytes).map_err(Failure::Input)?;
+    crate::files::write_atomically(&campaign_path, &bytes).map_err(Failure::Input)?;
     let keys_path = plan.results.join("keys.json");
     let keys = schemas::keys::TrustedKeysFile {
         keys: vec![schemas::keys::TrustedKeyEntry {

@@ -4,7 +4,7 @@
 //! expected; nothing is written for it, and the other files still import (exit 3 then).
 
 use crate::cli::ImportArgs;
-use crate::{output, Failure};
+use crate::Failure;
 use anyhow::anyhow;
 
 pub fn run(args: &ImportArgs) -> Result<(), Failure> {
@@ -21,7 +21,7 @@ pub fn run(args: &ImportArgs) -> Result<(), Failure> {
                             .expect("envelopes serialise");
                     bytes.push(b'\n');
                     let path = args.out.join(&d.name);
-                    output::write_atomically(&path, &bytes).map_err(Failure::Input)?;
+                    crate::files::write_atomically(&path, &bytes).map_err(Failure::Input)?;
                     println!("{}", path.display());
                 }
             }

@@ -121,8 +121,7 @@ pub fn run(args: &RegisterArgs) -> Result<(), Failure> {
         };
         let mut json = serde_json::to_vec_pretty(&file).expect("serialises");
         json.push(b'\n');
-        crate::output::write_atomically(&registration_file(&plan), &json)
-            .map_err(Failure::Input)?;
+        crate::files::write_atomically(&registration_file(&plan), &json).map_err(Failure::Input)?;
     }
     println!(
         "registered as entry {} of {} ({})",

@@ -10,7 +10,7 @@
 
 use crate::cli::{CompareArgs, DiffArgs, RenderArgs};
 use crate::wasm_host::{self, ReportModule};
-use crate::{output, Failure};
+use crate::Failure;
 use anyhow::{anyhow, Context, Result};
 use report::abi::{self, Op};
 use schemas::outcome::Outcome;
@@ -292,7 +292,7 @@ fn campaign_report(
                 "the module returned a file named {name:?}, not a plain file name"
             )));
         }
-        output::write_atomically(&out.join(name), bytes).map_err(Failure::Input)?;
+        crate::files::write_atomically(&out.join(name), bytes).map_err(Failure::Input)?;
     }
     Ok(())
 }
@@ -329,10 +329,10 @@ fn write_files(dir: &Path, report: &report::Report, module_line: &MadeBy) -> Res
             !name.is_empty() && !name.contains(['/', '\\']) && !name.starts_with('.'),
             "the module returned an unsafe file name {name:?}"
         );
-        output::write_atomically(&dir.join(name), bytes)?;
+        crate::files::write_atomically(&dir.join(name), bytes)?;
     }
     if let Some(build) = &module_line.build {
-        output::write_atomically(&dir.join("module.build.json"), build)?;
+        crate::files::write_atomically(&dir.join("module.build.json"), build)?;
     }
-    output::write_atomically(&dir.join("module.sha256"), module_line.line.as_bytes())
+    crate::files::write_atomically(&dir.join("module.sha256"), module_line.line.as_bytes())
 }

@@ -143,9 +143,9 @@ fn witness(
         .push(cosignature::cosign(&parsed, &me.name, key, now));
     std::fs::create_dir_all(&kept_dir)
         .with_context(|| format!("creating {}", kept_dir.display()))?;
-    crate::output::write_atomically(&kept_path, note.as_bytes())?;
+    crate::files::write_atomically(&kept_path, note.as_bytes())?;
     let cosigned = kept_dir.join("cosigned");
-    crate::output::write_atomically(&cosigned, parsed.to_text().as_bytes())?;
+    crate::files::write_atomically(&cosigned, parsed.to_text().as_bytes())?;
     Ok(format!(
         "cosigned {} at {} entries{} → {}",
         new.origin,
