@@ -55,7 +55,26 @@ impl ReaderPrices {
     /// the flag and the entry.
     pub fn parse(gpu_hour: &str, kwh: &str) -> Result<ReaderPrices, String> {
         let mut prices = ReaderPrices::default();
-        for entry in gpu_hour.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+        let entries: Vec<&str> = gpu_hour
+            .split(',')
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+            .collect();
+        // `2,49 EUR` is one price with a decimal comma, not two entries: say so, rather than
+        // that `2` has no currency.
+        if let Some(pair) = entries.windows(2).find(|pair| {
+            let whole = pair[0].rsplit('=').next().unwrap_or_default().trim();
+            !whole.is_empty()
+                && whole.chars().all(|c| c.is_ascii_digit())
+                && pair[1].starts_with(|c: char| c.is_ascii_digit())
+        }) {
+            return Err(format!(
+                "--gpu-hour-price {:?}: a decimal comma? Entries are separated by commas; write \
+                 the price with a decimal point (`2.49 EUR`)",
+                format!("{},{}", pair[0], pair[1])
+            ));
+        }
+        for entry in entries {
             let (gpu, price) = match entry.split_once('=') {
                 Some((gpu, price)) => {
                     let gpu = gpu.trim();
@@ -208,6 +227,8 @@ mod tests {
             ("H100=2 USD,x", "", "\"x\""),
             ("", "12", "--kwh-price"),
             ("-2 USD", "", "positive"),
+            ("H100=2,49 EUR", "", "\"H100=2,49 EUR\": a decimal comma?"),
+            ("", "0,12 EUR", "decimal comma"),
         ] {
             let e = ReaderPrices::parse(gpu, kwh).unwrap_err();
             assert!(e.contains(says), "{gpu:?} {kwh:?}: {e}");

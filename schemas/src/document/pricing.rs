@@ -81,7 +81,14 @@ impl Price {
             ));
         }
         let amount: f64 = number.parse().map_err(|_| {
-            format!("{flag} {text:?}: {number:?} is not a number (a price is `2.50 USD`)")
+            if number.contains(',') {
+                format!(
+                    "{flag} {text:?}: {number:?} has a decimal comma; write a decimal point \
+                     (`2.50 USD`)"
+                )
+            } else {
+                format!("{flag} {text:?}: {number:?} is not a number (a price is `2.50 USD`)")
+            }
         })?;
         if !(amount.is_finite() && amount > 0.0) {
             return Err(format!("{flag} {text:?}: a price is a positive amount"));
