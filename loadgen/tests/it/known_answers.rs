@@ -750,8 +750,11 @@ async fn embeddings_latency_and_counts_match_the_servers_truth() {
             .collect();
         client_spans_hold_the_servers("embeddings latency", &spans);
         let server = median(spans.iter().map(|s| s.1).collect());
+        // The simulator's own model, never early; its own work on each request (4 inputs'
+        // vectors) runs slower when the host does: 49.4 ms seen in a slow phase, when the
+        // client's spans still held the server's.
         assert!(
-            (server - 46.4).abs() < 2.0,
+            server > 46.4 - 1.0 && server < 46.4 * 1.10,
             "the simulator's own model: {server}"
         );
 
