@@ -220,11 +220,17 @@ async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_s
                  {gap:.3} ms (its timer wakes {late:.3} ms late here now)"
             );
             if !matches!(profile, ProfileName::Constant | ProfileName::Poisson) {
-                // Closed loops schedule when they send: TTFT from schedule equals TTFT from send.
-                within(
-                    &format!("{profile:?} TTFT from schedule"),
-                    s.ttft_ms.as_ref().unwrap().mean.get(),
-                    ttft.mean.get(),
+                // Closed loops schedule when they send: TTFT from schedule is TTFT from send
+                // and the client's own work between the two stamps (the request built and
+                // handed to its connection), held with the legs a request may add (1.09 ms
+                // on a host running half again as slow as usual).
+                let (from_schedule, from_send) =
+                    (s.ttft_ms.as_ref().unwrap().mean.get(), ttft.mean.get());
+                assert!(
+                    from_schedule >= from_send
+                        && from_schedule - from_send <= from_send * 0.01 + common::LEGS_MS,
+                    "{profile:?}: TTFT from schedule {from_schedule:.4} ms, from send \
+                     {from_send:.4} ms"
                 );
             }
         }
