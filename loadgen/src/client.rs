@@ -618,11 +618,11 @@ impl Endpoint {
         let mut parser = SseParser::new(MAX_EVENT_BYTES);
         let mut state = self.api.new_stream();
         let mut event_error: Option<RequestError> = None;
+        // Once the head is in, the request is sent for good: no token precedes this.
+        let sent_us = us_since(origin, *sent);
         // One timer for the whole stream, re-armed only when it fires: a fresh timeout
         // around every chunk would register and cancel a timer entry per token, which
         // cost more CPU than parsing the token's JSON.
-        // Once the head is in, the request is sent for good: no token precedes this.
-        let sent_us = us_since(origin, *sent);
         let mut last_data = Instant::now();
         let watchdog =
             tokio::time::sleep_until(watchdog_due(last_data, self.stall_timeout, deadline).into());

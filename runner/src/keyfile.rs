@@ -64,6 +64,12 @@ pub fn public_pem(key: &SigningKey) -> String {
         .expect("an Ed25519 public key always encodes")
 }
 
+/// `key`'s public half as a trusted key named `name`: what this runner signed, verified
+/// under the key that signed it.
+pub fn trusted(name: &str, key: &SigningKey) -> TrustedKey {
+    TrustedKey::from_pem(name, &public_pem(key)).expect("a key's own public half parses")
+}
+
 /// Writes a trusted-keys file (pretty JSON, as `runner trust` keeps it), whole or not at all.
 pub fn write_trusted_keys(path: &Path, file: &schemas::keys::TrustedKeysFile) -> Result<()> {
     let mut json = serde_json::to_vec_pretty(file).expect("keys files serialise");

@@ -30,40 +30,27 @@ pub fn write_result(
 /// the run exits as a failed verification (1) rather than a reader finding it later. The
 /// file stays: it holds what was measured.
 fn check_as_written(bytes: &[u8], key: Option<&SigningKey>, out: &Path) -> Result<(), Failure> {
-    let trusted: Vec<schemas::keys::TrustedKey> = key
-        .map(|k| schemas::keys::TrustedKey::from_pem("this run", &crate::keyfile::public_pem(k)))
-        .transpose()
-        .map_err(|e| Failure::Key(anyhow::anyhow!("the signing key's public half: {e}")))?
+    let trusted: Vec<_> = key
+        .map(|k| crate::keyfile::trusted("this run", k))
         .into_iter()
         .collect();
     let (verdict, _) =
         schemas::verify::verify_envelope(bytes, &trusted, schemas::verify::Policy::AllowUnsigned);
-    let problems: Vec<&String> = verdict
-        .document_errors
-        .iter()
-        .chain(&verdict.summary_mismatches)
-        .chain(&verdict.missing_flags)
-        .collect();
     let signature_failed = key.is_some()
         && !matches!(
             verdict.signature,
             schemas::verify::SignatureVerdict::Verified { .. }
         );
-    if problems.is_empty() && !signature_failed {
+    if schemas::findings::problem_count(&verdict) == 0 && !signature_failed {
         return Ok(());
     }
+    // In the words `runner verify` would use.
     tracing::error!(
         "{} was written but does not pass its own verification (a fault of this runner: \
-         please report it with the file); signature {:?}; {} problem(s): {}",
+         please report it with the file): {}; {}",
         out.display(),
-        verdict.signature,
-        problems.len(),
-        problems
-            .iter()
-            .take(5)
-            .map(|p| p.as_str())
-            .collect::<Vec<_>>()
-            .join("; ")
+        schemas::findings::signature_status(&verdict),
+        schemas::findings::summary(&verdict, &|s| s.to_string()).join(" ")
     );
     Err(Failure::Verification)
 }

@@ -49,8 +49,7 @@ fn campaign_key(
 }
 
 fn trusted(plan: &Plan, key: &SigningKey) -> TrustedKey {
-    TrustedKey::from_pem(&plan.name, &keyfile::public_pem(key))
-        .expect("a key's own public half parses")
+    keyfile::trusted(&plan.name, key)
 }
 
 /// The trusted keys status and show verify with: the campaign key's public half when it
