@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 pub mod cpu;
+pub mod received;
 
 /// Microseconds since `origin` (0 for times before it). Inline: the client stamps every
 /// token with it, from another crate.

@@ -6,6 +6,7 @@
 //! a client that reads slowly shows up as back-pressure in the truth, as it would on a real
 //! server. One SSE event per frame, as real servers flush them.
 
+use super::arrival::{Arrivals, StampedStream};
 use super::faults::Fault;
 use super::model::{Engine, Generation};
 use super::pooling::{self, PoolRoute};
@@ -40,6 +41,10 @@ pub(crate) async fn serve(
     engine: Arc<Engine>,
     mut stop: watch::Receiver<bool>,
 ) {
+    // Asked of the listener too, at once: the first socket on a machine to ask turns stamping
+    // on for all (in a kernel work item), and a request's bytes that arrive before its
+    // connection is accepted are then stamped as well.
+    let _ = clock::received::ask_for_stamps(&listener, clock::received::RX_STAMPS);
     // Owned here so that aborting this task aborts every connection too.
     let mut connections = JoinSet::new();
     loop {
@@ -73,12 +78,14 @@ async fn connection(stream: TcpStream, engine: Arc<Engine>, mut stop: watch::Rec
     let limit = engine.cfg.faults.keep_alive_requests;
     let (last_tx, mut last_rx) = watch::channel(false);
     let taken = std::cell::Cell::new(0u32);
+    let arrivals = Arc::new(Arrivals::default());
+    let stream = StampedStream::new(stream, arrivals.clone());
     let service = hyper::service::service_fn(move |req| {
         taken.set(taken.get() + 1);
         if limit > 0 && taken.get() == limit {
             let _ = last_tx.send(true);
         }
-        handle(engine.clone(), req)
+        handle(engine.clone(), req, arrivals.take())
     });
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -102,9 +109,14 @@ async fn connection(stream: TcpStream, engine: Arc<Engine>, mut stop: watch::Rec
     }
 }
 
-/// Routes one request. An `Err` makes hyper drop the connection without a response: that is how
-/// a non-streaming request is reset.
-async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<Body>, io::Error> {
+/// Routes one request, whose bytes reached the server at `arrived` (see [`super::arrival`]).
+/// An `Err` makes hyper drop the connection without a response: that is how a non-streaming
+/// request is reset.
+async fn handle(
+    engine: Arc<Engine>,
+    req: Request<Incoming>,
+    arrived: Option<Instant>,
+) -> Result<Response<Body>, io::Error> {
     let received = Instant::now();
     if let Some(key) = &engine.cfg.api_key {
         // Every path but /health and /metrics, as an API gateway in front of an engine guards
@@ -163,12 +175,12 @@ async fn handle(engine: Arc<Engine>, req: Request<Incoming>) -> Result<Response<
                     engine,
                     route,
                     body,
-                    received,
+                    (arrived, received),
                     (request_id, session_id, cookie),
                 )
                 .await
             }
-            (_, Some(route)) => pool(engine, route, body, received).await,
+            (_, Some(route)) => pool(engine, route, body, (arrived, received)).await,
             (None, None) => unreachable!("one of them is"),
         };
     }
@@ -222,7 +234,7 @@ async fn generate(
     engine: Arc<Engine>,
     route: Route,
     body: Bytes,
-    received: Instant,
+    (arrived, received): (Option<Instant>, Instant),
     (request_id, session_id, cookie): (Option<String>, Option<String>, Option<String>),
 ) -> Result<Response<Body>, io::Error> {
     let mut parsed = match protocol::parse(route, &body, |id| engine.previous_response(id)) {
@@ -307,6 +319,7 @@ async fn generate(
         parsed.max_tokens,
         fault,
     );
+    gen.arrived = arrived;
     gen.route = match parsed.api {
         Api::Completions => "completions",
         Api::Chat => "chat",
@@ -385,7 +398,7 @@ async fn pool(
     engine: Arc<Engine>,
     route: PoolRoute,
     body: Bytes,
-    received: Instant,
+    (arrived, received): (Option<Instant>, Instant),
 ) -> Result<Response<Body>, io::Error> {
     let parsed = match pooling::parse(route, &body) {
         Ok(parsed) => parsed,
@@ -403,6 +416,7 @@ async fn pool(
         0,
         fault,
     );
+    gen.arrived = arrived;
     gen.prefill_only(route.name(), parsed.inputs());
     if let Some(refusal) = fault.and_then(|f| fault_refusal(Api::Completions, f)) {
         gen.finish(Instant::now());

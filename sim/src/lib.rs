@@ -17,6 +17,7 @@
 //! * `pooling.rs` — embeddings and rerank: their requests and whole answers;
 //! * `images.rs` — images in chat messages: decoded, sized from their headers, counted;
 //! * `http.rs` — hyper: accepting connections, routing, the streaming body;
+//! * `arrival.rs` — when each request's bytes reached the server (the kernel's receive stamps);
 //! * `tests.rs` — the server against a plain HTTP client (shapes, timing, queueing, faults,
 //!   metrics, the prefix cache, embeddings, rerank, images).
 //!
@@ -156,6 +157,7 @@
 //! in `# EOF`).
 
 pub mod answers;
+mod arrival;
 mod disaggregated;
 mod faults;
 mod http;
@@ -470,6 +472,15 @@ pub struct RequestTruth {
     /// Arrival order among requests (generation, embeddings, rerank; 0-based); faults and
     /// noise are picked from it.
     pub index: u64,
+    /// When its bytes reached the server's TCP stack: the kernel's receive stamp of the read
+    /// that completed its head (the read's return where the kernel gives no stamps) — exact
+    /// for a request whose bytes came together, as clients send them; for a head whose body
+    /// came later, the body's when the server read both at once (TCP keeps the later
+    /// segment's stamp). Before
+    /// `received` by the server's wake-up and parsing; a client's span from its send is held
+    /// to the server's from here (`arrival.rs`). Always known to a request that came over
+    /// HTTP.
+    pub arrived: Option<Instant>,
     /// When the handler started (headers parsed; before the body was read).
     pub received: Instant,
     /// When it got a batch slot (= `end` for requests refused or cancelled before admission).

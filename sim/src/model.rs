@@ -250,6 +250,8 @@ fn served(cache: &Mutex<PrefixCache>, blocks: &[u64], prompt_tokens: u32) -> u32
 pub(crate) struct Generation {
     engine: Arc<Engine>,
     pub index: u64,
+    /// When its bytes reached the server ([`RequestTruth::arrived`]).
+    pub arrived: Option<Instant>,
     received: Instant,
     admitted: Option<Instant>,
     pub prompt_tokens: u32,
@@ -324,6 +326,7 @@ impl Generation {
         Generation {
             engine,
             index,
+            arrived: None,
             received,
             admitted: None,
             prompt_tokens,
@@ -578,6 +581,7 @@ impl Generation {
         if self.engine.truth.is_some() || self.engine.truth_log.is_some() {
             let record = RequestTruth {
                 index: self.index,
+                arrived: self.arrived,
                 received: self.received,
                 admitted: self.admitted.unwrap_or(end),
                 token_written: std::mem::take(&mut self.token_written),

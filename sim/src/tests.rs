@@ -2646,3 +2646,107 @@ async fn the_decode_side_prefills_on_the_prefill_side_then_transfers() {
     })
     .await
 }
+
+/// Each request's arrival is when its bytes reached the server, by the kernel's stamp, however
+/// late the server read them: with the server's only thread held up for 40 ms as a request
+/// arrives, its handler starts that much later but its arrival is its send. On the same
+/// keep-alive connection, a request whose head came 40 ms before its body arrived with its head
+/// (its handler starts then), and the next one arrived as sent, not with an earlier read's
+/// stamp.
+#[tokio::test(flavor = "current_thread")]
+async fn every_request_arrives_when_its_bytes_reached_the_server() {
+    let server = SimServer::launch(
+        "127.0.0.1:0".parse().unwrap(),
+        instant_cfg(),
+        true,
+        Placement::CallersRuntime,
+    )
+    .await
+    .unwrap();
+    let addr = server.base_url().trim_start_matches("http://").to_string();
+    let (go, ready) = std::sync::mpsc::channel::<()>();
+    let client = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(addr).unwrap();
+        c.set_nodelay(true).unwrap();
+        let body = br#"{"prompt": "hi there", "max_tokens": 2}"#;
+        let head = format!(
+            "POST /v1/completions HTTP/1.1\r\nhost: sim\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\n\r\n",
+            body.len()
+        );
+        // Reads one whole response (its length from its head).
+        let answer = |c: &mut std::net::TcpStream| {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            loop {
+                let n = c.read(&mut buf).unwrap();
+                assert!(n > 0, "the connection closed");
+                got.extend_from_slice(&buf[..n]);
+                let text = String::from_utf8_lossy(&got).to_string();
+                let Some(end) = text.find("\r\n\r\n") else {
+                    continue;
+                };
+                let length: usize = text[..end]
+                    .lines()
+                    .find_map(|l| {
+                        let l = l.to_ascii_lowercase();
+                        l.strip_prefix("content-length: ")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
+                    .expect("a content length");
+                if got.len() >= end + 4 + length {
+                    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+                    return;
+                }
+            }
+        };
+        let whole = [head.as_bytes(), body].concat();
+        // The server holds up its thread as this request goes out.
+        ready.recv().unwrap();
+        let held_up = Instant::now();
+        c.write_all(&whole).unwrap();
+        answer(&mut c);
+        let split = Instant::now();
+        c.write_all(head.as_bytes()).unwrap();
+        std::thread::sleep(Duration::from_millis(40));
+        c.write_all(body).unwrap();
+        answer(&mut c);
+        std::thread::sleep(Duration::from_millis(60));
+        let later = Instant::now();
+        c.write_all(&whole).unwrap();
+        answer(&mut c);
+        [held_up, split, later]
+    });
+    // Accepted, and the kernel's stamping on (see `serve`); then the server's thread (this
+    // one: the server runs on the test's runtime) held up while the first request arrives.
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    go.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(40));
+    let joined = tokio::task::spawn_blocking(move || client.join().unwrap());
+    let sent = bounded(20, joined).await.unwrap();
+    let truth = server.truth();
+    assert_eq!(truth.len(), 3);
+    for (i, (t, sent)) in truth.iter().zip(sent).enumerate() {
+        let arrived = t.arrived.expect("an arrival");
+        // The kernel's stamp dated on the monotonic clock to within microseconds, and the
+        // handler's start after it.
+        assert!(
+            arrived + Duration::from_micros(200) >= sent && arrived <= t.received,
+            "{t:?}"
+        );
+        assert!(
+            arrived - sent < Duration::from_millis(5),
+            "request {i}: arrived {:?} after its send",
+            arrived - sent
+        );
+        if i == 0 {
+            assert!(
+                t.received - sent >= Duration::from_millis(20),
+                "the held-up server started its handler {:?} after the send",
+                t.received - sent
+            );
+        }
+    }
+    server.shutdown().await;
+}

@@ -4,8 +4,9 @@
 //!
 //! Fields: `index` (arrival order), `route`, `fault` (null, or as [`RequestTruth::fault`]),
 //! `prompt_tokens`, `output_tokens` (content tokens written), `adapter`, and the times in µs
-//! since the server started: `received_us`, `admitted_us`, `first_token_us` (null when none
-//! was written), `end_us`; and on the decode side of a disaggregated deployment
+//! since the server started: `arrived_us` (its bytes at the server, [`RequestTruth::arrived`]),
+//! `received_us` (its handler's start), `admitted_us`, `first_token_us` (null when none was
+//! written), `end_us`; and on the decode side of a disaggregated deployment
 //! `remote_prefill_us` and `kv_transfer_us` (null otherwise).
 
 use crate::RequestTruth;
@@ -41,6 +42,7 @@ impl TruthLog {
             "prompt_tokens": t.prompt_tokens,
             "output_tokens": output_tokens,
             "adapter": t.adapter,
+            "arrived_us": t.arrived.map(us),
             "received_us": us(t.received),
             "admitted_us": us(t.admitted),
             "first_token_us": first_token.map(us),

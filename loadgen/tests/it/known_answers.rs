@@ -9,7 +9,7 @@
 
 use crate::common;
 
-use common::{client_spans_hold_the_servers, median, run_against};
+use common::{arrived, client_spans_hold_the_servers, median, run_against};
 use loadgen::spec::{ProfileName, RunSpec};
 use schemas::summary::Summary;
 use sim::{SimConfig, SimServer};
@@ -82,13 +82,13 @@ fn timings_match_the_truth(
     let truth = server_truth(sim, n);
     let s = &b.summary;
     // Request by request: the client's in the order it sent them, the server's in the order
-    // its handler started (the two orders differ at most between requests sent within
+    // their bytes arrived (the two orders differ at most between requests sent within
     // microseconds of each other, whose spans the fixed simulator makes alike).
     let mut records: Vec<&schemas::RawRecord> = b.records.iter().collect();
     records.sort_by_key(|r| r.sent_us);
     let mut served = sim.truth();
     let mut served = served.split_off(served.len() - n);
-    served.sort_by_key(|t| t.received);
+    served.sort_by_key(arrived);
     let spans = |client: &dyn Fn(&schemas::RawRecord) -> u64,
                  server: &dyn Fn(&sim::RequestTruth) -> std::time::Duration| {
         records
@@ -98,7 +98,7 @@ fn timings_match_the_truth(
             .collect::<Vec<_>>()
     };
     let ttft = spans(&|r| r.first_token_us.unwrap(), &|t| {
-        t.token_written[0] - t.received
+        t.token_written[0] - arrived(t)
     });
     client_spans_hold_the_servers(&format!("{what} TTFT"), &ttft);
     within(
@@ -125,7 +125,7 @@ fn timings_match_the_truth(
     );
     client_spans_hold_the_servers(
         &format!("{what} e2e"),
-        &spans(&|r| r.end_us, &|t| t.end - t.received),
+        &spans(&|r| r.end_us, &|t| t.end - arrived(t)),
     );
     truth
 }
@@ -222,13 +222,13 @@ async fn every_profile_measures_ttft_itl_and_latency_within_one_percent_of_the_s
             if !matches!(profile, ProfileName::Constant | ProfileName::Poisson) {
                 // Closed loops schedule when they send: TTFT from schedule is TTFT from send
                 // and the client's own work between the two stamps (the request built and
-                // handed to its connection), held with the legs a request may add (1.09 ms
-                // on a host running half again as slow as usual).
+                // handed to its connection): within 1 % and a millisecond (1.09 ms over in
+                // all on a host running half again as slow as usual).
                 let (from_schedule, from_send) =
                     (s.ttft_ms.as_ref().unwrap().mean.get(), ttft.mean.get());
                 assert!(
                     from_schedule >= from_send
-                        && from_schedule - from_send <= from_send * 0.01 + common::LEGS_MS,
+                        && from_schedule - from_send <= from_send * 0.01 + 1.0,
                     "{profile:?}: TTFT from schedule {from_schedule:.4} ms, from send \
                      {from_send:.4} ms"
                 );
@@ -743,14 +743,14 @@ async fn embeddings_latency_and_counts_match_the_servers_truth() {
         let mut records: Vec<_> = b.records.iter().collect();
         records.sort_by_key(|r| r.sent_us);
         let mut served = truth.to_vec();
-        served.sort_by_key(|t| t.received);
+        served.sort_by_key(arrived);
         let spans: Vec<(f64, f64)> = records
             .iter()
             .zip(&served)
             .map(|(r, t)| {
                 (
                     (r.end_us - r.sent_us) as f64 / 1000.0,
-                    ms(t.end - t.received),
+                    ms(t.end - arrived(t)),
                 )
             })
             .collect();
@@ -829,7 +829,7 @@ async fn rerank_in_both_dialects_scores_alike_and_a_short_answer_is_one_requests
                 .map(|(r, t)| {
                     (
                         (r.end_us - r.sent_us) as f64 / 1000.0,
-                        ms(t.end - t.received),
+                        ms(t.end - arrived(t)),
                     )
                 })
                 .collect();

@@ -4,7 +4,7 @@
 //! served it with, and each adapter's TTFT is the simulator's — both what the server timed and
 //! what its model says the swaps cost, worked out here from the order of the requests alone.
 
-use crate::common::{run_against, verifies};
+use crate::common::{arrived, run_against, verifies};
 use loadgen::spec::{ProfileName, RunSpec};
 use sim::{Lora, SimConfig, SimServer};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -157,7 +157,7 @@ async fn each_adapters_ttft_is_the_simulators_swap_model() {
             m.1 += 1;
             spans.entry(name).or_default().push((
                 (r.first_token_us.unwrap() - r.sent_us) as f64 / 1e3,
-                (t.token_written[0] - t.received).as_secs_f64() * 1e3,
+                (t.token_written[0] - arrived(t)).as_secs_f64() * 1e3,
             ));
         }
         for s in b.summary.by_adapter.as_ref().unwrap() {
