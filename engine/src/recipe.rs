@@ -124,6 +124,9 @@ pub struct Metrics {
     pub kv_transfer_milliseconds: Vec<String>,
     #[serde(default)]
     pub kv_transfers: Vec<String>,
+    /// The info gauge whose newest label set names the LoRA adapters running and waiting.
+    #[serde(default)]
+    pub lora_requests_info: Vec<String>,
 }
 
 impl Metrics {
@@ -154,6 +157,7 @@ impl Metrics {
                 &self.kv_transfer_milliseconds,
             ),
             (MetricRole::KvTransfers, &self.kv_transfers),
+            (MetricRole::LoraRequestsInfo, &self.lora_requests_info),
         ];
         let mut roles: BTreeMap<MetricRole, Vec<String>> = all
             .into_iter()

@@ -516,6 +516,7 @@ pub fn with_telemetry(mut b: Benchmark, gpus: u32, throttled: &[usize]) -> Bench
             t_us: encode(&t),
             series: metrics,
             roles,
+            lora: None,
         }),
         server_null_reason: None,
         prefix_cache_reset: Some(CacheReset {

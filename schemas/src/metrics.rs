@@ -121,7 +121,11 @@ pub fn host_summary(
         .filter(|r| r.completed())
         .map(|r| u64::from(r.output_tokens()))
         .sum();
-    Ok(Some(telemetry::summarize(t, output_tokens)?))
+    let adapters: std::collections::BTreeSet<&str> = records
+        .iter()
+        .filter_map(|r| r.adapter.as_deref())
+        .collect();
+    Ok(Some(telemetry::summarize(t, output_tokens, &adapters)?))
 }
 
 /// Derives a benchmark's summary from its records (see the module doc for definitions).

@@ -612,4 +612,33 @@ pub struct ServerSummary {
     /// Speculative decoding, where the engine counts it; since `result/v0.12`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculative: Option<SpecDecode>,
+    /// The LoRA adapters as the server saw them, beside those the requests named; since
+    /// `result/v0.18`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<LoraServerView>,
+}
+
+/// The LoRA adapters as the server said at its scrapes (the telemetry's `lora`; every scrape
+/// but the first, which is taken before the first request and may still say what ran
+/// before), beside the adapters the benchmark's requests named (their records' `adapter`,
+/// every phase).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LoraServerView {
+    /// Scrapes that said which adapters ran, the first included.
+    pub scrapes: u64,
+    /// How many adapters the server holds at once, as it said last.
+    pub max_lora: Option<u32>,
+    /// The most adapters one scrape found running.
+    pub running_max: u64,
+    /// Every adapter a scrape found running or waiting, by name.
+    pub seen: Vec<String>,
+    /// Every adapter a request named, by name.
+    pub named: Vec<String>,
+    /// Adapters the server ran or queued that no request named: another client used the
+    /// server meanwhile, or it names adapters otherwise than the requests did. Empty when
+    /// the two agree. (An adapter named but never seen is not a disagreement: its requests
+    /// may all have run between two scrapes.)
+    pub not_named: Vec<String>,
 }

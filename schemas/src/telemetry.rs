@@ -20,12 +20,17 @@
 //!   preemptions, finished requests, prompt and generation tokens): the increase from the
 //!   first sample to the last, a decrease counting as a restart from zero (Prometheus'
 //!   `increase`). **Prefix-cache hit rate**: hits / queries.
+//! * **LoRA adapters as the server saw them** (`lora`): at each scrape the newest label set of
+//!   the info gauge names the adapters running and waiting; over every scrape but the first
+//!   (taken before the first request, it may still say what ran before), the summary keeps
+//!   the most running in one scrape, every adapter seen, and those seen that no record named
+//!   (another client, or other names: the disagreement). `max_lora` as the last scrape said.
 
 use crate::document::telemetry::*;
 use crate::numbers::Finite;
 use crate::series::{self, SeriesError};
-use crate::summary::{GpuSummary, HostSummary, ServerSummary, SpecDecode};
-use std::collections::BTreeMap;
+use crate::summary::{GpuSummary, HostSummary, LoraServerView, ServerSummary, SpecDecode};
+use std::collections::{BTreeMap, BTreeSet};
 
 impl MetricSeries {
     /// Its decoded integers as the metric's values: divided by 10^`decimals` (at most 18).
@@ -71,15 +76,24 @@ pub enum TelemetryError {
     NotFinite(String),
 }
 
-/// The summary of a benchmark's telemetry; `output_tokens` as the module doc defines it.
-pub fn summarize(t: &Telemetry, output_tokens: u64) -> Result<HostSummary, TelemetryError> {
+/// The summary of a benchmark's telemetry; `output_tokens` as the module doc defines it,
+/// `adapters` the LoRA adapters its records named.
+pub fn summarize(
+    t: &Telemetry,
+    output_tokens: u64,
+    adapters: &BTreeSet<&str>,
+) -> Result<HostSummary, TelemetryError> {
     Ok(HostSummary {
         gpu: t
             .gpu
             .as_ref()
             .map(|g| summarize_gpus(g, output_tokens))
             .transpose()?,
-        server: t.server.as_ref().map(summarize_server).transpose()?,
+        server: t
+            .server
+            .as_ref()
+            .map(|m| summarize_server(m, adapters))
+            .transpose()?,
         // `crate::roles`', filled in by `crate::metrics`.
         roles: None,
     })
@@ -250,7 +264,10 @@ where
     (!parts.is_empty()).then(|| parts.iter().sum::<f64>())
 }
 
-fn summarize_server(m: &ServerMetrics) -> Result<ServerSummary, TelemetryError> {
+fn summarize_server(
+    m: &ServerMetrics,
+    adapters: &BTreeSet<&str>,
+) -> Result<ServerSummary, TelemetryError> {
     let (t, max_gap_us, decoded) = decode_server(m, "server")?;
     let n = t.len();
     let role = |r: MetricRole| m.role_values(&decoded, r);
@@ -283,6 +300,61 @@ fn summarize_server(m: &ServerMetrics) -> Result<ServerSummary, TelemetryError> 
         prompt_tokens: opt("prompt tokens", increase(MetricRole::PromptTokens))?,
         generation_tokens: opt("generation tokens", increase(MetricRole::GenerationTokens))?,
         speculative: speculative(m, &decoded, increase)?,
+        lora: m
+            .lora
+            .as_ref()
+            .map(|l| lora_view(l, n, adapters))
+            .transpose()?,
+    })
+}
+
+/// The LoRA adapters the server said it ran, beside those the records named (`adapters`);
+/// `n` the scrapes' count.
+fn lora_view(
+    l: &LoraScrapes,
+    n: usize,
+    adapters: &BTreeSet<&str>,
+) -> Result<LoraServerView, TelemetryError> {
+    for (column, list) in [("running", &l.running), ("waiting", &l.waiting)] {
+        if list.len() != n {
+            return Err(TelemetryError::Length {
+                column: format!("server.lora.{column}"),
+                got: list.len(),
+                want: n,
+            });
+        }
+    }
+    let names = |joined: &String| {
+        joined
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect::<BTreeSet<String>>()
+    };
+    // Not the first scrape (unless it is the only one): taken before the first request, it
+    // may still say what the server ran before the benchmark.
+    let skip = usize::from(n > 1);
+    let mut seen = BTreeSet::new();
+    let mut running_max = 0;
+    for (running, waiting) in l.running.iter().zip(&l.waiting).skip(skip) {
+        let running = names(running);
+        running_max = running_max.max(running.len() as u64);
+        seen.extend(running);
+        seen.extend(names(waiting));
+    }
+    let not_named = seen
+        .iter()
+        .filter(|a| !adapters.contains(a.as_str()))
+        .cloned()
+        .collect();
+    Ok(LoraServerView {
+        scrapes: n as u64,
+        max_lora: l.max_lora,
+        running_max,
+        seen: seen.into_iter().collect(),
+        named: adapters.iter().map(|a| a.to_string()).collect(),
+        not_named,
     })
 }
 
@@ -337,4 +409,45 @@ pub(crate) fn counter_increase(s: &[f64]) -> f64 {
 
 fn max(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scrapes(running: &[&str], waiting: &[&str]) -> LoraScrapes {
+        LoraScrapes {
+            name: "vllm:lora_requests_info".into(),
+            running: running.iter().map(|s| s.to_string()).collect(),
+            waiting: waiting.iter().map(|s| s.to_string()).collect(),
+            max_lora: Some(2),
+        }
+    }
+
+    #[test]
+    fn the_servers_adapters_beside_those_the_requests_named() {
+        let named: BTreeSet<&str> = ["chat", "sql"].into();
+        // The first scrape still shows an adapter of before the benchmark: not counted.
+        let l = scrapes(&["old", "sql", "sql,chat", ""], &["", "chat", "", ""]);
+        let v = lora_view(&l, 4, &named).unwrap();
+        assert_eq!(v.scrapes, 4);
+        assert_eq!(v.running_max, 2);
+        assert_eq!(v.seen, ["chat", "sql"]);
+        assert_eq!(v.named, ["chat", "sql"]);
+        assert!(v.not_named.is_empty());
+        assert_eq!(v.max_lora, Some(2));
+        // An adapter no request named, running or only waiting, is the disagreement.
+        let l = scrapes(&["", "sql,code", ""], &["", "", " other "]);
+        let v = lora_view(&l, 3, &named).unwrap();
+        assert_eq!(v.not_named, ["code", "other"]);
+        // One scrape alone is read.
+        let v = lora_view(&scrapes(&["x"], &[""]), 1, &named).unwrap();
+        assert_eq!(v.not_named, ["x"]);
+        // Lists not as long as the scrapes are refused, naming the column.
+        let e = lora_view(&scrapes(&["", ""], &[""]), 2, &named).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "server.lora.waiting has 1 entries, t_us has 2"
+        );
+    }
 }

@@ -200,6 +200,7 @@ fn every_telemetry_column_is_exempt_from_the_string_limit() {
             values: long(),
         }],
         roles: Default::default(),
+        lora: None,
     };
     for json in [serde_json::to_vec(&gpu), serde_json::to_vec(&server)] {
         assert_eq!(schemas::shape::check(&json.unwrap()), Ok(()));

@@ -970,6 +970,9 @@ fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
     if engine.cfg.disaggregated.is_some() {
         transfer_metrics(engine, &model, &mut out);
     }
+    if let Some(lora) = &engine.cfg.lora {
+        engine.lora_requests.write(lora.max_loras, &mut out);
+    }
     if openmetrics {
         out.push_str("# EOF\n");
     }
@@ -1066,7 +1069,7 @@ struct Family {
 }
 
 /// A label value escaped as the text format wants: `\\`, `\"`, `\n`.
-fn label_value(v: &str) -> String {
+pub(crate) fn label_value(v: &str) -> String {
     v.replace('\\', r"\\")
         .replace('"', r#"\""#)
         .replace('\n', r"\n")

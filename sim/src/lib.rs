@@ -18,6 +18,7 @@
 //! * `images.rs` — images in chat messages: decoded, sized from their headers, counted;
 //! * `http.rs` — hyper: accepting connections, routing, the streaming body;
 //! * `arrival.rs` — when each request's bytes reached the server (the kernel's receive stamps);
+//! * `lora_info.rs` — the LoRA adapters' requests as vLLM exports them (`vllm:lora_requests_info`);
 //! * `tests.rs` — the server against a plain HTTP client (shapes, timing, queueing, faults,
 //!   metrics, the prefix cache, embeddings, rerank, images).
 //!
@@ -124,7 +125,9 @@
 //! swap cost); a request whose adapter is loaded pays nothing more, and a request of the base
 //! model neither loads nor evicts. No adapter is loaded at start. The truth keeps each
 //! request's adapter and whether it loaded it ([`RequestTruth::adapter`],
-//! [`RequestTruth::adapter_loaded`]).
+//! [`RequestTruth::adapter_loaded`]). `GET /metrics` adds `vllm:lora_requests_info`: the
+//! adapters of the requests waiting and running, one label set a state with the time it was
+//! last set, as vLLM writes it (`lora_info.rs`).
 //!
 //! # Prefill and decode on two processes
 //!
@@ -162,6 +165,7 @@ mod disaggregated;
 mod faults;
 mod http;
 mod images;
+mod lora_info;
 mod model;
 pub mod noise;
 mod pooling;

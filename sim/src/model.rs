@@ -28,6 +28,7 @@
 
 use super::disaggregated::Transfers;
 use super::faults::Fault;
+use super::lora_info::{LoraRequests, Waiting};
 use super::noise::{self, Draw};
 use super::protocol::Conversation;
 use super::truth_log::TruthLog;
@@ -82,6 +83,8 @@ pub(crate) struct Engine {
     responses: Mutex<ResponseStore>,
     /// The LoRA adapters loaded, the least recently used first.
     loras_loaded: Mutex<VecDeque<String>>,
+    /// The adapters of the requests waiting and running (`vllm:lora_requests_info`).
+    pub lora_requests: LoraRequests,
     truth: Option<Mutex<Vec<RequestTruth>>>,
     /// Where each request that ends is appended, when asked ([`SimConfig::truth_log`]).
     truth_log: Option<TruthLog>,
@@ -129,6 +132,7 @@ impl Engine {
             }),
             responses: Mutex::new(ResponseStore::default()),
             loras_loaded: Mutex::new(VecDeque::new()),
+            lora_requests: LoraRequests::default(),
             truth: keep_truth.then(|| Mutex::new(Vec::new())),
             truth_log,
             kv_transfers: Transfers::default(),
@@ -419,12 +423,20 @@ impl Generation {
         let permit = {
             // A guard, so that a client leaving while queued is no longer counted as waiting.
             let _queued = Queued::enter(&engine.waiting);
-            engine
+            let adapter = self
+                .adapter
+                .as_deref()
+                .map(|name| Waiting::enter(&engine.lora_requests, name));
+            let permit = engine
                 .slots
                 .clone()
                 .acquire_owned()
                 .await
-                .expect("the slot semaphore is never closed")
+                .expect("the slot semaphore is never closed");
+            if let Some(waiting) = adapter {
+                waiting.admitted();
+            }
+            permit
         };
         engine.running.fetch_add(1, Relaxed);
         let blocks = std::mem::take(&mut self.block_hashes);
@@ -567,6 +579,9 @@ impl Generation {
         self.finished = true;
         if self.permit.take().is_some() {
             self.engine.running.fetch_sub(1, Relaxed);
+            if let Some(name) = &self.adapter {
+                self.engine.lora_requests.ends(name);
+            }
             let held = u64::from(self.prompt_tokens) + u64::from(self.emitted);
             self.engine.kv_tokens.fetch_sub(held, Relaxed);
         }

@@ -2750,3 +2750,84 @@ async fn every_request_arrives_when_its_bytes_reached_the_server() {
     }
     server.shutdown().await;
 }
+
+/// `vllm:lora_requests_info` as vLLM writes it: one label set a state, each with the time it
+/// was last set, every one kept; the newest names the adapters of the requests running and
+/// waiting now (one slot: the second request waits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lora_info_gauge_names_what_runs_and_waits_newest_last_set() {
+    let server = SimServer::start(SimConfig {
+        ttft_ms: 300.0,
+        max_batch: 1,
+        lora: Some(Lora {
+            adapters: vec!["sql".into(), "chat".into()],
+            max_loras: 2,
+            load_ms: 0.0,
+        }),
+        ..instant_cfg()
+    })
+    .await
+    .unwrap();
+    let newest = |page: &str| {
+        let sets: Vec<(f64, String)> = page
+            .lines()
+            .filter(|l| l.starts_with("vllm:lora_requests_info{"))
+            .map(|l| {
+                let (labels, value) = l.rsplit_once(' ').unwrap();
+                (value.parse::<f64>().unwrap(), labels.to_string())
+            })
+            .collect();
+        let newest = sets
+            .iter()
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .unwrap()
+            .1
+            .clone();
+        (sets.len(), newest)
+    };
+    let (_, page) = get(&server, "/metrics").await;
+    assert!(
+        page.contains("# TYPE vllm:lora_requests_info gauge"),
+        "{page}"
+    );
+    let (_, idle) = newest(&page);
+    assert!(
+        idle.ends_with(r#"{max_lora="2",waiting_lora_adapters="",running_lora_adapters=""}"#),
+        "{idle}"
+    );
+    let asks = ["sql", "chat"].map(|model| {
+        let body = json!({"model": model, "prompt": "a b c", "max_tokens": 1});
+        let server_url = server.base_url();
+        tokio::spawn(async move {
+            http_client()
+                .build()
+                .unwrap()
+                .post(format!("{server_url}/v1/completions"))
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    });
+    // Both in: one holds the only slot, the other waits.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let (_, page) = get(&server, "/metrics").await;
+    let (sets, now) = newest(&page);
+    assert!(sets >= 3, "every state set is kept: {page}");
+    assert!(
+        now.ends_with(r#"waiting_lora_adapters="chat",running_lora_adapters="sql"}"#)
+            || now.ends_with(r#"waiting_lora_adapters="sql",running_lora_adapters="chat"}"#),
+        "{page}"
+    );
+    for ask in asks {
+        assert_eq!(bounded(10, ask).await.unwrap(), 200);
+    }
+    let (_, page) = get(&server, "/metrics").await;
+    let (_, after) = newest(&page);
+    assert!(
+        after.ends_with(r#"waiting_lora_adapters="",running_lora_adapters=""}"#),
+        "{page}"
+    );
+    server.shutdown().await;
+}

@@ -98,6 +98,64 @@ pub fn sum_wanted(text: &str, wanted: &[String], out: &mut Vec<Option<f64>>) {
     }
 }
 
+/// The label set of the sample of `name` with the largest value in `text`, as pairs: an info
+/// gauge whose label sets say a state and whose value is when each was set (vLLM's
+/// `vllm:lora_requests_info`: every set once exported stays exported, the newest is the
+/// state now). `None` when the page has no finite sample of `name`.
+pub fn newest_label_set(text: &str, name: &str) -> Option<Vec<(String, String)>> {
+    let mut newest: Option<(f64, &str)> = None;
+    for line in text.lines() {
+        let start = line.trim_start();
+        if !start.starts_with(name) {
+            continue;
+        }
+        let Some(sample) = parse_line(start) else {
+            continue;
+        };
+        if sample.name != name || !sample.value.is_finite() {
+            continue;
+        }
+        if newest.is_none_or(|(value, _)| sample.value > value) {
+            newest = Some((sample.value, sample.labels));
+        }
+    }
+    newest.map(|(_, labels)| label_pairs(labels))
+}
+
+/// A label set (`a="x",b="y \"q\""`) as its pairs, values unescaped (`\\`, `\"`, `\n`);
+/// a malformed pair ends the list.
+pub fn label_pairs(labels: &str) -> Vec<(String, String)> {
+    let mut pairs = Vec::new();
+    let mut rest = labels.trim_start();
+    while let Some((key, after)) = rest.split_once('=') {
+        let key = key.trim().trim_start_matches(',').trim();
+        let Some(body) = after.trim_start().strip_prefix('"') else {
+            break;
+        };
+        let mut value = String::new();
+        let mut chars = body.char_indices();
+        let mut end = None;
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some((_, 'n')) => value.push('\n'),
+                    Some((_, other)) => value.push(other),
+                    None => break,
+                },
+                '"' => {
+                    end = Some(i + 1);
+                    break;
+                }
+                c => value.push(c),
+            }
+        }
+        let Some(end) = end else { break };
+        pairs.push((key.to_string(), value));
+        rest = body[end..].trim_start();
+    }
+    pairs
+}
+
 /// `name{label="value"}` as the name and `label="value"`; a plain name has no selector.
 fn split_selector(wanted: &str) -> (&str, Option<&str>) {
     match wanted.split_once('{') {
@@ -173,6 +231,42 @@ odd NaN
     }
 
     #[test]
+    fn the_newest_label_set_of_an_info_gauge_is_its_state() {
+        // vLLM keeps every label set it ever set; each one's value is when.
+        let page = r#"# TYPE vllm:lora_requests_info gauge
+vllm:lora_requests_info{max_lora="2",running_lora_adapters="sql",waiting_lora_adapters=""} 1.7000000001e+09
+vllm:lora_requests_info{max_lora="2",running_lora_adapters="sql,chat",waiting_lora_adapters="code"} 1.7000000003e+09
+vllm:lora_requests_info{max_lora="2",running_lora_adapters="",waiting_lora_adapters=""} 1.7000000002e+09
+vllm:lora_requests_info_other{max_lora="9"} 2e9
+"#;
+        let pairs = newest_label_set(page, "vllm:lora_requests_info").unwrap();
+        let get = |k: &str| {
+            pairs
+                .iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("running_lora_adapters"), Some("sql,chat"));
+        assert_eq!(get("waiting_lora_adapters"), Some("code"));
+        assert_eq!(get("max_lora"), Some("2"));
+        assert_eq!(newest_label_set(page, "vllm:num_requests_running"), None);
+    }
+
+    #[test]
+    fn label_values_are_unescaped() {
+        assert_eq!(
+            label_pairs(r#"a="x",b="q \"}\" \\ n\n", c="""#),
+            vec![
+                ("a".to_string(), "x".to_string()),
+                ("b".to_string(), "q \"}\" \\ n\n".to_string()),
+                ("c".to_string(), String::new()),
+            ]
+        );
+        // A value left open ends the list.
+        assert_eq!(label_pairs(r#"a="x",b="open"#).len(), 1);
+    }
+
+    #[test]
     fn parses_the_grammar_edges() {
         let s = parse_line(r#"a:b_c{x="}",y="\"\\"} -Inf"#).unwrap();
         assert_eq!((s.name, s.value), ("a:b_c", f64::NEG_INFINITY));
@@ -221,6 +315,10 @@ odd NaN
             }
             sum_wanted(&text, &wanted, &mut out);
             assert!(out.iter().flatten().all(|v| v.is_finite()));
+            let _ = newest_label_set(&text, "ab");
+            for line in text.lines() {
+                let _ = label_pairs(line);
+            }
         }
     }
 }

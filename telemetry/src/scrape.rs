@@ -11,7 +11,7 @@
 use crate::gpu::offset_us;
 use crate::periodic::{Periodic, Store};
 use crate::prometheus;
-use schemas::document::telemetry::{MetricRole, MetricSeries, ServerMetrics};
+use schemas::document::telemetry::{LoraScrapes, MetricRole, MetricSeries, ServerMetrics};
 use schemas::series;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -49,6 +49,49 @@ struct Scrapes {
     times: Vec<Instant>,
     /// `kept.len()` numbers per time, row after row.
     values: Vec<f64>,
+    /// The LoRA adapters the server said at each time, when the first scrape had its info
+    /// gauge ([`MetricRole::LoraRequestsInfo`]: a label set, never a column of numbers).
+    lora: Option<LoraColumns>,
+}
+
+/// One scrape: the sum of each wanted metric (`None` where the page has none), and the
+/// newest label set of the LoRA info gauge, where a role names one and the page has it.
+pub struct Reading {
+    sums: Vec<Option<f64>>,
+    lora: Option<LoraLabels>,
+}
+
+/// What one label set of the LoRA info gauge said.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct LoraLabels {
+    name: String,
+    running: String,
+    waiting: String,
+    max_lora: Option<u32>,
+}
+
+impl LoraLabels {
+    /// The newest label set of the first of `names` the page has.
+    fn read(text: &str, names: &[String]) -> Option<LoraLabels> {
+        names.iter().find_map(|name| {
+            let pairs = prometheus::newest_label_set(text, name)?;
+            let get = |key: &str| pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+            Some(LoraLabels {
+                name: name.clone(),
+                running: get("running_lora_adapters").unwrap_or_default(),
+                waiting: get("waiting_lora_adapters").unwrap_or_default(),
+                max_lora: get("max_lora").and_then(|m| m.trim().parse().ok()),
+            })
+        })
+    }
+}
+
+#[derive(Clone, Default)]
+struct LoraColumns {
+    name: String,
+    running: Vec<String>,
+    waiting: Vec<String>,
+    max_lora: Option<u32>,
 }
 
 impl Scrapes {
@@ -61,6 +104,7 @@ impl Scrapes {
             by_position: BTreeMap::new(),
             times: vec![],
             values: vec![],
+            lora: None,
         }
     }
 
@@ -127,14 +171,21 @@ impl Scrapes {
             t_us: series::encode(&t),
             series,
             roles,
+            lora: self.lora.as_ref().map(|l| LoraScrapes {
+                name: l.name.clone(),
+                running: l.running.clone(),
+                waiting: l.waiting.clone(),
+                max_lora: l.max_lora,
+            }),
         })
     }
 }
 
 impl Store for Scrapes {
-    type Reading = Vec<Option<f64>>;
+    type Reading = Reading;
 
-    fn push(&mut self, at: Instant, scrape: Vec<Option<f64>>) {
+    fn push(&mut self, at: Instant, reading: Reading) {
+        let scrape = &reading.sums;
         if self.chosen.is_none() {
             let has = |name: &str| {
                 let i = self.wanted.iter().position(|w| w == name);
@@ -159,13 +210,25 @@ impl Store for Scrapes {
                     }
                     continue;
                 }
+                if *role == MetricRole::LoraRequestsInfo {
+                    // A label set, read whole at every scrape (see `Reading`).
+                    if let Some(labels) = &reading.lora {
+                        chosen.insert(*role, vec![labels.name.clone()]);
+                        self.lora = Some(LoraColumns {
+                            name: labels.name.clone(),
+                            ..LoraColumns::default()
+                        });
+                    }
+                    continue;
+                }
                 if let Some(first) = alternatives.iter().find(|a| names(a).all(has)) {
                     chosen.insert(*role, names(first).map(String::from).collect::<Vec<_>>());
                 }
             }
             self.kept = chosen
-                .values()
-                .flatten()
+                .iter()
+                .filter(|(role, _)| **role != MetricRole::LoraRequestsInfo)
+                .flat_map(|(_, names)| names)
                 .filter_map(|n| self.wanted.iter().position(|w| w == n))
                 .collect();
             self.kept.sort_unstable();
@@ -183,14 +246,27 @@ impl Store for Scrapes {
             *listed |= scrape[i].is_some();
         }
         let by_position = &self.by_position;
-        if self
-            .kept
-            .iter()
-            .all(|&i| scrape[i].is_some() || by_position.contains_key(&i))
-        {
+        let lora = match (&mut self.lora, &reading.lora) {
+            (None, _) => Some(None),
+            (Some(columns), Some(labels)) if labels.name == columns.name => {
+                Some(Some((columns, labels)))
+            }
+            // The info gauge was chosen and this page lacks it.
+            (Some(_), _) => None,
+        };
+        if let Some(lora) = lora.filter(|_| {
+            self.kept
+                .iter()
+                .all(|&i| scrape[i].is_some() || by_position.contains_key(&i))
+        }) {
             self.times.push(at);
             self.values
                 .extend(self.kept.iter().map(|&i| scrape[i].unwrap_or(0.0)));
+            if let Some((columns, labels)) = lora {
+                columns.running.push(labels.running.clone());
+                columns.waiting.push(labels.waiting.clone());
+                columns.max_lora = labels.max_lora.or(columns.max_lora);
+            }
         }
     }
 
@@ -278,15 +354,22 @@ impl Scraper {
         // slow scrape skips ticks rather than queueing them, and a gap over three periods
         // is flagged `telemetry_gap` anyway).
         let mut fetch = Fetch::new(url, (period * 3).max(Duration::from_secs(1)));
+        let lora_names: Vec<String> = roles
+            .get(&MetricRole::LoraRequestsInfo)
+            .into_iter()
+            .flatten()
+            .flat_map(|a| names(a).map(String::from).collect::<Vec<_>>())
+            .collect();
         let names = wanted.clone();
         let mut body = Vec::new();
         let store = Scrapes::new(Arc::new(roles), Arc::new(wanted));
         let thread = Periodic::start("provebench-metrics", period, store, move || {
             fetch.get(&mut body)?;
             let text = String::from_utf8_lossy(&body);
-            let mut values = Vec::with_capacity(names.len());
-            prometheus::sum_wanted(&text, &names, &mut values);
-            Some(values)
+            let mut sums = Vec::with_capacity(names.len());
+            prometheus::sum_wanted(&text, &names, &mut sums);
+            let lora = LoraLabels::read(&text, &lora_names);
+            Some(Reading { sums, lora })
         })?;
         Ok(Scraper {
             public_url: public_url.to_string(),
@@ -335,6 +418,11 @@ fn decimals(values: &[f64]) -> u32 {
 mod tests {
     use super::*;
 
+    /// A scrape with these sums and no LoRA label set.
+    fn sums(sums: Vec<Option<f64>>) -> Reading {
+        Reading { sums, lora: None }
+    }
+
     fn store() -> Scrapes {
         let roles: RoleAlternatives = [
             (MetricRole::Running, vec!["a".to_string()]),
@@ -359,16 +447,22 @@ mod tests {
         // The first lacks vLLM's new KV-cache name: the old one is chosen.
         s.push(
             at(0),
-            vec![Some(1.0), None, Some(0.25), Some(10.0), Some(5.0)],
+            sums(vec![Some(1.0), None, Some(0.25), Some(10.0), Some(5.0)]),
         );
         // Lacking a chosen metric (p1): left out whole.
         s.push(
             at(100),
-            vec![Some(2.0), Some(0.9), Some(0.5), None, Some(5.0)],
+            sums(vec![Some(2.0), Some(0.9), Some(0.5), None, Some(5.0)]),
         );
         s.push(
             at(200),
-            vec![Some(3.0), Some(0.9), Some(0.75), Some(20.0), Some(6.0)],
+            sums(vec![
+                Some(3.0),
+                Some(0.9),
+                Some(0.75),
+                Some(20.0),
+                Some(6.0),
+            ]),
         );
         assert_eq!(s.kept, [0, 2, 3, 4]);
         assert_eq!(
@@ -416,11 +510,78 @@ mod tests {
             .unwrap_err();
         assert_eq!(e, "http://e/metrics did not answer during the benchmark");
         let mut s = store();
-        s.push(origin, vec![None; 5]);
+        s.push(origin, sums(vec![None; 5]));
         let e = s.columns("http://e/metrics", period, origin).unwrap_err();
         assert_eq!(
             e,
             "http://e/metrics has none of the metrics this engine's recipe names"
+        );
+    }
+
+    #[test]
+    fn the_lora_info_gauge_is_kept_as_what_each_scrape_said() {
+        let origin = Instant::now();
+        let at = |ms| origin + Duration::from_millis(ms);
+        let roles: RoleAlternatives = [
+            (MetricRole::Running, vec!["a".to_string()]),
+            (MetricRole::LoraRequestsInfo, vec!["info".to_string()]),
+        ]
+        .into();
+        let wanted = ["a", "info"].map(String::from).to_vec();
+        let mut s = Scrapes::new(Arc::new(roles), Arc::new(wanted));
+        let said = |running: &str, waiting: &str| {
+            Some(LoraLabels {
+                name: "info".into(),
+                running: running.into(),
+                waiting: waiting.into(),
+                max_lora: Some(2),
+            })
+        };
+        // The gauge's sum (of times) is present but never kept as a column.
+        s.push(
+            at(0),
+            Reading {
+                sums: vec![Some(1.0), Some(1.7e9)],
+                lora: said("", ""),
+            },
+        );
+        s.push(
+            at(100),
+            Reading {
+                sums: vec![Some(2.0), Some(1.7e9)],
+                lora: said("x,y", "z"),
+            },
+        );
+        // A page without the gauge: left out whole, as one without any chosen metric.
+        s.push(
+            at(200),
+            Reading {
+                sums: vec![Some(3.0), None],
+                lora: None,
+            },
+        );
+        let m = s
+            .columns("http://e/metrics", Duration::from_millis(100), origin)
+            .unwrap();
+        assert_eq!(series::decode(&m.t_us).unwrap(), [0, 100_000]);
+        assert_eq!(m.series.len(), 1, "only the running gauge is a column");
+        assert_eq!(m.roles[&MetricRole::LoraRequestsInfo], ["info"]);
+        let lora = m.lora.unwrap();
+        assert_eq!(
+            (lora.running, lora.waiting),
+            (vec!["".into(), "x,y".into()], vec!["".into(), "z".into()])
+        );
+        assert_eq!(lora.max_lora, Some(2));
+        // Read from a page: the newest label set.
+        let page = "info{max_lora=\"4\",running_lora_adapters=\"old\"} 1\ninfo{max_lora=\"4\",running_lora_adapters=\"new\",waiting_lora_adapters=\"w\"} 2\n";
+        assert_eq!(
+            LoraLabels::read(page, &["none".into(), "info".into()]),
+            Some(LoraLabels {
+                name: "info".into(),
+                running: "new".into(),
+                waiting: "w".into(),
+                max_lora: Some(4),
+            })
         );
     }
 

@@ -74,3 +74,79 @@ def test_each_adapters_numbers_follow_from_the_records(result):
     # The swap cost shows: with one place, the adapter that changes least often waits least.
     ttft = {s["adapter"]: s["ttft_ms"]["mean"] for s in stated}
     assert ttft["sql"] < ttft["chat"] and ttft["sql"] < ttft["code"], ttft
+
+
+def lora_view(scrapes, records):
+    """`host.server.lora` from the scrapes and the records, as docs/reference/lora.md says:
+    every scrape but the first (unless it is the only one)."""
+    def names(joined):
+        return {a.strip() for a in joined.split(",") if a.strip()}
+    n = len(scrapes["running"])
+    assert len(scrapes["waiting"]) == n
+    seen, running_max = set(), 0
+    for running, waiting in list(zip(scrapes["running"], scrapes["waiting"]))[1 if n > 1 else 0:]:
+        running_max = max(running_max, len(names(running)))
+        seen |= names(running) | names(waiting)
+    named = {a for a in records["adapter"] if a is not None}
+    return {"scrapes": n, "max_lora": scrapes["max_lora"], "running_max": running_max,
+            "seen": sorted(seen), "named": sorted(named), "not_named": sorted(seen - named)}
+
+
+def test_the_servers_own_view_follows_from_its_scrapes(result):
+    [bench] = result["predicate"]["benchmarks"]
+    server = bench["telemetry"]["server"]
+    assert server["roles"]["lora_requests_info"] == ["vllm:lora_requests_info"]
+    scrapes = server["lora"]
+    view = bench["summary"]["host"]["server"]["lora"]
+    assert view == lora_view(scrapes, bench["records"])
+    # What the simulator did: one place (`--max-loras 1`), at most the four streams' adapters
+    # at once, every adapter the requests named seen over the run's scrapes, and none other.
+    assert view["max_lora"] == 1
+    assert view["scrapes"] >= 5, view
+    assert 1 <= view["running_max"] <= 3, view
+    assert view["seen"] == view["named"] == sorted(WEIGHTS)
+    assert view["not_named"] == []
+
+
+def test_an_adapter_no_request_named_is_the_disagreement(tmp_path):
+    """Another client asks for an adapter the benchmark never names while it runs: the server's
+    view names it, the report says the two disagree, and the document still verifies."""
+    import json as _json
+    import threading
+    import urllib.request
+
+    d = tmp_path
+    with running_sim(d, "--ttft-ms", "5", "--itl-ms", "1", "--seed", "4",
+                     "--lora-modules", "sql,chat,code", "--max-loras", "3") as target:
+        stop = threading.Event()
+
+        def other_client():
+            body = _json.dumps({"model": "code", "prompt": "a b c d", "max_tokens": 16}).encode()
+            while not stop.is_set():
+                request = urllib.request.Request(f"{target}/v1/completions", data=body,
+                                                 headers={"Content-Type": "application/json"})
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    answer.read()
+
+        other = threading.Thread(target=other_client, daemon=True)
+        other.start()
+        try:
+            run = run_runner("run", "--target", target, "--no-sign", "--out", str(d / "l.json"),
+                             "--backend", "openai-chat", "--profile", "concurrent", "--concurrency", "2",
+                             "--max-requests", "120", "--data", "prompt_tokens=16,output_tokens=16",
+                             "--lora-adapters", "sql,chat", cwd=d)
+        finally:
+            stop.set()
+            other.join(timeout=15)
+        assert run.returncode == 0, run.stdout + run.stderr
+    statement = statement_of(d / "l.json")
+    check_current_and_valid({"contaminated": statement})
+    [bench] = statement["predicate"]["benchmarks"]
+    view = bench["summary"]["host"]["server"]["lora"]
+    assert view == lora_view(bench["telemetry"]["server"]["lora"], bench["records"])
+    assert view["named"] == ["chat", "sql"]
+    assert view["not_named"] == ["code"], view
+    report = run_runner("report", str(d / "l.json"), "--out", str(d / "report"), cwd=d)
+    assert report.returncode == 0, report.stdout + report.stderr
+    text = (d / "report" / "report.md").read_text()
+    assert "**It disagrees with the requests:** it ran or queued code, which no request named" in text

@@ -109,7 +109,7 @@ fn each_roles_throughput_per_gpu_energy_and_the_kv_transfer_match_the_simulators
             &format!("{}/metrics", d.decode.1),
         ],
     );
-    assert_eq!(st["predicateType"], "https://provebench.dev/result/v0.17");
+    assert_eq!(st["predicateType"], schemas::PREDICATE_TYPE);
     let b = &st["predicate"]["benchmarks"][0];
     let roles = b["summary"]["host"]["roles"].as_array().expect("roles");
     let (prefill, decode) = (&roles[0], &roles[1]);

@@ -101,6 +101,29 @@ pub struct ServerMetrics {
     pub series: Vec<MetricSeries>,
     /// Which metrics mean what (the engine's recipe says): role → metric names, summed.
     pub roles: BTreeMap<MetricRole, Vec<String>>,
+    /// The LoRA adapters as the server said at each scrape ([`MetricRole::LoraRequestsInfo`]);
+    /// absent when it says nothing of them. Since `result/v0.18`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora: Option<LoraScrapes>,
+}
+
+/// What the server said of its LoRA adapters at each scrape: the newest label set of its
+/// info gauge (vLLM's `vllm:lora_requests_info`, whose value is when the set was set).
+/// Entry i of each list was read at `t_us[i]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LoraScrapes {
+    /// The metric read, as the engine spells it.
+    pub name: String,
+    /// The adapters running (`running_lora_adapters`), comma-joined as the engine wrote them;
+    /// empty when none.
+    pub running: Vec<String>,
+    /// The adapters waiting (`waiting_lora_adapters`), the same way.
+    pub waiting: Vec<String>,
+    /// How many adapters the server holds at once (`max_lora`), as the last scrape said; null
+    /// when it did not say.
+    pub max_lora: Option<u32>,
 }
 
 /// One metric: its samples summed over label sets, times 10^`decimals`, as integers.
@@ -154,6 +177,11 @@ pub enum MetricRole {
     KvTransferMilliseconds,
     /// Counter: KV-cache transfers (the histogram's `_count`).
     KvTransfers,
+    /// Info gauge (vLLM's `vllm:lora_requests_info`): each label set names the LoRA adapters
+    /// running and waiting (`running_lora_adapters`, `waiting_lora_adapters`, comma-joined)
+    /// and how many the server holds at once (`max_lora`), and its value is when it was set;
+    /// the newest is the server's state. Not summed: read into [`ServerMetrics::lora`].
+    LoraRequestsInfo,
 }
 
 impl MetricRole {

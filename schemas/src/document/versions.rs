@@ -9,9 +9,9 @@ use crate::flag::FlagCode;
 use crate::{
     PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
     PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_14, PREDICATE_TYPE_V0_15,
-    PREDICATE_TYPE_V0_16, PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4,
-    PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8,
-    PREDICATE_TYPE_V0_9,
+    PREDICATE_TYPE_V0_16, PREDICATE_TYPE_V0_17, PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3,
+    PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7,
+    PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
 };
 
 /// One version of the document.
@@ -29,7 +29,7 @@ pub struct Brought {
 }
 
 /// Every version this crate reads, oldest first; the last is the one it writes.
-pub const VERSIONS: [Version; 17] = [
+pub const VERSIONS: [Version; 18] = [
     Version {
         predicate_type: PREDICATE_TYPE_V0_1,
         brought: &[],
@@ -247,13 +247,36 @@ pub const VERSIONS: [Version; 17] = [
         }],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_17,
         brought: &[Brought {
             what: "prefill and decode roles",
             carried_by: |s| {
                 s.predicate.benchmarks.iter().any(|b| {
                     b.telemetry.as_ref().is_some_and(|t| !t.roles.is_empty())
                         || b.summary.host.as_ref().is_some_and(|h| h.roles.is_some())
+                })
+            },
+        }],
+    },
+    Version {
+        predicate_type: PREDICATE_TYPE,
+        brought: &[Brought {
+            what: "the LoRA adapters as the server saw them",
+            carried_by: |s| {
+                s.predicate.benchmarks.iter().any(|b| {
+                    let scraped = |t: &super::telemetry::Telemetry| {
+                        t.server.iter().any(|m| m.lora.is_some())
+                            || t.roles
+                                .iter()
+                                .flat_map(|r| &r.servers)
+                                .any(|m| m.lora.is_some())
+                    };
+                    b.telemetry.as_ref().is_some_and(scraped)
+                        || b.summary
+                            .host
+                            .as_ref()
+                            .and_then(|h| h.server.as_ref())
+                            .is_some_and(|s| s.lora.is_some())
                 })
             },
         }],
