@@ -5,8 +5,10 @@
 # the instant the simulator handed its bytes to hyper is the runner's error, with no clock
 # conversion. Per case and token clock it prints:
 #   first_token_error_us / later_token_error_us  stamp minus the simulator's write (p50 p99 max);
+#   send_error_us       the request's bytes at the simulator (the kernel's stamp) minus the send;
 #   request_leg_us      the simulator's handler start minus the runner's send;
-#   ttft_error_us       the runner's TTFT from its send minus the simulator's own TTFT;
+#   ttft_error_us       the runner's TTFT from its send minus the simulator's own from the bytes'
+#                       arrival;
 #   token_stamps        token events stamped by the kernel / by the read, and those sharing a read;
 #   runner_cpu_us_per_token  process CPU less the simulator's threads (/proc/self/task schedstat);
 #   steal_share         CPU time the hypervisor took, over wall time x CPUs: read the rest beside it.

@@ -23,8 +23,12 @@
 //! Per case it prints:
 //! * `first_token_error_us` — the record's first-token stamp minus the truth's first write;
 //! * `later_token_error_us` — the same for every later token (arrivals = first + gaps);
-//! * `request_leg_us` — the truth's `received` minus the record's `sent_us`;
-//! * `ttft_error_us` — the runner's TTFT from its send minus the server's own TTFT;
+//! * `send_error_us` — the truth's `arrived` (the kernel's stamp of the request's bytes at the
+//!   server) minus the record's `sent_us`: how far before the wire the runner stamps its send;
+//! * `request_leg_us` — the truth's `received` (its handler's start) minus the record's
+//!   `sent_us`: the send's error, the server's wake-up and its parsing;
+//! * `ttft_error_us` — the runner's TTFT from its send minus the server's own TTFT from its
+//!   bytes' arrival: the runner's error on the TTFT it reports, both ends on the wire;
 //! * `runner_cpu_us_per_token` — this process's CPU time less that of the simulator's threads
 //!   (`provebench-sim*`, and the `provebench-timer` thread, which only the simulator's token
 //!   deadlines use here; from `/proc/self/task/*/schedstat`) and of the busy neighbour;
@@ -357,6 +361,7 @@ fn arrivals(r: &RawRecord) -> Option<Vec<i64>> {
 struct Errors {
     first_token: Vec<f64>,
     later_token: Vec<f64>,
+    send: Vec<f64>,
     request_leg: Vec<f64>,
     ttft: Vec<f64>,
 }
@@ -368,6 +373,7 @@ fn errors(result: &CaseResult) -> Errors {
         let Some(stamps) = arrivals(r) else { continue };
         let written: Vec<i64> = t.token_written.iter().map(|&w| us(w)).collect();
         let (sent, received) = (r.sent_us as i64, us(t.received));
+        let arrived = us(t.arrived.unwrap_or(t.received));
         e.first_token.push((stamps[0] - written[0]) as f64);
         e.later_token.extend(
             stamps[1..]
@@ -375,9 +381,10 @@ fn errors(result: &CaseResult) -> Errors {
                 .zip(&written[1..])
                 .map(|(s, w)| (s - w) as f64),
         );
+        e.send.push((arrived - sent) as f64);
         e.request_leg.push((received - sent) as f64);
         e.ttft
-            .push(((stamps[0] - sent) - (written[0] - received)) as f64);
+            .push(((stamps[0] - sent) - (written[0] - arrived)) as f64);
     }
     e
 }
@@ -418,6 +425,7 @@ fn print_result(case: &Case, requests: usize, args: &Args, result: &CaseResult) 
     );
     println!("first_token_error_us {}", quantiles(e.first_token, true));
     println!("later_token_error_us {}", quantiles(e.later_token, true));
+    println!("send_error_us {}", quantiles(e.send, true));
     println!("request_leg_us {}", quantiles(e.request_leg, false));
     println!("ttft_error_us {}", quantiles(e.ttft, false));
     match result.cost.runner_cpu {
