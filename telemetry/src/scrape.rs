@@ -241,6 +241,18 @@ impl Store for Scrapes {
                     .collect();
             }
             self.chosen = Some(chosen);
+        } else if let (None, Some(labels), Some(chosen)) =
+            (&self.lora, &reading.lora, self.chosen.as_mut())
+        {
+            // A server may set its LoRA gauge first when it serves a request: the scrapes kept
+            // before it appeared are read as nothing running.
+            chosen.insert(MetricRole::LoraRequestsInfo, vec![labels.name.clone()]);
+            self.lora = Some(LoraColumns {
+                name: labels.name.clone(),
+                running: vec![String::new(); self.times.len()],
+                waiting: vec![String::new(); self.times.len()],
+                max_lora: None,
+            });
         }
         for (&i, listed) in self.by_position.iter_mut() {
             *listed |= scrape[i].is_some();
@@ -552,7 +564,8 @@ mod tests {
                 lora: said("x,y", "z"),
             },
         );
-        // A page without the gauge: left out whole, as one without any chosen metric.
+        // A page without the gauge once it was there: left out whole, as one without any
+        // chosen metric.
         s.push(
             at(200),
             Reading {
@@ -583,6 +596,42 @@ mod tests {
                 max_lora: Some(4),
             })
         );
+    }
+
+    #[test]
+    fn a_lora_gauge_that_appears_later_said_nothing_ran_before() {
+        let origin = Instant::now();
+        let at = |ms| origin + Duration::from_millis(ms);
+        let roles: RoleAlternatives = [
+            (MetricRole::Running, vec!["a".to_string()]),
+            (MetricRole::LoraRequestsInfo, vec!["info".to_string()]),
+        ]
+        .into();
+        let wanted = ["a", "info"].map(String::from).to_vec();
+        let mut s = Scrapes::new(Arc::new(roles), Arc::new(wanted));
+        s.push(at(0), sums(vec![Some(0.0), None]));
+        s.push(at(100), sums(vec![Some(0.0), None]));
+        s.push(
+            at(200),
+            Reading {
+                sums: vec![Some(1.0), Some(1.7e9)],
+                lora: Some(LoraLabels {
+                    name: "info".into(),
+                    running: "sql".into(),
+                    waiting: String::new(),
+                    max_lora: Some(1),
+                }),
+            },
+        );
+        let m = s
+            .columns("http://e/metrics", Duration::from_millis(100), origin)
+            .unwrap();
+        assert_eq!(series::decode(&m.t_us).unwrap(), [0, 100_000, 200_000]);
+        assert_eq!(m.roles[&MetricRole::LoraRequestsInfo], ["info"]);
+        let lora = m.lora.unwrap();
+        assert_eq!(lora.running, ["", "", "sql"]);
+        assert_eq!(lora.waiting, ["", "", ""]);
+        assert_eq!(lora.max_lora, Some(1));
     }
 
     #[test]
