@@ -242,11 +242,15 @@ async fn a_mooncake_trace_replays_on_time_and_shares_its_blocks() {
         .map(|r| r.sent_us - r.scheduled_us)
         .collect();
     lags.sort_unstable();
-    assert!(
-        lags[lags.len() * 99 / 100] < 2_000,
-        "p99 send lag {} µs",
-        lags[lags.len() * 99 / 100]
+    let at = |q: usize| lags[lags.len() * q / 100];
+    eprintln!(
+        "send lag: median {} µs, p95 {} µs, p99 {} µs, most {} µs",
+        at(50),
+        at(95),
+        at(99),
+        lags[lags.len() - 1]
     );
+    assert!(at(99) < 2_000, "p99 send lag {} µs", at(99));
     assert!(b.records.iter().all(|r| r.input_tokens_server == Some(700)));
     // Requests sharing a first block found it in the server's cache (whole 16-token blocks
     // of the 512 shared tokens): the same ids built the same bytes.
