@@ -51,7 +51,7 @@ struct Scrapes {
     values: Vec<f64>,
     /// The LoRA adapters the server said at each time, when the first scrape had its info
     /// gauge ([`MetricRole::LoraRequestsInfo`]: a label set, never a column of numbers).
-    lora: Option<LoraColumns>,
+    lora: Option<LoraScrapes>,
 }
 
 /// One scrape: the sum of each wanted metric (`None` where the page has none), and the
@@ -84,14 +84,6 @@ impl LoraLabels {
             })
         })
     }
-}
-
-#[derive(Clone, Default)]
-struct LoraColumns {
-    name: String,
-    running: Vec<String>,
-    waiting: Vec<String>,
-    max_lora: Option<u32>,
 }
 
 impl Scrapes {
@@ -171,12 +163,7 @@ impl Scrapes {
             t_us: series::encode(&t),
             series,
             roles,
-            lora: self.lora.as_ref().map(|l| LoraScrapes {
-                name: l.name.clone(),
-                running: l.running.clone(),
-                waiting: l.waiting.clone(),
-                max_lora: l.max_lora,
-            }),
+            lora: self.lora.clone(),
         })
     }
 }
@@ -211,14 +198,7 @@ impl Store for Scrapes {
                     continue;
                 }
                 if *role == MetricRole::LoraRequestsInfo {
-                    // A label set, read whole at every scrape (see `Reading`).
-                    if let Some(labels) = &reading.lora {
-                        chosen.insert(*role, vec![labels.name.clone()]);
-                        self.lora = Some(LoraColumns {
-                            name: labels.name.clone(),
-                            ..LoraColumns::default()
-                        });
-                    }
+                    // A label set, read whole at every scrape (see `Reading`), chosen below.
                     continue;
                 }
                 if let Some(first) = alternatives.iter().find(|a| names(a).all(has)) {
@@ -226,9 +206,8 @@ impl Store for Scrapes {
                 }
             }
             self.kept = chosen
-                .iter()
-                .filter(|(role, _)| **role != MetricRole::LoraRequestsInfo)
-                .flat_map(|(_, names)| names)
+                .values()
+                .flatten()
                 .filter_map(|n| self.wanted.iter().position(|w| w == n))
                 .collect();
             self.kept.sort_unstable();
@@ -241,13 +220,14 @@ impl Store for Scrapes {
                     .collect();
             }
             self.chosen = Some(chosen);
-        } else if let (None, Some(labels), Some(chosen)) =
+        }
+        if let (None, Some(labels), Some(chosen)) =
             (&self.lora, &reading.lora, self.chosen.as_mut())
         {
-            // A server may set its LoRA gauge first when it serves a request: the scrapes kept
-            // before it appeared are read as nothing running.
+            // From the first scrape that has the LoRA gauge. A server may set it first when it
+            // serves a request: the scrapes kept before it appeared are read as nothing running.
             chosen.insert(MetricRole::LoraRequestsInfo, vec![labels.name.clone()]);
-            self.lora = Some(LoraColumns {
+            self.lora = Some(LoraScrapes {
                 name: labels.name.clone(),
                 running: vec![String::new(); self.times.len()],
                 waiting: vec![String::new(); self.times.len()],
@@ -355,7 +335,11 @@ impl Scraper {
         roles: RoleAlternatives,
     ) -> anyhow::Result<Scraper> {
         let mut wanted: Vec<String> = vec![];
-        for alternative in roles.values().flatten() {
+        // The LoRA gauge is read as a label set (`LoraLabels::read`), never summed.
+        let summed = roles
+            .iter()
+            .filter(|(role, _)| **role != MetricRole::LoraRequestsInfo);
+        for alternative in summed.flat_map(|(_, alternatives)| alternatives) {
             for name in names(alternative) {
                 if !wanted.iter().any(|w| w == name) {
                     wanted.push(name.to_string());
@@ -433,6 +417,16 @@ mod tests {
     /// A scrape with these sums and no LoRA label set.
     fn sums(sums: Vec<Option<f64>>) -> Reading {
         Reading { sums, lora: None }
+    }
+
+    /// A store of a running gauge `a` and a LoRA info gauge `info` (not summed: not wanted).
+    fn lora_store() -> Scrapes {
+        let roles: RoleAlternatives = [
+            (MetricRole::Running, vec!["a".to_string()]),
+            (MetricRole::LoraRequestsInfo, vec!["info".to_string()]),
+        ]
+        .into();
+        Scrapes::new(Arc::new(roles), Arc::new(vec!["a".to_string()]))
     }
 
     fn store() -> Scrapes {
@@ -534,13 +528,7 @@ mod tests {
     fn the_lora_info_gauge_is_kept_as_what_each_scrape_said() {
         let origin = Instant::now();
         let at = |ms| origin + Duration::from_millis(ms);
-        let roles: RoleAlternatives = [
-            (MetricRole::Running, vec!["a".to_string()]),
-            (MetricRole::LoraRequestsInfo, vec!["info".to_string()]),
-        ]
-        .into();
-        let wanted = ["a", "info"].map(String::from).to_vec();
-        let mut s = Scrapes::new(Arc::new(roles), Arc::new(wanted));
+        let mut s = lora_store();
         let said = |running: &str, waiting: &str| {
             Some(LoraLabels {
                 name: "info".into(),
@@ -549,18 +537,17 @@ mod tests {
                 max_lora: Some(2),
             })
         };
-        // The gauge's sum (of times) is present but never kept as a column.
         s.push(
             at(0),
             Reading {
-                sums: vec![Some(1.0), Some(1.7e9)],
+                sums: vec![Some(1.0)],
                 lora: said("", ""),
             },
         );
         s.push(
             at(100),
             Reading {
-                sums: vec![Some(2.0), Some(1.7e9)],
+                sums: vec![Some(2.0)],
                 lora: said("x,y", "z"),
             },
         );
@@ -569,7 +556,7 @@ mod tests {
         s.push(
             at(200),
             Reading {
-                sums: vec![Some(3.0), None],
+                sums: vec![Some(3.0)],
                 lora: None,
             },
         );
@@ -602,19 +589,13 @@ mod tests {
     fn a_lora_gauge_that_appears_later_said_nothing_ran_before() {
         let origin = Instant::now();
         let at = |ms| origin + Duration::from_millis(ms);
-        let roles: RoleAlternatives = [
-            (MetricRole::Running, vec!["a".to_string()]),
-            (MetricRole::LoraRequestsInfo, vec!["info".to_string()]),
-        ]
-        .into();
-        let wanted = ["a", "info"].map(String::from).to_vec();
-        let mut s = Scrapes::new(Arc::new(roles), Arc::new(wanted));
-        s.push(at(0), sums(vec![Some(0.0), None]));
-        s.push(at(100), sums(vec![Some(0.0), None]));
+        let mut s = lora_store();
+        s.push(at(0), sums(vec![Some(0.0)]));
+        s.push(at(100), sums(vec![Some(0.0)]));
         s.push(
             at(200),
             Reading {
-                sums: vec![Some(1.0), Some(1.7e9)],
+                sums: vec![Some(1.0)],
                 lora: Some(LoraLabels {
                     name: "info".into(),
                     running: "sql".into(),
