@@ -6,6 +6,10 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod wake_probe;
+use wake_probe::Wakes;
+pub use wake_probe::{WakeProbe, PROBE_SLEEP, SLOW_ECHO_P90_RETRY_MS, SLOW_WAKE_P90_RETRY_MS};
+
 /// Tests that measure time take this lock, so that they never run beside each other
 /// on a 2-core machine and read each other's load as latency.
 pub fn timing_test_lock() -> std::sync::MutexGuard<'static, ()> {
@@ -22,10 +26,10 @@ pub fn timing_test_lock() -> std::sync::MutexGuard<'static, ()> {
 /// or test: the CPU time all processes but this one used, `/proc/stat`'s busy time less this
 /// process's own), and a host slow to wake an idle virtual CPU (nothing counted as steal, but
 /// every sleeper wakes milliseconds late: a probe thread sleeps through the attempt as the
-/// tests' servers and clients do, and its lateness is read, see [`WakeProbe`]). An attempt
-/// that fails while any reached its threshold ([`STOLEN_SHARE_RETRY`],
-/// [`OTHERS_SHARE_RETRY`], [`SLOW_WAKE_P90_RETRY_MS`]) is run again, up to [`ATTEMPTS`]
-/// times. A failure on a quiet machine fails the test at once; if every attempt was disturbed
+/// tests' servers and clients do, and how late its timer and a peer's echo come is read, see
+/// [`WakeProbe`]). An attempt that fails while any reached its threshold
+/// ([`STOLEN_SHARE_RETRY`], [`OTHERS_SHARE_RETRY`], [`SLOW_WAKE_P90_RETRY_MS`],
+/// [`SLOW_ECHO_P90_RETRY_MS`]) is run again, up to [`ATTEMPTS`] times. A failure on a quiet machine fails the test at once; if every attempt was disturbed
 /// the check is inconclusive, says so on stderr and passes — the runner flags such runs
 /// `client_bound` in the product too.
 #[allow(clippy::await_holding_lock)] // on purpose: see timing_test_lock
@@ -214,115 +218,6 @@ fn judge(
     }
 }
 
-/// A thread that sleeps through one attempt in [`PROBE_SLEEP`] steps and keeps how late each
-/// wake-up came: what a host slow to wake an idle virtual CPU costs every server and client a
-/// timing test runs, none of which `/proc/stat` counts (the vCPU halted, so nothing was
-/// stolen). On this project's 2-vCPU VM, quiet, a 50 ms sleep woke 0.1–0.3 ms late at the
-/// median and 0.1–0.6 ms at the 90th percentile; in the phases when the host ran slow the
-/// simulator's own 100 ms deadlines came 1–5 ms late at the median, and a capacity step at
-/// 4 req/s sent 44 % of its requests over 1 ms late (docs/PERFORMANCE.md).
-pub struct WakeProbe {
-    running: Option<(
-        std::sync::Arc<std::sync::atomic::AtomicBool>,
-        std::thread::JoinHandle<Vec<f64>>,
-    )>,
-    fixed: Wakes,
-}
-
-/// The probe's sleep: as long as the idle stretches the tests' servers and clients sleep
-/// through (a token's 20 ms, a first token's 100 ms, the gaps of a low rate), so that its
-/// vCPU halts as theirs do; a shorter one keeps a vCPU from halting and reads quiet.
-pub const PROBE_SLEEP: Duration = Duration::from_millis(50);
-
-/// The probe's wake lateness at its 90th percentile over one failed attempt that makes it
-/// worth another: a tenth of its wake-ups over a millisecond late. A quiet host showed at
-/// most 0.6 ms alone and 0.4 ms during the timing tests; a capacity step that failed in a
-/// slow phase sent 6–44 % of its requests over 1 ms late (docs/PERFORMANCE.md).
-pub const SLOW_WAKE_P90_RETRY_MS: f64 = 1.0;
-
-/// The fewest wake-ups judged by: an attempt of half a second.
-const PROBE_MIN_WAKES: usize = 10;
-
-impl WakeProbe {
-    /// Starts the probe's thread.
-    pub fn start() -> WakeProbe {
-        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("wake-probe".into())
-            .spawn(move || {
-                let mut late = Vec::new();
-                while !stopped.load(Relaxed) {
-                    let due = Instant::now() + PROBE_SLEEP;
-                    std::thread::sleep(PROBE_SLEEP);
-                    late.push(Instant::now().saturating_duration_since(due).as_secs_f64() * 1e3);
-                }
-                late
-            })
-            .expect("starting the wake probe");
-        WakeProbe {
-            running: Some((stop, thread)),
-            fixed: Wakes::default(),
-        }
-    }
-
-    /// A probe that read `wakes` (the tests of the retry use it).
-    #[cfg(test)]
-    fn read(wakes: Wakes) -> WakeProbe {
-        WakeProbe {
-            running: None,
-            fixed: wakes,
-        }
-    }
-
-    /// Stops the thread (within one sleep) and sums up its wake-ups.
-    fn finish(self) -> Wakes {
-        let Some((stop, thread)) = self.running else {
-            return self.fixed;
-        };
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let mut late = thread.join().unwrap_or_default();
-        if late.is_empty() {
-            return Wakes::default();
-        }
-        late.sort_by(f64::total_cmp);
-        let at = |q: f64| late[((late.len() - 1) as f64 * q).round() as usize];
-        Wakes {
-            count: late.len(),
-            median_ms: at(0.5),
-            p90_ms: at(0.9),
-            max_ms: at(1.0),
-        }
-    }
-}
-
-/// How late the probe's wake-ups came over one attempt, in ms.
-#[derive(Clone, Copy, Debug, Default)]
-struct Wakes {
-    count: usize,
-    median_ms: f64,
-    p90_ms: f64,
-    max_ms: f64,
-}
-
-impl Wakes {
-    /// Whether the host was slow to wake the probe over the attempt.
-    fn slow(&self) -> bool {
-        self.count >= PROBE_MIN_WAKES && self.p90_ms >= SLOW_WAKE_P90_RETRY_MS
-    }
-}
-
-impl std::fmt::Display for Wakes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} wake-ups of an idle thread late by {:.2} ms (median), {:.2} (p90), {:.2} (most)",
-            self.count, self.median_ms, self.p90_ms, self.max_ms
-        )
-    }
-}
-
 /// How late (ms, the median of `n`) a task on the calling runtime wakes from a [`clock::Timer`]
 /// sleep of `d`: the path the simulator's every deadline takes (the timer thread, then the
 /// runtime's worker). A quiet host wakes it within tens of microseconds; a virtual CPU that
@@ -366,13 +261,21 @@ mod tests {
         .await;
     }
 
+    /// Forty wake-ups, the 90th percentile at `p90_ms`.
+    fn lateness(p90_ms: f64) -> wake_probe::Lateness {
+        wake_probe::Lateness {
+            count: 40,
+            median_ms: p90_ms / 2.0,
+            p90_ms,
+            max_ms: 3.0 * p90_ms,
+        }
+    }
+
     /// A probe that saw a quiet host wake it.
     fn quiet() -> WakeProbe {
         WakeProbe::read(Wakes {
-            count: 100,
-            median_ms: 0.2,
-            p90_ms: 0.4,
-            max_ms: 2.0,
+            timer: lateness(0.4),
+            echo: lateness(0.8),
         })
     }
 
@@ -438,10 +341,8 @@ mod tests {
         // Nothing stolen, nobody else busy, but the probe woke 2 ms late at its p90.
         let slow = || {
             WakeProbe::read(Wakes {
-                count: 40,
-                median_ms: 0.9,
-                p90_ms: 2.0,
-                max_ms: 6.0,
+                timer: lateness(2.0),
+                echo: lateness(0.8),
             })
         };
         let mut attempts = 0;
@@ -454,11 +355,13 @@ mod tests {
         assert_eq!(attempts, 2);
         // Too few wake-ups (an attempt shorter than half a second) say nothing.
         let brief = || {
-            WakeProbe::read(Wakes {
+            let few = wake_probe::Lateness {
                 count: 3,
-                median_ms: 5.0,
-                p90_ms: 5.0,
-                max_ms: 5.0,
+                ..lateness(5.0)
+            };
+            WakeProbe::read(Wakes {
+                timer: few,
+                echo: few,
             })
         };
         let retried =
@@ -467,23 +370,6 @@ mod tests {
             }));
         use futures_util::FutureExt;
         assert!(retried.catch_unwind().await.is_err());
-    }
-
-    #[test]
-    fn the_probe_reads_its_own_wake_ups() {
-        let probe = WakeProbe::start();
-        std::thread::sleep(PROBE_SLEEP * 6);
-        let wakes = probe.finish();
-        // Five or six sleeps in the time, each late by something and never by seconds.
-        assert!((4..=7).contains(&wakes.count), "{wakes}");
-        assert!(
-            wakes.median_ms >= 0.0 && wakes.median_ms <= wakes.p90_ms,
-            "{wakes}"
-        );
-        assert!(
-            wakes.p90_ms <= wakes.max_ms && wakes.max_ms < 1000.0,
-            "{wakes}"
-        );
     }
 
     #[test]
