@@ -2,8 +2,8 @@
 //! answer known.
 //!
 //! * Rate: one batch slot and an Exp(2 ms) answer of one token make the simulator an M/M/1
-//!   queue with service rate 500/s, whose time to first token is Exp(500 − λ): p90 ≤ 10 ms
-//!   holds up to λ* = 500 − ln(10)/0.01 ≈ 269.7 req/s. The search's passing loads must not
+//!   queue with service rate 500/s, whose time to first token is Exp(500 − λ): p90 ≤ 20 ms
+//!   holds up to λ* = 500 − ln(10)/0.02 ≈ 384.9 req/s. The search's passing loads must not
 //!   lie above it, nor its failing ones below it, by more than 10 % (the known-answer test of
 //!   the method over ten seeds, at a fine precision, is loadgen's `capacity` test, in virtual
 //!   time). A fast queue so that each step gathers hundreds of requests a second: a step is
@@ -12,6 +12,17 @@
 //!   each sit within a few per cent of λ* and use their whole budget undecided. A p90 rather
 //!   than a p99: the client's own late sends reach milliseconds in bursts on a 2-vCPU machine;
 //!   the test runs alone (`.config/nextest.toml`) for the same reason.
+//!
+//!   The bound is 20 ms, not 10, because the queue on a virtual machine is slower than its
+//!   model: each answer is a timer that wakes late (the server's own log: service 2.2 ms at
+//!   the mean, queueing twice M/M/1's), and the client saw about 440 answers a second. Against
+//!   10 ms, a first step at 64 req/s had 4–5 % of its first tokens over the bound where the
+//!   model gives 1.3 %, at the edge of what the early-stopping count allows at 368 values:
+//!   every step stayed undecided, in CI and in one of five runs here. Against 20 ms the same
+//!   lateness weighs half as much, and the first step passes after a hundred requests. The
+//!   search starts at 48 so that its doublings (96, 192, 384, 768) step over the service rate
+//!   rather than onto it: a step at 512 req/s, 2 % over it, fills its queue so slowly that a
+//!   look after 161 requests found it within the bound.
 //! * Concurrency: four batch slots and a 40 ms answer: four streams never queue (TTFT 10 ms),
 //!   a fifth always waits for a slot (TTFT about 50 ms), so p90 TTFT ≤ 25 ms holds up to a
 //!   concurrency of exactly 4.
@@ -44,6 +55,39 @@ fn steps(stmt: &Value) -> Vec<(f64, String)> {
         .collect()
 }
 
+/// Each step's account, for a failure's message: its load and verdict, and for each objective
+/// the values judged, how many lay over the bound, and the percentile's estimate.
+fn accounts(stmt: &Value) -> Vec<String> {
+    stmt["predicate"]["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| !b["capacity_step"].is_null())
+        .map(|b| {
+            let step = &b["capacity_step"];
+            let p = &b["profile"];
+            let load = p["rate_per_s"].as_f64().or(p["concurrency"].as_f64());
+            let objectives: Vec<String> = step["objectives"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|o| {
+                    format!(
+                        "{}: {} over of {}, estimate {}",
+                        o["objective"], o["over"], o["values"], o["estimate"]
+                    )
+                })
+                .collect();
+            format!(
+                "{load:?} {} (decided at {} requests; {})",
+                step["verdict"],
+                step["decided_at_requests"],
+                objectives.join("; ")
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn a_rate_search_brackets_the_known_capacity_and_its_answer_is_verified() {
     testkit::timing::timing_test_blocking(rate_search);
@@ -71,9 +115,9 @@ fn rate_search() {
             "--profile",
             "capacity",
             "--slo",
-            "ttft:p90<=10ms",
+            "ttft:p90<=20ms",
             "--search-from",
-            "64",
+            "48",
             "--search-precision",
             "50%",
             "--max-requests",
@@ -89,9 +133,10 @@ fn rate_search() {
     assert_eq!(s["predicateType"], schemas::PREDICATE_TYPE);
     let c = &s["predicate"]["capacity"];
     assert_eq!(c["search"], "rate");
-    assert_eq!(c["slo"][0], "ttft:p90<=10ms");
-    let truth = 500.0 - (10f64).ln() / 0.01;
+    assert_eq!(c["slo"][0], "ttft:p90<=20ms");
+    let truth = 500.0 - (10f64).ln() / 0.02;
     let steps = steps(&s);
+    eprintln!("steps: {:#?}", accounts(&s));
     let Some(passed) = c["passed"].as_f64() else {
         panic!("no load passed the SLO: {steps:?}");
     };
@@ -115,8 +160,8 @@ fn rate_search() {
             );
         }
     }
-    // The steps it took: doubling from 20 until one did not pass, then between.
-    assert_eq!(steps[0].0, 64.0, "{steps:?}");
+    // The steps it took: doubling from 48 until one did not pass, then between.
+    assert_eq!(steps[0].0, 48.0, "{steps:?}");
     assert!(steps.len() >= 3, "{steps:?}");
     // …and the last between two it took before: a bisection.
     let (last, before) = steps.split_last().unwrap();
@@ -125,9 +170,9 @@ fn rate_search() {
             && before.iter().any(|(l, v)| v != "pass" && *l > last.0),
         "{steps:?}"
     );
-    // The goodput at the passing load counts requests within 50 ms.
+    // The goodput at the passing load counts requests within the bound.
     let b = &s["predicate"]["benchmarks"][c["passed_benchmark"].as_u64().unwrap() as usize];
-    assert_eq!(b["slo"]["ttft_ms"], 10.0);
+    assert_eq!(b["slo"]["ttft_ms"], 20.0);
     assert_eq!(
         c["goodput_per_s"],
         b["summary"]["goodput"]["requests_per_s"]
