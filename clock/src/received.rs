@@ -66,23 +66,33 @@ pub fn ask_for_stamps(_: &impl AsRawFd, _: u32) -> io::Result<()> {
 }
 
 /// One non-blocking read from `socket` and, when `stamped`, the kernel's software receive
-/// stamp of the bytes it returned, if the kernel attached one.
-#[cfg(target_os = "linux")]
+/// stamp of the bytes it returned, if the kernel attached one (never off Linux).
 pub fn receive(
     socket: &impl AsRawFd,
     buf: &mut [u8],
     stamped: bool,
 ) -> io::Result<(usize, Option<WallStamp>)> {
-    let fd = socket.as_raw_fd();
-    if !stamped {
-        // SAFETY: a valid socket and a buffer of ours, written at most `buf.len()` bytes.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        return if n < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok((n as usize, None))
-        };
+    #[cfg(target_os = "linux")]
+    if stamped {
+        return receive_stamped(socket.as_raw_fd(), buf);
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = stamped; // no stamps off Linux
+                     // SAFETY: a valid socket and a buffer of ours, written at most `buf.len()` bytes.
+    let n = unsafe { libc::read(socket.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok((n as usize, None))
+    }
+}
+
+/// [`receive`] with the stamp: `recvmsg` and its `SCM_TIMESTAMPING` message.
+#[cfg(target_os = "linux")]
+fn receive_stamped(
+    fd: std::os::fd::RawFd,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<WallStamp>)> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
@@ -120,21 +130,6 @@ pub fn receive(
         }
     }
     Ok((n as usize, stamp))
-}
-
-#[cfg(not(target_os = "linux"))]
-pub fn receive(
-    socket: &impl AsRawFd,
-    buf: &mut [u8],
-    _: bool,
-) -> io::Result<(usize, Option<WallStamp>)> {
-    // SAFETY: a valid socket and a buffer of ours, written at most `buf.len()` bytes.
-    let n = unsafe { libc::read(socket.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok((n as usize, None))
-    }
 }
 
 /// The monotonic instant of a kernel stamp taken on the wall clock: the two clocks read
