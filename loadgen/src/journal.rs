@@ -69,11 +69,14 @@ pub enum Line {
         requests: u64,
     },
     /// A capacity step's look at `at_us` decided it (pass or fail) on the `requests`
-    /// measured records that had ended by then: no request was sent after this line.
+    /// measured records that had ended by then: no request was sent after this line. A pass
+    /// names the look before, which passed too (`schemas::capacity::judge::Looks`).
     DecidedAt {
         benchmark: u32,
         at_us: u64,
         requests: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        earlier_pass_at_us: Option<u64>,
     },
     /// `--profile capacity`: the search the steps that follow belong to (its answer is
     /// derived when the result is sealed).
@@ -348,6 +351,8 @@ struct Pending {
     precise_at: Option<(u64, u64)>,
     /// (µs, measured records) of the look that decided a capacity step.
     decided_at: Option<(u64, u64)>,
+    /// The look before it, when a pass decided it.
+    earlier_pass_at_us: Option<u64>,
 }
 
 /// The accuracy phase with the items that were answered, in item order: a run stopped
@@ -456,6 +461,7 @@ impl Assembly {
                     token_timestamps: None,
                     precise_at: None,
                     decided_at: None,
+                    earlier_pass_at_us: None,
                 });
             }
             Line::Record { benchmark, record } => {
@@ -486,7 +492,12 @@ impl Assembly {
                 benchmark,
                 at_us,
                 requests,
-            } => self.pending(benchmark, "decided_at")?.decided_at = Some((at_us, requests)),
+                earlier_pass_at_us,
+            } => {
+                let pending = self.pending(benchmark, "decided_at")?;
+                pending.decided_at = Some((at_us, requests));
+                pending.earlier_pass_at_us = earlier_pass_at_us;
+            }
             Line::Capacity { capacity } => self.capacity = Some(capacity),
             Line::Attempt { attempt } => self.attempt = Some(attempt),
             Line::Shard { shard } => self.shard = Some(shard),
@@ -551,6 +562,7 @@ impl Assembly {
                      token_timestamps,
                      precise_at,
                      decided_at,
+                     earlier_pass_at_us,
                  }| {
                     let records = if a.phased {
                         let mut records = records;
@@ -578,6 +590,7 @@ impl Assembly {
                         capacity_step: a.capacity_step.then(|| schemas::document::capacity::Step {
                             decided_at_us: decided_at.map(|d| d.0),
                             decided_at_requests: decided_at.map(|d| d.1),
+                            earlier_pass_at_us,
                             verdict: schemas::document::capacity::Verdict::Undecided,
                             objectives: vec![],
                         }),

@@ -1,6 +1,6 @@
 //! Watches a benchmark's records as they complete and raises its [`Enough`] signal once
 //! those measured so far settle what the benchmark runs for: every `--until-precise` target
-//! met, or a capacity step's verdict decided.
+//! met, or a capacity step's verdict decided (a fail on one look, a pass on two in a row).
 //!
 //! The rules themselves — the targets and what "met" means, the SLO and what "decided"
 //! means — are `schemas::uncertainty::precision`'s and `schemas::capacity`'s, so the
@@ -13,7 +13,6 @@ use crate::journal::{Journal, Line};
 use crate::scheduler::{self, Enough};
 use schemas::capacity::judge;
 use schemas::catalogue::Target;
-use schemas::document::capacity::Verdict;
 use schemas::document::objective::Objective;
 use schemas::document::{RawRecord, Slo};
 use schemas::precision;
@@ -39,7 +38,7 @@ pub struct Watch {
 pub enum Rule {
     /// `--until-precise`: every target met.
     Precise(Vec<Target>),
-    /// A capacity step: its verdict decided, pass or fail.
+    /// A capacity step: its verdict decided, a fail on one look, a pass on two in a row.
     Decided(Vec<Objective>),
 }
 
@@ -52,40 +51,35 @@ impl Rule {
         }
     }
 
-    /// Whether the measured `records` that ended by `at_us` settle it: the count they are.
+    /// Whether the measured `records` that ended by `at_us` settle it, given the looks
+    /// before (`looks`, a capacity step's): the journal line that says so.
     fn settled(
         &self,
         records: &[RawRecord],
-        at_us: u64,
+        (benchmark, at_us): (u32, u64),
         slo: Option<&Slo>,
-    ) -> anyhow::Result<Option<u64>> {
+        looks: &mut judge::Looks,
+    ) -> anyhow::Result<Option<Line>> {
         Ok(match self {
             Rule::Precise(targets) => {
-                let (taken, summary) = precision::look(records, at_us, slo)?;
-                precision::all_met(targets, &summary).then_some(taken)
+                let (requests, summary) = precision::look(records, at_us, slo)?;
+                precision::all_met(targets, &summary).then_some(Line::PreciseAt {
+                    benchmark,
+                    at_us,
+                    requests,
+                })
             }
             Rule::Decided(objectives) => {
                 let taken = judge::taken(records, Some(at_us));
                 let (verdict, _) = judge::judge(objectives, &taken)?;
-                (verdict != Verdict::Undecided).then_some(taken.len() as u64)
+                looks.look(at_us, verdict).map(|d| Line::DecidedAt {
+                    benchmark,
+                    at_us,
+                    requests: taken.len() as u64,
+                    earlier_pass_at_us: d.earlier_pass_at_us,
+                })
             }
         })
-    }
-
-    /// The journal line of the look that settled it.
-    fn line(&self, benchmark: u32, at_us: u64, requests: u64) -> Line {
-        match self {
-            Rule::Precise(_) => Line::PreciseAt {
-                benchmark,
-                at_us,
-                requests,
-            },
-            Rule::Decided(_) => Line::DecidedAt {
-                benchmark,
-                at_us,
-                requests,
-            },
-        }
     }
 }
 
@@ -163,6 +157,7 @@ async fn look(
     raise: watch::Sender<bool>,
     settled_at: Arc<std::sync::OnceLock<u64>>,
 ) {
+    let mut looks = judge::Looks::default();
     for at in rule.checkpoints(b.cap.saturating_sub(b.warmup)) {
         tokio::select! {
             reached = count.wait_for(|&c| c >= at + b.warmup) => {
@@ -176,23 +171,33 @@ async fn look(
         let at_us = clock::us_since(b.origin, settled.max(b.origin));
         let (journal_, rule_, slo) = (journal.clone(), rule.clone(), b.slo.clone());
         let (index, warmup) = (b.index, b.warmup);
-        let met = tokio::task::spawn_blocking(move || -> anyhow::Result<Option<u64>> {
+        let met = tokio::task::spawn_blocking(move || {
             // Phases as the result will mark them: a benchmark that stops early has no
             // cool-down.
-            let records = scheduler::in_phases(journal_.records(index)?, warmup, 0);
-            rule_.settled(&records, at_us, slo.as_ref())
+            let settled = journal_.records(index).and_then(|records| {
+                let records = scheduler::in_phases(records, warmup, 0);
+                rule_.settled(&records, (index, at_us), slo.as_ref(), &mut looks)
+            });
+            (settled, looks)
         })
-        .await;
+        .await
+        .map(|(settled, after)| {
+            looks = after;
+            settled
+        });
         match met {
             Ok(Ok(None)) => {}
-            Ok(Ok(Some(requests))) => {
-                match &rule {
-                    Rule::Precise(_) => {
+            Ok(Ok(Some(line))) => {
+                match &line {
+                    Line::DecidedAt { requests, .. } => {
+                        tracing::info!(requests, "capacity step decided")
+                    }
+                    Line::PreciseAt { requests, .. } => {
                         tracing::info!(requests, "every --until-precise target met")
                     }
-                    Rule::Decided(_) => tracing::info!(requests, "capacity step decided"),
+                    _ => {}
                 }
-                journal.write(rule.line(b.index, at_us, requests));
+                journal.write(line);
                 let _ = settled_at.set(at_us);
                 let _ = raise.send(true);
                 return;

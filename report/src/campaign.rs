@@ -797,6 +797,7 @@ mod tests {
             b.capacity_step = Some(schemas::document::capacity::Step {
                 decided_at_us: None,
                 decided_at_requests: None,
+                earlier_pass_at_us: None,
                 verdict: schemas::document::capacity::Verdict::Undecided,
                 objectives: vec![],
             });

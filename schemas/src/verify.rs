@@ -185,8 +185,11 @@ fn check_statement(s: &Statement, matched_as_written: bool, v: &mut Verdict) {
         check_benchmark(bi, b, p, clients, version, v);
     }
     check_repetitions(p, v);
-    v.document_errors
-        .extend(crate::capacity::check(p.capacity.as_ref(), &p.benchmarks));
+    v.document_errors.extend(crate::capacity::check(
+        p.capacity.as_ref(),
+        &p.benchmarks,
+        version >= TWO_LOOKS_TO_PASS,
+    ));
     if version >= WITH_ACCURACY {
         check_accuracy(p, v);
     }
@@ -318,6 +321,9 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
 
 /// The place of `result/v0.10` in [`VERSIONS`]: an accuracy phase, graded.
 const WITH_ACCURACY: usize = versions::place_of(PREDICATE_TYPE_V0_10);
+/// From `result/v0.19` a capacity step's pass needs two looks in a row
+/// (`capacity::judge::Looks`); before, one look's pass decided.
+const TWO_LOOKS_TO_PASS: usize = versions::place_of(PREDICATE_TYPE);
 
 /// The place of `result/v0.7` in [`VERSIONS`]: summaries from then on carry their
 /// uncertainty.

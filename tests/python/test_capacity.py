@@ -12,6 +12,8 @@ requests' METRIC (TTFT from the scheduled time), k of n above B, q = 1 − P/100
   or the rise it fits from the first batch to the last at most a tenth of B);
 * fail when P(Binomial(n, q) ≥ k) < 1 − c and the lower batch bound is above q;
 * otherwise undecided; nothing is decided with fewer than 50 values.
+From `result/v0.19` a step stopped by a pass names the look before it (`earlier_pass_at_us`),
+and the records that had ended by then must pass too: a pass needs two looks in a row.
 The answer is the highest load that passed, the lowest above it that failed, and the lowest
 above it left undecided. This file recomputes both with numpy and scipy from a real search
 against `runner sim`, and shows that an edited verdict is caught.
@@ -79,9 +81,10 @@ def rising(values, bound):
     return slope > student_t.ppf(0.99, BATCHES - 2) * se and slope * (BATCHES - 1) > 0.1 * bound
 
 
-def judge_step(objectives, bench):
+def judge_step(objectives, bench, at=...):
     r = bench["records"]
-    at = bench["capacity_step"]["decided_at_us"]
+    if at is ...:
+        at = bench["capacity_step"]["decided_at_us"]
     taken = [i for i in range(len(r["phase"]))
              if r["phase"][i] == "measured" and (at is None or r["end_us"][i] <= at)]
     outcomes = []
@@ -123,6 +126,12 @@ def answer(capacity, benchmarks):
             "undecided_steps": sum(1 for s in steps if s[2] == "undecided")}
 
 
+def two_looks(statement):
+    """Whether the document's steps stop on a pass only after two looks in a row (v0.19 on)."""
+    minor = int(statement["predicateType"].rsplit("/v0.", 1)[1])
+    return minor >= 19
+
+
 def check(statement):
     """The disagreements between what a document says of its search and what its records give."""
     p = statement["predicate"]
@@ -134,6 +143,12 @@ def check(statement):
         stored = b["capacity_step"]
         if step != stored["verdict"]:
             problems.append(f"benchmarks[{i}]: stored {stored['verdict']}, records give {step}")
+        earlier = stored.get("earlier_pass_at_us")
+        if two_looks(statement) and step == "pass" and stored["decided_at_us"] is not None:
+            if earlier is None or earlier >= stored["decided_at_us"]:
+                problems.append(f"benchmarks[{i}]: stopped by a pass with no earlier look named before it")
+            elif judge_step(capacity["slo"], b, earlier)[0] != "pass":
+                problems.append(f"benchmarks[{i}]: the look before, at {earlier}, does not pass")
         for o, s in zip(outcomes, stored["objectives"]):
             if (o[0], o[1], o[2], o[3]) != (s["objective"], s["values"], s["over"], s["verdict"]):
                 problems.append(f"benchmarks[{i}] {o[0]}: {s} against {o}")
@@ -186,3 +201,11 @@ def test_an_edited_verdict_or_answer_is_caught(statement):
     edited = copy.deepcopy(statement)
     edited["predicate"]["capacity"]["passed"] = 8
     assert any("capacity.passed" in p for p in check(edited))
+    # A step stopped by a pass without the look before it named.
+    edited = copy.deepcopy(statement)
+    stopped = [b["capacity_step"] for b in edited["predicate"]["benchmarks"]
+               if b.get("capacity_step", {}).get("verdict") == "pass"
+               and b["capacity_step"]["decided_at_us"] is not None]
+    assert stopped and all(s["earlier_pass_at_us"] < s["decided_at_us"] for s in stopped)
+    del stopped[0]["earlier_pass_at_us"]
+    assert any("no earlier look" in p for p in check(edited))

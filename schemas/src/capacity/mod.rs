@@ -25,15 +25,47 @@ pub fn load_of(b: &Benchmark) -> Option<f64> {
 
 /// Recomputes one step's verdict from its records: the look it names, or all of them.
 pub fn judge_step(slo: &[Objective], b: &Benchmark) -> Result<Step, MetricsError> {
-    let at = b.capacity_step.as_ref().and_then(|s| s.decided_at_us);
+    let stored = b.capacity_step.as_ref();
+    let at = stored.and_then(|s| s.decided_at_us);
     let taken = judge::taken(&b.records, at);
     let (verdict, objectives) = judge::judge(slo, &taken)?;
     Ok(Step {
         decided_at_us: at,
         decided_at_requests: at.map(|_| taken.len() as u64),
+        earlier_pass_at_us: stored.and_then(|s| s.earlier_pass_at_us),
         verdict,
         objectives,
     })
+}
+
+/// What is wrong with the look before the one that decided a step (`fresh`, judged again),
+/// when a pass needs two looks in a row (`two_looks`, `result/v0.19` on; before, one look's
+/// pass decided and no earlier look is named): `None` when nothing is.
+fn earlier_look(slo: &[Objective], b: &Benchmark, fresh: &Step, two_looks: bool) -> Option<String> {
+    let decided_pass = fresh.verdict == Verdict::Pass && fresh.decided_at_us.is_some();
+    match (fresh.earlier_pass_at_us, two_looks && decided_pass) {
+        (None, false) => None,
+        (Some(at), false) => Some(format!(
+            "earlier_pass_at_us {at} names a look, but the step was not stopped by a pass"
+        )),
+        (None, true) => Some(
+            "the step stopped on one look's pass; a pass needs the look before it to pass too \
+             (earlier_pass_at_us)"
+                .into(),
+        ),
+        (Some(at), true) if Some(at) >= fresh.decided_at_us => Some(format!(
+            "earlier_pass_at_us {at} is not before decided_at_us {}",
+            fresh.decided_at_us.unwrap_or(0)
+        )),
+        (Some(at), true) => match judge::judge(slo, &judge::taken(&b.records, Some(at))) {
+            Ok((Verdict::Pass, _)) => None,
+            Ok((verdict, _)) => Some(format!(
+                "the records that ended by earlier_pass_at_us {at} give {}, not pass",
+                verdict.as_str()
+            )),
+            Err(e) => Some(format!("earlier_pass_at_us {at}: {e}")),
+        },
+    }
 }
 
 /// The answer from the steps' verdicts (the declared fields kept as given).
@@ -99,8 +131,13 @@ pub fn seal(declared: &Capacity, benchmarks: &mut [Benchmark]) -> Result<Capacit
 }
 
 /// What is wrong with a document's capacity search: each stored step verdict and the
-/// answer against their recomputation. Empty when nothing is.
-pub fn check(capacity: Option<&Capacity>, benchmarks: &[Benchmark]) -> Vec<String> {
+/// answer against their recomputation, and a step stopped by a pass without the look before
+/// it passing too where that is the rule (`two_looks`). Empty when nothing is.
+pub fn check(
+    capacity: Option<&Capacity>,
+    benchmarks: &[Benchmark],
+    two_looks: bool,
+) -> Vec<String> {
     let mut errors = vec![];
     let Some(c) = capacity else {
         if benchmarks.iter().any(|b| b.capacity_step.is_some()) {
@@ -131,6 +168,9 @@ pub fn check(capacity: Option<&Capacity>, benchmarks: &[Benchmark]) -> Vec<Strin
         match judge_step(&c.slo, b) {
             Err(e) => errors.push(format!("benchmarks[{i}].capacity_step: {e}")),
             Ok(fresh) => {
+                if let Some(e) = earlier_look(&c.slo, b, &fresh, two_looks) {
+                    errors.push(format!("benchmarks[{i}].capacity_step: {e}"));
+                }
                 if fresh.decided_at_us.is_some() && fresh.verdict == Verdict::Undecided {
                     errors.push(format!(
                         "benchmarks[{i}].capacity_step: the records that ended by decided_at_us \

@@ -58,6 +58,11 @@ pub struct Step {
     pub decided_at_us: Option<u64>,
     /// The measured records that look took (those with `end_us` ≤ `decided_at_us`).
     pub decided_at_requests: Option<u64>,
+    /// A step that a look passed: the look before it, in µs from `started_at`, which passed
+    /// too — a pass stands only when two looks in a row give it. Absent otherwise, and in
+    /// documents before `result/v0.19`, whose steps passed on one look.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier_pass_at_us: Option<u64>,
     /// Every objective passed (`pass`), one failed (`fail`), or neither could be said.
     pub verdict: Verdict,
     /// Each objective of the result's `capacity.slo`, in order.

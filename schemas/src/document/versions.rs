@@ -9,9 +9,9 @@ use crate::flag::FlagCode;
 use crate::{
     PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
     PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_14, PREDICATE_TYPE_V0_15,
-    PREDICATE_TYPE_V0_16, PREDICATE_TYPE_V0_17, PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3,
-    PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7,
-    PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
+    PREDICATE_TYPE_V0_16, PREDICATE_TYPE_V0_17, PREDICATE_TYPE_V0_18, PREDICATE_TYPE_V0_2,
+    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6,
+    PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
 };
 
 /// One version of the document.
@@ -29,7 +29,7 @@ pub struct Brought {
 }
 
 /// Every version this crate reads, oldest first; the last is the one it writes.
-pub const VERSIONS: [Version; 18] = [
+pub const VERSIONS: [Version; 19] = [
     Version {
         predicate_type: PREDICATE_TYPE_V0_1,
         brought: &[],
@@ -259,7 +259,7 @@ pub const VERSIONS: [Version; 18] = [
         }],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_18,
         brought: &[Brought {
             what: "the LoRA adapters as the server saw them",
             carried_by: |s| {
@@ -277,6 +277,19 @@ pub const VERSIONS: [Version; 18] = [
                             .as_ref()
                             .and_then(|h| h.server.as_ref())
                             .is_some_and(|s| s.lora.is_some())
+                })
+            },
+        }],
+    },
+    Version {
+        predicate_type: PREDICATE_TYPE,
+        brought: &[Brought {
+            what: "a capacity step passed on two looks in a row",
+            carried_by: |s| {
+                s.predicate.benchmarks.iter().any(|b| {
+                    b.capacity_step
+                        .as_ref()
+                        .is_some_and(|c| c.earlier_pass_at_us.is_some())
                 })
             },
         }],
