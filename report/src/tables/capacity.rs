@@ -104,10 +104,22 @@ pub fn section(p: &Predicate) -> String {
         }
         rows.push('\n');
     }
+    // Documents from result/v0.19 on name the look before a pass that stopped a step.
+    let two_looks = p
+        .benchmarks
+        .iter()
+        .filter_map(|b| b.capacity_step.as_ref())
+        .any(|s| s.earlier_pass_at_us.is_some());
     format!(
         "{}\n\nEach step's estimate is LoadGen's early-stopping estimate of the percentile (at \
          99 %); a step passes when every objective holds with 99 % confidence over its looks, \
-         and fails when one is violated with the same confidence.\n\n{head}\n{rule}\n{rows}\n",
-        answer(c)
+         and fails when one is violated with the same confidence.{}\n\n{head}\n{rule}\n{rows}\n",
+        answer(c),
+        if two_looks {
+            " A step stopped early by a pass passed two looks in a row; it was decided on the \
+             second's requests."
+        } else {
+            ""
+        }
     )
 }
