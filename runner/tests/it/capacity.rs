@@ -34,7 +34,8 @@ use crate::support::{run_ok, statement};
 use serde_json::Value;
 use std::time::Duration;
 
-fn steps(stmt: &Value) -> Vec<(f64, String)> {
+/// The search's steps: each one's load and benchmark.
+fn step_benchmarks(stmt: &Value) -> impl Iterator<Item = (f64, &Value)> {
     stmt["predicate"]["benchmarks"]
         .as_array()
         .unwrap()
@@ -42,14 +43,16 @@ fn steps(stmt: &Value) -> Vec<(f64, String)> {
         .filter(|b| !b["capacity_step"].is_null())
         .map(|b| {
             let p = &b["profile"];
-            let load = p["rate_per_s"]
-                .as_f64()
-                .or(p["concurrency"].as_f64())
-                .unwrap();
-            (
-                load,
-                b["capacity_step"]["verdict"].as_str().unwrap().to_string(),
-            )
+            let load = p["rate_per_s"].as_f64().or(p["concurrency"].as_f64());
+            (load.unwrap(), b)
+        })
+}
+
+fn steps(stmt: &Value) -> Vec<(f64, String)> {
+    step_benchmarks(stmt)
+        .map(|(load, b)| {
+            let verdict = b["capacity_step"]["verdict"].as_str().unwrap();
+            (load, verdict.to_string())
         })
         .collect()
 }
@@ -57,15 +60,9 @@ fn steps(stmt: &Value) -> Vec<(f64, String)> {
 /// Each step's account, for a failure's message: its load and verdict, and for each objective
 /// the values judged, how many lay over the bound, and the percentile's estimate.
 fn accounts(stmt: &Value) -> Vec<String> {
-    stmt["predicate"]["benchmarks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| !b["capacity_step"].is_null())
-        .map(|b| {
+    step_benchmarks(stmt)
+        .map(|(load, b)| {
             let step = &b["capacity_step"];
-            let p = &b["profile"];
-            let load = p["rate_per_s"].as_f64().or(p["concurrency"].as_f64());
             let objectives: Vec<String> = step["objectives"]
                 .as_array()
                 .into_iter()
@@ -78,7 +75,7 @@ fn accounts(stmt: &Value) -> Vec<String> {
                 })
                 .collect();
             format!(
-                "{load:?} {} (decided at {} requests; {})",
+                "{load} {} (decided at {} requests; {})",
                 step["verdict"],
                 step["decided_at_requests"],
                 objectives.join("; ")
@@ -139,12 +136,8 @@ fn rate_search() {
     let Some(passed) = c["passed"].as_f64() else {
         panic!("no load passed the SLO: {steps:?}");
     };
-    let windows: Vec<u64> = s["predicate"]["benchmarks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|b| !b["capacity_step"].is_null())
-        .map(|b| b["summary"]["window_us"].as_u64().unwrap_or(0) / 1000)
+    let windows: Vec<u64> = step_benchmarks(&s)
+        .map(|(_, b)| b["summary"]["window_us"].as_u64().unwrap_or(0) / 1000)
         .collect();
     eprintln!("capacity {passed} against {truth:.1}: {steps:?}, windows (ms) {windows:?}");
     assert!(
