@@ -9,7 +9,8 @@
 //!
 //! Files:
 //! * `lib.rs` (this one) — the public configuration, [`SimServer`] (start, truth, shutdown);
-//! * `model.rs` — the latency model: FIFO admission into `max_batch` slots, token deadlines, truth;
+//! * `model.rs` — the latency model: admission, token deadlines, truth;
+//! * `admission.rs` — FIFO admission into `max_batch` slots, with vLLM's rule for LoRA adapters;
 //! * `faults.rs` — which requests misbehave (deterministically), and how;
 //! * `noise.rs` — seeded latency noise with a known distribution (the truth intervals are
 //!   tested against);
@@ -119,9 +120,11 @@
 //! does with `--enable-lora --lora-modules`: `/v1/models` lists each (its `parent` the base
 //! model), an OpenAI request whose `model` names one is served with it, and one that names
 //! neither the base model nor an adapter is refused with vLLM's 404 (`NotFoundError`, "The
-//! model `…` does not exist."). At most [`Lora::max_loras`] adapters are loaded at once. A
+//! model `…` does not exist."). At most [`Lora::max_loras`] adapters are loaded at once, and
+//! run at once: as vLLM's scheduler does, a waiting request whose adapter would be one too
+//! many in the running batch waits while those behind it, whose adapters run, go first. A
 //! request whose adapter is not loaded when it is admitted loads it, evicting the least
-//! recently used, and its first token is due [`Lora::load_ms`] later than it would be (the
+//! recently used that no running request uses, and its first token is due [`Lora::load_ms`] later than it would be (the
 //! swap cost); a request whose adapter is loaded pays nothing more, and a request of the base
 //! model neither loads nor evicts. No adapter is loaded at start. The truth keeps each
 //! request's adapter and whether it loaded it ([`RequestTruth::adapter`],
@@ -159,6 +162,7 @@
 //! `Accept` header asks for `application/openmetrics-text` (where it does not, and the page ends
 //! in `# EOF`).
 
+mod admission;
 pub mod answers;
 mod arrival;
 mod disaggregated;

@@ -1,7 +1,8 @@
 //! The latency model and the ground truth.
 //!
 //! A request waits FIFO for one of `max_batch` slots (so an overloaded server queues, as a real
-//! one does), then its first token is due at `admitted + ttft + prefill × prompt_tokens` and each
+//! one does; with LoRA adapters, also for room for its adapter among `max_loras`, vLLM's rule:
+//! `admission.rs`), then its first token is due at `admitted + ttft + prefill × prompt_tokens` and each
 //! next one at the previous *deadline* plus the current ITL, which grows with the number of
 //! running requests. Deadlines chain from deadlines, never from "now", so a late wake-up does not
 //! push every later token back; a server that fell behind catches up by writing back to back.
@@ -9,8 +10,8 @@
 //! requests' tokens leave together, as a continuous-batching engine's do.
 //!
 //! A request served with a LoRA adapter that is not loaded at its admission loads it (the
-//! least recently used one out when all `max_loras` places are taken): its first token is
-//! due `load_ms` later.
+//! least recently used one that no running request uses out, when all `max_loras` places are
+//! taken): its first token is due `load_ms` later.
 //!
 //! At admission the prompt's leading blocks are looked up in the prefix cache ([`PrefixCache`]);
 //! the `k` tokens found skip prefill, so the first token is due at
@@ -26,6 +27,7 @@
 //! embedders and cross-encoders, with prefix caching off), and it ends by `stop`, as vLLM
 //! finishes a pooling request.
 
+use super::admission::{Admission, Slot};
 use super::disaggregated::Transfers;
 use super::faults::Fault;
 use super::lora_info::{LoraRequests, Waiting};
@@ -38,15 +40,14 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// State shared by every connection of one server.
 pub(crate) struct Engine {
     pub cfg: SimConfig,
     /// The model id as a JSON string literal (quotes included), escaped once.
     pub model_json: String,
-    /// `max_batch` permits; tokio's semaphore is fair, which gives the FIFO queue.
-    slots: Arc<Semaphore>,
+    /// The `max_batch` slots and the FIFO queue for them (with vLLM's LoRA rule).
+    admission: Arc<Admission>,
     pub running: AtomicU32,
     pub waiting: AtomicU32,
     /// Arrival index of the next request (generation, embeddings or rerank): what faults and
@@ -108,7 +109,7 @@ impl Engine {
         };
         Ok(Engine {
             model_json: serde_json::to_string(&cfg.model).expect("a string serialises"),
-            slots: Arc::new(Semaphore::new(cfg.max_batch as usize)),
+            admission: Admission::new(cfg.max_batch, cfg.lora.as_ref().map(|l| l.max_loras)),
             running: AtomicU32::new(0),
             waiting: AtomicU32::new(0),
             next_index: AtomicU64::new(0),
@@ -166,8 +167,8 @@ impl Engine {
     }
 
     /// Uses LoRA adapter `name` at an admission: whether it had to be loaded (then it is,
-    /// the least recently used out when every place is taken), and it becomes the most
-    /// recently used.
+    /// when every place is taken in place of the least recently used that no running request
+    /// uses, of which admission leaves one), and it becomes the most recently used.
     fn use_lora(&self, name: &str) -> bool {
         let places = self.cfg.lora.as_ref().map_or(1, |l| l.max_loras) as usize;
         let mut loaded = self.loras_loaded.lock().expect("lora lock");
@@ -179,7 +180,11 @@ impl Engine {
             None => false,
         };
         if !had && loaded.len() >= places {
-            loaded.pop_front();
+            let idle = loaded
+                .iter()
+                .position(|a| !self.admission.runs(a))
+                .unwrap_or(0);
+            loaded.remove(idle);
         }
         loaded.push_back(name.to_string());
         !had
@@ -305,7 +310,7 @@ pub(crate) struct Generation {
     /// transfer's.
     remote_prefill: Option<Duration>,
     kv_transfer: Option<Duration>,
-    permit: Option<OwnedSemaphorePermit>,
+    permit: Option<Slot>,
     finished: bool,
 }
 
@@ -427,12 +432,7 @@ impl Generation {
                 .adapter
                 .as_deref()
                 .map(|name| Waiting::enter(&engine.lora_requests, name));
-            let permit = engine
-                .slots
-                .clone()
-                .acquire_owned()
-                .await
-                .expect("the slot semaphore is never closed");
+            let permit = engine.admission.admit(self.adapter.as_deref()).await;
             if let Some(waiting) = adapter {
                 waiting.admitted();
             }

@@ -2546,6 +2546,48 @@ async fn lora_adapters_load_on_demand_at_their_swap_cost() {
     .await
 }
 
+/// vLLM's rule for the running batch: at most `max_loras` distinct adapters in it. With one,
+/// a chat request that arrives while a sql one runs waits, though slots are free, and a sql
+/// request behind it goes first; no two adapters ever run at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_adapter_one_too_many_waits_while_those_behind_it_run() {
+    bounded(20, async {
+        let server = SimServer::start(SimConfig {
+            ttft_ms: 300.0,
+            max_batch: 4,
+            lora: Some(Lora {
+                adapters: vec!["sql".into(), "chat".into()],
+                max_loras: 1,
+                load_ms: 0.0,
+            }),
+            ..instant_cfg()
+        })
+        .await
+        .unwrap();
+        let mut asks = vec![];
+        for model in ["sql", "chat", "sql"] {
+            let body = json!({"model": model, "prompt": "a b c", "max_tokens": 1});
+            let url = format!("{}/v1/completions", server.base_url());
+            asks.push(tokio::spawn(async move {
+                let client = http_client().build().unwrap();
+                client.post(url).json(&body).send().await.unwrap().status()
+            }));
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+        for ask in asks {
+            assert_eq!(ask.await.unwrap(), 200);
+        }
+        let mut truth = server.truth();
+        truth.sort_by_key(|t| t.admitted);
+        let admitted: Vec<Option<&str>> = truth.iter().map(|t| t.adapter.as_deref()).collect();
+        assert_eq!(admitted, [Some("sql"), Some("sql"), Some("chat")]);
+        let sql_done = truth[..2].iter().map(|t| t.end).max().unwrap();
+        assert!(truth[2].admitted >= sql_done, "chat ran beside sql");
+        server.shutdown().await;
+    })
+    .await
+}
+
 /// The decode side of a disaggregated deployment: each request is prefilled on the prefill
 /// side (which counts its prompt tokens), then its KV transfer takes the stated time (counted
 /// in `vllm:nixl_xfer_time_seconds` as the truth has it), then it decodes with no prefill
