@@ -6,15 +6,19 @@
 //! never exceed `max_loras`, as the server's `vllm:lora_requests_info` says of vLLM.
 //!
 //! A request takes a [`Slot`] and gives it back by dropping it; a request that leaves while
-//! it waits (its client gone) leaves the queue.
+//! it waits (its client gone) leaves the queue. With adapters on, each change of what runs and
+//! waits is set in the server's `vllm:lora_requests_info` ([`Admission::lora_requests`]).
 
-use std::collections::{HashMap, VecDeque};
+use super::lora_info::LoraRequests;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
 
 /// The batch's slots and the queue for them.
 pub(crate) struct Admission {
     state: Mutex<State>,
+    /// The adapters of the requests running and waiting, as vLLM's gauge keeps them.
+    pub lora_requests: LoraRequests,
 }
 
 struct State {
@@ -49,7 +53,24 @@ impl Admission {
                 queue: VecDeque::new(),
                 next_ticket: 0,
             }),
+            lora_requests: LoraRequests::default(),
         })
+    }
+
+    /// Sets the adapters running and waiting now in the gauge, when adapters are on.
+    fn changed(&self, s: &State) {
+        if s.max_loras.is_none() {
+            return;
+        }
+        let joined = |names: BTreeSet<&str>| names.into_iter().collect::<Vec<_>>().join(",");
+        let running = joined(s.running.keys().map(String::as_str).collect());
+        let waiting = joined(
+            s.queue
+                .iter()
+                .filter_map(|w| w.adapter.as_deref())
+                .collect(),
+        );
+        self.lora_requests.now(&running, &waiting);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -69,6 +90,7 @@ impl Admission {
                 admit,
             });
             s.dispatch();
+            self.changed(&s);
             ticket
         };
         let mut waiting = Leaving {
@@ -161,16 +183,14 @@ impl Drop for Leaving<'_> {
         }
         let mut s = self.admission.lock();
         match s.queue.iter().position(|w| w.ticket == self.ticket) {
-            Some(at) => {
-                s.queue.remove(at);
-                // Those behind it may fit where it did not.
-                s.dispatch();
-            }
+            // Nothing was freed: those behind it were tried already.
+            Some(at) => drop(s.queue.remove(at)),
             None => {
                 s.give_back(self.adapter);
                 s.dispatch();
             }
         }
+        self.admission.changed(&s);
     }
 }
 
@@ -179,6 +199,7 @@ impl Drop for Slot {
         let mut s = self.admission.lock();
         s.give_back(self.adapter.as_deref());
         s.dispatch();
+        self.admission.changed(&s);
     }
 }
 

@@ -971,7 +971,10 @@ fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
         transfer_metrics(engine, &model, &mut out);
     }
     if let Some(lora) = &engine.cfg.lora {
-        engine.lora_requests.write(lora.max_loras, &mut out);
+        engine
+            .admission
+            .lora_requests
+            .write(lora.max_loras, &mut out);
     }
     if openmetrics {
         out.push_str("# EOF\n");

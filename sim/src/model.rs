@@ -30,7 +30,6 @@
 use super::admission::{Admission, Slot};
 use super::disaggregated::Transfers;
 use super::faults::Fault;
-use super::lora_info::{LoraRequests, Waiting};
 use super::noise::{self, Draw};
 use super::protocol::Conversation;
 use super::truth_log::TruthLog;
@@ -47,7 +46,7 @@ pub(crate) struct Engine {
     /// The model id as a JSON string literal (quotes included), escaped once.
     pub model_json: String,
     /// The `max_batch` slots and the FIFO queue for them (with vLLM's LoRA rule).
-    admission: Arc<Admission>,
+    pub admission: Arc<Admission>,
     pub running: AtomicU32,
     pub waiting: AtomicU32,
     /// Arrival index of the next request (generation, embeddings or rerank): what faults and
@@ -84,8 +83,6 @@ pub(crate) struct Engine {
     responses: Mutex<ResponseStore>,
     /// The LoRA adapters loaded, the least recently used first.
     loras_loaded: Mutex<VecDeque<String>>,
-    /// The adapters of the requests waiting and running (`vllm:lora_requests_info`).
-    pub lora_requests: LoraRequests,
     truth: Option<Mutex<Vec<RequestTruth>>>,
     /// Where each request that ends is appended, when asked ([`SimConfig::truth_log`]).
     truth_log: Option<TruthLog>,
@@ -133,7 +130,6 @@ impl Engine {
             }),
             responses: Mutex::new(ResponseStore::default()),
             loras_loaded: Mutex::new(VecDeque::new()),
-            lora_requests: LoraRequests::default(),
             truth: keep_truth.then(|| Mutex::new(Vec::new())),
             truth_log,
             kv_transfers: Transfers::default(),
@@ -428,15 +424,7 @@ impl Generation {
         let permit = {
             // A guard, so that a client leaving while queued is no longer counted as waiting.
             let _queued = Queued::enter(&engine.waiting);
-            let adapter = self
-                .adapter
-                .as_deref()
-                .map(|name| Waiting::enter(&engine.lora_requests, name));
-            let permit = engine.admission.admit(self.adapter.as_deref()).await;
-            if let Some(waiting) = adapter {
-                waiting.admitted();
-            }
-            permit
+            engine.admission.admit(self.adapter.as_deref()).await
         };
         engine.running.fetch_add(1, Relaxed);
         let blocks = std::mem::take(&mut self.block_hashes);
@@ -579,9 +567,6 @@ impl Generation {
         self.finished = true;
         if self.permit.take().is_some() {
             self.engine.running.fetch_sub(1, Relaxed);
-            if let Some(name) = &self.adapter {
-                self.engine.lora_requests.ends(name);
-            }
             let held = u64::from(self.prompt_tokens) + u64::from(self.emitted);
             self.engine.kv_tokens.fetch_sub(held, Relaxed);
         }
