@@ -29,9 +29,10 @@ pub fn timing_test_lock() -> std::sync::MutexGuard<'static, ()> {
 /// tests' servers and clients do, and how late its timer and a peer's echo come is read, see
 /// [`WakeProbe`]). An attempt that fails while any reached its threshold
 /// ([`STOLEN_SHARE_RETRY`], [`OTHERS_SHARE_RETRY`], [`SLOW_WAKE_P90_RETRY_MS`],
-/// [`SLOW_ECHO_P90_RETRY_MS`]) is run again, up to [`ATTEMPTS`] times. A failure on a quiet machine fails the test at once; if every attempt was disturbed
-/// the check is inconclusive, says so on stderr and passes — the runner flags such runs
-/// `client_bound` in the product too.
+/// [`SLOW_ECHO_P90_RETRY_MS`]) is run again, up to [`ATTEMPTS`] times. A failure on a quiet
+/// machine fails the test at once; if every attempt was disturbed the check is inconclusive,
+/// says so on stderr and passes — the runner flags such runs `client_bound` in the product
+/// too.
 #[allow(clippy::await_holding_lock)] // on purpose: see timing_test_lock
 pub async fn timing_test<F, Fut>(attempt: F)
 where
