@@ -49,6 +49,9 @@ pub struct Options {
     /// the recipe's `[lora]` flags carry them, after the user's `{args}`.
     pub lora_modules: Vec<String>,
     pub max_loras: Option<u32>,
+    /// The name to serve the model under, through the recipe's `served_name` flag (none: the
+    /// engine's own choice, which for a local model is its path).
+    pub served_name: Option<String>,
 }
 
 /// The exact command, checked, before anything starts.
@@ -115,6 +118,19 @@ pub fn plan(loaded: &Loaded, o: &Options) -> anyhow::Result<Plan> {
     }
     env.extend(o.env.clone());
     let mut values = o.values.clone();
+    if let (Some(name), Some(flag)) = (&o.served_name, r.served_name.first()) {
+        let named = |arg: &String| {
+            r.served_name.iter().any(|f| {
+                arg == f
+                    || arg
+                        .strip_prefix(f.as_str())
+                        .is_some_and(|v| v.starts_with('='))
+            })
+        };
+        if !values.args.iter().any(named) {
+            values.args.extend([flag.clone(), name.clone()]);
+        }
+    }
     if let Some(s) = &o.speculative {
         let flags = r.speculative.as_ref().ok_or_else(|| {
             anyhow!(

@@ -35,6 +35,35 @@ pub fn identify(model: &str) -> (Option<String>, Option<BTreeMap<String, String>
     }
 }
 
+/// The name an engine serves a model read from `path` under, so that a result names it by
+/// something a reader can use rather than a directory on one host: in a Hugging Face cache,
+/// the repository (`org/name`, then the file's path in the snapshot when it is one file of
+/// it: `org/name-GGUF/name-Q4_K_M.gguf`); elsewhere the file's or directory's own name. `None`
+/// when `path` names nothing here (a Hugging Face id names itself).
+pub fn served_name(path: &str) -> Option<String> {
+    let canonical = Path::new(path).canonicalize().ok()?;
+    let parts: Vec<String> = canonical
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let snapshot = parts
+        .windows(3)
+        .position(|w| w[0].starts_with("models--") && w[1] == "snapshots" && is_commit(&w[2]));
+    if let Some(at) = snapshot {
+        if let Some((org, name)) = parts[at]["models--".len()..].split_once("--") {
+            let mut served = format!("{org}/{name}");
+            for part in &parts[at + 3..] {
+                served.push('/');
+                served.push_str(part);
+            }
+            return Some(served);
+        }
+    }
+    canonical
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+}
+
 /// `…/snapshots/<40 hex>/…` in a path inside an HF cache.
 fn snapshot_revision(path: &Path) -> Option<String> {
     let canonical = path.canonicalize().ok()?;
@@ -202,5 +231,31 @@ mod tests {
         assert_eq!(r.as_deref(), Some(rev));
         assert_eq!(d.unwrap()["gitCommit"], rev);
         assert_eq!(identify("o/absent"), (None, None));
+    }
+
+    #[test]
+    fn a_local_model_is_served_under_its_repository_or_its_own_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("SmolLM2-135M-Q4_1.gguf");
+        std::fs::write(&f, b"abc").unwrap();
+        assert_eq!(
+            served_name(f.to_str().unwrap()).as_deref(),
+            Some("SmolLM2-135M-Q4_1.gguf")
+        );
+        let rev = "0123456789abcdef0123456789abcdef01234567";
+        let snap = dir
+            .path()
+            .join(format!("hub/models--org--Name-GGUF/snapshots/{rev}"));
+        std::fs::create_dir_all(snap.join("q4")).unwrap();
+        std::fs::write(snap.join("q4/Name-Q4_K_M.gguf"), b"abc").unwrap();
+        assert_eq!(
+            served_name(snap.to_str().unwrap()).as_deref(),
+            Some("org/Name-GGUF")
+        );
+        assert_eq!(
+            served_name(snap.join("q4/Name-Q4_K_M.gguf").to_str().unwrap()).as_deref(),
+            Some("org/Name-GGUF/q4/Name-Q4_K_M.gguf")
+        );
+        assert_eq!(served_name("org/absent"), None);
     }
 }

@@ -41,6 +41,12 @@ pub struct Recipe {
     pub speculative: Option<SpeculativeFlags>,
     /// The flags that load LoRA adapters at start.
     pub lora: Option<LoraFlags>,
+    /// The flags that name the model the engine serves (`--served-model-name`), the one the
+    /// runner passes first: a model read from a local path is served under a name a reader
+    /// can use ([`crate::model_id::served_name`]) rather than the path, unless the user's
+    /// arguments already hold one of them.
+    #[serde(default)]
+    pub served_name: Vec<String>,
     /// Seconds between SIGTERM and SIGKILL when stopping.
     #[serde(default = "default_stop_timeout")]
     pub stop_timeout_s: u64,

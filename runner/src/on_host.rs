@@ -80,6 +80,13 @@ pub fn start(
         speculative: e.speculative(),
         lora_modules: e.lora_modules.clone(),
         max_loras: e.max_loras,
+        // A model read from a path is served under `--model`, else a name of its own: the
+        // result names it by that, and requests ask for it.
+        served_name: e.model_path.as_deref().and_then(|path| {
+            spec.model
+                .clone()
+                .or_else(|| engine::model_id::served_name(path))
+        }),
     };
     let plan = launch::plan(&loaded, &options).map_err(Failure::Input)?;
     let stop_timeout = Duration::from_secs(loaded.recipe.stop_timeout_s);

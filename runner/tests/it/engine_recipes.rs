@@ -10,8 +10,17 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use support::{free_port, statement};
 
-/// `runner run --engine llama.cpp` with llama-server on PATH, as an installed engine is.
+/// `runner run --engine llama.cpp` with llama-server on PATH, as an installed engine is,
+/// serving its model as `smollm2-135m`.
 fn runner(bin: &Path, dir: &Path, port: u16, args: &[&str]) -> Command {
+    let mut c = unnamed_runner(bin, dir, port, &["--model", "smollm2-135m"]);
+    c.args(["--engine-arg=-a", "--engine-arg=smollm2-135m"])
+        .args(args);
+    c
+}
+
+/// The same, leaving the model's name to the runner.
+fn unnamed_runner(bin: &Path, dir: &Path, port: u16, args: &[&str]) -> Command {
     let bin_dir = bin.parent().unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
     c.current_dir(dir)
@@ -22,14 +31,13 @@ fn runner(bin: &Path, dir: &Path, port: u16, args: &[&str]) -> Command {
             "--engine-port",
             &port.to_string(),
         ])
-        .args(["--model", "smollm2-135m", "--request-timeout", "120"])
+        .args(["--request-timeout", "120"])
         .args([
             "--engine-arg=-t",
             "--engine-arg=1",
             "--engine-arg=-c",
             "--engine-arg=2048",
         ])
-        .args(["--engine-arg=-a", "--engine-arg=smollm2-135m"])
         .args(args)
         .env(
             "PATH",
@@ -511,6 +519,7 @@ fn a_container_recipe_builds_the_runtimes_command_line() {
         }),
         lora_modules: vec!["sql=/adapters/sql".into()],
         max_loras: Some(2),
+        served_name: None,
     };
     let plan = engine::launch::plan(&loaded, &options).unwrap();
     let port = options.values.port;
@@ -557,6 +566,63 @@ fn a_container_recipe_builds_the_runtimes_command_line() {
     .to_vec();
     assert_eq!(plan.argv, expected);
     assert_eq!(plan.image.as_deref(), Some("vllm/vllm-openai:v0.11.0"));
+}
+
+/// A model read from a path is served under the name the runner gives it, through the
+/// recipe's first `served_name` flag, unless the user's arguments name it with any of them
+/// (`--flag NAME` or `--flag=NAME`); a recipe with no such flag (TGI) leaves the engine's own.
+#[test]
+fn a_model_read_from_a_path_is_served_under_a_name_unless_the_args_give_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("docker"), "").unwrap();
+    let argv = |recipe: &str, args: &[&str]| {
+        let options = engine::launch::Options {
+            values: engine::recipe::Values {
+                model: "/models/Llama-3.1-8B-Instruct".into(),
+                port: free_port(),
+                gpus: 1,
+                args: args.iter().map(|a| a.to_string()).collect(),
+                hf_home: "/hf".into(),
+                model_dir: "/models".into(),
+            },
+            container_runtime: Some(dir.path().join("docker").display().to_string()),
+            image: None,
+            env: Default::default(),
+            reset_prefix_cache: false,
+            run_id: "abc".into(),
+            speculative: None,
+            lora_modules: vec![],
+            max_loras: None,
+            served_name: Some("Llama-3.1-8B-Instruct".into()),
+        };
+        let loaded = engine::recipe::load(recipe).unwrap();
+        engine::launch::plan(&loaded, &options).unwrap().argv
+    };
+    let named = |argv: &[String], flag: &str| {
+        argv.windows(2)
+            .filter(|w| w[0] == flag)
+            .map(|w| w[1].clone())
+            .collect::<Vec<_>>()
+    };
+    for (recipe, flag) in [
+        ("vllm", "--served-model-name"),
+        ("sglang", "--served-model-name"),
+        ("lmdeploy", "--model-name"),
+        ("llama.cpp", "--alias"),
+    ] {
+        assert_eq!(
+            named(&argv(recipe, &[]), flag),
+            ["Llama-3.1-8B-Instruct"],
+            "{recipe}"
+        );
+    }
+    let given = argv("vllm", &["--served-model-name=mine"]);
+    assert!(named(&given, "--served-model-name").is_empty(), "{given:?}");
+    let given = argv("llama.cpp", &["-a", "mine"]);
+    assert_eq!(named(&given, "-a"), ["mine"]);
+    assert!(named(&given, "--alias").is_empty(), "{given:?}");
+    let tgi = argv("tgi", &[]);
+    assert!(!tgi.iter().any(|a| a == "Llama-3.1-8B-Instruct"), "{tgi:?}");
 }
 
 /// Each shipped recipe that takes speculative settings puts them in its own flags; one that
@@ -659,6 +725,7 @@ fn lora_adapters_become_each_engines_flags() {
         speculative: None,
         lora_modules: modules.to_vec(),
         max_loras: None,
+        served_name: None,
     };
     let e = engine::launch::plan(&loaded, &options)
         .unwrap_err()
@@ -669,7 +736,8 @@ fn lora_adapters_become_each_engines_flags() {
 /// `--speculative-method`, `--speculative-model` and `--num-speculative-tokens` through the
 /// llama.cpp recipe's `[speculative]` flags: llama-server drafts with SmolLM2 for itself, the
 /// result records the settings and the argv that carried them, and with no prompts named the
-/// run takes the shipped real-text ones.
+/// run takes the shipped real-text ones. No `--model`: the recipe's `--alias` serves the
+/// model under its file's name, and the result names it so, not by its path.
 #[test]
 fn speculative_settings_start_the_engine_drafting_on_real_text_by_default() {
     let Some((bin, model)) = support::llama_server() else {
@@ -678,7 +746,7 @@ fn speculative_settings_start_the_engine_drafting_on_real_text_by_default() {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let model = model.to_str().unwrap();
-    let out = runner(&bin, dir.path(), port, &["--out", "r.json", "--no-sign"])
+    let out = unnamed_runner(&bin, dir.path(), port, &["--out", "r.json", "--no-sign"])
         .args(["--engine-model", model])
         .args([
             "--speculative-method",
@@ -705,6 +773,12 @@ fn speculative_settings_start_the_engine_drafting_on_real_text_by_default() {
         .iter()
         .map(|a| a.as_str().unwrap())
         .collect();
+    let file_name = Path::new(model).file_name().unwrap().to_str().unwrap();
+    assert_eq!(p["model"]["id"], file_name, "{}", p["model"]);
+    assert!(
+        argv.windows(2).any(|w| w == ["--alias", file_name]),
+        "{argv:?}"
+    );
     let tail = &argv[argv.len() - 6..];
     assert_eq!(
         tail,
