@@ -9,8 +9,14 @@
       is checked against it. PROVEBENCH_NVML_LIB, when set, names the library (the fake NVML of the
       tests), as it does for the runner.
 
+  gpu-proof-check.py slo-bound RESULT [--times 3 --floor-ms 30]
+      Prints the capacity search's TTFT bound in whole ms: that many times the TTFT p90 of
+      RESULT's synchronous benchmark (one request at a time), at least the floor.
+
   gpu-proof-check.py check --result R --idle I --energy-log E --engine-log L --bench B
                            --smi S --seconds N --out DIR [--model-bytes N --devices F] [--cpu]
+                           [--agentic A --speculative S --capacity C --site-verdict V --ceiling T]
+                           [--model-name NAME --model-sha256 HEX]
       Checks what the proof asks and writes DIR/summary.json and DIR/summary.md; exit status 1
       when a check fails. Every check is computed from the signed results' records and columns
       (decoded here independently of the runner), the energy log, the engine's log, the
@@ -349,9 +355,8 @@ def main_check(a: argparse.Namespace) -> int:
     # 10. Agentic sessions on the GPU: every turn's prompt (its agent's whole history) counted by
     # the server as the runner built it, every session completed, and llama.cpp's own count of
     # the prompt tokens it reused beside a perfect cache's: never above it by more than the BOS.
-    runs = 2
+    runs = 2 + sum(bool(x) for x in (a.agentic, a.speculative, a.capacity))
     if a.agentic:
-        runs = 3
         try:
             ab = statement(a.agentic)["predicate"]["benchmarks"][0]
             rec, s = ab["records"], ab["summary"]
@@ -373,6 +378,79 @@ def main_check(a: argparse.Namespace) -> int:
                   server_hit_rate=server.get("hit_rate"))
         except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
             check("agentic sessions", False, f"{a.agentic}: {e}")
+
+    # 11. The model named by something a reader can use: its file's name (what the engine served
+    # it under) and its sha256, in every result the engine served, never a temporary path.
+    served = [(name, path) for name, path in (("sweep", a.result), ("agentic", a.agentic),
+                                               ("speculative", a.speculative), ("capacity", a.capacity)) if path]
+    if a.model_name:
+        named, wrong = [], []
+        for name, path in served:
+            try:
+                m = statement(path)["predicate"]["model"]
+            except (OSError, ValueError, KeyError) as e:
+                wrong.append(f"{name}: {e}")
+                continue
+            digest = (m.get("digest") or {}).get("sha256")
+            if m.get("id") == a.model_name and "/" not in m["id"] and digest == a.model_sha256:
+                named.append(name)
+            else:
+                wrong.append(f"{name}: {m.get('id')} sha256 {digest}")
+        check("model named", not wrong and named,
+              f"{a.model_name}, sha256 {a.model_sha256}, in {', '.join(named) or 'no result'}"
+              + (f"; otherwise in {'; '.join(wrong)}" if wrong else ""),
+              model=a.model_name, sha256=a.model_sha256)
+
+    # 12. Speculative decoding: llama.cpp's per-request draft counts (its `timings`) sum to what its
+    # /metrics counted over the benchmark, acceptance is neither nil nor whole, and later draft
+    # positions are accepted no more often than earlier ones (position i only after all before it).
+    if a.speculative:
+        try:
+            sb = statement(a.speculative)["predicate"]["benchmarks"][0]
+            rec, s = sb["records"], sb["summary"]
+            n = len(rec["phase"])
+            timing = [t or {} for t in rec.get("server_timing", [None] * n)]
+            failed = sum(e is not None for e in rec["error"])
+            drafted = sum(t.get("draft_tokens") or 0 for t in timing)
+            accepted = sum(t.get("accepted_tokens") or 0 for t in timing)
+            counters = ((s.get("host") or {}).get("server") or {}).get("speculative") or {}
+            by_position = counters.get("acceptance_by_position") or []
+            rate = accepted / drafted if drafted else None
+            monotone = all(x >= y - 1e-9 for x, y in zip(by_position, by_position[1:]))
+            clock = s.get("server_clock") or {}
+            ok = n > 0 and failed == 0 and drafted > 0 and counters.get("draft_tokens") == drafted \
+                and counters.get("accepted_tokens") == accepted and rate is not None and 0 < rate < 1 \
+                and by_position and monotone and clock.get("clocks_disagree") == 0
+            check("speculative decoding", ok,
+                  f"{n} requests ({failed} failed); drafted {drafted}, accepted {accepted} by the requests' "
+                  f"own counts, {counters.get('draft_tokens')} and {counters.get('accepted_tokens')} by /metrics; "
+                  f"acceptance {rate if rate is None else round(rate, 3)}, mean acceptance length "
+                  f"{round(counters.get('mean_acceptance_length') or 0, 3)}, by position "
+                  f"{[round(x, 3) for x in by_position]}; clocks disagree on {clock.get('clocks_disagree')}; "
+                  + (f"{s['events']['mean_tokens_per_event']} tokens an event" if s.get("events")
+                     else "the engine streams one token an event and says nothing per event"),
+                  acceptance_rate=rate, mean_acceptance_length=counters.get("mean_acceptance_length"),
+                  acceptance_by_position=by_position)
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+            check("speculative decoding", False, f"{a.speculative}: {e}")
+
+    # 13. Capacity under an SLO, with the runner starting the engine: on a GPU the search brackets
+    # an answer (a load that passed and one above it that did not); on a CPU shared with the
+    # other suites it need only have searched. Every verdict is judged again by `runner verify`.
+    if a.capacity:
+        try:
+            cp = statement(a.capacity)["predicate"]
+            c = cp["capacity"]
+            steps = [b["label"] for b in cp["benchmarks"] if b.get("capacity_step") is not None]
+            bracket = c.get("passed") is not None and (c.get("failed") or c.get("undecided")) is not None
+            ok = len(steps) >= 2 and (bracket or a.cpu)
+            check("capacity under an SLO", ok,
+                  f"{', '.join(c['slo'])}: passed at {c.get('passed')}, failed at {c.get('failed')}, "
+                  f"undecided at {c.get('undecided')} (converged: {c.get('converged')}), goodput "
+                  f"{round(c.get('goodput_per_s') or 0, 1)} req/s; {len(steps)} steps: {', '.join(steps)}",
+                  passed=c.get("passed"), failed=c.get("failed"), undecided=c.get("undecided"), steps=len(steps))
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+            check("capacity under an SLO", False, f"{a.capacity}: {e}")
 
     # 9. Every run counted: each registered in the proof key's attempt log before its first
     # request and closed as completed, the log published with them and the site verified
@@ -422,6 +500,13 @@ def main_check(a: argparse.Namespace) -> int:
     return 0 if summary["ok"] else 1
 
 
+def slo_bound(a: argparse.Namespace) -> int:
+    """The TTFT bound of the capacity search, in whole ms (see the module's doc)."""
+    [sync] = [b for b in statement(a.result)["predicate"]["benchmarks"] if b["label"] == "synchronous"]
+    p90 = sync["summary"]["ttft_ms"]["p90"]
+    return max(math.ceil(a.times * p90), math.ceil(a.floor_ms))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -437,9 +522,19 @@ def main() -> None:
     c.add_argument("--site-verdict", default=None, help="`runner verify-site --json` of the site the kit published")
     c.add_argument("--agentic", default=None, help="the agentic sessions' result")
     c.add_argument("--ceiling", default=None, help="what scripts/bench-client-ceiling.sh printed")
+    c.add_argument("--speculative", default=None, help="the speculative run's result")
+    c.add_argument("--capacity", default=None, help="the capacity search's result")
+    c.add_argument("--model-name", default=None, help="the model's file name, as the results must name it")
+    c.add_argument("--model-sha256", default=None)
+    b = sub.add_parser("slo-bound")
+    b.add_argument("result")
+    b.add_argument("--times", type=float, default=3.0)
+    b.add_argument("--floor-ms", type=float, default=30.0)
     a = p.parse_args()
     if a.cmd == "energy-log":
         energy_log(a.file)
+    elif a.cmd == "slo-bound":
+        print(slo_bound(a))
     else:
         sys.exit(main_check(a))
 

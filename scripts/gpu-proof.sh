@@ -14,16 +14,27 @@
 #       0. finds NVIDIA's Vulkan driver and has llama-server list the GPU and serve a small
 #          model on it, so that a host where it cannot fails in seconds;
 #       1. writes a 1.2 B-parameter llama GGUF with random weights and the real tokenizer
-#          (scripts/gpu-proof-model.py; PROOF_MODEL_ARGS changes its shape);
+#          (scripts/gpu-proof-model.py; PROOF_MODEL_ARGS changes its shape), served under its
+#          file's name (proof-random-llama.gguf) and named in every result by it and its sha256;
 #       2. starts an independent reader of the driver's energy counter (nvidia-ml-py, its own
 #          process) and `runner run --engine llama.cpp` with every layer on the GPU (Vulkan):
 #          a sweep (synchronous, throughput, 3 rates between) of PROOF_SECONDS (15) each, NVML
 #          sampled every 100 ms; then agentic sessions (--agentic, PROOF_AGENTIC) on the same
 #          engine, llama.cpp's own count of the prompt tokens it reused beside a perfect cache's;
+#          then speculative decoding on the shipped real-text prompts, the model drafting for
+#          itself (--model-draft the same GGUF), sampled at temperature 1, so that a draft is
+#          accepted as often as the model's own sample repeats its draft: neither never, as for a
+#          draft of other random weights, nor always, as for a greedy self-draft (the model's
+#          logits are scaled for it: gpu-proof-model.py --logit-std); llama.cpp's per-request
+#          draft counts are checked against its /metrics; then a capacity search under an SLO
+#          (closed loops, concurrency doubling, then bisected): the highest concurrency whose TTFT p90 stays within 3 times the
+#          sweep's synchronous TTFT p90 (at least PROOF_CAPACITY_FLOOR_MS, 30), steps capped at
+#          PROOF_CAPACITY_SECONDS (8) each, on PROOF_CAPACITY_DATA;
 #       3. a benchmark of the CPU simulator while the GPU idles, sampled the same way;
 #       4. scripts/bench-runner.sh with the bundled runner (its CPU per token and pacing p99), and
 #          scripts/bench-client-ceiling.sh (the highest open-loop rate with send lateness p99 <= 1 ms);
-#       5. `runner verify` of every result; each was counted in the proof key's attempt log
+#       5. `runner verify` of every result (the capacity search's verdicts judged again from its
+#          records); each was counted in the proof key's attempt log
 #          (proof.attempts/), which `runner log verify` checks and `runner publish --log` puts in
 #          a site with them, checked by `runner verify-site`;
 #       6. scripts/gpu-proof-check.py, which writes OUT/summary.json and OUT/summary.md and fails
@@ -33,7 +44,8 @@
 #       energy log, nvidia-smi's answers, the runner benchmark's output).
 #
 # Knobs (environment): PROOF_SECONDS, PROOF_DATA (the sweep's --data), PROOF_AGENTIC (the
-# agentic run's --agentic), PROOF_MODEL_ARGS,
+# agentic run's --agentic), PROOF_MODEL_ARGS, PROOF_SPEC_REQUESTS (64),
+# PROOF_CAPACITY_SECONDS, PROOF_CAPACITY_DATA, PROOF_CAPACITY_FLOOR_MS,
 # PROOF_BENCH_REQUESTS, PYTHON (python3), PROOF_KEEP_WORK=1 keeps the work directory,
 # PROOF_XZ_LEVEL (9) for --bundle.
 #
@@ -229,7 +241,8 @@ run() {
   fi
 
   say "writing the model"
-  "$py" "$here/gpu-proof-model.py" model "$here/vocab.gguf" "$work/model.gguf" ${PROOF_MODEL_ARGS:-} ||
+  local model=proof-random-llama.gguf
+  "$py" "$here/gpu-proof-model.py" model "$here/vocab.gguf" "$work/$model" ${PROOF_MODEL_ARGS:-} ||
     die "cannot write the model"
 
   "$py" "$here/gpu-proof-check.py" energy-log "$work/energy.log" &
@@ -245,7 +258,7 @@ run() {
   local secs=${PROOF_SECONDS:-15}
   say "the sweep: llama.cpp on the GPU, $secs s a benchmark"
   (cd "$work" && RUST_LOG=${RUST_LOG:-info} timeout 300 "$runner" run --engine llama.cpp \
-      --engine-model "$work/model.gguf" --engine-port "$(free_port)" \
+      --engine-model "$work/$model" --engine-port "$(free_port)" \
       --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=--parallel --engine-arg=16 \
       --engine-arg=--ctx-size --engine-arg=32768 \
       --profile sweep --sweep-rates 3 --max-seconds "$secs" --max-concurrency 64 \
@@ -257,12 +270,37 @@ run() {
   # every prompt its agent's whole history; one token a cache block, as llama.cpp reuses them.
   say "agentic sessions: llama.cpp on the GPU, its prompt cache against a perfect one"
   (cd "$work" && RUST_LOG=warn timeout 240 "$runner" run --engine llama.cpp \
-      --engine-model "$work/model.gguf" --engine-port "$(free_port)" \
+      --engine-model "$work/$model" --engine-port "$(free_port)" \
       --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=--parallel --engine-arg=8 \
       --engine-arg=--ctx-size --engine-arg=32768 \
       --backend openai-completions --profile concurrent --concurrency 4 --max-requests 48 \
       --agentic "${PROOF_AGENTIC:-turns=6,subagents=1,spawn_every=3,subagent_turns=2,system_tokens=256,task_tokens=64,output_tokens=16,tool_result_tokens=128,tool_ms=10,block_tokens=1}" \
       --gpu-sample-ms 100 --key proof.key --out agentic.json) || { say "the agentic run failed"; status=2; }
+
+  say "speculative decoding: the model drafting for itself, sampled, on real text"
+  (cd "$work" && RUST_LOG=warn timeout 240 "$runner" run --engine llama.cpp \
+      --engine-model "$work/$model" --engine-port "$(free_port)" \
+      --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=-ngld --engine-arg=999 \
+      --engine-arg=--parallel --engine-arg=8 --engine-arg=--ctx-size --engine-arg=32768 \
+      --speculative-method draft-simple --speculative-model "$work/$model" --num-speculative-tokens 4 \
+      --temperature 1 --backend openai-chat --data real-text --data-output-tokens 64 \
+      --profile concurrent --concurrency 8 --max-requests "${PROOF_SPEC_REQUESTS:-64}" --max-seconds 90 \
+      --gpu-sample-ms 100 --key proof.key --out speculative.json) || { say "the speculative run failed"; status=2; }
+
+  # The SLO: TTFT p90 within 3 times what one request alone sees (the sweep's synchronous
+  # benchmark), so that the answer is where queueing and batching have tripled it, on any GPU.
+  local bound
+  bound=$("$py" "$here/gpu-proof-check.py" slo-bound "$work/result.json" --times 3 \
+    --floor-ms "${PROOF_CAPACITY_FLOOR_MS:-30}" 2>/dev/null) || bound=${PROOF_CAPACITY_FLOOR_MS:-30}
+  say "capacity under an SLO: the highest concurrency whose TTFT p90 stays within $bound ms"
+  (cd "$work" && RUST_LOG=warn timeout 300 "$runner" run --engine llama.cpp \
+      --engine-model "$work/$model" --engine-port "$(free_port)" \
+      --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=--parallel --engine-arg=16 \
+      --engine-arg=--ctx-size --engine-arg=32768 \
+      --profile capacity --search concurrency --slo "ttft:p90<=${bound}ms" --search-precision 10% \
+      --data "${PROOF_CAPACITY_DATA:-prompt_tokens=256,output_tokens=16}" --max-requests 800 \
+      --max-seconds "${PROOF_CAPACITY_SECONDS:-8}" \
+      --gpu-sample-ms 100 --key proof.key --out capacity.json) || { say "the capacity search failed"; status=2; }
 
   say "the simulator on this host while the GPU idles"
   local sim_port; sim_port=$(free_port)
@@ -288,7 +326,8 @@ run() {
     say "warning: bench-client-ceiling.sh ended early"
   cat "$work/client-ceiling.txt"
 
-  for r in result.json idle.json agentic.json; do
+  local results=(result.json idle.json agentic.json speculative.json capacity.json)
+  for r in "${results[@]}"; do
     [ -f "$work/$r" ] || continue
     "$runner" verify --key "$work/proof.pub" "$work/$r" || { say "$r does not verify"; status=2; }
   done
@@ -297,7 +336,7 @@ run() {
   tar -C "$work" -xJf "$here/wasm.tar.xz"
   (cd "$work" && "$runner" trust proof.pub --keys keys.json >/dev/null &&
      "$runner" log verify proof.attempts --key proof.pub &&
-     PROVEBENCH_WASM=$work/wasm/report_wasm_bg.wasm "$runner" publish result.json idle.json agentic.json --out proof-site \
+     PROVEBENCH_WASM=$work/wasm/report_wasm_bg.wasm "$runner" publish "${results[@]}" --out proof-site \
        --keys keys.json --key proof.key --log proof.attempts >/dev/null &&
      "$runner" verify-site proof-site --key proof.pub --json > verify-site.json) ||
     { say "the attempt log or its site did not verify"; status=2; }
@@ -307,10 +346,13 @@ run() {
   if [ -f "$work/result.json" ] && [ -f "$work/idle.json" ]; then
     "$py" "$here/gpu-proof-check.py" check --result "$work/result.json" --idle "$work/idle.json" \
       --energy-log "$work/energy.log" --engine-log "${engine_log:-/dev/null}" --bench "$work/bench-runner.txt" \
-      --smi "$work/smi.csv" --seconds "$seconds" --model-bytes "$(stat -c %s "$work/model.gguf")" --devices "$work/llama-server.devices.txt" --site-verdict "$work/verify-site.json" --agentic "$work/agentic.json" --ceiling "$work/client-ceiling.txt" --out "$out" ${cpu_server:+--cpu} || { [ $status = 2 ] || status=1; }
+      --smi "$work/smi.csv" --seconds "$seconds" --model-bytes "$(stat -c %s "$work/$model")" --devices "$work/llama-server.devices.txt" --site-verdict "$work/verify-site.json" --agentic "$work/agentic.json" --ceiling "$work/client-ceiling.txt" \
+      --speculative "$work/speculative.json" --capacity "$work/capacity.json" \
+      --model-name "$model" --model-sha256 "$(sha256sum "$work/$model" | cut -d' ' -f1)" \
+      --out "$out" ${cpu_server:+--cpu} || { [ $status = 2 ] || status=1; }
   fi
   cp "$work/result.json" "$out/" 2>/dev/null || true
-  cp "$work/agentic.json" "$out/" 2>/dev/null || true
+  cp "$work/agentic.json" "$work/speculative.json" "$work/capacity.json" "$out/" 2>/dev/null || true
   cp "$work/proof.pub" "$out/" 2>/dev/null || true
   cp "$work/proof-site/logs"/*/attempts.json "$out/" 2>/dev/null || true
   (cd "$work" && tar -czf "$out/extras.tar.gz" --ignore-failed-read idle.json energy.log smi.csv verify-site.json \

@@ -35,7 +35,9 @@ def proof(tmp_path_factory, fake_nvml):
     env = {**os.environ, "PYTHON": sys.executable, "PROOF_SECONDS": "2",
            "PROOF_DATA": "prompt_tokens=32,output_tokens=16", "PROOF_BENCH_REQUESTS": "50",
            "PROOF_CEILING_MAX": "1500", "PROOF_CEILING_SECONDS": "1",
-           "PROOF_MODEL_ARGS": "--hidden 128 --layers 2 --ff 256 --heads 4 --kv-heads 2"}
+           "PROOF_MODEL_ARGS": "--hidden 128 --layers 2 --ff 256 --heads 4 --kv-heads 2",
+           "PROOF_SPEC_REQUESTS": "8",
+           "PROOF_CAPACITY_DATA": "prompt_tokens=32,output_tokens=4", "PROOF_CAPACITY_SECONDS": "4"}
     run = subprocess.run([str(d / "bundle" / "gpu-proof.sh"), "--run", "--out", str(d / "out"),
                           "--fake-nvml", str(lib), "--llama-server", llama_server()],
                          capture_output=True, text=True, env=env, timeout=600)
@@ -63,7 +65,8 @@ def test_every_check_passes_on_the_scripted_gpu(proof):
     names = [c["check"] for c in summary["checks"]]
     assert names == ["engine on the GPU", "NVML columns real", "energy = the driver's counter (2 %)",
                      "energy = power integrated (5 %)", "gpu_idle right", "runner cost measured",
-                     "client ceiling measured", "within 8 minutes", "GPU UUID and driver", "agentic sessions", "attempt log"], names
+                     "client ceiling measured", "within 8 minutes", "GPU UUID and driver", "agentic sessions",
+                     "model named", "speculative decoding", "capacity under an SLO", "attempt log"], names
     assert summary["driver"] == "580.00.00-fake"
     # Five benchmarks in the sweep: synchronous, throughput and three rates between. On this
     # 2-core host the "GPU" is llama-server on a CPU shared with the other suites, and its
@@ -87,9 +90,10 @@ def test_the_outputs_are_a_verifiable_result_and_its_key(proof):
         {f.name for f in out.iterdir()}
     # Every run was counted in the proof key's log, and the site published them all.
     attempts = json.loads((out / "attempts.json").read_text())
-    assert attempts["tally"]["registered"] == 3 and attempts["tally"]["completed"] == 3, attempts
+    assert attempts["tally"]["registered"] == 5 and attempts["tally"]["completed"] == 5, attempts
     assert sorted(attempts["published"].values()) == \
-        ["results/agentic.json", "results/idle.json", "results/result.json"], attempts
+        ["results/agentic.json", "results/capacity.json", "results/idle.json", "results/result.json",
+         "results/speculative.json"], attempts
     assert attempts["not_published"] == []
     verify = subprocess.run([RUNNER, "verify", "--key", str(out / "proof.pub"), str(out / "result.json")],
                             capture_output=True, text=True)
@@ -98,6 +102,20 @@ def test_the_outputs_are_a_verifiable_result_and_its_key(proof):
     engine = statement["predicate"]["engine"]
     assert engine["launch"]["recipe"] == "llama.cpp", engine.get("launch")
     assert "--n-gpu-layers" in engine["launch"]["argv"], engine["launch"]["argv"]
+    # The model is named by its file's name and sha256, not by the temporary path it was served from.
+    model = statement["predicate"]["model"]
+    assert model["id"] == "proof-random-llama.gguf", model
+    summary = json.loads((out / "summary.json").read_text())
+    [named] = [c for c in summary["checks"] if c["check"] == "model named"]
+    assert model["digest"]["sha256"] == named["figures"]["sha256"], (model, named)
+    # The speculative run: the model drafting for itself, on the shipped real text.
+    spec = json.loads(base64.b64decode(json.loads((out / "speculative.json").read_text())["payload"]))
+    launch = spec["predicate"]["engine"]["launch"]
+    assert launch["speculative"]["method"] == "draft-simple", launch
+    assert launch["speculative"]["model"].endswith("/proof-random-llama.gguf"), launch
+    assert spec["predicate"]["benchmarks"][0]["workload"]["path"] == "real-text"
+    capacity = json.loads(base64.b64decode(json.loads((out / "capacity.json").read_text())["payload"]))
+    assert capacity["predicate"]["capacity"]["search"] is not None
 
 
 def test_a_failed_check_fails_the_proof(proof, tmp_path):
