@@ -13,7 +13,7 @@ tokenizer's vocabulary, written where it runs, since a model that loads an H100 
       that its output head is scaled so that a text token's logit varies by about --logit-std
       (3.5) from token to token: sampled at temperature 1 it then repeats its own most likely
       token often but not always, which gives a self-draft a partial acceptance (measured
-      with llama-server on a CPU: 44 %, 20 % and 17 % of drafted tokens at 4 layers of hidden
+      with llama-server on a CPU: 45 %, 19 % and 17 % of drafted tokens at 4 layers of hidden
       256, 512 and 2048). The defaults make about 1.1 B parameters (2.1 GB): enough to keep
       an H100 busy through llama.cpp's Vulkan backend. Run where the model is served.
 
