@@ -10,7 +10,7 @@
 //!
 //! | Step | Load | Verdict | Decided on | ttft:p99<=500ms |
 //! | :--- | ---: | :--- | ---: | ---: |
-//! | poisson@2.10 req/sec | 2.10 req/s | pass | 920 requests | 212.40 ms (0 of 920 over) |
+//! | poisson@2.10 req/sec | 2.10 req/s | pass | 920 requests, after a pass on 460 | 212.40 ms (0 of 920 over) |
 //! ```
 
 use crate::escape::md_escape;
@@ -85,9 +85,13 @@ pub fn section(p: &Predicate) -> String {
         let (Some(step), Some(v)) = (&b.capacity_step, capacity::load_of(b)) else {
             continue;
         };
-        let decided = match step.decided_at_requests {
-            Some(n) => format!("{n} requests"),
-            None => format!("all {}", b.summary.requests.measured),
+        let decided = match (step.decided_at_requests, step.earlier_pass_at_us) {
+            (Some(n), Some(at)) => format!(
+                "{n} requests, after a pass on {}",
+                capacity::judge::seen(&b.records, Some(at)).count()
+            ),
+            (Some(n), None) => format!("{n} requests"),
+            (None, _) => format!("all {}", b.summary.requests.measured),
         };
         rows.push_str(&format!(
             "| {} | {} | {} | {decided} |",
@@ -116,8 +120,8 @@ pub fn section(p: &Predicate) -> String {
          and fails when one is violated with the same confidence.{}\n\n{head}\n{rule}\n{rows}\n",
         answer(c),
         if two_looks {
-            " A step stopped early by a pass passed two looks in a row; it was decided on the \
-             second's requests."
+            " A step stopped early by a pass passed two looks in a row: it was decided on the \
+             second's requests, after a pass on the first's."
         } else {
             ""
         }

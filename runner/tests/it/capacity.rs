@@ -275,6 +275,23 @@ fn a_concurrency_search_finds_the_batch_limit() {
         md.contains("Capacity at ttft:p90<=25ms: 4 concurrent"),
         "{md}"
     );
+    // A step stopped by a pass says both looks' requests: the earlier fewer than the deciding.
+    let stopped = md
+        .lines()
+        .filter_map(|l| {
+            let (n, rest) = l
+                .split(" | pass | ")
+                .nth(1)?
+                .split_once(" requests, after a pass on ")?;
+            let earlier = rest.split(" |").next()?;
+            Some((n.parse::<u64>().ok()?, earlier.parse::<u64>().ok()?))
+        })
+        .collect::<Vec<_>>();
+    assert!(!stopped.is_empty(), "{md}");
+    assert!(
+        stopped.iter().all(|(n, earlier)| earlier < n),
+        "{stopped:?}"
+    );
 }
 
 #[test]

@@ -44,11 +44,14 @@ use crate::uncertainty::{batch, early_stopping, student_t, BATCHES, MIN_PER_BATC
 /// The measured records a look at `at_us` saw (those that had ended by then), or every
 /// measured record when the step was not decided early.
 pub fn taken(records: &[RawRecord], at_us: Option<u64>) -> Vec<RawRecord> {
+    seen(records, at_us).cloned().collect()
+}
+
+/// [`taken`]'s records, borrowed: what a report counts for a look.
+pub fn seen(records: &[RawRecord], at_us: Option<u64>) -> impl Iterator<Item = &RawRecord> {
     records
         .iter()
-        .filter(|r| r.phase == Phase::Measured && at_us.is_none_or(|at| r.end_us <= at))
-        .cloned()
-        .collect()
+        .filter(move |r| r.phase == Phase::Measured && at_us.is_none_or(|at| r.end_us <= at))
 }
 
 /// Judges `records` (already taken: measured, in schedule order) against every objective.
