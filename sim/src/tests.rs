@@ -2480,15 +2480,20 @@ async fn images_take_no_part_in_the_prefix_cache() {
     .await
 }
 
+/// Two adapters, `sql` and `chat`, at most `max_loras` of them in the running batch.
+fn sql_and_chat(max_loras: u32, load_ms: f64) -> Option<crate::Lora> {
+    Some(crate::Lora {
+        adapters: vec!["sql".into(), "chat".into()],
+        max_loras,
+        load_ms,
+    })
+}
+
 #[tokio::test]
 async fn lora_adapters_load_on_demand_at_their_swap_cost() {
     bounded(20, async {
         let cfg = SimConfig {
-            lora: Some(crate::Lora {
-                adapters: vec!["sql".into(), "chat".into()],
-                max_loras: 1,
-                load_ms: 200.0,
-            }),
+            lora: sql_and_chat(1, 200.0),
             ..instant_cfg()
         };
         let server = SimServer::start(cfg).await.unwrap();
@@ -2555,11 +2560,7 @@ async fn an_adapter_one_too_many_waits_while_those_behind_it_run() {
         let server = SimServer::start(SimConfig {
             ttft_ms: 300.0,
             max_batch: 4,
-            lora: Some(Lora {
-                adapters: vec!["sql".into(), "chat".into()],
-                max_loras: 1,
-                load_ms: 0.0,
-            }),
+            lora: sql_and_chat(1, 0.0),
             ..instant_cfg()
         })
         .await
@@ -2801,11 +2802,7 @@ async fn the_lora_info_gauge_names_what_runs_and_waits_newest_last_set() {
     let server = SimServer::start(SimConfig {
         ttft_ms: 300.0,
         max_batch: 1,
-        lora: Some(Lora {
-            adapters: vec!["sql".into(), "chat".into()],
-            max_loras: 2,
-            load_ms: 0.0,
-        }),
+        lora: sql_and_chat(2, 0.0),
         ..instant_cfg()
     })
     .await
