@@ -44,6 +44,10 @@ fn the_server_killed_mid_benchmark_leaves_a_result_that_verifies() {
     let sim = start_sim(d, SLOW, LIMIT);
     let mut run = spawn(d, "run", &run_args(&sim.url, "k.json", "--max-requests 40"));
     let journaled = wait_for_records(&mut run.0, &d.join("k.json.journal.jsonl"), 4);
+    // The four streams run in step (no noise: each takes the same quarter second), so the
+    // fourth record is journaled just as the next four are being sent: a kill then may land
+    // before the server has taken them, and none is mid-stream. 60 ms on, all four are.
+    std::thread::sleep(std::time::Duration::from_millis(60));
     drop(sim); // SIGKILL: its sockets close under the streams in flight.
     let status = wait_bounded(&mut run.0, LIMIT, "the run whose server died");
     // The result is written; most of its requests failed, so it is flagged and the run says
