@@ -41,11 +41,7 @@ pub fn identify(model: &str) -> (Option<String>, Option<BTreeMap<String, String>
 /// it: `org/name-GGUF/name-Q4_K_M.gguf`); elsewhere the file's or directory's own name. `None`
 /// when `path` names nothing here (a Hugging Face id names itself).
 pub fn served_name(path: &str) -> Option<String> {
-    let canonical = Path::new(path).canonicalize().ok()?;
-    let parts: Vec<String> = canonical
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
+    let parts = canonical_parts(Path::new(path))?;
     let snapshot = parts
         .windows(3)
         .position(|w| w[0].starts_with("models--") && w[1] == "snapshots" && is_commit(&w[2]));
@@ -59,19 +55,24 @@ pub fn served_name(path: &str) -> Option<String> {
             return Some(served);
         }
     }
-    canonical
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
+    // The root alone has no name of its own.
+    parts.last().filter(|_| parts.len() > 1).cloned()
+}
+
+/// The components of `path` made absolute, links resolved; `None` when it names nothing here.
+fn canonical_parts(path: &Path) -> Option<Vec<String>> {
+    let canonical = path.canonicalize().ok()?;
+    Some(
+        canonical
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect(),
+    )
 }
 
 /// `…/snapshots/<40 hex>/…` in a path inside an HF cache.
 fn snapshot_revision(path: &Path) -> Option<String> {
-    let canonical = path.canonicalize().ok()?;
-    let parts: Vec<String> = canonical
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
-    parts
+    canonical_parts(path)?
         .windows(2)
         .find(|w| w[0] == "snapshots" && is_commit(&w[1]))
         .map(|w| w[1].clone())

@@ -124,9 +124,9 @@
 //! run at once: as vLLM's scheduler does, a waiting request whose adapter would be one too
 //! many in the running batch waits while those behind it, whose adapters run, go first. A
 //! request whose adapter is not loaded when it is admitted loads it, evicting the least
-//! recently used that no running request uses, and its first token is due [`Lora::load_ms`] later than it would be (the
-//! swap cost); a request whose adapter is loaded pays nothing more, and a request of the base
-//! model neither loads nor evicts. No adapter is loaded at start. The truth keeps each
+//! recently used that no running request uses, and its first token is due [`Lora::load_ms`]
+//! later than it would be (the swap cost); a request whose adapter is loaded pays nothing
+//! more, and a request of the base model neither loads nor evicts. No adapter is loaded at start. The truth keeps each
 //! request's adapter and whether it loaded it ([`RequestTruth::adapter`],
 //! [`RequestTruth::adapter_loaded`]). `GET /metrics` adds `vllm:lora_requests_info`: the
 //! adapters of the requests waiting and running, one label set a state with the time it was

@@ -2,8 +2,8 @@
 //!
 //! A request waits FIFO for one of `max_batch` slots (so an overloaded server queues, as a real
 //! one does; with LoRA adapters, also for room for its adapter among `max_loras`, vLLM's rule:
-//! `admission.rs`), then its first token is due at `admitted + ttft + prefill × prompt_tokens` and each
-//! next one at the previous *deadline* plus the current ITL, which grows with the number of
+//! `admission.rs`), then its first token is due at `admitted + ttft + prefill × prompt_tokens`
+//! and each next one at the previous *deadline* plus the current ITL, which grows with the number of
 //! running requests. Deadlines chain from deadlines, never from "now", so a late wake-up does not
 //! push every later token back; a server that fell behind catches up by writing back to back.
 //! With decode steps on, every deadline moves up to the next step boundary, so the running
