@@ -10,7 +10,14 @@
 //! catch a token whose text SGLang holds back (an unfinished UTF-8 character); text catches a
 //! server that omits counts. With `--incremental-streaming-output` SGLang sends text deltas
 //! instead, and the growing count still tells tokens apart. One event may carry several tokens
-//! (`--stream-interval`): it counts once, and `meta_info` has the real count.
+//! (`--stream-interval`): it counts once, and `meta_info` has the real count. Under
+//! speculative decoding `meta_info` also counts the request's verification steps
+//! (`spec_verify_ct`), its draft tokens (`spec_draft_token_num`) and those accepted
+//! (`spec_accept_token_num`), and with `--enable-metrics` the finishing event says when the
+//! server received the request and sent its first token (`request_received_ts`,
+//! `prefill_finished_ts`, seconds on its wall clock): their difference is the server's own
+//! time to the first token, its queue included. The last event that has them is the
+//! request's (older versions count the steps on every event, newer ones once at the end).
 //!
 //! `finish_reason` is `null` until the last event, then `{"type": "length", "length": n}`,
 //! `{"type": "stop", "matched": …}` or `{"type": "abort", "message": …}` (older versions: a
@@ -60,6 +67,14 @@ struct Meta {
     cached_tokens: Option<u32>,
     /// Speculative decoding: verification steps so far.
     spec_verify_ct: Option<u32>,
+    /// Speculative decoding: draft tokens proposed so far (steps × draft tokens a step).
+    spec_draft_token_num: Option<u32>,
+    /// Speculative decoding: draft tokens accepted so far (the target's own token apart).
+    spec_accept_token_num: Option<u32>,
+    /// `--enable-metrics`, on the finishing event: when the server received the request and
+    /// when its first token went out (the server's wall clock, seconds since the epoch).
+    request_received_ts: Option<f64>,
+    prefill_finished_ts: Option<f64>,
     finish_reason: Option<Finish>,
 }
 
@@ -138,9 +153,19 @@ pub(super) fn event(data: &[u8], prev: &mut Progress) -> Result<Event, EventErro
             ..Default::default()
         });
         event.cached_tokens = meta.cached_tokens;
-        if let Some(steps) = meta.spec_verify_ct {
+        // The server's own time to the first token: its receipt to the first token's send.
+        let first_token_us = match (meta.request_received_ts, meta.prefill_finished_ts) {
+            (Some(received), Some(first)) if first >= received && received > 0.0 => {
+                Some(((first - received) * 1e6).round() as u64)
+            }
+            _ => None,
+        };
+        if meta.spec_verify_ct.is_some() || first_token_us.is_some() {
             event.timing = Some(schemas::document::ServerTiming {
-                drafts: Some(steps),
+                prefill_us: first_token_us,
+                drafts: meta.spec_verify_ct,
+                draft_tokens: meta.spec_draft_token_num,
+                accepted_tokens: meta.spec_accept_token_num,
                 decoded_tokens: meta.completion_tokens,
                 ..Default::default()
             });

@@ -619,6 +619,49 @@ fn sglang_counting_rules() {
     assert_eq!((e.tokens, e.finish_reason.as_deref()), (1, Some("length")));
 }
 
+/// SGLang's finishing event under speculative decoding with `--enable-metrics`, as its
+/// tokenizer manager writes it: the request's drafts, and its receipt and first token on the
+/// server's wall clock (the rest of `meta_info` is passed over).
+#[test]
+fn sglang_speculative_finish_is_the_servers_count_and_clock() {
+    let e = on(
+        Api::Sglang,
+        r#"{"text":"abcdefgh","output_ids":[9],"meta_info":{"id":"r1","finish_reason":{"type":"length","length":8},"prompt_tokens":7,"completion_tokens":8,"cached_tokens":0,"spec_accept_rate":0.5,"spec_accept_length":2.6666666666666665,"spec_verify_ct":3,"spec_accept_token_num":3,"spec_draft_token_num":6,"e2e_latency":0.05,"request_received_ts":1764547200.125,"request_sent_to_scheduler_ts":1764547200.126,"prefill_finished_ts":1764547200.1625,"response_sent_to_client_ts":1764547200.17,"decode_finished_ts":1764547200.175,"inference_time":0.04,"decode_throughput":180.0}}"#,
+    )
+    .unwrap();
+    let t = e.timing.expect("the server's count and clock");
+    assert_eq!(
+        (
+            t.drafts,
+            t.draft_tokens,
+            t.accepted_tokens,
+            t.decoded_tokens
+        ),
+        (Some(3), Some(6), Some(3), Some(8))
+    );
+    // 162.5 − 125 ms: the server's own TTFT, its queue included.
+    assert_eq!((t.queue_us, t.prefill_us), (None, Some(37_500)));
+    assert_eq!(t.first_token_us(), Some(37_500));
+    // An older SGLang: the steps alone, on every event.
+    let e = on(
+        Api::Sglang,
+        r#"{"text":"ab","meta_info":{"completion_tokens":2,"spec_verify_ct":1}}"#,
+    )
+    .unwrap();
+    let t = e.timing.unwrap();
+    assert_eq!(
+        (t.drafts, t.draft_tokens, t.prefill_us),
+        (Some(1), None, None)
+    );
+    // A first token said before the receipt is not a time.
+    let e = on(
+        Api::Sglang,
+        r#"{"text":"ab","meta_info":{"completion_tokens":2,"request_received_ts":10.5,"prefill_finished_ts":10.25}}"#,
+    )
+    .unwrap();
+    assert!(e.timing.is_none());
+}
+
 // ---- malformed payloads ----
 
 #[test]

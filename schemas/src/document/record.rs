@@ -195,11 +195,11 @@ pub struct ClientPhases {
 #[serde(deny_unknown_fields)]
 pub struct ServerTiming {
     /// From the request's arrival to the start of its prompt's processing (µs): the
-    /// simulator's `queue_ms`, SGLang's `queue_time`.
+    /// simulator's `queue_ms` (SGLang's queue is in `prefill_us`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_us: Option<u64>,
-    /// Processing the prompt, up to the first output token (µs): llama.cpp's
-    /// `timings.prompt_ms`.
+    /// Up to the first output token (µs): llama.cpp's `timings.prompt_ms` (the prompt's
+    /// processing), SGLang's `prefill_finished_ts − request_received_ts` (its queue too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefill_us: Option<u64>,
     /// Generating the output after the first token (µs): llama.cpp's `timings.predicted_ms`.
@@ -212,11 +212,11 @@ pub struct ServerTiming {
     /// `spec_verify_ct`, the simulator's `draft_steps`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drafts: Option<u32>,
-    /// Speculative decoding: draft tokens proposed (llama.cpp's `timings.draft_n`).
+    /// Draft tokens proposed (llama.cpp's `timings.draft_n`, SGLang's `spec_draft_token_num`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_tokens: Option<u32>,
     /// Speculative decoding: draft tokens the target model accepted (llama.cpp's
-    /// `timings.draft_n_accepted`).
+    /// `timings.draft_n_accepted`, SGLang's `spec_accept_token_num`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted_tokens: Option<u32>,
 }
