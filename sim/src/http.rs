@@ -664,19 +664,23 @@ impl Stream {
                             self.events.before_token(k, &mut self.buf, |b| {
                                 pending.push_back((b, 0, false))
                             });
-                            let speculative = self.gen.engine().cfg.speculative.is_some();
-                            let drafts = speculative.then(|| self.gen.drafts().0);
+                            let finish = if k + m == n {
+                                self.sglang_finish()
+                            } else {
+                                None
+                            };
+                            let finish = finish.as_deref();
                             let event = if m == 1 {
                                 let one = word(k);
                                 self.events.tokens(
                                     k,
                                     std::slice::from_ref(&one),
-                                    drafts,
+                                    finish,
                                     &mut self.buf,
                                 )
                             } else {
                                 let words: Vec<Word> = (k..k + m).map(word).collect();
-                                self.events.tokens(k, &words, drafts, &mut self.buf)
+                                self.events.tokens(k, &words, finish, &mut self.buf)
                             };
                             self.gen.wait_due().await;
                             self.pending.push_back((event, m, true));
@@ -737,6 +741,45 @@ impl Stream {
         ))
     }
 
+    /// What SGLang's tokenizer manager adds to the `meta_info` of a request's finishing event,
+    /// under the same switches as [`Self::timings`]: with speculation, the verification
+    /// steps, the draft tokens and those accepted, their rate and the tokens a step; and
+    /// (SGLang's `--enable-metrics`) when the request was received and when its first token
+    /// went out, on the wall clock in seconds — not the first token's time when this event is
+    /// the first, as SGLang notes it only after sending it.
+    fn sglang_finish(&self) -> Option<String> {
+        let cfg = &self.gen.engine().cfg;
+        if !self.events.is_sglang() || !(cfg.timings || cfg.speculative.is_some()) {
+            return None;
+        }
+        let mut meta = String::new();
+        if cfg.speculative.is_some() {
+            let (steps, drafted, accepted) = self.gen.drafts();
+            let _ = write!(
+                meta,
+                r#","spec_accept_rate":{},"spec_accept_length":{},"spec_verify_ct":{steps}"#,
+                f64::from(accepted) / f64::from(drafted.max(1)),
+                f64::from(self.gen.emitted()) / f64::from(steps.max(1)),
+            );
+            if steps > 0 {
+                let _ = write!(
+                    meta,
+                    r#","spec_accept_token_num":{accepted},"spec_draft_token_num":{drafted}"#
+                );
+            }
+        }
+        let wall = wall_clock();
+        let _ = write!(
+            meta,
+            r#","request_received_ts":{}"#,
+            wall(self.gen.received())
+        );
+        if let Some((_, _, first)) = self.gen.first_token_times() {
+            let _ = write!(meta, r#","prefill_finished_ts":{}"#, wall(first));
+        }
+        Some(meta)
+    }
+
     /// The planned mid-stream fault, once, when `k` content events are out (a fault planned
     /// after more tokens than the request has fires after the last one; one planned inside a
     /// speculative step fires after it).
@@ -748,6 +791,15 @@ impl Stream {
         self.fault_fired = true;
         Some(fault)
     }
+}
+
+/// Dates an instant on the wall clock, in seconds since the epoch (as Python's `time.time()`).
+fn wall_clock() -> impl Fn(Instant) -> f64 {
+    let (now, wall) = (Instant::now(), std::time::SystemTime::now());
+    let wall = wall
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    move |at| wall - now.saturating_duration_since(at).as_secs_f64()
 }
 
 // ---------------------------------------------------------------------------------------------

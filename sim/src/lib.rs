@@ -102,8 +102,10 @@
 //! `acceptance[i]` of the steps; the step yields `j + 1` tokens (the last step no more than the
 //! answer has left) one ITL after the step before. OpenAI and SGLang streams carry a step's tokens
 //! in one event, as vLLM and SGLang send them (with `stream_options.continuous_usage_stats`,
-//! OpenAI chunks carry the running `usage`; SGLang's `meta_info` has `completion_tokens` and
-//! `spec_verify_ct`); TGI and Responses send one event a token, the step's events together.
+//! OpenAI chunks carry the running `usage`; SGLang's `meta_info` has `completion_tokens`, and
+//! on the finishing event `spec_verify_ct`, `spec_draft_token_num` and `spec_accept_token_num`
+//! as SGLang's tokenizer manager writes them); TGI and Responses send one event a token, the
+//! step's events together.
 //! `/metrics` counts the drafts as vLLM does (`vllm:spec_decode_num_drafts_total`,
 //! `…_num_draft_tokens_total`, `…_num_accepted_tokens_total`,
 //! `…_num_accepted_tokens_per_pos_total{position="i"}`), and each request's truth keeps the
@@ -112,7 +114,9 @@
 //! With speculation, or [`SimConfig::timings`], the finish chunk of an OpenAI stream carries
 //! llama.cpp's `timings` object: `prompt_ms` (admission to the first token's write),
 //! `predicted_ms` (from it to the last token's), `predicted_n`, `draft_n`, `draft_n_accepted`,
-//! and the simulator's own `queue_ms` (arrival to admission) and `draft_steps`.
+//! and the simulator's own `queue_ms` (arrival to admission) and `draft_steps`; the finishing
+//! event of an SGLang stream carries SGLang's `request_received_ts` and `prefill_finished_ts`
+//! (the handler's start and the first token's write, on the wall clock).
 //!
 //! # LoRA adapters
 //!
@@ -256,8 +260,9 @@ pub struct SimConfig {
     /// Decode speculatively (see the crate docs); `None`: one token a step.
     pub speculative: Option<Speculative>,
     /// Put llama.cpp's `timings` object (with the simulator's `queue_ms` and `draft_steps`)
-    /// on the last chunk of an OpenAI stream, with the usage: the server's own clock beside
-    /// the client's. On whenever `speculative` is.
+    /// on the last chunk of an OpenAI stream, with the usage, and SGLang's request timestamps
+    /// on the finishing event of its stream: the server's own clock beside the client's. On
+    /// whenever `speculative` is.
     pub timings: bool,
     /// Serve LoRA adapters beside the base model (see the crate docs); `None`: the base
     /// model only, and any `model` a request names is served as it.

@@ -508,6 +508,11 @@ impl Generation {
         (self.drafts, self.drafts * k, self.accepted_tokens)
     }
 
+    /// When the request's handler started.
+    pub fn received(&self) -> Instant {
+        self.received
+    }
+
     /// When the request was admitted and when its first content event went out, once both are.
     pub fn first_token_times(&self) -> Option<(Instant, Instant, Instant)> {
         Some((self.received, self.admitted?, self.first_written?))

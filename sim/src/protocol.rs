@@ -1154,6 +1154,11 @@ impl Events {
         }
     }
 
+    /// Whether the events are SGLang's native API's.
+    pub(crate) fn is_sglang(&self) -> bool {
+        self.api == Api::Sglang
+    }
+
     /// Whether one event carries all of a decode step's tokens (OpenAI's and SGLang's
     /// streams, as vLLM and SGLang send them); TGI and Responses send one event a token.
     pub(crate) fn packs_tokens(&self) -> bool {
@@ -1161,13 +1166,13 @@ impl Events {
     }
 
     /// The content event of tokens `k..k + words.len()` (0-based), in one event (an API that
-    /// [`Events::packs_tokens`]); `drafts`: SGLang's `spec_verify_ct` so far, when
-    /// decoding speculatively.
+    /// [`Events::packs_tokens`]); `finish`: more of SGLang's `meta_info` for a request's
+    /// finishing event (`,"key":value…`).
     pub(crate) fn tokens(
         &mut self,
         k: u32,
         words: &[Word],
-        drafts: Option<u32>,
+        finish: Option<&str>,
         out: &mut BytesMut,
     ) -> Bytes {
         let m = words.len() as u32;
@@ -1195,7 +1200,7 @@ impl Events {
                 for w in words {
                     self.text.push_str(w.as_str());
                 }
-                self.sglang_event(k + m, drafts, out);
+                self.sglang_event(k + m, finish, out);
             }
             Api::Tgi | Api::Responses => {
                 unreachable!("{:?} sends one event a token", self.api)
@@ -1220,8 +1225,9 @@ impl Events {
         );
     }
 
-    /// SGLang's event once `done` tokens are out: the text so far and `meta_info`.
-    fn sglang_event(&mut self, done: u32, drafts: Option<u32>, out: &mut BytesMut) {
+    /// SGLang's event once `done` tokens are out: the text so far and `meta_info`, `finish`
+    /// added to it.
+    fn sglang_event(&mut self, done: u32, finish: Option<&str>, out: &mut BytesMut) {
         let last = done == self.n;
         let _ = write!(
             out,
@@ -1238,9 +1244,7 @@ impl Events {
             r#","prompt_tokens":{},"completion_tokens":{},"cached_tokens":{}"#,
             self.prompt_tokens, done, self.cached_tokens
         );
-        if let Some(steps) = drafts {
-            let _ = write!(out, r#","spec_verify_ct":{steps}"#);
-        }
+        out.put_slice(finish.unwrap_or_default().as_bytes());
         out.put_slice(b"},\"index\":0}\n\n");
     }
 

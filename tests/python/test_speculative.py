@@ -11,8 +11,9 @@ TTFT from send; the engine's speculative-decoding counters give the acceptance o
 
 The real runner measures `runner sim --speculative 3 --acceptance 0.8,0.6,0.4`, which decodes
 speculatively, counts its drafts as vLLM does on /metrics and reports each request's own timing
-as llama.cpp does; this file recomputes every new number with numpy and checks it, and checks
-the counters against the requests' own counts.
+as llama.cpp does (OpenAI APIs) and as SGLang does (its native API: the drafts and the request's
+timestamps in the finishing event's `meta_info`); this file recomputes every new number with
+numpy and checks it, and checks the counters against the requests' own counts.
 """
 
 from fractions import Fraction
@@ -36,6 +37,8 @@ def results(tmp_path_factory):
         "synthetic": ["--backend", "openai-completions", "--data", "prompt_tokens=16,output_tokens=32",
                       "--reference-acceptance", "3.5"],
         "real": ["--backend", "openai-chat", "--data", "real-text", "--data-output-tokens", "32"],
+        "sglang": ["--backend", "sglang", "--data", "real-text", "--data-output-tokens", "32",
+                   "--reference-acceptance", "3.5"],
     }
     out = {}
     with running_sim(d, "--ttft-ms", "3", "--itl-ms", "2", "--seed", "5", "--speculative", "3",

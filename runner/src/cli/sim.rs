@@ -159,8 +159,8 @@ pub struct SimArgs {
     )]
     pub acceptance: Vec<f64>,
     /// Put llama.cpp's `timings` object (prompt and generation ms, drafts, and the
-    /// simulator's queue_ms) on the last chunk of OpenAI streams: the server's own clock.
-    /// On whenever --speculative is.
+    /// simulator's queue_ms) on the last chunk of OpenAI streams, and SGLang's request
+    /// timestamps on the last of its own: the server's own clock. On whenever --speculative is.
     #[arg(long)]
     pub timings: bool,
     /// Serve these LoRA adapters beside the model, comma-separated, as vLLM's
