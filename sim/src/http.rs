@@ -753,20 +753,23 @@ impl Stream {
             return None;
         }
         let mut meta = String::new();
-        if cfg.speculative.is_some() {
-            let (steps, drafted, accepted) = self.gen.drafts();
-            let _ = write!(
-                meta,
-                r#","spec_accept_rate":{},"spec_accept_length":{},"spec_verify_ct":{steps}"#,
-                f64::from(accepted) / f64::from(drafted.max(1)),
-                f64::from(self.gen.emitted()) / f64::from(steps.max(1)),
-            );
-            if steps > 0 {
+        match cfg.speculative.as_ref().map(|_| self.gen.drafts()) {
+            Some((steps, drafted, accepted)) if steps > 0 && drafted > 0 => {
                 let _ = write!(
                     meta,
-                    r#","spec_accept_token_num":{accepted},"spec_draft_token_num":{drafted}"#
+                    r#","spec_accept_rate":{},"spec_accept_length":{},"spec_verify_ct":{steps},"spec_accept_token_num":{accepted},"spec_draft_token_num":{drafted}"#,
+                    f64::from(accepted) / f64::from(drafted),
+                    f64::from(self.gen.max_tokens) / f64::from(steps),
                 );
             }
+            // No step drafted yet (a one-token answer): SGLang's zeros.
+            Some((steps, ..)) => {
+                let _ = write!(
+                    meta,
+                    r#","spec_accept_rate":0.0,"spec_accept_length":0,"spec_verify_ct":{steps}"#
+                );
+            }
+            None => {}
         }
         let wall = wall_clock();
         let _ = write!(
