@@ -119,15 +119,11 @@ pub fn plan(loaded: &Loaded, o: &Options) -> anyhow::Result<Plan> {
     env.extend(o.env.clone());
     let mut values = o.values.clone();
     if let (Some(name), Some(flag)) = (&o.served_name, r.served_name.first()) {
-        let named = |arg: &String| {
-            r.served_name.iter().any(|f| {
-                arg == f
-                    || arg
-                        .strip_prefix(f.as_str())
-                        .is_some_and(|v| v.starts_with('='))
-            })
-        };
-        if !values.args.iter().any(named) {
+        let named = r
+            .served_name
+            .iter()
+            .any(|f| recipe::gives_flag(&values.args, f));
+        if !named {
             values.args.extend([flag.clone(), name.clone()]);
         }
     }
@@ -139,7 +135,8 @@ pub fn plan(loaded: &Loaded, o: &Options) -> anyhow::Result<Plan> {
                 loaded.source
             )
         })?;
-        values.args.extend(flags.args(&loaded.source, s)?);
+        let args = flags.args(&loaded.source, s, &values.args)?;
+        values.args.extend(args);
     }
     if !o.lora_modules.is_empty() || o.max_loras.is_some() {
         let flags = r.lora.as_ref().ok_or_else(|| {

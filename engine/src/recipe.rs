@@ -197,13 +197,37 @@ pub struct SpeculativeFlags {
     pub json: Option<String>,
     pub method: Option<String>,
     pub model: Option<String>,
+    /// The flag that takes the draft tokens a step, k.
     pub tokens: Option<String>,
+    /// The flag that takes the tokens a step verifies, the draft's and the target's own, k + 1
+    /// (SGLang's `--speculative-num-draft-tokens`); with the tokens a step.
+    pub verified: Option<String>,
+    /// Flags and their values that go with the tokens a step (SGLang's
+    /// `--speculative-eagle-topk 1`: a chain of k drafts, not a tree).
+    #[serde(default)]
+    pub with_tokens: BTreeMap<String, String>,
+}
+
+/// Whether `args` give `flag`, as `FLAG VALUE` or `FLAG=VALUE`.
+pub fn gives_flag(args: &[String], flag: &str) -> bool {
+    args.iter().any(|arg| {
+        arg == flag
+            || arg
+                .strip_prefix(flag)
+                .is_some_and(|value| value.starts_with('='))
+    })
 }
 
 impl SpeculativeFlags {
     /// The engine's arguments for `s`; a setting the recipe has no flag for is refused,
-    /// naming it and the recipe (`source`).
-    pub fn args(&self, source: &str, s: &SpeculativeSettings) -> anyhow::Result<Vec<String>> {
+    /// naming it and the recipe (`source`). What goes with the tokens a step ([`Self::verified`],
+    /// [`Self::with_tokens`]) is left out where the engine's own arguments (`given`) set it.
+    pub fn args(
+        &self,
+        source: &str,
+        s: &SpeculativeSettings,
+        given: &[String],
+    ) -> anyhow::Result<Vec<String>> {
         if let Some(flag) = &self.json {
             let mut config = serde_json::Map::new();
             if let Some(m) = &s.method {
@@ -239,6 +263,15 @@ impl SpeculativeFlags {
                 );
             };
             out.extend([flag.clone(), value]);
+        }
+        if let Some(k) = s.tokens {
+            let verified = self.verified.iter().map(|f| (f, (k + 1).to_string()));
+            let with = self.with_tokens.iter().map(|(f, v)| (f, v.clone()));
+            for (flag, value) in verified.chain(with) {
+                if !gives_flag(given, flag) {
+                    out.extend([flag.clone(), value]);
+                }
+            }
         }
         Ok(out)
     }

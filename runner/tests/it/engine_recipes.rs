@@ -626,7 +626,9 @@ fn a_model_read_from_a_path_is_served_under_a_name_unless_the_args_give_one() {
 }
 
 /// Each shipped recipe that takes speculative settings puts them in its own flags; one that
-/// has no flag for a setting refuses it, naming the recipe and the setting.
+/// has no flag for a setting refuses it, naming the recipe and the setting. SGLang, which
+/// takes its steps, draft tokens a step and tokens verified all three or none, gets a chain
+/// of them, unless the engine's own arguments give the tree's.
 #[test]
 fn speculative_settings_become_each_engines_flags() {
     let settings = schemas::document::SpeculativeSettings {
@@ -634,13 +636,38 @@ fn speculative_settings_become_each_engines_flags() {
         model: Some("draft".into()),
         tokens: Some(4),
     };
-    let args = |name: &str| {
+    let given = |name: &str, given: &[&str]| {
         let loaded = engine::recipe::load(name).unwrap();
         let flags = loaded.recipe.speculative.clone().unwrap_or_default();
-        flags.args(&loaded.source, &settings)
+        let given: Vec<String> = given.iter().map(|a| a.to_string()).collect();
+        flags.args(&loaded.source, &settings, &given)
     };
+    let args = |name: &str| given(name, &[]);
     assert_eq!(
         args("sglang").unwrap(),
+        [
+            "--speculative-algorithm",
+            "m",
+            "--speculative-draft-model-path",
+            "draft",
+            "--speculative-num-steps",
+            "4",
+            "--speculative-num-draft-tokens",
+            "5",
+            "--speculative-eagle-topk",
+            "1"
+        ]
+    );
+    assert_eq!(
+        given(
+            "sglang",
+            &[
+                "--speculative-eagle-topk",
+                "4",
+                "--speculative-num-draft-tokens=16"
+            ]
+        )
+        .unwrap(),
         [
             "--speculative-algorithm",
             "m",
@@ -675,7 +702,7 @@ fn speculative_settings_become_each_engines_flags() {
         tgi.recipe
             .speculative
             .unwrap()
-            .args(&tgi.source, &only_tokens)
+            .args(&tgi.source, &only_tokens, &[])
             .unwrap(),
         ["--speculate", "2"]
     );
