@@ -20,8 +20,7 @@
 //! its connection is dropped, as a proxy in front of a dead prefill worker drops it.
 
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Serve as the decode side: prefill on `prefill_url`, then a KV transfer of `kv_transfer_ms`.
@@ -129,39 +128,6 @@ pub(crate) const TRANSFER_BUCKETS_S: [f64; 12] = [
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0,
 ];
 
-/// The transfers counted: sum (µs), count, and each bucket's count (not cumulative).
-#[derive(Default)]
-pub(crate) struct Transfers {
-    pub sum_us: AtomicU64,
-    pub count: AtomicU64,
-    buckets: [AtomicU64; TRANSFER_BUCKETS_S.len()],
-}
-
-impl Transfers {
-    pub fn record(&self, took: Duration) {
-        let us = took.as_micros().min(u128::from(u64::MAX)) as u64;
-        self.sum_us.fetch_add(us, Relaxed);
-        self.count.fetch_add(1, Relaxed);
-        let s = took.as_secs_f64();
-        if let Some(i) = TRANSFER_BUCKETS_S.iter().position(|&b| s <= b) {
-            self.buckets[i].fetch_add(1, Relaxed);
-        }
-    }
-
-    /// Cumulative counts at each bound, as Prometheus' `_bucket{le=…}` gives them.
-    pub fn cumulative(&self) -> Vec<(f64, u64)> {
-        let mut total = 0;
-        TRANSFER_BUCKETS_S
-            .iter()
-            .zip(&self.buckets)
-            .map(|(&le, n)| {
-                total += n.load(Relaxed);
-                (le, total)
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,20 +155,5 @@ mod tests {
         for bad in ["https://x:1", "http://x", "http://x:1/v1", "127.0.0.1:8100"] {
             assert!(d(bad).validate().is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn the_histogram_counts_each_transfer_in_its_bucket() {
-        let t = Transfers::default();
-        t.record(Duration::from_millis(20));
-        t.record(Duration::from_millis(60));
-        t.record(Duration::from_secs(9));
-        assert_eq!(t.count.load(Relaxed), 3);
-        assert_eq!(t.sum_us.load(Relaxed), 9_080_000);
-        let c = t.cumulative();
-        assert_eq!(c[2], (0.025, 1));
-        assert_eq!(c[3], (0.05, 1));
-        assert_eq!(c[4], (0.075, 2));
-        assert_eq!(c[11], (5.0, 2));
     }
 }

@@ -1022,6 +1022,12 @@ fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
     if engine.cfg.speculative.is_some() {
         speculative_metrics(engine, &model, openmetrics, &mut out);
     }
+    engine.ttft_histogram.write(
+        "vllm:time_to_first_token_seconds",
+        "Histogram of time to first token in seconds.",
+        &format!("engine=\"0\",model_name=\"{model}\""),
+        &mut out,
+    );
     if engine.cfg.disaggregated.is_some() {
         transfer_metrics(engine, &model, &mut out);
     }
@@ -1090,32 +1096,14 @@ fn speculative_metrics(engine: &Engine, model: &str, openmetrics: bool, out: &mu
 }
 
 /// The decode side's KV transfers as vLLM's NIXL connector exports them: the histogram
-/// `vllm:nixl_xfer_time_seconds` (the same lines in either format).
+/// `vllm:nixl_xfer_time_seconds`.
 fn transfer_metrics(engine: &Engine, model: &str, out: &mut String) {
-    let name = "vllm:nixl_xfer_time_seconds";
-    let t = &engine.kv_transfers;
-    let labels = format!("engine=\"0\",model_name=\"{model}\"");
-    let _ = write!(
+    engine.kv_transfers.write(
+        "vllm:nixl_xfer_time_seconds",
+        "Histogram of transfer duration for NIXL KV Cache transfers.",
+        &format!("engine=\"0\",model_name=\"{model}\""),
         out,
-        "# HELP {name} Histogram of transfer duration for NIXL KV Cache transfers.\n\
-         # TYPE {name} histogram\n"
     );
-    let count = t.count.load(Relaxed);
-    for (le, n) in t.cumulative() {
-        let _ = writeln!(
-            out,
-            "{name}_bucket{{{labels},le=\"{le:?}\"}} {}",
-            go_float(n as f64)
-        );
-    }
-    let _ = writeln!(
-        out,
-        "{name}_bucket{{{labels},le=\"+Inf\"}} {}",
-        go_float(count as f64)
-    );
-    let _ = writeln!(out, "{name}_count{{{labels}}} {}", go_float(count as f64));
-    let sum_s = t.sum_us.load(Relaxed) as f64 / 1e6;
-    let _ = writeln!(out, "{name}_sum{{{labels}}} {}", go_float(sum_s));
 }
 
 /// One metric of the page: its samples by `finished_reason` (`None`: no such label).

@@ -161,7 +161,9 @@
 //! `vllm:prefix_cache_queries_total`, `vllm:prefix_cache_hits_total`,
 //! `vllm:num_preemptions_total`, `vllm:prompt_tokens_total`, `vllm:generation_tokens_total`,
 //! `vllm:request_success_total{finished_reason=…}` (embeddings and rerank count in the prompt
-//! tokens, and as successes by `stop`; not in the prefix-cache queries). Text format 0.0.4 by
+//! tokens, and as successes by `stop`; not in the prefix-cache queries), and the histogram
+//! `vllm:time_to_first_token_seconds` (each request's handler start to its first content
+//! event's write, vLLM's buckets; the sum in whole µs a request). Text format 0.0.4 by
 //! default (where a counter's `# TYPE` line names it with `_total`), OpenMetrics 1.0 when the
 //! `Accept` header asks for `application/openmetrics-text` (where it does not, and the page ends
 //! in `# EOF`).
@@ -171,6 +173,7 @@ pub mod answers;
 mod arrival;
 mod disaggregated;
 mod faults;
+mod histogram;
 mod http;
 mod images;
 mod lora_info;

@@ -28,8 +28,9 @@
 //! finishes a pooling request.
 
 use super::admission::{Admission, Slot};
-use super::disaggregated::Transfers;
+use super::disaggregated::TRANSFER_BUCKETS_S;
 use super::faults::Fault;
+use super::histogram::Histogram;
 use super::noise::{self, Draw};
 use super::protocol::Conversation;
 use super::truth_log::TruthLog;
@@ -39,6 +40,12 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// vLLM's bucket bounds for `vllm:time_to_first_token_seconds` (s).
+const TTFT_BUCKETS_S: [f64; 22] = [
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+];
 
 /// State shared by every connection of one server.
 pub(crate) struct Engine {
@@ -87,7 +94,10 @@ pub(crate) struct Engine {
     /// Where each request that ends is appended, when asked ([`SimConfig::truth_log`]).
     truth_log: Option<TruthLog>,
     /// The decode side's KV transfers (`vllm:nixl_xfer_time_seconds`).
-    pub kv_transfers: Transfers,
+    pub kv_transfers: Histogram,
+    /// Each request's handler start to its first content event's write, as vLLM times its
+    /// TTFT from a request's arrival (`vllm:time_to_first_token_seconds`).
+    pub ttft_histogram: Histogram,
     ttft: Duration,
     prefill_s_per_token: f64,
     itl_s: f64,
@@ -132,7 +142,8 @@ impl Engine {
             loras_loaded: Mutex::new(VecDeque::new()),
             truth: keep_truth.then(|| Mutex::new(Vec::new())),
             truth_log,
-            kv_transfers: Transfers::default(),
+            kv_transfers: Histogram::new(&TRANSFER_BUCKETS_S),
+            ttft_histogram: Histogram::new(&TTFT_BUCKETS_S),
             ttft: Duration::from_secs_f64(cfg.ttft_ms / 1e3),
             prefill_s_per_token: cfg.prefill_us_per_token / 1e6,
             itl_s: cfg.itl_ms / 1e3,
@@ -522,7 +533,12 @@ impl Generation {
     /// decode step (`ends_step`) schedules the next step.
     pub fn wrote(&mut self, at: Instant, tokens: u32, ends_step: bool) {
         self.emitted += tokens;
-        self.first_written.get_or_insert(at);
+        if self.first_written.is_none() {
+            self.first_written = Some(at);
+            self.engine
+                .ttft_histogram
+                .record(at.saturating_duration_since(self.received));
+        }
         if self.engine.truth.is_some() {
             self.token_written.push(at);
             self.event_tokens.push(tokens);

@@ -1049,7 +1049,16 @@ async fn metrics_count_what_was_served() {
             .sum();
         assert_eq!(success, 5.0);
         assert_eq!(m.get("vllm:request_success_total", Some("length")), 5.0);
-        assert_eq!(m.samples.len(), 8 + 3, "one sample per metric, three reasons:\n{}", m.text);
+        // vLLM's TTFT histogram: each request's handler start to its first write, as the
+        // truth has them (the sum in whole µs a request).
+        let ttft = "vllm:time_to_first_token_seconds";
+        assert_eq!(m.value(&format!("{ttft}_count")), 5.0);
+        let truth_s: f64 = truth.iter().map(|t| (t.token_written[0] - t.received).as_secs_f64()).sum();
+        let sum = m.value(&format!("{ttft}_sum"));
+        assert!((sum - truth_s).abs() <= 5e-6, "TTFT sum {sum} s, truth {truth_s} s");
+        assert!(m.text.contains(&format!("{ttft}_bucket{{engine=\"0\",model_name=\"provebench-sim\",le=\"+Inf\"}} 5.0\n")), "{}", m.text);
+        let buckets = 22 + 1;
+        assert_eq!(m.samples.len(), 8 + 3 + buckets + 2, "one sample per metric, three reasons, the histogram's:\n{}", m.text);
 
         // Text format 0.0.4 as prometheus_client writes it: a counter's HELP and TYPE name it with `_total`.
         for (name, kind) in [
