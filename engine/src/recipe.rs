@@ -130,6 +130,11 @@ pub struct Metrics {
     pub kv_transfer_milliseconds: Vec<String>,
     #[serde(default)]
     pub kv_transfers: Vec<String>,
+    /// The engine's TTFT histogram: its `_sum` (seconds) and its `_count`.
+    #[serde(default)]
+    pub time_to_first_token_seconds: Vec<String>,
+    #[serde(default)]
+    pub time_to_first_token_requests: Vec<String>,
     /// The info gauge whose newest label set names the LoRA adapters running and waiting.
     #[serde(default)]
     pub lora_requests_info: Vec<String>,
@@ -163,6 +168,14 @@ impl Metrics {
                 &self.kv_transfer_milliseconds,
             ),
             (MetricRole::KvTransfers, &self.kv_transfers),
+            (
+                MetricRole::TimeToFirstTokenSeconds,
+                &self.time_to_first_token_seconds,
+            ),
+            (
+                MetricRole::TimeToFirstTokenRequests,
+                &self.time_to_first_token_requests,
+            ),
             (MetricRole::LoraRequestsInfo, &self.lora_requests_info),
         ];
         let mut roles: BTreeMap<MetricRole, Vec<String>> = all

@@ -61,7 +61,8 @@ pub enum FlagCode {
     /// acceptance on real text, so neither do the speeds it gave.
     SpeculativeOnSyntheticPrompts,
     /// A request's client TTFT (from its send) is shorter than the server's own time to its
-    /// first token: the two clocks cannot both be right.
+    /// first token, or the client's mean than the engine's own mean: the two clocks cannot
+    /// both be right.
     ClocksDisagree,
     /// Speculative decoding's mean acceptance length fell more than
     /// [`crate::validity::ACCEPTANCE_SHORTFALL`] below the reference the run was given.

@@ -77,9 +77,14 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.20: the engine's own time to first token beside the client's (the metric roles
+/// `time_to_first_token_seconds` and `time_to_first_token_requests`, the summary's
+/// `host.server.ttft`); a reader of v0.19 would refuse the roles it does not know.
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.20";
 /// v0.19: a capacity step's pass needs two looks in a row (a step's `earlier_pass_at_us`);
-/// a reader of v0.18 would take a step stopped by one look's pass for a decided one.
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.19";
+/// a reader of v0.18 would take a step stopped by one look's pass for a decided one. Still
+/// read and verified.
+pub const PREDICATE_TYPE_V0_19: &str = "https://provebench.dev/result/v0.19";
 /// v0.18: the LoRA adapters as the server saw them (the metric role `lora_requests_info`,
 /// the scraped metrics' `lora`, the summary's `host.server.lora`). Still read and verified.
 pub const PREDICATE_TYPE_V0_18: &str = "https://provebench.dev/result/v0.18";

@@ -125,7 +125,22 @@ pub fn host_summary(
         .iter()
         .filter_map(|r| r.adapter.as_deref())
         .collect();
-    Ok(Some(telemetry::summarize(t, output_tokens, &adapters)?))
+    // Every request with a first token, warm-up included: the engine timed them all.
+    let first_tokens = records
+        .iter()
+        .filter_map(|r| Some(r.first_token_us?.saturating_sub(r.sent_us)))
+        .fold(telemetry::ClientTtft::default(), |c, us| {
+            telemetry::ClientTtft {
+                requests: c.requests + 1,
+                sum_us: c.sum_us + u128::from(us),
+            }
+        });
+    Ok(Some(telemetry::summarize(
+        t,
+        output_tokens,
+        &adapters,
+        first_tokens,
+    )?))
 }
 
 /// Derives a benchmark's summary from its records (see the module doc for definitions).

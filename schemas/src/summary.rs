@@ -272,6 +272,28 @@ pub struct SpecDecode {
     pub acceptance_by_position: Vec<Finite>,
 }
 
+/// The engine's TTFT histogram over the benchmark (the increase of its `_sum` and `_count`
+/// from the first scrape, before the first request, to the last, after the last), beside the
+/// client's TTFT from send over the benchmark's requests that had a first token, warm-up
+/// included: the same requests, when nothing else used the server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "json-schema", derive(JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ServerTtft {
+    /// Requests the engine timed to their first token (the `_count`'s increase).
+    pub requests: Finite,
+    /// The engine's mean, ms: the `_sum`'s increase / the `_count`'s.
+    pub mean_ms: Finite,
+    /// Requests of the benchmark whose record has a first token.
+    pub client_requests: u64,
+    /// Their mean TTFT from send, ms.
+    pub client_mean_ms: Finite,
+    /// `client_mean_ms` − `mean_ms`: what the request's way in, the token's way out and the
+    /// client's read add to the engine's own time, on average. Over
+    /// [`crate::streaming::CLOCKS_ALLOWANCE_US`] below zero, the clocks disagree.
+    pub client_overhead_ms: Finite,
+}
+
 /// What embeddings and rerank requests served: one non-streamed answer each, for a batch of
 /// inputs (embeddings) or a query and its documents (rerank).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -612,6 +634,10 @@ pub struct ServerSummary {
     /// Speculative decoding, where the engine counts it; since `result/v0.12`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speculative: Option<SpecDecode>,
+    /// The engine's own time to first token over the benchmark, beside the client's
+    /// (`result/v0.20`): where the engine keeps a TTFT histogram.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft: Option<ServerTtft>,
     /// The LoRA adapters as the server saw them, beside those the requests named; since
     /// `result/v0.18`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -29,7 +29,9 @@
 use crate::document::telemetry::*;
 use crate::numbers::Finite;
 use crate::series::{self, SeriesError};
-use crate::summary::{GpuSummary, HostSummary, LoraServerView, ServerSummary, SpecDecode};
+use crate::summary::{
+    GpuSummary, HostSummary, LoraServerView, ServerSummary, ServerTtft, SpecDecode,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl MetricSeries {
@@ -76,12 +78,20 @@ pub enum TelemetryError {
     NotFinite(String),
 }
 
+/// The client's TTFT from send over a benchmark's requests that had a first token.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClientTtft {
+    pub requests: u64,
+    pub sum_us: u128,
+}
+
 /// The summary of a benchmark's telemetry; `output_tokens` as the module doc defines it,
-/// `adapters` the LoRA adapters its records named.
+/// `adapters` the LoRA adapters its records named, `client_ttft` their first tokens.
 pub fn summarize(
     t: &Telemetry,
     output_tokens: u64,
     adapters: &BTreeSet<&str>,
+    client_ttft: ClientTtft,
 ) -> Result<HostSummary, TelemetryError> {
     Ok(HostSummary {
         gpu: t
@@ -92,7 +102,7 @@ pub fn summarize(
         server: t
             .server
             .as_ref()
-            .map(|m| summarize_server(m, adapters))
+            .map(|m| summarize_server(m, adapters, client_ttft))
             .transpose()?,
         // `crate::roles`', filled in by `crate::metrics`.
         roles: None,
@@ -267,6 +277,7 @@ where
 fn summarize_server(
     m: &ServerMetrics,
     adapters: &BTreeSet<&str>,
+    client_ttft: ClientTtft,
 ) -> Result<ServerSummary, TelemetryError> {
     let (t, max_gap_us, decoded) = decode_server(m, "server")?;
     let n = t.len();
@@ -300,6 +311,7 @@ fn summarize_server(
         prompt_tokens: opt("prompt tokens", increase(MetricRole::PromptTokens))?,
         generation_tokens: opt("generation tokens", increase(MetricRole::GenerationTokens))?,
         speculative: speculative(m, &decoded, increase)?,
+        ttft: server_ttft(increase, client_ttft)?,
         lora: m
             .lora
             .as_ref()
@@ -356,6 +368,32 @@ fn lora_view(
         named: adapters.iter().map(|a| a.to_string()).collect(),
         not_named,
     })
+}
+
+/// The engine's own TTFT over the benchmark beside the client's: `None` unless the engine
+/// timed a request and the client saw a first token.
+fn server_ttft(
+    increase: impl Fn(MetricRole) -> Option<f64>,
+    client: ClientTtft,
+) -> Result<Option<ServerTtft>, TelemetryError> {
+    let (Some(seconds), Some(requests)) = (
+        increase(MetricRole::TimeToFirstTokenSeconds),
+        increase(MetricRole::TimeToFirstTokenRequests),
+    ) else {
+        return Ok(None);
+    };
+    if requests <= 0.0 || client.requests == 0 {
+        return Ok(None);
+    }
+    let mean_ms = seconds / requests * 1e3;
+    let client_mean_ms = client.sum_us as f64 / client.requests as f64 / 1e3;
+    Ok(Some(ServerTtft {
+        requests: finite("engine TTFT requests", requests)?,
+        mean_ms: finite("engine TTFT mean", mean_ms)?,
+        client_requests: client.requests,
+        client_mean_ms: finite("client TTFT mean", client_mean_ms)?,
+        client_overhead_ms: finite("client overhead", client_mean_ms - mean_ms)?,
+    }))
 }
 
 /// Speculative decoding over the benchmark, where the engine counts it: `None` unless it

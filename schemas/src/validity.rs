@@ -264,6 +264,24 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, run: &RunFacts) -> Vec<Fla
             ),
         );
     }
+    let engine_ttft = s
+        .host
+        .as_ref()
+        .and_then(|h| h.server.as_ref()?.ttft.as_ref());
+    let allowance_ms = crate::streaming::CLOCKS_ALLOWANCE_US as f64 / 1e3;
+    if let Some(t) = engine_ttft.filter(|t| t.client_overhead_ms.get() < -allowance_ms) {
+        flag(
+            FlagCode::ClocksDisagree,
+            Severity::Warning,
+            format!(
+                "the client's mean TTFT over {} requests, {:.3} ms, is over {allowance_ms} ms                  shorter than the engine's own mean over {}, {:.3} ms",
+                t.client_requests,
+                t.client_mean_ms.get(),
+                t.requests.get(),
+                t.mean_ms.get()
+            ),
+        );
+    }
     if let (Some(t), Some(host)) = (&b.telemetry, &s.host) {
         host_flags(b, t, host, s, &mut flag);
     }

@@ -95,7 +95,9 @@ def gpu_summary(g, output_tokens):
     }
 
 
-def server_summary(m):
+def server_summary(m, records=None):
+    """The summary's `host.server` from the scraped columns; with the benchmark's `records`, its
+    `ttft` too (the engine's TTFT histogram beside the client's TTFT from send)."""
     t = decode(m["t_us"])
     values = {s["name"]: [Fraction(v, 10 ** s["decimals"]) for v in decode(s["values"])] for s in m["series"]}
 
@@ -122,6 +124,14 @@ def server_summary(m):
         out[counter] = increase(counter)
     hits, queries = out["prefix_cache_hits"], out["prefix_cache_queries"]
     out["prefix_cache_hit_rate"] = hits / queries if hits is not None and queries else None
+    seconds, timed = increase("time_to_first_token_seconds"), increase("time_to_first_token_requests")
+    if records is not None and seconds is not None and timed:
+        # Every request with a first token, warm-up included: the engine timed them all.
+        client = [f - s for f, s in zip(records["first_token_us"], records["sent_us"]) if f is not None]
+        if client:
+            mean, client_mean = seconds / timed * 1000, Fraction(sum(client), len(client) * 1000)
+            out["ttft"] = {"requests": timed, "mean_ms": mean, "client_requests": len(client),
+                           "client_mean_ms": client_mean, "client_overhead_ms": client_mean - mean}
     return out
 
 
@@ -241,9 +251,15 @@ def test_output_tokens_per_joule_counts_every_completed_request(benchmark):
 
 
 def test_the_server_summary_follows_from_the_columns(benchmark):
-    exact = server_summary(benchmark["telemetry"]["server"])
-    assert disagreements(benchmark["summary"]["host"]["server"], exact) == {}
+    exact = server_summary(benchmark["telemetry"]["server"], benchmark["records"])
+    stated = dict(benchmark["summary"]["host"]["server"])
+    # The engine's own TTFT (the simulator's histogram, as vLLM's) beside the client's.
+    ttft = exact.pop("ttft")
+    assert disagreements(stated.pop("ttft"), ttft) == {}
+    assert disagreements(stated, exact) == {}
     assert exact["requests_finished"] > 0 and exact["generation_tokens"] > 0
+    assert ttft["requests"] == ttft["client_requests"] == len(benchmark["records"]["sent_us"])
+    assert 0 <= ttft["client_overhead_ms"] < 5, ttft
 
 
 def test_the_energy_counter_agrees_with_the_scripted_power(benchmark):

@@ -72,11 +72,8 @@ pub fn section(b: &Benchmark) -> String {
         }
         out.push_str("\n\n");
     }
-    let counters = s
-        .host
-        .as_ref()
-        .and_then(|h| h.server.as_ref())
-        .and_then(|s| s.speculative.as_ref());
+    let engine = s.host.as_ref().and_then(|h| h.server.as_ref());
+    let counters = engine.and_then(|e| e.speculative.as_ref());
     if let Some(c) = counters {
         let n = |v: Option<schemas::numbers::Finite>| {
             v.map_or(MISSING.to_string(), |v| format::fixed(v.get(), 0))
@@ -106,6 +103,17 @@ pub fn section(b: &Benchmark) -> String {
         }
         out.push_str(&line);
         out.push_str(".\n\n");
+    }
+    if let Some(t) = engine.and_then(|e| e.ttft.as_ref()) {
+        out.push_str(&format!(
+            "Time to first token, the engine's own (its histogram): mean {} ms over {} requests; \
+             the client's from send: mean {} ms over {}; the client's overhead {} ms.\n\n",
+            format::fixed(t.mean_ms.get(), 3),
+            format::fixed(t.requests.get(), 0),
+            format::fixed(t.client_mean_ms.get(), 3),
+            t.client_requests,
+            format::fixed(t.client_overhead_ms.get(), 3),
+        ));
     }
     let clock = s.server_clock.as_ref();
     if let Some(c) = clock {

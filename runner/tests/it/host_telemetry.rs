@@ -84,6 +84,65 @@ fn energy_comes_from_the_counter_and_throttling_is_flagged() {
     assert!(server["running_max"].as_f64().unwrap() <= 4.0);
 }
 
+/// The engine's own TTFT (the simulator's histogram, as vLLM's
+/// `vllm:time_to_first_token_seconds`) is what the server logged: each request's handler
+/// start to its first token's write, summed over every request of the benchmark (warm-up
+/// included) over their count; beside it the client's mean from send, and their difference.
+#[test]
+fn the_engines_own_ttft_is_what_the_server_logged_beside_the_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("truth.jsonl");
+    let sim = support::sim(&["--ttft-ms", "15", "--truth-log", log.to_str().unwrap()]);
+    let mut load = LOAD.to_vec();
+    load.extend(["--warmup-requests", "8"]);
+    let (_, st) = run(dir.path(), &sim, None, &load);
+    let b = &st["predicate"]["benchmarks"][0];
+    let t = &b["summary"]["host"]["server"]["ttft"];
+    let truth: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The benchmark's requests (64-token prompts): the runner's one-token probes of each
+    // connection come before the first scrape.
+    let ttft_us: Vec<f64> = truth
+        .iter()
+        .filter(|r| r["prompt_tokens"] == 64)
+        .map(|r| r["first_token_us"].as_f64().unwrap() - r["received_us"].as_f64().unwrap())
+        .collect();
+    assert_eq!(ttft_us.len(), 60, "every request, warm-up included");
+    assert!(truth.len() > 60, "the probes too");
+    let truth_ms = ttft_us.iter().sum::<f64>() / ttft_us.len() as f64 / 1e3;
+    assert_eq!(t["requests"], 60.0, "{t}");
+    let mean = t["mean_ms"].as_f64().unwrap();
+    // Whole µs a request on either side.
+    assert!(
+        (mean - truth_ms).abs() <= 0.002,
+        "engine {mean} ms, truth {truth_ms} ms"
+    );
+    assert!(mean >= 15.0, "{t}");
+    // The client's: every record with a first token, from its send.
+    let records = &b["records"];
+    let client: Vec<f64> = (0..records["sent_us"].as_array().unwrap().len())
+        .filter_map(|i| {
+            let first = records["first_token_us"][i].as_f64()?;
+            Some(first - records["sent_us"][i].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(t["client_requests"], client.len());
+    let client_ms = client.iter().sum::<f64>() / client.len() as f64 / 1e3;
+    assert!(
+        (t["client_mean_ms"].as_f64().unwrap() - client_ms).abs() < 1e-9,
+        "{t}"
+    );
+    let overhead = t["client_overhead_ms"].as_f64().unwrap();
+    assert!((overhead - (client_ms - mean)).abs() < 1e-9, "{t}");
+    // Loopback: the client adds well under a few ms to the engine's own time, and never
+    // reads a first token before the engine wrote it.
+    assert!((-0.1..3.0).contains(&overhead), "{t}");
+    assert!(!codes(&st).contains(&"clocks_disagree".to_string()));
+}
+
 #[test]
 fn idle_gpus_and_a_missing_driver_are_said_not_hidden() {
     let (dir, sim) = (tempfile::tempdir().unwrap(), sim());

@@ -177,6 +177,11 @@ pub enum MetricRole {
     KvTransferMilliseconds,
     /// Counter: KV-cache transfers (the histogram's `_count`).
     KvTransfers,
+    /// Counter: seconds from each request's arrival to its first token, summed, as the engine
+    /// timed them (its TTFT histogram's `_sum`: `vllm:time_to_first_token_seconds_sum`).
+    TimeToFirstTokenSeconds,
+    /// Counter: requests the engine timed to their first token (the histogram's `_count`).
+    TimeToFirstTokenRequests,
     /// Info gauge (vLLM's `vllm:lora_requests_info`): each label set names the LoRA adapters
     /// running and waiting (`running_lora_adapters`, `waiting_lora_adapters`, comma-joined)
     /// and how many the server holds at once (`max_lora`), and its value is when it was set;

@@ -9,9 +9,9 @@ use crate::flag::FlagCode;
 use crate::{
     PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
     PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_14, PREDICATE_TYPE_V0_15,
-    PREDICATE_TYPE_V0_16, PREDICATE_TYPE_V0_17, PREDICATE_TYPE_V0_18, PREDICATE_TYPE_V0_2,
-    PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6,
-    PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
+    PREDICATE_TYPE_V0_16, PREDICATE_TYPE_V0_17, PREDICATE_TYPE_V0_18, PREDICATE_TYPE_V0_19,
+    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5,
+    PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
 };
 
 /// One version of the document.
@@ -29,7 +29,7 @@ pub struct Brought {
 }
 
 /// Every version this crate reads, oldest first; the last is the one it writes.
-pub const VERSIONS: [Version; 19] = [
+pub const VERSIONS: [Version; 20] = [
     Version {
         predicate_type: PREDICATE_TYPE_V0_1,
         brought: &[],
@@ -262,27 +262,11 @@ pub const VERSIONS: [Version; 19] = [
         predicate_type: PREDICATE_TYPE_V0_18,
         brought: &[Brought {
             what: "the LoRA adapters as the server saw them",
-            carried_by: |s| {
-                s.predicate.benchmarks.iter().any(|b| {
-                    let scraped = |t: &super::telemetry::Telemetry| {
-                        t.server.iter().any(|m| m.lora.is_some())
-                            || t.roles
-                                .iter()
-                                .flat_map(|r| &r.servers)
-                                .any(|m| m.lora.is_some())
-                    };
-                    b.telemetry.as_ref().is_some_and(scraped)
-                        || b.summary
-                            .host
-                            .as_ref()
-                            .and_then(|h| h.server.as_ref())
-                            .is_some_and(|s| s.lora.is_some())
-                })
-            },
+            carried_by: |s| server_carries(s, |m| m.lora.is_some(), |s| s.lora.is_some()),
         }],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_19,
         brought: &[Brought {
             what: "a capacity step passed on two looks in a row",
             carried_by: |s| {
@@ -294,7 +278,46 @@ pub const VERSIONS: [Version; 19] = [
             },
         }],
     },
+    Version {
+        predicate_type: PREDICATE_TYPE,
+        brought: &[Brought {
+            what: "the engine's own time to first token",
+            carried_by: |s| {
+                let roles = [
+                    super::telemetry::MetricRole::TimeToFirstTokenSeconds,
+                    super::telemetry::MetricRole::TimeToFirstTokenRequests,
+                ];
+                server_carries(
+                    s,
+                    |m| roles.iter().any(|r| m.roles.contains_key(r)),
+                    |s| s.ttft.is_some(),
+                )
+            },
+        }],
+    },
 ];
+
+/// Whether a benchmark of `s` has scraped server metrics (its own or a role's server's) that
+/// `scraped` holds, or a summary whose `host.server` `summarized` holds.
+fn server_carries(
+    s: &Statement,
+    scraped: impl Fn(&super::telemetry::ServerMetrics) -> bool,
+    summarized: impl Fn(&crate::summary::ServerSummary) -> bool,
+) -> bool {
+    s.predicate.benchmarks.iter().any(|b| {
+        let scrapes = b.telemetry.iter().flat_map(|t| {
+            t.server
+                .iter()
+                .chain(t.roles.iter().flat_map(|r| &r.servers))
+        });
+        scrapes.into_iter().any(&scraped)
+            || b.summary
+                .host
+                .as_ref()
+                .and_then(|h| h.server.as_ref())
+                .is_some_and(&summarized)
+    })
+}
 
 /// The place of `predicate_type` among [`VERSIONS`]; `None` for a type this crate does not
 /// read.
