@@ -128,11 +128,11 @@ pub fn host_summary(
     // Every request with a first token, warm-up included: the engine timed them all.
     let first_tokens = records
         .iter()
-        .filter_map(|r| Some(r.first_token_us?.saturating_sub(r.sent_us)))
-        .fold(telemetry::ClientTtft::default(), |c, us| {
+        .filter_map(RawRecord::ttft_from_send_ms)
+        .fold(telemetry::ClientTtft::default(), |c, ms| {
             telemetry::ClientTtft {
                 requests: c.requests + 1,
-                sum_us: c.sum_us + u128::from(us),
+                sum_ms: c.sum_ms + ms,
             }
         });
     Ok(Some(telemetry::summarize(

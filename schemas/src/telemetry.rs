@@ -82,7 +82,8 @@ pub enum TelemetryError {
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ClientTtft {
     pub requests: u64,
-    pub sum_us: u128,
+    /// Their TTFTs from send ([`crate::document::RawRecord::ttft_from_send_ms`]), summed.
+    pub sum_ms: f64,
 }
 
 /// The summary of a benchmark's telemetry; `output_tokens` as the module doc defines it,
@@ -386,7 +387,7 @@ fn server_ttft(
         return Ok(None);
     }
     let mean_ms = seconds / requests * 1e3;
-    let client_mean_ms = client.sum_us as f64 / client.requests as f64 / 1e3;
+    let client_mean_ms = client.sum_ms / client.requests as f64;
     Ok(Some(ServerTtft {
         requests: finite("engine TTFT requests", requests)?,
         mean_ms: finite("engine TTFT mean", mean_ms)?,
