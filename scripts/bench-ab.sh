@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two builds of provebench, interleaved on one 10,000-request result each (the
 # `scripts/bench-report.sh` document: 4 benchmarks x 2,500 requests of 128 tokens, from each
-# build's own `runner synth`, so each reads what it writes): a round runs, for A then B,
+# build's own `runner synth`, so each reads what it writes): a round runs, for A then B (B then A
+# every other round, so that neither always runs first),
 #   * `runner report` in wasmtime (its log's render_ms: bytes -> files, verification included),
 #   * `runner verify` (wall ms: parse, signature, every summary recomputed natively),
 #   * Node through the wasm-bindgen glue (scripts/bench-report.mjs: load, render).
@@ -20,7 +21,8 @@ for s in 0 1; do
 done
 ms() { date +%s%N; }
 for i in $(seq 1 "$rounds"); do
-  for s in 0 1; do
+  order="0 1"; [ $((i % 2)) = 0 ] && order="1 0"   # neither side always runs first
+  for s in $order; do
     side=$([ $s = 0 ] && echo A || echo B)
     render=$(RUST_LOG=info "${runner[$s]}" report "$tmp/doc$s.json" --keys "$tmp/keys$s.json" \
       --module "${wasm[$s]}/report_wasm_bg.wasm" --out "$tmp/out" 2>&1 >/dev/null | grep -o 'render_ms=[0-9]*')

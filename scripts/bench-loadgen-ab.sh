@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Two builds of the runner, interleaved against one simulator that knows its own latency
 # (no noise: TTFT 50 ms, 8 gaps of 10 ms), to see whether a change to the load generator's
-# hot path (scheduler, client, journal) moves what it measures. Each round runs, for A then B:
+# hot path (scheduler, client, journal) moves what it measures. Each round runs, for A then B
+# (B then A every other round, so that neither always runs first):
 #   * closed loop: concurrent 16, 400 requests;
 #   * open loop: constant 100 req/s, 400 requests (the pacing loop);
 # and prints the median TTFT's excess over the simulator's 50 ms (client and loopback
 # overhead, µs) and the median lateness of sends in the open loop (sent − scheduled, µs).
 # Usage: scripts/bench-loadgen-ab.sh RUNNER_A RUNNER_B [ROUNDS]
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n 2,9p "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,10p "$0" >&2; exit 2; }
 runner=("$(realpath "$1")" "$(realpath "$2")"); rounds=${3:-6}
 tmp=$(mktemp -d); trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 . "$(dirname "$0")/lib.sh"
@@ -29,7 +30,8 @@ print(f"ttft_excess_us={ttft:.0f} send_late_us={late:.0f}", end=" ")
 PY
 }
 for i in $(seq 1 "$rounds"); do
-  for s in 0 1; do
+  order="0 1"; [ $((i % 2)) = 0 ] && order="1 0"   # neither side always runs first
+  for s in $order; do
     side=$([ $s = 0 ] && echo A || echo B)
     echo -n "round $i $side: closed "
     measure "${runner[$s]}" "$tmp/c$s.json" --profile concurrent --concurrency 16
