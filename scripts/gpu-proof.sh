@@ -19,7 +19,8 @@
 #       2. starts an independent reader of the driver's energy counter (nvidia-ml-py, its own
 #          process) and `runner run --engine llama.cpp` with every layer on the GPU (Vulkan):
 #          a sweep (synchronous, throughput, 3 rates between) of PROOF_SECONDS (15) each, NVML
-#          sampled every 100 ms; then agentic sessions (--agentic, PROOF_AGENTIC) on the same
+#          sampled every 100 ms; then, the GPU idle, a benchmark of the CPU simulator sampled
+#          the same way; then agentic sessions (--agentic, PROOF_AGENTIC) on the same
 #          engine, llama.cpp's own count of the prompt tokens it reused beside a perfect cache's;
 #          then speculative decoding on the shipped real-text prompts, the model drafting for
 #          itself (--model-draft the same GGUF), sampled at temperature 1, so that a draft is
@@ -30,23 +31,27 @@
 #          (closed loops, concurrency doubling, then bisected): the highest concurrency whose TTFT p90 stays within 3 times the
 #          sweep's synchronous TTFT p90 (at least PROOF_CAPACITY_FLOOR_MS, 30), steps capped at
 #          PROOF_CAPACITY_SECONDS (8) each, on PROOF_CAPACITY_DATA;
-#       3. a benchmark of the CPU simulator while the GPU idles, sampled the same way;
-#       4. scripts/bench-runner.sh with the bundled runner (its CPU per token and pacing p99), and
+#       3. scripts/bench-runner.sh with the bundled runner (its CPU per token and pacing p99), and
 #          scripts/bench-client-ceiling.sh (the highest open-loop rate with send lateness p99 <= 1 ms);
-#       5. `runner verify` of every result (the capacity search's verdicts judged again from its
+#       4. `runner verify` of every result (the capacity search's verdicts judged again from its
 #          records); each was counted in the proof key's attempt log
 #          (proof.attempts/), which `runner log verify` checks and `runner publish --log` puts in
 #          a site with them, checked by `runner verify-site`;
-#       6. scripts/gpu-proof-check.py, which writes OUT/summary.json and OUT/summary.md and fails
+#       5. scripts/gpu-proof-check.py, which writes OUT/summary.json and OUT/summary.md and fails
 #          when a check does.
 #       OUT also gets the signed result (result.json), its public key (proof.pub), the full log
 #       (proof.log) and the rest in extras.tar.gz (the idle result, the engine's log, the
 #       energy log, nvidia-smi's answers, the runner benchmark's output).
+#       The whole run keeps within PROOF_DEADLINE_S (480, the check's 8 minutes): each step's
+#       time limit is cut to what is left of it, less 45 s kept for the verification, the log
+#       and the checks; a step with under 15 s left is skipped and says so (exit 2), and each
+#       result is copied to OUT as soon as it is written, so that a host that stops the kit
+#       still returns what it measured.
 #
 # Knobs (environment): PROOF_SECONDS, PROOF_DATA (the sweep's --data), PROOF_AGENTIC (the
 # agentic run's --agentic), PROOF_MODEL_ARGS, PROOF_SPEC_REQUESTS (64),
 # PROOF_CAPACITY_SECONDS, PROOF_CAPACITY_DATA, PROOF_CAPACITY_FLOOR_MS,
-# PROOF_BENCH_REQUESTS, PYTHON (python3), PROOF_KEEP_WORK=1 keeps the work directory,
+# PROOF_BENCH_REQUESTS, PROOF_DEADLINE_S, PYTHON (python3), PROOF_KEEP_WORK=1 keeps the work directory,
 # PROOF_XZ_LEVEL (9) for --bundle.
 #
 # Without a GPU (make test, tests/python/test_gpu_proof.py): `--run --fake-nvml LIB` plays a
@@ -57,7 +62,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
-say() { printf 'gpu-proof: %s\n' "$*" >&2; }
+say() { printf 'gpu-proof: %s%s\n' "${t0:+[$(( $(date +%s) - t0 )) s] }" "$*" >&2; }
 die() { say "error: $*"; exit 2; }
 BUNDLE_LIMIT_BYTES=$((60 * 1024 * 1024))
 
@@ -153,8 +158,33 @@ bundle() {
   [ "$bytes" -le "$BUNDLE_LIMIT_BYTES" ] || die "the bundle is $bytes bytes, over the 60 MiB a GPU host may be sent"
 }
 
+# limit CAP: a step's time limit, CAP seconds or what is left of the run's deadline less the
+# time kept for the end, whichever is less; fails (the step is to be skipped) under 15 s.
+END_RESERVE_S=45
+limit() {
+  local left=$(( t0 + ${PROOF_DEADLINE_S:-480} - END_RESERVE_S - $(date +%s) ))
+  [ "$left" -ge 15 ] || return 1
+  echo $(( left < $1 ? left : $1 ))
+}
+
+# step CAP WHAT COMMAND…: COMMAND under `timeout`, its limit from `limit CAP`; skipped when the
+# deadline leaves too little. Fails when it failed or was skipped.
+step() {
+  local cap=$1 what=$2 lim; shift 2
+  lim=$(limit "$cap") || { say "out of time: $what skipped (PROOF_DEADLINE_S ${PROOF_DEADLINE_S:-480})"; return 1; }
+  timeout "$lim" "$@"
+}
+
+# keep FILE…: copies what exists of FILE… to OUT now, not only at the end.
+keep() {
+  local f
+  for f in "$@"; do [ -f "$f" ] && cp "$f" "$out/"; done
+  return 0
+}
+
+t0=''
 run() {
-  local out=$1 fake_lib=$2 cpu_server=$3 t0 work status=0
+  local out=$1 fake_lib=$2 cpu_server=$3 work status=0
   t0=$(date +%s)
   mkdir -p "$out"; out=$(cd "$out" && pwd)
   work=$(mktemp -d /tmp/gpu-proof.XXXXXX)
@@ -257,7 +287,7 @@ run() {
   (cd "$work" && "$runner" keygen proof >/dev/null)
   local secs=${PROOF_SECONDS:-15}
   say "the sweep: llama.cpp on the GPU, $secs s a benchmark"
-  (cd "$work" && RUST_LOG=${RUST_LOG:-info} timeout 300 "$runner" run --engine llama.cpp \
+  (cd "$work" && RUST_LOG=${RUST_LOG:-info} step 300 "the sweep" "$runner" run --engine llama.cpp \
       --engine-model "$work/$model" --engine-port "$(free_port)" \
       --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=--parallel --engine-arg=16 \
       --engine-arg=--ctx-size --engine-arg=32768 \
@@ -265,20 +295,38 @@ run() {
       --data "${PROOF_DATA:-prompt_tokens=256,output_tokens=128}" --gpu-sample-ms 100 \
       --key proof.key --out result.json) || { say "the sweep failed"; status=2; }
   kill "$reader" 2>/dev/null; wait "$reader" 2>/dev/null || true
+  keep "$work/result.json" "$work/proof.pub"
+
+  # Right after the sweep, while the GPU idles: what it draws then, under a benchmark of the
+  # simulator on this host's CPU.
+  say "the simulator on this host while the GPU idles"
+  local sim_port; sim_port=$(free_port)
+  RUST_LOG=warn "$runner" sim --host 127.0.0.1 --port "$sim_port" >/dev/null 2>&1 &
+  local sim=$!
+  [ -n "$idle_script" ] && export FAKE_NVML_SCRIPT=$idle_script
+  wait_listening "$sim_port" "$sim" || { say "the simulator did not start"; status=2; }
+  (cd "$work" && RUST_LOG=warn step 60 "the idle benchmark" "$runner" run --target "http://127.0.0.1:$sim_port" \
+      --profile concurrent --concurrency 4 --max-requests 200 --max-seconds 10 \
+      --data prompt_tokens=64,output_tokens=32 --gpu-sample-ms 100 --key proof.key --out idle.json) ||
+    { say "the idle benchmark failed"; status=2; }
+  kill "$sim" 2>/dev/null; wait "$sim" 2>/dev/null || true
+  [ -n "$busy_script" ] && export FAKE_NVML_SCRIPT=$busy_script
+  keep "$work/idle.json"
 
   # 6 sessions of a main agent (6 turns, the 3rd spawning a subagent of 2): 8 requests each,
   # every prompt its agent's whole history; one token a cache block, as llama.cpp reuses them.
   say "agentic sessions: llama.cpp on the GPU, its prompt cache against a perfect one"
-  (cd "$work" && RUST_LOG=warn timeout 240 "$runner" run --engine llama.cpp \
+  (cd "$work" && RUST_LOG=warn step 240 "the agentic run" "$runner" run --engine llama.cpp \
       --engine-model "$work/$model" --engine-port "$(free_port)" \
       --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=--parallel --engine-arg=8 \
       --engine-arg=--ctx-size --engine-arg=32768 \
       --backend openai-completions --profile concurrent --concurrency 4 --max-requests 48 \
       --agentic "${PROOF_AGENTIC:-turns=6,subagents=1,spawn_every=3,subagent_turns=2,system_tokens=256,task_tokens=64,output_tokens=16,tool_result_tokens=128,tool_ms=10,block_tokens=1}" \
       --gpu-sample-ms 100 --key proof.key --out agentic.json) || { say "the agentic run failed"; status=2; }
+  keep "$work/agentic.json"
 
   say "speculative decoding: the model drafting for itself, sampled, on real text"
-  (cd "$work" && RUST_LOG=warn timeout 240 "$runner" run --engine llama.cpp \
+  (cd "$work" && RUST_LOG=warn step 240 "the speculative run" "$runner" run --engine llama.cpp \
       --engine-model "$work/$model" --engine-port "$(free_port)" \
       --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=-ngld --engine-arg=999 \
       --engine-arg=--parallel --engine-arg=8 --engine-arg=--ctx-size --engine-arg=32768 \
@@ -286,6 +334,7 @@ run() {
       --temperature 1 --backend openai-chat --data real-text --data-output-tokens 64 \
       --profile concurrent --concurrency 8 --max-requests "${PROOF_SPEC_REQUESTS:-64}" --max-seconds 90 \
       --gpu-sample-ms 100 --key proof.key --out speculative.json) || { say "the speculative run failed"; status=2; }
+  keep "$work/speculative.json"
 
   # The SLO: TTFT p90 within 3 times what one request alone sees (the sweep's synchronous
   # benchmark), so that the answer is where queueing and batching have tripled it, on any GPU.
@@ -293,7 +342,7 @@ run() {
   bound=$("$py" "$here/gpu-proof-check.py" slo-bound "$work/result.json" --times 3 \
     --floor-ms "${PROOF_CAPACITY_FLOOR_MS:-30}" 2>/dev/null) || bound=${PROOF_CAPACITY_FLOOR_MS:-30}
   say "capacity under an SLO: the highest concurrency whose TTFT p90 stays within $bound ms"
-  (cd "$work" && RUST_LOG=warn timeout 300 "$runner" run --engine llama.cpp \
+  (cd "$work" && RUST_LOG=warn step 300 "the capacity search" "$runner" run --engine llama.cpp \
       --engine-model "$work/$model" --engine-port "$(free_port)" \
       --engine-arg=--n-gpu-layers --engine-arg=999 --engine-arg=--parallel --engine-arg=16 \
       --engine-arg=--ctx-size --engine-arg=32768 \
@@ -301,27 +350,16 @@ run() {
       --data "${PROOF_CAPACITY_DATA:-prompt_tokens=256,output_tokens=16}" --max-requests 800 \
       --max-seconds "${PROOF_CAPACITY_SECONDS:-8}" \
       --gpu-sample-ms 100 --key proof.key --out capacity.json) || { say "the capacity search failed"; status=2; }
-
-  say "the simulator on this host while the GPU idles"
-  local sim_port; sim_port=$(free_port)
-  RUST_LOG=warn "$runner" sim --host 127.0.0.1 --port "$sim_port" >/dev/null 2>&1 &
-  local sim=$!
-  [ -n "$idle_script" ] && export FAKE_NVML_SCRIPT=$idle_script
-  wait_listening "$sim_port" "$sim" || { say "the simulator did not start"; status=2; }
-  (cd "$work" && RUST_LOG=warn timeout 60 "$runner" run --target "http://127.0.0.1:$sim_port" \
-      --profile concurrent --concurrency 4 --max-requests 200 --max-seconds 10 \
-      --data prompt_tokens=64,output_tokens=32 --gpu-sample-ms 100 --key proof.key --out idle.json) ||
-    { say "the idle benchmark failed"; status=2; }
-  kill "$sim" 2>/dev/null; wait "$sim" 2>/dev/null || true
+  keep "$work/capacity.json"
 
   say "the runner's own cost (scripts/bench-runner.sh)"
-  RUNNER_BIN=$runner RUNNER_FLAGS="--gpu-sample-ms 0 --metrics-url none" timeout 120 \
+  RUNNER_BIN=$runner RUNNER_FLAGS="--gpu-sample-ms 0 --metrics-url none" step 120 "bench-runner.sh" \
     bash "$here/bench-runner.sh" "${PROOF_BENCH_REQUESTS:-400}" > "$work/bench-runner.txt" 2>&1 ||
     say "warning: bench-runner.sh ended early"
   cat "$work/bench-runner.txt"
 
   say "the client's ceiling on this host (scripts/bench-client-ceiling.sh)"
-  RUNNER_BIN=$runner timeout 240 bash "$here/bench-client-ceiling.sh" 1000 "${PROOF_CEILING_MAX:-64000}" \
+  RUNNER_BIN=$runner step 240 "bench-client-ceiling.sh" bash "$here/bench-client-ceiling.sh" 1000 "${PROOF_CEILING_MAX:-64000}" \
     "${PROOF_CEILING_SECONDS:-2}" > "$work/client-ceiling.txt" 2>&1 ||
     say "warning: bench-client-ceiling.sh ended early"
   cat "$work/client-ceiling.txt"

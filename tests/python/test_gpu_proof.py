@@ -153,6 +153,23 @@ def test_a_failed_check_fails_the_proof(proof, tmp_path):
     assert "attempt log" in [c["check"] for c in summary["checks"] if not c["ok"]], summary["checks"]
 
 
+def test_a_run_past_its_deadline_skips_its_steps_and_says_so(proof, fake_nvml, tmp_path):
+    """The kit keeps within PROOF_DEADLINE_S, as a lent GPU host's time limit needs: with no time
+    left every step is skipped, named in the log, and the run fails as a step that could not run
+    (exit 2) instead of running past a limit that would return nothing."""
+    d, _, _ = proof
+    env = {**os.environ, "PYTHON": sys.executable, "PROOF_DEADLINE_S": "0",
+           "PROOF_MODEL_ARGS": "--hidden 128 --layers 2 --ff 256 --heads 4 --kv-heads 2"}
+    run = subprocess.run([str(d / "bundle" / "gpu-proof.sh"), "--run", "--out", str(tmp_path / "out"),
+                          "--fake-nvml", str(fake_nvml), "--llama-server", llama_server()],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert run.returncode == 2, run.stdout[-3000:] + run.stderr[-3000:]
+    log = (tmp_path / "out" / "proof.log").read_text()
+    for step in ("the sweep", "the idle benchmark", "the agentic run", "the speculative run",
+                 "the capacity search", "bench-runner.sh", "bench-client-ceiling.sh"):
+        assert f"out of time: {step} skipped" in log, (step, log[-3000:])
+
+
 H100 = ROOT / "tests" / "fixtures" / "gpu-proof" / "h100-2026-11-27"
 
 
