@@ -63,6 +63,7 @@ export: deps
 
 # The runner to copy to a GPU host (README.md, "Benchmarking a real server").
 build-release:
+	@scripts/cache.sh claim
 	$(CARGO) build --release -p runner
 
 wasm:

@@ -132,7 +132,9 @@ bundle() {
 
   if [ -n "${RUNNER_BIN:-}" ]; then runner_bin=$RUNNER_BIN
   else
-    cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+    # Through the cache's claim: with a build directory shared between checkouts
+    # (CARGO_BUILD_BUILD_DIR), cargo could otherwise take another checkout's newer build.
+    (cd "$root" && scripts/cache.sh claim && cargo build -q --release -p runner)
     runner_bin=$root/target/release/runner
   fi
   rm -rf "$dir" && mkdir -p "$dir/wheels"
