@@ -153,6 +153,34 @@ def test_a_failed_check_fails_the_proof(proof, tmp_path):
     assert "attempt log" in [c["check"] for c in summary["checks"] if not c["ok"]], summary["checks"]
 
 
+def test_on_a_gpu_a_capacity_search_must_bracket_its_answer(proof, tmp_path):
+    """On a CPU shared with the other suites the search need only have searched; on a GPU it must
+    bracket an answer (a load that passed and one above it that did not). The CPU run's search,
+    its bracket taken away, passes the check with --cpu and fails it without."""
+    d, _, _ = proof
+    subprocess.run(["tar", "-xzf", str(d / "out" / "extras.tar.gz"), "-C", str(tmp_path)], check=True)
+    envelope = json.loads((d / "out" / "capacity.json").read_text())
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    capacity = statement["predicate"]["capacity"]
+    capacity["failed"] = capacity["undecided"] = None
+    envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    (tmp_path / "capacity.json").write_text(json.dumps(envelope))
+
+    def failed(*extra):
+        out = tmp_path / f"summary{len(extra)}"
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu-proof-check.py"), "check",
+                        "--result", str(d / "out" / "result.json"), "--idle", str(tmp_path / "idle.json"),
+                        "--energy-log", str(tmp_path / "energy.log"), "--engine-log", "/dev/null",
+                        "--bench", str(tmp_path / "bench-runner.txt"), "--smi", str(tmp_path / "smi.csv"),
+                        "--seconds", "1", "--capacity", str(tmp_path / "capacity.json"), "--out", str(out),
+                        *extra], capture_output=True, text=True)
+        summary = json.loads((out / "summary.json").read_text())
+        return [c["check"] for c in summary["checks"] if not c["ok"]]
+
+    assert "capacity under an SLO" not in failed("--cpu")
+    assert "capacity under an SLO" in failed()
+
+
 def test_a_run_past_its_deadline_skips_its_steps_and_says_so(proof, fake_nvml, tmp_path):
     """The kit keeps within PROOF_DEADLINE_S, as a lent GPU host's time limit needs: with no time
     left every step is skipped, named in the log, and the run fails as a step that could not run
