@@ -743,7 +743,8 @@ impl Stream {
 
     /// What SGLang's tokenizer manager adds to the `meta_info` of a request's finishing event,
     /// under the same switches as [`Self::timings`]: with speculation, the verification
-    /// steps, the draft tokens and those accepted, their rate and the tokens a step; and
+    /// steps, the draft tokens and those accepted (under SGLang 0.5.15's names: 0.5.12's,
+    /// and 0.5.11's beside them), their rate and the tokens a step; and
     /// (SGLang's `--enable-metrics`) when the request was received and when its first token
     /// went out, on the wall clock in seconds — not the first token's time when this event is
     /// the first, as SGLang notes it only after sending it.
@@ -757,7 +758,7 @@ impl Stream {
             Some((steps, drafted, accepted)) if steps > 0 && drafted > 0 => {
                 let _ = write!(
                     meta,
-                    r#","spec_accept_rate":{},"spec_accept_length":{},"spec_verify_ct":{steps},"spec_accept_token_num":{accepted},"spec_draft_token_num":{drafted}"#,
+                    r#","spec_accept_rate":{},"spec_accept_length":{},"spec_verify_ct":{steps},"spec_num_correct_drafts":{accepted},"spec_num_proposed_drafts":{drafted},"spec_accepted_drafts":{accepted},"spec_proposed_drafts":{drafted}"#,
                     f64::from(accepted) / f64::from(drafted),
                     f64::from(self.gen.max_tokens) / f64::from(steps),
                 );

@@ -12,8 +12,11 @@
 //! instead, and the growing count still tells tokens apart. One event may carry several tokens
 //! (`--stream-interval`): it counts once, and `meta_info` has the real count. Under
 //! speculative decoding `meta_info` also counts the request's verification steps
-//! (`spec_verify_ct`), its draft tokens (`spec_draft_token_num`) and those accepted
-//! (`spec_accept_token_num`), and with `--enable-metrics` the finishing event says when the
+//! (`spec_verify_ct`), its draft tokens and those accepted, under the names of its version
+//! (0.5.12 on: `spec_num_proposed_drafts`, `spec_num_correct_drafts`; 0.5.11:
+//! `spec_proposed_drafts`, `spec_accepted_drafts`, which later versions still write beside
+//! the new ones; up to 0.5.10: `spec_draft_token_num`, `spec_accept_token_num`; the newest
+//! name present is read), and with `--enable-metrics` the finishing event says when the
 //! server received the request and sent its first token (`request_received_ts`,
 //! `prefill_finished_ts`, seconds on its wall clock): their difference is the server's own
 //! time to the first token, its queue included. The last event that has them is the
@@ -67,9 +70,16 @@ struct Meta {
     cached_tokens: Option<u32>,
     /// Speculative decoding: verification steps so far.
     spec_verify_ct: Option<u32>,
-    /// Speculative decoding: draft tokens proposed so far (steps × draft tokens a step).
+    /// Speculative decoding: draft tokens proposed so far (steps × draft tokens a step),
+    /// under each version's name, newest first (separate fields, not aliases: a version that
+    /// writes two of them must not read as a duplicate key).
+    spec_num_proposed_drafts: Option<u32>,
+    spec_proposed_drafts: Option<u32>,
     spec_draft_token_num: Option<u32>,
-    /// Speculative decoding: draft tokens accepted so far (the target's own token apart).
+    /// Speculative decoding: draft tokens accepted so far (the target's own token apart),
+    /// under each version's name, newest first.
+    spec_num_correct_drafts: Option<u32>,
+    spec_accepted_drafts: Option<u32>,
     spec_accept_token_num: Option<u32>,
     /// `--enable-metrics`, on the finishing event: when the server received the request and
     /// when its first token went out (the server's wall clock, seconds since the epoch).
@@ -164,8 +174,14 @@ pub(super) fn event(data: &[u8], prev: &mut Progress) -> Result<Event, EventErro
             event.timing = Some(schemas::document::ServerTiming {
                 prefill_us: first_token_us,
                 drafts: meta.spec_verify_ct,
-                draft_tokens: meta.spec_draft_token_num,
-                accepted_tokens: meta.spec_accept_token_num,
+                draft_tokens: meta
+                    .spec_num_proposed_drafts
+                    .or(meta.spec_proposed_drafts)
+                    .or(meta.spec_draft_token_num),
+                accepted_tokens: meta
+                    .spec_num_correct_drafts
+                    .or(meta.spec_accepted_drafts)
+                    .or(meta.spec_accept_token_num),
                 decoded_tokens: meta.completion_tokens,
                 ..Default::default()
             });

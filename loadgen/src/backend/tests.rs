@@ -642,6 +642,27 @@ fn sglang_speculative_finish_is_the_servers_count_and_clock() {
     // 162.5 − 125 ms: the server's own TTFT, its queue included.
     assert_eq!((t.queue_us, t.prefill_us), (None, Some(37_500)));
     assert_eq!(t.first_token_us(), Some(37_500));
+    // SGLang 0.5.12 on: the new names, with 0.5.11's still beside them (each read once; the
+    // newest wins).
+    for meta in [
+        r#""spec_verify_ct":43,"spec_num_correct_drafts":63,"spec_num_proposed_drafts":215,"spec_accepted_drafts":63,"spec_proposed_drafts":215"#,
+        r#""spec_verify_ct":43,"spec_num_correct_drafts":63,"spec_num_proposed_drafts":215"#,
+        r#""spec_verify_ct":43,"spec_accepted_drafts":63,"spec_proposed_drafts":215"#,
+    ] {
+        let e = on(
+            Api::Sglang,
+            &format!(
+                r#"{{"text":"x","meta_info":{{"completion_tokens":106,"finish_reason":{{"type":"length","length":106}},{meta}}}}}"#
+            ),
+        )
+        .unwrap();
+        let t = e.timing.expect("the drafts");
+        assert_eq!(
+            (t.drafts, t.draft_tokens, t.accepted_tokens),
+            (Some(43), Some(215), Some(63)),
+            "{meta}"
+        );
+    }
     // An older SGLang: the steps alone, on every event.
     let e = on(
         Api::Sglang,

@@ -212,11 +212,11 @@ pub struct ServerTiming {
     /// `spec_verify_ct`, the simulator's `draft_steps`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drafts: Option<u32>,
-    /// Draft tokens proposed (llama.cpp's `timings.draft_n`, SGLang's `spec_draft_token_num`).
+    /// Draft tokens proposed (llama.cpp's `timings.draft_n`, SGLang's `spec_num_proposed_drafts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub draft_tokens: Option<u32>,
     /// Speculative decoding: draft tokens the target model accepted (llama.cpp's
-    /// `timings.draft_n_accepted`, SGLang's `spec_accept_token_num`).
+    /// `timings.draft_n_accepted`, SGLang's `spec_num_correct_drafts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted_tokens: Option<u32>,
 }
