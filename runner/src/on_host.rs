@@ -147,12 +147,13 @@ impl Engine {
 }
 
 /// The shipped recipe of the engine a server says it is (the simulator names its metrics
-/// as vLLM does); `None` for an engine no shipped recipe knows.
+/// as vLLM does, or as the engine after its name's `/`: `provebench-sim/sglang`); `None` for
+/// an engine no shipped recipe knows.
 pub fn shipped_recipe(engine_name: &str) -> Option<Loaded> {
-    let name = if engine_name == "provebench-sim" {
-        "vllm"
-    } else {
-        engine_name
+    let name = match engine_name.strip_prefix("provebench-sim") {
+        Some("") => "vllm",
+        Some(dialect) => dialect.strip_prefix('/').unwrap_or(dialect),
+        None => engine_name,
     };
     recipe::BUILT_IN
         .iter()

@@ -77,10 +77,16 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.21: an engine's speculative counters of verification steps alone (SGLang's
+/// `sglang:spec_verify_calls_total`: the summary's `host.server.speculative` with `drafts`
+/// and no draft tokens); a reader of v0.20 would find no such summary and refuse the one
+/// stated.
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.21";
 /// v0.20: the engine's own time to first token beside the client's (the metric roles
 /// `time_to_first_token_seconds` and `time_to_first_token_requests`, the summary's
-/// `host.server.ttft`); a reader of v0.19 would refuse the roles it does not know.
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.20";
+/// `host.server.ttft`); a reader of v0.19 would refuse the roles it does not know. Still
+/// read and verified.
+pub const PREDICATE_TYPE_V0_20: &str = "https://provebench.dev/result/v0.20";
 /// v0.19: a capacity step's pass needs two looks in a row (a step's `earlier_pass_at_us`);
 /// a reader of v0.18 would take a step stopped by one look's pass for a decided one. Still
 /// read and verified.

@@ -255,7 +255,8 @@ pub struct ServerClock {
 
 /// Speculative decoding, from the engine's counters over the benchmark (vLLM's and
 /// llama.cpp's `spec_decode_num_drafts`, `…_num_draft_tokens`, `…_num_accepted_tokens`,
-/// `…_num_accepted_tokens_per_pos`).
+/// `…_num_accepted_tokens_per_pos`; SGLang's `spec_verify_calls_total`, the steps alone,
+/// since `result/v0.21`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]

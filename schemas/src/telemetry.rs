@@ -398,21 +398,23 @@ fn server_ttft(
 }
 
 /// Speculative decoding over the benchmark, where the engine counts it: `None` unless it
-/// counted draft tokens.
+/// counted draft tokens, or verification steps above none (SGLang counts the steps alone, and
+/// may keep its counter at zero when it does not speculate).
 fn speculative(
     m: &ServerMetrics,
     decoded: &BTreeMap<&str, Vec<f64>>,
     increase: impl Fn(MetricRole) -> Option<f64>,
 ) -> Result<Option<SpecDecode>, TelemetryError> {
-    let Some(draft_tokens) = increase(MetricRole::SpecDecodeDraftTokens) else {
-        return Ok(None);
-    };
+    let draft_tokens = increase(MetricRole::SpecDecodeDraftTokens);
     let drafts = increase(MetricRole::SpecDecodeDrafts);
+    if draft_tokens.is_none() && !drafts.is_some_and(|d| d > 0.0) {
+        return Ok(None);
+    }
     let accepted = increase(MetricRole::SpecDecodeAcceptedTokens);
     let opt = |what: &str, v: Option<f64>| v.map(|v| finite(what, v)).transpose();
     let rate = accepted
-        .filter(|_| draft_tokens > 0.0)
-        .map(|a| a / draft_tokens);
+        .zip(draft_tokens.filter(|&d| d > 0.0))
+        .map(|(a, d)| a / d);
     let length = match (accepted, drafts) {
         (Some(a), Some(d)) if d > 0.0 => Some(1.0 + a / d),
         _ => None,
@@ -431,7 +433,7 @@ fn speculative(
     };
     Ok(Some(SpecDecode {
         drafts: opt("speculative drafts", drafts)?,
-        draft_tokens: opt("draft tokens", Some(draft_tokens))?,
+        draft_tokens: opt("draft tokens", draft_tokens)?,
         accepted_tokens: opt("accepted tokens", accepted)?,
         acceptance_rate: opt("acceptance rate", rate)?,
         mean_acceptance_length: opt("mean acceptance length", length)?,
@@ -488,5 +490,47 @@ mod tests {
             e.to_string(),
             "server.lora.waiting has 1 entries, t_us has 2"
         );
+    }
+
+    #[test]
+    fn speculative_counters_as_each_engine_keeps_them() {
+        let m = ServerMetrics {
+            url: "http://127.0.0.1:1/metrics".into(),
+            interval_ms: 100,
+            t_us: String::new(),
+            series: vec![],
+            roles: BTreeMap::new(),
+            lora: None,
+        };
+        let none = BTreeMap::new();
+        let counts = |drafts: Option<f64>, tokens: Option<f64>, accepted: Option<f64>| {
+            move |r: MetricRole| match r {
+                MetricRole::SpecDecodeDrafts => drafts,
+                MetricRole::SpecDecodeDraftTokens => tokens,
+                MetricRole::SpecDecodeAcceptedTokens => accepted,
+                _ => None,
+            }
+        };
+        // vLLM's and llama.cpp's: steps, draft tokens and those accepted.
+        let s = speculative(&m, &none, counts(Some(100.0), Some(300.0), Some(180.0)))
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.acceptance_rate.unwrap().get(), 0.6);
+        assert_eq!(s.mean_acceptance_length.unwrap().get(), 2.8);
+        // SGLang's: the verification steps alone, nothing derived from them.
+        let s = speculative(&m, &none, counts(Some(100.0), None, None))
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.drafts.unwrap().get(), 100.0);
+        assert_eq!(
+            (s.draft_tokens, s.acceptance_rate, s.mean_acceptance_length),
+            (None, None, None)
+        );
+        // A step counter that stayed at zero, or none at all: no speculative decoding seen.
+        for drafts in [Some(0.0), None] {
+            assert!(speculative(&m, &none, counts(drafts, None, None))
+                .unwrap()
+                .is_none());
+        }
     }
 }

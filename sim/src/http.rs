@@ -11,6 +11,7 @@ use super::faults::Fault;
 use super::model::{Engine, Generation};
 use super::pooling::{self, PoolRoute};
 use super::protocol::{self, Api, Events, GenRequest, Ident, Refusal, Route, Word};
+use super::MetricsAs;
 use bytes::{Bytes, BytesMut};
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full, Limited, StreamBody};
@@ -189,7 +190,7 @@ async fn handle(
         (&Method::GET, "/v1/models") => json_response(StatusCode::OK, models_body(&engine)),
         (&Method::GET, "/version") => json_response(
             StatusCode::OK,
-            Bytes::from(serde_json::json!({"version": env!("CARGO_PKG_VERSION"), "engine": "provebench-sim"}).to_string()),
+            Bytes::from(serde_json::json!({"version": env!("CARGO_PKG_VERSION"), "engine": sim_engine(&engine)}).to_string()),
         ),
         (&Method::GET, "/metrics") => {
             // As prometheus_client chooses: OpenMetrics only when the scraper asks for it.
@@ -198,7 +199,11 @@ async fn handle(
                     v.split(',').any(|t| t.split(';').next().unwrap_or("").trim() == "application/openmetrics-text")
                 })
             });
-            let mut r = Response::new(full(Bytes::from(metrics_body(&engine, openmetrics))));
+            let body = match engine.cfg.metrics_as {
+                MetricsAs::Vllm => metrics_body(&engine, openmetrics),
+                MetricsAs::Sglang => sglang_metrics_body(&engine, openmetrics),
+            };
+            let mut r = Response::new(full(Bytes::from(body)));
             let kind = if openmetrics {
                 "application/openmetrics-text; version=1.0.0; charset=utf-8"
             } else {
@@ -997,29 +1002,7 @@ fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
         },
     ];
     let mut out = String::with_capacity(4096);
-    for Family {
-        name,
-        counter,
-        help,
-        samples,
-    } in metrics
-    {
-        let (sample, kind) = if counter {
-            (format!("{name}_total"), "counter")
-        } else {
-            (name.to_string(), "gauge")
-        };
-        let family = if openmetrics { name } else { &sample };
-        let _ = write!(out, "# HELP {family} {help}\n# TYPE {family} {kind}\n");
-        for (reason, value) in samples {
-            // Labels sorted by name, as prometheus_client writes them.
-            let _ = write!(out, "{sample}{{engine=\"0\",");
-            if let Some(reason) = reason {
-                let _ = write!(out, "finished_reason=\"{reason}\",");
-            }
-            let _ = writeln!(out, "model_name=\"{model}\"}} {}", go_float(value));
-        }
-    }
+    write_families(&mut out, metrics, "engine=\"0\",", &model, openmetrics);
     if engine.cfg.speculative.is_some() {
         speculative_metrics(engine, &model, openmetrics, &mut out);
     }
@@ -1042,6 +1025,130 @@ fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
         out.push_str("# EOF\n");
     }
     out
+}
+
+/// What `/version` says the engine is: `provebench-sim`, or `provebench-sim/<engine>` when
+/// `/metrics` uses another engine's names than vLLM's.
+fn sim_engine(engine: &Engine) -> String {
+    match engine.cfg.metrics_as {
+        MetricsAs::Vllm => "provebench-sim".into(),
+        other => format!("provebench-sim/{}", other.engine()),
+    }
+}
+
+/// SGLang's metrics, as its `prometheus_client` collectors write them (labels: the model's
+/// name alone), from the same counters as vLLM's page: requests running and queued, the KV
+/// cache's usage, prompt and generated tokens, prompt tokens served from the cache, requests
+/// finished, the TTFT histogram (the simulator's buckets; a reader takes its `_sum` and
+/// `_count`) and, decoding speculatively, the verification steps
+/// (`sglang:spec_verify_calls_total`, which SGLang adds up from each request's
+/// `spec_verify_ct` as it finishes; the simulator counts each step as it is taken, so the two
+/// agree once every request has finished). SGLang counts no draft tokens on this page.
+fn sglang_metrics_body(engine: &Engine, openmetrics: bool) -> String {
+    let model = label_value(&engine.cfg.model);
+    let n = |a: &std::sync::atomic::AtomicU64| a.load(Relaxed) as f64;
+    let gauge = |name, help, value| Family {
+        name,
+        counter: false,
+        help,
+        samples: vec![(None, value)],
+    };
+    let counter = |name, help, value| Family {
+        counter: true,
+        ..gauge(name, help, value)
+    };
+    let mut metrics = vec![
+        gauge(
+            "sglang:num_running_reqs",
+            "The number of running requests.",
+            engine.running.load(Relaxed) as f64,
+        ),
+        gauge(
+            "sglang:num_queue_reqs",
+            "The number of requests in the waiting queue.",
+            engine.waiting.load(Relaxed) as f64,
+        ),
+        gauge(
+            "sglang:token_usage",
+            "The token usage.",
+            engine.kv_cache_usage(),
+        ),
+        counter(
+            "sglang:prompt_tokens",
+            "Number of prefill tokens processed.",
+            n(&engine.prompt_tokens_total),
+        ),
+        counter(
+            "sglang:generation_tokens",
+            "Number of generation tokens processed.",
+            n(&engine.generation_tokens_total),
+        ),
+        counter(
+            "sglang:cached_tokens",
+            "Number of cached prompt tokens.",
+            n(&engine.prefix_hits_total),
+        ),
+        counter(
+            "sglang:num_requests",
+            "Number of requests processed.",
+            n(&engine.finished_length_total) + n(&engine.finished_stop_total),
+        ),
+    ];
+    if engine.cfg.speculative.is_some() {
+        metrics.push(counter(
+            "sglang:spec_verify_calls",
+            "The number of verification calls of speculative decoding.",
+            n(&engine.spec_drafts_total),
+        ));
+    }
+    let mut out = String::with_capacity(2048);
+    write_families(&mut out, metrics, "", &model, openmetrics);
+    engine.ttft_histogram.write(
+        "sglang:time_to_first_token_seconds",
+        "Histogram of time to first token in seconds.",
+        &format!("model_name=\"{model}\""),
+        &mut out,
+    );
+    if openmetrics {
+        out.push_str("# EOF\n");
+    }
+    out
+}
+
+/// Writes each family of gauges and counters: its `# HELP` and `# TYPE` lines (a counter's
+/// named with `_total` in the text format, without in OpenMetrics) and a sample a label set,
+/// labels sorted by name: `first` (each `name="value",`), a sample's `finished_reason`, then
+/// the model's name.
+fn write_families(
+    out: &mut String,
+    metrics: impl IntoIterator<Item = Family>,
+    first: &str,
+    model: &str,
+    openmetrics: bool,
+) {
+    for Family {
+        name,
+        counter,
+        help,
+        samples,
+    } in metrics
+    {
+        let (sample, kind) = if counter {
+            (format!("{name}_total"), "counter")
+        } else {
+            (name.to_string(), "gauge")
+        };
+        let family = if openmetrics { name } else { &sample };
+        let _ = write!(out, "# HELP {family} {help}\n# TYPE {family} {kind}\n");
+        for (reason, value) in samples {
+            // Labels sorted by name, as prometheus_client writes them.
+            let _ = write!(out, "{sample}{{{first}");
+            if let Some(reason) = reason {
+                let _ = write!(out, "finished_reason=\"{reason}\",");
+            }
+            let _ = writeln!(out, "model_name=\"{model}\"}} {}", go_float(value));
+        }
+    }
 }
 
 /// vLLM's speculative-decoding counters (`vllm:spec_decode_*`), per-position accepted tokens

@@ -199,6 +199,28 @@ use tokio::task::JoinHandle;
 /// Tokens in a block of the prefix cache, as vLLM's default `--block-size`.
 pub const PREFIX_BLOCK_TOKENS: u32 = 16;
 
+/// The engine whose metric names the simulator's `/metrics` page uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MetricsAs {
+    /// vLLM V1's (`vllm:…`): every counter the simulator keeps.
+    #[default]
+    Vllm,
+    /// SGLang's (`sglang:…`), as its scheduler and tokenizer manager name them: requests
+    /// running and queued, token usage, prompt, generated and cached tokens, requests
+    /// finished, the TTFT histogram and, with speculation, `sglang:spec_verify_calls_total`.
+    Sglang,
+}
+
+impl MetricsAs {
+    /// The engine's recipe name, as `/version` says it after `provebench-sim/`.
+    pub fn engine(self) -> &'static str {
+        match self {
+            MetricsAs::Vllm => "vllm",
+            MetricsAs::Sglang => "sglang",
+        }
+    }
+}
+
 /// What the simulated server serves and how fast.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
@@ -268,6 +290,9 @@ pub struct SimConfig {
     /// on the finishing event of its stream: the server's own clock beside the client's. On
     /// whenever `speculative` is.
     pub timings: bool,
+    /// Whose names `/metrics` uses (vLLM's by default); `/version` says it, as the engine
+    /// `provebench-sim/<engine>`, so that the runner reads the page with that engine's recipe.
+    pub metrics_as: MetricsAs,
     /// Serve LoRA adapters beside the base model (see the crate docs); `None`: the base
     /// model only, and any `model` a request names is served as it.
     pub lora: Option<Lora>,
@@ -402,6 +427,7 @@ impl Default for SimConfig {
             embedding_dim: 384,
             speculative: None,
             timings: false,
+            metrics_as: MetricsAs::Vllm,
             lora: None,
             disaggregated: None,
             truth_log: None,

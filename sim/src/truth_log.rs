@@ -6,7 +6,8 @@
 //! `prompt_tokens`, `output_tokens` (content tokens written), `adapter`, and the times in µs
 //! since the server started: `arrived_us` (its bytes at the server, [`RequestTruth::arrived`]),
 //! `received_us` (its handler's start), `admitted_us`, `first_token_us` (null when none was
-//! written), `end_us`; and on the decode side of a disaggregated deployment
+//! written), `end_us`; speculative decoding's `drafts` (verification steps), `draft_tokens`
+//! and `accepted_tokens` (0 without it); and on the decode side of a disaggregated deployment
 //! `remote_prefill_us` and `kv_transfer_us` (null otherwise).
 
 use crate::RequestTruth;
@@ -47,6 +48,9 @@ impl TruthLog {
             "admitted_us": us(t.admitted),
             "first_token_us": first_token.map(us),
             "end_us": us(t.end),
+            "drafts": t.drafts,
+            "draft_tokens": t.draft_tokens,
+            "accepted_tokens": t.accepted_tokens,
             "remote_prefill_us": t.remote_prefill.map(|d| d.as_micros() as u64),
             "kv_transfer_us": t.kv_transfer.map(|d| d.as_micros() as u64),
         });

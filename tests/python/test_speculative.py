@@ -201,6 +201,43 @@ def test_the_engine_counters_agree_with_the_requests_own_counts(results):
         assert sum(x["drafts"] for x in timing) == drafts
 
 
+@pytest.fixture(scope="module")
+def sglang_page(tmp_path_factory):
+    """A result against the simulator writing SGLang's metrics page (`--metrics-as sglang`),
+    read with SGLang's recipe: its counter of verification steps, and no draft tokens."""
+    d = tmp_path_factory.mktemp("speculative-sglang")
+    with running_sim(d, "--ttft-ms", "3", "--itl-ms", "2", "--seed", "5", "--speculative", "3",
+                     "--acceptance", ",".join(map(str, ACCEPTANCE)), "--metrics-as", "sglang") as target:
+        run = run_runner("run", "--target", target, "--no-sign", "--out", str(d / "s.json"),
+                         "--profile", "concurrent", "--concurrency", "4", "--max-requests", "60",
+                         "--warmup-requests", "4", "--seed", "11", "--backend", "sglang",
+                         "--data", "real-text", "--data-output-tokens", "32", cwd=d)
+        assert run.returncode == 0, run.stdout + run.stderr
+    return statement_of(d / "s.json")
+
+
+def test_sglangs_verification_steps_are_its_counters_increase_and_the_requests_sum(sglang_page):
+    check_current_and_valid({"sglang-page": sglang_page})
+    [bench] = sglang_page["predicate"]["benchmarks"]
+    m = bench["telemetry"]["server"]
+    values = {s["name"]: [Fraction(v, 10 ** s["decimals"]) for v in decode(s["values"])] for s in m["series"]}
+    assert m["roles"]["spec_decode_drafts"] == ["sglang:spec_verify_calls_total"]
+    assert "spec_decode_draft_tokens" not in m["roles"]
+    drafts = sum((b - a if b >= a else b for n in m["roles"]["spec_decode_drafts"]
+                  for a, b in zip(values[n], values[n][1:])), Fraction(0))
+    got = bench["summary"]["host"]["server"]["speculative"]
+    assert got["drafts"] == drafts > 0, got
+    for absent in ("draft_tokens", "accepted_tokens", "acceptance_rate", "mean_acceptance_length"):
+        assert got[absent] is None, got
+    assert got["acceptance_by_position"] == []
+    # Every request (warm-up included) said its own steps, drafts and accepted drafts.
+    timing = bench["records"]["server_timing"]
+    assert all(t is not None for t in timing)
+    assert sum(t["drafts"] for t in timing) == drafts
+    assert all(t["draft_tokens"] == 3 * t["drafts"] and 0 <= t["accepted_tokens"] <= t["draft_tokens"]
+               for t in timing)
+
+
 def test_synthetic_prompts_carry_the_warning_and_real_text_breaks_down_by_category(results):
     codes = {name: [f["code"] for f in st["predicate"]["validity"]] for name, st in results.items()}
     assert "speculative_on_synthetic_prompts" in codes["synthetic"], codes

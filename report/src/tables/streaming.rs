@@ -24,7 +24,7 @@
 
 use super::full::dist_row;
 use crate::escape::md_escape;
-use crate::format::{self, MISSING};
+use crate::format;
 use schemas::document::Benchmark;
 use schemas::interval::Interval;
 
@@ -75,14 +75,18 @@ pub fn section(b: &Benchmark) -> String {
     let engine = s.host.as_ref().and_then(|h| h.server.as_ref());
     let counters = engine.and_then(|e| e.speculative.as_ref());
     if let Some(c) = counters {
-        let n = |v: Option<schemas::numbers::Finite>| {
-            v.map_or(MISSING.to_string(), |v| format::fixed(v.get(), 0))
-        };
+        // What the engine counts: SGLang its verification steps alone.
+        let counted: Vec<String> = [
+            (c.drafts, "drafts"),
+            (c.draft_tokens, "draft tokens"),
+            (c.accepted_tokens, "accepted"),
+        ]
+        .into_iter()
+        .filter_map(|(v, what)| v.map(|v| format!("{} {what}", format::fixed(v.get(), 0))))
+        .collect();
         let mut line = format!(
-            "Speculative decoding (engine counters): {} drafts, {} draft tokens, {} accepted",
-            n(c.drafts),
-            n(c.draft_tokens),
-            n(c.accepted_tokens)
+            "Speculative decoding (engine counters): {}",
+            counted.join(", ")
         );
         if let Some(r) = c.acceptance_rate {
             line.push_str(&format!(" (acceptance rate {})", format::fixed(r.get(), 3)));

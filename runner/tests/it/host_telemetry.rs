@@ -143,6 +143,73 @@ fn the_engines_own_ttft_is_what_the_server_logged_beside_the_clients() {
     assert!(!codes(&st).contains(&"clocks_disagree".to_string()));
 }
 
+/// SGLang's page, as the simulator writes it with `--metrics-as sglang`: the runner reads it with
+/// SGLang's recipe (the simulator says `provebench-sim/sglang`), and the engine's verification
+/// steps (`sglang:spec_verify_calls_total`) are those the server logged for the benchmark's
+/// requests, and the requests' own `spec_verify_ct`s summed; SGLang counts no draft tokens
+/// there, so neither does the summary. Its TTFT histogram and request counter are read too.
+#[test]
+fn sglangs_verification_steps_are_what_the_server_logged() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("truth.jsonl");
+    let sim = support::sim(&[
+        "--metrics-as",
+        "sglang",
+        "--speculative",
+        "3",
+        "--acceptance",
+        "0.8,0.5,0.3",
+        "--seed",
+        "3",
+        "--truth-log",
+        log.to_str().unwrap(),
+    ]);
+    let mut load = LOAD.to_vec();
+    load.extend(["--backend", "sglang", "--warmup-requests", "8"]);
+    let (_, st) = run(dir.path(), &sim, None, &load);
+    assert_eq!(
+        st["predicate"]["engine"]["name"], "provebench-sim/sglang",
+        "{}",
+        st["predicate"]["engine"]
+    );
+    let b = &st["predicate"]["benchmarks"][0];
+    let roles = &b["telemetry"]["server"]["roles"];
+    assert_eq!(
+        roles["spec_decode_drafts"],
+        serde_json::json!(["sglang:spec_verify_calls_total"])
+    );
+    let truth: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|r: &serde_json::Value| r["prompt_tokens"] == 64)
+        .collect();
+    assert_eq!(truth.len(), 60, "every request, warm-up included");
+    let logged: u64 = truth.iter().map(|r| r["drafts"].as_u64().unwrap()).sum();
+    assert!(logged > 0);
+    let server = &b["summary"]["host"]["server"];
+    let spec = &server["speculative"];
+    assert_eq!(spec["drafts"].as_f64(), Some(logged as f64), "{spec}");
+    for absent in [
+        "draft_tokens",
+        "accepted_tokens",
+        "acceptance_rate",
+        "mean_acceptance_length",
+    ] {
+        assert!(spec[absent].is_null(), "{absent}: {spec}");
+    }
+    // Each request's own count, from its finishing event: the same steps.
+    let per_request: u64 = b["records"]["server_timing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["drafts"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_request, logged);
+    assert_eq!(server["requests_finished"], 60.0, "{server}");
+    assert_eq!(server["ttft"]["requests"], 60.0, "{server}");
+}
+
 #[test]
 fn idle_gpus_and_a_missing_driver_are_said_not_hidden() {
     let (dir, sim) = (tempfile::tempdir().unwrap(), sim());

@@ -10,8 +10,9 @@ use crate::{
     PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
     PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_14, PREDICATE_TYPE_V0_15,
     PREDICATE_TYPE_V0_16, PREDICATE_TYPE_V0_17, PREDICATE_TYPE_V0_18, PREDICATE_TYPE_V0_19,
-    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5,
-    PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
+    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_20, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4,
+    PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8,
+    PREDICATE_TYPE_V0_9,
 };
 
 /// One version of the document.
@@ -29,7 +30,7 @@ pub struct Brought {
 }
 
 /// Every version this crate reads, oldest first; the last is the one it writes.
-pub const VERSIONS: [Version; 20] = [
+pub const VERSIONS: [Version; 21] = [
     Version {
         predicate_type: PREDICATE_TYPE_V0_1,
         brought: &[],
@@ -279,7 +280,7 @@ pub const VERSIONS: [Version; 20] = [
         }],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_20,
         brought: &[Brought {
             what: "the engine's own time to first token",
             carried_by: |s| {
@@ -291,6 +292,27 @@ pub const VERSIONS: [Version; 20] = [
                     s,
                     |m| roles.iter().any(|r| m.roles.contains_key(r)),
                     |s| s.ttft.is_some(),
+                )
+            },
+        }],
+    },
+    Version {
+        predicate_type: PREDICATE_TYPE,
+        brought: &[Brought {
+            what: "speculative counters of verification steps alone",
+            carried_by: |s| {
+                use super::telemetry::MetricRole::{SpecDecodeDraftTokens, SpecDecodeDrafts};
+                server_carries(
+                    s,
+                    |m| {
+                        m.roles.contains_key(&SpecDecodeDrafts)
+                            && !m.roles.contains_key(&SpecDecodeDraftTokens)
+                    },
+                    |s| {
+                        s.speculative
+                            .as_ref()
+                            .is_some_and(|c| c.draft_tokens.is_none())
+                    },
                 )
             },
         }],
