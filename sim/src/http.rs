@@ -929,78 +929,22 @@ fn models_body(engine: &Engine) -> Bytes {
 fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
     let model = label_value(&engine.cfg.model);
     let n = |a: &std::sync::atomic::AtomicU64| a.load(Relaxed) as f64;
-    let finished_length = n(&engine.finished_length_total);
-    let gauge = |name, help, value| Family {
-        name,
-        counter: false,
-        help,
-        samples: vec![(None, value)],
-    };
-    let counter = |name, help, value| Family {
-        counter: true,
-        ..gauge(name, help, value)
-    };
-    let metrics = [
-        gauge(
-            "vllm:num_requests_running",
-            "Number of requests in model execution batches.",
-            engine.running.load(Relaxed) as f64,
-        ),
-        gauge(
-            "vllm:num_requests_waiting",
-            "Number of requests waiting to be processed.",
-            engine.waiting.load(Relaxed) as f64,
-        ),
-        // A fraction despite the name: tokens held by running requests (prompt + generated so
-        // far) over `kv_cache_tokens`.
-        gauge(
-            "vllm:kv_cache_usage_perc",
-            "KV-cache usage. 1 means 100 percent usage.",
-            engine.kv_cache_usage(),
-        ),
-        counter(
-            "vllm:prefix_cache_queries",
-            "Prefix cache queries, in terms of number of queried tokens.",
-            n(&engine.prefix_queries_total),
-        ),
-        counter(
-            "vllm:prefix_cache_hits",
-            "Prefix cache hits, in terms of number of cached tokens.",
-            n(&engine.prefix_hits_total),
-        ),
-        // The simulator never preempts: admission waits for a batch slot and a running
-        // request keeps it to the end.
-        counter(
-            "vllm:num_preemptions",
-            "Cumulative number of preemption from the engine.",
+    let mut metrics = families(engine, MetricsAs::Vllm);
+    // vLLM's FinishReason order. The simulator ignores EOS (every generation that ends whole
+    // ends by length; embeddings and rerank end by stop, as vLLM's pooling requests do);
+    // requests cut short (refused, reset, client gone) are not counted.
+    metrics.push(Family {
+        samples: vec![
+            (Some("stop"), n(&engine.finished_stop_total)),
+            (Some("length"), n(&engine.finished_length_total)),
+            (Some("abort"), 0.0),
+        ],
+        ..Family::counter(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
             0.0,
-        ),
-        counter(
-            "vllm:prompt_tokens",
-            "Number of prefill tokens processed.",
-            n(&engine.prompt_tokens_total),
-        ),
-        counter(
-            "vllm:generation_tokens",
-            "Number of generation tokens processed.",
-            n(&engine.generation_tokens_total),
-        ),
-        // vLLM's FinishReason order. The simulator ignores EOS (every generation that ends
-        // whole ends by length; embeddings and rerank end by stop, as vLLM's pooling requests
-        // do); requests cut short (refused, reset, client gone) are not counted.
-        Family {
-            samples: vec![
-                (Some("stop"), n(&engine.finished_stop_total)),
-                (Some("length"), finished_length),
-                (Some("abort"), 0.0),
-            ],
-            ..counter(
-                "vllm:request_success",
-                "Count of successfully processed requests.",
-                0.0,
-            )
-        },
-    ];
+        )
+    });
     let mut out = String::with_capacity(4096);
     write_families(&mut out, metrics, "engine=\"0\",", &model, openmetrics);
     if engine.cfg.speculative.is_some() {
@@ -1046,61 +990,7 @@ fn sim_engine(engine: &Engine) -> String {
 /// agree once every request has finished). SGLang counts no draft tokens on this page.
 fn sglang_metrics_body(engine: &Engine, openmetrics: bool) -> String {
     let model = label_value(&engine.cfg.model);
-    let n = |a: &std::sync::atomic::AtomicU64| a.load(Relaxed) as f64;
-    let gauge = |name, help, value| Family {
-        name,
-        counter: false,
-        help,
-        samples: vec![(None, value)],
-    };
-    let counter = |name, help, value| Family {
-        counter: true,
-        ..gauge(name, help, value)
-    };
-    let mut metrics = vec![
-        gauge(
-            "sglang:num_running_reqs",
-            "The number of running requests.",
-            engine.running.load(Relaxed) as f64,
-        ),
-        gauge(
-            "sglang:num_queue_reqs",
-            "The number of requests in the waiting queue.",
-            engine.waiting.load(Relaxed) as f64,
-        ),
-        gauge(
-            "sglang:token_usage",
-            "The token usage.",
-            engine.kv_cache_usage(),
-        ),
-        counter(
-            "sglang:prompt_tokens",
-            "Number of prefill tokens processed.",
-            n(&engine.prompt_tokens_total),
-        ),
-        counter(
-            "sglang:generation_tokens",
-            "Number of generation tokens processed.",
-            n(&engine.generation_tokens_total),
-        ),
-        counter(
-            "sglang:cached_tokens",
-            "Number of cached prompt tokens.",
-            n(&engine.prefix_hits_total),
-        ),
-        counter(
-            "sglang:num_requests",
-            "Number of requests processed.",
-            n(&engine.finished_length_total) + n(&engine.finished_stop_total),
-        ),
-    ];
-    if engine.cfg.speculative.is_some() {
-        metrics.push(counter(
-            "sglang:spec_verify_calls",
-            "The number of verification calls of speculative decoding.",
-            n(&engine.spec_drafts_total),
-        ));
-    }
+    let metrics = families(engine, MetricsAs::Sglang);
     let mut out = String::with_capacity(2048);
     write_families(&mut out, metrics, "", &model, openmetrics);
     engine.ttft_histogram.write(
@@ -1113,6 +1003,143 @@ fn sglang_metrics_body(engine: &Engine, openmetrics: bool) -> String {
         out.push_str("# EOF\n");
     }
     out
+}
+
+/// One quantity a metrics page says, declared once, under each engine's name and help (`None`:
+/// that engine's page does not have it).
+struct Quantity {
+    counter: bool,
+    value: f64,
+    vllm: Option<(&'static str, &'static str)>,
+    sglang: Option<(&'static str, &'static str)>,
+}
+
+/// What the simulator's counters say, in the order vLLM's page has them.
+fn quantities(engine: &Engine) -> Vec<Quantity> {
+    let n = |a: &std::sync::atomic::AtomicU64| a.load(Relaxed) as f64;
+    let gauge = |value, vllm, sglang| Quantity {
+        counter: false,
+        value,
+        vllm,
+        sglang,
+    };
+    let counter = |value, vllm, sglang| Quantity {
+        counter: true,
+        ..gauge(value, vllm, sglang)
+    };
+    let mut all = vec![
+        gauge(
+            engine.running.load(Relaxed) as f64,
+            Some((
+                "vllm:num_requests_running",
+                "Number of requests in model execution batches.",
+            )),
+            Some(("sglang:num_running_reqs", "The number of running requests.")),
+        ),
+        gauge(
+            engine.waiting.load(Relaxed) as f64,
+            Some((
+                "vllm:num_requests_waiting",
+                "Number of requests waiting to be processed.",
+            )),
+            Some((
+                "sglang:num_queue_reqs",
+                "The number of requests in the waiting queue.",
+            )),
+        ),
+        // A fraction despite vLLM's name: tokens held by running requests (prompt + generated
+        // so far) over `kv_cache_tokens`.
+        gauge(
+            engine.kv_cache_usage(),
+            Some((
+                "vllm:kv_cache_usage_perc",
+                "KV-cache usage. 1 means 100 percent usage.",
+            )),
+            Some(("sglang:token_usage", "The token usage.")),
+        ),
+        counter(
+            n(&engine.prefix_queries_total),
+            Some((
+                "vllm:prefix_cache_queries",
+                "Prefix cache queries, in terms of number of queried tokens.",
+            )),
+            None,
+        ),
+        counter(
+            n(&engine.prefix_hits_total),
+            Some((
+                "vllm:prefix_cache_hits",
+                "Prefix cache hits, in terms of number of cached tokens.",
+            )),
+            Some(("sglang:cached_tokens", "Number of cached prompt tokens.")),
+        ),
+        // The simulator never preempts: admission waits for a batch slot and a running
+        // request keeps it to the end.
+        counter(
+            0.0,
+            Some((
+                "vllm:num_preemptions",
+                "Cumulative number of preemption from the engine.",
+            )),
+            None,
+        ),
+        counter(
+            n(&engine.prompt_tokens_total),
+            Some(("vllm:prompt_tokens", "Number of prefill tokens processed.")),
+            Some((
+                "sglang:prompt_tokens",
+                "Number of prefill tokens processed.",
+            )),
+        ),
+        counter(
+            n(&engine.generation_tokens_total),
+            Some((
+                "vllm:generation_tokens",
+                "Number of generation tokens processed.",
+            )),
+            Some((
+                "sglang:generation_tokens",
+                "Number of generation tokens processed.",
+            )),
+        ),
+        // vLLM's count of finished requests carries their finish reason (metrics_body).
+        counter(
+            n(&engine.finished_length_total) + n(&engine.finished_stop_total),
+            None,
+            Some(("sglang:num_requests", "Number of requests processed.")),
+        ),
+    ];
+    // vLLM's own speculative counters are `speculative_metrics`.
+    if engine.cfg.speculative.is_some() {
+        all.push(counter(
+            n(&engine.spec_drafts_total),
+            None,
+            Some((
+                "sglang:spec_verify_calls",
+                "The number of verification calls of speculative decoding.",
+            )),
+        ));
+    }
+    all
+}
+
+/// The quantities `dialect`'s page has, as its families of one sample.
+fn families(engine: &Engine, dialect: MetricsAs) -> Vec<Family> {
+    quantities(engine)
+        .into_iter()
+        .filter_map(|q| {
+            let (name, help) = match dialect {
+                MetricsAs::Vllm => q.vllm,
+                MetricsAs::Sglang => q.sglang,
+            }?;
+            let family = if q.counter {
+                Family::counter
+            } else {
+                Family::gauge
+            };
+            Some(family(name, help, q.value))
+        })
+        .collect()
 }
 
 /// Writes each family of gauges and counters: its `# HELP` and `# TYPE` lines (a counter's
@@ -1220,6 +1247,26 @@ struct Family {
     counter: bool,
     help: &'static str,
     samples: Vec<(Option<&'static str>, f64)>,
+}
+
+impl Family {
+    /// A gauge of one unlabelled sample.
+    fn gauge(name: &'static str, help: &'static str, value: f64) -> Family {
+        Family {
+            name,
+            counter: false,
+            help,
+            samples: vec![(None, value)],
+        }
+    }
+
+    /// A counter of one unlabelled sample.
+    fn counter(name: &'static str, help: &'static str, value: f64) -> Family {
+        Family {
+            counter: true,
+            ..Family::gauge(name, help, value)
+        }
+    }
 }
 
 /// A label value escaped as the text format wants: `\\`, `\"`, `\n`.
