@@ -51,8 +51,8 @@
 # Knobs (environment): PROOF_SECONDS, PROOF_DATA (the sweep's --data), PROOF_AGENTIC (the
 # agentic run's --agentic), PROOF_MODEL_ARGS, PROOF_SPEC_REQUESTS (64),
 # PROOF_CAPACITY_SECONDS, PROOF_CAPACITY_DATA, PROOF_CAPACITY_FLOOR_MS,
-# PROOF_BENCH_REQUESTS, PROOF_DEADLINE_S, PYTHON (python3), PROOF_KEEP_WORK=1 keeps the work directory,
-# PROOF_XZ_LEVEL (9) for --bundle.
+# PROOF_BENCH_REQUESTS, PROOF_DEADLINE_S, PROOF_IDLE_SECONDS (10), PYTHON (python3),
+# PROOF_KEEP_WORK=1 keeps the work directory, PROOF_XZ_LEVEL (9) for --bundle.
 #
 # Without a GPU (make test, tests/python/test_gpu_proof.py): `--run --fake-nvml LIB` plays a
 # scripted GPU (testkit/fixtures/fake_nvml.c) and `--llama-server BIN` serves on the CPU, so
@@ -308,7 +308,7 @@ run() {
   [ -n "$idle_script" ] && export FAKE_NVML_SCRIPT=$idle_script
   wait_listening "$sim_port" "$sim" || { say "the simulator did not start"; status=2; }
   (cd "$work" && RUST_LOG=warn step 60 "the idle benchmark" "$runner" run --target "http://127.0.0.1:$sim_port" \
-      --profile concurrent --concurrency 4 --max-requests 200 --max-seconds 10 \
+      --profile concurrent --concurrency 4 --max-requests 200 --max-seconds "${PROOF_IDLE_SECONDS:-10}" \
       --data prompt_tokens=64,output_tokens=32 --gpu-sample-ms 100 --key proof.key --out idle.json) ||
     { say "the idle benchmark failed"; status=2; }
   kill "$sim" 2>/dev/null; wait "$sim" 2>/dev/null || true

@@ -37,7 +37,8 @@ def proof(tmp_path_factory, fake_nvml):
            "PROOF_CEILING_MAX": "1500", "PROOF_CEILING_SECONDS": "1",
            "PROOF_MODEL_ARGS": "--hidden 128 --layers 2 --ff 256 --heads 4 --kv-heads 2",
            "PROOF_SPEC_REQUESTS": "8",
-           "PROOF_CAPACITY_DATA": "prompt_tokens=32,output_tokens=4", "PROOF_CAPACITY_SECONDS": "4"}
+           "PROOF_CAPACITY_DATA": "prompt_tokens=32,output_tokens=4", "PROOF_CAPACITY_SECONDS": "2",
+           "PROOF_IDLE_SECONDS": "3"}
     run = subprocess.run([str(d / "bundle" / "gpu-proof.sh"), "--run", "--out", str(d / "out"),
                           "--fake-nvml", str(lib), "--llama-server", llama_server()],
                          capture_output=True, text=True, env=env, timeout=600)
