@@ -18,7 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-3}
 sessions=${2:-10}
 requests=$((sessions * 20))
-cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+release_build -p runner
 runner=$root/target/release/runner
 tmp=$(mktemp -d)
 on_cpu0=(); on_cpu1=()

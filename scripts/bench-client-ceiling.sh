@@ -15,7 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/lib.sh"
 start=${1:-1000}; max=${2:-64000}; seconds=${3:-5}
 if [ -z "${RUNNER_BIN:-}" ]; then
-  cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+  release_build -p runner
 fi
 runner=${RUNNER_BIN:-$root/target/release/runner}
 scratch_dir; tmp=$SCRATCH

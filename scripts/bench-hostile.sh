@@ -9,9 +9,10 @@
 #
 # RUNNER_BIN=… measures that runner instead of building this checkout's.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ -z "${RUNNER_BIN:-}" ]; then
-  cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+  release_build -p runner
 fi
 runner=${RUNNER_BIN:-$root/target/release/runner}
 tmp=$(mktemp -d)

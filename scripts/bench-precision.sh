@@ -21,9 +21,10 @@
 # Usage: scripts/bench-precision.sh [ROUNDS]   (default 5; each round takes about a minute)
 # PRECISION_FLAGS=… adds flags to every run (e.g. `--requests 100` for a quicker look).
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-5}
-cargo build -q --release -p loadgen --example precision --manifest-path "$root/Cargo.toml"
+release_build -p loadgen --example precision
 bin=$root/target/release/examples/precision
 cases=(paced-16x2ms paced-256x20ms single single-busy)
 for round in $(seq 1 "$rounds"); do

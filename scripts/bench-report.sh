@@ -8,11 +8,12 @@
 #     every summary recomputed from the raw records) from rendering a loaded document.
 # Usage: scripts/bench-report.sh [RUNS]   (needs build/wasm from scripts/build-wasm.sh)
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-5}
 wasm=$root/build/wasm/report_wasm_bg.wasm
 [ -f "$wasm" ] || { echo "no $wasm: run scripts/build-wasm.sh first" >&2; exit 1; }
-cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+release_build -p runner
 runner=$root/target/release/runner
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "== module: $(stat -c %s "$wasm") bytes, $(gzip -9 -c "$wasm" | wc -c) gzipped"

@@ -24,7 +24,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/lib.sh"
 requests=${1:-400}
 if [ -z "${RUNNER_BIN:-}" ]; then
-  cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+  release_build -p runner
 fi
 runner=${RUNNER_BIN:-$root/target/release/runner}
 sim=${SIM_BIN:-$runner}

@@ -16,7 +16,7 @@ seconds=${1:-60}
 tmp=$(mktemp -d)
 trap 'kill ${http_pid:-} 2>/dev/null || true; rm -rf "$tmp"' EXIT
 if [ -z "${COST_BIN:-}" ]; then
-  cargo build -q --release -p telemetry --example cost --manifest-path "$root/Cargo.toml"
+  release_build -p telemetry --example cost
 fi
 cost=${COST_BIN:-$root/target/release/examples/cost}
 cc -shared -fPIC -O2 -o "$tmp/libfake_nvml.so" "$root/testkit/fixtures/fake_nvml.c"

@@ -14,7 +14,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/lib.sh"
 rounds=${1:-3}
-cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+release_build -p runner
 runner=$root/target/release/runner
 tmp=$(mktemp -d)
 on_cpu0=(); on_cpu1=()

@@ -132,9 +132,7 @@ bundle() {
 
   if [ -n "${RUNNER_BIN:-}" ]; then runner_bin=$RUNNER_BIN
   else
-    # Through the cache's claim: with a build directory shared between checkouts
-    # (CARGO_BUILD_BUILD_DIR), cargo could otherwise take another checkout's newer build.
-    (cd "$root" && scripts/cache.sh claim && cargo build -q --release -p runner)
+    release_build -p runner
     runner_bin=$root/target/release/runner
   fi
   rm -rf "$dir" && mkdir -p "$dir/wheels"

@@ -50,3 +50,11 @@ start_sim() {
 # figure NAME LINE: the number the runner's "benchmark done" log LINE gives NAME
 # (`NAME=Some("1.23")` or `NAME=Some(45)`); nothing when it gives none.
 figure() { sed -n "s/.*$1=Some(\"\?\([0-9.]*\)\"\?).*/\1/p" <<<"$2"; }
+
+# release_build ARGS…: `cargo build -q --release ARGS…` of this checkout, after the build
+# cache's claim: a build directory shared between checkouts (CARGO_BUILD_BUILD_DIR) would
+# otherwise hand this checkout another's newer build of the workspace's crates.
+release_build() {
+  local root; root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+  (cd "$root" && scripts/cache.sh claim && cargo build -q --release "$@")
+}

@@ -15,7 +15,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 minutes=${1:-30}
 rate=${2:-200}
 if [ -z "${RUNNER_BIN:-}" ]; then
-  cargo build -q --release -p runner --manifest-path "$root/Cargo.toml"
+  release_build -p runner
 fi
 runner=${RUNNER_BIN:-$root/target/release/runner}
 scratch_dir
