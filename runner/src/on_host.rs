@@ -150,11 +150,7 @@ impl Engine {
 /// as vLLM does, or as the engine after its name's `/`: `provebench-sim/sglang`); `None` for
 /// an engine no shipped recipe knows.
 pub fn shipped_recipe(engine_name: &str) -> Option<Loaded> {
-    let name = match engine_name.strip_prefix("provebench-sim") {
-        Some("") => "vllm",
-        Some(dialect) => dialect.strip_prefix('/').unwrap_or(dialect),
-        None => engine_name,
-    };
+    let name = sim::MetricsAs::engine_of(engine_name).unwrap_or(engine_name);
     recipe::BUILT_IN
         .iter()
         .any(|(n, _)| *n == name)

@@ -190,7 +190,7 @@ async fn handle(
         (&Method::GET, "/v1/models") => json_response(StatusCode::OK, models_body(&engine)),
         (&Method::GET, "/version") => json_response(
             StatusCode::OK,
-            Bytes::from(serde_json::json!({"version": env!("CARGO_PKG_VERSION"), "engine": sim_engine(&engine)}).to_string()),
+            Bytes::from(serde_json::json!({"version": env!("CARGO_PKG_VERSION"), "engine": engine.cfg.metrics_as.server_name()}).to_string()),
         ),
         (&Method::GET, "/metrics") => {
             // As prometheus_client chooses: OpenMetrics only when the scraper asks for it.
@@ -199,11 +199,7 @@ async fn handle(
                     v.split(',').any(|t| t.split(';').next().unwrap_or("").trim() == "application/openmetrics-text")
                 })
             });
-            let body = match engine.cfg.metrics_as {
-                MetricsAs::Vllm => metrics_body(&engine, openmetrics),
-                MetricsAs::Sglang => sglang_metrics_body(&engine, openmetrics),
-            };
-            let mut r = Response::new(full(Bytes::from(body)));
+            let mut r = Response::new(full(Bytes::from(metrics_body(&engine, openmetrics))));
             let kind = if openmetrics {
                 "application/openmetrics-text; version=1.0.0; charset=utf-8"
             } else {
@@ -922,83 +918,68 @@ fn models_body(engine: &Engine) -> Bytes {
     Bytes::from(serde_json::json!({"object": "list", "data": data}).to_string())
 }
 
-/// vLLM V1's engine metrics, as its `prometheus_client` writes them: text format 0.0.4 (a
-/// counter's `# HELP`/`# TYPE` lines name it with `_total`) or, when asked, OpenMetrics 1.0 (they
-/// name it without, and the page ends in `# EOF`); labels sorted by name; values as Python
-/// floats in Go's spelling (`3.0`, `1.5e+06`). No `_created` series.
+/// The engine's metrics under the names of [`SimConfig::metrics_as`](crate::SimConfig), as its
+/// `prometheus_client` writes them: text format 0.0.4 (a counter's `# HELP`/`# TYPE` lines
+/// name it with `_total`) or, when asked, OpenMetrics 1.0 (they name it without, and the page
+/// ends in `# EOF`); labels sorted by name; values as Python floats in Go's spelling (`3.0`,
+/// `1.5e+06`). No `_created` series.
+///
+/// vLLM V1's page labels each sample `engine="0"` and has every counter the simulator keeps.
+/// SGLang's labels it with the model's name alone and has requests running and queued, the
+/// KV cache's usage, prompt, generated and cached tokens, requests finished, the TTFT
+/// histogram (the simulator's buckets; a reader takes its `_sum` and `_count`) and, decoding
+/// speculatively, the verification steps (`sglang:spec_verify_calls_total`, which SGLang adds
+/// up from each request's `spec_verify_ct` as it finishes; the simulator counts each step as
+/// it is taken, so the two agree once every request has finished): SGLang counts no draft
+/// tokens on its page.
 fn metrics_body(engine: &Engine, openmetrics: bool) -> String {
+    let dialect = engine.cfg.metrics_as;
     let model = label_value(&engine.cfg.model);
     let n = |a: &std::sync::atomic::AtomicU64| a.load(Relaxed) as f64;
-    let mut metrics = families(engine, MetricsAs::Vllm);
-    // vLLM's FinishReason order. The simulator ignores EOS (every generation that ends whole
-    // ends by length; embeddings and rerank end by stop, as vLLM's pooling requests do);
-    // requests cut short (refused, reset, client gone) are not counted.
-    metrics.push(Family {
-        samples: vec![
-            (Some("stop"), n(&engine.finished_stop_total)),
-            (Some("length"), n(&engine.finished_length_total)),
-            (Some("abort"), 0.0),
-        ],
-        ..Family::counter(
-            "vllm:request_success",
-            "Count of successfully processed requests.",
-            0.0,
-        )
-    });
+    let mut metrics = families(engine, dialect);
+    let (first, ttft) = match dialect {
+        MetricsAs::Vllm => ("engine=\"0\",", "vllm:time_to_first_token_seconds"),
+        MetricsAs::Sglang => ("", "sglang:time_to_first_token_seconds"),
+    };
+    if dialect == MetricsAs::Vllm {
+        // vLLM's FinishReason order. The simulator ignores EOS (every generation that ends
+        // whole ends by length; embeddings and rerank end by stop, as vLLM's pooling requests
+        // do); requests cut short (refused, reset, client gone) are not counted.
+        metrics.push(Family {
+            samples: vec![
+                (Some("stop"), n(&engine.finished_stop_total)),
+                (Some("length"), n(&engine.finished_length_total)),
+                (Some("abort"), 0.0),
+            ],
+            ..Family::counter(
+                "vllm:request_success",
+                "Count of successfully processed requests.",
+                0.0,
+            )
+        });
+    }
     let mut out = String::with_capacity(4096);
-    write_families(&mut out, metrics, "engine=\"0\",", &model, openmetrics);
-    if engine.cfg.speculative.is_some() {
+    write_families(&mut out, metrics, first, &model, openmetrics);
+    if dialect == MetricsAs::Vllm && engine.cfg.speculative.is_some() {
         speculative_metrics(engine, &model, openmetrics, &mut out);
     }
     engine.ttft_histogram.write(
-        "vllm:time_to_first_token_seconds",
+        ttft,
         "Histogram of time to first token in seconds.",
-        &format!("engine=\"0\",model_name=\"{model}\""),
+        &format!("{first}model_name=\"{model}\""),
         &mut out,
     );
-    if engine.cfg.disaggregated.is_some() {
-        transfer_metrics(engine, &model, &mut out);
+    if dialect == MetricsAs::Vllm {
+        if engine.cfg.disaggregated.is_some() {
+            transfer_metrics(engine, &model, &mut out);
+        }
+        if let Some(lora) = &engine.cfg.lora {
+            engine
+                .admission
+                .lora_requests
+                .write(lora.max_loras, &mut out);
+        }
     }
-    if let Some(lora) = &engine.cfg.lora {
-        engine
-            .admission
-            .lora_requests
-            .write(lora.max_loras, &mut out);
-    }
-    if openmetrics {
-        out.push_str("# EOF\n");
-    }
-    out
-}
-
-/// What `/version` says the engine is: `provebench-sim`, or `provebench-sim/<engine>` when
-/// `/metrics` uses another engine's names than vLLM's.
-fn sim_engine(engine: &Engine) -> String {
-    match engine.cfg.metrics_as {
-        MetricsAs::Vllm => "provebench-sim".into(),
-        other => format!("provebench-sim/{}", other.engine()),
-    }
-}
-
-/// SGLang's metrics, as its `prometheus_client` collectors write them (labels: the model's
-/// name alone), from the same counters as vLLM's page: requests running and queued, the KV
-/// cache's usage, prompt and generated tokens, prompt tokens served from the cache, requests
-/// finished, the TTFT histogram (the simulator's buckets; a reader takes its `_sum` and
-/// `_count`) and, decoding speculatively, the verification steps
-/// (`sglang:spec_verify_calls_total`, which SGLang adds up from each request's
-/// `spec_verify_ct` as it finishes; the simulator counts each step as it is taken, so the two
-/// agree once every request has finished). SGLang counts no draft tokens on this page.
-fn sglang_metrics_body(engine: &Engine, openmetrics: bool) -> String {
-    let model = label_value(&engine.cfg.model);
-    let metrics = families(engine, MetricsAs::Sglang);
-    let mut out = String::with_capacity(2048);
-    write_families(&mut out, metrics, "", &model, openmetrics);
-    engine.ttft_histogram.write(
-        "sglang:time_to_first_token_seconds",
-        "Histogram of time to first token in seconds.",
-        &format!("model_name=\"{model}\""),
-        &mut out,
-    );
     if openmetrics {
         out.push_str("# EOF\n");
     }

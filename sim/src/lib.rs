@@ -211,12 +211,33 @@ pub enum MetricsAs {
     Sglang,
 }
 
+/// The engine `/version` names: the simulator's own name.
+const SERVER_NAME: &str = "provebench-sim";
+
 impl MetricsAs {
     /// The engine's recipe name, as `/version` says it after `provebench-sim/`.
     pub fn engine(self) -> &'static str {
         match self {
             MetricsAs::Vllm => "vllm",
             MetricsAs::Sglang => "sglang",
+        }
+    }
+
+    /// What `/version` says the engine is: `provebench-sim` with vLLM's names, else
+    /// `provebench-sim/<engine>`.
+    pub fn server_name(self) -> String {
+        match self {
+            MetricsAs::Vllm => SERVER_NAME.into(),
+            other => format!("{SERVER_NAME}/{}", other.engine()),
+        }
+    }
+
+    /// The engine whose metric names a server that calls itself `name` uses, when it is the
+    /// simulator ([`Self::server_name`]); `None` for any other server.
+    pub fn engine_of(name: &str) -> Option<&str> {
+        match name.strip_prefix(SERVER_NAME)? {
+            "" => Some(MetricsAs::Vllm.engine()),
+            rest => rest.strip_prefix('/'),
         }
     }
 }
