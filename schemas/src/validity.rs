@@ -274,7 +274,8 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, run: &RunFacts) -> Vec<Fla
             FlagCode::ClocksDisagree,
             Severity::Warning,
             format!(
-                "the client's mean TTFT over {} requests, {:.3} ms, is over {allowance_ms} ms                  shorter than the engine's own mean over {}, {:.3} ms",
+                "the client's mean TTFT over {} requests, {:.3} ms, is over {allowance_ms} ms \
+                 shorter than the engine's own mean over {}, {:.3} ms",
                 t.client_requests,
                 t.client_mean_ms.get(),
                 t.requests.get(),
