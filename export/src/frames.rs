@@ -3,8 +3,8 @@
 
 use crate::{Doc, Format};
 use polars::prelude::{
-    Column, CsvWriter, DataFrame, IntoColumn, IntoLazy, NamedFrom, ParquetWriter, PolarsResult,
-    SerWriter, Series, SortMultipleOptions,
+    Column, CsvWriter, DataFrame, IntoColumn, NamedFrom, ParquetWriter, PolarsResult, SerWriter,
+    Series, SortMultipleOptions,
 };
 use schemas::distribution::us_to_ms;
 use schemas::document::{serde_name, Benchmark, GpuInventory, Workload};
@@ -388,22 +388,19 @@ pub fn summaries_frame(docs: &[Doc]) -> PolarsResult<DataFrame> {
         }
     }
     columns.push(column("flags", flags));
-    DataFrame::new(height, columns)?
-        .lazy()
-        .sort(
-            [
-                "model",
-                "engine",
-                "engine_version",
-                "gpu",
-                "benchmark_index",
-                "file",
-            ],
-            SortMultipleOptions::default()
-                .with_nulls_last(true)
-                .with_maintain_order(true),
-        )
-        .collect()
+    DataFrame::new(height, columns)?.sort(
+        [
+            "model",
+            "engine",
+            "engine_version",
+            "gpu",
+            "benchmark_index",
+            "file",
+        ],
+        SortMultipleOptions::default()
+            .with_nulls_last(true)
+            .with_maintain_order(true),
+    )
 }
 
 /// The table's bytes in `format`.

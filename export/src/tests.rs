@@ -6,8 +6,7 @@ use crate::frames::{DISTRIBUTIONS, STATS};
 #[path = "../tests/support/mod.rs"]
 mod support;
 use polars::prelude::DataFrame;
-use polars::prelude::IntoLazy;
-use polars::prelude::{col, lit, CsvReadOptions, DataType, ParquetReader, SerReader};
+use polars::prelude::{ChunkCompareEq, CsvReadOptions, DataType, ParquetReader, SerReader};
 use schemas::document::Workload;
 use schemas::numbers::Finite;
 use support::{h100s, synthetic};
@@ -240,36 +239,42 @@ fn every_catalogue_metric_has_columns_of_its_own_or_a_fixed_one() {
 }
 
 #[test]
-fn polars_aggregates_of_records_agree_with_the_summaries() {
+fn aggregates_of_the_records_table_agree_with_the_summaries() {
     let dir = tempfile::tempdir().unwrap();
     let (files, statements) = two_results(dir.path());
     let docs: Vec<Doc> = files.iter().map(|f| load_file(f).unwrap()).collect();
     let records = records_frame(&docs).unwrap();
-    let by_benchmark = records
-        .lazy()
-        .filter(col("phase").eq(lit("measured")))
-        .group_by([col("file"), col("benchmark_index")])
-        .agg([
-            col("error_class")
-                .is_null()
-                .sum()
-                .cast(DataType::UInt64)
-                .alias("completed"),
-            col("e2e_ms").max().alias("e2e_max"),
-        ])
-        .sort(["file", "benchmark_index"], Default::default())
-        .collect()
+    // What a reader of the table does: keep the measured phase, one group per benchmark.
+    let measured = records
+        .column("phase")
+        .unwrap()
+        .str()
+        .unwrap()
+        .equal("measured");
+    let measured = records.filter(&measured).unwrap();
+    let mut by_benchmark = measured
+        .partition_by_stable(["file", "benchmark_index"], true)
         .unwrap();
-    assert_eq!(by_benchmark.height(), 8);
-    for row in 0..8 {
+    by_benchmark.sort_by_key(|g| {
+        (
+            str_at(g, "file", 0).unwrap(),
+            u64_at(g, "benchmark_index", 0).unwrap(),
+        )
+    });
+    assert_eq!(by_benchmark.len(), 8);
+    for (row, group) in by_benchmark.iter().enumerate() {
         let (fi, bi) = (row / 4, row % 4);
+        assert_eq!(u64_at(group, "benchmark_index", 0), Some(bi as u64));
         let s = &statements[fi].predicate.benchmarks[bi].summary;
-        assert_eq!(
-            u64_at(&by_benchmark, "completed", row),
-            Some(s.requests.completed)
-        );
-        let e2e = s.e2e_ms.as_ref().unwrap();
-        assert_eq!(f64_at(&by_benchmark, "e2e_max", row), Some(e2e.max.get()));
+        let completed = group.column("error_class").unwrap().null_count();
+        assert_eq!(completed as u64, s.requests.completed);
+        let e2e_max = group
+            .column("e2e_ms")
+            .unwrap()
+            .as_materialized_series()
+            .max::<f64>()
+            .unwrap();
+        assert_eq!(e2e_max, Some(s.e2e_ms.as_ref().unwrap().max.get()));
     }
 }
 
