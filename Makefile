@@ -39,7 +39,7 @@ RUNNER := $(CURDIR)/target/debug/runner
 DEMO ?= demo
 FUZZ_SECONDS ?= 5
 
-.PHONY: all demo test test-rust test-export test-node test-browser test-python test-wasm-repro rust-suite export-suite node-suite browser-suite python-suite python-timing-suite wasm-repro-suite test-suites fuzz build build-tests build-release export wasm deps llama-server slurm lint clean
+.PHONY: all demo test test-rust test-export test-node test-browser test-python test-wasm-repro rust-suite export-suite node-suite browser-suite python-suite python-timing-suite gpu-proof-suite wasm-repro-suite test-suites fuzz build build-tests build-release export wasm deps llama-server slurm lint clean
 
 all: build
 
@@ -94,7 +94,7 @@ test-suites:
 	$(MAKE) --no-print-directory rust-suite
 	$(MAKE) --no-print-directory export-suite
 	$(MAKE) --no-print-directory python-timing-suite
-	$(MAKE) --no-print-directory -j3 -O node-suite browser-suite python-suite
+	$(MAKE) --no-print-directory -j4 -O node-suite browser-suite python-suite gpu-proof-suite
 
 # Each suite on its own builds what it needs first. `make test` builds once, runs the Rust
 # tests, the Python tests whose verdicts rest on intervals a busy neighbour widens alone (the
@@ -113,7 +113,7 @@ test-node: build
 test-browser: build
 	$(MAKE) --no-print-directory browser-suite
 test-python: llama-server build export
-	$(MAKE) --no-print-directory python-timing-suite python-suite
+	$(MAKE) --no-print-directory python-timing-suite python-suite gpu-proof-suite
 test-wasm-repro: wasm
 	$(MAKE) --no-print-directory wasm-repro-suite
 
@@ -137,9 +137,15 @@ browser-suite:
 	RUNNER_BIN=$(RUNNER) node --test tests/browser/
 
 PYTHON_TIMING_TESTS := tests/python/test_gate.py tests/python/test_uncertainty.py tests/python/test_capacity.py
+# The GPU proof kit's whole --run on the CPU (a fake NVML, llama-server): a minute and a half
+# that mostly waits on llama-server, so a suite of its own beside the others.
+PYTHON_GPU_PROOF_TESTS := tests/python/test_gpu_proof.py
 
 python-suite:
-	RUNNER_BIN=$(RUNNER) $(VENV)/bin/python -m pytest -q tests/python $(PYTHON_TIMING_TESTS:%=--ignore=%)
+	RUNNER_BIN=$(RUNNER) $(VENV)/bin/python -m pytest -q tests/python $(PYTHON_TIMING_TESTS:%=--ignore=%) $(PYTHON_GPU_PROOF_TESTS:%=--ignore=%)
+
+gpu-proof-suite:
+	RUNNER_BIN=$(RUNNER) $(VENV)/bin/python -m pytest -q $(PYTHON_GPU_PROOF_TESTS)
 
 python-timing-suite:
 	RUNNER_BIN=$(RUNNER) $(VENV)/bin/python -m pytest -q $(PYTHON_TIMING_TESTS)

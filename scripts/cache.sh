@@ -25,7 +25,8 @@
 #     every checkout (cargo hashes their paths relative to the workspace), and cargo judges
 #     them fresh by time: a checkout whose files are older than another checkout's build would
 #     take that build's crates for its own. So when the last checkout to build here was
-#     another, every file of this one is touched and its crates are compiled again, unless
+#     another (another path, or a fresh clone at the same one: each keeps a random name in its
+#     build/), every file of this one is touched and its crates are compiled again, unless
 #     both hold exactly the same commit tree (nothing changed, nothing added: git's tree hash
 #     names the content): then its files are dated 1970 and cargo reuses the build.
 #   scripts/cache.sh build CARGO ARGS...
@@ -131,9 +132,19 @@ claim() {
     tree=$(git rev-parse 'HEAD^{tree}')
   fi
   last=$(cat "$build/checkout" 2>/dev/null || true)
-  last_path=${last%% *}
-  last_tree=${last#* }
-  if [ -n "$last" ] && [ "$last_path" != "$here" ]; then
+  last_path=$(printf '%s' "$last" | cut -d' ' -f1)
+  last_tree=$(printf '%s' "$last" | cut -s -d' ' -f2)
+  # Which checkout this is: a random name kept in its build/ (ignored by git), so that a fresh
+  # clone where the last one lay (as CI runners check out, at one path) is another checkout.
+  local id_file=$here/build/cache-checkout-id id last_id
+  id=$(cat "$id_file" 2>/dev/null || true)
+  if [ -z "$id" ]; then
+    id=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
+    mkdir -p "$here/build" && printf '%s\n' "$id" > "$id_file"
+  fi
+  last_id=$(printf '%s' "$last" | cut -s -d' ' -f3)
+  # The same checkout as last time needs nothing: its files' times are its own edits.
+  if [ -n "$last" ] && { [ "$last_path" != "$here" ] || [ "$last_id" != "$id" ]; }; then
     if [ "$tree" != dirty ] && [ "$last_tree" = "$tree" ]; then
       # The very sources compiled last: dated before any build, so cargo reuses that build.
       say "the last build here ($last_path) was of these very sources (tree $tree): its compiled crates are reused"
@@ -143,7 +154,7 @@ claim() {
       git ls-files -z --cached --others --exclude-standard | xargs -0 touch -c --
     fi
   fi
-  mkdir -p "$build" && printf '%s %s\n' "$here" "$tree" > "$build/checkout"
+  mkdir -p "$build" && printf '%s %s %s\n' "$here" "$tree" "$id" > "$build/checkout"
 }
 
 case ${1:-} in

@@ -10,6 +10,7 @@ build it has shown it would do).
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 
@@ -186,6 +187,13 @@ def test_checkouts_share_compiled_crates_only_when_their_sources_are_the_same(tm
         os.utime(f, (1, 1))
     log, out = claim_and_build(c, cache)
     assert out == "2\n" and "compiled again" in log, log
+    # A fresh clone of that commit where C lay, as a CI runner checks out at one path: C's
+    # build, reused.
+    shutil.rmtree(c)
+    git("clone", "-q", str(origin), str(c), cwd=tmp_path)
+    log, out = claim_and_build(c, cache)
+    assert out == "2\n", log
+    assert "its compiled crates are reused" in log and "Compiling uses-the-cache" not in log, log
     # And back in B, changed by hand (not a commit's tree): compiled again, with its change.
     (b / "src" / "main.rs").write_text('fn main() { println!("{}", itoa::Buffer::new().format(3)); }\n')
     os.utime(b / "src" / "main.rs", (1, 1))
