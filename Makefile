@@ -101,8 +101,8 @@ test-suites:
 # gate: beside Chromium it missed a 25 % slower decode now and then; the run until precise and
 # the capacity search, beside Chromium and a second pytest worker: the one did not reach ±3 % in
 # 4,000 requests, the other passed no step with a CPU hog beside them), then the
-# Node, Chromium and the other Python tests side by side (they mostly wait on the runner, the
-# browser and llama-server; -O keeps each one's output together).
+# Node, Chromium, the GPU proof kit's CPU run and the other Python tests side by side (they
+# mostly wait on the runner, the browser and llama-server; -O keeps each one's output together).
 test-rust: build-tests
 	scripts/with-slurm.sh $(MAKE) --no-print-directory rust-suite
 test-export: deps

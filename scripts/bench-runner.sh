@@ -19,10 +19,16 @@
 # simulator from another binary (an A/B of two runners keeps one simulator for both).
 # RUNNER_FLAGS=… adds flags to every run: `--gpu-sample-ms 0 --metrics-url none` turns host
 # telemetry off, for an A/B of its cost (PROVEBENCH_NVML_LIB may point at a fake NVML).
+# BENCH_SMOKE=1 runs every case at a tenth of its size or less (one round of each concurrency,
+# 1,000 paced requests): a test that the script and its cases still run, not a figure.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$(dirname "$0")/lib.sh"
 requests=${1:-400}
+# Cases 2-5's sizes: PACED requests at 1,000 req/s, then ROUNDS rounds of 16 streams and
+# WIDE_ROUNDS of 256.
+paced=5000 rounds=10 wide_rounds=3
+if [ "${BENCH_SMOKE:-0}" = 1 ]; then paced=1000 rounds=1 wide_rounds=1; fi
 if [ -z "${RUNNER_BIN:-}" ]; then
   release_build -p runner
 fi
@@ -61,16 +67,16 @@ echo "== CPU per streamed token: 16 streams x 256 tokens, $requests requests, si
 bench cpu --profile concurrent --concurrency 16 --max-requests "$requests" --data prompt_tokens=16,output_tokens=256
 
 serve --ttft-ms 2 --itl-ms 1 --max-batch 256
-echo "== pacing: Poisson 1000 req/s, 5000 requests of 4 tokens"
-bench pacing --profile poisson --rate 1000 --max-requests 5000 --data prompt_tokens=16,output_tokens=4
+echo "== pacing: Poisson 1000 req/s, $paced requests of 4 tokens"
+bench pacing --profile poisson --rate 1000 --max-requests "$paced" --data prompt_tokens=16,output_tokens=4
 
 serve --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64
 echo "== CPU per streamed token with tokens spaced 1 ms apart (each its own read and wake-up): 16 streams x 256 tokens"
-bench spaced --profile concurrent --concurrency 16 --max-requests 160 --data prompt_tokens=16,output_tokens=256
+bench spaced --profile concurrent --concurrency 16 --max-requests $((16 * rounds)) --data prompt_tokens=16,output_tokens=256
 
 serve --ttft-ms 20 --itl-ms 1 --itl-growth 0 --max-batch 64 --decode-steps
 echo "== the same with decode steps (16 streams' tokens leave together each 1 ms, as an engine's batch does)"
-bench stepped --profile concurrent --concurrency 16 --max-requests 160 --data prompt_tokens=16,output_tokens=256
+bench stepped --profile concurrent --concurrency 16 --max-requests $((16 * rounds)) --data prompt_tokens=16,output_tokens=256
 
 serve --ttft-ms 0 --itl-ms 0 --max-batch 64
 echo "== case 1 through reqwest (--http-client reqwest)"
@@ -79,8 +85,8 @@ bench cpu-reqwest --profile concurrent --concurrency 16 --max-requests "$request
 
 serve --ttft-ms 2 --itl-ms 2 --itl-growth 0 --max-batch 64
 echo "== CPU per streamed token, paced: 16 streams x 256 tokens 2 ms apart"
-bench paced-16 --profile concurrent --concurrency 16 --max-requests 160 --data prompt_tokens=16,output_tokens=256
+bench paced-16 --profile concurrent --concurrency 16 --max-requests $((16 * rounds)) --data prompt_tokens=16,output_tokens=256
 
 serve --ttft-ms 20 --itl-ms 20 --itl-growth 0 --max-batch 256
 echo "== CPU per streamed token, paced: 256 streams x 64 tokens 20 ms apart"
-bench paced-256 --profile concurrent --concurrency 256 --max-requests 768 --data prompt_tokens=16,output_tokens=64
+bench paced-256 --profile concurrent --concurrency 256 --max-requests $((256 * wide_rounds)) --data prompt_tokens=16,output_tokens=64

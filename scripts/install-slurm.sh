@@ -122,6 +122,9 @@ if ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
 fi
 
 # Config. RealMemory: 90% of what slurmd detects, so the node never drains for low memory.
+# batch_sched_delay=0: a batch job (an array's next task) starts when the scheduler runs on the
+# event that frees its place, not up to 3 s later (Slurm's default, for clusters that take
+# thousands of submissions a second): 8 tasks of 0.5 s one at a time, 24 s before, 8 s after.
 mkdir -p "$dir/state" "$dir/spool" "$dir/log"
 cpus=$(nproc)
 mem=$(slurmd -C 2>/dev/null | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
@@ -155,6 +158,7 @@ JobCompLoc=$dir/jobcomp.log
 SwitchType=switch/none
 MpiDefault=none
 SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 GresTypes=gpu

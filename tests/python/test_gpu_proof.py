@@ -33,7 +33,7 @@ def proof(tmp_path_factory, fake_nvml):
                             env={**os.environ, "RUNNER_BIN": RUNNER, "PROOF_XZ_LEVEL": "1"})
     assert bundle.returncode == 0, bundle.stdout + bundle.stderr
     env = {**os.environ, "PYTHON": sys.executable, "PROOF_SECONDS": "2",
-           "PROOF_DATA": "prompt_tokens=32,output_tokens=16", "PROOF_BENCH_REQUESTS": "50",
+           "PROOF_DATA": "prompt_tokens=32,output_tokens=16", "PROOF_BENCH_REQUESTS": "50", "BENCH_SMOKE": "1",
            "PROOF_CEILING_MAX": "1500", "PROOF_CEILING_SECONDS": "1",
            "PROOF_MODEL_ARGS": "--hidden 128 --layers 2 --ff 256 --heads 4 --kv-heads 2",
            "PROOF_SPEC_REQUESTS": "8",
