@@ -199,8 +199,9 @@ use tokio::task::JoinHandle;
 /// Tokens in a block of the prefix cache, as vLLM's default `--block-size`.
 pub const PREFIX_BLOCK_TOKENS: u32 = 16;
 
-/// The engine whose metric names the simulator's `/metrics` page uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The engine whose metric names the simulator's `/metrics` page uses (`runner sim
+/// --metrics-as`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum MetricsAs {
     /// vLLM V1's (`vllm:…`): every counter the simulator keeps.
     #[default]

@@ -166,8 +166,8 @@ pub struct SimArgs {
     /// Whose metric names /metrics uses: vLLM's, or SGLang's (`sglang:num_running_reqs`,
     /// `…_prompt_tokens_total`, `…_spec_verify_calls_total`, …); /version then names the
     /// engine `provebench-sim/sglang`, and the runner reads the page with SGLang's recipe.
-    #[arg(long, value_enum, default_value_t = MetricsAs::Vllm)]
-    pub metrics_as: MetricsAs,
+    #[arg(long, value_enum, default_value_t = sim::MetricsAs::Vllm)]
+    pub metrics_as: sim::MetricsAs,
     /// Serve these LoRA adapters beside the model, comma-separated, as vLLM's
     /// `--lora-modules` does: /v1/models lists them, a request's `model` picks one, and a
     /// model neither the base nor an adapter is refused with vLLM's 404.
@@ -271,22 +271,6 @@ mod tests {
                 Cli::try_parse_from(["sim", bad[0], bad[1]]).is_err(),
                 "{bad:?} accepted"
             );
-        }
-    }
-}
-
-/// The engine whose metric names the simulator's /metrics page uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum MetricsAs {
-    Vllm,
-    Sglang,
-}
-
-impl From<MetricsAs> for sim::MetricsAs {
-    fn from(m: MetricsAs) -> Self {
-        match m {
-            MetricsAs::Vllm => sim::MetricsAs::Vllm,
-            MetricsAs::Sglang => sim::MetricsAs::Sglang,
         }
     }
 }

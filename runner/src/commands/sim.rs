@@ -49,7 +49,7 @@ impl SimArgs {
                 acceptance: self.acceptance.clone(),
             }),
             timings: self.timings,
-            metrics_as: self.metrics_as.into(),
+            metrics_as: self.metrics_as,
             lora: (!self.lora_modules.is_empty()).then(|| sim::Lora {
                 adapters: self.lora_modules.clone(),
                 max_loras: self.max_loras,
