@@ -52,10 +52,12 @@ const OUTPUT_KEYS: &[&str] = &["output_tokens", "max_tokens", "output_len"];
 /// The prompt sets that ship with provebench, by the name `--data` takes when no file of that
 /// name exists: `real-text`, 64 prompts of real text in four categories (code, chat, math,
 /// writing), written for the project and dedicated to the public domain (CC0 1.0;
-/// `datasets/real-text/README.md`), where speculative decoding's acceptance means something.
+/// `loadgen/datasets/real-text/README.md`), where speculative decoding's acceptance means
+/// something. Inside this crate, so that its build records the file relative to it and a clone
+/// of the same sources elsewhere reuses the build (a path outside is recorded whole).
 pub const BUILT_IN: [(&str, &str); 1] = [(
     "real-text",
-    include_str!("../../datasets/real-text/prompts.jsonl"),
+    include_str!("../datasets/real-text/prompts.jsonl"),
 )];
 
 /// The shipped prompt set `path` names, when no file of that name exists.

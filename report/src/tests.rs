@@ -31,11 +31,10 @@ fn diff_statements(a: &Statement, b: &Statement) -> Result<Report, RenderError> 
 use schemas::document::{Benchmark, ProfileKind, Statement};
 use schemas::flag::{Flag, FlagCode, Severity};
 
-const SEED_000: &str = include_str!("../../tests/seeds/000_277317b0dcaa0d06.txt");
-const SEED_001: &str = include_str!("../../tests/seeds/001_e8960ffa2ce0f9cc.txt");
-const SEED_002: &str = include_str!("../../tests/seeds/002_66e0282fd3791331.txt");
-const SEED_003: &str = include_str!("../../tests/seeds/003_44f3a8b9f2336bbb.txt");
-const SEED_004: &str = include_str!("../../tests/seeds/004_4d3f484aa116390c.txt");
+/// A published table the report reproduces (`tests/seeds/`).
+fn seed(name: &str) -> String {
+    testkit::repo_file(&format!("tests/seeds/{name}"))
+}
 
 fn cells(line: &str) -> Vec<String> {
     line.trim()
@@ -113,8 +112,13 @@ fn grid_seed_docs(seed: &str) -> Vec<Statement> {
 
 #[test]
 fn grid_tables_reproduce_seeds_000_to_002_byte_for_byte() {
-    for seed in [SEED_000, SEED_001, SEED_002] {
-        let docs = grid_seed_docs(seed);
+    for name in [
+        "000_277317b0dcaa0d06.txt",
+        "001_e8960ffa2ce0f9cc.txt",
+        "002_66e0282fd3791331.txt",
+    ] {
+        let seed = seed(name);
+        let docs = grid_seed_docs(&seed);
         assert_eq!(docs.len(), 1);
         let md = crate::grid_markdown(&[&docs[0]]);
         assert_eq!(md, seed);
@@ -123,18 +127,20 @@ fn grid_tables_reproduce_seeds_000_to_002_byte_for_byte() {
 
 #[test]
 fn grid_tables_of_two_engines_share_headings_as_in_seed_003() {
-    let docs = grid_seed_docs(SEED_003);
+    let seed_003 = seed("003_44f3a8b9f2336bbb.txt");
+    let docs = grid_seed_docs(&seed_003);
     assert_eq!(docs.len(), 2);
     let md = crate::grid_markdown(&[&docs[0], &docs[1]]);
-    let end = SEED_003.find("\n\n\n## Throughput").unwrap() + 1;
-    assert_eq!(md, &SEED_003[..end]);
+    let end = seed_003.find("\n\n\n## Throughput").unwrap() + 1;
+    assert_eq!(md, &seed_003[..end]);
 }
 
 #[test]
 fn grid_rows_are_sorted_by_cell_whatever_the_run_order() {
-    let mut docs = grid_seed_docs(SEED_000);
+    let seed_000 = seed("000_277317b0dcaa0d06.txt");
+    let mut docs = grid_seed_docs(&seed_000);
     docs[0].predicate.benchmarks.reverse();
-    assert_eq!(crate::grid_markdown(&[&docs[0]]), SEED_000);
+    assert_eq!(crate::grid_markdown(&[&docs[0]]), seed_000);
 }
 
 /// A seed-004 section: its bullet, its table text, and the statement it shows.
@@ -147,7 +153,8 @@ struct SweepSeed {
 
 fn sweep_seed_sections() -> Vec<SweepSeed> {
     let mut out = Vec::new();
-    for part in SEED_004.split("\n- ").skip(1) {
+    let seed_004 = seed("004_4d3f484aa116390c.txt");
+    for part in seed_004.split("\n- ").skip(1) {
         let mut lines = part.lines();
         let bullet = format!("- {}", lines.next().unwrap());
         let table_lines: Vec<&str> = lines.filter(|l| l.starts_with('|')).collect();

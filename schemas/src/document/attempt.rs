@@ -161,7 +161,7 @@ mod tests {
     /// The reference names every status and every field an entry can hold.
     #[test]
     fn the_reference_names_every_status_and_field() {
-        let doc = include_str!("../../../docs/reference/attempt-log.md");
+        let doc = testkit::repo_file("docs/reference/attempt-log.md");
         for s in [
             Status::Completed,
             Status::Failed,

@@ -390,7 +390,7 @@ mod tests {
 
     #[test]
     fn the_reference_has_a_row_for_each_version() {
-        let doc = include_str!("../../../docs/reference/document.md");
+        let doc = testkit::repo_file("docs/reference/document.md");
         for v in &VERSIONS {
             let name = v.predicate_type.rsplit_once('/').unwrap().1;
             assert!(doc.contains(&format!("\n| {name} | ")), "no row for {name}");

@@ -21,7 +21,7 @@ fn mark_name(m: Mark) -> &'static str {
 /// same file with `re`.
 #[test]
 fn gsm8k_marks_every_hand_written_case_as_lm_eval_does() {
-    let cases = include_str!("../../../../tests/fixtures/accuracy/gsm8k-cases.jsonl");
+    let cases = testkit::repo_file("tests/fixtures/accuracy/gsm8k-cases.jsonl");
     let mut n = 0;
     for line in cases.lines() {
         let c: serde_json::Value = serde_json::from_str(line).unwrap();
