@@ -122,7 +122,7 @@ build() {
 claim() {
   local build=${CARGO_BUILD_BUILD_DIR:-}
   [ -n "$build" ] || return 0
-  local here tree last last_path last_tree
+  local here tree last last_path last_tree last_id
   here=$(pwd -P)
   # The sources, when the checkout holds exactly a commit's (no change, no new file): its tree.
   # Without rewriting git's index: the runner's build script watches it, and a refreshed index
@@ -132,17 +132,16 @@ claim() {
     tree=$(git rev-parse 'HEAD^{tree}')
   fi
   last=$(cat "$build/checkout" 2>/dev/null || true)
-  last_path=$(printf '%s' "$last" | cut -d' ' -f1)
-  last_tree=$(printf '%s' "$last" | cut -s -d' ' -f2)
+  # The mark: "PATH TREE ID" (an older one lacks the ID, and so is another checkout's).
+  read -r last_path last_tree last_id <<<"$last"
   # Which checkout this is: a random name kept in its build/ (ignored by git), so that a fresh
   # clone where the last one lay (as CI runners check out, at one path) is another checkout.
-  local id_file=$here/build/cache-checkout-id id last_id
+  local id_file=$here/build/cache-checkout-id id
   id=$(cat "$id_file" 2>/dev/null || true)
   if [ -z "$id" ]; then
     id=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
     mkdir -p "$here/build" && printf '%s\n' "$id" > "$id_file"
   fi
-  last_id=$(printf '%s' "$last" | cut -s -d' ' -f3)
   # The same checkout as last time needs nothing: its files' times are its own edits.
   if [ -n "$last" ] && { [ "$last_path" != "$here" ] || [ "$last_id" != "$id" ]; }; then
     if [ "$tree" != dirty ] && [ "$last_tree" = "$tree" ]; then
