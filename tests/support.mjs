@@ -1,11 +1,14 @@
 // What tests/node and tests/browser share: where the runner and the wasm package are, the
 // module loaded through its glue, a runner bound to a fixture directory, a trusted key, and
-// long-running children (simulators, servers) that print their URL. node: built-ins only.
+// long-running children (simulators, servers) that print their URL, and scratch directories
+// that go when the tests end. node: built-ins only.
 //
-// Environment: RUNNER_BIN (default target/debug/runner), WASM_PKG (default build/wasm).
+// Environment: RUNNER_BIN (default target/debug/runner), WASM_PKG (default build/wasm),
+// PROVEBENCH_KEEP_SCRATCH=1 (keep scratch directories, and print where they are).
 
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createHash } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -19,6 +22,18 @@ export const pkg = resolve(process.env.WASM_PKG ?? join(root, 'build', 'wasm'));
 export const wasmPath = join(pkg, 'report_wasm_bg.wasm');
 // The runner under test.
 export const runnerBin = resolve(process.env.RUNNER_BIN ?? join(root, 'target', 'debug', 'runner'));
+
+// A new directory under the system's temporary one, removed once the test file's tests have
+// run (passed or not; PROVEBENCH_KEEP_SCRATCH=1 keeps it and says where). `after` is
+// node:test's or playwright's hook, as the caller's runner has it.
+export function scratchDir(prefix, after) {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  after(() => {
+    if (process.env.PROVEBENCH_KEEP_SCRATCH === '1') console.log(`# scratch kept: ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  });
+  return dir;
+}
 
 // The module loaded through its glue, as the site loads it: the glue (initialised), the
 // module's bytes and their sha256 (hex), which `runner report` and the site both name.

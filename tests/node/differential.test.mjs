@@ -7,10 +7,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadWasm, root, runnerBin } from '../support.mjs';
+import { loadWasm, root, runnerBin, scratchDir } from '../support.mjs';
 
 const { glue } = await loadWasm();
 const keysPath = join(root, 'fuzz', 'corpus-keys.json');
@@ -127,7 +126,7 @@ function wasmVerdict(bytes) {
 }
 
 test('the module and the native verifier agree on fuzzed and mutated documents', (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'provebench-diff-'));
+  const dir = scratchDir('provebench-diff-', (f) => t.after(f));
   // Whole documents to mutate: the runner's own, signed (by a key the keys file does not
   // trust) and unsigned (the corpus is compared as it is: most of it is what the fuzzer
   // left of documents, which no edit would make whole again).

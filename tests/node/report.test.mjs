@@ -8,14 +8,13 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { children, loadWasm, runnerBin, runnerIn, trustNewKey, wasmPath } from '../support.mjs';
+import { children, loadWasm, runnerBin, runnerIn, scratchDir, trustNewKey, wasmPath } from '../support.mjs';
 
 const { glue, sha256: moduleSha } = await loadWasm();
 
-const dir = mkdtempSync(join(tmpdir(), 'provebench-report-'));
+const dir = scratchDir('provebench-report-', after);
 // A cache of compiled modules of its own: the first `runner report` compiles the module and
 // caches the machine code, every later one loads it, and both must give the same bytes.
 const env = { ...process.env, RUST_LOG: 'warn', PROVEBENCH_WASM: wasmPath, XDG_CACHE_HOME: join(dir, 'cache') };

@@ -3,18 +3,17 @@
 // (report::facts), and imports nothing beyond wasm-bindgen's own two intrinsics (no
 // getrandom, no clock, no DOM).
 
-import { test } from 'node:test';
+import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadWasm, runnerBin, runnerIn, trustNewKey } from '../support.mjs';
+import { loadWasm, runnerBin, runnerIn, scratchDir, trustNewKey } from '../support.mjs';
 
 const { glue, bytes: wasmBytes } = await loadWasm();
 
-const dir = mkdtempSync(join(tmpdir(), 'provebench-node-'));
+const dir = scratchDir('provebench-node-', after);
 const runner = runnerIn(dir, { ...process.env, RUST_LOG: 'warn' });
 const { keyid, keys: keysFile } = trustNewKey(runner, dir, 'lab');
 runner('synth', '--key', 'lab.key', '--out', 'signed.json', '--requests', '20', '--output-tokens', '32');
