@@ -14,7 +14,8 @@ use crate::keys::TrustedKey;
 use crate::subject::{check_subject, subject_matches_as_written};
 use crate::token_times::TokenTimesError;
 use crate::{
-    metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_7, STATEMENT_TYPE,
+    metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_19,
+    PREDICATE_TYPE_V0_7, STATEMENT_TYPE,
 };
 use serde::Serialize;
 
@@ -323,7 +324,7 @@ fn check_versions(s: &Statement, v: &mut Verdict) -> usize {
 const WITH_ACCURACY: usize = versions::place_of(PREDICATE_TYPE_V0_10);
 /// From `result/v0.19` a capacity step's pass needs two looks in a row
 /// (`capacity::judge::Looks`); before, one look's pass decided.
-const TWO_LOOKS_TO_PASS: usize = versions::place_of(PREDICATE_TYPE);
+const TWO_LOOKS_TO_PASS: usize = versions::place_of(PREDICATE_TYPE_V0_19);
 
 /// The place of `result/v0.7` in [`VERSIONS`]: summaries from then on carry their
 /// uncertainty.
