@@ -41,6 +41,12 @@ pub struct Recipe {
     pub speculative: Option<SpeculativeFlags>,
     /// The flags that load LoRA adapters at start.
     pub lora: Option<LoraFlags>,
+    /// Fields added to the body of every request through the engine's OpenAI APIs (chat and
+    /// completions), for what the engine says of a request only when asked: SGLang's
+    /// `return_spec_tokens_details` (the request's drafts in the stream). A request's own
+    /// fields (an answer's shape, a replayed turn's) are merged after them.
+    #[serde(default)]
+    pub openai_request: serde_json::Map<String, serde_json::Value>,
     /// The flags that name the model the engine serves (`--served-model-name`), the one the
     /// runner passes first: a model read from a local path is served under a name a reader
     /// can use ([`crate::model_id::served_name`]) rather than the path, unless the user's

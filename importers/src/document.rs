@@ -207,6 +207,7 @@ pub fn aggregates_document(
             reported: Default::default(),
             launch: None,
             reference_acceptance: None,
+            request_fields: Default::default(),
         },
         model: Model {
             id: who.model,

@@ -205,6 +205,7 @@ fn endpoint(sim: &SimServer, streams: usize, clock: TokenClock) -> anyhow::Resul
         stamps: Default::default(),
         ignored_events: Default::default(),
         request_ids: Default::default(),
+        server_fields: Default::default(),
         shape: None,
     })
 }

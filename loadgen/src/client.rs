@@ -41,6 +41,9 @@ pub struct Endpoint {
     pub ignored_events: AtomicU64,
     /// The ids requests carry ([`REQUEST_ID_HEADER`]).
     pub request_ids: RequestIds,
+    /// Fields every request's body gets for the engine that serves (its recipe's
+    /// `openai_request`), before the request's own.
+    pub server_fields: serde_json::Map<String, serde_json::Value>,
     /// Structured output and tool calls: what every benchmark request adds to its body and
     /// what its record keeps of the answer.
     pub shape: Option<AnswerShape>,
@@ -438,6 +441,7 @@ impl Endpoint {
             } else {
                 self.temperature
             },
+            server_fields: Some(&self.server_fields).filter(|f| !f.is_empty()),
             extra,
             items: job.items(),
             images: job.attachments.map_or(&[], |a| &a.image_urls),
@@ -709,8 +713,13 @@ impl Endpoint {
                                 p.output_tokens_server =
                                     u.completion_tokens.or(p.output_tokens_server);
                             }
-                            if ev.timing.is_some() {
-                                p.server_timing = ev.timing;
+                            if let Some(t) = ev.timing {
+                                // A later event's word on a value wins; what it does not
+                                // say stands.
+                                match &mut p.server_timing {
+                                    Some(had) => had.update(t),
+                                    None => p.server_timing = Some(t),
+                                }
                             }
                             if ev.cached_tokens.is_some() {
                                 p.cached_tokens_server = ev.cached_tokens;

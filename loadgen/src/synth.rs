@@ -165,6 +165,7 @@ pub fn predicate(
             reported: Default::default(),
             launch: None,
             reference_acceptance: None,
+            request_fields: Default::default(),
         },
         model: Model {
             id: "synthetic".into(),

@@ -235,6 +235,7 @@ pub fn predicate(d: &Doc, benchmarks: Vec<Benchmark>, validity: Vec<Flag>) -> Pr
             reported: BTreeMap::new(),
             launch: None,
             reference_acceptance: None,
+            request_fields: Default::default(),
         },
         model: Model {
             id: d.model.into(),

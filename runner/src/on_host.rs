@@ -158,6 +158,20 @@ pub fn shipped_recipe(engine_name: &str) -> Option<Loaded> {
         .flatten()
 }
 
+/// The fields every request's body gets for the engine through `api`: the recipe's
+/// `openai_request`, for its OpenAI chat and completions APIs (none for the others, nor
+/// without a recipe).
+pub fn request_fields(
+    recipe: Option<&Loaded>,
+    api: loadgen::backend::Api,
+) -> serde_json::Map<String, serde_json::Value> {
+    use loadgen::backend::Api;
+    match (recipe, api) {
+        (Some(l), Api::OpenaiChat | Api::OpenaiCompletions) => l.recipe.openai_request.clone(),
+        _ => serde_json::Map::new(),
+    }
+}
+
 /// What to watch, from the flags and the recipe that fits the server.
 pub fn watch_config(
     args: &RunArgs,

@@ -57,6 +57,10 @@ pub struct Uncertainty {
     pub client_overhead_ms: Option<Intervals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acceptance_rate: Option<Interval>,
+    /// `server_clock.acceptance_by_position`'s, position by position (batch ratios over the
+    /// requests in schedule order); since `result/v0.22`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_by_position: Option<Vec<Interval>>,
     /// Multi-turn workloads: TTFT's intervals at each turn, in `summary.by_turn`'s order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_ms_by_turn: Option<Vec<Option<Intervals>>>,

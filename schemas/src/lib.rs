@@ -77,11 +77,16 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// v0.22: each request's verification steps by the drafts they accepted, as the server
+/// said them (a record's `server_timing.steps_by_accepted`), and the acceptance at each draft
+/// position they give (`server_clock.acceptance_by_position`, with its intervals); a reader
+/// of v0.21 would refuse the fields it does not know.
+pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.22";
 /// v0.21: an engine's speculative counters of verification steps alone (SGLang's
 /// `sglang:spec_verify_calls_total`: the summary's `host.server.speculative` with `drafts`
 /// and no draft tokens); a reader of v0.20 would find no such summary and refuse the one
-/// stated.
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.21";
+/// stated. Still read and verified.
+pub const PREDICATE_TYPE_V0_21: &str = "https://provebench.dev/result/v0.21";
 /// v0.20: the engine's own time to first token beside the client's (the metric roles
 /// `time_to_first_token_seconds` and `time_to_first_token_requests`, the summary's
 /// `host.server.ttft`); a reader of v0.19 would refuse the roles it does not know. Still

@@ -159,6 +159,7 @@ pub struct ClockStats {
     pub server_ttft: Option<Intervals>,
     pub client_overhead: Option<Intervals>,
     pub acceptance_rate: Option<Interval>,
+    pub acceptance_by_position: Option<Vec<Interval>>,
 }
 
 /// `server_clock` and its intervals.
@@ -168,6 +169,9 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
     let (mut drafts, mut drafted, mut accepted) = (None::<u64>, None::<u64>, None::<u64>);
     // Per request that reported drafts: (accepted, drafted), for the ratio's batches.
     let mut ratios: Vec<(u64, u64)> = Vec::new();
+    // Per request that said its steps' acceptance: steps whose position i was accepted, by i,
+    // and its steps.
+    let mut by_position: Vec<(Vec<u64>, u64)> = Vec::new();
     let mut timed = 0u64;
     let mut any = false;
     for i in in_schedule_order(records) {
@@ -183,6 +187,9 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             *drafted.get_or_insert(0) += u64::from(d);
             *accepted.get_or_insert(0) += u64::from(a);
             ratios.push((u64::from(a), u64::from(d)));
+        }
+        if let Some(h) = s.steps_by_accepted.as_deref().filter(|h| !h.is_empty()) {
+            by_position.push(accepted_at_each_position(h));
         }
         let (Some(server), Some(first)) = (s.first_token_us(), r.first_token_us) else {
             continue;
@@ -201,12 +208,14 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             server_ttft: None,
             client_overhead: None,
             acceptance_rate: None,
+            acceptance_by_position: None,
         });
     }
     let rate = match (accepted, drafted) {
         (Some(a), Some(d)) if d > 0 => Some(distribution::finite(a as f64 / d as f64)?),
         _ => None,
     };
+    let (position_rates, position_intervals) = position_acceptance(&by_position, t)?;
     let server_ttft_ms = distribution::distribution(&server_ttft)?;
     let client_overhead_ms = distribution::distribution(&overhead)?;
     let with_intervals = |values: &[f64], d: &Option<crate::summary::Distribution>| match d {
@@ -224,6 +233,7 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             Some(rate) => uncertainty::ratio_interval(&ratios, rate.get(), t)?,
             None => None,
         },
+        acceptance_by_position: position_intervals,
         clock: Some(ServerClock {
             requests: timed,
             server_ttft_ms,
@@ -233,8 +243,60 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             draft_tokens: drafted,
             accepted_tokens: accepted,
             acceptance_rate: rate,
+            acceptance_by_position: position_rates,
         }),
     })
+}
+
+/// One request's steps by drafts accepted (entry n: steps that accepted exactly n) as steps
+/// whose position i was accepted, by i (a step that accepted n accepted positions 0 to n − 1),
+/// and its steps.
+fn accepted_at_each_position(steps_by_accepted: &[u32]) -> (Vec<u64>, u64) {
+    let positions = steps_by_accepted.len() - 1;
+    let mut at = vec![0u64; positions];
+    let mut beyond = 0u64;
+    for i in (0..positions).rev() {
+        beyond += u64::from(steps_by_accepted[i + 1]);
+        at[i] = beyond;
+    }
+    let steps = steps_by_accepted.iter().map(|&n| u64::from(n)).sum();
+    (at, steps)
+}
+
+/// Each draft position's acceptance over the requests that said their steps' (steps whose
+/// position was accepted / steps), and its interval: the same batch ratios as the acceptance
+/// rate's, over the requests in schedule order. Positions run to the longest histogram's.
+fn position_acceptance(
+    requests: &[(Vec<u64>, u64)],
+    t: f64,
+) -> Result<(Vec<crate::numbers::Finite>, Option<Vec<Interval>>), MetricsError> {
+    let positions = requests.iter().map(|(at, _)| at.len()).max().unwrap_or(0);
+    let steps: u64 = requests.iter().map(|(_, s)| s).sum();
+    if positions == 0 || steps == 0 {
+        return Ok((Vec::new(), None));
+    }
+    let mut rates = Vec::with_capacity(positions);
+    let mut intervals = Some(Vec::with_capacity(positions));
+    for i in 0..positions {
+        let parts: Vec<(u64, u64)> = requests
+            .iter()
+            .map(|(at, s)| (at.get(i).copied().unwrap_or(0), *s))
+            .collect();
+        let accepted: u64 = parts.iter().map(|(a, _)| a).sum();
+        let rate = distribution::finite(accepted as f64 / steps as f64)?;
+        intervals = match (
+            intervals,
+            uncertainty::ratio_interval(&parts, rate.get(), t)?,
+        ) {
+            (Some(mut v), Some(i)) => {
+                v.push(i);
+                Some(v)
+            }
+            _ => None,
+        };
+        rates.push(rate);
+    }
+    Ok((rates, intervals))
 }
 
 /// Each prompt category's requests ([`CategoryStats`]), in the order categories first

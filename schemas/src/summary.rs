@@ -251,6 +251,11 @@ pub struct ServerClock {
     /// accepted / draft tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acceptance_rate: Option<Finite>,
+    /// Entry i: verification steps whose draft position i was accepted / steps, over the
+    /// requests that said how many drafts each of their steps accepted
+    /// (`server_timing.steps_by_accepted`); since `result/v0.22`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acceptance_by_position: Vec<Finite>,
 }
 
 /// Speculative decoding, from the engine's counters over the benchmark (vLLM's and

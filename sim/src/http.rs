@@ -708,9 +708,10 @@ impl Stream {
                             self.answer.as_deref(),
                         );
                         let timings = self.timings();
+                        let sglext = self.sglext();
                         self.pending.extend(
                             self.events
-                                .tail(&mut self.buf, timings.as_deref())
+                                .tail(&mut self.buf, timings.as_deref(), sglext.as_deref())
                                 .into_iter()
                                 .map(|b| (b, 0, false)),
                         );
@@ -759,9 +760,10 @@ impl Stream {
             Some((steps, drafted, accepted)) if steps > 0 && drafted > 0 => {
                 let _ = write!(
                     meta,
-                    r#","spec_accept_rate":{},"spec_accept_length":{},"spec_verify_ct":{steps},"spec_num_correct_drafts":{accepted},"spec_num_proposed_drafts":{drafted},"spec_accepted_drafts":{accepted},"spec_proposed_drafts":{drafted}"#,
+                    r#","spec_accept_rate":{},"spec_accept_length":{},"spec_verify_ct":{steps},"spec_num_correct_drafts":{accepted},"spec_num_proposed_drafts":{drafted},"spec_accepted_drafts":{accepted},"spec_proposed_drafts":{drafted},"spec_correct_drafts_histogram":{}"#,
                     f64::from(accepted) / f64::from(drafted),
                     f64::from(self.gen.max_tokens) / f64::from(steps),
+                    json_list(&self.gen.steps_by_accepted()),
                 );
             }
             // No step drafted yet (a one-token answer): SGLang's zeros.
@@ -783,6 +785,29 @@ impl Stream {
             let _ = write!(meta, r#","prefill_finished_ts":{}"#, wall(first));
         }
         Some(meta)
+    }
+
+    /// SGLang's `sglext` for an OpenAI stream whose request asked `return_spec_tokens_details`,
+    /// with speculation: the request's steps, draft tokens and those accepted, and its steps
+    /// by drafts accepted (empty when no step drafted), as SGLang's `spec_tokens_details`.
+    fn sglext(&self) -> Option<String> {
+        if !self.events.asks_spec_details() || self.gen.engine().cfg.speculative.is_none() {
+            return None;
+        }
+        let (steps, drafted, accepted) = self.gen.drafts();
+        let ratio = |a: u32, b: u32| {
+            if b > 0 {
+                f64::from(a) / f64::from(b)
+            } else {
+                0.0
+            }
+        };
+        Some(format!(
+            r#"{{"spec_tokens_details":{{"spec_accept_rate":{},"spec_accept_length":{},"spec_cap_length":0.0,"spec_block_accept_length":0.0,"spec_num_correct_drafts":{accepted},"spec_num_proposed_drafts":{drafted},"spec_verify_ct":{steps},"spec_correct_drafts_histogram":{},"spec_cap_lens_histogram":[]}}}}"#,
+            ratio(accepted, drafted),
+            ratio(self.gen.max_tokens, steps),
+            json_list(&self.gen.steps_by_accepted()),
+        ))
     }
 
     /// The planned mid-stream fault, once, when `k` content events are out (a fault planned
@@ -1293,4 +1318,10 @@ fn python_repr(v: f64) -> String {
         None => ('+', exponent),
     };
     format!("{mantissa}e{sign}{digits:0>2}")
+}
+
+/// `[a,b,…]`: a list of counts as JSON.
+fn json_list(counts: &[u32]) -> String {
+    let items: Vec<String> = counts.iter().map(u32::to_string).collect();
+    format!("[{}]", items.join(","))
 }

@@ -103,10 +103,12 @@
 //! answer has left) one ITL after the step before. OpenAI and SGLang streams carry a step's tokens
 //! in one event, as vLLM and SGLang send them (with `stream_options.continuous_usage_stats`,
 //! OpenAI chunks carry the running `usage`; SGLang's `meta_info` has `completion_tokens`, and
-//! on the finishing event `spec_verify_ct`, `spec_num_proposed_drafts` and
-//! `spec_num_correct_drafts` (with 0.5.11's names beside them) as SGLang 0.5.15's tokenizer
-//! manager writes them); TGI and Responses send one event a token, the
-//! step's events together.
+//! on the finishing event `spec_verify_ct`, `spec_num_proposed_drafts`,
+//! `spec_num_correct_drafts` (with 0.5.11's names beside them) and
+//! `spec_correct_drafts_histogram` (steps by drafts accepted) as SGLang 0.5.15's tokenizer
+//! manager writes them; an OpenAI request that asks `return_spec_tokens_details` gets the same
+//! counts in an `sglext.spec_tokens_details` chunk after the finish, as SGLang's OpenAI APIs
+//! send them); TGI and Responses send one event a token, the step's events together.
 //! `/metrics` counts the drafts as vLLM does (`vllm:spec_decode_num_drafts_total`,
 //! `…_num_draft_tokens_total`, `…_num_accepted_tokens_total`,
 //! `…_num_accepted_tokens_per_pos_total{position="i"}`), and each request's truth keeps the

@@ -513,6 +513,22 @@ impl Generation {
         (accepted + 1).min(left)
     }
 
+    /// The steps so far by drafts accepted, as SGLang's `spec_correct_drafts_histogram`:
+    /// entry n counts the steps that accepted exactly n of their k drafts (k + 1 entries;
+    /// empty before the first step).
+    pub fn steps_by_accepted(&self) -> Vec<u32> {
+        if self.drafts == 0 {
+            return Vec::new();
+        }
+        let at = &self.accepted_by_position;
+        (0..=at.len())
+            .map(|n| {
+                let reached = if n == 0 { self.drafts } else { at[n - 1] };
+                reached - at.get(n).copied().unwrap_or(0)
+            })
+            .collect()
+    }
+
     /// The speculative drafts so far: steps, draft tokens, accepted tokens.
     pub fn drafts(&self) -> (u32, u32, u32) {
         let k = self.engine.cfg.speculative.as_ref().map_or(0, |s| s.k);

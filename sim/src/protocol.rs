@@ -62,6 +62,9 @@ pub(crate) struct GenRequest {
     pub continuous_usage: bool,
     /// TGI `parameters.details`: finish reason and token count in the last event.
     pub details: bool,
+    /// SGLang's OpenAI `return_spec_tokens_details`: the request's drafts in an `sglext`
+    /// chunk after the finish.
+    pub spec_details: bool,
     /// A builtin arithmetic question at the end of the prompt (or the last chat message):
     /// what the answering mode answers.
     pub question: Option<crate::answers::Question>,
@@ -156,6 +159,7 @@ pub(crate) fn parse(
         include_usage,
         continuous_usage,
         details,
+        spec_details,
     } = read;
     let prompt_tokens = prompt.count;
     if prompt_tokens as u64 + max_tokens as u64 > MAX_MODEL_LEN as u64 {
@@ -186,6 +190,7 @@ pub(crate) fn parse(
         include_usage,
         continuous_usage,
         details,
+        spec_details,
         question,
         answer: None,
         response_schema,
@@ -213,6 +218,7 @@ struct Read {
     include_usage: bool,
     continuous_usage: bool,
     details: bool,
+    spec_details: bool,
 }
 
 /// A boolean field of `o` (absent or not a boolean: false).
@@ -271,6 +277,7 @@ fn read_completions(obj: &Map<String, Value>) -> Result<Read, String> {
     read.max_tokens = max_tokens(obj.get("max_tokens"))?;
     read.include_usage = nested_flag(obj, "stream_options", "include_usage");
     read.continuous_usage = nested_flag(obj, "stream_options", "continuous_usage_stats");
+    read.spec_details = flag(obj, "return_spec_tokens_details");
     read.stream = flag(obj, "stream");
     read.response_schema = response_schema(obj);
     Ok(read)
@@ -308,6 +315,7 @@ fn read_chat(obj: &Map<String, Value>) -> Result<Read, String> {
     read.max_tokens = max_tokens(limit)?;
     read.include_usage = nested_flag(obj, "stream_options", "include_usage");
     read.continuous_usage = nested_flag(obj, "stream_options", "continuous_usage_stats");
+    read.spec_details = flag(obj, "return_spec_tokens_details");
     read.stream = flag(obj, "stream");
     read.response_schema = response_schema(obj);
     read.tool_offer = crate::tools::ToolOffer::read(obj);
@@ -865,6 +873,8 @@ pub(crate) struct Events {
     include_usage: bool,
     continuous_usage: bool,
     details: bool,
+    /// SGLang's OpenAI `return_spec_tokens_details` was asked.
+    spec_details: bool,
     ident: Ident,
     /// OpenAI: everything of a content chunk before the token text. Responses: of an
     /// output-text delta event, before its sequence number.
@@ -1017,6 +1027,7 @@ impl Events {
             include_usage: req.include_usage,
             continuous_usage: req.continuous_usage,
             details: req.details,
+            spec_details: req.spec_details,
             ident,
             head: head.into_bytes(),
             reasoning,
@@ -1152,6 +1163,11 @@ impl Events {
             }
             _ => {}
         }
+    }
+
+    /// Whether the request asked for SGLang's `sglext.spec_tokens_details` (OpenAI APIs).
+    pub(crate) fn asks_spec_details(&self) -> bool {
+        self.spec_details && matches!(self.api, Api::Completions | Api::Chat)
     }
 
     /// Whether the events are SGLang's native API's.
@@ -1311,8 +1327,14 @@ impl Events {
     /// Responses the text, content part and message done, then `response.completed` (an
     /// answering-mode answer) or `response.incomplete` (at `max_output_tokens`), no `[DONE]`.
     /// `timings`: llama.cpp's `timings` object, as JSON, for the finish chunk of an OpenAI
-    /// stream.
-    pub(crate) fn tail(&mut self, out: &mut BytesMut, timings: Option<&str>) -> Vec<Bytes> {
+    /// stream; `sglext`: SGLang's extensions object, as JSON, on a `"choices":[]` chunk of
+    /// its own after it (as SGLang sends `return_spec_tokens_details`' answer).
+    pub(crate) fn tail(
+        &mut self,
+        out: &mut BytesMut,
+        timings: Option<&str>,
+        sglext: Option<&str>,
+    ) -> Vec<Bytes> {
         let mut events = Vec::with_capacity(4);
         match self.api {
             Api::Completions | Api::Chat => {
@@ -1339,6 +1361,13 @@ impl Events {
                     "data: {{{fields},\"choices\":[{choice}]{timings}}}\n\n"
                 );
                 events.push(out.split().freeze());
+                if let Some(ext) = sglext {
+                    let _ = write!(
+                        out,
+                        "data: {{{fields},\"choices\":[],\"sglext\":{ext}}}\n\n"
+                    );
+                    events.push(out.split().freeze());
+                }
                 if self.include_usage {
                     let _ = write!(
                         out,

@@ -2,13 +2,16 @@
 //!
 //! Records are made in virtual time from the simulator's own seeded noise ([`sim::noise`], the
 //! draws its server adds) and a FIFO queue, then summarised by `schemas` as any result is.
-//! Two cases:
+//! Three cases:
 //! * **independent**: requests far apart (no queue), time to first token 20 ms + Exp(10 ms) and
 //!   each of 8 gaps 8 ms + Exp(2 ms): every value independent of the others.
 //! * **queueing**: one batch slot, Poisson arrivals at 70 req/s, a one-token answer after an
 //!   Exp(10 ms) service (M/M/1 at 70 % load, started in its stationary state). A request's
 //!   latency carries the queue it found, so consecutive latencies are strongly correlated; the
 //!   latency is Exp(100 − 70 per s), and the throughput the arrival rate.
+//! * **speculative**: requests of 6 to 14 verification steps, each accepting its three drafts'
+//!   positions with probabilities 0.8, 0.6 and 0.4 (the simulator's draws): the acceptance
+//!   rate's and each position's ratio intervals against those.
 //!
 //! And the independent case again, stopped as `--until-precise` stops a benchmark: the
 //! intervals it stopped with, widened for the looks, must still hold the truth.
@@ -209,6 +212,67 @@ fn intervals_cover_the_truth_of_queueing_latencies() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(16_000);
     for share in coverage("queueing", queueing, n, runs(), &rows) {
+        assert!((0.88..=0.99).contains(&share), "{share}");
+    }
+}
+
+const ACCEPTANCE: [f64; 3] = [0.8, 0.6, 0.4];
+
+/// Requests one second apart decoding speculatively with a known acceptance at each draft
+/// position (the simulator's draws, [`sim::Speculative::accepted`]): each one says how many of
+/// its steps (6 to 14 of them) accepted 0 to 3 drafts, as SGLang does.
+fn speculative(seed: u64, n: u64) -> Vec<RawRecord> {
+    let spec = sim::Speculative {
+        k: ACCEPTANCE.len() as u32,
+        acceptance: ACCEPTANCE.to_vec(),
+    };
+    (0..n)
+        .map(|i| {
+            let steps = 6 + (i % 9) as u32;
+            let mut histogram = vec![0u32; ACCEPTANCE.len() + 1];
+            for step in 0..steps {
+                histogram[spec.accepted(unit(seed, i, Draw::Step(step))) as usize] += 1;
+            }
+            let accepted: u32 = histogram.iter().zip(0..).map(|(&h, j)| h * j).sum();
+            let start = i * 1_000_000;
+            let mut r = record(start, &[start + 20_000, start + 30_000]);
+            r.server_timing = Some(schemas::document::ServerTiming {
+                drafts: Some(steps),
+                draft_tokens: Some(steps * spec.k),
+                accepted_tokens: Some(accepted),
+                steps_by_accepted: Some(histogram),
+                ..Default::default()
+            });
+            r
+        })
+        .collect()
+}
+
+#[test]
+fn intervals_cover_the_truth_of_speculative_acceptance() {
+    let rows = [
+        Row {
+            name: "acceptance rate",
+            truth: ACCEPTANCE.iter().sum::<f64>() / ACCEPTANCE.len() as f64,
+            interval: |u| u.acceptance_rate,
+        },
+        Row {
+            name: "acceptance at position 0",
+            truth: ACCEPTANCE[0],
+            interval: |u| u.acceptance_by_position.as_ref()?.first().copied(),
+        },
+        Row {
+            name: "acceptance at position 1",
+            truth: ACCEPTANCE[1],
+            interval: |u| u.acceptance_by_position.as_ref()?.get(1).copied(),
+        },
+        Row {
+            name: "acceptance at position 2",
+            truth: ACCEPTANCE[2],
+            interval: |u| u.acceptance_by_position.as_ref()?.get(2).copied(),
+        },
+    ];
+    for share in coverage("speculative", speculative, 500, runs(), &rows) {
         assert!((0.88..=0.99).contains(&share), "{share}");
     }
 }

@@ -7,7 +7,11 @@ an event of k tokens after a gap of g µs giving k gaps of g // k µs, one µs m
 g % k, an event of no tokens passing its gap on, the first event's extra tokens giving none;
 `events` counts the tokens of each event and keeps the gaps between events; `server_clock` sets
 the server's own time to first token (queue + prefill, from `server_timing`) beside the client's
-TTFT from send; the engine's speculative-decoding counters give the acceptance over the benchmark.
+TTFT from send; the engine's speculative-decoding counters give the acceptance over the benchmark;
+and where a request said its verification steps by the drafts they accepted
+(`server_timing.steps_by_accepted`, SGLang's histogram: entry n counts the steps that accepted
+exactly n drafts), position i's acceptance is the steps that accepted over i drafts / the steps,
+over those requests, with a batch-means interval of the ratio (`result/v0.22`).
 
 The real runner measures `runner sim --speculative 3 --acceptance 0.8,0.6,0.4`, which decodes
 speculatively, counts its drafts as vLLM does on /metrics and reports each request's own timing
@@ -88,6 +92,48 @@ def same_distribution(stated, values):
         assert close(stated[key], want[key]), (key, stated[key], want[key])
 
 
+def acceptance_by_position(records, order):
+    """Each draft position's acceptance from the requests' steps by drafts accepted, and the
+    half-width of each one's interval (None below ten batches of five requests)."""
+    per = []
+    for i in order:
+        t = records["server_timing"][i]
+        histogram = (t or {}).get("steps_by_accepted")
+        if not histogram:
+            continue
+        k = len(histogram) - 1
+        per.append(([sum(histogram[p + 1:]) for p in range(k)], sum(histogram)))
+    if not per:
+        return [], None
+    positions = max(len(at) for at, _ in per)
+    steps = sum(n for _, n in per)
+    rates = [sum(at[p] if p < len(at) else 0 for at, _ in per) / steps for p in range(positions)]
+    if len(per) < BATCHES * 5:
+        return rates, None
+    n = len(per)
+    widths = []
+    for p in range(positions):
+        batch = [per[j * n // BATCHES:(j + 1) * n // BATCHES] for j in range(BATCHES)]
+        widths.append(half_width([sum(at[p] if p < len(at) else 0 for at, _ in b) / sum(s for _, s in b)
+                                  for b in batch]))
+    return rates, widths
+
+
+def check_acceptance_by_position(summary, records, order):
+    rates, widths = acceptance_by_position(records, order)
+    clock = summary["server_clock"]
+    assert len(clock.get("acceptance_by_position", [])) == len(rates)
+    assert all(close(a, b) for a, b in zip(clock.get("acceptance_by_position", []), rates))
+    stated = summary["uncertainty"].get("acceptance_by_position")
+    if widths is None:
+        assert stated is None
+        return rates
+    assert len(stated) == len(rates)
+    for interval, rate, hw in zip(stated, rates, widths):
+        assert close(interval["low"], rate - hw) and close(interval["high"], rate + hw), (interval, rate, hw)
+    return rates
+
+
 def test_each_document_is_of_this_version_and_valid_against_the_schema(results):
     check_current_and_valid(results)
 
@@ -161,6 +207,12 @@ def test_the_servers_clock_and_drafts_follow_from_the_records(results):
         hw = half_width([sum(a for a, _ in b) / sum(d for _, d in b) for b in batch])
         rate = clock["acceptance_rate"]
         assert close(u["acceptance_rate"]["low"], rate - hw) and close(u["acceptance_rate"]["high"], rate + hw)
+        # SGLang's native API says each request's steps by drafts accepted; a server that says
+        # itself vLLM is asked nothing more of its OpenAI API, and says no histogram.
+        rates = check_acceptance_by_position(summary, records, order)
+        assert bool(rates) == (name == "sglang"), (name, rates)
+        for rate, configured in zip(rates, ACCEPTANCE):
+            assert abs(rate - configured) < 0.06, (name, rates)
         # The loopback client adds well under a millisecond to the server's own time.
         assert 0 <= np.median(overhead) < 1.0, (name, np.median(overhead))
 
@@ -206,19 +258,22 @@ def sglang_page(tmp_path_factory):
     """A result against the simulator writing SGLang's metrics page (`--metrics-as sglang`),
     read with SGLang's recipe: its counter of verification steps, and no draft tokens."""
     d = tmp_path_factory.mktemp("speculative-sglang")
+    out = {}
     with running_sim(d, "--ttft-ms", "3", "--itl-ms", "2", "--seed", "5", "--speculative", "3",
                      "--acceptance", ",".join(map(str, ACCEPTANCE)), "--metrics-as", "sglang") as target:
-        run = run_runner("run", "--target", target, "--no-sign", "--out", str(d / "s.json"),
-                         "--profile", "concurrent", "--concurrency", "4", "--max-requests", "60",
-                         "--warmup-requests", "4", "--seed", "11", "--backend", "sglang",
-                         "--data", "real-text", "--data-output-tokens", "32", cwd=d)
-        assert run.returncode == 0, run.stdout + run.stderr
-    return statement_of(d / "s.json")
+        for name, backend in (("native", "sglang"), ("openai", "openai-chat")):
+            run = run_runner("run", "--target", target, "--no-sign", "--out", str(d / f"{name}.json"),
+                             "--profile", "concurrent", "--concurrency", "4", "--max-requests", "60",
+                             "--warmup-requests", "4", "--seed", "11", "--backend", backend,
+                             "--data", "real-text", "--data-output-tokens", "32", cwd=d)
+            assert run.returncode == 0, run.stdout + run.stderr
+            out[name] = statement_of(d / f"{name}.json")
+    return out
 
 
 def test_sglangs_verification_steps_are_its_counters_increase_and_the_requests_sum(sglang_page):
-    check_current_and_valid({"sglang-page": sglang_page})
-    [bench] = sglang_page["predicate"]["benchmarks"]
+    check_current_and_valid(sglang_page)
+    [bench] = sglang_page["native"]["predicate"]["benchmarks"]
     m = bench["telemetry"]["server"]
     values = {s["name"]: [Fraction(v, 10 ** s["decimals"]) for v in decode(s["values"])] for s in m["series"]}
     assert m["roles"]["spec_decode_drafts"] == ["sglang:spec_verify_calls_total"]
@@ -300,3 +355,22 @@ def test_each_records_client_phases_are_in_order(results):
             assert records["sent_us"][i] <= c["head_us"] <= records["end_us"][i], (name, i, c)
         # Kept-alive connections: the warm-up opened them, so a benchmark's requests reuse them.
         assert sum("connect_us" in c for c in phases) <= 4, name
+
+
+def test_sglangs_openai_api_is_asked_for_each_requests_steps_and_says_them(sglang_page):
+    """Through SGLang's OpenAI API the runner asks what its recipe says
+    (`return_spec_tokens_details`), the result names it, and each request's steps by drafts
+    accepted give the acceptance at each position, as through its native API."""
+    for name, st in sglang_page.items():
+        fields = st["predicate"]["engine"].get("request_fields", {})
+        assert fields == ({"return_spec_tokens_details": True} if name == "openai" else {}), (name, fields)
+        [bench] = st["predicate"]["benchmarks"]
+        records = bench["records"]
+        for t in records["server_timing"]:
+            histogram = t["steps_by_accepted"]
+            assert len(histogram) == 4 and sum(histogram) == t["drafts"], (name, t)
+            assert sum(n * h for n, h in enumerate(histogram)) == t["accepted_tokens"], (name, t)
+        rates = check_acceptance_by_position(bench["summary"], records, completed_in_schedule_order(records))
+        assert len(rates) == len(ACCEPTANCE), (name, rates)
+        for rate, configured in zip(rates, ACCEPTANCE):
+            assert abs(rate - configured) < 0.06, (name, rates)

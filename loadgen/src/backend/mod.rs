@@ -73,9 +73,9 @@ impl Codec for Api {
         }
     }
 
-    /// The JSON request body for `r`, with `r.extra` merged in last.
+    /// The JSON request body for `r`, with `r.server_fields`, then `r.extra`, merged in.
     ///
-    /// `extra` is applied as a JSON Merge Patch (RFC 7396): objects merge key by key at any
+    /// Each is applied as a JSON Merge Patch (RFC 7396): objects merge key by key at any
     /// depth (`{"parameters": {"top_k": 10}}` adds to TGI's parameters rather than replacing
     /// them), `null` removes a field (for a server that rejects one provebench sends), anything
     /// else replaces. A non-finite temperature is written as `null`.
@@ -90,8 +90,8 @@ impl Codec for Api {
             Api::Rerank => pooling::rerank_body(&r.pooling()),
             Api::TeiRerank => pooling::tei_rerank_body(&r.pooling()),
         };
-        if let Some(extra) = r.extra {
-            merge_patch(&mut body, extra);
+        for fields in [r.server_fields, r.extra].into_iter().flatten() {
+            merge_patch(&mut body, fields);
         }
         serde_json::to_vec(&Value::Object(body)).expect("a JSON value always serializes")
     }
@@ -124,6 +124,8 @@ pub struct GenerationRequest<'a> {
     pub ignore_eos: bool,
     /// 0 for greedy decoding.
     pub temperature: f64,
+    /// The engine's own fields (its recipe's `openai_request`), merged in before `extra`.
+    pub server_fields: Option<&'a Map<String, Value>>,
     /// User-supplied body fields, merged in last (see [`Codec::request_body`]).
     pub extra: Option<&'a Map<String, Value>>,
     /// Embeddings: the inputs after `prompt`; rerank: the documents (`prompt` is the query).
@@ -262,6 +264,7 @@ impl Timings {
             drafts: self.draft_steps,
             draft_tokens: self.draft_n,
             accepted_tokens: self.draft_n_accepted,
+            steps_by_accepted: None,
         }
     }
 }

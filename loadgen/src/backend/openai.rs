@@ -9,6 +9,11 @@
 //! one; vLLM instead puts `finish_reason` on the chunk with the last token, which is a token).
 //! Usage may come in any chunk: vLLM and llama.cpp's chat send a final `"choices": []` chunk,
 //! llama.cpp's completions put it on the finish chunk. `[DONE]` ends the stream.
+//!
+//! What the server says of the request's own time and drafts: llama.cpp's `timings` on the
+//! finish chunk; SGLang's `sglext.spec_tokens_details` (when the request asks,
+//! `return_spec_tokens_details`, as its recipe's request fields do) on a `"choices": []` chunk
+//! of its own after the finish.
 
 use super::{
     error_message, is_done, parse, Event, EventError, First, GenerationRequest, NonEmpty, Timings,
@@ -89,6 +94,8 @@ struct Chunk<C> {
     error: Option<IgnoredAny>,
     /// llama.cpp's (and the simulator's) own timing of the request, on its last chunk.
     timings: Option<Timings>,
+    /// SGLang's extensions: its count of the request's drafts.
+    sglext: Option<super::sglang::SglExt>,
 }
 
 /// What a choice says: whether it carries a token, and why generation stopped.
@@ -214,7 +221,11 @@ fn event<'a, C: Choice + Deserialize<'a>>(data: &'a [u8]) -> Result<Event, Event
         });
     }
     let chunk: Chunk<C> = parse(data)?;
-    if chunk.choices.is_none() && chunk.usage.is_none() && chunk.error.is_none() {
+    if chunk.choices.is_none()
+        && chunk.usage.is_none()
+        && chunk.error.is_none()
+        && chunk.sglext.is_none()
+    {
         return Err(EventError::Unexpected(format!(
             "no choices, usage or error in {}",
             super::preview(data)
@@ -236,7 +247,10 @@ fn event<'a, C: Choice + Deserialize<'a>>(data: &'a [u8]) -> Result<Event, Event
         usage: chunk.usage,
         done: false,
         server_error: chunk.error.is_some().then(|| error_message(data)),
-        timing: chunk.timings.map(Timings::record),
+        timing: chunk
+            .timings
+            .map(Timings::record)
+            .or_else(|| chunk.sglext.and_then(super::sglang::SglExt::timing)),
         cached_tokens,
         ..Event::default()
     })

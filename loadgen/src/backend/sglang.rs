@@ -16,7 +16,9 @@
 //! (0.5.12 on: `spec_num_proposed_drafts`, `spec_num_correct_drafts`; 0.5.11:
 //! `spec_proposed_drafts`, `spec_accepted_drafts`, which later versions still write beside
 //! the new ones; up to 0.5.10: `spec_draft_token_num`, `spec_accept_token_num`; the newest
-//! name present is read), and with `--enable-metrics` the finishing event says when the
+//! name present is read) and how many steps accepted 0, 1, 2, … drafts
+//! (`spec_correct_drafts_histogram`, earlier `spec_accept_histogram`), and with
+//! `--enable-metrics` the finishing event says when the
 //! server received the request and sent its first token (`request_received_ts`,
 //! `prefill_finished_ts`, seconds on its wall clock): their difference is the server's own
 //! time to the first token, its queue included. The last event that has them is the
@@ -81,6 +83,10 @@ struct Meta {
     spec_num_correct_drafts: Option<u32>,
     spec_accepted_drafts: Option<u32>,
     spec_accept_token_num: Option<u32>,
+    /// Speculative decoding: entry n counts the steps that accepted exactly n drafts, under
+    /// each version's name, newest first.
+    spec_correct_drafts_histogram: Option<Vec<u32>>,
+    spec_accept_histogram: Option<Vec<u32>>,
     /// `--enable-metrics`, on the finishing event: when the server received the request and
     /// when its first token went out (the server's wall clock, seconds since the epoch).
     request_received_ts: Option<f64>,
@@ -129,6 +135,55 @@ impl<'de> Deserialize<'de> for Finish {
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// SGLang's OpenAI APIs, asked with `return_spec_tokens_details`: a request's speculative
+/// counts in the stream's `sglext.spec_tokens_details` (one object; a list of one a choice
+/// when a request asks for several), under the names its `meta_info` has them.
+#[derive(Deserialize)]
+pub(super) struct SglExt {
+    spec_tokens_details: Option<OneOrFirst<SpecTokensDetails>>,
+}
+
+#[derive(Deserialize)]
+struct SpecTokensDetails {
+    spec_verify_ct: Option<u32>,
+    spec_num_proposed_drafts: Option<u32>,
+    spec_num_correct_drafts: Option<u32>,
+    spec_correct_drafts_histogram: Option<Vec<u32>>,
+}
+
+/// An object, or the first of a list of them.
+struct OneOrFirst<T>(Option<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrFirst<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Either<T> {
+            Many(Vec<T>),
+            One(T),
+        }
+        Ok(OneOrFirst(match Either::deserialize(d)? {
+            Either::Many(v) => v.into_iter().next(),
+            Either::One(t) => Some(t),
+        }))
+    }
+}
+
+impl SglExt {
+    /// What the server said of the request's drafts, when it said anything.
+    pub(super) fn timing(self) -> Option<schemas::document::ServerTiming> {
+        let d = self.spec_tokens_details?.0?;
+        Some(schemas::document::ServerTiming {
+            drafts: d.spec_verify_ct,
+            draft_tokens: d.spec_num_proposed_drafts,
+            accepted_tokens: d.spec_num_correct_drafts,
+            // SGLang writes an empty list for a request that drafted nothing.
+            steps_by_accepted: d.spec_correct_drafts_histogram.filter(|h| !h.is_empty()),
+            ..Default::default()
+        })
     }
 }
 
@@ -183,6 +238,9 @@ pub(super) fn event(data: &[u8], prev: &mut Progress) -> Result<Event, EventErro
                     .or(meta.spec_accepted_drafts)
                     .or(meta.spec_accept_token_num),
                 decoded_tokens: meta.completion_tokens,
+                steps_by_accepted: meta
+                    .spec_correct_drafts_histogram
+                    .or(meta.spec_accept_histogram),
                 ..Default::default()
             });
         }

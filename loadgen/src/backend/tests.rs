@@ -674,6 +674,25 @@ fn sglang_speculative_finish_is_the_servers_count_and_clock() {
         (t.drafts, t.draft_tokens, t.prefill_us),
         (Some(1), None, None)
     );
+    // How many steps accepted 0, 1, 2, … drafts: the newest name, else 0.5.11's.
+    for (meta, name) in [
+        (
+            r#""spec_correct_drafts_histogram":[1,2,3],"spec_accept_histogram":[9]"#,
+            "new",
+        ),
+        (r#""spec_accept_histogram":[1,2,3]"#, "old"),
+    ] {
+        let e = on(
+            Api::Sglang,
+            &format!(r#"{{"text":"x","meta_info":{{"spec_verify_ct":6,{meta}}}}}"#),
+        )
+        .unwrap();
+        assert_eq!(
+            e.timing.unwrap().steps_by_accepted,
+            Some(vec![1, 2, 3]),
+            "{name}"
+        );
+    }
     // A first token said before the receipt is not a time.
     let e = on(
         Api::Sglang,
@@ -681,6 +700,48 @@ fn sglang_speculative_finish_is_the_servers_count_and_clock() {
     )
     .unwrap();
     assert!(e.timing.is_none());
+}
+
+/// SGLang's OpenAI APIs, asked `return_spec_tokens_details`: the request's drafts on a chunk
+/// of their own after the finish (an object, or a list of one a choice), read as the native
+/// API's `meta_info`; a request that drafted nothing says an empty histogram.
+#[test]
+fn sglang_openai_streams_say_their_drafts_in_sglext() {
+    for api in [Api::OpenaiChat, Api::OpenaiCompletions] {
+        for details in [
+            r#"{"spec_accept_rate":0.5,"spec_accept_length":2.5,"spec_num_correct_drafts":6,"spec_num_proposed_drafts":12,"spec_verify_ct":4,"spec_correct_drafts_histogram":[1,0,2,1],"spec_cap_lens_histogram":[]}"#,
+            r#"[{"spec_num_correct_drafts":6,"spec_num_proposed_drafts":12,"spec_verify_ct":4,"spec_correct_drafts_histogram":[1,0,2,1]}]"#,
+        ] {
+            let e = on(
+                api,
+                &format!(
+                    r#"{{"id":"x","object":"chat.completion.chunk","created":1,"model":"m","choices":[],"sglext":{{"spec_tokens_details":{details}}}}}"#
+                ),
+            )
+            .unwrap();
+            assert_eq!(e.tokens, 0);
+            let t = e.timing.expect("the drafts");
+            assert_eq!(
+                (
+                    t.drafts,
+                    t.draft_tokens,
+                    t.accepted_tokens,
+                    t.steps_by_accepted
+                ),
+                (Some(4), Some(12), Some(6), Some(vec![1, 0, 2, 1])),
+                "{api:?} {details}"
+            );
+        }
+        let e = on(
+            api,
+            r#"{"choices":[],"sglext":{"spec_tokens_details":{"spec_verify_ct":0,"spec_correct_drafts_histogram":[]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(e.timing.unwrap().steps_by_accepted, None);
+        // Other extensions alone say nothing of the drafts.
+        let e = on(api, r#"{"choices":[],"sglext":{"routed_experts":"AAAA"}}"#).unwrap();
+        assert!(e.timing.is_none());
+    }
 }
 
 // ---- malformed payloads ----

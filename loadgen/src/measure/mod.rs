@@ -103,6 +103,8 @@ pub struct Prepared {
     /// The server: base URL, the API key, the connection pool every request and probe
     /// goes through.
     server: wire::Server,
+    /// Fields every request's body gets for this engine ([`Prepared::server_fields`]).
+    server_fields: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Prepared {
@@ -229,7 +231,15 @@ impl Prepared {
             tools,
             tokenizer,
             accuracy,
+            server_fields: serde_json::Map::new(),
         })
+    }
+
+    /// Fields every request's body gets for the engine that serves (its recipe's
+    /// `openai_request`), merged before the request's own.
+    pub fn server_fields(mut self, fields: serde_json::Map<String, serde_json::Value>) -> Self {
+        self.server_fields = fields;
+        self
     }
 
     /// The server every request and probe goes through (its base URL, the API key, a
@@ -266,6 +276,7 @@ impl Prepared {
             stamps: Default::default(),
             ignored_events: Default::default(),
             request_ids: Default::default(),
+            server_fields: self.server_fields,
             shape: client::AnswerShape::of(
                 self.json_schema.iter().map(crate::structured::shape).chain(
                     self.tools

@@ -351,6 +351,7 @@ async fn latency_legs() {
         stamps: Default::default(),
         ignored_events: Default::default(),
         request_ids: Default::default(),
+        server_fields: Default::default(),
         shape: None,
     };
     let parallel: usize = std::env::var("LEGS_PARALLEL")

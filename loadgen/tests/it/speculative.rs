@@ -6,7 +6,7 @@
 
 #![allow(clippy::await_holding_lock)]
 
-use crate::common::run_against;
+use crate::common::{run_against, run_with_fields};
 use loadgen::spec::{Api, ProfileName, RunSpec};
 use schemas::Benchmark;
 use sim::{RequestTruth, SimConfig, SimServer, Speculative};
@@ -85,8 +85,16 @@ async fn a_speculative_stream_is_measured_per_token_against_the_servers_truth() 
             Api::Sglang,
             Api::Tgi,
         ] {
-            let (n, tokens) = (48u64, 40u32);
-            let st = run_against(&sim, spec(api, n, tokens), dir.path(), api.as_str()).await;
+            // 50 requests: ten batches of five, the least an interval is drawn from.
+            let (n, tokens) = (50u64, 40u32);
+            // SGLang's OpenAI APIs say a request's drafts when asked, as its recipe asks.
+            let fields = serde_json::json!({ "return_spec_tokens_details": true });
+            let fields = match api {
+                Api::OpenaiCompletions | Api::OpenaiChat => fields.as_object().unwrap().clone(),
+                _ => Default::default(),
+            };
+            let spec = spec(api, n, tokens);
+            let st = run_with_fields(&sim, spec, dir.path(), api.as_str(), fields).await;
             let b = &st.predicate.benchmarks[0];
             let s = &b.summary;
             assert_eq!(s.requests.completed, n, "{api:?}");
@@ -207,6 +215,45 @@ async fn a_speculative_stream_is_measured_per_token_against_the_servers_truth() 
             );
             assert_eq!(clock.requests, n, "{api:?}");
             assert_eq!(clock.clocks_disagree, 0, "{api:?}");
+            // Each request's steps by drafts accepted (SGLang's histogram, in `meta_info` or
+            // `sglext`): what the server drew, step by step; and so the acceptance at each
+            // position, exactly, with an interval each.
+            for &(t, i) in &matched {
+                let said = b.records[i].server_timing.as_ref().unwrap();
+                assert_eq!(
+                    said.steps_by_accepted.as_deref(),
+                    Some(&steps_by_accepted(t)[..]),
+                    "{api:?} record {i}"
+                );
+            }
+            let positions: Vec<f64> = (0..ACCEPTANCE.len())
+                .map(|p| {
+                    logged_at(&matched, |t| t.accepted_by_position[p]) as f64
+                        / logged(|t| t.drafts) as f64
+                })
+                .collect();
+            let stated: Vec<f64> = clock
+                .acceptance_by_position
+                .iter()
+                .map(|a| a.get())
+                .collect();
+            assert_eq!(stated, positions, "{api:?}");
+            let intervals = s
+                .uncertainty
+                .as_ref()
+                .unwrap()
+                .acceptance_by_position
+                .as_ref()
+                .expect("an interval at each position");
+            assert_eq!(intervals.len(), ACCEPTANCE.len(), "{api:?}");
+            for (p, (i, &configured)) in intervals.iter().zip(&ACCEPTANCE).enumerate() {
+                assert!(i.contains(positions[p]), "{api:?} position {p}: {i:?}");
+                assert!(
+                    (positions[p] - configured).abs() < 0.1,
+                    "{api:?} position {p}: {} against {configured}",
+                    positions[p]
+                );
+            }
             // The client's overhead: its TTFT from send less the server's own (queue and
             // prefill), against the truth (the server's first write less its receipt).
             let mut truth_overhead: Vec<f64> = matched
@@ -228,6 +275,24 @@ async fn a_speculative_stream_is_measured_per_token_against_the_servers_truth() 
         sim.shutdown().await;
     })
     .await;
+}
+
+/// What a request's truth says of its steps as SGLang's histogram does: entry n counts the
+/// steps that accepted exactly n drafts (the truth keeps the steps that accepted each
+/// position).
+fn steps_by_accepted(t: &RequestTruth) -> Vec<u32> {
+    let at = &t.accepted_by_position;
+    (0..=at.len())
+        .map(|n| {
+            let reached = if n == 0 { t.drafts } else { at[n - 1] };
+            reached - at.get(n).copied().unwrap_or(0)
+        })
+        .collect()
+}
+
+/// A truth's count summed over the matched requests.
+fn logged_at(matched: &[(&RequestTruth, usize)], f: impl Fn(&RequestTruth) -> u32) -> u64 {
+    matched.iter().map(|(t, _)| u64::from(f(t))).sum()
 }
 
 /// The shipped real-text prompts: no warning, and the speeds broken down by category.

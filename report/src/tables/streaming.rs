@@ -130,6 +130,23 @@ pub fn section(b: &Benchmark) -> String {
                 within(u.and_then(|u| u.acceptance_rate), 3)
             ));
         }
+        if !c.acceptance_by_position.is_empty() {
+            let intervals = u.and_then(|u| u.acceptance_by_position.as_deref());
+            let positions: Vec<String> = c
+                .acceptance_by_position
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    let interval = intervals.and_then(|v| v.get(i)).copied();
+                    format!("{i}: {}{}", format::fixed(a.get(), 3), within(interval, 3))
+                })
+                .collect();
+            out.push_str(&format!(
+                "Acceptance by draft position, from the steps the server counted per request: \
+                 {}.\n\n",
+                positions.join("; ")
+            ));
+        }
     }
     let gap = s.events.as_ref().and_then(|e| e.event_gap_ms.as_ref());
     let timed = clock.filter(|c| c.requests > 0);

@@ -235,16 +235,20 @@ async fn measure(
         )?),
         _ => None,
     };
-    let (server, model) = identify(&prepared, &spec, engine.as_ref()).await?;
-    let watch = watch_the_host(
-        prepared.server().base(),
-        &server,
-        engine.as_ref(),
-        args,
-        &spec,
-    );
+    let (mut server, model) = identify(&prepared, &spec, engine.as_ref()).await?;
+    let shipped;
+    let fits = match engine.as_ref() {
+        Some(e) => Some(&e.loaded),
+        None => {
+            shipped = on_host::shipped_recipe(&server.name);
+            shipped.as_ref()
+        }
+    };
+    let watch = watch_the_host(prepared.server().base(), &server, fits, args, &spec);
+    server.request_fields = on_host::request_fields(fits, spec.backend);
     let started = SystemTime::now();
     let mut measurement = prepared
+        .server_fields(server.request_fields.clone())
         .connect(
             model.id.clone(),
             host::probe::context_window(&server.reported),
@@ -379,6 +383,7 @@ async fn identify(
         reported,
         launch: None,
         reference_acceptance,
+        request_fields: Default::default(),
     };
     let model = Model {
         id: model,
@@ -388,24 +393,16 @@ async fn identify(
     Ok((server, model))
 }
 
-/// The host's watch during the load: GPU sampling, and the metrics page of the recipe whose
-/// metric names and reset fit the server (the run's own, else the shipped one of the engine
-/// the server says it is).
+/// The host's watch during the load: GPU sampling, and the metrics page of the recipe that
+/// `fits` the server (the run's own, else the shipped one of the engine the server says it
+/// is).
 fn watch_the_host(
     base: &str,
     server: &Engine,
-    engine: Option<&on_host::Engine>,
+    fits: Option<&engine::recipe::Loaded>,
     args: &RunArgs,
     spec: &RunSpec,
 ) -> telemetry::Watch {
-    let shipped;
-    let fits = match engine {
-        Some(e) => Some(&e.loaded),
-        None => {
-            shipped = on_host::shipped_recipe(&server.name);
-            shipped.as_ref()
-        }
-    };
     let mut config = on_host::watch_config(args, base, &server.endpoint, fits, &server.name);
     config.roles = on_host::role_watch(spec, fits, &server.name);
     telemetry::Watch::start(config)

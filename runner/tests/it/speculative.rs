@@ -118,3 +118,74 @@ fn a_speculative_run_verifies_and_its_report_says_what_the_server_counted() {
     );
     assert!(!status.success(), "an edited count verified: {out}");
 }
+
+/// A server that says it is SGLang, measured through its OpenAI chat API: the runner asks
+/// every request for its drafts as SGLang's recipe says (`return_spec_tokens_details`), the
+/// result names the fields it added, each record keeps the request's steps by drafts
+/// accepted, and the report states the acceptance at each draft position they give. A record
+/// whose steps are edited no longer verifies.
+#[test]
+fn an_sglang_servers_drafts_are_asked_of_its_openai_api_and_kept_per_request() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    keygen(p, "k");
+    let sim = start_sim(
+        p,
+        "--ttft-ms 3 --itl-ms 2 --speculative 3 --acceptance 0.8,0.6,0.4 --seed 2 \
+         --metrics-as sglang",
+        Duration::from_secs(30),
+    );
+    let args = format!(
+        "run --target {} --key k.key --out sglang.json --data real-text \
+         --data-output-tokens 24 --backend openai-chat --profile concurrent --concurrency 4 \
+         --max-requests 50",
+        sim.url
+    );
+    let (status, out) = run_to_end(p, "run", &args, Duration::from_secs(120));
+    assert!(status.success(), "{out}");
+    assert_verifies(p, "sglang.json", "k.pub");
+    let st = statement(&p.join("sglang.json"));
+    let engine = &st["predicate"]["engine"];
+    assert_eq!(
+        engine["request_fields"],
+        serde_json::json!({ "return_spec_tokens_details": true }),
+        "{engine}"
+    );
+    let b = &st["predicate"]["benchmarks"][0];
+    let timing = b["records"]["server_timing"].as_array().unwrap();
+    assert!(
+        timing.iter().all(|t| {
+            let h = t["steps_by_accepted"].as_array().unwrap();
+            let steps: u64 = h.iter().map(|n| n.as_u64().unwrap()).sum();
+            h.len() == 4 && steps == t["drafts"].as_u64().unwrap()
+        }),
+        "{timing:?}"
+    );
+    let positions = b["summary"]["server_clock"]["acceptance_by_position"]
+        .as_array()
+        .unwrap();
+    assert_eq!(positions.len(), 3, "{positions:?}");
+    run_ok(p, &["report", "sglang.json", "--out", "r"]);
+    let md = std::fs::read_to_string(p.join("r/report.md")).unwrap();
+    assert!(
+        md.contains(
+            "Acceptance by draft position, from the steps the server counted per request: 0: 0."
+        ),
+        "{md}"
+    );
+
+    let mut edited = st.clone();
+    let steps = &mut edited["predicate"]["benchmarks"][0]["records"]["server_timing"][0]
+        ["steps_by_accepted"];
+    let (first, last) = (steps[0].as_u64().unwrap(), steps[3].as_u64().unwrap());
+    steps[0] = (first + last).into();
+    steps[3] = 0.into();
+    resign(p, &edited, "edited.json");
+    let (status, out) = run_to_end(
+        p,
+        "verify-edited",
+        "verify edited.json --key k.pub --fail-on never",
+        Duration::from_secs(60),
+    );
+    assert!(!status.success(), "an edited histogram verified: {out}");
+}

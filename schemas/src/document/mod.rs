@@ -346,6 +346,11 @@ pub struct Engine {
     /// `result/v0.12`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_acceptance: Option<AcceptanceReference>,
+    /// Fields the runner added to every request's body for this engine, from the recipe that
+    /// fits it (its `openai_request`), before the request's own. Since `result/v0.22`.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[cfg_attr(feature = "json-schema", schemars(with = "BTreeMap<String, Value>"))]
+    pub request_fields: serde_json::Map<String, Value>,
 }
 
 /// An acceptance to hold speculative decoding to: a number given, or an entry of a reference

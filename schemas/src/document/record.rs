@@ -219,9 +219,37 @@ pub struct ServerTiming {
     /// `timings.draft_n_accepted`, SGLang's `spec_num_correct_drafts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted_tokens: Option<u32>,
+    /// Speculative decoding: entry `n` counts the verification steps that accepted exactly
+    /// `n` draft tokens (SGLang's `spec_correct_drafts_histogram`, earlier
+    /// `spec_accept_histogram`); since `result/v0.22`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps_by_accepted: Option<Vec<u32>>,
 }
 
 impl ServerTiming {
+    /// Takes every value `later` says (a later event's word on the request), keeping the
+    /// ones it does not.
+    pub fn update(&mut self, later: ServerTiming) {
+        let ServerTiming {
+            queue_us,
+            prefill_us,
+            decode_us,
+            decoded_tokens,
+            drafts,
+            draft_tokens,
+            accepted_tokens,
+            steps_by_accepted,
+        } = later;
+        self.queue_us = queue_us.or(self.queue_us);
+        self.prefill_us = prefill_us.or(self.prefill_us);
+        self.decode_us = decode_us.or(self.decode_us);
+        self.decoded_tokens = decoded_tokens.or(self.decoded_tokens);
+        self.drafts = drafts.or(self.drafts);
+        self.draft_tokens = draft_tokens.or(self.draft_tokens);
+        self.accepted_tokens = accepted_tokens.or(self.accepted_tokens);
+        self.steps_by_accepted = steps_by_accepted.or(self.steps_by_accepted.take());
+    }
+
     /// The server's own time to its first token (µs): queue (where said) and prefill.
     pub fn first_token_us(&self) -> Option<u64> {
         Some(self.queue_us.unwrap_or(0) + self.prefill_us?)

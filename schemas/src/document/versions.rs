@@ -10,9 +10,9 @@ use crate::{
     PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
     PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_14, PREDICATE_TYPE_V0_15,
     PREDICATE_TYPE_V0_16, PREDICATE_TYPE_V0_17, PREDICATE_TYPE_V0_18, PREDICATE_TYPE_V0_19,
-    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_20, PREDICATE_TYPE_V0_3, PREDICATE_TYPE_V0_4,
-    PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7, PREDICATE_TYPE_V0_8,
-    PREDICATE_TYPE_V0_9,
+    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_20, PREDICATE_TYPE_V0_21, PREDICATE_TYPE_V0_3,
+    PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7,
+    PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
 };
 
 /// One version of the document.
@@ -30,7 +30,7 @@ pub struct Brought {
 }
 
 /// Every version this crate reads, oldest first; the last is the one it writes.
-pub const VERSIONS: [Version; 21] = [
+pub const VERSIONS: [Version; 22] = [
     Version {
         predicate_type: PREDICATE_TYPE_V0_1,
         brought: &[],
@@ -297,7 +297,7 @@ pub const VERSIONS: [Version; 21] = [
         }],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_21,
         brought: &[Brought {
             what: "speculative counters of verification steps alone",
             carried_by: |s| {
@@ -314,6 +314,26 @@ pub const VERSIONS: [Version; 21] = [
                             .is_some_and(|c| c.draft_tokens.is_none())
                     },
                 )
+            },
+        }],
+    },
+    Version {
+        predicate_type: PREDICATE_TYPE,
+        brought: &[Brought {
+            what: "verification steps by the drafts they accepted, or an engine's request fields",
+            carried_by: |s| {
+                !s.predicate.engine.request_fields.is_empty()
+                    || s.predicate.benchmarks.iter().any(|b| {
+                        b.records.iter().any(|r| {
+                            r.server_timing
+                                .as_ref()
+                                .is_some_and(|t| t.steps_by_accepted.is_some())
+                        }) || b
+                            .summary
+                            .server_clock
+                            .as_ref()
+                            .is_some_and(|c| !c.acceptance_by_position.is_empty())
+                    })
             },
         }],
     },

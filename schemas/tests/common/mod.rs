@@ -133,6 +133,7 @@ pub fn predicate() -> Predicate {
             reported: Default::default(),
             launch: None,
             reference_acceptance: None,
+            request_fields: Default::default(),
         },
         model: Model {
             id: "m".into(),

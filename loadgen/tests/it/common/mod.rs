@@ -11,6 +11,18 @@ use std::sync::Arc;
 
 /// Runs `spec` against the simulator, returns the sealed statement.
 pub async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str) -> Statement {
+    run_with_fields(sim, spec, dir, name, Default::default()).await
+}
+
+/// [`run_against`], every request's body given the engine's `request_fields` (as the runner
+/// gives it a recipe's `openai_request`).
+pub async fn run_with_fields(
+    sim: &SimServer,
+    spec: RunSpec,
+    dir: &Path,
+    name: &str,
+    request_fields: serde_json::Map<String, serde_json::Value>,
+) -> Statement {
     let spec = RunSpec {
         target: sim.base_url(),
         ..spec
@@ -41,6 +53,7 @@ pub async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str)
             reported: Default::default(),
             launch: None,
             reference_acceptance: None,
+            request_fields: request_fields.clone(),
         },
         model: Model {
             id: SimConfig::default().model,
@@ -53,6 +66,7 @@ pub async fn run_against(sim: &SimServer, spec: RunSpec, dir: &Path, name: &str)
     let prepared = Prepared::new(spec).unwrap();
     let reported = host::probe::self_report(prepared.server()).await;
     let measurement = prepared
+        .server_fields(request_fields)
         .connect(
             SimConfig::default().model,
             host::probe::context_window(&reported),
