@@ -64,6 +64,10 @@ pub enum FlagCode {
     /// first token, or the client's mean than the engine's own mean: the two clocks cannot
     /// both be right.
     ClocksDisagree,
+    /// Requests whose steps by drafts accepted do not add up to their own count of steps or of
+    /// accepted drafts: one of the server's counts is not what it is read as. Since
+    /// `result/v0.22`.
+    DraftCountsDisagree,
     /// Speculative decoding's mean acceptance length fell more than
     /// [`crate::validity::ACCEPTANCE_SHORTFALL`] below the reference the run was given.
     AcceptanceBelowReference,

@@ -117,6 +117,11 @@ impl schemars::JsonSchema for JsonU64 {
     }
 }
 
+/// Whether a count is 0: what serde skips of a count that came with a later version.
+pub fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -172,6 +172,7 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
     // Per request that said its steps' acceptance: steps whose position i was accepted, by i,
     // and its steps.
     let mut by_position: Vec<(Vec<u64>, u64)> = Vec::new();
+    let mut counts_disagree = 0u64;
     let mut timed = 0u64;
     let mut any = false;
     for i in in_schedule_order(records) {
@@ -189,7 +190,17 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             ratios.push((u64::from(a), u64::from(d)));
         }
         if let Some(h) = s.steps_by_accepted.as_deref().filter(|h| !h.is_empty()) {
-            by_position.push(accepted_at_each_position(h));
+            let (at, steps) = accepted_at_each_position(h);
+            // Each step that accepted n drafts accepted positions 0 to n − 1: the positions'
+            // counts add up to the drafts accepted.
+            let accepted_here: u64 = at.iter().sum();
+            if s.drafts.is_some_and(|d| u64::from(d) != steps)
+                || s.accepted_tokens
+                    .is_some_and(|a| u64::from(a) != accepted_here)
+            {
+                counts_disagree += 1;
+            }
+            by_position.push((at, steps));
         }
         let (Some(server), Some(first)) = (s.first_token_us(), r.first_token_us) else {
             continue;
@@ -244,6 +255,7 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             accepted_tokens: accepted,
             acceptance_rate: rate,
             acceptance_by_position: position_rates,
+            draft_counts_disagree: counts_disagree,
         }),
     })
 }

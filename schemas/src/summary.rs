@@ -256,6 +256,11 @@ pub struct ServerClock {
     /// (`server_timing.steps_by_accepted`); since `result/v0.22`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub acceptance_by_position: Vec<Finite>,
+    /// Requests whose steps by drafts accepted do not add up to their own counts: the
+    /// histogram's total is not their `drafts`, or its Σ n × entry n not their
+    /// `accepted_tokens`. Since `result/v0.22`.
+    #[serde(default, skip_serializing_if = "crate::numbers::is_zero")]
+    pub draft_counts_disagree: u64,
 }
 
 /// Speculative decoding, from the engine's counters over the benchmark (vLLM's and

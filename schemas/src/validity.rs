@@ -264,6 +264,22 @@ pub fn derive(index: u32, b: &Benchmark, s: &Summary, run: &RunFacts) -> Vec<Fla
             ),
         );
     }
+    if let Some(c) = s
+        .server_clock
+        .as_ref()
+        .filter(|c| c.draft_counts_disagree > 0)
+    {
+        flag(
+            FlagCode::DraftCountsDisagree,
+            Severity::Warning,
+            format!(
+                "{} requests: their steps by drafts accepted do not add up to their own count of \
+                 steps or of accepted drafts (entry n is read as the steps that accepted exactly \
+                 n drafts)",
+                c.draft_counts_disagree
+            ),
+        );
+    }
     let engine_ttft = s
         .host
         .as_ref()

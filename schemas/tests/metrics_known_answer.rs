@@ -146,3 +146,53 @@ fn selected_percentiles_equal_those_of_a_full_sort() {
         );
     }
 }
+
+/// Steps by drafts accepted, worked by hand: two requests of k = 3, [1, 1, 1, 1] (4 steps:
+/// positions accepted 3, 2, 1 times) and [0, 2, 0, 2] (4 steps: 4, 2, 2), give positions
+/// 7/8, 4/8, 3/8. A third whose histogram does not add up to its own counts is counted and
+/// flagged; its steps still count.
+#[test]
+fn acceptance_by_position_from_the_servers_steps() {
+    use schemas::document::ServerTiming;
+    let with = |r: &mut schemas::document::RawRecord, h: Vec<u32>, drafts: u32, accepted: u32| {
+        r.server_timing = Some(ServerTiming {
+            drafts: Some(drafts),
+            draft_tokens: Some(3 * drafts),
+            accepted_tokens: Some(accepted),
+            steps_by_accepted: Some(h),
+            ..Default::default()
+        });
+    };
+    let mut records: Vec<_> = common::known_records()
+        .into_iter()
+        .filter(|r| r.completed())
+        .collect();
+    with(&mut records[0], vec![1, 1, 1, 1], 4, 6);
+    with(&mut records[1], vec![0, 2, 0, 2], 4, 8);
+    let s = summarize(&records, None).unwrap();
+    let clock = s.server_clock.as_ref().unwrap();
+    let got: Vec<f64> = clock
+        .acceptance_by_position
+        .iter()
+        .map(|a| a.get())
+        .collect();
+    assert_eq!(got, [7.0 / 8.0, 4.0 / 8.0, 3.0 / 8.0]);
+    assert_eq!(clock.draft_counts_disagree, 0);
+    // Two requests: too few for an interval.
+    assert!(s.uncertainty.unwrap().acceptance_by_position.is_none());
+
+    // Accepted drafts of 7 said beside a histogram of 6, and 5 steps beside 4.
+    with(&mut records[0], vec![1, 1, 1, 1], 4, 7);
+    with(&mut records[1], vec![0, 2, 0, 2], 5, 8);
+    let s = summarize(&records, None).unwrap();
+    assert_eq!(s.server_clock.as_ref().unwrap().draft_counts_disagree, 2);
+    let b = common::benchmark(records);
+    let flags = schemas::validity::derive(0, &b, &s, &Default::default());
+    let flagged: Vec<&str> = flags
+        .iter()
+        .filter(|f| f.code == schemas::flag::FlagCode::DraftCountsDisagree)
+        .map(|f| f.message.as_str())
+        .collect();
+    assert_eq!(flagged.len(), 1, "{flags:?}");
+    assert!(flagged[0].starts_with("2 requests: "), "{}", flagged[0]);
+}

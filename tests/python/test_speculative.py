@@ -122,6 +122,15 @@ def acceptance_by_position(records, order):
 def check_acceptance_by_position(summary, records, order):
     rates, widths = acceptance_by_position(records, order)
     clock = summary["server_clock"]
+    # A histogram that does not add up to the request's own counts of steps and accepted drafts.
+    disagree = 0
+    for i in order:
+        t = records["server_timing"][i] or {}
+        histogram = t.get("steps_by_accepted")
+        if histogram:
+            steps, accepted = sum(histogram), sum(n * h for n, h in enumerate(histogram))
+            disagree += t.get("drafts", steps) != steps or t.get("accepted_tokens", accepted) != accepted
+    assert clock.get("draft_counts_disagree", 0) == disagree == 0, (clock, disagree)
     assert len(clock.get("acceptance_by_position", [])) == len(rates)
     assert all(close(a, b) for a, b in zip(clock.get("acceptance_by_position", []), rates))
     stated = summary["uncertainty"].get("acceptance_by_position")
