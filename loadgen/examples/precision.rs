@@ -206,6 +206,7 @@ fn endpoint(sim: &SimServer, streams: usize, clock: TokenClock) -> anyhow::Resul
         ignored_events: Default::default(),
         request_ids: Default::default(),
         server_fields: Default::default(),
+        extra_body: None,
         shape: None,
     })
 }

@@ -42,8 +42,9 @@ pub struct Endpoint {
     /// The ids requests carry ([`REQUEST_ID_HEADER`]).
     pub request_ids: RequestIds,
     /// Fields every request's body gets for the engine that serves (its recipe's
-    /// `openai_request`), before the request's own.
+    /// `openai_request`), then the spec's `--extra-body`, before the request's own.
     pub server_fields: serde_json::Map<String, serde_json::Value>,
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// Structured output and tool calls: what every benchmark request adds to its body and
     /// what its record keeps of the answer.
     pub shape: Option<AnswerShape>,
@@ -442,6 +443,7 @@ impl Endpoint {
                 self.temperature
             },
             server_fields: Some(&self.server_fields).filter(|f| !f.is_empty()),
+            spec_fields: self.extra_body.as_ref(),
             extra,
             items: job.items(),
             images: job.attachments.map_or(&[], |a| &a.image_urls),

@@ -157,6 +157,14 @@ pub struct RunSpec {
     /// Sampling temperature of every request.
     #[arg(long)]
     pub temperature: f64,
+    /// A JSON object merged into every request's body (RFC 7396: objects merge key by key,
+    /// `null` removes a field): the server's own options, e.g.
+    /// `{"chat_template_kwargs": {"enable_thinking": false}}` or `{"top_p": 0.9}`. What
+    /// provebench sets itself (the model, the prompt, streaming, the output length,
+    /// `ignore_eos`, the temperature, one answer a request) is refused: its flags set them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[arg(long, value_name = "JSON", value_parser = |s: &str| parse_extra_body(s))]
+    pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// The service-level objective of `--profile capacity`, objectives separated by commas:
     /// `ttft:p99<=500ms,tpot:p99<=50ms`. METRIC: ttft, ttft_from_send, itl, tpot, e2e (a
     /// percentile p50 … p99.9 at most a duration: 500ms, 0.5s, 800us) or `error_rate<=1%`.
@@ -677,6 +685,7 @@ impl Default for RunSpec {
             seed: 42,
             ignore_eos: true,
             temperature: 0.0,
+            extra_body: None,
             slo: vec![],
             search: None,
             search_from: None,
@@ -817,6 +826,9 @@ impl RunSpec {
             Ok(())
         };
         url_is_http(&self.target)?;
+        if let Some(body) = &self.extra_body {
+            check_extra_body(body)?;
+        }
         for f in &self.factors {
             name_and_value(f, "--factor", "a factor is NAME=LEVEL")?;
         }
@@ -1439,6 +1451,77 @@ pub fn parse_sessions(text: &str) -> Result<SessionSpec> {
 }
 
 /// Parses `--search-precision 5%` (the `%` optional): the percent.
+/// Parses `--extra-body JSON`: an object, none of whose fields provebench sets itself.
+pub fn parse_extra_body(text: &str) -> Result<serde_json::Map<String, serde_json::Value>> {
+    let body = match serde_json::from_str(text) {
+        Ok(serde_json::Value::Object(body)) => body,
+        Ok(other) => bail!("--extra-body: a JSON object, not {other}"),
+        Err(e) => bail!("--extra-body: not JSON ({e})"),
+    };
+    check_extra_body(&body)?;
+    Ok(body)
+}
+
+/// The request fields provebench sets itself, and the flag (or reason) that sets each:
+/// `--extra-body` may not change them (nor, inside TGI's `parameters` and SGLang's
+/// `sampling_params`, the output length, the temperature, `ignore_eos` or the answers).
+const SET_BY_PROVEBENCH: [(&str, &str); 17] = [
+    ("model", "--model names it"),
+    ("prompt", "the workload's"),
+    ("messages", "the workload's"),
+    ("input", "the workload's"),
+    ("inputs", "the workload's"),
+    ("text", "the workload's"),
+    ("previous_response_id", "the workload's"),
+    ("stream", "every request streams: its tokens are timed"),
+    (
+        "stream_options",
+        "the server's token counts are read from it",
+    ),
+    (
+        "n",
+        "one answer a request: more would multiply the load unseen",
+    ),
+    (
+        "best_of",
+        "one answer a request: more would multiply the load unseen",
+    ),
+    ("max_tokens", "--data output_tokens sets the output length"),
+    (
+        "max_completion_tokens",
+        "--data output_tokens sets the output length",
+    ),
+    (
+        "max_output_tokens",
+        "--data output_tokens sets the output length",
+    ),
+    (
+        "max_new_tokens",
+        "--data output_tokens sets the output length",
+    ),
+    ("ignore_eos", "--allow-eos sets it"),
+    ("temperature", "--temperature sets it"),
+];
+
+/// Refuses a body that sets what provebench sets, naming the field's JSON path.
+pub fn check_extra_body(body: &serde_json::Map<String, serde_json::Value>) -> Result<()> {
+    let refuse = |path: &str, key: &str| -> Result<()> {
+        match SET_BY_PROVEBENCH.iter().find(|(k, _)| *k == key) {
+            Some((_, why)) => bail!("--extra-body: {path} is provebench's to set ({why})"),
+            None => Ok(()),
+        }
+    };
+    for (key, value) in body {
+        refuse(key, key)?;
+        if let (Some(inner), "parameters" | "sampling_params") = (value.as_object(), key.as_str()) {
+            for k in inner.keys() {
+                refuse(&format!("{key}.{k}"), k)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 pub fn parse_percent(text: &str) -> Result<f64> {
     let number = text.trim();
     let number = number.strip_suffix('%').unwrap_or(number).trim();

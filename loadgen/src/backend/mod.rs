@@ -73,7 +73,8 @@ impl Codec for Api {
         }
     }
 
-    /// The JSON request body for `r`, with `r.server_fields`, then `r.extra`, merged in.
+    /// The JSON request body for `r`, with `r.server_fields`, `r.spec_fields`, then `r.extra`,
+    /// merged in.
     ///
     /// Each is applied as a JSON Merge Patch (RFC 7396): objects merge key by key at any
     /// depth (`{"parameters": {"top_k": 10}}` adds to TGI's parameters rather than replacing
@@ -90,7 +91,10 @@ impl Codec for Api {
             Api::Rerank => pooling::rerank_body(&r.pooling()),
             Api::TeiRerank => pooling::tei_rerank_body(&r.pooling()),
         };
-        for fields in [r.server_fields, r.extra].into_iter().flatten() {
+        for fields in [r.server_fields, r.spec_fields, r.extra]
+            .into_iter()
+            .flatten()
+        {
             merge_patch(&mut body, fields);
         }
         serde_json::to_vec(&Value::Object(body)).expect("a JSON value always serializes")
@@ -124,8 +128,10 @@ pub struct GenerationRequest<'a> {
     pub ignore_eos: bool,
     /// 0 for greedy decoding.
     pub temperature: f64,
-    /// The engine's own fields (its recipe's `openai_request`), merged in before `extra`.
+    /// The engine's own fields (its recipe's `openai_request`), merged in first.
     pub server_fields: Option<&'a Map<String, Value>>,
+    /// The spec's `--extra-body`, merged in after them.
+    pub spec_fields: Option<&'a Map<String, Value>>,
     /// User-supplied body fields, merged in last (see [`Codec::request_body`]).
     pub extra: Option<&'a Map<String, Value>>,
     /// Embeddings: the inputs after `prompt`; rerank: the documents (`prompt` is the query).

@@ -244,6 +244,29 @@ fn extra_fields_merge_as_a_merge_patch() {
     );
 }
 
+/// The engine's fields, then the spec's `--extra-body`, then the request's own: each a merge
+/// patch over what came before (a later `null` removes what an earlier one added).
+#[test]
+fn the_engines_the_specs_and_the_requests_fields_merge_in_that_order() {
+    let map = |s: &str| serde_json::from_str::<Map<String, Value>>(s).unwrap();
+    let server = map(r#"{"return_spec_tokens_details": true, "top_k": 1, "x": {"a": 1}}"#);
+    let spec =
+        map(r#"{"top_k": 2, "top_p": 0.5, "x": {"b": 2}, "return_spec_tokens_details": null}"#);
+    let own = map(r#"{"top_p": 0.7}"#);
+    let r = GenerationRequest {
+        server_fields: Some(&server),
+        spec_fields: Some(&spec),
+        ..request(Some(&own))
+    };
+    let b = body(Api::OpenaiChat, &r);
+    assert_eq!(
+        (&b["top_k"], &b["top_p"]),
+        (&serde_json::json!(2), &serde_json::json!(0.7))
+    );
+    assert_eq!(b["x"], serde_json::json!({"a": 1, "b": 2}));
+    assert!(b.get("return_spec_tokens_details").is_none(), "{b}");
+}
+
 // ---- real llama.cpp transcripts ----
 
 const LLAMA_COMPLETIONS: &str =

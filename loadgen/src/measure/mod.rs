@@ -277,6 +277,7 @@ impl Prepared {
             ignored_events: Default::default(),
             request_ids: Default::default(),
             server_fields: self.server_fields,
+            extra_body: spec.extra_body.clone(),
             shape: client::AnswerShape::of(
                 self.json_schema.iter().map(crate::structured::shape).chain(
                     self.tools

@@ -352,6 +352,7 @@ async fn latency_legs() {
         ignored_events: Default::default(),
         request_ids: Default::default(),
         server_fields: Default::default(),
+        extra_body: None,
         shape: None,
     };
     let parallel: usize = std::env::var("LEGS_PARALLEL")

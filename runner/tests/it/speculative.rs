@@ -189,3 +189,58 @@ fn an_sglang_servers_drafts_are_asked_of_its_openai_api_and_kept_per_request() {
     );
     assert!(!status.success(), "an edited histogram verified: {out}");
 }
+
+/// `--extra-body`: the fields reach every request (the simulator, asked as SGLang asks, says
+/// each request's steps by drafts accepted), the result stores them with the spec, and a field
+/// provebench sets itself is refused before anything is sent, naming it.
+#[test]
+fn an_extra_body_reaches_every_request_and_what_provebench_sets_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path();
+    keygen(p, "k");
+    let sim = start_sim(
+        p,
+        "--ttft-ms 3 --itl-ms 2 --speculative 3 --acceptance 0.8,0.6,0.4 --seed 2",
+        Duration::from_secs(30),
+    );
+    let args = format!(
+        "run --target {} --key k.key --out extra.json --data real-text --data-output-tokens 16 \
+         --backend openai-chat --profile concurrent --concurrency 2 --max-requests 8 \
+         --extra-body {{\"return_spec_tokens_details\":true,\"top_p\":0.9}}",
+        sim.url
+    );
+    let (status, out) = run_to_end(p, "run", &args, Duration::from_secs(120));
+    assert!(status.success(), "{out}");
+    assert_verifies(p, "extra.json", "k.pub");
+    let st = statement(&p.join("extra.json"));
+    assert_eq!(
+        st["predicate"]["run"]["spec"]["extra_body"],
+        serde_json::json!({ "return_spec_tokens_details": true, "top_p": 0.9 })
+    );
+    // A server that says it is vLLM: its recipe adds nothing.
+    assert!(st["predicate"]["engine"].get("request_fields").is_none());
+    let timing = st["predicate"]["benchmarks"][0]["records"]["server_timing"]
+        .as_array()
+        .unwrap();
+    assert!(
+        timing.iter().all(|t| t["steps_by_accepted"].is_array()),
+        "{timing:?}"
+    );
+
+    for (body, says) in [
+        (
+            r#"{"stream":false}"#,
+            "--extra-body: stream is provebench's to set",
+        ),
+        (r#"{"n":4}"#, "--extra-body: n is provebench's to set"),
+    ] {
+        let args = format!(
+            "run --target {} --key k.key --out refused.json --max-requests 2 --extra-body {body}",
+            sim.url
+        );
+        let (status, out) = run_to_end(p, "refused", &args, Duration::from_secs(60));
+        assert_eq!(status.code(), Some(2), "{out}");
+        assert!(out.contains(says), "{out}");
+        assert!(!p.join("refused.json").exists());
+    }
+}

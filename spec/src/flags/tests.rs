@@ -247,3 +247,71 @@ fn flags_replace_what_they_name_and_leave_the_rest() {
         assert!(e.contains(says), "{args:?}: {e}");
     }
 }
+
+/// `--extra-body` and a file's `[extra_body]` table: an object merged into every request,
+/// stored with the spec; what provebench sets itself is refused, naming the field's path and
+/// the flag that sets it.
+#[test]
+fn an_extra_body_is_an_object_of_the_servers_own_fields() {
+    let s = resolve(
+        &[
+            "--max-requests",
+            "1",
+            "--extra-body",
+            r#"{"chat_template_kwargs": {"enable_thinking": false}, "top_p": 0.9}"#,
+        ],
+        None,
+    )
+    .unwrap();
+    let body = s.extra_body.as_ref().unwrap();
+    assert_eq!(
+        serde_json::Value::Object(body.clone()),
+        serde_json::json!({"chat_template_kwargs": {"enable_thinking": false}, "top_p": 0.9})
+    );
+    s.validate().unwrap();
+    // Stored with the spec and read back as it was.
+    let back: RunSpec = serde_json::from_value(serde_json::to_value(&s).unwrap()).unwrap();
+    assert_eq!(back.extra_body, s.extra_body);
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("spec.toml");
+    std::fs::write(
+        &file,
+        "[extra_body]\nchat_template_kwargs = { enable_thinking = false }\n",
+    )
+    .unwrap();
+    let s = resolve(&[], Some(&file)).unwrap();
+    assert_eq!(
+        s.extra_body.unwrap()["chat_template_kwargs"]["enable_thinking"],
+        false
+    );
+    // A file's table is checked with the rest of the spec.
+    std::fs::write(&file, "[extra_body]\nn = 8\n").unwrap();
+    let s = resolve(&["--max-requests", "1"], Some(&file)).unwrap();
+    let e = format!("{:#}", s.validate().unwrap_err());
+    assert!(e.contains("--extra-body: n is provebench's to set"), "{e}");
+
+    for (body, says) in [
+        (
+            r#"{"stream": false}"#,
+            "stream is provebench's to set (every request streams",
+        ),
+        (
+            r#"{"max_tokens": 5}"#,
+            "max_tokens is provebench's to set (--data output_tokens",
+        ),
+        (
+            r#"{"parameters": {"max_new_tokens": 5}}"#,
+            "parameters.max_new_tokens is provebench's to set",
+        ),
+        (
+            r#"{"sampling_params": {"temperature": 1}}"#,
+            "sampling_params.temperature is provebench's to set (--temperature",
+        ),
+        ("[1, 2]", "--extra-body: a JSON object, not [1,2]"),
+        ("{top_p: 1}", "--extra-body: not JSON"),
+    ] {
+        let e = format!("{:#}", resolve(&["--extra-body", body], None).unwrap_err());
+        assert!(e.contains(says), "{body}: {e}");
+    }
+}
