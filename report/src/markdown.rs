@@ -76,6 +76,7 @@ pub(crate) fn provenance(name: &str, d: &Loaded) -> String {
     for block in [
         crate::provenance::shards_block(name, p),
         crate::provenance::token_clock_line(name, p),
+        crate::provenance::request_fields_line(name, p),
     ] {
         if !block.is_empty() {
             out.push('\n');

@@ -203,6 +203,35 @@ pub fn token_clock_line(name: &str, p: &Predicate) -> String {
     )
 }
 
+/// What every request's body carried beyond provebench's own fields, in document `name`: the
+/// fields the engine's recipe adds (`engine.request_fields`) and the spec's `--extra-body`
+/// (`run.spec.extra_body`); empty when neither.
+pub fn request_fields_line(name: &str, p: &Predicate) -> String {
+    let spec = p
+        .run
+        .spec
+        .get("extra_body")
+        .filter(|b| b.as_object().is_some_and(|b| !b.is_empty()));
+    let mut parts = Vec::new();
+    if !p.engine.request_fields.is_empty() {
+        let fields = serde_json::Value::Object(p.engine.request_fields.clone());
+        parts.push(format!(
+            "the engine's recipe's {}",
+            md_escape(&fields.to_string())
+        ));
+    }
+    if let Some(body) = spec {
+        parts.push(format!("`--extra-body` {}", md_escape(&body.to_string())));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "**{name}**: every request's body also carried {}.\n",
+        parts.join(", then ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,6 +272,24 @@ mod tests {
         assert!(
             line.contains("100 token events, 90 by the kernel") && line.contains("10 when"),
             "{line}"
+        );
+    }
+
+    #[test]
+    fn what_every_request_carried_besides_provebenchs_fields_is_said() {
+        use crate::test_support::{predicate, sweep, Doc};
+        let doc = Doc::vllm(None);
+        let mut p = predicate(&doc, sweep(32, 8, 1.0), vec![]);
+        assert_eq!(request_fields_line("Document", &p), "");
+        p.engine.request_fields =
+            serde_json::from_str(r#"{"return_spec_tokens_details": true}"#).unwrap();
+        p.run.spec["extra_body"] = serde_json::json!({"top_p": 0.9, "x": "*a*"});
+        let line = request_fields_line("Document", &p);
+        assert_eq!(
+            line,
+            "**Document**: every request's body also carried the engine's recipe's \
+             {\"return\\_spec\\_tokens\\_details\":true}, then `--extra-body` \
+             {\"top\\_p\":0.9,\"x\":\"\\*a\\*\"}.\n"
         );
     }
 }

@@ -57,6 +57,10 @@ pub struct Uncertainty {
     pub client_overhead_ms: Option<Intervals>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acceptance_rate: Option<Interval>,
+    /// `server_clock.mean_acceptance_length`'s: 1 + the batch ratios of accepted drafts to
+    /// steps over the requests in schedule order; since `result/v0.22`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance_length: Option<Interval>,
     /// `server_clock.acceptance_by_position`'s, position by position (batch ratios over the
     /// requests in schedule order); since `result/v0.22`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

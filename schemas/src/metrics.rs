@@ -322,6 +322,7 @@ pub fn summarize_looked(
     uncertainty.server_ttft_ms = clock.server_ttft;
     uncertainty.client_overhead_ms = clock.client_overhead;
     uncertainty.acceptance_rate = clock.acceptance_rate;
+    uncertainty.acceptance_length = clock.acceptance_length;
     uncertainty.acceptance_by_position = clock.acceptance_by_position;
     let agentic = crate::agentic::agentic(records, t)?;
     summary.sessions = agentic.sessions;

@@ -159,6 +159,7 @@ pub struct ClockStats {
     pub server_ttft: Option<Intervals>,
     pub client_overhead: Option<Intervals>,
     pub acceptance_rate: Option<Interval>,
+    pub acceptance_length: Option<Interval>,
     pub acceptance_by_position: Option<Vec<Interval>>,
 }
 
@@ -169,6 +170,8 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
     let (mut drafts, mut drafted, mut accepted) = (None::<u64>, None::<u64>, None::<u64>);
     // Per request that reported drafts: (accepted, drafted), for the ratio's batches.
     let mut ratios: Vec<(u64, u64)> = Vec::new();
+    // Per request that said its steps and accepted drafts: (accepted, steps).
+    let mut per_step: Vec<(u64, u64)> = Vec::new();
     // Per request that said its steps' acceptance: steps whose position i was accepted, by i,
     // and its steps.
     let mut by_position: Vec<(Vec<u64>, u64)> = Vec::new();
@@ -188,6 +191,9 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             *drafted.get_or_insert(0) += u64::from(d);
             *accepted.get_or_insert(0) += u64::from(a);
             ratios.push((u64::from(a), u64::from(d)));
+        }
+        if let (Some(steps), Some(a)) = (s.drafts, s.accepted_tokens) {
+            per_step.push((u64::from(a), u64::from(steps)));
         }
         if let Some(h) = s.steps_by_accepted.as_deref().filter(|h| !h.is_empty()) {
             let (at, steps) = accepted_at_each_position(h);
@@ -219,9 +225,17 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             server_ttft: None,
             client_overhead: None,
             acceptance_rate: None,
+            acceptance_length: None,
             acceptance_by_position: None,
         });
     }
+    // Tokens a step yields, its own one included, over the requests that said both counts.
+    let (accepted_in_steps, steps) = per_step
+        .iter()
+        .fold((0u64, 0u64), |(a, s), &(x, y)| (a + x, s + y));
+    let accepted_per_step = (steps > 0)
+        .then(|| distribution::finite(accepted_in_steps as f64 / steps as f64))
+        .transpose()?;
     let rate = match (accepted, drafted) {
         (Some(a), Some(d)) if d > 0 => Some(distribution::finite(a as f64 / d as f64)?),
         _ => None,
@@ -244,6 +258,12 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             Some(rate) => uncertainty::ratio_interval(&ratios, rate.get(), t)?,
             None => None,
         },
+        acceptance_length: match accepted_per_step {
+            Some(r) => uncertainty::ratio_interval(&per_step, r.get(), t)?
+                .map(|i| uncertainty::interval(1.0 + i.low.get(), 1.0 + i.high.get()))
+                .transpose()?,
+            None => None,
+        },
         acceptance_by_position: position_intervals,
         clock: Some(ServerClock {
             requests: timed,
@@ -254,6 +274,9 @@ pub fn server_clock(records: &[RawRecord], t: f64) -> Result<ClockStats, Metrics
             draft_tokens: drafted,
             accepted_tokens: accepted,
             acceptance_rate: rate,
+            mean_acceptance_length: accepted_per_step
+                .map(|r| distribution::finite(1.0 + r.get()))
+                .transpose()?,
             acceptance_by_position: position_rates,
             draft_counts_disagree: counts_disagree,
         }),

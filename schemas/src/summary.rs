@@ -251,6 +251,10 @@ pub struct ServerClock {
     /// accepted / draft tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acceptance_rate: Option<Finite>,
+    /// 1 + accepted drafts / verification steps, over the requests that said both (SGLang's
+    /// `spec_accept_length`, its own token included); since `result/v0.22`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_acceptance_length: Option<Finite>,
     /// Entry i: verification steps whose draft position i was accepted / steps, over the
     /// requests that said how many drafts each of their steps accepted
     /// (`server_timing.steps_by_accepted`); since `result/v0.22`.

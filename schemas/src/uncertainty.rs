@@ -270,6 +270,7 @@ pub(crate) fn uncertainty_counted(
         server_ttft_ms: None,
         client_overhead_ms: None,
         acceptance_rate: None,
+        acceptance_length: None,
         acceptance_by_position: None,
         // `crate::agentic`'s, filled in by `crate::metrics`.
         session_time_ms: None,

@@ -351,6 +351,10 @@ pub fn acceptance_length(s: &Summary) -> Option<(f64, &'static str)> {
         return Some((l.get(), "engine counters"));
     }
     let c = s.server_clock.as_ref()?;
+    if let Some(l) = c.mean_acceptance_length {
+        return Some((l.get(), "per-request drafts"));
+    }
+    // Documents before `result/v0.22`: the totals.
     let drafts = c.drafts.filter(|&d| d > 0)?;
     Some((
         1.0 + c.accepted_tokens? as f64 / drafts as f64,

@@ -11,7 +11,7 @@
 //!   latency is Exp(100 − 70 per s), and the throughput the arrival rate.
 //! * **speculative**: requests of 6 to 14 verification steps, each accepting its three drafts'
 //!   positions with probabilities 0.8, 0.6 and 0.4 (the simulator's draws): the acceptance
-//!   rate's and each position's ratio intervals against those.
+//!   rate's, the mean acceptance length's and each position's intervals against those.
 //!
 //! And the independent case again, stopped as `--until-precise` stops a benchmark: the
 //! intervals it stopped with, widened for the looks, must still hold the truth.
@@ -255,6 +255,11 @@ fn intervals_cover_the_truth_of_speculative_acceptance() {
             name: "acceptance rate",
             truth: ACCEPTANCE.iter().sum::<f64>() / ACCEPTANCE.len() as f64,
             interval: |u| u.acceptance_rate,
+        },
+        Row {
+            name: "mean acceptance length",
+            truth: 1.0 + ACCEPTANCE.iter().sum::<f64>(),
+            interval: |u| u.acceptance_length,
         },
         Row {
             name: "acceptance at position 0",

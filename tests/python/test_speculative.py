@@ -216,6 +216,16 @@ def test_the_servers_clock_and_drafts_follow_from_the_records(results):
         hw = half_width([sum(a for a, _ in b) / sum(d for _, d in b) for b in batch])
         rate = clock["acceptance_rate"]
         assert close(u["acceptance_rate"]["low"], rate - hw) and close(u["acceptance_rate"]["high"], rate + hw)
+        # The mean acceptance length from each request's steps and accepted drafts: 1 + their
+        # ratio, with 1 + the batch ratios' interval.
+        steps = [(t["accepted_tokens"], t["drafts"]) for t in (records["server_timing"][i] for i in order)]
+        length = 1 + sum(a for a, _ in steps) / sum(d for _, d in steps)
+        assert close(clock["mean_acceptance_length"], length), (name, clock)
+        batch = [steps[j * n // BATCHES:(j + 1) * n // BATCHES] for j in range(BATCHES)]
+        hw = half_width([sum(a for a, _ in b) / sum(d for _, d in b) for b in batch])
+        stated = u["acceptance_length"]
+        assert close(stated["low"], length - hw) and close(stated["high"], length + hw), (stated, length, hw)
+        assert abs(length - (1 + sum(ACCEPTANCE))) < 0.25, (name, length)
         # SGLang's native API says each request's steps by drafts accepted; a server that says
         # itself vLLM is asked nothing more of its OpenAI API, and says no histogram.
         rates = check_acceptance_by_position(summary, records, order)

@@ -479,9 +479,10 @@ mod tests {
                 assert!(carried.contains(&k), "{}: {k}", m.key);
             }
         }
-        // Every gated metric but E2E mean, embeddings' and rerank's item rate and a
-        // disaggregated deployment's roles' figures (a benchmark's own, from its telemetry)
-        // can be held run to run.
+        // Every gated metric but E2E mean, embeddings' and rerank's item rate, the mean
+        // acceptance length from per-request counts (newer than the run-to-run numbers every
+        // repeated result carries) and a disaggregated deployment's roles' figures (a
+        // benchmark's own, from its telemetry) can be held run to run.
         let without: Vec<&str> = metric_keys()
             .filter(|m| m.gateable && m.repeated.is_none())
             .map(|m| m.key)
@@ -491,6 +492,7 @@ mod tests {
             [
                 "items_throughput",
                 "e2e:mean",
+                "acceptance_length_per_request",
                 "prefill_throughput_per_gpu",
                 "decode_throughput_per_gpu",
                 "prefill_j_per_token",

@@ -123,9 +123,16 @@ pub fn section(b: &Benchmark) -> String {
     if let Some(c) = clock {
         if let (Some(d), Some(a), Some(r)) = (c.draft_tokens, c.accepted_tokens, c.acceptance_rate)
         {
+            let length = c.mean_acceptance_length.map_or(String::new(), |l| {
+                format!(
+                    "; mean acceptance length {}{}",
+                    format::fixed(l.get(), 2),
+                    within(u.and_then(|u| u.acceptance_length), 2)
+                )
+            });
             out.push_str(&format!(
                 "Drafts the server reported per request: {a} of {d} draft tokens accepted \
-                 (acceptance rate {}{}).\n\n",
+                 (acceptance rate {}{}){length}.\n\n",
                 format::fixed(r.get(), 3),
                 within(u.and_then(|u| u.acceptance_rate), 3)
             ));

@@ -173,6 +173,10 @@ fn an_sglang_servers_drafts_are_asked_of_its_openai_api_and_kept_per_request() {
         ),
         "{md}"
     );
+    assert!(
+        md.contains("every request's body also carried the engine's recipe's {\"return\\_spec"),
+        "{md}"
+    );
 
     let mut edited = st.clone();
     let steps = &mut edited["predicate"]["benchmarks"][0]["records"]["server_timing"][0]

@@ -210,7 +210,7 @@ macro_rules! dist {
     };
 }
 
-pub const CATALOGUE: [Metric; 51] = [
+pub const CATALOGUE: [Metric; 52] = [
     Metric {
         key: "request_throughput",
         reads: "request_throughput_per_s",
@@ -458,6 +458,19 @@ pub const CATALOGUE: [Metric; 51] = [
         },
         // Counted by the engine over the whole benchmark: no sample to draw an interval from.
         interval: None,
+    },
+    Metric {
+        key: "acceptance_length_per_request",
+        reads: "server_clock",
+        group: Group::Always,
+        name: "Mean acceptance length (per-request counts)",
+        // Not among the run-to-run numbers: those are what every repeated result carries,
+        // whichever version wrote it.
+        stored: None,
+        better: Some(Better::Higher),
+        without_completions: false,
+        get: |s| Some(s.server_clock.as_ref()?.mean_acceptance_length?.get()),
+        interval: Some(|s| s.uncertainty.as_ref()?.acceptance_length),
     },
     Metric {
         key: "acceptance_rate",
