@@ -77,11 +77,17 @@ pub use verify::{verify_envelope, Verdict};
 
 /// `predicateType` of every document this version writes. The path's version
 /// changes whenever a reader of the old version could misread the new one.
+/// `predicateType` of every document this version writes: the newest version's. A rule
+/// that starts at a version names that version's own constant, never this one, which moves
+/// with every new version.
+pub const PREDICATE_TYPE: &str = PREDICATE_TYPE_V0_22;
 /// v0.22: each request's verification steps by the drafts they accepted, as the server
-/// said them (a record's `server_timing.steps_by_accepted`), and the acceptance at each draft
-/// position they give (`server_clock.acceptance_by_position`, with its intervals); a reader
-/// of v0.21 would refuse the fields it does not know.
-pub const PREDICATE_TYPE: &str = "https://provebench.dev/result/v0.22";
+/// said them (a record's `server_timing.steps_by_accepted`), the acceptance at each draft
+/// position they give (`server_clock.acceptance_by_position`, with its intervals), the mean
+/// acceptance length from per-request counts (`server_clock.mean_acceptance_length`), and
+/// the fields an engine's recipe adds to requests (`engine.request_fields`); a reader of
+/// v0.21 would refuse the fields it does not know.
+pub const PREDICATE_TYPE_V0_22: &str = "https://provebench.dev/result/v0.22";
 /// v0.21: an engine's speculative counters of verification steps alone (SGLang's
 /// `sglang:spec_verify_calls_total`: the summary's `host.server.speculative` with `drafts`
 /// and no draft tokens); a reader of v0.20 would find no such summary and refuse the one

@@ -15,7 +15,7 @@ use crate::subject::{check_subject, subject_matches_as_written};
 use crate::token_times::TokenTimesError;
 use crate::{
     metrics, validity, PREDICATE_TYPE, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_19,
-    PREDICATE_TYPE_V0_7, STATEMENT_TYPE,
+    PREDICATE_TYPE_V0_22, PREDICATE_TYPE_V0_7, STATEMENT_TYPE,
 };
 use serde::Serialize;
 
@@ -326,6 +326,10 @@ const WITH_ACCURACY: usize = versions::place_of(PREDICATE_TYPE_V0_10);
 /// (`capacity::judge::Looks`); before, one look's pass decided.
 const TWO_LOOKS_TO_PASS: usize = versions::place_of(PREDICATE_TYPE_V0_19);
 
+/// From `result/v0.22` the server clock gives the mean acceptance length from each request's
+/// steps and accepted drafts; earlier summaries, recomputed now, leave it out.
+const WITH_LENGTH_PER_REQUEST: usize = versions::place_of(PREDICATE_TYPE_V0_22);
+
 /// The place of `result/v0.7` in [`VERSIONS`]: summaries from then on carry their
 /// uncertainty.
 const WITH_UNCERTAINTY: usize = versions::place_of(PREDICATE_TYPE_V0_7);
@@ -423,6 +427,15 @@ fn check_benchmark(
         if version < WITH_UNCERTAINTY {
             // Written before summaries said how sure they are: the rest must match.
             s.uncertainty = None;
+        }
+        if version < WITH_LENGTH_PER_REQUEST {
+            // Written before the per-request counts gave a mean acceptance length.
+            if let Some(c) = &mut s.server_clock {
+                c.mean_acceptance_length = None;
+            }
+            if let Some(u) = &mut s.uncertainty {
+                u.acceptance_length = None;
+            }
         }
         s
     }) {

@@ -101,6 +101,41 @@ fn a_speculative_run_verifies_and_its_report_says_what_the_server_counted() {
     assert!(compare.contains(" Acceptance at peak |"), "{compare}");
     assert!(compare.contains(" accepted length |"), "{compare}");
 
+    // As a v0.21 runner wrote it (no mean acceptance length from per-request counts), the
+    // document verifies under that label: summaries recomputed now leave out what came later.
+    let mut older = st.clone();
+    let summary = &mut older["predicate"]["benchmarks"][0]["summary"];
+    assert!(
+        summary["server_clock"]["mean_acceptance_length"]
+            .as_f64()
+            .unwrap()
+            > 2.0
+    );
+    summary["server_clock"]
+        .as_object_mut()
+        .unwrap()
+        .remove("mean_acceptance_length");
+    summary["uncertainty"]
+        .as_object_mut()
+        .unwrap()
+        .remove("acceptance_length");
+    older["predicateType"] = "https://provebench.dev/result/v0.21".into();
+    resign(p, &older, "v0.21.json");
+    assert_verifies(p, "v0.21.json", "k.pub");
+    // Labelled v0.22 without them, it does not.
+    older["predicateType"] = schemas::PREDICATE_TYPE.into();
+    resign(p, &older, "stripped.json");
+    let (status, out) = run_to_end(
+        p,
+        "verify-stripped",
+        "verify stripped.json --key k.pub --fail-on never",
+        Duration::from_secs(60),
+    );
+    assert!(
+        !status.success(),
+        "a summary short of its version verified: {out}"
+    );
+
     // One event's count changed and the document signed again: the recomputed ITL, events
     // and categories no longer match.
     let mut edited = st.clone();

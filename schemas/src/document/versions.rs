@@ -7,10 +7,10 @@
 use super::Statement;
 use crate::flag::FlagCode;
 use crate::{
-    PREDICATE_TYPE, PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11,
-    PREDICATE_TYPE_V0_12, PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_14, PREDICATE_TYPE_V0_15,
-    PREDICATE_TYPE_V0_16, PREDICATE_TYPE_V0_17, PREDICATE_TYPE_V0_18, PREDICATE_TYPE_V0_19,
-    PREDICATE_TYPE_V0_2, PREDICATE_TYPE_V0_20, PREDICATE_TYPE_V0_21, PREDICATE_TYPE_V0_3,
+    PREDICATE_TYPE_V0_1, PREDICATE_TYPE_V0_10, PREDICATE_TYPE_V0_11, PREDICATE_TYPE_V0_12,
+    PREDICATE_TYPE_V0_13, PREDICATE_TYPE_V0_14, PREDICATE_TYPE_V0_15, PREDICATE_TYPE_V0_16,
+    PREDICATE_TYPE_V0_17, PREDICATE_TYPE_V0_18, PREDICATE_TYPE_V0_19, PREDICATE_TYPE_V0_2,
+    PREDICATE_TYPE_V0_20, PREDICATE_TYPE_V0_21, PREDICATE_TYPE_V0_22, PREDICATE_TYPE_V0_3,
     PREDICATE_TYPE_V0_4, PREDICATE_TYPE_V0_5, PREDICATE_TYPE_V0_6, PREDICATE_TYPE_V0_7,
     PREDICATE_TYPE_V0_8, PREDICATE_TYPE_V0_9,
 };
@@ -318,7 +318,7 @@ pub const VERSIONS: [Version; 22] = [
         }],
     },
     Version {
-        predicate_type: PREDICATE_TYPE,
+        predicate_type: PREDICATE_TYPE_V0_22,
         brought: &[Brought {
             what: "verification steps by the drafts they accepted, or an engine's request fields",
             carried_by: |s| {
@@ -328,11 +328,10 @@ pub const VERSIONS: [Version; 22] = [
                             r.server_timing
                                 .as_ref()
                                 .is_some_and(|t| t.steps_by_accepted.is_some())
-                        }) || b
-                            .summary
-                            .server_clock
-                            .as_ref()
-                            .is_some_and(|c| !c.acceptance_by_position.is_empty())
+                        }) || b.summary.server_clock.as_ref().is_some_and(|c| {
+                            !c.acceptance_by_position.is_empty()
+                                || c.mean_acceptance_length.is_some()
+                        })
                     })
             },
         }],
@@ -396,6 +395,7 @@ pub fn newer_than(s: &Statement, place: usize) -> Vec<(&'static str, &'static st
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::PREDICATE_TYPE;
 
     #[test]
     fn the_versions_are_in_order_and_the_last_is_the_one_written() {
