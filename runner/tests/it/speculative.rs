@@ -7,16 +7,24 @@ use crate::support::children::{assert_verifies, keygen, refused, resign, run_to_
 use crate::support::{run_ok, statement};
 use std::time::Duration;
 
+/// `runner sim` drafting 3 tokens a step, accepted at 0.8, 0.6 and 0.4 by position, with
+/// `flags` besides.
+fn speculative_sim(p: &std::path::Path, flags: &str) -> crate::support::children::Sim {
+    start_sim(
+        p,
+        &format!(
+            "--ttft-ms 3 --itl-ms 2 --speculative 3 --acceptance 0.8,0.6,0.4 --seed 2 {flags}"
+        ),
+        Duration::from_secs(30),
+    )
+}
+
 #[test]
 fn a_speculative_run_verifies_and_its_report_says_what_the_server_counted() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     keygen(p, "k");
-    let sim = start_sim(
-        p,
-        "--ttft-ms 3 --itl-ms 2 --speculative 3 --acceptance 0.8,0.6,0.4 --seed 2",
-        Duration::from_secs(30),
-    );
+    let sim = speculative_sim(p, "");
     let args = format!(
         "run --target {} --key k.key --out spec.json --data real-text --data-output-tokens 24 \
          --backend openai-chat --profile concurrent --concurrency 4 --max-requests 32 \
@@ -149,12 +157,7 @@ fn an_sglang_servers_drafts_are_asked_of_its_openai_api_and_kept_per_request() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     keygen(p, "k");
-    let sim = start_sim(
-        p,
-        "--ttft-ms 3 --itl-ms 2 --speculative 3 --acceptance 0.8,0.6,0.4 --seed 2 \
-         --metrics-as sglang",
-        Duration::from_secs(30),
-    );
+    let sim = speculative_sim(p, "--metrics-as sglang");
     let args = format!(
         "run --target {} --key k.key --out sglang.json --data real-text \
          --data-output-tokens 24 --backend openai-chat --profile concurrent --concurrency 4 \
@@ -216,11 +219,7 @@ fn an_extra_body_reaches_every_request_and_what_provebench_sets_is_refused() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path();
     keygen(p, "k");
-    let sim = start_sim(
-        p,
-        "--ttft-ms 3 --itl-ms 2 --speculative 3 --acceptance 0.8,0.6,0.4 --seed 2",
-        Duration::from_secs(30),
-    );
+    let sim = speculative_sim(p, "");
     let args = format!(
         "run --target {} --key k.key --out extra.json --data real-text --data-output-tokens 16 \
          --backend openai-chat --profile concurrent --concurrency 2 --max-requests 8 \
