@@ -68,22 +68,15 @@ const HEADLINE: [(&str, Better, &str, usize); 6] = [
     ),
 ];
 
-/// What made a speculative result's peak fast, as one cell: the engine's mean acceptance
-/// length, else the tokens a stream event carried, else the per-request acceptance rate.
+/// What made a speculative result's peak fast, as one cell: the mean acceptance length (the
+/// engine's counters, else the requests' own counts: `schemas::validity::acceptance_length`),
+/// else the tokens a stream event carried, else the per-request acceptance rate.
 fn acceptance_at_peak(s: &Subject, m: &Member) -> Option<String> {
     let benchmarks = &s.statement().predicate.benchmarks;
     let peak = crate::campaign::peak(m.benchmarks.iter().map(|&i| &benchmarks[i]))?;
     let summary = &peak.summary;
-    let counters = summary
-        .host
-        .as_ref()
-        .and_then(|h| h.server.as_ref())
-        .and_then(|s| s.speculative.as_ref());
-    if let Some(length) = counters.and_then(|c| c.mean_acceptance_length) {
-        return Some(format!(
-            "{} accepted length",
-            format::fixed(length.get(), 2)
-        ));
+    if let Some((length, _)) = schemas::validity::acceptance_length(summary) {
+        return Some(format!("{} accepted length", format::fixed(length, 2)));
     }
     if let Some(e) = summary.events.as_ref() {
         return Some(format!(
