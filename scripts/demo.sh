@@ -59,7 +59,14 @@ echo "== agentic sessions: 8 turns of a main agent, 2 subagents every 3 turns, t
   --agentic turns=8,subagents=2,spawn_every=3,subagent_turns=2,output_tokens=32,tool_ms=20 \
   --key "$out/demo.key" --out "$out/agentic-$stamp.json"
 
-for f in "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/agentic-$stamp.json"; do
+serve --speculative 3 --acceptance 0.8,0.6,0.4 --metrics-as sglang
+echo "== speculative decoding on a server that says it is SGLang ($target): 3 drafts a step, on real text"
+# The runner asks its OpenAI API for each request's drafts, as SGLang's recipe says
+# (return_spec_tokens_details); the result gives the acceptance at each draft position.
+"$runner" run --target "$target" --backend openai-chat --profile concurrent --concurrency 4 --max-requests 60 \
+  --data real-text --data-output-tokens 32 --key "$out/demo.key" --out "$out/speculative-$stamp.json"
+
+for f in "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/agentic-$stamp.json" "$out/speculative-$stamp.json"; do
   echo "== runner verify $f"
   "$runner" verify "$f" --keys "$out/keys.json"
   node "$root/scripts/verify-wasm.mjs" "$f" "$out/keys.json"
@@ -72,7 +79,8 @@ echo "== the same sweep against a second server ($target): batch of 8, ITL growi
   --data prompt_tokens=256,output_tokens=32 --key "$out/demo.key" --out "$out/sweep-small-batch-$stamp.json"
 
 echo "== report (report-wasm in wasmtime) -> $out/report-$stamp/"
-"$runner" report "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/agentic-$stamp.json" --keys "$out/keys.json" --out "$out/report-$stamp"
+"$runner" report "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/agentic-$stamp.json" "$out/speculative-$stamp.json" \
+  --keys "$out/keys.json" --out "$out/report-$stamp"
 echo "== diff: second server against the first -> $out/diff-$stamp/"
 "$runner" diff "$out/sweep-$stamp.json" "$out/sweep-small-batch-$stamp.json" --keys "$out/keys.json" --out "$out/diff-$stamp"
 echo "== a real H100: llama.cpp (Vulkan) serving a random-weight 1.2 B model, with NVML power -> $out/report-h100/"
@@ -92,7 +100,8 @@ echo "   $(grep -c '^## Group' "$out/compare-seed-004/compare.md") comparable gr
 echo "== every signed run was counted in the key's attempt log first: runner log show $out/demo.attempts"
 "$runner" log show "$out/demo.attempts"
 echo "== publish the site -> $out/site/ (preview: $runner serve $out/site)"
-"$runner" publish "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/agentic-$stamp.json" "$out/sweep-small-batch-$stamp.json" \
+"$runner" publish "$out/sweep-$stamp.json" "$out/grid-$stamp.json" "$out/agentic-$stamp.json" "$out/speculative-$stamp.json" \
+  "$out/sweep-small-batch-$stamp.json" \
   "$out/h100-llama.cpp-gpu-proof.json" "$out/imported" --keys "$out/keys.json" --key "$out/demo.key" \
   --log "$out/demo.attempts" --out "$out/site" >/dev/null
 echo "== runner verify-site $out/site: the signed manifest, every file, every result, the module's provenance, the attempt log"
@@ -103,6 +112,7 @@ echo "     #/compare/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-10.json/0
 echo "   the two simulated servers:                       #/compare/sweep-$stamp.json/sweep-small-batch-$stamp.json"
 echo "   a real H100 (NVML power and energy):             #/result/h100-llama.cpp-gpu-proof.json"
 echo "   agentic sessions, the prefix cache against its ideal: #/result/agentic-$stamp.json"
+echo "   speculative decoding, acceptance by draft position: #/result/speculative-$stamp.json"
 echo "   vLLM vs SGLang, Qwen2-72B-Instruct on 8 x L20:   #/diff/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-10.json"
 echo "   vLLM vs lmdeploy, Qwen2-72B-Instruct on 8 x L20: #/diff/004_4d3f484aa116390c-11.json/004_4d3f484aa116390c-12.json"
 echo "   vLLM vs TGI, Mistral-7B-OpenOrca-AWQ on A100:    #/diff/003_44f3a8b9f2336bbb-1.json/003_44f3a8b9f2336bbb-2.json"
