@@ -763,7 +763,7 @@ impl Stream {
                     r#","spec_accept_rate":{},"spec_accept_length":{},"spec_verify_ct":{steps},"spec_num_correct_drafts":{accepted},"spec_num_proposed_drafts":{drafted},"spec_accepted_drafts":{accepted},"spec_proposed_drafts":{drafted},"spec_correct_drafts_histogram":{}"#,
                     f64::from(accepted) / f64::from(drafted),
                     f64::from(self.gen.max_tokens) / f64::from(steps),
-                    json_list(&self.gen.steps_by_accepted()),
+                    serde_json::to_string(&self.gen.steps_by_accepted()).expect("counts serialize"),
                 );
             }
             // No step drafted yet (a one-token answer): SGLang's zeros.
@@ -806,7 +806,7 @@ impl Stream {
             r#"{{"spec_tokens_details":{{"spec_accept_rate":{},"spec_accept_length":{},"spec_cap_length":0.0,"spec_block_accept_length":0.0,"spec_num_correct_drafts":{accepted},"spec_num_proposed_drafts":{drafted},"spec_verify_ct":{steps},"spec_correct_drafts_histogram":{},"spec_cap_lens_histogram":[]}}}}"#,
             ratio(accepted, drafted),
             ratio(self.gen.max_tokens, steps),
-            json_list(&self.gen.steps_by_accepted()),
+            serde_json::to_string(&self.gen.steps_by_accepted()).expect("counts serialize"),
         ))
     }
 
@@ -1318,10 +1318,4 @@ fn python_repr(v: f64) -> String {
         None => ('+', exponent),
     };
     format!("{mantissa}e{sign}{digits:0>2}")
-}
-
-/// `[a,b,…]`: a list of counts as JSON.
-fn json_list(counts: &[u32]) -> String {
-    let items: Vec<String> = counts.iter().map(u32::to_string).collect();
-    format!("[{}]", items.join(","))
 }

@@ -191,18 +191,18 @@ async fn a_speculative_stream_is_measured_per_token_against_the_servers_truth() 
                 .server_clock
                 .as_ref()
                 .expect("the server timed its requests");
-            let logged = |f: fn(&RequestTruth) -> u32| -> u64 {
+            let logged = |f: &dyn Fn(&RequestTruth) -> u32| -> u64 {
                 matched.iter().map(|(t, _)| u64::from(f(t))).sum()
             };
-            assert_eq!(clock.drafts, Some(logged(|t| t.drafts)), "{api:?}");
+            assert_eq!(clock.drafts, Some(logged(&|t| t.drafts)), "{api:?}");
             assert_eq!(
                 clock.draft_tokens,
-                Some(logged(|t| t.draft_tokens)),
+                Some(logged(&|t| t.draft_tokens)),
                 "{api:?}"
             );
             assert_eq!(
                 clock.accepted_tokens,
-                Some(logged(|t| t.accepted_tokens)),
+                Some(logged(&|t| t.accepted_tokens)),
                 "{api:?}"
             );
             // The acceptance the server reported: what it drew, within 2 % of the mean
@@ -216,20 +216,22 @@ async fn a_speculative_stream_is_measured_per_token_against_the_servers_truth() 
             assert_eq!(clock.requests, n, "{api:?}");
             assert_eq!(clock.clocks_disagree, 0, "{api:?}");
             // Each request's steps by drafts accepted (SGLang's histogram, in `meta_info` or
-            // `sglext`): what the server drew, step by step; and so the acceptance at each
-            // position, exactly, with an interval each.
+            // `sglext`): what the server drew, step by step — its steps, and at each position
+            // the steps that accepted more drafts than that, which together fix the histogram —
+            // and so the acceptance at each position, exactly, with an interval each.
             for &(t, i) in &matched {
                 let said = b.records[i].server_timing.as_ref().unwrap();
-                assert_eq!(
-                    said.steps_by_accepted.as_deref(),
-                    Some(&steps_by_accepted(t)[..]),
-                    "{api:?} record {i}"
-                );
+                let h = said.steps_by_accepted.as_deref().expect("the histogram");
+                assert_eq!(h.len(), ACCEPTANCE.len() + 1, "{api:?} record {i}");
+                assert_eq!(h.iter().sum::<u32>(), t.drafts, "{api:?} record {i}");
+                let at: Vec<u32> = (0..ACCEPTANCE.len())
+                    .map(|p| h[p + 1..].iter().sum())
+                    .collect();
+                assert_eq!(at, t.accepted_by_position, "{api:?} record {i}");
             }
             let positions: Vec<f64> = (0..ACCEPTANCE.len())
                 .map(|p| {
-                    logged_at(&matched, |t| t.accepted_by_position[p]) as f64
-                        / logged(|t| t.drafts) as f64
+                    logged(&|t| t.accepted_by_position[p]) as f64 / logged(&|t| t.drafts) as f64
                 })
                 .collect();
             let stated: Vec<f64> = clock
@@ -275,24 +277,6 @@ async fn a_speculative_stream_is_measured_per_token_against_the_servers_truth() 
         sim.shutdown().await;
     })
     .await;
-}
-
-/// What a request's truth says of its steps as SGLang's histogram does: entry n counts the
-/// steps that accepted exactly n drafts (the truth keeps the steps that accepted each
-/// position).
-fn steps_by_accepted(t: &RequestTruth) -> Vec<u32> {
-    let at = &t.accepted_by_position;
-    (0..=at.len())
-        .map(|n| {
-            let reached = if n == 0 { t.drafts } else { at[n - 1] };
-            reached - at.get(n).copied().unwrap_or(0)
-        })
-        .collect()
-}
-
-/// A truth's count summed over the matched requests.
-fn logged_at(matched: &[(&RequestTruth, usize)], f: impl Fn(&RequestTruth) -> u32) -> u64 {
-    matched.iter().map(|(t, _)| u64::from(f(t))).sum()
 }
 
 /// The shipped real-text prompts: no warning, and the speeds broken down by category.
