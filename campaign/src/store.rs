@@ -102,7 +102,7 @@ fn state_of_bytes(cell: &Cell, bytes: &[u8], trusted: &[TrustedKey]) -> State {
 }
 
 fn journal_of(result: &Path) -> PathBuf {
-    spec::journal_path(result)
+    records::journal::path_for(result)
 }
 
 /// Everything a cell's attempt leaves beside its result: the result, its journal, the

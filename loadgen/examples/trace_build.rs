@@ -6,8 +6,8 @@
 //!
 //! `cargo run --release -p loadgen --example trace_build [REQUESTS]`
 
-use loadgen::rng::Rng;
 use loadgen::trace::{self, Blocks, MOONCAKE_BLOCK_TOKENS};
+use records::rng::Rng;
 use std::time::Instant;
 
 fn main() -> anyhow::Result<()> {

@@ -13,8 +13,9 @@
 //! * [`client`] — one request: [`http1`] reads the stream, [`sse`] splits it into events,
 //!   [`backend`] reads each event per API, and the outcome becomes a
 //!   [`RawRecord`](schemas::RawRecord) with every token's arrival time;
-//! * [`journal`] — every line of a run on disk as it happens, and the one fold that
-//!   assembles a result from them (live, after a crash, or from [`synth`]'s records);
+//! * [`journal`] (the `records` crate, re-exported) — every line of a run on disk as it
+//!   happens, and the one fold that assembles a result from them (live, after a crash, or
+//!   from [`synth`]'s records);
 //! * [`client_cost`] — what a benchmark cost the client, and whether that bent it;
 //! * [`watch`] — ends a benchmark early once its records settle it (`--until-precise`, a
 //!   capacity step's verdict); [`capacity`] — the loads a capacity search tries;
@@ -35,24 +36,23 @@ pub mod client_cost;
 pub mod dataset;
 pub mod http1;
 pub mod images;
-pub mod journal;
 pub mod lora;
 pub mod measure;
 pub mod prefix_ideal;
-pub mod rng;
 pub mod scheduler;
 pub mod sessions;
 pub mod sse;
 pub mod structured;
 pub mod tools;
-pub mod synth;
 pub mod token_counter;
 pub mod trace;
 pub mod watch;
 pub mod workload;
 
-pub use journal::{Assembled, Journal};
+// Records leave the instrument through the `records` crate; its modules are this API's too.
 pub use measure::{Measurement, Observer, Prepared};
+pub use records::{journal, rng, synth};
+pub use records::{Assembled, Journal};
 /// The spec this crate runs: the `spec` crate, pure data below it.
 pub use spec;
 pub use spec::RunSpec;

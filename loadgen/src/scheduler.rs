@@ -18,6 +18,7 @@
 use crate::arrivals::Arrivals;
 use crate::client::{Endpoint, Job};
 use crate::workload::Prompt;
+pub use records::phases::{assign_phases, in_phases, phase_at};
 use schemas::document::{ErrorClass, Phase, RawRecord, RequestError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -92,18 +93,6 @@ impl Split {
     /// Index in the whole schedule of this client's `k`-th request.
     pub fn global(&self, k: u64) -> u64 {
         u64::from(self.index) + k * u64::from(self.count.max(1))
-    }
-}
-
-/// The phase of request `i` of a schedule of `total` requests: the first `warmup` are
-/// warm-up, the last `cooldown` cool-down (warm-up wins where they overlap).
-pub fn phase_at(i: u64, total: u64, warmup: u64, cooldown: u64) -> Phase {
-    if i < warmup {
-        Phase::Warmup
-    } else if total.saturating_sub(i) <= cooldown {
-        Phase::Cooldown
-    } else {
-        Phase::Measured
     }
 }
 
@@ -415,22 +404,6 @@ pub(crate) async fn start_units<R, F>(
 async fn join_all(mut tasks: JoinSet<()>) {
     while let Some(done) = tasks.join_next().await {
         done.expect("a request task panicked");
-    }
-}
-
-/// A benchmark's records as its result holds them: in schedule order, the first `warmup`
-/// and last `cooldown` marked.
-pub fn in_phases(mut records: Vec<RawRecord>, warmup: u64, cooldown: u64) -> Vec<RawRecord> {
-    records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
-    assign_phases(&mut records, warmup, cooldown);
-    records
-}
-
-/// Marks the first `warmup` and last `cooldown` records (by schedule) as excluded.
-pub fn assign_phases(records: &mut [RawRecord], warmup: u64, cooldown: u64) {
-    let n = records.len() as u64;
-    for (i, r) in records.iter_mut().enumerate() {
-        r.phase = phase_at(i as u64, n, warmup, cooldown);
     }
 }
 

@@ -60,7 +60,7 @@ mod tests {
     use super::*;
 
     fn synthetic() -> Predicate {
-        let spec = loadgen::synth::Spec {
+        let spec = records::synth::Spec {
             seed: 7,
             requests: 40,
             prompt_tokens: 16,
@@ -76,7 +76,7 @@ mod tests {
             seed: schemas::numbers::JsonU64(7),
             complete: true,
         };
-        loadgen::synth::predicate(&spec, run, host::machine::detect()).unwrap()
+        records::synth::predicate(&spec, run, host::machine::detect()).unwrap()
     }
 
     #[test]

@@ -1450,7 +1450,6 @@ pub fn parse_sessions(text: &str) -> Result<SessionSpec> {
     Ok(spec)
 }
 
-/// Parses `--search-precision 5%` (the `%` optional): the percent.
 /// Parses `--extra-body JSON`: an object, none of whose fields provebench sets itself.
 pub fn parse_extra_body(text: &str) -> Result<serde_json::Map<String, serde_json::Value>> {
     let body = match serde_json::from_str(text) {
@@ -1522,6 +1521,7 @@ pub fn check_extra_body(body: &serde_json::Map<String, serde_json::Value>) -> Re
     Ok(())
 }
 
+/// Parses `--search-precision 5%` (the `%` optional): the percent.
 pub fn parse_percent(text: &str) -> Result<f64> {
     let number = text.trim();
     let number = number.strip_suffix('%').unwrap_or(number).trim();
@@ -1613,15 +1613,6 @@ pub fn parse_data(text: &str) -> Result<DataSpec> {
         }
     }
     Ok(data)
-}
-
-/// Where a run journals its result as it measures: `result.json` →
-/// `result.json.journal.jsonl` (`loadgen::journal` writes it; a campaign clears it with the
-/// result when a cell runs again).
-pub fn journal_path(result: &Path) -> std::path::PathBuf {
-    let mut s = result.as_os_str().to_owned();
-    s.push(".journal.jsonl");
-    std::path::PathBuf::from(s)
 }
 
 #[cfg(test)]

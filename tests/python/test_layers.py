@@ -48,6 +48,13 @@ def test_only_wire_speaks_http_through_reqwest():
     assert direct == ["wire"], direct
 
 
+def test_records_build_without_the_instrument():
+    """Whatever only reads or makes records (export/'s tests, with polars beside them) links
+    `records`: no client, no runtime, no tokenizer, so none of them is compiled again there."""
+    linked = closure(metadata(), "records")
+    assert not linked & {"loadgen", "spec", "tokio", "reqwest", "hyper", "tokenizers", "url"}, linked
+
+
 def test_the_spec_is_pure_data():
     linked = closure(metadata(), "spec")
     assert not linked & {"loadgen", "tokio", "reqwest", "hyper", "tokenizers"}, linked

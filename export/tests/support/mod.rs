@@ -2,7 +2,7 @@
 //! (src/tests.rs) and its program's tests.
 #![allow(dead_code)]
 
-use loadgen::synth;
+use records::synth;
 use schemas::document::{Cpu, Gpu, GpuInventory, Host, Run};
 
 pub fn host(gpus: Option<GpuInventory>) -> Host {

@@ -6,7 +6,7 @@
 
 use crate::cli::FinalizeArgs;
 use crate::{keyfile, output, Failure};
-use loadgen::journal;
+use records::journal;
 use std::path::PathBuf;
 
 pub fn run(args: &FinalizeArgs) -> Result<(), Failure> {

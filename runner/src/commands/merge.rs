@@ -285,8 +285,8 @@ fn merge(parts: &[Part]) -> Result<Predicate> {
         pricing: first.pricing.clone(),
         run: Run {
             id: super::synth::run_id()?,
-            started_at: loadgen::journal::timestamp(started),
-            finished_at: loadgen::journal::timestamp(finished),
+            started_at: records::journal::timestamp(started),
+            finished_at: records::journal::timestamp(finished),
             tool: crate::tool::tool(),
             command_line: engine::launch::redact_argv(&std::env::args().collect::<Vec<_>>()),
             spec: first.run.spec.clone(),

@@ -36,7 +36,7 @@ pub fn prepare(
         shard: Shard {
             index,
             count,
-            start_at: loadgen::journal::timestamp(wall),
+            start_at: records::journal::timestamp(wall),
             host: ShardHost {
                 hostname: read_trimmed("/proc/sys/kernel/hostname"),
                 boot_id: read_trimmed("/proc/sys/kernel/random/boot_id"),
@@ -60,9 +60,9 @@ fn monotonic_at(t: SystemTime) -> Result<Instant> {
         Err(e) if e.duration() <= PAST_LIMIT => Ok(now.checked_sub(e.duration()).unwrap_or(now)),
         Err(e) => bail!(
             "--start-at {} is {:.1} s in the past on this client's clock (now {}): give every client a later time",
-            loadgen::journal::timestamp(t),
+            records::journal::timestamp(t),
             e.duration().as_secs_f64(),
-            loadgen::journal::timestamp(wall)
+            records::journal::timestamp(wall)
         ),
     }
 }
@@ -115,7 +115,7 @@ mod tests {
         let t = parse_start_at("2026-11-24T10:00:00.250Z").unwrap();
         assert_eq!(parse_start_at("1795514400.25").unwrap(), t);
         assert_eq!(
-            loadgen::journal::timestamp(t),
+            records::journal::timestamp(t),
             "2026-11-24T10:00:00.250000Z"
         );
         assert!(parse_start_at("tomorrow").unwrap_err().contains("RFC 3339"));

@@ -1,9 +1,9 @@
 //! What the simulator-backed integration tests share: a run the runner's road — prepare,
 //! connect, measure into a journal, assemble, seal.
 
-use loadgen::journal::{Journal, Line};
 use loadgen::measure::{Observer, Prepared, Quiet};
 use loadgen::spec::RunSpec;
+use records::journal::{Journal, Line};
 use schemas::document::{Engine, Model, Run, Statement};
 use sim::{SimConfig, SimServer};
 use std::path::Path;

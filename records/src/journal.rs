@@ -165,7 +165,13 @@ pub fn timestamp(t: std::time::SystemTime) -> String {
     humantime::format_rfc3339_micros(t).to_string()
 }
 
-pub use spec::journal_path as path_for;
+/// Where a run journals its result as it measures: `result.json` →
+/// `result.json.journal.jsonl` (a campaign clears it with the result when a cell runs again).
+pub fn path_for(result: &Path) -> PathBuf {
+    let mut s = result.as_os_str().to_owned();
+    s.push(".journal.jsonl");
+    PathBuf::from(s)
+}
 
 impl Journal {
     /// Creates the journal; an existing one is never overwritten (it may hold a killed run).
@@ -569,7 +575,7 @@ impl Assembly {
                         records.sort_by_key(|r| (r.scheduled_us, r.sent_us));
                         records
                     } else {
-                        crate::scheduler::in_phases(records, a.warmup, a.cooldown)
+                        crate::phases::in_phases(records, a.warmup, a.cooldown)
                     };
                     Benchmark {
                         label: a.label,
