@@ -185,7 +185,11 @@ module="$target_dir/$target/$profile/report_wasm.wasm"
 bindgen=$(command -v wasm-bindgen || true)
 if [ -z "$bindgen" ] || [ "$("$bindgen" --version | awk '{print $2}')" != "$wb_version" ]; then
   say "installing wasm-bindgen-cli $wb_version (a few minutes, once)"
-  env -u CARGO_BUILD_BUILD_DIR cargo install -q wasm-bindgen-cli --version "$wb_version" || die "could not install wasm-bindgen-cli $wb_version from crates.io"
+  # Only the `wasm-bindgen` program, without the test runner's TLS (rustls, ring), at
+  # opt-level 1: a quarter less CPU on a new machine, the same bytes out (docs/PERFORMANCE.md).
+  env -u CARGO_BUILD_BUILD_DIR CARGO_PROFILE_RELEASE_OPT_LEVEL=1 cargo install -q wasm-bindgen-cli \
+    --version "$wb_version" --no-default-features --bin wasm-bindgen ||
+    die "could not install wasm-bindgen-cli $wb_version from crates.io"
   bindgen=$(command -v wasm-bindgen || echo "${CARGO_HOME:-$HOME/.cargo}/bin/wasm-bindgen")
 fi
 
