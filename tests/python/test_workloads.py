@@ -107,5 +107,9 @@ def test_ttft_and_prompt_length_by_turn_follow_from_the_records(documents):
     # Every turn of a conversation is its own record, in order, once.
     pairs = sorted(zip(records["session"], records["turn"]))
     assert pairs == [(s, k) for s in range(5) for k in (1, 2, 3)]
-    # Later turns find the conversation so far in the simulator's prefix cache.
-    assert stated[2]["ttft_ms"]["mean"] < stated[0]["ttft_ms"]["mean"] + 10
+    # Later turns find the conversation so far in the simulator's prefix cache: a request can
+    # be late for reasons of the machine, never early, so one answered sooner than the
+    # simulator prefills its whole prompt (5 ms + 50 us a token) proves the cache held the rest.
+    for t in stated[1:]:
+        floor_ms = 5 + 0.05 * t["input_tokens_mean"]
+        assert t["ttft_ms"]["min"] < floor_ms, (t["turn"], t["ttft_ms"], floor_ms)
