@@ -227,7 +227,7 @@ fn event<'a, C: Choice + Deserialize<'a>>(data: &'a [u8]) -> Result<Event, Event
         && chunk.sglext.is_none()
     {
         return Err(EventError::Unexpected(format!(
-            "no choices, usage or error in {}",
+            "no choices, usage, error or (SGLang's) sglext in {}",
             super::preview(data)
         )));
     }
