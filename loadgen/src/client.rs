@@ -42,8 +42,9 @@ pub struct Endpoint {
     /// The ids requests carry ([`REQUEST_ID_HEADER`]).
     pub request_ids: RequestIds,
     /// Fields every request's body gets for the engine that serves (its recipe's
-    /// `openai_request`), then the spec's `--extra-body`, before the request's own.
+    /// `openai_request`), merged in first.
     pub server_fields: serde_json::Map<String, serde_json::Value>,
+    /// The spec's `--extra-body`, merged in after `server_fields` and before the request's own.
     pub extra_body: Option<serde_json::Map<String, serde_json::Value>>,
     /// Structured output and tool calls: what every benchmark request adds to its body and
     /// what its record keeps of the answer.

@@ -13,12 +13,13 @@
 //! client computes the whole schedule — offsets and prompts — and sends only the requests
 //! whose index is `i` modulo `N`, at their offsets; a closed loop's client runs its share
 //! of the streams over those prompts. Each record's phase is then decided by its index in
-//! the whole schedule ([`phase_at`]), so the shards mark what one client would have.
+//! the whole schedule ([`phase_at`]), so the shards mark what
+//! one client would have.
 
 use crate::arrivals::Arrivals;
 use crate::client::{Endpoint, Job};
 use crate::workload::Prompt;
-pub use records::phases::{assign_phases, in_phases, phase_at};
+use records::phases::phase_at;
 use schemas::document::{ErrorClass, Phase, RawRecord, RequestError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -410,6 +411,7 @@ async fn join_all(mut tasks: JoinSet<()>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use records::phases::assign_phases;
 
     #[test]
     fn a_split_covers_the_schedule_once_and_keeps_its_phases() {

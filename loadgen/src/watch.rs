@@ -10,7 +10,7 @@
 //! the requests, so a look never delays a token.
 
 use crate::journal::{Journal, Line};
-use crate::scheduler::{self, Enough};
+use crate::scheduler::Enough;
 use schemas::capacity::judge;
 use schemas::catalogue::Target;
 use schemas::document::objective::Objective;
@@ -175,7 +175,7 @@ async fn look(
             // Phases as the result will mark them: a benchmark that stops early has no
             // cool-down.
             let settled = journal_.records(index).and_then(|records| {
-                let records = scheduler::in_phases(records, warmup, 0);
+                let records = records::phases::in_phases(records, warmup, 0);
                 rule_.settled(&records, (index, at_us), slo.as_ref(), &mut looks)
             });
             (settled, looks)

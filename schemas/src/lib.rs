@@ -75,9 +75,8 @@ pub use dsse::Envelope;
 pub use summary::Summary;
 pub use verify::{verify_envelope, Verdict};
 
-/// `predicateType` of every document this version writes. The path's version
-/// changes whenever a reader of the old version could misread the new one.
-/// `predicateType` of every document this version writes: the newest version's. A rule
+/// `predicateType` of every document this version writes: the newest version's. The path's
+/// version changes whenever a reader of the old version could misread the new one. A rule
 /// that starts at a version names that version's own constant, never this one, which moves
 /// with every new version.
 pub const PREDICATE_TYPE: &str = PREDICATE_TYPE_V0_22;

@@ -334,7 +334,7 @@ fn step_verdict(
     warmup: u64,
     settled_at: Option<u64>,
 ) -> anyhow::Result<(Option<Verdict>, u64)> {
-    let phased = scheduler::in_phases(records, warmup, 0);
+    let phased = records::phases::in_phases(records, warmup, 0);
     let taken = capacity::judge::taken(&phased, settled_at);
     let verdict = capacity::judge::judge(objectives, &taken)?.0;
     Ok((Some(verdict), taken.len() as u64))

@@ -1292,7 +1292,7 @@ fn achieved_rate(
     warmup: u64,
     cooldown: u64,
 ) -> Result<Option<f64>, schemas::distribution::MetricsError> {
-    let records = scheduler::in_phases(records, warmup, cooldown);
+    let records = records::phases::in_phases(records, warmup, cooldown);
     Ok(schemas::metrics::summarize(&records, None)?
         .request_throughput_per_s
         .map(Finite::get))
