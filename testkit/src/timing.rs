@@ -6,7 +6,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod stall;
 mod wake_probe;
+pub use stall::{disturbed, Stall};
 use wake_probe::Wakes;
 pub use wake_probe::{WakeProbe, PROBE_SLEEP, SLOW_ECHO_P90_RETRY_MS, SLOW_WAKE_P90_RETRY_MS};
 
@@ -29,7 +31,9 @@ pub fn timing_test_lock() -> std::sync::MutexGuard<'static, ()> {
 /// tests' servers and clients do, and how late its timer and a peer's echo come is read, see
 /// [`WakeProbe`]). An attempt that fails while any reached its threshold
 /// ([`STOLEN_SHARE_RETRY`], [`OTHERS_SHARE_RETRY`], [`SLOW_WAKE_P90_RETRY_MS`],
-/// [`SLOW_ECHO_P90_RETRY_MS`]) is run again, up to [`ATTEMPTS`] times. A failure on a quiet
+/// [`SLOW_ECHO_P90_RETRY_MS`]), or that the test itself reported [`disturbed`] (a stall of the
+/// whole process that its own measurements show: [`Stall`]), is run again, up to [`ATTEMPTS`]
+/// times. A failure on a quiet
 /// machine fails the test at once; if every attempt was disturbed the check is inconclusive,
 /// says so on stderr and passes — the runner flags such runs `client_bound` in the product
 /// too.
@@ -135,10 +139,12 @@ where
 {
     use futures_util::FutureExt;
     for n in 1..=ATTEMPTS {
+        stall::take_reported();
         let (before, wakes, start) = (read(), probe(), Instant::now());
         let outcome = std::panic::AssertUnwindSafe(attempt()).catch_unwind().await;
         let wakes = wakes.finish();
-        if judge(n, &before, &read(), &wakes, start, outcome) {
+        let reported = stall::take_reported();
+        if judge(n, &before, &read(), (&wakes, reported), start, outcome) {
             return;
         }
     }
@@ -157,23 +163,26 @@ fn retry_when_disturbed_blocking(
     mut attempt: impl FnMut(),
 ) {
     for n in 1..=ATTEMPTS {
+        stall::take_reported();
         let (before, wakes, start) = (read(), probe(), Instant::now());
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut attempt));
         let wakes = wakes.finish();
-        if judge(n, &before, &read(), &wakes, start, outcome) {
+        let reported = stall::take_reported();
+        if judge(n, &before, &read(), (&wakes, reported), start, outcome) {
             return;
         }
     }
 }
 
-/// Attempt `n`'s outcome, between two readings and with the probe's wake-ups over it: true
+/// Attempt `n`'s outcome, between two readings, with the probe's wake-ups over it and what
+/// the attempt reported of itself: true
 /// when the test is over (passed, or inconclusive after the last disturbed attempt), false for
 /// another attempt; a failure on a quiet machine is the test's failure, raised again here.
 fn judge(
     n: u32,
     before: &Readings,
     after: &Readings,
-    wakes: &Wakes,
+    (wakes, reported): (&Wakes, Option<String>),
     start: Instant,
     outcome: std::thread::Result<()>,
 ) -> bool {
@@ -199,20 +208,27 @@ fn judge(
         share * 100.0,
         others_share * 100.0
     );
+    if let Some(evidence) = &reported {
+        eprintln!("timing attempt {n} reported {evidence}");
+    }
+    let was_stalled = reported.is_some();
     match outcome {
         Ok(()) => true,
-        Err(panic) if !was_stolen && !was_crowded && !was_slow => std::panic::resume_unwind(panic),
+        Err(panic) if !was_stolen && !was_crowded && !was_slow && !was_stalled => {
+            std::panic::resume_unwind(panic)
+        }
         Err(_) if n < ATTEMPTS => {
             eprintln!(
-                "timing attempt {n} failed while the machine took the CPUs away or woke them \
-                 late; again"
+                "timing attempt {n} failed while the machine took the CPUs away, woke them \
+                 late or stopped the process; again"
             );
             false
         }
         Err(_) => {
             eprintln!(
                 "INCONCLUSIVE: all {ATTEMPTS} attempts failed while the hypervisor or other \
-                 work took the CPUs away, or the host woke them late; timings not checked on this machine now"
+                 work took the CPUs away, the host woke them late or stopped the process; timings \
+                 not checked on this machine now"
             );
             true
         }
@@ -371,6 +387,35 @@ mod tests {
             }));
         use futures_util::FutureExt;
         assert!(retried.catch_unwind().await.is_err());
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_timing_test_that_saw_its_process_stall_is_retried() {
+        // Quiet counters and probe, but the attempt's own sends show a stall.
+        let mut attempts = 0;
+        retry_when_disturbed(growing(0, 0, 0), quiet, || {
+            attempts += 1;
+            let fail = attempts < 3;
+            async move {
+                if fail {
+                    disturbed("one stall of the whole process");
+                }
+                assert!(!fail, "late because stopped")
+            }
+        })
+        .await;
+        assert_eq!(attempts, 3);
+        // A report from an attempt that passed does not carry over to a later one's failure.
+        let mut attempts = 0;
+        let carried =
+            std::panic::AssertUnwindSafe(retry_when_disturbed(growing(0, 0, 0), quiet, || {
+                attempts += 1;
+                async { panic!("late on its own") }
+            }));
+        disturbed("left over");
+        use futures_util::FutureExt;
+        assert!(carried.catch_unwind().await.is_err());
+        assert_eq!(attempts, 1);
     }
 
     #[test]
