@@ -167,6 +167,7 @@ fuzz: deps
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps
 
 # The checkout's own builds; the cache outside it (PROVEBENCH_CACHE) stays.
 clean:

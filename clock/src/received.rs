@@ -137,7 +137,7 @@ fn receive_stamped(
 }
 
 /// The monotonic instant of a kernel stamp taken on the wall clock: the two clocks read
-/// together ([`clock_pair`]), the stamp's age on the wall clock taken from the monotonic
+/// together (`clock_pair`), the stamp's age on the wall clock taken from the monotonic
 /// reading, and never later than `read_at`, when the read that returned its bytes was over.
 pub fn kernel_instant(stamp: WallStamp, read_at: Instant) -> Option<Instant> {
     let now = clock_pair(read_clocks);

@@ -118,7 +118,7 @@ pub fn report_render(data: &[u8]) {
     check_reply(&abi::handle(Op::Render, &request));
 }
 
-/// report-wasm's diff entry point: A and B separated by [`DIFF_SEPARATOR`] (or the input
+/// report-wasm's diff entry point: A and B separated by `DIFF_SEPARATOR` (or the input
 /// against itself).
 pub fn report_diff(data: &[u8]) {
     let request = match data.strip_prefix(RAW_FRAME) {

@@ -5,7 +5,7 @@
 //! channel hop and a wake-up between them; `perf` put that at about a fifth of the runner's CPU
 //! per token. Here the request's own task reads its socket: one poll per read, chunked framing
 //! decoded in place (`wire::http1`) in one buffer per connection, and a token's arrival time taken from the
-//! read that completed it: the kernel's receive stamp where it gives one ([`socket`]), else
+//! read that completed it: the kernel's receive stamp where it gives one (`socket`), else
 //! the read's return. reqwest still serves `https://` (TLS, HTTP/2) and everything
 //! off the hot path (probes, `/tokenize`); `--http-client reqwest` routes streams through it too.
 //!

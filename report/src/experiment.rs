@@ -63,7 +63,7 @@ pub struct Effect {
     pub factor: String,
     pub level: String,
     pub base: String,
-    /// Per metric of [`METRICS`]: the estimate and its 95 % interval (when two or more
+    /// Per metric of `METRICS`: the estimate and its 95 % interval (when two or more
     /// repetitions give one), or `None` when no repetition is complete.
     pub estimates: Vec<Option<Estimate>>,
 }

@@ -138,7 +138,7 @@ impl ReaderPrices {
         })
     }
 
-    /// Prices `loaded` at these prices ([`Self::pricing_for`]'s rule).
+    /// Prices `loaded` at these prices (`Self::pricing_for`'s rule).
     pub fn apply(&self, loaded: &mut Loaded) {
         if let Some(pricing) = self.pricing_for(&loaded.statement.predicate) {
             loaded.statement.predicate.pricing = Some(pricing);

@@ -13,9 +13,9 @@ use schemars::JsonSchema;
 pub enum FlagCode {
     /// Every measured request failed: the benchmark has no numbers.
     AllFailed,
-    /// More than [`ERROR_RATE_LIMIT`] of measured requests failed.
+    /// More than [`crate::validity::ERROR_RATE_LIMIT`] of measured requests failed.
     ErrorRateHigh,
-    /// An open-loop profile achieved under [`SATURATION_RATIO`] of its target rate.
+    /// An open-loop profile achieved under [`crate::validity::SATURATION_RATIO`] of its target rate.
     Saturated,
     /// Completed requests returned fewer output tokens than requested (early EOS).
     EarlyEos,
@@ -37,15 +37,15 @@ pub enum FlagCode {
     GpuThrottled,
     /// The GPUs stayed idle while the client saw throughput: the load did not run on them.
     GpuIdle,
-    /// GPU samples or metric scrapes left a gap over [`GAP_INTERVALS`] periods.
+    /// GPU samples or metric scrapes left a gap over [`crate::validity::GAP_INTERVALS`] periods.
     TelemetryGap,
-    /// A workload meant to miss the prefix cache hit it for over [`PREFIX_HIT_LIMIT`] of
-    /// prompt tokens: its latencies are better than a cold cache gives.
+    /// A workload meant to miss the prefix cache hit it for over [`crate::validity::PREFIX_HIT_LIMIT`]
+    /// of prompt tokens: its latencies are better than a cold cache gives.
     PrefixCacheHits,
     /// The engine preempted requests (KV cache full): latencies include recomputation.
     Preempted,
-    /// A merged run's shards ran on different hosts, and one's clock may be off the others'
-    /// by over [`CLOCK_OFFSET_LIMIT_US`] (or is unsynchronised): its times may be shifted.
+    /// A merged run's shards ran on different hosts, and one's clock may be off the others' by
+    /// over [`crate::validity::CLOCK_OFFSET_LIMIT_US`] (or is unsynchronised): its times may be shifted.
     #[serde(rename = "clock_offset_over_1ms")]
     ClockOffsetOver1ms,
     /// The accuracy phase's headline score is under `--accuracy-min`: faster, perhaps, but

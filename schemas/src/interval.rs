@@ -136,7 +136,7 @@ pub struct Intervals {
     pub early_stopping: Option<EarlyStopping>,
 }
 
-/// LoadGen's early-stopping estimate of each tail percentile ([`early_stopping`]).
+/// LoadGen's early-stopping estimate of each tail percentile ([`crate::uncertainty::early_stopping`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "json-schema", derive(JsonSchema))]
 #[serde(deny_unknown_fields)]

@@ -11,8 +11,8 @@
 //! narrow enough tends to stop where the spread came out small by chance, and 95 % intervals
 //! stopped that way covered the truth in only 89 % of seeded runs. So a benchmark that ran
 //! until precise states its intervals with the critical value of 98 %
-//! ([`super::CONFIDENCE_AFTER_LOOKS`]), both when deciding and in its summary: measured over
-//! 1,000 seeded runs per target, they then cover 94–96 % (`sim`'s coverage test,
+//! ([`crate::uncertainty::CONFIDENCE_AFTER_LOOKS`]), both when deciding and in its summary:
+//! measured over 1,000 seeded runs per target, they then cover 94–96 % (`sim`'s coverage test,
 //! docs/PERFORMANCE.md).
 
 use crate::catalogue::Target;

@@ -1,6 +1,6 @@
 //! What the GPU host did during a benchmark, beside what the client saw: every GPU's NVML
 //! readings and the engine's Prometheus metrics, sampled on a fixed period and stored as
-//! [`series`](crate::series) columns, and the summary derived from them.
+//! [`series`] columns, and the summary derived from them.
 //!
 //! Definitions (over all of a benchmark's samples; the runner takes one right before the
 //! first request and one right after the last, so the samples span the benchmark):

@@ -1,6 +1,6 @@
 //! How sure each number of a summary is: 95 % intervals by batch means, and MLPerf LoadGen's
 //! early-stopping estimates of the tail percentiles. Computed from the records by
-//! [`crate::distribution::summarize_decoded`], so every verifier recomputes them with the rest of
+//! [`crate::metrics::summarize_decoded`], so every verifier recomputes them with the rest of
 //! the summary, natively and in wasm, bit for bit (nothing random, `libm` for the one
 //! transcendental step).
 //!
@@ -54,7 +54,7 @@ pub const MIN_PER_BATCH: usize = 5;
 pub const CONFIDENCE: f64 = 0.95;
 /// The confidence of the critical value in the intervals of a benchmark that ran
 /// `--until-precise`: wider, so that after the looks that decided its stop they still cover
-/// 95 % ([`precision`]).
+/// 95 % ([`crate::precision`]).
 pub const CONFIDENCE_AFTER_LOOKS: f64 = 0.98;
 
 /// The fewest values for which percentile `p` (a fraction) gets an interval: what MLPerf

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 mod stall;
 mod wake_probe;
-pub use stall::{disturbed, Stall};
+pub use stall::{disturbed, Stall, TOGETHER_US};
 use wake_probe::Wakes;
 pub use wake_probe::{WakeProbe, PROBE_SLEEP, SLOW_ECHO_P90_RETRY_MS, SLOW_WAKE_P90_RETRY_MS};
 

@@ -15,7 +15,7 @@
 //! `max_gap_s`); its recorded messages are sent with every earlier call's output it holds
 //! replaced by that call's live answer ([`super::Authored::resolved`]).
 //!
-//! The calls become agents ([`build`]): a call that follows the last call of an agent carries
+//! The calls become agents (`build`): a call that follows the last call of an agent carries
 //! that agent on (a later turn), preferring the shallowest; any other starts a subagent of the
 //! agent whose call it follows, so a chain of calls is one agent and a fan-out gives subagents.
 //!

@@ -155,7 +155,7 @@ pub struct ChartFile {
     /// Alt text and heading.
     pub title: String,
     pub svg: String,
-    /// The chart's points as a markdown table ([`points::table`]), for the reports that
+    /// The chart's points as a markdown table (`points::table`), for the reports that
     /// put it one click away; `None` for charts of lines only.
     pub table: Option<String>,
 }

@@ -5,16 +5,16 @@
 //! same workload (prompt and output lengths, data set or trace: `view::Cell`). Nothing
 //! mixes two groups — no chart, no marked best — and the page says which results went
 //! where and how the groups differ. Within a group: a headline row per result, the Pareto
-//! frontier of throughput per GPU against throughput per user ([`pareto`]), the sweeps
+//! frontier of throughput per GPU against throughput per user (`pareto`), the sweeps
 //! overlaid (throughput against offered rate; mean TTFT, ITL and end-to-end latency against
 //! achieved throughput, means as the seed tables print them and imported tables have them), tokens per joule where GPUs
-//! were measured ([`energy`]), and every result's sweep in seed 004's layout with the
-//! leaders of each column marked: bold beyond the noise, `≈` when tied ([`tables`],
-//! [`leaders`]). Results that are not results, or fail
+//! were measured (`energy`), and every result's sweep in seed 004's layout with the
+//! leaders of each column marked: bold beyond the noise, `≈` when tied (`tables`,
+//! `leaders`). Results that are not results, or fail
 //! verification, are listed apart and take no part.
 //!
 //! Input × output grids (seeds 000–003: one benchmark per cell) are read apart, by model, in
-//! their seeds' layout ([`grids`]).
+//! their seeds' layout (`grids`).
 //!
 //! Every chart is followed by its points' table (one click away in the HTML) and every
 //! point carries a hover title (`charts::points`).

@@ -1,5 +1,5 @@
 //! Whether a candidate B regressed against a baseline A: what `runner gate` decides and
-//! `runner diff --json` lists, from the diff's own judgements ([`judgements`]).
+//! `runner diff --json` lists, from the diff's own judgements (`judgements`).
 //!
 //! A metric fails the gate when B is worse than A beyond both the noise and the allowed
 //! regression: the interval of the change B − A lies wholly beyond `max_regression` × |A| on

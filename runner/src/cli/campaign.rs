@@ -66,7 +66,7 @@ pub struct CampaignRunArgs {
     /// or cell ids/indices separated by commas. Verified cells are never run again.
     #[arg(long, value_name = "WHICH", default_value = "pending")]
     pub only: Only,
-    /// Slurm partition (overrides the plan's [slurm] partition).
+    /// Slurm partition (overrides the plan's `[slurm]` partition).
     #[arg(long, help_heading = "Slurm")]
     pub partition: Option<String>,
     /// Slurm account.

@@ -632,7 +632,7 @@ pub struct PublishArgs {
     #[arg(long, value_name = "FILE")]
     pub cosignature: Vec<PathBuf>,
     /// An attempt log to publish with the results (repeatable): its entries as tlog-tiles
-    /// under logs/<id>/, its signed checkpoint, and which of its attempts the site publishes
+    /// under `logs/<id>/`, its signed checkpoint, and which of its attempts the site publishes
     /// and which it does not. A result's registration must be the log's entry at its index.
     #[arg(long, value_name = "DIR")]
     pub log: Vec<PathBuf>,
@@ -659,7 +659,7 @@ pub struct VerifySiteArgs {
     #[command(flatten)]
     pub trusted: TrustedKeyArgs,
     /// A checkpoint of one of the site's attempt logs seen before (a signed note file, as
-    /// logs/<id>/checkpoint was then): the log must extend it, and still be published.
+    /// `logs/<id>/checkpoint` was then): the log must extend it, and still be published.
     /// Repeatable.
     #[arg(long, value_name = "FILE")]
     pub since: Vec<PathBuf>,
@@ -678,7 +678,7 @@ pub struct VerifySiteArgs {
 runner register plan.toml                 # the plan's key and log\n  \
 runner register spec.toml --key lab.key --log lab.attempts")]
 pub struct RegisterArgs {
-    /// A campaign plan (a TOML file with [axes]) or a run spec.
+    /// A campaign plan (a TOML file with `[axes]`) or a run spec.
     #[arg(value_name = "SPEC|PLAN.toml")]
     pub file: PathBuf,
     /// The signing key (default: a plan's `key`).

@@ -361,7 +361,7 @@ fn now() -> String {
 }
 
 /// One cell: checks the plan is the one submitted and the key is private, sets aside what
-/// an earlier attempt left, then runs `runner run` with the cell's spec into RESULTS/<id>.json.
+/// an earlier attempt left, then runs `runner run` with the cell's spec into `RESULTS/<id>.json`.
 fn cell(args: &CellArgs) -> Result<(), Failure> {
     let plan = load(&args.plan)?;
     if let Some(expected) = &args.plan_sha256 {

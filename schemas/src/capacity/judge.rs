@@ -178,7 +178,7 @@ pub fn verdict(over: &[bool], p: f64) -> Verdict {
 }
 
 /// Whether the batches' means of `values` (in schedule order) rise with their order: the
-/// least-squares slope over its standard error above the one-sided [`TREND_CONFIDENCE`]
+/// least-squares slope over its standard error above the one-sided `TREND_CONFIDENCE`
 /// Student-t quantile with `BATCHES − 2` degrees of freedom, and the rise it fits from the
 /// first batch to the last more than [`MATERIAL_RISE`] of the `bound` (a drift of a few
 /// milliseconds under a bound of hundreds, a neighbour's load on the host, is no queue

@@ -2,7 +2,7 @@
 //! while every objective holds. The load generator searches for it one step (benchmark) at a
 //! time; this module is what a document says of the search and how every reader recomputes
 //! it: each step's verdict from its records ([`judge`]), and the answer from the steps
-//! ([`derive`]). Sealing fills both in; verification refuses a document whose stored verdicts
+//! ([`derive()`]). Sealing fills both in; verification refuses a document whose stored verdicts
 //! or answer differ from the recomputed ones.
 
 pub mod judge;

@@ -27,13 +27,13 @@ pub struct Accuracy {
         schemars(with = "crate::document::record_columns::RecordColumns")
     )]
     pub records: Vec<RawRecord>,
-    /// Each answer's text, in item order ([`texts`]: zlib-compressed JSON, base64); empty for
-    /// a request that failed.
+    /// Each answer's text, in item order ([`crate::accuracy::texts`]: zlib-compressed JSON,
+    /// base64); empty for a request that failed.
     pub answers: String,
     /// Computed from the answers when the result is sealed, and again by every verifier.
     pub grade: Grade,
     /// `--accuracy-during-load`: items asked again while the benchmarks ran
-    /// ([`under_load`]).
+    /// ([`crate::accuracy::under_load`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub under_load: Option<UnderLoad>,
 }
@@ -52,7 +52,7 @@ pub struct Suite {
     /// `--accuracy SUITE:N`: the size of the seeded subset asked; null when all were.
     pub sampled: Option<u64>,
     pub grader: Grader,
-    /// [`grader::GRADER_VERSION`] when it was graded.
+    /// [`crate::accuracy::grader::GRADER_VERSION`] when it was graded.
     pub grader_version: u32,
     /// `number`: the largest absolute difference still correct.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,7 +86,7 @@ pub struct Items {
     /// Multiple choice: each item's number of choices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub choices: Option<Vec<Option<u32>>>,
-    /// The prompt each request sent, template and few-shot examples included ([`texts`]).
+    /// The prompt each request sent, template and few-shot examples included ([`crate::accuracy::texts`]).
     pub prompts: String,
 }
 
@@ -136,7 +136,7 @@ pub struct UnderLoad {
         schemars(with = "crate::document::record_columns::RecordColumns")
     )]
     pub records: Vec<RawRecord>,
-    /// Each answer's text ([`texts`]).
+    /// Each answer's text ([`crate::accuracy::texts`]).
     pub answers: String,
     /// Answers compared with the phase's (both requests completed), and how many of them
     /// differ (the texts, trimmed, are not equal): computed when sealed, and by verifiers.
