@@ -732,6 +732,15 @@ fn diff_of_measured_runs_overlays_charts() {
         svg.contains(">\nA in=512 out=32\n</text>") && svg.contains(">\nB in=512 out=32\n</text>")
     );
     assert!(!svg.contains("NaN"));
+    // Its table and hover titles tell each group's p50 from its p99 (same colour, same x).
+    let rows: Vec<&str> = md
+        .lines()
+        .filter(|l| l.starts_with("| Time to first token (Latency (ms)) | A in=512 out=32 "))
+        .collect();
+    assert_eq!(rows.len(), 10, "{md}");
+    assert_eq!(rows.iter().filter(|l| l.contains(" p50 | ")).count(), 5);
+    assert_eq!(rows.iter().filter(|l| l.contains(" p99 | ")).count(), 5);
+    assert!(svg.contains("<title>B in=512 out=32 p99 — "), "{svg}");
     // A failed benchmark on one side compares only its failures.
     let mut c = b.clone();
     c.predicate.benchmarks[0].summary.requests.completed = 0;
@@ -1388,9 +1397,8 @@ fn documents_without_telemetry_render_as_before() {
     );
     // The bytes the renderer gave before telemetry existed (sha256 of each file). A change
     // here is a change for every published result: make it on purpose or not at all (the
-    // last: the verdict classes of the pages' style (`verdict-better`…), the diff's sentence
-    // naming the 5 % beyond which values alone are judged, and its verdicts as data,
-    // `diff.json`).
+    // last: the load–latency chart's points name their percentile, p50 or p99, beside their
+    // group, in its table and hover titles).
     let docs = [sweep_doc("a", 1.0), sweep_doc("b", 0.5), grid_doc()];
     let bytes: Vec<Vec<u8>> = docs.iter().map(envelope_bytes).collect();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
@@ -1405,19 +1413,19 @@ fn documents_without_telemetry_render_as_before() {
     assert_eq!(
         got,
         [
-            "report.md df87301ab03c002a34818083a80bf16abd4495057fbe425444612f46855c764a",
-            "report.html cc9b9d615de18e250cd3cab8a75d4abee2e38209590a484540e1d305149acf6e",
+            "report.md 97440df6292285fe429bf16fe44d994ac78d2c2ac12ff96873bc388fcadd1c1c",
+            "report.html 53eff7f039b75de2585cd21ff8cdf2beb55560e68d13c0189a84e286c74ec4fa",
             "throughput.svg 6febfde1d479897c72da5caffb0dafbdd6196573d1e1a99436e281090455922e",
-            "latency.svg 707e0cceb54c13c098c21a405bd7ea1454738448a0e61272f68091268e179094",
+            "latency.svg afcc133b43d8bae7e3bb268069bdee5caa4e50448acf365f50b98230d3abcd90",
             "grid.svg cf96023417b74997712d8d7cdc411ee9ad23fb5a3b0e5c55dbce2dc14e0c29c8",
             "ttft-timeline-1.svg cc6e8002ee818bbe63888036f74505c777d2594110a1c35b2d7b170e598215d2",
             "ttft-timeline-2.svg 14c3c477cfdd7cb5e3106bf50ce4ecad421cb4230d9d450c3b523103422f8216",
             "ttft-timeline-3.svg 231f898a6a95c1316cf7c46b0673edbe98579269f80b319edec2718d54576675",
-            "diff.md 252461f3e6de44721ba27c54aedc0510121ec7b61c53a841b7f83f1fc05df1b9",
-            "diff.html 8f932c6cce5264fee473d46260691cf1f77852ceba8b0eebe769db4fee5621ca",
+            "diff.md beebf0668d39b474f51a66ac52f7d092bba86af75441589f3006cf2967f1ef99",
+            "diff.html 2c6633d6c32ddd285ec25e1df8681ea7905d974197f74716ac469bfd8a59ab70",
             "diff.json d65212eaf0195cd2cc2a8ed0f37db05f4917543b6e7efc43e85f0b37b5b1e950",
             "throughput.svg a5110356d5f9eb8649a45741efe24192b0f2fbd9f83c0c9c876751b4650a5e21",
-            "latency.svg 713b4fc4f72943d846832c2b7f4c45281d0ec2802c595892df22e6d90701a23b",
+            "latency.svg 6b7b3dda1d2f3ffd1a5683fa9b9ae9b67f05a320ce00ef1a62ebf7c96ae52ce6",
         ]
     );
 }

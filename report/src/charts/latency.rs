@@ -46,22 +46,33 @@ pub fn chart(groups: &[ChartGroup]) -> Option<Chart> {
         for g in groups {
             let p = points(g, pick);
             any |= !p.is_empty();
+            // Each point names its group and percentile: the two series share the group's
+            // colour, and a table or hover title naming the group alone could not tell them apart.
+            let named = |percentile: &str, points: Vec<(f64, f64)>| {
+                let who = match g.label.as_str() {
+                    "" => percentile.to_string(),
+                    group => format!("{group} {percentile}"),
+                };
+                (vec![who; points.len()], points)
+            };
+            let (titles, points) = named("p50", finite_points(p.iter().map(|p| (p.0, p.1))));
             series.push(Series {
-                titles: Vec::new(),
+                titles,
                 style: Style {
                     line: Line::Thick,
                     ..g.style
                 },
-                points: finite_points(p.iter().map(|p| (p.0, p.1))),
+                points,
             });
+            let (titles, points) = named("p99", finite_points(p.iter().map(|p| (p.0, p.2))));
             series.push(Series {
-                titles: Vec::new(),
+                titles,
                 style: Style {
                     line: Line::Thin,
                     marker: Marker::Ring,
                     ..g.style
                 },
-                points: finite_points(p.iter().map(|p| (p.0, p.2))),
+                points,
             });
         }
         panels.push(Panel {
