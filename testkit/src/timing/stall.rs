@@ -13,8 +13,11 @@
 
 use std::sync::Mutex;
 
-/// The most apart the late requests' sends may be and still count as sent together once the
-/// process ran again (a catch-up sends them one after another in tens of microseconds).
+/// The most apart the late requests' sends may always be and still count as sent together once
+/// the process ran again (a catch-up sends them one after another, tens of microseconds apart
+/// when their connections are open); a quarter of the span of their due times, where that is
+/// more (connections opened for the burst). A scheduler that falls behind sends them about as
+/// far apart as they were due.
 pub const TOGETHER_US: u64 = 1_000;
 
 /// What the current attempt reported of itself (see [`disturbed`]).
@@ -47,7 +50,8 @@ pub struct Stall {
 impl Stall {
     /// The stall in `sends` (each request's scheduled and sent time, µs), if every request
     /// sent more than `bound_us` late fits one: they were due one after another with no
-    /// request on time between them, and were sent within [`TOGETHER_US`] of each other.
+    /// request on time between them, and were sent together (within [`TOGETHER_US`] of each
+    /// other, or a quarter of the span of their due times where that is more).
     /// None when no request was that late, or when lateness is spread over the run.
     pub fn in_sends(sends: &[(u64, u64)], bound_us: u64) -> Option<Stall> {
         let mut by_due = sends.to_vec();
@@ -62,7 +66,8 @@ impl Stall {
         let earliest = run.iter().map(|s| s.1).min()?;
         let latest = run.iter().map(|s| s.1).max()?;
         let spread_us = latest - earliest;
-        (spread_us <= TOGETHER_US).then(|| Stall {
+        let due_span_us = run[run.len() - 1].0 - run[0].0;
+        (spread_us <= TOGETHER_US.max(due_span_us / 4)).then(|| Stall {
             requests: run.len(),
             first_due_us: run[0].0,
             length_us: run[0].1 - run[0].0,
@@ -131,5 +136,18 @@ mod tests {
         // catching up slowly), not together.
         let drifting = sends(|i| if (30..35).contains(&i) { 3_000 } else { 40 });
         assert_eq!(Stall::in_sends(&drifting, 2_000), None);
+        // Ten due over 45 ms and sent over 4 ms (a connection opened for each): together.
+        let burst = sends(|i| match i {
+            20..=29 => 50_000 - (i - 20) * 5_000 + (i - 20) * 400,
+            _ => 40,
+        });
+        let stall = Stall::in_sends(&burst, 2_000).expect("one stall");
+        assert_eq!((stall.requests, stall.spread_us), (10, 3_600));
+        // Sent over half their due span: falling behind, not caught up.
+        let behind = sends(|i| match i {
+            20..=29 => 50_000 - (i - 20) * 2_500,
+            _ => 40,
+        });
+        assert_eq!(Stall::in_sends(&behind, 2_000), None);
     }
 }

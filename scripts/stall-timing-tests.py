@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Stops each in-process timing test once, for a moment, and says how it took it.
+
+A host can stop a virtual machine for tens of milliseconds without counting it as steal
+(docs/PERFORMANCE.md). This runs every timing test of the crates whose tests measure in their
+own process (loadgen's known answers, workloads, speculative and LoRA tests and its library,
+the simulator's and the clock's) that took at least MIN_SECONDS in the last nextest run
+(target/nextest/default/junit.xml), one at a time; at a random moment within it, it stops the
+test's process (SIGSTOP) for STOP_MS and lets it go on (SIGCONT). A test that fails so is a
+test that a host's stop can fail; one that reports the stop (`testkit::timing::Stall`) and
+passes again was retried. Not a test (it judges nothing by itself): a committed measurement.
+
+Usage: scripts/stall-timing-tests.py [--stop-ms 25] [--seed 1] [--min-seconds 0.4] [--only NAME] [--junit FILE]
+(after `make test`, whose whole nextest run leaves the junit file; a later partial run replaces
+it, and the tests it did not run are then skipped).
+"""
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FILTER = (
+    "(package(loadgen) & (kind(lib) | test(/^(known_answers|workloads|speculative|lora)::/)))"
+    " | (package(sim) & kind(lib)) | (package(clock) & kind(lib))"
+)
+
+
+def tests():
+    """(binary, its crate directory, test name) of every test the filter names."""
+    listed = subprocess.run(
+        ["cargo", "nextest", "list", "--workspace", "-E", FILTER, "--message-format", "json"],
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    )
+    for suite in json.loads(listed.stdout)["rust-suites"].values():
+        for name in suite["testcases"]:
+            yield suite["binary-path"], suite["cwd"], name
+
+
+def durations(junit):
+    """Each test's seconds in the last run, by name."""
+    seconds = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        seconds[case.get("name")] = float(case.get("time"))
+    return seconds
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--stop-ms", type=float, default=25.0)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--min-seconds", type=float, default=0.4)
+    ap.add_argument("--only", default="", help="only the tests whose name contains this")
+    ap.add_argument("--junit", default=os.path.join(ROOT, "target/nextest/default/junit.xml"))
+    args = ap.parse_args()
+    junit = args.junit
+    if not os.path.exists(junit):
+        sys.exit(f"{junit}: no nextest run to take the tests' durations from (run make test)")
+    seconds = durations(junit)
+    rng = random.Random(args.seed)
+    failed = timed = 0
+    listed = list(tests())
+    for binary, cwd, name in listed:
+        took = seconds.get(name, 0.0)
+        timed += name in seconds
+        if took < args.min_seconds or args.only not in name:
+            continue
+        at = rng.uniform(0.15, 0.85) * took
+        test = subprocess.Popen(
+            [binary, "--exact", name, "--nocapture", "--test-threads", "1"],
+            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+        time.sleep(at)
+        try:
+            os.kill(test.pid, signal.SIGSTOP)
+            time.sleep(args.stop_ms / 1000)
+            os.kill(test.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+        out = test.communicate()[0].decode(errors="replace")
+        verdict = "passed" if test.returncode == 0 else "FAILED"
+        failed += test.returncode != 0
+        notes = []
+        if "reported one stall" in out:
+            notes.append("reported the stop")
+        if (n := out.count("; again")) > 0:
+            notes.append(f"retried {n}×")
+        if "INCONCLUSIVE" in out:
+            notes.append("inconclusive")
+        print(
+            f"{verdict:6} stopped {args.stop_ms:.0f} ms at {at:.2f} s of {took:.1f} s  {name}"
+            + (f"  ({', '.join(notes)})" if notes else ""),
+            flush=True,
+        )
+        if test.returncode != 0:
+            log = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"stalled-{name.replace(':', '_')}.log")
+            with open(log, "w") as f:
+                f.write(out)
+            print(f"       its output: {log}", flush=True)
+            lines = out.splitlines()
+            panic = next((i for i, l in reversed(list(enumerate(lines))) if "panicked at" in l), None)
+            if panic is not None:
+                print("       " + " | ".join(lines[panic:panic + 2]), flush=True)
+    print(f"{failed} failed; {timed} of the {len(listed)} tests had a duration in {junit}")
+
+
+if __name__ == "__main__":
+    main()
