@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
-"""Stops each in-process timing test once, for a moment, and says how it took it.
+"""Stops each timing test once, for a moment, and says how it took it.
 
 A host can stop a virtual machine for tens of milliseconds without counting it as steal
-(docs/PERFORMANCE.md). This runs every timing test of the crates whose tests measure in their
-own process (loadgen's known answers, workloads, speculative and LoRA tests and its library,
-the simulator's and the clock's) that took at least MIN_SECONDS in the last nextest run
-(target/nextest/default/junit.xml), one at a time; at a random moment within it, it stops the
-test's process (SIGSTOP) for STOP_MS and lets it go on (SIGCONT). A test that fails so is a
-test that a host's stop can fail; one that reports the stop (`testkit::timing::Stall`) and
+(docs/PERFORMANCE.md). This runs every timing test (those .config/nextest.toml runs alone:
+loadgen's known answers, workloads, speculative and LoRA tests and its library, the
+simulator's, the clock's, and the runner's) that took at least MIN_SECONDS in the last nextest
+run (target/nextest/default/junit.xml), or with --all every test, one at a time; at a random
+moment within it, it stops the test's process group, every process the test started included
+(SIGSTOP), for STOP_MS and lets it go on (SIGCONT), as a host that stops the machine would. A
+test that fails so is a test that a host's stop can fail; one that reports the stop (`testkit::timing::Stall`) and
 passes again was retried. Not a test (it judges nothing by itself): a committed measurement.
 
-Usage: scripts/stall-timing-tests.py [--stop-ms 25] [--seed 1] [--min-seconds 0.4] [--only NAME] [--junit FILE]
+Usage: scripts/stall-timing-tests.py [--stop-ms 25] [--seed 1] [--min-seconds 0.4] [--all] [--only NAME]
+       [--junit FILE]
 (after `make test`, whose whole nextest run leaves the junit file; a later partial run replaces
 it, and the tests it did not run are then skipped).
 """
@@ -29,18 +31,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FILTER = (
     "(package(loadgen) & (kind(lib) | test(/^(known_answers|workloads|speculative|lora)::/)))"
     " | (package(sim) & kind(lib)) | (package(clock) & kind(lib))"
+    " | (package(runner) & test(/^(sharding|uncertainty|precision|reproduce|gate::the_gate"
+    "|capacity::|llama_server::a_capacity|experiment::)/))"
 )
 
 
-def tests():
-    """(binary, its crate directory, test name) of every test the filter names."""
+def tests(every):
+    """(binary, its crate directory, test name) of every test the filter names (`every`: all)."""
     listed = subprocess.run(
-        ["cargo", "nextest", "list", "--workspace", "-E", FILTER, "--message-format", "json"],
+        ["cargo", "nextest", "list", "--workspace", "-E", "all()" if every else FILTER,
+         "--message-format", "json"],
         cwd=ROOT, check=True, capture_output=True, text=True,
     )
     for suite in json.loads(listed.stdout)["rust-suites"].values():
-        for name in suite["testcases"]:
-            yield suite["binary-path"], suite["cwd"], name
+        for name, case in suite["testcases"].items():
+            # The listing holds every test of the binaries, each saying whether it matched.
+            if case["filter-match"]["status"] == "matches":
+                yield suite["binary-path"], suite["cwd"], name
 
 
 def durations(junit):
@@ -56,6 +63,7 @@ def main():
     ap.add_argument("--stop-ms", type=float, default=25.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--min-seconds", type=float, default=0.4)
+    ap.add_argument("--all", action="store_true", help="every test, not the timing tests alone")
     ap.add_argument("--only", default="", help="only the tests whose name contains this")
     ap.add_argument("--junit", default=os.path.join(ROOT, "target/nextest/default/junit.xml"))
     args = ap.parse_args()
@@ -65,7 +73,7 @@ def main():
     seconds = durations(junit)
     rng = random.Random(args.seed)
     failed = timed = 0
-    listed = list(tests())
+    listed = list(tests(args.all))
     for binary, cwd, name in listed:
         took = seconds.get(name, 0.0)
         timed += name in seconds
@@ -74,13 +82,14 @@ def main():
         at = rng.uniform(0.15, 0.85) * took
         test = subprocess.Popen(
             [binary, "--exact", name, "--nocapture", "--test-threads", "1"],
-            cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            cwd=cwd, env={**os.environ, "CARGO_MANIFEST_DIR": cwd},
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         )
         time.sleep(at)
         try:
-            os.kill(test.pid, signal.SIGSTOP)
+            os.killpg(test.pid, signal.SIGSTOP)
             time.sleep(args.stop_ms / 1000)
-            os.kill(test.pid, signal.SIGCONT)
+            os.killpg(test.pid, signal.SIGCONT)
         except ProcessLookupError:
             pass
         out = test.communicate()[0].decode(errors="replace")
