@@ -435,15 +435,18 @@ def main_check(a: argparse.Namespace) -> int:
             check("speculative decoding", False, f"{a.speculative}: {e}")
 
     # 13. Capacity under an SLO, with the runner starting the engine: on a GPU the search brackets
-    # an answer (a load that passed and one above it that did not); on a CPU shared with the
-    # other suites it need only have searched. Every verdict is judged again by `runner verify`.
+    # an answer (a load that passed and one above it that did not) over two steps or more; on a
+    # CPU shared with the other suites it need only have searched: a step run and judged (beside
+    # Chromium and three test suites, concurrency 1 alone once left TTFT p90 at the 30 ms bound,
+    # undecided, and the search rightly stopped there). Every verdict is judged again by
+    # `runner verify`.
     if a.capacity:
         try:
             cp = statement(a.capacity)["predicate"]
             c = cp["capacity"]
             steps = [b["label"] for b in cp["benchmarks"] if b.get("capacity_step") is not None]
             bracket = c.get("passed") is not None and (c.get("failed") or c.get("undecided")) is not None
-            ok = len(steps) >= 2 and (bracket or a.cpu)
+            ok = (len(steps) >= 2 and bracket) or (a.cpu and len(steps) >= 1)
             check("capacity under an SLO", ok,
                   f"{', '.join(c['slo'])}: passed at {c.get('passed')}, failed at {c.get('failed')}, "
                   f"undecided at {c.get('undecided')} (converged: {c.get('converged')}), goodput "

@@ -155,17 +155,32 @@ def test_a_failed_check_fails_the_proof(proof, tmp_path):
 
 
 def test_on_a_gpu_a_capacity_search_must_bracket_its_answer(proof, tmp_path):
-    """On a CPU shared with the other suites the search need only have searched; on a GPU it must
-    bracket an answer (a load that passed and one above it that did not). The CPU run's search,
-    its bracket taken away, passes the check with --cpu and fails it without."""
+    """On a CPU shared with the other suites the search need only have searched (a step run and
+    judged); on a GPU it must bracket an answer (a load that passed and one above it that did not)
+    over two steps or more. The CPU run's search, its bracket taken away, passes the check with
+    --cpu and fails it without; so does its first step alone, undecided, as a contended CPU left
+    it once; and no step at all fails both."""
     d, _, _ = proof
     subprocess.run(["tar", "-xzf", str(d / "out" / "extras.tar.gz"), "-C", str(tmp_path)], check=True)
-    envelope = json.loads((d / "out" / "capacity.json").read_text())
-    statement = json.loads(base64.b64decode(envelope["payload"]))
-    capacity = statement["predicate"]["capacity"]
-    capacity["failed"] = capacity["undecided"] = None
-    envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
-    (tmp_path / "capacity.json").write_text(json.dumps(envelope))
+    original = json.loads((d / "out" / "capacity.json").read_text())
+
+    def edited(edit):
+        envelope = dict(original)
+        statement = json.loads(base64.b64decode(envelope["payload"]))
+        edit(statement["predicate"])
+        envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+        (tmp_path / "capacity.json").write_text(json.dumps(envelope))
+
+    def unbracketed(p):
+        p["capacity"]["failed"] = p["capacity"]["undecided"] = None
+
+    def first_step_undecided(p):
+        p["benchmarks"] = [b for b in p["benchmarks"] if b.get("capacity_step") is None] + \
+            [next(b for b in p["benchmarks"] if b.get("capacity_step") is not None)]
+        p["capacity"].update(passed=None, failed=None, undecided=1.0, converged=False)
+
+    def no_step(p):
+        p["benchmarks"] = [b for b in p["benchmarks"] if b.get("capacity_step") is None]
 
     def failed(*extra):
         out = tmp_path / f"summary{len(extra)}"
@@ -178,8 +193,12 @@ def test_on_a_gpu_a_capacity_search_must_bracket_its_answer(proof, tmp_path):
         summary = json.loads((out / "summary.json").read_text())
         return [c["check"] for c in summary["checks"] if not c["ok"]]
 
-    assert "capacity under an SLO" not in failed("--cpu")
-    assert "capacity under an SLO" in failed()
+    for edit in (unbracketed, first_step_undecided):
+        edited(edit)
+        assert "capacity under an SLO" not in failed("--cpu"), edit.__name__
+        assert "capacity under an SLO" in failed(), edit.__name__
+    edited(no_step)
+    assert "capacity under an SLO" in failed("--cpu")
 
 
 def test_a_run_past_its_deadline_skips_its_steps_and_says_so(proof, fake_nvml, tmp_path):
