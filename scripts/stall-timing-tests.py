@@ -8,7 +8,8 @@ simulator's, the clock's, and the runner's) that took at least MIN_SECONDS in th
 run (target/nextest/default/junit.xml), or with --all every test, one at a time; at a random
 moment within it, it stops the test's process group, every process the test started included
 (SIGSTOP), for STOP_MS and lets it go on (SIGCONT), as a host that stops the machine would. A
-test that fails so is a test that a host's stop can fail; one that reports the stop (`testkit::timing::Stall`) and
+test that fails so is a test that a host's stop can fail; one that reports the stop
+(`testkit::timing::disturbed`, as `testkit::timing::Stall` reads it from an open loop) and
 passes again was retried. Not a test (it judges nothing by itself): a committed measurement.
 
 Usage: scripts/stall-timing-tests.py [--stop-ms 25] [--seed 1] [--min-seconds 0.4] [--all] [--only NAME]
@@ -23,6 +24,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -30,6 +32,7 @@ import time
 import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
 FILTER = (
     "(package(loadgen) & (kind(lib) | test(/^(known_answers|workloads|speculative|lora)::/)))"
     " | (package(sim) & kind(lib)) | (package(clock) & kind(lib))"
@@ -71,9 +74,6 @@ def python_timing_tests():
         cwd=ROOT, check=True, capture_output=True, text=True,
     )
     return [t for t in collected.stdout.split() if "::" in t]
-
-
-PYTHON = os.path.join(ROOT, ".venv", "bin", "python")
 
 
 def main():
@@ -128,7 +128,7 @@ def main():
         verdict = "passed" if test.returncode == 0 else "FAILED"
         failed += test.returncode != 0
         notes = []
-        if "reported one stall" in out:
+        if re.search(r"timing attempt \d+ reported ", out):
             notes.append("reported the stop")
         if (n := out.count("; again")) > 0:
             notes.append(f"retried {n}×")

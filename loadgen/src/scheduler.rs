@@ -13,8 +13,7 @@
 //! client computes the whole schedule — offsets and prompts — and sends only the requests
 //! whose index is `i` modulo `N`, at their offsets; a closed loop's client runs its share
 //! of the streams over those prompts. Each record's phase is then decided by its index in
-//! the whole schedule ([`phase_at`]), so the shards mark what
-//! one client would have.
+//! the whole schedule ([`phase_at`]), so the shards mark what one client would have.
 
 use crate::arrivals::Arrivals;
 use crate::client::{Endpoint, Job};

@@ -33,10 +33,9 @@ pub fn timing_test_lock() -> std::sync::MutexGuard<'static, ()> {
 /// ([`STOLEN_SHARE_RETRY`], [`OTHERS_SHARE_RETRY`], [`SLOW_WAKE_P90_RETRY_MS`],
 /// [`SLOW_ECHO_P90_RETRY_MS`]), or that the test itself reported [`disturbed`] (a stall of the
 /// whole process that its own measurements show: [`Stall`]), is run again, up to [`ATTEMPTS`]
-/// times. A failure on a quiet
-/// machine fails the test at once; if every attempt was disturbed the check is inconclusive,
-/// says so on stderr and passes — the runner flags such runs `client_bound` in the product
-/// too.
+/// times. A failure on a quiet machine fails the test at once; if every attempt was disturbed
+/// the check is inconclusive, says so on stderr and passes — the runner flags such runs
+/// `client_bound` in the product too.
 #[allow(clippy::await_holding_lock)] // on purpose: see timing_test_lock
 pub async fn timing_test<F, Fut>(attempt: F)
 where
@@ -139,12 +138,9 @@ where
 {
     use futures_util::FutureExt;
     for n in 1..=ATTEMPTS {
-        stall::take_reported();
-        let (before, wakes, start) = (read(), probe(), Instant::now());
+        let watched = Attempt::start(n, &read, &probe);
         let outcome = std::panic::AssertUnwindSafe(attempt()).catch_unwind().await;
-        let wakes = wakes.finish();
-        let reported = stall::take_reported();
-        if judge(n, &before, &read(), (&wakes, reported), start, outcome) {
+        if watched.over(read(), outcome) {
             return;
         }
     }
@@ -163,21 +159,55 @@ fn retry_when_disturbed_blocking(
     mut attempt: impl FnMut(),
 ) {
     for n in 1..=ATTEMPTS {
-        stall::take_reported();
-        let (before, wakes, start) = (read(), probe(), Instant::now());
+        let watched = Attempt::start(n, &read, &probe);
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&mut attempt));
-        let wakes = wakes.finish();
-        let reported = stall::take_reported();
-        if judge(n, &before, &read(), (&wakes, reported), start, outcome) {
+        if watched.over(read(), outcome) {
             return;
         }
     }
 }
 
-/// Attempt `n`'s outcome, between two readings, with the probe's wake-ups over it and what
-/// the attempt reported of itself: true
-/// when the test is over (passed, or inconclusive after the last disturbed attempt), false for
-/// another attempt; a failure on a quiet machine is the test's failure, raised again here.
+/// One attempt as both loops watch it: the counters read as it starts, the probe sleeping
+/// through it, and what the test reports of itself while it runs ([`disturbed`]).
+struct Attempt {
+    n: u32,
+    before: Readings,
+    probe: WakeProbe,
+    start: Instant,
+}
+
+impl Attempt {
+    /// Attempt `n` starts: nothing reported yet (a report left by an earlier attempt is
+    /// dropped), the counters read, the probe started.
+    fn start(n: u32, read: &impl Fn() -> Readings, probe: &impl Fn() -> WakeProbe) -> Attempt {
+        stall::take_reported();
+        Attempt {
+            n,
+            before: read(),
+            probe: probe(),
+            start: Instant::now(),
+        }
+    }
+
+    /// The attempt's outcome, with the counters read `after` it: true when the test is over
+    /// (passed, or inconclusive after the last disturbed attempt), false for another attempt;
+    /// a failure on a quiet machine is the test's failure, raised again here.
+    fn over(self, after: Readings, outcome: std::thread::Result<()>) -> bool {
+        let wakes = self.probe.finish();
+        let reported = stall::take_reported();
+        judge(
+            self.n,
+            &self.before,
+            &after,
+            (&wakes, reported),
+            self.start,
+            outcome,
+        )
+    }
+}
+
+/// [`Attempt::over`]'s verdict on attempt `n`, between two readings, with the probe's wake-ups
+/// over it and what the attempt reported of itself.
 fn judge(
     n: u32,
     before: &Readings,
